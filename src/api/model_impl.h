@@ -1,0 +1,25 @@
+/* What the public handles hold. Private to src/api/ and the CLI. */
+#ifndef AIT_API_MODEL_IMPL_H
+#define AIT_API_MODEL_IMPL_H
+
+#include "aitune.h"
+#include "ir/graph.h"
+#include "onnx/onnx_io.h"
+
+struct ait_model {
+  ait_graph *graph; /* owned */
+  ait_onnx_meta meta;
+  char *path; /* file it came from, or NULL */
+};
+
+struct ait_session {
+  const ait_model *model;        /* borrowed */
+  const char *backend;           /* static name */
+  ait_tensor **outputs;          /* last run's outputs, owned */
+  int n_outputs;
+};
+
+/* The graph of a model (for the CLI's info and conformance commands). */
+const ait_graph *ait_model_graph(const ait_model *m);
+
+#endif

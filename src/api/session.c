@@ -1,0 +1,107 @@
+/* Public session API: run a model on a backend with caller-owned inputs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/model_impl.h"
+#include "core/error.h"
+#include "runtime/eager.h"
+
+static const char *const backend_names[] = {"eager", NULL};
+
+const char *const *ait_backend_names(void) { return backend_names; }
+
+ait_status ait_session_create(const ait_model *model, const char *backend, ait_session **out) {
+  if (!model || !out) return ait_err(AIT_E_INVALID_ARG, "ait_session_create: model and out are required");
+  *out = NULL;
+  if (!backend) backend = "eager";
+  const char *name = NULL;
+  for (int i = 0; backend_names[i]; i++)
+    if (!strcmp(backend, backend_names[i])) name = backend_names[i];
+  if (!name) return ait_err(AIT_E_NOT_FOUND, "no backend named '%s' (available: eager)", backend);
+  AIT_TRY(ait_eager_check(model->graph));
+  ait_session *s = calloc(1, sizeof *s);
+  if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
+  s->model = model;
+  s->backend = name;
+  *out = s;
+  return AIT_OK;
+}
+
+static void clear_outputs(ait_session *s) {
+  for (int i = 0; i < s->n_outputs; i++) ait_tensor_free(s->outputs[i]);
+  free(s->outputs);
+  s->outputs = NULL;
+  s->n_outputs = 0;
+}
+
+void ait_session_free(ait_session *s) {
+  if (!s) return;
+  clear_outputs(s);
+  free(s);
+}
+
+/* An input must match its declaration: dtype exactly, rank, and every dim
+ * that the model fixes (symbolic and unknown dims take any size). */
+static ait_status check_input(const ait_value *decl, const ait_tensor_view *in, size_t i) {
+  if (in->rank < 0 || in->rank > AIT_MAX_RANK)
+    return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): rank %d is outside 0..%d", i, decl->name,
+                   in->rank, AIT_MAX_RANK);
+  if (decl->dtype != AIT_UNDEFINED && in->dtype != decl->dtype)
+    return ait_err(AIT_E_DTYPE, "input %zu ('%s'): expected dtype %s, got %s", i, decl->name,
+                   ait_dtype_name(decl->dtype), ait_dtype_name(in->dtype));
+  if (decl->rank >= 0 && in->rank != decl->rank)
+    return ait_err(AIT_E_SHAPE, "input %zu ('%s'): expected rank %d, got %d", i, decl->name,
+                   decl->rank, in->rank);
+  for (int k = 0; k < in->rank; k++) {
+    if (in->dims[k] < 0)
+      return ait_err(AIT_E_SHAPE, "input %zu ('%s'): dim %d is negative", i, decl->name, k);
+    if (decl->rank >= 0 && decl->dims[k].v >= 0 && decl->dims[k].v != in->dims[k])
+      return ait_err(AIT_E_SHAPE, "input %zu ('%s'): dim %d must be %lld, got %lld", i, decl->name,
+                     k, (long long)decl->dims[k].v, (long long)in->dims[k]);
+  }
+  if (!in->data && ait_shape_numel(in->rank, in->dims) > 0)
+    return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): data is NULL", i, decl->name);
+  return AIT_OK;
+}
+
+ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t n_inputs) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "ait_session_run: session is NULL");
+  const ait_graph *g = s->model->graph;
+  if (n_inputs != (size_t)g->n_inputs || (n_inputs && !inputs))
+    return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n_inputs);
+  clear_outputs(s);
+  ait_tensor **wrapped = calloc(n_inputs + 1, sizeof *wrapped);
+  ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+  ait_status st = AIT_OK;
+  if (!wrapped || !outs) st = ait_err(AIT_E_NOMEM, "out of memory");
+  for (size_t i = 0; !st && i < n_inputs; i++) {
+    st = check_input(&g->values[g->inputs[i]], &inputs[i], i);
+    if (!st && !(wrapped[i] = ait_tensor_wrap(inputs[i].dtype, inputs[i].rank, inputs[i].dims,
+                                              inputs[i].data)))
+      st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
+  }
+  if (!st) st = ait_eager_run(g, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
+  for (size_t i = 0; wrapped && i < n_inputs; i++) ait_tensor_free(wrapped[i]);
+  free(wrapped);
+  if (st) {
+    free(outs);
+    return st;
+  }
+  s->outputs = outs;
+  s->n_outputs = g->n_outputs;
+  return AIT_OK;
+}
+
+ait_status ait_session_output(const ait_session *s, size_t i, ait_tensor_view *out) {
+  if (!s || !out || i >= (size_t)s->n_outputs)
+    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (run the session first)", i);
+  const ait_tensor *t = s->outputs[i];
+  if (t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_UNSUPPORTED, "output %zu is a sequence or optional, not a tensor", i);
+  memset(out, 0, sizeof *out);
+  out->dtype = t->dtype;
+  out->rank = t->rank;
+  memcpy(out->dims, t->dims, sizeof out->dims);
+  out->data = t->data;
+  return AIT_OK;
+}

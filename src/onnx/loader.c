@@ -1,0 +1,296 @@
+/* ModelProto -> IR graph. Everything the protobuf holds that the IR needs is
+ * copied, so the protobuf is freed before returning. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ir/shape.h"
+#include "onnx/onnx_priv.h"
+#include "ops/op.h"
+
+typedef struct load_ctx {
+  const char *base_dir;
+} load_ctx;
+
+static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g);
+
+static void set_type(ait_value *v, const Onnx__TypeProto *tp) {
+  if (!tp) return;
+  const Onnx__TypeProto__Tensor *tt = NULL;
+  if (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+    v->type = AIT_VT_TENSOR;
+    tt = tp->tensor_type;
+  } else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+    v->type = AIT_VT_SEQUENCE;
+    const Onnx__TypeProto *e = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+    if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type)
+      v->dtype = (ait_dtype)e->tensor_type->elem_type;
+    return;
+  } else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+    v->type = AIT_VT_OPTIONAL;
+    const Onnx__TypeProto *e = tp->optional_type ? tp->optional_type->elem_type : NULL;
+    if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type)
+      v->dtype = (ait_dtype)e->tensor_type->elem_type;
+    return;
+  }
+  if (!tt) return;
+  if (tt->has_elem_type) v->dtype = (ait_dtype)tt->elem_type;
+  if (!tt->shape || tt->shape->n_dim > AIT_MAX_RANK) return;
+  v->rank = (int)tt->shape->n_dim;
+  for (int k = 0; k < v->rank; k++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
+    free((char *)v->dims[k].sym);
+    v->dims[k].sym = NULL;
+    v->dims[k].v = -1;
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      v->dims[k].v = d->dim_value;
+    else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+             d->dim_param[0])
+      v->dims[k].sym = strdup(d->dim_param);
+  }
+}
+
+static int value_for(ait_graph *g, const char *name) {
+  int v = ait_graph_find_value(g, name);
+  return v >= 0 ? v : ait_graph_add_value(g, name);
+}
+
+static char *bin_to_str(ProtobufCBinaryData b) {
+  char *s = malloc(b.len + 1);
+  if (!s) return NULL;
+  if (b.len) memcpy(s, b.data, b.len);
+  s[b.len] = '\0';
+  return s;
+}
+
+static ait_status convert_attr(load_ctx *lc, ait_graph *g, const ait_node *n,
+                               const Onnx__AttributeProto *ap, ait_attr *a) {
+  if (!(a->name = strdup(ap->name ? ap->name : ""))) return ait_err(AIT_E_NOMEM, "out of memory");
+  if (ap->ref_attr_name && ap->ref_attr_name[0])
+    return ait_err(AIT_E_UNSUPPORTED, "%s: attribute '%s' refers to a function attribute",
+                   ait_node_desc(n), a->name);
+  a->type = (ait_attr_type)ap->type;
+  switch (ap->type) {
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+    if (!(a->s = bin_to_str(ap->s))) return ait_err(AIT_E_NOMEM, "out of memory");
+    break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+    if (!ap->t) return ait_err(AIT_E_INVALID_MODEL, "%s: tensor attribute '%s' is empty", ait_node_desc(n), a->name);
+    AIT_TRY(ait_onnx_tensor_decode(ap->t, lc->base_dir, &a->t));
+    break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
+    if (!ap->g) return ait_err(AIT_E_INVALID_MODEL, "%s: graph attribute '%s' is empty", ait_node_desc(n), a->name);
+    a->g = ait_graph_new(ap->g->name, g);
+    if (!a->g) return AIT_E_NOMEM;
+    ait_status st = build_graph(lc, ap->g, a->g);
+    if (st) return ait_err_prefix(st, "subgraph '%s' of %s", a->name, ait_node_desc(n));
+    break;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+    a->n = (int)ap->n_floats;
+    a->floats = malloc(sizeof(float) * (ap->n_floats + 1));
+    if (!a->floats) return ait_err(AIT_E_NOMEM, "out of memory");
+    if (a->n) memcpy(a->floats, ap->floats, sizeof(float) * ap->n_floats);
+    break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+    a->n = (int)ap->n_ints;
+    a->ints = malloc(sizeof(int64_t) * (ap->n_ints + 1));
+    if (!a->ints) return ait_err(AIT_E_NOMEM, "out of memory");
+    if (a->n) memcpy(a->ints, ap->ints, sizeof(int64_t) * ap->n_ints);
+    break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+    a->strings = calloc(ap->n_strings + 1, sizeof(char *));
+    if (!a->strings) return ait_err(AIT_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < ap->n_strings; i++) {
+      if (!(a->strings[i] = bin_to_str(ap->strings[i]))) return ait_err(AIT_E_NOMEM, "out of memory");
+      a->n = (int)i + 1;
+    }
+    break;
+  default:
+    /* TENSORS, GRAPHS, SPARSE_TENSOR(S), TYPE_PROTO(S): no supported op needs them yet */
+    a->type = AIT_ATTR_UNDEFINED;
+    break;
+  }
+  return AIT_OK;
+}
+
+static ait_status add_node(load_ctx *lc, ait_graph *g, const Onnx__NodeProto *np) {
+  ait_node *n = ait_graph_add_node(g, np->name, np->op_type, np->domain);
+  if (!n) return AIT_E_NOMEM;
+  if (!np->op_type || !np->op_type[0])
+    return ait_err(AIT_E_INVALID_MODEL, "node '%s' has no op_type", n->name);
+  n->in = malloc(sizeof(int) * (np->n_input + 1));
+  n->out = malloc(sizeof(int) * (np->n_output + 1));
+  n->attrs = calloc(np->n_attribute + 1, sizeof(ait_attr));
+  if (!n->in || !n->out || !n->attrs) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (size_t i = 0; i < np->n_output; i++) {
+    n->out[i] = -1;
+    n->n_out = (int)i + 1;
+    if (np->output[i][0] && (n->out[i] = value_for(g, np->output[i])) < 0) return AIT_E_NOMEM;
+  }
+  for (size_t i = 0; i < np->n_input; i++) {
+    n->in[i] = -1;
+    n->n_in = (int)i + 1;
+  }
+  for (size_t i = 0; i < np->n_attribute; i++) {
+    n->n_attrs = (int)i + 1;
+    /* the node pointer may move when a subgraph adds nodes to... its own
+     * graph, never this one, so n stays valid here */
+    AIT_TRY(convert_attr(lc, g, n, np->attribute[i], &n->attrs[i]));
+  }
+  return AIT_OK;
+}
+
+/* Inputs are resolved after every node's outputs exist, so file order does
+ * not matter. A name found nowhere in a subgraph is read from an enclosing
+ * scope; in the top graph it stays an undefined value that toposort reports. */
+static ait_status resolve_inputs(ait_graph *g, const Onnx__GraphProto *gp) {
+  for (size_t i = 0; i < gp->n_node; i++) {
+    const Onnx__NodeProto *np = gp->node[i];
+    for (size_t k = 0; k < np->n_input; k++) {
+      if (!np->input[k][0]) continue;
+      int v = ait_graph_find_value(g, np->input[k]);
+      if (v < 0) {
+        if ((v = ait_graph_add_value(g, np->input[k])) < 0) return AIT_E_NOMEM;
+        g->values[v].outer = g->parent != NULL;
+      }
+      g->nodes[i].in[k] = v;
+    }
+  }
+  return AIT_OK;
+}
+
+static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g) {
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    const Onnx__TensorProto *tp = gp->initializer[i];
+    if (!tp->name || !tp->name[0]) return ait_err(AIT_E_INVALID_MODEL, "initializer %zu has no name", i);
+    int v = value_for(g, tp->name);
+    if (v < 0) return AIT_E_NOMEM;
+    if (g->values[v].init)
+      return ait_err(AIT_E_INVALID_MODEL, "initializer '%s' is defined twice", tp->name);
+    ait_status st = ait_onnx_tensor_decode(tp, lc->base_dir, &g->values[v].init);
+    if (st) return ait_err_prefix(st, "initializer '%s'", tp->name);
+    ait_tensor *t = g->values[v].init;
+    g->values[v].dtype = t->dtype;
+    g->values[v].rank = t->rank;
+    for (int k = 0; k < t->rank; k++) g->values[v].dims[k].v = t->dims[k];
+  }
+  if (gp->n_sparse_initializer)
+    return ait_err(AIT_E_UNSUPPORTED, "sparse initializers are not supported");
+  g->inputs = malloc(sizeof(int) * (gp->n_input + 1));
+  g->outputs = malloc(sizeof(int) * (gp->n_output + 1));
+  if (!g->inputs || !g->outputs) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (size_t i = 0; i < gp->n_input; i++) {
+    const Onnx__ValueInfoProto *vi = gp->input[i];
+    if (!vi->name || !vi->name[0]) return ait_err(AIT_E_INVALID_MODEL, "graph input %zu has no name", i);
+    int v = value_for(g, vi->name);
+    if (v < 0) return AIT_E_NOMEM;
+    if (g->values[v].init) continue; /* an initializer listed as input: a constant default */
+    for (int j = 0; j < g->n_inputs; j++)
+      if (g->inputs[j] == v) return ait_err(AIT_E_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
+    set_type(&g->values[v], vi->type);
+    g->inputs[g->n_inputs++] = v;
+  }
+  for (size_t i = 0; i < gp->n_node; i++) AIT_TRY(add_node(lc, g, gp->node[i]));
+  AIT_TRY(resolve_inputs(g, gp));
+  for (size_t i = 0; i < gp->n_value_info; i++) {
+    const Onnx__ValueInfoProto *vi = gp->value_info[i];
+    int v = vi->name ? ait_graph_find_value(g, vi->name) : -1;
+    if (v >= 0 && !g->values[v].init) set_type(&g->values[v], vi->type);
+  }
+  for (size_t i = 0; i < gp->n_output; i++) {
+    const Onnx__ValueInfoProto *vi = gp->output[i];
+    int v = vi->name ? ait_graph_find_value(g, vi->name) : -1;
+    if (v < 0) {
+      /* a subgraph may pass an outer-scope value straight through */
+      if (!g->parent || !vi->name)
+        return ait_err(AIT_E_INVALID_MODEL, "graph output '%s' is not produced by any node",
+                       vi->name ? vi->name : "");
+      if ((v = ait_graph_add_value(g, vi->name)) < 0) return AIT_E_NOMEM;
+      g->values[v].outer = true;
+    }
+    ait_value *val = &g->values[v];
+    if (val->dtype == AIT_UNDEFINED || val->rank < 0) set_type(val, vi->type);
+    g->outputs[g->n_outputs++] = v;
+  }
+  return ait_graph_toposort(g);
+}
+
+/* Resolve every node's registry row, recursively. Unknown ops are kept
+ * (aitune info can still describe the model); a session reports them. */
+static ait_status resolve_ops(ait_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    ait_node *n = &g->nodes[i];
+    int64_t opset = ait_graph_opset(g, n->domain);
+    if (opset < 0)
+      return ait_err(AIT_E_INVALID_MODEL, "%s uses domain '%s', which the model does not import",
+                     ait_node_desc(n), n->domain[0] ? n->domain : "ai.onnx");
+    n->opset = (int)opset;
+    n->op = ait_op_lookup(n->domain, n->op_type, opset, NULL);
+    for (int k = 0; k < n->n_attrs; k++)
+      if (n->attrs[k].g) AIT_TRY(resolve_ops(n->attrs[k].g));
+  }
+  return AIT_OK;
+}
+
+void ait_onnx_meta_clear(ait_onnx_meta *meta) {
+  free(meta->producer);
+  free(meta->producer_version);
+  memset(meta, 0, sizeof *meta);
+}
+
+ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir, ait_graph **out,
+                                ait_onnx_meta *meta) {
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+  if (!mp)
+    return ait_err(AIT_E_PARSE, "not a valid ONNX model: the protobuf could not be decoded "
+                                "(truncated or not an ONNX file)");
+  ait_status st = AIT_OK;
+  ait_graph *g = NULL;
+  if (!mp->graph || (mp->graph->n_node == 0 && mp->graph->n_output == 0)) {
+    st = ait_err(AIT_E_PARSE, "not a valid ONNX model: it has no graph");
+    goto out;
+  }
+  if (!(g = ait_graph_new(mp->graph->name, NULL))) {
+    st = AIT_E_NOMEM;
+    goto out;
+  }
+  g->ir_version = (int)mp->ir_version;
+  g->opsets = calloc(mp->n_opset_import + 1, sizeof *g->opsets);
+  if (!g->opsets) {
+    st = ait_err(AIT_E_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+    const char *d = o->domain && strcmp(o->domain, "ai.onnx") ? o->domain : "";
+    g->opsets[i].domain = strdup(d);
+    g->opsets[i].version = o->version;
+    g->n_opsets = (int)i + 1;
+  }
+  if (mp->n_opset_import == 0) { /* IR < 3 models: opset 1 implied */
+    g->opsets[0].domain = strdup("");
+    g->opsets[0].version = 1;
+    g->n_opsets = 1;
+  }
+  load_ctx lc = {base_dir};
+  if ((st = build_graph(&lc, mp->graph, g)) != AIT_OK) goto out;
+  if ((st = resolve_ops(g)) != AIT_OK) goto out;
+  if ((st = ait_graph_infer_shapes(g)) != AIT_OK) goto out;
+  if (meta) {
+    meta->ir_version = mp->ir_version;
+    meta->producer = strdup(mp->producer_name ? mp->producer_name : "");
+    meta->producer_version = strdup(mp->producer_version ? mp->producer_version : "");
+  }
+out:
+  onnx__model_proto__free_unpacked(mp, NULL);
+  if (st) {
+    ait_graph_free(g);
+    return st;
+  }
+  *out = g;
+  return AIT_OK;
+}

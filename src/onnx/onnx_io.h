@@ -1,0 +1,34 @@
+/* The ONNX boundary: protobuf bytes in, IR and tensors out (and tensors back
+ * to TensorProto files). The generated protobuf-c types stay inside
+ * src/onnx/; nothing else includes onnx.pb-c.h. */
+#ifndef AIT_ONNX_IO_H
+#define AIT_ONNX_IO_H
+
+#include <stddef.h>
+
+#include "aitune.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+/* Model-level facts kept beside the graph. Strings owned by the struct. */
+typedef struct ait_onnx_meta {
+  int64_t ir_version;
+  char *producer;
+  char *producer_version;
+} ait_onnx_meta;
+
+/* Parse a serialized ModelProto into a new graph (caller frees with
+ * ait_graph_free). External data resolves relative to base_dir. Nodes are
+ * sorted and resolved against the op registry; shapes are inferred. meta may
+ * be NULL; its strings are new and the caller frees them. */
+ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir, ait_graph **out,
+                                ait_onnx_meta *meta);
+void ait_onnx_meta_clear(ait_onnx_meta *meta);
+
+/* Read a serialized TensorProto file (the test layout's input_K.pb) into a
+ * new tensor; *name (may be NULL) receives a new copy of its name. */
+ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name);
+/* Write a tensor as a serialized TensorProto (raw_data), atomically. */
+ait_status ait_tensor_file_write(const char *path, const ait_tensor *t, const char *name);
+
+#endif

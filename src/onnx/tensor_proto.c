@@ -1,0 +1,203 @@
+/* TensorProto <-> ait_tensor, including external data side files. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "onnx/onnx.pb-c.h"
+#include "onnx/onnx_io.h"
+#include "onnx/onnx_priv.h"
+
+/* External data: the bytes live in a side file named by "location",
+ * relative to the model's folder. Absolute paths and ".." are refused so a
+ * model cannot read arbitrary files. */
+static ait_status read_external(const Onnx__TensorProto *tp, const char *base_dir, void **data,
+                                size_t *size) {
+  const char *loc = NULL;
+  long long offset = 0, length = -1;
+  for (size_t i = 0; i < tp->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *e = tp->external_data[i];
+    if (!e->key || !e->value) continue;
+    if (!strcmp(e->key, "location")) loc = e->value;
+    else if (!strcmp(e->key, "offset")) offset = atoll(e->value);
+    else if (!strcmp(e->key, "length")) length = atoll(e->value);
+  }
+  if (!loc || !loc[0])
+    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has external data without a location",
+                   tp->name ? tp->name : "");
+  if (loc[0] == '/' || strstr(loc, ".."))
+    return ait_err(AIT_E_INVALID_MODEL,
+                   "tensor '%s': external data location '%s' must be relative to the model's "
+                   "folder, without '..'",
+                   tp->name ? tp->name : "", loc);
+  char *path = ait_path_join(base_dir ? base_dir : ".", loc);
+  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_read_file_range(path, offset, length, data, size);
+  free(path);
+  if (st) return ait_err_prefix(st, "external data of tensor '%s'", tp->name ? tp->name : "");
+  return AIT_OK;
+}
+
+static ait_status decode_strings(const Onnx__TensorProto *tp, ait_tensor *t) {
+  int64_t n = ait_tensor_numel(t);
+  if ((int64_t)tp->n_string_data != n)
+    return ait_err(AIT_E_INVALID_MODEL, "string tensor '%s' has %zu strings for %lld elements",
+                   tp->name ? tp->name : "", tp->n_string_data, (long long)n);
+  char **dst = t->data;
+  for (int64_t i = 0; i < n; i++) {
+    dst[i] = malloc(tp->string_data[i].len + 1);
+    if (!dst[i]) return ait_err(AIT_E_NOMEM, "out of memory");
+    if (tp->string_data[i].len) memcpy(dst[i], tp->string_data[i].data, tp->string_data[i].len);
+    dst[i][tp->string_data[i].len] = '\0';
+  }
+  return AIT_OK;
+}
+
+/* Copy the typed repeated field that holds this dtype's values. */
+static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
+  int64_t n = ait_tensor_numel(t);
+  size_t have = 0;
+  ait_dtype dt = t->dtype;
+  switch (dt) {
+  case AIT_FLOAT32: have = tp->n_float_data; break;
+  case AIT_COMPLEX64: have = tp->n_float_data / 2; break;
+  case AIT_FLOAT64: have = tp->n_double_data; break;
+  case AIT_COMPLEX128: have = tp->n_double_data / 2; break;
+  case AIT_INT64: have = tp->n_int64_data; break;
+  case AIT_UINT32:
+  case AIT_UINT64: have = tp->n_uint64_data; break;
+  default: have = tp->n_int32_data; break;
+  }
+  if ((int64_t)have != n)
+    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' of shape with %lld elements holds %zu values",
+                   tp->name ? tp->name : "", (long long)n, have);
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+    case AIT_FLOAT32: ((float *)t->data)[i] = tp->float_data[i]; break;
+    case AIT_COMPLEX64:
+      ((float *)t->data)[2 * i] = tp->float_data[2 * i];
+      ((float *)t->data)[2 * i + 1] = tp->float_data[2 * i + 1];
+      break;
+    case AIT_FLOAT64: ((double *)t->data)[i] = tp->double_data[i]; break;
+    case AIT_COMPLEX128:
+      ((double *)t->data)[2 * i] = tp->double_data[2 * i];
+      ((double *)t->data)[2 * i + 1] = tp->double_data[2 * i + 1];
+      break;
+    case AIT_INT64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
+    case AIT_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i]; break;
+    case AIT_UINT64: ((uint64_t *)t->data)[i] = tp->uint64_data[i]; break;
+    case AIT_INT32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
+    case AIT_INT16: ((int16_t *)t->data)[i] = (int16_t)tp->int32_data[i]; break;
+    case AIT_UINT16:
+    case AIT_FLOAT16:
+    case AIT_BFLOAT16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
+    case AIT_INT8: ((int8_t *)t->data)[i] = (int8_t)tp->int32_data[i]; break;
+    case AIT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; break;
+    case AIT_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
+    default: return ait_err(AIT_E_UNSUPPORTED, "cannot decode dtype %d", dt);
+    }
+  }
+  return AIT_OK;
+}
+
+ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_dir,
+                                  ait_tensor **out) {
+  const char *name = tp->name ? tp->name : "";
+  ait_dtype dt = (ait_dtype)tp->data_type;
+  if (ait_elem_size(dt) == 0)
+    return ait_err(AIT_E_UNSUPPORTED, "tensor '%s' has unsupported data type %d", name,
+                   tp->data_type);
+  if (tp->n_dims > AIT_MAX_RANK)
+    return ait_err(AIT_E_UNSUPPORTED, "tensor '%s' has rank %zu (at most %d supported)", name,
+                   tp->n_dims, AIT_MAX_RANK);
+  if (tp->segment)
+    return ait_err(AIT_E_UNSUPPORTED, "tensor '%s' is segmented, which is not supported", name);
+  ait_tensor *t = ait_tensor_new(dt, (int)tp->n_dims, tp->dims);
+  if (!t) return ait_err_prefix(AIT_E_INVALID_MODEL, "tensor '%s'", name);
+  size_t nbytes = ait_tensor_nbytes(t);
+  ait_status st = AIT_OK;
+  bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (dt == AIT_STRING) {
+    st = decode_strings(tp, t);
+  } else if (external || tp->has_raw_data) {
+    void *buf = NULL;
+    size_t size = 0;
+    if (external) {
+      st = read_external(tp, base_dir, &buf, &size);
+    } else {
+      buf = tp->raw_data.data;
+      size = tp->raw_data.len;
+    }
+    if (!st && size != nbytes)
+      st = ait_err(AIT_E_INVALID_MODEL, "tensor '%s' needs %zu bytes of data but has %zu", name,
+                   nbytes, size);
+    if (!st && nbytes) memcpy(t->data, buf, nbytes); /* ONNX raw data is little-endian, as is x86 */
+    if (external) free(buf);
+  } else {
+    st = decode_typed(tp, t);
+  }
+  if (st) {
+    ait_tensor_free(t);
+    return st;
+  }
+  *out = t;
+  return AIT_OK;
+}
+
+ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name) {
+  void *data;
+  size_t size;
+  AIT_TRY(ait_read_file(path, &data, &size));
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
+  free(data);
+  if (!tp) return ait_err(AIT_E_PARSE, "'%s' is not a serialized ONNX TensorProto", path);
+  char *dir = ait_path_dir(path);
+  ait_status st = ait_onnx_tensor_decode(tp, dir, out);
+  free(dir);
+  if (!st && name) *name = strdup(tp->name ? tp->name : "");
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  if (st) return ait_err_prefix(st, "%s", path);
+  return AIT_OK;
+}
+
+ait_status ait_tensor_file_write(const char *path, const ait_tensor *t, const char *name) {
+  if (t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_UNSUPPORTED, "cannot write a sequence or optional value to '%s'", path);
+  Onnx__TensorProto tp;
+  onnx__tensor_proto__init(&tp);
+  tp.n_dims = (size_t)t->rank;
+  int64_t dims[AIT_MAX_RANK];
+  memcpy(dims, t->dims, sizeof dims);
+  tp.dims = dims;
+  tp.has_data_type = 1;
+  tp.data_type = (int32_t)t->dtype;
+  tp.name = (char *)(name ? name : "");
+  ProtobufCBinaryData *strs = NULL;
+  int64_t n = ait_tensor_numel(t);
+  if (t->dtype == AIT_STRING) {
+    strs = calloc((size_t)(n ? n : 1), sizeof *strs);
+    if (!strs) return ait_err(AIT_E_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+      char *s = ((char **)t->data)[i];
+      strs[i].data = (uint8_t *)(s ? s : "");
+      strs[i].len = strlen((char *)strs[i].data);
+    }
+    tp.n_string_data = (size_t)n;
+    tp.string_data = strs;
+  } else {
+    tp.has_raw_data = 1;
+    tp.raw_data.data = t->data;
+    tp.raw_data.len = ait_tensor_nbytes(t);
+  }
+  size_t len = onnx__tensor_proto__get_packed_size(&tp);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf) {
+    free(strs);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  onnx__tensor_proto__pack(&tp, buf);
+  ait_status st = ait_write_file_atomic(path, buf, len);
+  free(buf);
+  free(strs);
+  return st;
+}

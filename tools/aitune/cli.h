@@ -1,0 +1,39 @@
+/* Shared pieces of the aitune command-line tool. The CLI is a client of the
+ * library; it uses internal headers only for TensorProto files and the
+ * model's graph (for `info`). */
+#ifndef AIT_CLI_H
+#define AIT_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "aitune.h"
+#include "core/tensor.h"
+
+int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
+
+/* Print "aitune: <what>: <library message>" to stderr; returns 1 (exit code). */
+int cli_fail(ait_status st, const char *what);
+/* Print a usage error to stderr; returns 2. */
+int cli_usage(const char *usage, const char *fmt, ...);
+/* True when argv[i] is -h or --help. */
+bool cli_is_help(const char *arg);
+
+/* Tolerances of the numeric comparison, per dtype (docs/conformance.md). */
+typedef struct cli_tol {
+  double rtol, atol;
+} cli_tol;
+cli_tol cli_tolerance(ait_dtype dt);
+/* Compare got with want: shapes, dtypes, values (exact for integers, bools,
+ * strings; |got - want| <= atol + rtol * |want| for floats, NaN == NaN).
+ * On mismatch writes a reason into why and returns false. */
+bool cli_compare(const ait_tensor *got, const ait_tensor *want, char *why, size_t n);
+
+/* Fill t with seeded pseudo-random values suited to its dtype. */
+void cli_fill_random(ait_tensor *t, unsigned long long *seed);
+/* One-line summary of a tensor: dtype, shape, min/max/mean, first values. */
+void cli_print_summary(FILE *f, const char *name, const ait_tensor *t);
+
+#endif

@@ -1,0 +1,58 @@
+/* aitune: command-line entry point; one function per command. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/error.h"
+
+static const char usage[] =
+    "usage: aitune <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  info MODEL [--ops]        describe a model (inputs, outputs, opsets, ops, size, FLOPs);\n"
+    "                            --ops prints the operator support table instead\n"
+    "  run MODEL [options]       run a model on a backend\n"
+    "  conformance DIR...        run ONNX backend-test folders and compare outputs\n"
+    "  version                   print the version\n"
+    "\n"
+    "Run 'aitune <command> --help' for a command's options.\n";
+
+int cli_fail(ait_status st, const char *what) {
+  const char *msg = ait_last_error();
+  fprintf(stderr, "aitune: %s: %s%s%s\n", what, ait_strerror(st), msg[0] ? ": " : "", msg);
+  return 1;
+}
+
+int cli_usage(const char *use, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "aitune: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n%s", use);
+  va_end(ap);
+  return 2;
+}
+
+bool cli_is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (cli_is_help(cmd) || !strcmp(cmd, "help")) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("aitune %s\n", ait_version());
+    return 0;
+  }
+  if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "conformance")) return cmd_conformance(argc - 1, argv + 1);
+  fprintf(stderr, "aitune: unknown command '%s'\n%s", cmd, usage);
+  return 2;
+}
