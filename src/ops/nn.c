@@ -1,7 +1,30 @@
-/* Operator family 'nn': the registry rows. Kernels live in src/ops/nn_*.c. */
-#include "ops/op.h"
+/* Operator family 'nn': the registry rows. Kernels live in src/ops/nn_*.c.
+ * One row per op from its first opset; kernels read node->opset where later
+ * versions changed semantics (BatchNormalization training_mode, LpPool p). */
+#include "ops/nn_impl.h"
+
+#define F AIT_DT_FLOATS
+#define MM_TYPES                                                                                   \
+  (AIT_DT_FLOATS | AIT_DT_BIT(AIT_INT32) | AIT_DT_BIT(AIT_INT64) | AIT_DT_BIT(AIT_UINT32) |        \
+   AIT_DT_BIT(AIT_UINT64))
+#define MAXPOOL_TYPES (AIT_DT_FLOATS | AIT_DT_BIT(AIT_INT8) | AIT_DT_BIT(AIT_UINT8))
 
 const ait_op_def ait_ops_nn[] = {
-    {"", "__placeholder_nn", 1 << 30, 0, NULL, NULL},
+    {"", "Conv", 1, F, nn_conv_shape, nn_conv_kernel},
+    {"", "ConvTranspose", 1, F, nn_convt_shape, nn_convt_kernel},
+    {"", "MaxPool", 1, MAXPOOL_TYPES, nn_pool_shape, nn_maxpool_kernel},
+    {"", "AveragePool", 1, F, nn_pool_shape, nn_avgpool_kernel},
+    {"", "LpPool", 1, F, nn_pool_shape, nn_lppool_kernel},
+    {"", "GlobalAveragePool", 1, F, nn_global_pool_shape, nn_global_avgpool_kernel},
+    {"", "GlobalMaxPool", 1, F, nn_global_pool_shape, nn_global_maxpool_kernel},
+    {"", "GlobalLpPool", 1, F, nn_global_pool_shape, nn_global_lppool_kernel},
+    {"", "BatchNormalization", 1, F, nn_batchnorm_shape, nn_batchnorm_kernel},
+    {"", "InstanceNormalization", 1, F, ait_shape_same, nn_instancenorm_kernel},
+    {"", "LayerNormalization", 17, F, nn_layernorm_shape, nn_layernorm_kernel},
+    {"", "LRN", 1, F, ait_shape_same, nn_lrn_kernel},
+    {"", "MeanVarianceNormalization", 9, F, ait_shape_same, nn_mvn_kernel},
+    {"", "Gemm", 1, MM_TYPES, nn_gemm_shape, nn_gemm_kernel},
+    {"", "MatMul", 1, MM_TYPES, nn_matmul_shape, nn_matmul_kernel},
+    {"", "Einsum", 12, AIT_DT_NUMERIC, nn_einsum_shape, nn_einsum_kernel},
 };
 const int ait_ops_nn_n = (int)(sizeof ait_ops_nn / sizeof ait_ops_nn[0]);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Install what aitune needs on Debian 12: `deps.sh build` for building,
+# `deps.sh test` for the test suite too (test data, Python tools in .venv).
+# As root, missing packages are installed with apt-get; otherwise the exact
+# command to run is printed and the script fails.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+what=${1:-build}
+
+apt_pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
+if [ "$what" = test ]; then
+  apt_pkgs+=(libonnx-testdata python3 clang-format)
+  python3 -m venv --help >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
+fi
+
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "deps: missing Debian packages; run:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+if [ "$what" = test ]; then
+  # Python test tools (onnx, onnxruntime, numpy, torch, torchvision) in a venv
+  # that can also see packages already installed system-wide.
+  venv=$ROOT/.venv
+  if [ ! -x "$venv/bin/python3" ]; then
+    python3 -m venv --system-site-packages "$venv"
+  fi
+  need=()
+  for mod in onnx onnxruntime numpy torch torchvision; do
+    "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "deps: pip installing ${need[*]} into .venv"
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check "${need[@]}"
+  fi
+fi

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Build test models from real architectures with PyTorch (random weights, fixed seed).
+
+    python3 scripts/make_models.py [--out DIR] [--only NAME,...] [--list]
+
+Each model is exported to ONNX (opset 17) with a symbolic batch dim and saved
+with a sample input and ONNX Runtime's outputs in the ONNX test layout:
+    DIR/NAME/model.onnx, DIR/NAME/test_data_set_0/{input,output}_K.pb
+The small ones are committed under models/; the rest are generated into
+models/gen/ (git-ignored) by the test suite.
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class BertLayer(nn.Module):
+    """One BERT encoder layer written out as in the original model:
+    multi-head self-attention with an additive mask, GELU feed-forward,
+    post-LayerNorm residuals."""
+
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(3)])
+        self.out = nn.Linear(hidden, hidden)
+        self.ln1 = nn.LayerNorm(hidden, eps=1e-12)
+        self.ff1 = nn.Linear(hidden, ffn)
+        self.ff2 = nn.Linear(ffn, hidden)
+        self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, x, mask):
+        b, s, h = x.shape
+        d = h // self.heads
+        q, k, v = [m(x).view(b, s, self.heads, d).transpose(1, 2) for m in self.qkv]
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d) + mask
+        ctx = torch.matmul(torch.softmax(att, dim=-1), v).transpose(1, 2).reshape(b, s, h)
+        x = self.ln1(x + self.out(ctx))
+        return self.ln2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, vocab, hidden, layers, heads, ffn, max_pos=512):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.pos = nn.Embedding(max_pos, hidden)
+        self.ln = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList([BertLayer(hidden, heads, ffn) for _ in range(layers)])
+
+    def forward(self, input_ids, attention_mask):
+        s = input_ids.shape[1]
+        pos = torch.arange(s, device=input_ids.device).unsqueeze(0)
+        x = self.ln(self.word(input_ids) + self.pos(pos))
+        mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                                 nn.Linear(1024, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def bert(vocab, hidden, layers, heads, ffn, seq):
+    def make():
+        m = BertEncoder(vocab, hidden, layers, heads, ffn)
+        ids = torch.randint(0, vocab, (1, seq), dtype=torch.int64)
+        mask = torch.ones(1, seq, dtype=torch.int64)
+        mask[0, seq - seq // 4:] = 0  # padded tail exercises the mask
+        return m, (ids, mask), ["input_ids", "attention_mask"], {0: "batch", 1: "seq"}
+    return make
+
+
+def vision(ctor, size=224, **kw):
+    def make():
+        import torchvision
+        m = getattr(torchvision.models, ctor)(weights=None, **kw)
+        return m, (torch.randn(1, 3, size, size),), ["input"], {0: "batch"}
+    return make
+
+
+def mlp():
+    return MLP(), (torch.randn(1, 784),), ["input"], {0: "batch"}
+
+
+# name -> (builder, committed to the repo?)
+MODELS = {
+    "mobilenetv2_035": (vision("mobilenet_v2", size=160, width_mult=0.35), True),
+    "bert_tiny": (bert(vocab=1000, hidden=128, layers=2, heads=2, ffn=512, seq=32), True),
+    "mlp": (mlp, False),
+    "resnet18": (vision("resnet18"), False),
+    "mobilenetv2": (vision("mobilenet_v2"), False),
+    "resnet50": (vision("resnet50"), False),
+    "bert_4l_256": (bert(vocab=30522, hidden=256, layers=4, heads=4, ffn=1024, seq=128), False),
+    "bert_base": (bert(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, seq=128), False),
+}
+# what the test suite builds when torch is available
+TEST_SET = ["resnet18", "mobilenetv2", "bert_4l_256"]
+
+
+def save_pb(arr, path, name):
+    from onnx import numpy_helper
+    t = numpy_helper.from_array(arr, name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def export(name, out_dir):
+    import onnxruntime as ort
+    torch.manual_seed(0)
+    np.random.seed(0)
+    model, inputs, in_names, dyn = MODELS[name][0]()
+    model.eval()
+    d = os.path.join(out_dir, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    dynamic_axes = {n: dict(dyn) if n == "input_ids" or n == "input" else {0: "batch", 1: "seq"}
+                    for n in in_names}
+    dynamic_axes["output"] = {0: "batch"}
+    with torch.no_grad():
+        torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
+                          dynamic_axes=dynamic_axes, opset_version=17, dynamo=False)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {n: t.numpy() for n, t in zip(in_names, inputs)}
+    outs = sess.run(None, feeds)
+    for k, n in enumerate(in_names):
+        save_pb(feeds[n], os.path.join(d, "test_data_set_0", f"input_{k}.pb"), n)
+    for k, o in enumerate(outs):
+        save_pb(o, os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "output")
+    print(f"{name}: {os.path.getsize(path) / 1e6:.1f} MB -> {d}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=None, help="output folder (default: models/ for committed, models/gen/ otherwise)")
+    ap.add_argument("--only", default=None, help="comma-separated model names")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        for n, (_, committed) in MODELS.items():
+            print(n, "(committed)" if committed else "")
+        return 0
+    names = a.only.split(",") if a.only else list(MODELS)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+    for n in names:
+        if n not in MODELS:
+            print(f"unknown model {n}", file=sys.stderr)
+            return 2
+        out = a.out or (root if MODELS[n][1] else os.path.join(root, "gen"))
+        export(n, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

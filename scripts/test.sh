@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, build with warnings as errors, check style,
+# run every test (unit, CLI, conformance floor, real models vs ONNX Runtime),
+# then the unit tests and the conformance suite again under the address and
+# undefined-behaviour sanitizers.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+"$ROOT/scripts/deps.sh" test
+export PATH=$ROOT/.venv/bin:$PATH
+jobs=$(nproc)
+
+echo "== build (warnings are errors)"
+cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release -DAIT_WERROR=ON >/dev/null
+cmake --build "$ROOT/build" -j"$jobs" >/dev/null
+
+echo "== style (clang-format)"
+(cd "$ROOT" && git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror)
+
+echo "== tests"
+(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models)
+echo "== real models vs ONNX Runtime"
+python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate
+
+echo "== conformance measured through aitune run"
+python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \
+  --min-pass "$(cat "$ROOT/tests/conformance_floor.txt")" \
+  /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple} | tail -1
+
+echo "== sanitizers (address, undefined)"
+cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=Debug -DAIT_SANITIZE=ON -DAIT_WERROR=ON >/dev/null
+cmake --build "$ROOT/build-asan" -j"$jobs" >/dev/null
+(cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -L 'unit|cli|conformance')
+echo "== all tests passed"

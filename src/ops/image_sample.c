@@ -1,0 +1,259 @@
+/* GridSample (opset 16, 4-D input) and MaxUnpool. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/image_impl.h"
+
+/* ---- GridSample ------------------------------------------------------------
+ * Follows the ONNX reference (and PyTorch): the normalized grid coordinate
+ * in [-1, 1] is mapped to pixels (corner or edge aligned); out-of-range
+ * coordinates are clamped (border) or reflected (reflection) first, then
+ * each tap reads 0 (zeros), the clamped pixel (border) or the reflected
+ * pixel (reflection). */
+
+enum { GS_LINEAR, GS_NEAREST, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+typedef struct gs_plane {
+  const double *v; /* one H x W plane */
+  int64_t h, w;
+  int pad;
+  double lo[2], hi[2]; /* reflection borders of y and x */
+} gs_plane;
+
+static double gs_denorm(double n, int64_t len, bool align) {
+  return align ? (n + 1) / 2.0 * (double)(len - 1) : ((n + 1) * (double)len - 1) / 2.0;
+}
+
+/* Reflect x by the nearer border until it lies in [lo, hi]. */
+static double gs_reflect(double x, double lo, double hi) {
+  double rng = hi - lo;
+  if (!(rng > 0)) return lo;
+  if (x < lo) {
+    double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
+    return fmod(n, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+static int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static double gs_pixel(const gs_plane *p, int64_t y, int64_t x) {
+  if (p->pad == GS_ZEROS) {
+    if (y < 0 || y >= p->h || x < 0 || x >= p->w) return 0.0;
+  } else if (p->pad == GS_REFLECTION) {
+    y = (int64_t)gs_reflect((double)y, p->lo[0], p->hi[0]);
+    x = (int64_t)gs_reflect((double)x, p->lo[1], p->hi[1]);
+  }
+  y = clamp_i(y, 0, p->h - 1);
+  x = clamp_i(x, 0, p->w - 1);
+  return p->v[y * p->w + x];
+}
+
+static double gs_sample(const gs_plane *p, int mode, double y, double x) {
+  if (mode == GS_NEAREST) return gs_pixel(p, (int64_t)y, (int64_t)x);
+  int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x);
+  double dy = y - (double)y0, dx = x - (double)x0;
+  if (mode == GS_LINEAR) {
+    double top = (1 - dx) * gs_pixel(p, y0, x0) + dx * gs_pixel(p, y0, x0 + 1);
+    double bot = (1 - dx) * gs_pixel(p, y0 + 1, x0) + dx * gs_pixel(p, y0 + 1, x0 + 1);
+    return (1 - dy) * top + dy * bot;
+  }
+  double cx[4], cy[4], v = 0;
+  img_cubic_coeffs(dx, -0.75, cx);
+  img_cubic_coeffs(dy, -0.75, cy);
+  for (int i = 0; i < 4; i++) {
+    double row = 0;
+    for (int j = 0; j < 4; j++)
+      row += cx[j] * gs_pixel(p, y0 - 1 + i, x0 - 1 + j);
+    v += cy[i] * row;
+  }
+  return v;
+}
+
+/* Source pixel coordinate along one axis of length len, with the padding
+ * mode's treatment of out-of-range values; NaN stays NaN. */
+static double gs_coord(double n, int64_t len, bool align, int mode, int pad) {
+  double x = gs_denorm(n, len, align);
+  if (x != x) return x;
+  if (mode == GS_NEAREST) x = nearbyint(x); /* half to even, as PyTorch */
+  double lo = align ? 0.0 : -0.5, hi = align ? (double)(len - 1) : (double)len - 0.5;
+  if (x < lo || x > hi) {
+    if (pad == GS_BORDER)
+      x = x < 0 ? 0 : x > (double)(len - 1) ? (double)(len - 1) : x;
+    else if (pad == GS_REFLECTION)
+      x = gs_reflect(x, lo, hi);
+  }
+  /* keep far-away coordinates convertible to int64 */
+  return x < -1e15 ? -1e15 : x > 1e15 ? 1e15 : x;
+}
+
+IMG_KERNEL(img_grid_sample) {
+  static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
+  static const char *const pads[] = {"zeros", "border", "reflection"};
+  const ait_tensor *x = img_in(in, n_in, 0), *grid = img_in(in, n_in, 1);
+  if (!x || !grid) return ait_err(AIT_E_INVALID_ARG, "X and grid are required");
+  const char *ms = ait_attr_str(node, "mode", "bilinear");
+  const char *ps = ait_attr_str(node, "padding_mode", "zeros");
+  int mode = -1, pad = -1;
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(ms, modes[i])) mode = i % 3;
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(ps, pads[i])) pad = i;
+  if (mode < 0) return ait_err(AIT_E_INVALID_ARG, "unknown mode '%s'", ms);
+  if (pad < 0) return ait_err(AIT_E_INVALID_ARG, "unknown padding_mode '%s'", ps);
+  bool align = ait_attr_int(node, "align_corners", 0) != 0;
+  const ait_dtype_traits *xt = ait_dtype_traits_of(x->dtype),
+                         *gt = ait_dtype_traits_of(grid->dtype);
+  if (!xt || !xt->is_float || !gt || !gt->is_float)
+    return ait_err(AIT_E_DTYPE, "X and grid must be float, got %s and %s", ait_dtype_name(x->dtype),
+                   ait_dtype_name(grid->dtype));
+  if (x->rank != 4)
+    return ait_err(AIT_E_UNSUPPORTED, "only 4-D X is supported, got rank %d", x->rank);
+  if (grid->rank != 4 || grid->dims[0] != x->dims[0] || grid->dims[3] != 2)
+    return ait_err(AIT_E_SHAPE, "grid must have shape [N=%lld, H_out, W_out, 2]",
+                   (long long)x->dims[0]);
+  int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+  int64_t ho = grid->dims[1], wo = grid->dims[2];
+  int64_t odims[4] = {N, C, ho, wo};
+  if ((H == 0 || W == 0) && N * C * ho * wo > 0)
+    return ait_err(AIT_E_SHAPE, "cannot sample from an empty image");
+
+  double *xv = NULL, *gv = NULL, *yv = NULL;
+  ait_status st = img_load_f64(x, &xv);
+  if (st == AIT_OK) st = img_load_f64(grid, &gv);
+  if (st == AIT_OK) st = img_new(x->dtype, 4, odims, &out[0]);
+  if (st == AIT_OK && !(yv = malloc((size_t)(N * C * ho * wo + 1) * sizeof *yv)))
+    st = ait_err(AIT_E_NOMEM, "cannot allocate GridSample output");
+  gs_plane p = {.h = H, .w = W, .pad = pad};
+  p.lo[0] = p.lo[1] = align ? 0.0 : -0.5;
+  p.hi[0] = align ? (double)(H - 1) : (double)H - 0.5;
+  p.hi[1] = align ? (double)(W - 1) : (double)W - 0.5;
+  for (int64_t n = 0; n < N && st == AIT_OK; n++) {
+    for (int64_t o = 0; o < ho * wo; o++) {
+      const double *gp = gv + (n * ho * wo + o) * 2;
+      double sx = gs_coord(gp[0], W, align, mode, pad), sy = gs_coord(gp[1], H, align, mode, pad);
+      for (int64_t c = 0; c < C; c++) {
+        p.v = xv + (n * C + c) * H * W;
+        yv[(n * C + c) * ho * wo + o] = sx != sx || sy != sy ? NAN : gs_sample(&p, mode, sy, sx);
+      }
+    }
+  }
+  if (st == AIT_OK)
+    for (int64_t i = 0, cnt = ait_tensor_numel(out[0]); i < cnt; i++)
+      ait_store_f64(xt, out[0]->data, i, yv[i]);
+  free(xv);
+  free(gv);
+  free(yv);
+  return st;
+}
+
+IMG_SHAPE(img_grid_sample_shape) {
+  const ait_value *x = ait_node_in(g, node, 0), *grid = ait_node_in(g, node, 1);
+  ait_dtype dt = x ? x->dtype : AIT_UNDEFINED;
+  if (!x || !grid || x->rank != 4 || grid->rank != 4) {
+    ait_set_out(g, node, 0, dt, x && x->rank >= 0 ? x->rank : -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim dims[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
+  ait_set_out(g, node, 0, dt, 4, dims);
+  return AIT_OK;
+}
+
+/* ---- MaxUnpool -------------------------------------------------------------
+ * Y is zero except Y.flat[I[i]] = X.flat[i]. The output shape is
+ * output_shape when given, else (in - 1) * stride - pad_begin - pad_end +
+ * kernel per spatial dim. As the spec and MaxPool's Indices define them, the
+ * indices address the output tensor itself (onnx/onnx#2398); the ONNX
+ * reference instead scatters into the inferred shape and pads that out to
+ * output_shape, which test_maxunpool_export_with_output_shape encodes. */
+
+static ait_status unpool_dims(const ait_node *node, int rank, const int64_t *xd, int64_t *od) {
+  int nsp = rank - 2, nk, np, ns;
+  const int64_t *k = ait_attr_ints(node, "kernel_shape", &nk);
+  const int64_t *pads = ait_attr_ints(node, "pads", &np);
+  const int64_t *st = ait_attr_ints(node, "strides", &ns);
+  if (rank < 3) return ait_err(AIT_E_SHAPE, "X must have rank >= 3, got %d", rank);
+  if (!k || nk != nsp) return ait_err(AIT_E_INVALID_ARG, "kernel_shape needs %d values", nsp);
+  if ((pads && np != 2 * nsp) || (st && ns != nsp))
+    return ait_err(AIT_E_INVALID_ARG, "pads/strides do not match %d spatial dims", nsp);
+  od[0] = xd[0];
+  od[1] = xd[1];
+  for (int i = 0; i < nsp; i++) {
+    int64_t s = st ? st[i] : 1, pb = pads ? pads[i] : 0, pe = pads ? pads[nsp + i] : 0;
+    if (xd[2 + i] < 0) {
+      od[2 + i] = -1;
+      continue;
+    }
+    od[2 + i] = (xd[2 + i] - 1) * s - pb - pe + k[i];
+    if (od[2 + i] < 0) return ait_err(AIT_E_SHAPE, "inferred output dim %d is negative", 2 + i);
+  }
+  return AIT_OK;
+}
+
+IMG_KERNEL(img_max_unpool) {
+  const ait_tensor *x = img_in(in, n_in, 0), *idx = img_in(in, n_in, 1);
+  const ait_tensor *shape = img_in(in, n_in, 2);
+  if (!x || !idx) return ait_err(AIT_E_INVALID_ARG, "X and I are required");
+  if (idx->dtype != AIT_INT64) return ait_err(AIT_E_DTYPE, "I must be int64");
+  if (idx->rank != x->rank || memcmp(idx->dims, x->dims, (size_t)x->rank * sizeof *x->dims))
+    return ait_err(AIT_E_SHAPE, "I must have the shape of X");
+  int64_t od[AIT_MAX_RANK];
+  AIT_TRY(unpool_dims(node, x->rank, x->dims, od));
+  if (shape) {
+    int cnt;
+    AIT_TRY(ait_read_ints(shape, od, AIT_MAX_RANK, &cnt));
+    if (cnt != x->rank)
+      return ait_err(AIT_E_SHAPE, "output_shape has %d values for rank %d", cnt, x->rank);
+    for (int i = 0; i < cnt; i++)
+      if (od[i] < 0) return ait_err(AIT_E_INVALID_ARG, "output_shape[%d] is negative", i);
+  }
+  AIT_TRY(img_new(x->dtype, x->rank, od, &out[0]));
+  int64_t n = ait_tensor_numel(x), total = ait_tensor_numel(out[0]);
+  size_t esz = ait_elem_size(x->dtype);
+  const int64_t *iv = idx->data;
+  for (int64_t i = 0; i < n; i++) {
+    if (iv[i] < 0 || iv[i] >= total)
+      return ait_err(AIT_E_INVALID_ARG, "index %lld is outside the output of %lld elements",
+                     (long long)iv[i], (long long)total);
+    memcpy((char *)out[0]->data + (size_t)iv[i] * esz, (const char *)x->data + (size_t)i * esz,
+           esz);
+  }
+  return AIT_OK;
+}
+
+IMG_SHAPE(img_max_unpool_shape) {
+  const ait_value *x = ait_node_in(g, node, 0), *shape = ait_node_in(g, node, 2);
+  ait_dtype dt = x ? x->dtype : AIT_UNDEFINED;
+  ait_dim dims[AIT_MAX_RANK];
+  int64_t v[AIT_MAX_RANK];
+  if (shape && shape->init) {
+    int cnt;
+    if (ait_read_ints(shape->init, v, AIT_MAX_RANK, &cnt) == AIT_OK) {
+      for (int i = 0; i < cnt; i++)
+        dims[i] = (ait_dim){v[i], NULL};
+      ait_set_out(g, node, 0, dt, cnt, dims);
+      return AIT_OK;
+    }
+  }
+  if (!x || x->rank < 3) {
+    ait_set_out(g, node, 0, dt, -1, NULL);
+    return AIT_OK;
+  }
+  int64_t xd[AIT_MAX_RANK];
+  for (int i = 0; i < x->rank; i++)
+    xd[i] = x->dims[i].v;
+  if (shape || unpool_dims(node, x->rank, xd, v) != AIT_OK)
+    for (int i = 0; i < x->rank; i++)
+      v[i] = -1;
+  for (int i = 0; i < x->rank; i++)
+    dims[i] = (ait_dim){v[i], NULL};
+  if (!shape) dims[0] = x->dims[0], dims[1] = x->dims[1];
+  ait_set_out(g, node, 0, dt, x->rank, dims);
+  return AIT_OK;
+}

@@ -1,0 +1,171 @@
+/* Sliding-window geometry of Conv, ConvTranspose and the pools: output
+ * sizes and effective pads from strides, dilations, pads, auto_pad,
+ * ceil_mode, output_shape and output_padding, as the ONNX spec defines them. */
+#include <string.h>
+
+#include "ops/nn_impl.h"
+
+typedef enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } pad_mode;
+
+static ait_status read_auto_pad(const ait_node *node, pad_mode *m) {
+  const char *s = ait_attr_str(node, "auto_pad", "NOTSET");
+  if (!strcmp(s, "NOTSET") || !*s)
+    *m = PAD_NOTSET;
+  else if (!strcmp(s, "SAME_UPPER"))
+    *m = PAD_SAME_UPPER;
+  else if (!strcmp(s, "SAME_LOWER"))
+    *m = PAD_SAME_LOWER;
+  else if (!strcmp(s, "VALID"))
+    *m = PAD_VALID;
+  else
+    return ait_err(AIT_E_INVALID_ARG, "unknown auto_pad '%s'", s);
+  return AIT_OK;
+}
+
+/* An INTS attribute of `want` values (or the default `def` each). */
+static ait_status read_ints(const ait_node *node, const char *name, int want, int64_t def,
+                            int64_t min, int64_t *vals) {
+  int n = 0;
+  const int64_t *v = ait_attr_ints(node, name, &n);
+  if (!v) {
+    for (int i = 0; i < want; i++)
+      vals[i] = def;
+    return AIT_OK;
+  }
+  if (n != want)
+    return ait_err(AIT_E_INVALID_ARG, "attribute %s has %d values, expected %d", name, n, want);
+  for (int i = 0; i < want; i++) {
+    if (v[i] < min)
+      return ait_err(AIT_E_INVALID_ARG, "attribute %s[%d] = %lld must be >= %lld", name, i,
+                     (long long)v[i], (long long)min);
+    vals[i] = v[i];
+  }
+  return AIT_OK;
+}
+
+/* Common part: kernel, strides, dilations, pads (as given). */
+static ait_status read_common(const ait_node *node, int nsp, const int64_t *in,
+                              const int64_t *kernel, bool use_dilations, nn_win *w) {
+  if (nsp < 1 || nsp > NN_MAX_SP)
+    return ait_err(AIT_E_UNSUPPORTED, "%d spatial dims (supported: 1..%d)", nsp, NN_MAX_SP);
+  memset(w, 0, sizeof *w);
+  w->nsp = nsp;
+  int nk = 0;
+  const int64_t *ks = ait_attr_ints(node, "kernel_shape", &nk);
+  if (ks && nk != nsp)
+    return ait_err(AIT_E_INVALID_ARG, "kernel_shape has %d values for %d spatial dims", nk, nsp);
+  for (int i = 0; i < nsp; i++) {
+    int64_t k = kernel ? kernel[i] : -1;
+    if (ks) {
+      if (k >= 0 && ks[i] != k)
+        return ait_err(AIT_E_SHAPE, "kernel_shape[%d] = %lld but the weights have %lld", i,
+                       (long long)ks[i], (long long)k);
+      k = ks[i];
+    }
+    if (!kernel && !ks) return ait_err(AIT_E_INVALID_ARG, "attribute kernel_shape is required");
+    if (k == 0 || k < -1) return ait_err(AIT_E_INVALID_ARG, "kernel size %lld", (long long)k);
+    w->k[i] = k;
+    w->in[i] = in[i];
+  }
+  AIT_TRY(read_ints(node, "strides", nsp, 1, 1, w->s));
+  if (use_dilations)
+    AIT_TRY(read_ints(node, "dilations", nsp, 1, 1, w->d));
+  else
+    for (int i = 0; i < nsp; i++)
+      w->d[i] = 1;
+  int64_t pads[2 * NN_MAX_SP];
+  AIT_TRY(read_ints(node, "pads", 2 * nsp, 0, 0, pads));
+  for (int i = 0; i < nsp; i++)
+    w->pb[i] = pads[i], w->pe[i] = pads[nsp + i];
+  return AIT_OK;
+}
+
+ait_status nn_win_conv(const ait_node *node, int nsp, const int64_t *in, const int64_t *kernel,
+                       bool ceil_mode, bool use_dilations, nn_win *w) {
+  pad_mode mode;
+  AIT_TRY(read_auto_pad(node, &mode));
+  AIT_TRY(read_common(node, nsp, in, kernel, use_dilations, w));
+  for (int i = 0; i < nsp; i++) {
+    int64_t dk = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, s = w->s[i], n = w->in[i];
+    w->out[i] = -1;
+    if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+      w->pb[i] = w->pe[i] = 0;
+      if (n < 0) continue;
+      w->out[i] = (n + s - 1) / s;
+      if (dk < 0) continue;
+      int64_t total = (w->out[i] - 1) * s + dk - n;
+      if (total < 0) total = 0;
+      w->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+      w->pe[i] = total - w->pb[i];
+      continue;
+    }
+    if (mode == PAD_VALID) w->pb[i] = w->pe[i] = 0;
+    if (n < 0 || dk < 0) continue;
+    int64_t span = n + w->pb[i] + w->pe[i] - dk;
+    if (span < 0)
+      return ait_err(AIT_E_SHAPE,
+                     "window of %lld (kernel %lld, dilation %lld) is larger than the padded input "
+                     "%lld in spatial dim %d",
+                     (long long)dk, (long long)w->k[i], (long long)w->d[i],
+                     (long long)(n + w->pb[i] + w->pe[i]), i);
+    if (ceil_mode && mode == PAD_NOTSET) {
+      w->out[i] = (span + s - 1) / s + 1;
+      /* the last window must start inside the input or the begin padding */
+      if ((w->out[i] - 1) * s >= n + w->pb[i]) w->out[i]--;
+    } else {
+      w->out[i] = span / s + 1;
+    }
+  }
+  return AIT_OK;
+}
+
+ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const int64_t *kernel,
+                        nn_win *w) {
+  pad_mode mode;
+  AIT_TRY(read_auto_pad(node, &mode));
+  AIT_TRY(read_common(node, nsp, in, kernel, true, w));
+  AIT_TRY(read_ints(node, "output_padding", nsp, 0, 0, w->out_pad));
+  int nos = 0;
+  const int64_t *os = ait_attr_ints(node, "output_shape", &nos);
+  if (os && nos != nsp && nos != nsp + 2)
+    return ait_err(AIT_E_INVALID_ARG, "output_shape has %d values for %d spatial dims", nos, nsp);
+  if (os) os += nos - nsp; /* a full N, C, ... shape: keep the spatial part */
+  for (int i = 0; i < nsp; i++) {
+    int64_t dk = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, s = w->s[i], n = w->in[i];
+    w->out[i] = -1;
+    if (mode == PAD_VALID) w->pb[i] = w->pe[i] = 0;
+    if (os || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+      /* pads follow from the requested output size */
+      if (os && os[i] < 0)
+        return ait_err(AIT_E_INVALID_ARG, "output_shape[%d] = %lld", i, (long long)os[i]);
+      w->pb[i] = w->pe[i] = 0;
+      if (n < 0) {
+        if (os) w->out[i] = os[i];
+        continue;
+      }
+      w->out[i] = os ? os[i] : n * s;
+      if (dk < 0) continue;
+      int64_t total = s * (n - 1) + w->out_pad[i] + dk - w->out[i];
+      if (total < 0) total = 0; /* a larger output is zero-extended at the end */
+      w->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+      w->pe[i] = total - w->pb[i];
+      continue;
+    }
+    if (n < 0 || dk < 0) continue;
+    w->out[i] = s * (n - 1) + w->out_pad[i] + dk - w->pb[i] - w->pe[i];
+    if (w->out[i] < 0)
+      return ait_err(AIT_E_SHAPE, "ConvTranspose output size %lld in spatial dim %d",
+                     (long long)w->out[i], i);
+  }
+  return AIT_OK;
+}
+
+static int64_t prod(int n, const int64_t *v) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    p *= v[i];
+  return p;
+}
+int64_t nn_win_out_numel(const nn_win *w) { return prod(w->nsp, w->out); }
+int64_t nn_win_in_numel(const nn_win *w) { return prod(w->nsp, w->in); }
+int64_t nn_win_k_numel(const nn_win *w) { return prod(w->nsp, w->k); }

@@ -1,0 +1,40 @@
+/* Minimal test helpers: CHECK records a failure and goes on, so one run shows
+ * every broken expectation; main returns check_result(). */
+#ifndef AIT_TEST_CHECK_H
+#define AIT_TEST_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "aitune.h"
+
+static int check_failures;
+
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      check_failures++;                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* Expect status `want` and, when `needle` is non-NULL, that the last error
+ * message contains it. */
+#define CHECK_ERR(expr, want, needle)                                                              \
+  do {                                                                                             \
+    ait_status got_ = (expr);                                                                      \
+    const char *msg_ = ait_last_error(), *needle_ = (needle);                                      \
+    if (got_ != (want) || (needle_ && !strstr(msg_, needle_))) {                                   \
+      fprintf(stderr, "%s:%d: %s returned %d (%s) \"%s\"; wanted %d with \"%s\"\n", __FILE__,      \
+              __LINE__, #expr, got_, ait_strerror(got_), msg_, (want), needle_ ? needle_ : "");    \
+      check_failures++;                                                                            \
+    }                                                                                              \
+  } while (0)
+
+static inline int check_result(const char *name) {
+  if (check_failures) fprintf(stderr, "%s: %d check(s) failed\n", name, check_failures);
+  else printf("%s: all checks passed\n", name);
+  return check_failures ? 1 : 0;
+}
+
+#endif

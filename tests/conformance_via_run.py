@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The conformance suite measured through `aitune run` output files.
+
+For every test folder under the given roots: `aitune run model.onnx
+--inputs test_data_set_N --outputs TMP`, then compare TMP/output_K.pb with
+the expected output_K.pb in numpy, with the tolerances of docs/conformance.md
+(exact for integers, bools and strings). Independent of the C comparator
+used by `aitune conformance`, so the two check each other.
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+TOL = {"float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-3, 1e-5),
+       "complex64": (1e-3, 1e-5), "float64": (1e-6, 1e-7), "complex128": (1e-6, 1e-7)}
+
+
+def load_pb(path):
+    import onnx
+    from onnx import numpy_helper
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def compare(g, w):
+    import numpy as np
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return f"{g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}"
+    name = str(w.dtype)
+    if name in TOL:
+        rtol, atol = TOL[name]
+        gg, ww = g.astype(np.complex128 if "complex" in name else np.float64), w.astype(
+            np.complex128 if "complex" in name else np.float64)
+        if not np.allclose(gg, ww, rtol=rtol, atol=atol, equal_nan=True):
+            return "values differ"
+    elif not np.array_equal(g, w):
+        return "values differ"
+    return None
+
+
+def run_test(aitune, d):
+    sets = sorted(glob.glob(os.path.join(d, "test_data_set_*")))
+    for s in sets:
+        n_out = len(glob.glob(os.path.join(s, "output_*.pb")))
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([aitune, "run", os.path.join(d, "model.onnx"), "--inputs", s,
+                                "--outputs", tmp], capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+            for k in range(n_out):
+                try:
+                    w = load_pb(os.path.join(s, f"output_{k}.pb"))
+                except Exception as e:  # a SequenceProto, say: cannot be a pass
+                    return f"cannot decode expected output_{k}.pb: {e}"
+                g = load_pb(os.path.join(tmp, f"output_{k}.pb"))
+                why = compare(g, w)
+                if why:
+                    return f"output {k}: {why}"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--aitune", required=True)
+    ap.add_argument("--min-pass", type=int, default=-1)
+    ap.add_argument("dirs", nargs="+")
+    a = ap.parse_args()
+    passed = failed = 0
+    for root in a.dirs:
+        tests = [root] if os.path.exists(os.path.join(root, "model.onnx")) else sorted(
+            os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "model.onnx")))
+        for d in tests:
+            why = run_test(a.aitune, d)
+            print(f"{'PASS' if why is None else 'FAIL'} {d}{'' if why is None else ': ' + why}", flush=True)
+            passed += why is None
+            failed += why is not None
+    print(f"{passed} passed, {failed} failed, 0 skipped")
+    if a.min_pass >= 0:
+        return 0 if passed >= a.min_pass else 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+/* Bad input gets a status and a message naming the problem, never a crash. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "model_builder.h"
+
+static const int64_t d23[2] = {2, 3};
+
+static ait_status load_built(tb_model *tb, ait_model **m) {
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  ait_status st = ait_model_load_buffer(buf, size, ".", m);
+  free(buf);
+  tb_free(tb);
+  return st;
+}
+
+/* x -> Relu -> y, a valid model to break in various ways */
+static tb_model *relu_model(void) {
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  return tb;
+}
+
+static void test_files(void) {
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load("/nonexistent/model.onnx", &m), AIT_E_IO, "/nonexistent/model.onnx");
+  CHECK(m == NULL);
+  const char text[] = "this is not a protobuf at all \xff\xff\xff\xff";
+  CHECK_ERR(ait_model_load_buffer(text, sizeof text, ".", &m), AIT_E_PARSE, "not a valid ONNX model");
+  CHECK_ERR(ait_model_load_buffer("", 0, ".", &m), AIT_E_PARSE, "no graph");
+  /* every truncation of a valid model is rejected or loads; none crashes */
+  size_t size;
+  tb_model *tb = relu_model();
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  int rejected = 0;
+  for (size_t cut = 1; cut < size; cut++) {
+    ait_status st = ait_model_load_buffer(buf, cut, ".", &m);
+    if (st == AIT_OK) ait_model_free(m);
+    else rejected++;
+    m = NULL;
+  }
+  CHECK(rejected > 0);
+  CHECK_ERR(ait_model_load_buffer(buf, size / 2, ".", &m), AIT_E_PARSE, NULL);
+  free(buf);
+  CHECK_ERR(ait_model_load(NULL, &m), AIT_E_INVALID_ARG, NULL);
+}
+
+static void test_graph_errors(void) {
+  ait_model *m = NULL;
+  /* a node reads a tensor nobody provides (a missing initializer) */
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "Add", "add", (const char *[]){"x", "bias", NULL}, (const char *[]){"y", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_E_INVALID_MODEL, "'bias'");
+
+  /* a cycle: a -> b -> a */
+  tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "b", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "Add", "first", (const char *[]){"x", "b", NULL}, (const char *[]){"a", NULL});
+  tb_node(tb, "Relu", "second", (const char *[]){"a", NULL}, (const char *[]){"b", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_E_INVALID_MODEL, "cycle");
+
+  /* an output nothing produces */
+  tb = relu_model();
+  tb_output(tb, "ghost", AIT_FLOAT32, 2, d23);
+  CHECK_ERR(load_built(tb, &m), AIT_E_INVALID_MODEL, "'ghost'");
+
+  /* a domain the model does not import */
+  tb = relu_model();
+  tb_domain(tb, 0, "com.example");
+  CHECK_ERR(load_built(tb, &m), AIT_E_INVALID_MODEL, "com.example");
+
+  /* two nodes writing the same tensor */
+  tb = relu_model();
+  tb_node(tb, "Relu", "again", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_E_INVALID_MODEL, "produced by two nodes");
+}
+
+static void test_unsupported(void) {
+  ait_model *m = NULL;
+  ait_session *s = NULL;
+  /* an op nobody knows: loads (info can show it), but no session runs it */
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "FrobnicateTensor", "frob", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, "eager", &s), AIT_E_UNSUPPORTED, "FrobnicateTensor");
+  CHECK_ERR(ait_session_create(m, "eager", &s), AIT_E_UNSUPPORTED, "'frob'");
+  CHECK(s == NULL);
+  ait_model_free(m);
+
+  /* an op that exists, at an opset older than its first version */
+  tb = tb_new(7);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "Shrink", "shrink", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, "eager", &s), AIT_E_UNSUPPORTED, "needs opset >= 9");
+  ait_model_free(m);
+
+  CHECK_ERR(load_built(relu_model(), &m), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, "no-such-backend", &s), AIT_E_NOT_FOUND, "no-such-backend");
+  ait_model_free(m);
+}
+
+static void test_run_errors(void) {
+  ait_model *m = NULL;
+  ait_session *s = NULL;
+  CHECK_ERR(load_built(relu_model(), &m), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, NULL, &s), AIT_OK, NULL);
+  float data[6] = {0};
+  double ddata[6] = {0};
+  ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, data};
+  CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+  ait_tensor_view bad = {AIT_FLOAT64, 2, {2, 3}, ddata};
+  CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_DTYPE, "'x'");
+  bad = (ait_tensor_view){AIT_FLOAT32, 2, {3, 2}, data};
+  CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_SHAPE, "dim 0 must be 2");
+  bad = (ait_tensor_view){AIT_FLOAT32, 1, {6}, data};
+  CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_SHAPE, "rank");
+  bad = (ait_tensor_view){AIT_FLOAT32, 2, {2, 3}, NULL};
+  CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_INVALID_ARG, "NULL");
+  CHECK_ERR(ait_session_run(s, &in, 2), AIT_E_INVALID_ARG, "takes 1 inputs");
+  ait_tensor_view out;
+  CHECK_ERR(ait_session_output(s, 5, &out), AIT_E_INVALID_ARG, NULL);
+  ait_session_free(s);
+  ait_model_free(m);
+
+  /* a kernel that meets bad data at run time names the node */
+  static const int64_t d1[1] = {1};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_input(tb, "idx", AIT_INT64, 1, d1);
+  tb_output(tb, "y", AIT_FLOAT32, 2, (const int64_t[]){1, 3});
+  tb_node(tb, "Gather", "gather", (const char *[]){"x", "idx", NULL}, (const char *[]){"y", NULL});
+  CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
+  int64_t idx = 7;
+  ait_tensor_view ins[2] = {{AIT_FLOAT32, 2, {2, 3}, data}, {AIT_INT64, 1, {1}, &idx}};
+  CHECK_ERR(ait_session_run(s, ins, 2), AIT_E_INVALID_ARG, "'gather'");
+  ait_session_free(s);
+  ait_model_free(m);
+}
+
+static void test_external_data(void) {
+  char dir[] = "/tmp/ait_ext_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[256];
+  snprintf(path, sizeof path, "%s/weights.bin", dir);
+  float w[6] = {1, 2, 3, 4, 5, 6};
+  FILE *f = fopen(path, "wb");
+  fwrite("PAD!", 1, 4, f); /* data at offset 4 */
+  fwrite(w, sizeof w, 1, f);
+  fclose(f);
+  const char *cases[][2] = {{"weights.bin", NULL}, {"missing.bin", "missing.bin"},
+                            {"../weights.bin", "relative"}, {"/etc/passwd", "relative"}};
+  for (int c = 0; c < 4; c++) {
+    tb_model *tb = tb_new(13);
+    tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+    tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+    tb_init_external(tb, "w", 2, d23, cases[c][0], 4, (int64_t)sizeof w);
+    tb_node(tb, "Add", "add", (const char *[]){"x", "w", NULL}, (const char *[]){"y", NULL});
+    size_t size;
+    uint8_t *buf = tb_pack(tb, &size);
+    tb_free(tb);
+    ait_model *m = NULL;
+    ait_status st = ait_model_load_buffer(buf, size, dir, &m);
+    free(buf);
+    if (!cases[c][1]) {
+      CHECK_ERR(st, AIT_OK, NULL);
+      ait_session *s = NULL;
+      CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
+      float x[6] = {10, 10, 10, 10, 10, 10};
+      ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x}, out;
+      CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+      CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+      CHECK(((float *)out.data)[5] == 16.0f);
+      ait_session_free(s);
+      ait_model_free(m);
+    } else {
+      CHECK(st != AIT_OK);
+      CHECK(strstr(ait_last_error(), cases[c][1]) != NULL);
+    }
+  }
+  /* a length that does not match the tensor */
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_init_external(tb, "w", 2, d23, "weights.bin", 0, 8);
+  tb_node(tb, "Add", "add", (const char *[]){"x", "w", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, dir, &m), AIT_E_INVALID_MODEL, "'w'");
+  free(buf);
+  unlink(path);
+  rmdir(dir);
+}
+
+int main(void) {
+  test_files();
+  test_graph_errors();
+  test_unsupported();
+  test_run_errors();
+  test_external_data();
+  return check_result("test_errors");
+}
