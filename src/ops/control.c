@@ -222,19 +222,22 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
 
 /* ---- Scan (opset 9+) ---------------------------------------------------- */
 
-static ait_status k_scan(ait_kctx *ctx, const ait_node *n, const ait_tensor *const *in, int n_in,
-                         ait_tensor **out, int n_out) {
-  const ait_graph *body = ait_attr_graph(n, "body");
-  int n_scan_in = (int)ait_attr_int(n, "num_scan_inputs", 0);
+/* Axes and directions of a Scan, from attributes (absent lists mean 0). */
+typedef struct scan_attrs {
+  const int64_t *in_axes, *in_dirs, *out_axes, *out_dirs;
+  int c_axes, c_dirs, c_oaxes, c_odirs;
+} scan_attrs;
+
+/* The opset-9 Scan loop over in[0..n_in): states first, then scan inputs. */
+static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in, const scan_attrs *sa,
+                            const ait_tensor *const *in, int n_in, ait_tensor **out, int n_out) {
   int n_state = n_in - n_scan_in, n_scan_out = n_out - n_state;
   if (!body || n_scan_in <= 0 || n_state < 0 || n_scan_out < 0 ||
       body->n_inputs != n_in || body->n_outputs != n_out)
     return ait_err(AIT_E_INVALID_MODEL, "Scan: body and node inputs/outputs do not match");
-  int c_axes, c_dirs, c_oaxes, c_odirs;
-  const int64_t *in_axes = ait_attr_ints(n, "scan_input_axes", &c_axes);
-  const int64_t *in_dirs = ait_attr_ints(n, "scan_input_directions", &c_dirs);
-  const int64_t *out_axes = ait_attr_ints(n, "scan_output_axes", &c_oaxes);
-  const int64_t *out_dirs = ait_attr_ints(n, "scan_output_directions", &c_odirs);
+  const int64_t *in_axes = sa->in_axes, *in_dirs = sa->in_dirs, *out_axes = sa->out_axes,
+                *out_dirs = sa->out_dirs;
+  int c_axes = sa->c_axes, c_dirs = sa->c_dirs, c_oaxes = sa->c_oaxes, c_odirs = sa->c_odirs;
   int axis_of[64], oaxis_of[64];
   if (n_in > 64 || n_out > 64) return ait_err(AIT_E_UNSUPPORTED, "Scan: too many inputs/outputs");
   int64_t len = -1;
@@ -307,10 +310,60 @@ static ait_status k_scan(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
   return st;
 }
 
+static ait_status k_scan(ait_kctx *ctx, const ait_node *n, const ait_tensor *const *in, int n_in,
+                         ait_tensor **out, int n_out) {
+  scan_attrs sa;
+  sa.in_axes = ait_attr_ints(n, "scan_input_axes", &sa.c_axes);
+  sa.in_dirs = ait_attr_ints(n, "scan_input_directions", &sa.c_dirs);
+  sa.out_axes = ait_attr_ints(n, "scan_output_axes", &sa.c_oaxes);
+  sa.out_dirs = ait_attr_ints(n, "scan_output_directions", &sa.c_odirs);
+  return scan_core(ctx, ait_attr_graph(n, "body"), (int)ait_attr_int(n, "num_scan_inputs", 0), &sa,
+                   in, n_in, out, n_out);
+}
+
+/* Scan-8: every input carries a leading batch axis and the scan axis is 1.
+ * Each batch row runs the opset-9 loop; results are stacked back. */
+static ait_status k_scan8(ait_kctx *ctx, const ait_node *n, const ait_tensor *const *in, int n_in,
+                          ait_tensor **out, int n_out) {
+  if (n_in < 1 || n_in > 64 || n_out > 64)
+    return ait_err(AIT_E_INVALID_MODEL, "Scan-8: bad input/output count");
+  if (in[0]) return ait_err(AIT_E_UNSUPPORTED, "Scan-8: sequence_lens is not supported");
+  scan_attrs sa = {0};
+  sa.in_dirs = ait_attr_ints(n, "directions", &sa.c_dirs);
+  int n_rest = n_in - 1;
+  if (n_rest < 1 || !in[1] || in[1]->rank < 1)
+    return ait_err(AIT_E_INVALID_ARG, "Scan-8: inputs need a batch axis");
+  int64_t batch = in[1]->dims[0];
+  ait_tensor *row_in[64] = {0}, *row_out[64] = {0};
+  ait_tensor **parts = calloc((size_t)(batch * n_out + 1), sizeof *parts);
+  ait_status st = parts ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int64_t b = 0; !st && b < batch; b++) {
+    for (int i = 0; !st && i < n_rest; i++) {
+      const ait_tensor *t = in[1 + i];
+      if (!t || t->rank < 1 || t->dims[0] != batch) st = ait_err(AIT_E_SHAPE, "Scan-8: input %d lacks the batch axis", i + 1);
+      else if (!(row_in[i] = slice_axis(t, 0, b))) st = AIT_E_NOMEM;
+    }
+    for (int k = 0; k < n_out; k++) row_out[k] = NULL;
+    if (!st) st = scan_core(ctx, ait_attr_graph(n, "body"), (int)ait_attr_int(n, "num_scan_inputs", 0),
+                            &sa, (const ait_tensor *const *)row_in, n_rest, row_out, n_out);
+    for (int i = 0; i < n_rest; i++) {
+      ait_tensor_free(row_in[i]);
+      row_in[i] = NULL;
+    }
+    for (int k = 0; k < n_out; k++) parts[k * batch + b] = row_out[k];
+  }
+  for (int k = 0; !st && k < n_out; k++)
+    st = stack_axis(&parts[k * batch], batch, 0, parts[k * batch]->dtype, parts[k * batch], &out[k]);
+  for (int64_t i = 0; parts && i < batch * n_out; i++) ait_tensor_free(parts[i]);
+  free(parts);
+  return st;
+}
+
 const ait_op_def ait_ops_control[] = {
     {"", "Constant", 1, 0, s_constant, k_constant},
     {"", "If", 1, AIT_DT_BIT(AIT_BOOL), NULL, k_if},
     {"", "Loop", 1, 0, NULL, k_loop},
+    {"", "Scan", 8, 0, NULL, k_scan8},
     {"", "Scan", 9, 0, NULL, k_scan},
 };
 const int ait_ops_control_n = (int)(sizeof ait_ops_control / sizeof ait_ops_control[0]);

@@ -107,8 +107,9 @@ ait_status img_conv_setup(const ait_node *node, int xrank, const int64_t *xd, in
                      (long long)c->k[i]);
     c->s[i] = st ? st[i] : 1;
     c->d[i] = dl ? dl[i] : 1;
-    if (c->s[i] < 1 || c->d[i] < 1)
-      return ait_err(AIT_E_INVALID_ARG, "strides and dilations must be >= 1");
+    if (c->s[i] < 1 || c->d[i] < 1 || c->s[i] > IMG_ATTR_MAX || c->d[i] > IMG_ATTR_MAX ||
+        c->k[i] > IMG_ATTR_MAX)
+      return ait_err(AIT_E_INVALID_ARG, "strides and dilations must be in [1, 2^30]");
     int64_t ek = (c->k[i] - 1) * c->d[i] + 1; /* extent of the dilated kernel */
     if (same_upper || same_lower) {
       int64_t o = (c->in[i] + c->s[i] - 1) / c->s[i];
@@ -119,7 +120,8 @@ ait_status img_conv_setup(const ait_node *node, int xrank, const int64_t *xd, in
     } else if (!valid && pads) {
       c->pb[i] = pads[i];
       c->pe[i] = pads[nsp + i];
-      if (c->pb[i] < 0 || c->pe[i] < 0) return ait_err(AIT_E_INVALID_ARG, "pads must be >= 0");
+      if (c->pb[i] < 0 || c->pe[i] < 0 || c->pb[i] > IMG_ATTR_MAX || c->pe[i] > IMG_ATTR_MAX)
+        return ait_err(AIT_E_INVALID_ARG, "pads must be in [0, 2^30]");
     }
     int64_t span = c->in[i] + c->pb[i] + c->pe[i] - ek;
     if (c->k[i] < 1 || span < 0)
@@ -130,8 +132,9 @@ ait_status img_conv_setup(const ait_node *node, int xrank, const int64_t *xd, in
   return AIT_OK;
 }
 
-void img_conv_int(const img_conv *c, const int32_t *x, const int32_t *w, const int32_t *bias,
-                  int64_t *y) {
+/* Any number of spatial dims: per output element, sum over taps. */
+static void conv_int_nd(const img_conv *c, const int32_t *x, const int32_t *w, const int32_t *bias,
+                        int64_t *y) {
   int nsp = c->nsp;
   int64_t in_plane = ait_shape_numel(nsp, c->in), out_plane = ait_shape_numel(nsp, c->out);
   int64_t ktaps = ait_shape_numel(nsp, c->k);
@@ -168,4 +171,61 @@ void img_conv_int(const img_conv *c, const int32_t *x, const int32_t *w, const i
       }
     }
   }
+}
+
+/* Smallest o >= 0 with o * s + off >= 0, and largest o < n_out with
+ * o * s + off < len: the output range whose tap lands inside the input. */
+static void tap_range(int64_t off, int64_t s, int64_t len, int64_t n_out, int64_t *lo,
+                      int64_t *hi) {
+  *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  *hi = len - 1 - off < 0 ? -1 : (len - 1 - off) / s;
+  if (*hi > n_out - 1) *hi = n_out - 1;
+}
+
+/* One or two spatial dims (1-D as H = 1): accumulate whole output rows per
+ * (input channel, tap), which keeps the inner loop contiguous. */
+static void conv_int_2d(const img_conv *c, const int32_t *x, const int32_t *w, const int32_t *bias,
+                        int64_t *y) {
+  bool one = c->nsp == 1;
+  int64_t H = one ? 1 : c->in[0], W = c->in[c->nsp - 1];
+  int64_t OH = one ? 1 : c->out[0], OW = c->out[c->nsp - 1];
+  int64_t KH = one ? 1 : c->k[0], KW = c->k[c->nsp - 1];
+  int64_t sh = one ? 1 : c->s[0], sw = c->s[c->nsp - 1];
+  int64_t dh = one ? 1 : c->d[0], dw = c->d[c->nsp - 1];
+  int64_t ph = one ? 0 : c->pb[0], pw = c->pb[c->nsp - 1];
+  int64_t cin_g = c->cin / c->group, cout_g = c->cout / c->group;
+  for (int64_t n = 0; n < c->n; n++) {
+    for (int64_t oc = 0; oc < c->cout; oc++) {
+      int64_t g = oc / cout_g, *yo = y + (n * c->cout + oc) * OH * OW;
+      for (int64_t i = 0; i < OH * OW; i++)
+        yo[i] = bias ? bias[oc] : 0;
+      for (int64_t ic = 0; ic < cin_g; ic++) {
+        const int32_t *xp = x + (n * c->cin + g * cin_g + ic) * H * W;
+        const int32_t *wp = w + (oc * cin_g + ic) * KH * KW;
+        for (int64_t kh = 0; kh < KH; kh++) {
+          int64_t oh_lo, oh_hi;
+          tap_range(kh * dh - ph, sh, H, OH, &oh_lo, &oh_hi);
+          for (int64_t kw = 0; kw < KW; kw++) {
+            int64_t wv = wp[kh * KW + kw], ow_lo, ow_hi, offw = kw * dw - pw;
+            if (wv == 0) continue;
+            tap_range(offw, sw, W, OW, &ow_lo, &ow_hi);
+            for (int64_t oh = oh_lo; oh <= oh_hi; oh++) {
+              const int32_t *row = xp + (oh * sh + kh * dh - ph) * W;
+              int64_t *yrow = yo + oh * OW;
+              for (int64_t ow = ow_lo; ow <= ow_hi; ow++)
+                yrow[ow] += wv * row[ow * sw + offw];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void img_conv_int(const img_conv *c, const int32_t *x, const int32_t *w, const int32_t *bias,
+                  int64_t *y) {
+  if (c->nsp <= 2)
+    conv_int_2d(c, x, w, bias, y);
+  else
+    conv_int_nd(c, x, w, bias, y);
 }

@@ -62,7 +62,8 @@ IMG_KERNEL(img_roi_align) {
           pw_n = ait_attr_int(node, "output_width", 1);
   int64_t ratio = ait_attr_int(node, "sampling_ratio", 0);
   double scale = ait_attr_float(node, "spatial_scale", 1.0f);
-  if (ph_n < 1 || pw_n < 1 || ratio < 0)
+  if (ph_n < 1 || pw_n < 1 || ratio < 0 || ph_n > IMG_ATTR_MAX || pw_n > IMG_ATTR_MAX ||
+      ratio > IMG_ATTR_MAX || (double)ph_n * (double)pw_n > 1e9)
     return ait_err(AIT_E_INVALID_ARG, "output_height/width must be >= 1 and sampling_ratio >= 0");
 
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
@@ -88,7 +89,7 @@ IMG_KERNEL(img_roi_align) {
     double bh = rh / (double)ph_n, bw = rw / (double)pw_n;
     double gh_d = ratio > 0 ? (double)ratio : ceil(rh / (double)ph_n);
     double gw_d = ratio > 0 ? (double)ratio : ceil(rw / (double)pw_n);
-    if (!(gh_d * gw_d * (double)(ph_n * pw_n) < 1e8)) {
+    if (!(gh_d * gw_d * (double)ph_n * (double)pw_n < 1e8)) {
       st = ait_err(AIT_E_INVALID_ARG, "roi %lld is not finite or needs too many samples",
                    (long long)r);
       break;

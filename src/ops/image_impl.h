@@ -48,6 +48,10 @@ int64_t img_round_sat(double v, int64_t lo, int64_t hi);
  * floor(x), for r = x - floor(x) in [0, 1) and coefficient A. */
 void img_cubic_coeffs(double r, double A, double *c);
 
+/* Upper bound on strides, dilations, pads and kernel sizes, so that
+ * geometry arithmetic cannot overflow int64. */
+#define IMG_ATTR_MAX ((int64_t)1 << 30)
+
 /* ---- convolution geometry (ConvInteger, QLinearConv) --------------------- */
 
 typedef struct img_conv {

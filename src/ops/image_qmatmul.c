@@ -140,13 +140,24 @@ static void mm_batch(const mm_plan *p, int64_t ob, int64_t *ia, int64_t *ib) {
   }
 }
 
-static int64_t mm_dot(const mm_plan *p, const mm_side *a, const mm_side *b, int64_t ia, int64_t ib,
-                      int64_t m, int64_t n) {
-  const int32_t *ar = a->v + (ia * p->m + m) * p->k, *bc = b->v + ib * p->k * p->n + n;
-  int64_t acc = 0;
-  for (int64_t k = 0; k < p->k; k++)
-    acc += (int64_t)ar[k] * bc[k * p->n];
-  return acc;
+/* acc[0..n) = row m of A (batch ia) times B (batch ib). */
+static void mm_row(const mm_plan *p, const mm_side *a, const mm_side *b, int64_t ia, int64_t ib,
+                   int64_t m, int64_t *acc) {
+  const int32_t *ar = a->v + (ia * p->m + m) * p->k, *bm = b->v + ib * p->k * p->n;
+  for (int64_t n = 0; n < p->n; n++)
+    acc[n] = 0;
+  for (int64_t k = 0; k < p->k; k++) {
+    int64_t av = ar[k];
+    const int32_t *br = bm + k * p->n;
+    if (av)
+      for (int64_t n = 0; n < p->n; n++)
+        acc[n] += av * br[n];
+  }
+}
+
+static ait_status acc_new(const mm_plan *p, int64_t **acc) {
+  *acc = malloc((size_t)(p->n + 1) * sizeof **acc);
+  return *acc ? AIT_OK : ait_err(AIT_E_NOMEM, "cannot allocate matmul accumulators");
 }
 
 static bool is_q8(ait_dtype dt) { return dt == AIT_UINT8 || dt == AIT_INT8; }
@@ -178,19 +189,24 @@ static ait_status mm_load(const ait_tensor *const *in, int n_in, int ia, int iza
 IMG_KERNEL(img_matmul_integer) {
   mm_side a = {0}, b = {0};
   mm_plan p;
+  int64_t *acc = NULL;
   ait_status st = mm_load(in, n_in, 0, 2, 1, 3, &a, &b);
   if (st == AIT_OK) st = mm_plan_make(&a, &b, in[0], in[1], &p);
+  if (st == AIT_OK) st = acc_new(&p, &acc);
   if (st == AIT_OK) st = img_new(AIT_INT32, p.orank, p.odims, &out[0]);
   if (st == AIT_OK) {
     int32_t *y = out[0]->data;
     for (int64_t ob = 0; ob < p.nob; ob++) {
       int64_t ia, ib;
       mm_batch(&p, ob, &ia, &ib);
-      for (int64_t m = 0; m < p.m; m++)
+      for (int64_t m = 0; m < p.m; m++) {
+        mm_row(&p, &a, &b, ia, ib, m, acc);
         for (int64_t n = 0; n < p.n; n++)
-          y[(ob * p.m + m) * p.n + n] = (int32_t)mm_dot(&p, &a, &b, ia, ib, m, n);
+          y[(ob * p.m + m) * p.n + n] = (int32_t)acc[n];
+      }
     }
   }
+  free(acc);
   free(a.v);
   free(b.v);
   return st;
@@ -207,6 +223,7 @@ IMG_KERNEL(img_qlinear_matmul) {
   mm_side a = {0}, b = {0};
   mm_plan p;
   double *sav = NULL, *sbv = NULL;
+  int64_t *acc = NULL;
   ait_status st = mm_load(in, n_in, 0, 2, 3, 5, &a, &b);
   const ait_tensor *at = img_in(in, n_in, 0);
   ait_dtype ydt = zy ? zy->dtype : at ? at->dtype : AIT_UINT8;
@@ -216,6 +233,7 @@ IMG_KERNEL(img_qlinear_matmul) {
   if (st == AIT_OK) st = mm_plan_make(&a, &b, in[0], in[3], &p);
   if (st == AIT_OK) st = expand_param(sa, in[0], &a, "a_scale", 1, &sav);
   if (st == AIT_OK) st = expand_param(sb, in[3], &b, "b_scale", 1, &sbv);
+  if (st == AIT_OK) st = acc_new(&p, &acc);
   if (st == AIT_OK) st = img_new(ydt, p.orank, p.odims, &out[0]);
   if (st == AIT_OK) {
     float ys = (float)ait_scalar_f64(sy);
@@ -224,15 +242,18 @@ IMG_KERNEL(img_qlinear_matmul) {
     for (int64_t ob = 0; ob < p.nob; ob++) {
       int64_t ia, ib;
       mm_batch(&p, ob, &ia, &ib);
-      for (int64_t m = 0; m < p.m; m++)
+      for (int64_t m = 0; m < p.m; m++) {
+        mm_row(&p, &a, &b, ia, ib, m, acc);
         for (int64_t n = 0; n < p.n; n++) {
           float mult = (float)sav[ia * p.m + m] * (float)sbv[ib * p.n + n] / ys;
-          double r = (double)mm_dot(&p, &a, &b, ia, ib, m, n) * mult;
+          double r = (double)acc[n] * mult;
           ait_store_i64(yt, out[0]->data, (ob * p.m + m) * p.n + n,
                         img_round_sat(r + (double)yz, lo, hi));
         }
+      }
     }
   }
+  free(acc);
   free(sav);
   free(sbv);
   free(a.v);

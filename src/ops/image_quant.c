@@ -16,7 +16,7 @@ static ait_status q_layout(const ait_node *node, const ait_tensor *x, const ait_
                    (long long)ait_tensor_numel(zp), (long long)ns);
   if (ns == 1) {
     *ch = 1;
-    *inner = 1;
+    *inner = ait_tensor_numel(x);
     return AIT_OK;
   }
   if (node->opset < 13)
@@ -59,15 +59,24 @@ IMG_KERNEL(img_quantize_linear) {
   const ait_dtype_traits *zt = zp ? ait_dtype_traits_of(zp->dtype) : NULL;
   /* float32 / float32 divides in float, as the ONNX reference does */
   bool f32 = x->dtype == AIT_FLOAT32 && sc->dtype == AIT_FLOAT32;
-  int64_t n = ait_tensor_numel(x);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t c = (i / inner) % ch;
-    double s = ait_load_f64(st, sc->data, c);
-    double q =
-        f32 ? (double)(((const float *)x->data)[i] / (float)s) : ait_load_f64(xt, x->data, i) / s;
-    int64_t z = zt ? ait_load_i64(zt, zp->data, c) : 0;
-    int64_t v = q != q ? z : img_round_sat(q, lo - z, hi - z) + z;
-    ait_store_i64(yt, out[0]->data, i, v);
+  const float *xf = x->data;
+  void *y = out[0]->data;
+  int64_t n = ait_tensor_numel(x), outer = n ? n / (ch * inner) : 0, i = 0;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t c = 0; c < ch; c++) {
+      double s = ait_load_f64(st, sc->data, c);
+      int64_t z = zt ? ait_load_i64(zt, zp->data, c) : 0;
+      for (int64_t k = 0; k < inner; k++, i++) {
+        double q = f32 ? (double)(xf[i] / (float)s) : ait_load_f64(xt, x->data, i) / s;
+        int64_t v = q != q ? z : img_round_sat(q, lo - z, hi - z) + z;
+        if (ydt == AIT_UINT8)
+          ((uint8_t *)y)[i] = (uint8_t)v;
+        else if (ydt == AIT_INT8)
+          ((int8_t *)y)[i] = (int8_t)v;
+        else
+          ait_store_i64(yt, y, i, v);
+      }
+    }
   }
   return AIT_OK;
 }
@@ -89,15 +98,22 @@ IMG_KERNEL(img_dequantize_linear) {
   AIT_TRY(img_new(sc->dtype, x->rank, x->dims, &out[0]));
   const ait_dtype_traits *xt = ait_dtype_traits_of(x->dtype), *st = ait_dtype_traits_of(sc->dtype);
   const ait_dtype_traits *zt = zp ? ait_dtype_traits_of(zp->dtype) : NULL;
-  int64_t n = ait_tensor_numel(x);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t c = (i / inner) % ch;
-    int64_t z = zt ? ait_load_i64(zt, zp->data, c) : 0;
-    float d = (float)(ait_load_i64(xt, x->data, i) - z);
-    if (sc->dtype == AIT_FLOAT32)
-      ((float *)out[0]->data)[i] = d * ((const float *)sc->data)[c];
-    else
-      ait_store_f64(st, out[0]->data, i, (double)d * ait_load_f64(st, sc->data, c));
+  int64_t n = ait_tensor_numel(x), outer = n ? n / (ch * inner) : 0, i = 0;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t c = 0; c < ch; c++) {
+      int64_t z = zt ? ait_load_i64(zt, zp->data, c) : 0;
+      double s = ait_load_f64(st, sc->data, c);
+      for (int64_t k = 0; k < inner; k++, i++) {
+        int64_t q = x->dtype == AIT_UINT8  ? ((const uint8_t *)x->data)[i]
+                    : x->dtype == AIT_INT8 ? ((const int8_t *)x->data)[i]
+                                           : ait_load_i64(xt, x->data, i);
+        float d = (float)(q - z);
+        if (sc->dtype == AIT_FLOAT32)
+          ((float *)out[0]->data)[i] = d * (float)s;
+        else
+          ait_store_f64(st, out[0]->data, i, (double)d * s);
+      }
+    }
   }
   return AIT_OK;
 }

@@ -342,7 +342,7 @@ static void resize_shape(ait_graph *g, const ait_node *node, const ait_value *x,
     double s = scales ? ait_load_f64(tr, scales->data, i) : (double)fs[i];
     if (s == 1.0)
       dims[i] = x->dims[i];
-    else if (x->dims[i].v >= 0 && s > 0)
+    else if (x->dims[i].v >= 0 && s > 0 && s * (double)x->dims[i].v < 9.0e15)
       dims[i].v = (int64_t)floor(s * (double)x->dims[i].v);
   }
   ait_set_out(g, node, 0, dt, rank, dims);

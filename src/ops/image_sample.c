@@ -186,6 +186,9 @@ static ait_status unpool_dims(const ait_node *node, int rank, const int64_t *xd,
   od[1] = xd[1];
   for (int i = 0; i < nsp; i++) {
     int64_t s = st ? st[i] : 1, pb = pads ? pads[i] : 0, pe = pads ? pads[nsp + i] : 0;
+    if (s < 1 || s > IMG_ATTR_MAX || pb < 0 || pb > IMG_ATTR_MAX || pe < 0 || pe > IMG_ATTR_MAX ||
+        k[i] < 1 || k[i] > IMG_ATTR_MAX)
+      return ait_err(AIT_E_INVALID_ARG, "kernel_shape, strides and pads must be in range");
     if (xd[2 + i] < 0) {
       od[2 + i] = -1;
       continue;

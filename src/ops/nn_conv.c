@@ -265,7 +265,8 @@ static void conv_f64(const conv_args *a, const double *x, const double *wt, cons
 
 static ait_status run(const ait_node *node, const ait_tensor *const *in, int n_in, ait_tensor **out,
                       bool transpose) {
-  const ait_tensor *X = in[0], *W = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  const ait_tensor *X = n_in > 0 ? in[0] : NULL, *W = n_in > 1 ? in[1] : NULL,
+                   *B = n_in > 2 ? in[2] : NULL;
   conv_args a;
   AIT_TRY(conv_setup(node, X, W, B, transpose, &a));
   AIT_TRY(new_output(&a, X, &out[0]));

@@ -141,6 +141,7 @@ static ait_status ein_sizes(const ein *e, const int64_t *const *dims, int64_t *s
 }
 
 NN_KERNEL(nn_einsum_kernel) {
+  NN_NEED_IN0;
   const char *eq = ait_attr_str(node, "equation", NULL);
   if (!eq) return ait_err(AIT_E_INVALID_ARG, "Einsum needs the equation attribute");
   ein e;
@@ -176,6 +177,12 @@ NN_KERNEL(nn_einsum_kernel) {
     ait_shape_strides(in[k]->rank, in[k]->dims, s);
     for (int a = 0; a < in[k]->rank; a++)
       if (in[k]->dims[a] != 1 || size[e.lab[k][a]] == 1) st[k][e.lab[k][a]] += s[a];
+  }
+  if (n_in == 2 && (dt == AIT_FLOAT32 || dt == AIT_FLOAT16 || dt == AIT_BFLOAT16)) {
+    bool done = false;
+    AIT_TRY(nn_einsum_gemm(in[0], in[1], e.lab[0], e.lab[1], e.out, e.n_out, size, EIN_LABELS,
+                           out[0], &done));
+    if (done) return AIT_OK;
   }
   bool fl = (AIT_DT_FLOATS & AIT_DT_BIT(dt)) != 0;
   void *v[EIN_MAX_OPS] = {NULL};

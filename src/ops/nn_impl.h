@@ -73,16 +73,33 @@ ait_status nn_win_conv(const ait_node *node, int nsp, const int64_t *in, const i
 /* ConvTranspose geometry (output_shape, output_padding, auto_pad, pads). */
 ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const int64_t *kernel,
                         nn_win *w);
+/* Whether this pool node's opset has the dilations attribute. */
+bool nn_pool_has_dilations(const ait_node *node);
 /* Product of w->out / w->in / w->k over the spatial dims. */
 int64_t nn_win_out_numel(const nn_win *w);
 int64_t nn_win_in_numel(const nn_win *w);
 int64_t nn_win_k_numel(const nn_win *w);
+
+/* ---- Einsum as batched GEMM (nn_einsum_gemm.c) ------------------------- */
+
+/* Y = einsum of two float32/float16/bfloat16 operands whose axes carry labels
+ * lab_a / lab_b (ids < n_labels <= 64, size[] per label) into out_labs. Sets
+ * *done when the contraction fits a batched GEMM (no diagonals, no sums over
+ * one operand only, no size-1 broadcasting) and Y is filled; leaves *done
+ * false and Y untouched otherwise. */
+ait_status nn_einsum_gemm(const ait_tensor *A, const ait_tensor *B, const int *lab_a,
+                          const int *lab_b, const int *out_labs, int n_out, const int64_t *size,
+                          int n_labels, ait_tensor *Y, bool *done);
 
 /* ---- kernels ------------------------------------------------------------- */
 
 #define NN_KERNEL(name)                                                                            \
   ait_status name(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in, int n_in,      \
                   ait_tensor **out, int n_out)
+
+/* First statement of kernels that read in[0]. */
+#define NN_NEED_IN0                                                                                \
+  if (n_in < 1 || !in[0]) return ait_err(AIT_E_INVALID_ARG, "input 0 is required")
 
 NN_KERNEL(nn_gemm_kernel);
 NN_KERNEL(nn_matmul_kernel);

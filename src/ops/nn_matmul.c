@@ -106,6 +106,7 @@ static ait_status mm_f32(const mm_plan *p, const float *a, const float *b, float
 }
 
 NN_KERNEL(nn_matmul_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *A = in[0], *B = n_in > 1 ? in[1] : NULL;
   if (!B) return ait_err(AIT_E_INVALID_ARG, "MatMul needs two inputs");
   AIT_TRY(check_dtypes(A, B));
@@ -150,6 +151,7 @@ NN_KERNEL(nn_matmul_kernel) {
 /* ---- Gemm ------------------------------------------------------------ */
 
 NN_KERNEL(nn_gemm_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *A = in[0], *B = n_in > 1 ? in[1] : NULL, *C = n_in > 2 ? in[2] : NULL;
   if (!B) return ait_err(AIT_E_INVALID_ARG, "Gemm needs inputs A and B");
   AIT_TRY(check_dtypes(A, B));

@@ -37,6 +37,7 @@ static ait_status check_vec(const ait_tensor *t, int64_t n, const char *what) {
 /* ---- BatchNormalization ---------------------------------------------- */
 
 NN_KERNEL(nn_batchnorm_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0];
   AIT_TRY(nn_check_float(X, "X"));
   if (X->rank < 2) return ait_err(AIT_E_SHAPE, "X must be N x C x ..., got rank %d", X->rank);
@@ -110,6 +111,7 @@ done:
 /* ---- InstanceNormalization ------------------------------------------- */
 
 NN_KERNEL(nn_instancenorm_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0];
   AIT_TRY(nn_check_float(X, "input"));
   if (X->rank < 3) return ait_err(AIT_E_SHAPE, "input must be N x C x D1 ..., rank %d", X->rank);
@@ -142,6 +144,7 @@ NN_KERNEL(nn_instancenorm_kernel) {
 /* ---- LayerNormalization ---------------------------------------------- */
 
 NN_KERNEL(nn_layernorm_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
   AIT_TRY(nn_check_float(X, "X"));
   if (!S) return ait_err(AIT_E_INVALID_ARG, "input Scale is required");
@@ -214,6 +217,7 @@ NN_KERNEL(nn_layernorm_kernel) {
 /* ---- LRN ------------------------------------------------------------- */
 
 NN_KERNEL(nn_lrn_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0];
   AIT_TRY(nn_check_float(X, "X"));
   if (X->rank < 2) return ait_err(AIT_E_SHAPE, "X must be N x C x ..., got rank %d", X->rank);
@@ -251,6 +255,7 @@ NN_KERNEL(nn_lrn_kernel) {
 /* ---- MeanVarianceNormalization ---------------------------------------- */
 
 NN_KERNEL(nn_mvn_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0];
   AIT_TRY(nn_check_float(X, "X"));
   bool reduce[AIT_MAX_RANK] = {false};

@@ -87,7 +87,7 @@ static ait_status pool_run(const ait_node *node, const ait_tensor *X, ait_tensor
   if (X->rank < 3)
     return ait_err(AIT_E_SHAPE, "pool input must be N x C x spatial..., got rank %d", X->rank);
   bool ceil_mode = ait_attr_int(node, "ceil_mode", 0) != 0;
-  bool dil = a->kind == POOL_MAX || node->opset >= 19;
+  bool dil = nn_pool_has_dilations(node);
   AIT_TRY(nn_win_conv(node, X->rank - 2, X->dims + 2, NULL, ceil_mode, dil, &a->w));
   a->NC = X->dims[0] * X->dims[1];
   a->in_n = nn_win_in_numel(&a->w);
@@ -130,6 +130,7 @@ static ait_status lp_exponent(const ait_node *node, double *p) {
 }
 
 NN_KERNEL(nn_maxpool_kernel) {
+  NN_NEED_IN0;
   const ait_tensor *X = in[0];
   if (!(AIT_DT_FLOATS & AIT_DT_BIT(X->dtype)) && X->dtype != AIT_INT8 && X->dtype != AIT_UINT8)
     return ait_err(AIT_E_DTYPE, "MaxPool does not take %s", ait_dtype_name(X->dtype));
@@ -141,6 +142,7 @@ NN_KERNEL(nn_maxpool_kernel) {
 }
 
 NN_KERNEL(nn_avgpool_kernel) {
+  NN_NEED_IN0;
   AIT_TRY(nn_check_float(in[0], "X"));
   pool_args a = {.kind = POOL_AVG};
   a.count_include_pad = ait_attr_int(node, "count_include_pad", 0) != 0;
@@ -148,6 +150,7 @@ NN_KERNEL(nn_avgpool_kernel) {
 }
 
 NN_KERNEL(nn_lppool_kernel) {
+  NN_NEED_IN0;
   AIT_TRY(nn_check_float(in[0], "X"));
   pool_args a = {.kind = POOL_LP};
   AIT_TRY(lp_exponent(node, &a.p));
@@ -158,6 +161,7 @@ NN_KERNEL(nn_lppool_kernel) {
 
 static ait_status global_run(const ait_node *node, const ait_tensor *X, ait_tensor **out,
                              pool_kind kind) {
+  if (!X) return ait_err(AIT_E_INVALID_ARG, "input X is required");
   AIT_TRY(nn_check_float(X, "X"));
   if (X->rank < 2) return ait_err(AIT_E_SHAPE, "input must be N x C x ..., got rank %d", X->rank);
   double p = 2.0;
@@ -192,6 +196,12 @@ static ait_status global_run(const ait_node *node, const ait_tensor *X, ait_tens
   return AIT_OK;
 }
 
-NN_KERNEL(nn_global_avgpool_kernel) { return global_run(node, in[0], out, POOL_AVG); }
-NN_KERNEL(nn_global_maxpool_kernel) { return global_run(node, in[0], out, POOL_MAX); }
-NN_KERNEL(nn_global_lppool_kernel) { return global_run(node, in[0], out, POOL_LP); }
+NN_KERNEL(nn_global_avgpool_kernel) {
+  return global_run(node, n_in > 0 ? in[0] : NULL, out, POOL_AVG);
+}
+NN_KERNEL(nn_global_maxpool_kernel) {
+  return global_run(node, n_in > 0 ? in[0] : NULL, out, POOL_MAX);
+}
+NN_KERNEL(nn_global_lppool_kernel) {
+  return global_run(node, n_in > 0 ? in[0] : NULL, out, POOL_LP);
+}

@@ -84,7 +84,7 @@ ait_status nn_pool_shape(ait_graph *g, const ait_node *n) {
   int64_t in[AIT_MAX_RANK];
   sizes(x, in);
   bool ceil_mode = ait_attr_int(n, "ceil_mode", 0) != 0;
-  bool dil = !strcmp(n->op_type, "MaxPool") || n->opset >= 19;
+  bool dil = nn_pool_has_dilations(n);
   nn_win win;
   AIT_TRY(nn_win_conv(n, x->rank - 2, in + 2, NULL, ceil_mode, dil, &win));
   set_windowed(g, n, x, x->dims[1], &win, idx);

@@ -169,3 +169,9 @@ static int64_t prod(int n, const int64_t *v) {
 int64_t nn_win_out_numel(const nn_win *w) { return prod(w->nsp, w->out); }
 int64_t nn_win_in_numel(const nn_win *w) { return prod(w->nsp, w->in); }
 int64_t nn_win_k_numel(const nn_win *w) { return prod(w->nsp, w->k); }
+
+bool nn_pool_has_dilations(const ait_node *node) {
+  if (!strcmp(node->op_type, "MaxPool")) return node->opset >= 10;
+  if (!strcmp(node->op_type, "LpPool")) return node->opset >= 18;
+  return node->opset >= 19; /* AveragePool */
+}

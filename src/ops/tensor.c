@@ -28,7 +28,7 @@ const ait_op_def ait_ops_tensor[] = {
     /* generators */
     {"", "ConstantOfShape", 9, ALL, tn_constant_of_shape_shape, tn_constant_of_shape},
     {"", "EyeLike", 9, ALL, tn_eye_like_shape, tn_eye_like},
-    {"", "Range", 11, NUM, NULL, tn_range},
+    {"", "Range", 11, NUM, tn_range_shape, tn_range},
     /* layout */
     {"", "Transpose", 1, ALL, tn_transpose_shape, tn_transpose},
     {"", "Concat", 1, ALL, tn_concat_shape, tn_concat},
@@ -62,7 +62,7 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "ScatterND", 16, ALL, tn_identity_shape, tn_scatter_nd},
     {"", "ScatterND", 18, ALL, tn_identity_shape, tn_scatter_nd},
     {"", "OneHot", 9, NUM, tn_onehot_shape, tn_onehot},
-    {"", "Compress", 9, ALL, NULL, tn_compress},
+    {"", "Compress", 9, ALL, tn_compress_shape, tn_compress},
     {"", "NonZero", 9, ALL, tn_nonzero_shape, tn_nonzero},
     /* ordering */
     {"", "Unique", 11, ALL, tn_unique_shape, tn_unique},

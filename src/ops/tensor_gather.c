@@ -478,3 +478,30 @@ TN_SHAPE(tn_nonzero_shape) {
   tn_set_out_dims(g, node, 0, AIT_INT64, 2, d);
   return AIT_OK;
 }
+
+TN_SHAPE(tn_compress_shape) {
+  ait_value *x = ait_node_in(g, node, 0), *c = ait_node_in(g, node, 1);
+  if (!x) return AIT_OK;
+  int64_t kept = -1; /* known when the condition is constant */
+  if (c && c->init && c->init->kind == AIT_KIND_TENSOR && c->init->dtype == AIT_BOOL) {
+    kept = 0;
+    for (int64_t i = 0; i < ait_tensor_numel(c->init); i++)
+      kept += ((const uint8_t *)c->init->data)[i] != 0;
+  }
+  const ait_attr *aa = ait_node_attr(node, "axis");
+  if (!aa) {
+    tn_set_out_dims(g, node, 0, x->dtype, 1, &kept);
+    return AIT_OK;
+  }
+  if (x->rank < 1) {
+    ait_set_out(g, node, 0, x->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  int axis = 0;
+  AIT_TRY(ait_norm_axis(aa->i, x->rank, &axis));
+  ait_dim d[AIT_MAX_RANK];
+  memcpy(d, x->dims, sizeof d);
+  d[axis] = (ait_dim){kept, NULL};
+  ait_set_out(g, node, 0, x->dtype, x->rank, d);
+  return AIT_OK;
+}

@@ -114,6 +114,7 @@ TN_SHAPE(tn_identity_shape);
 TN_SHAPE(tn_dropout_shape);
 TN_SHAPE(tn_constant_of_shape_shape);
 TN_SHAPE(tn_eye_like_shape);
+TN_SHAPE(tn_range_shape);
 
 /* tensor_move.c */
 TN_KERNEL(tn_transpose);
@@ -153,6 +154,7 @@ TN_SHAPE(tn_gather_elements_shape);
 TN_SHAPE(tn_gather_nd_shape);
 TN_SHAPE(tn_onehot_shape);
 TN_SHAPE(tn_nonzero_shape);
+TN_SHAPE(tn_compress_shape);
 
 /* tensor_sort.c */
 TN_KERNEL(tn_unique);

@@ -265,6 +265,10 @@ typedef struct slice_args {
 /* Per-axis start/step/count for dim d, ONNX clamping rules. */
 static void slice_axis(int64_t start, int64_t end, int64_t step, int64_t d, int64_t *first,
                        int64_t *count) {
+  /* a step longer than the axis takes at most one element: clamp it so that
+   * no arithmetic below can overflow */
+  if (step > d) step = d > 0 ? d : 1;
+  if (step < -d) step = d > 0 ? -d : -1;
   if (start < 0) start += d;
   if (end < 0) end += d;
   if (step > 0) {
@@ -347,6 +351,7 @@ TN_KERNEL(tn_slice) {
     int ax = (int)a.axes[i];
     int64_t first, count;
     slice_axis(a.starts[i], a.ends[i], a.steps[i], x->dims[ax], &first, &count);
+    if (count <= 1) a.steps[i] = 1; /* the stride is never applied */
     dims[ax] = count;
     strides[ax] = in_strides[ax] * a.steps[i];
     if (count > 0) offset += first * in_strides[ax];
@@ -426,7 +431,11 @@ TN_SHAPE(tn_expand_shape) {
   int64_t shape[AIT_MAX_RANK];
   int n;
   if (x->rank < 0 || !tn_const_ints(g, node, 1, shape, AIT_MAX_RANK, &n)) {
-    ait_set_out(g, node, 0, x->dtype, -1, NULL);
+    ait_value *s = ait_node_in(g, node, 1); /* the rank may still be known */
+    int r = -1;
+    if (x->rank >= 0 && s && s->rank == 1 && s->dims[0].v >= 0 && s->dims[0].v <= AIT_MAX_RANK)
+      r = x->rank > (int)s->dims[0].v ? x->rank : (int)s->dims[0].v;
+    tn_set_out_dims(g, node, 0, x->dtype, r, NULL);
     return AIT_OK;
   }
   int r = n > x->rank ? n : x->rank;
@@ -460,6 +469,9 @@ TN_KERNEL(tn_tile) {
   ait_shape_strides(x->rank, x->dims, st);
   for (int k = 0; k < n; k++) {
     if (reps[k] < 0) return ait_err(AIT_E_INVALID_ARG, "Tile repeats[%d] is negative", k);
+    if (x->dims[k] && reps[k] > ((int64_t)1 << 40) / x->dims[k])
+      return ait_err(AIT_E_INVALID_ARG, "Tile repeats[%d] = %lld is too large", k,
+                     (long long)reps[k]);
     dims[k] = x->dims[k] * reps[k];
     vd[2 * k] = reps[k];
     vs[2 * k] = 0;

@@ -38,6 +38,9 @@ static ait_status pad_spread(const int64_t *pads, int n_pads, const int64_t *axe
   if (n_pads != 2 * n_axes)
     return ait_err(AIT_E_INVALID_ARG, "Pad has %d pads for %d axes", n_pads, n_axes);
   bool seen[AIT_MAX_RANK] = {false};
+  for (int i = 0; i < 2 * n_axes; i++)
+    if (pads[i] > ((int64_t)1 << 40) || pads[i] < -((int64_t)1 << 40))
+      return ait_err(AIT_E_INVALID_ARG, "Pad amount %lld is too large", (long long)pads[i]);
   for (int i = 0; i < n_axes; i++) {
     int ax = i;
     if (axes) AIT_TRY(ait_norm_axis(axes[i], rank, &ax));

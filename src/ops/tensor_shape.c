@@ -42,9 +42,11 @@ static ait_status reshape_dims(const ait_tensor *x, const int64_t *shape, int n,
       if (infer >= 0) return ait_err(AIT_E_SHAPE, "Reshape shape has more than one -1");
       infer = k;
       d = 1;
-    } else if (d < 0) {
+    } else if (d < 0 || d > ((int64_t)1 << 40)) {
       return ait_err(AIT_E_SHAPE, "Reshape shape[%d] = %lld is invalid", k, (long long)d);
     }
+    if (d && known > ((int64_t)1 << 40) / d)
+      return ait_err(AIT_E_SHAPE, "Reshape shape has too many elements");
     dims[k] = d;
     known *= d;
   }
@@ -123,7 +125,8 @@ TN_SHAPE(tn_reshape_shape) {
     } else if (shape[k] < -1) {
       return ait_err(AIT_E_SHAPE, "Reshape shape[%d] = %lld is invalid", k, (long long)shape[k]);
     }
-    if (d[k].v < 0)
+    const int64_t lim = (int64_t)1 << 40;
+    if (d[k].v < 0 || d[k].v > lim || (d[k].v && known > lim / d[k].v))
       known = -1;
     else if (known >= 0)
       known *= d[k].v;
@@ -345,7 +348,12 @@ TN_SHAPE(tn_unsqueeze_shape) {
   bool have, flags[AIT_MAX_RANK];
   if (!x || x->rank < 0 || !const_axes(g, node, axes, &n, &have) || !have ||
       x->rank + n > AIT_MAX_RANK) {
-    ait_set_out(g, node, 0, dt, -1, NULL);
+    ait_value *a = node->opset >= 13 ? ait_node_in(g, node, 1) : NULL;
+    int r = -1; /* the rank may still be known from the axes' length */
+    if (x && x->rank >= 0 && a && a->rank == 1 && a->dims[0].v >= 0 &&
+        x->rank + a->dims[0].v <= AIT_MAX_RANK)
+      r = x->rank + (int)a->dims[0].v;
+    tn_set_out_dims(g, node, 0, dt, r, NULL);
     return AIT_OK;
   }
   int r = x->rank + n;
@@ -514,6 +522,7 @@ TN_KERNEL(tn_eye_like) {
   const ait_dtype_traits *tr = ait_dtype_traits_of(dt);
   if (!tr) return ait_err(AIT_E_DTYPE, "EyeLike cannot make a %s tensor", ait_dtype_name(dt));
   int64_t k = ait_attr_int(node, "k", 0);
+  if (k > x->dims[1] || k < -x->dims[0]) k = x->dims[1]; /* no diagonal; avoids overflow */
   AIT_TRY(tn_new(dt, 2, x->dims, &out[0]));
   for (int64_t i = 0; i < x->dims[0]; i++) {
     int64_t j = i + k;
@@ -560,5 +569,11 @@ TN_KERNEL(tn_range) {
     for (int64_t i = 0; i < n; i++)
       ait_store_i64(tr, out[0]->data, i, (int64_t)((uint64_t)a + (uint64_t)i * (uint64_t)st));
   }
+  return AIT_OK;
+}
+
+TN_SHAPE(tn_range_shape) {
+  ait_value *s = ait_node_in(g, node, 0);
+  tn_set_out_dims(g, node, 0, s ? s->dtype : AIT_UNDEFINED, 1, NULL);
   return AIT_OK;
 }

@@ -51,10 +51,15 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
     char name[64];
     snprintf(name, sizeof name, "input_%zu.pb", i);
     char *p = ait_path_join(set_dir, name);
-    ait_status st = ait_tensor_file_read(p, &ins[i], NULL);
+    const ait_graph *g = ait_model_graph(model);
+    ait_status st = cli_read_tensor_for(p, &g->values[g->inputs[i]], &ins[i]);
     free(p);
     if (st) {
       snprintf(why, n, "cannot decode %s: %s", name, ait_last_error());
+      goto out;
+    }
+    if (ins[i]->kind != AIT_KIND_TENSOR) {
+      snprintf(why, n, "%s is not a tensor", name);
       goto out;
     }
     views[i].dtype = ins[i]->dtype;
@@ -72,7 +77,8 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
     snprintf(name, sizeof name, "output_%zu.pb", i);
     char *p = ait_path_join(set_dir, name);
     ait_tensor *want = NULL;
-    st = ait_tensor_file_read(p, &want, NULL);
+    const ait_graph *g = ait_model_graph(model);
+    st = cli_read_tensor_for(p, &g->values[g->outputs[i]], &want);
     free(p);
     if (st) {
       snprintf(why, n, "cannot decode %s: %s", name, ait_last_error());

@@ -99,7 +99,8 @@ int cmd_run(int argc, char **argv) {
       char name[64];
       snprintf(name, sizeof name, "input_%zu.pb", i);
       char *p = ait_path_join(in_dir, name);
-      st = p ? ait_tensor_file_read(p, &ins[i], NULL) : AIT_E_NOMEM;
+      const ait_graph *g = ait_model_graph(model);
+      st = p ? cli_read_tensor_for(p, &g->values[g->inputs[i]], &ins[i]) : AIT_E_NOMEM;
       free(p);
     } else {
       st = random_input(&info, dims, n_dims, &seed, &ins[i]);
