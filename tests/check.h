@@ -32,8 +32,10 @@ static int check_failures;
   } while (0)
 
 static inline int check_result(const char *name) {
-  if (check_failures) fprintf(stderr, "%s: %d check(s) failed\n", name, check_failures);
-  else printf("%s: all checks passed\n", name);
+  if (check_failures)
+    fprintf(stderr, "%s: %d check(s) failed\n", name, check_failures);
+  else
+    printf("%s: all checks passed\n", name);
   return check_failures ? 1 : 0;
 }
 

@@ -60,8 +60,10 @@ tb_model *tb_new(int64_t opset) {
 }
 
 void tb_free(tb_model *m) {
-  for (int i = 0; i < m->n_strs; i++) free(m->strs[i]);
-  for (size_t i = 0; i < m->graph.n_initializer; i++) free(m->inits[i].float_data);
+  for (int i = 0; i < m->n_strs; i++)
+    free(m->strs[i]);
+  for (size_t i = 0; i < m->graph.n_initializer; i++)
+    free(m->inits[i].float_data);
   free(m);
 }
 
@@ -121,7 +123,8 @@ static Onnx__TensorProto *new_init(tb_model *m, const char *name, int rank, cons
 void tb_init_f32(tb_model *m, const char *name, int rank, const int64_t *dims, const float *data) {
   Onnx__TensorProto *t = new_init(m, name, rank, dims);
   size_t n = 1;
-  for (int k = 0; k < rank; k++) n *= (size_t)dims[k];
+  for (int k = 0; k < rank; k++)
+    n *= (size_t)dims[k];
   t->n_float_data = n;
   t->float_data = malloc(n * sizeof(float) + 1);
   memcpy(t->float_data, data, n * sizeof(float));
@@ -149,10 +152,12 @@ void tb_init_external(tb_model *m, const char *name, int rank, const int64_t *di
 
 static char **name_list(tb_model *m, const char *const *names, size_t *n) {
   size_t c = 0;
-  while (names && names[c]) c++;
+  while (names && names[c])
+    c++;
   char **out = (char **)malloc(sizeof(char *) * (c + 1));
   m->strs[m->n_strs++] = (char *)out;
-  for (size_t i = 0; i < c; i++) out[i] = keep(m, names[i]);
+  for (size_t i = 0; i < c; i++)
+    out[i] = keep(m, names[i]);
   *n = c;
   return out;
 }
@@ -184,7 +189,9 @@ void tb_attr_int(tb_model *m, int node, const char *name, int64_t v) {
   m->attr_ptrs[node][n->n_attribute++] = a;
 }
 
-void tb_domain(tb_model *m, int node, const char *domain) { m->nodes[node].domain = keep(m, domain); }
+void tb_domain(tb_model *m, int node, const char *domain) {
+  m->nodes[node].domain = keep(m, domain);
+}
 
 uint8_t *tb_pack(tb_model *m, size_t *size) {
   *size = onnx__model_proto__get_packed_size(&m->model);

@@ -55,7 +55,8 @@ static void run_linear(ait_session *s, float scale) {
 static void *thread_main(void *arg) {
   ait_session *s = NULL;
   if (ait_session_create(arg, "eager", &s) != AIT_OK) return (void *)1;
-  for (int i = 0; i < 200; i++) run_linear(s, (float)i);
+  for (int i = 0; i < 200; i++)
+    run_linear(s, (float)i);
   ait_session_free(s);
   return NULL;
 }
@@ -84,7 +85,8 @@ int main(void) {
 
   /* the threading contract: one model, a session per thread */
   pthread_t th[4];
-  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_main, m);
+  for (int i = 0; i < 4; i++)
+    pthread_create(&th[i], NULL, thread_main, m);
   for (int i = 0; i < 4; i++) {
     void *ret;
     pthread_join(th[i], &ret);

@@ -14,12 +14,12 @@ int main(void) {
   CHECK(bad == 0);
   CHECK(ait_f16_to_f32(0x3c00) == 1.0f);
   CHECK(ait_f16_to_f32(0x0001) == 5.9604644775390625e-8f);
-  CHECK(ait_f32_to_f16(65520.0f) == 0x7c00);      /* rounds to infinity */
+  CHECK(ait_f32_to_f16(65520.0f) == 0x7c00);           /* rounds to infinity */
   CHECK(ait_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00); /* ties to even */
   CHECK(isnan(ait_f16_to_f32(ait_f32_to_f16(NAN))));
   CHECK(ait_bf16_to_f32(ait_f32_to_bf16(1.0f)) == 1.0f);
-  CHECK(ait_f32_to_bf16(1.00390625f) == 0x3f80);  /* tie, even stays */
-  CHECK(ait_f32_to_bf16(1.01171875f) == 0x3f82);  /* tie, odd rounds up */
+  CHECK(ait_f32_to_bf16(1.00390625f) == 0x3f80); /* tie, even stays */
+  CHECK(ait_f32_to_bf16(1.01171875f) == 0x3f82); /* tie, odd rounds up */
   CHECK(isnan(ait_bf16_to_f32(ait_f32_to_bf16(NAN))));
 
   const ait_dtype_traits *i8 = ait_dtype_traits_of(AIT_INT8);

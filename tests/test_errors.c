@@ -30,7 +30,8 @@ static void test_files(void) {
   CHECK_ERR(ait_model_load("/nonexistent/model.onnx", &m), AIT_E_IO, "/nonexistent/model.onnx");
   CHECK(m == NULL);
   const char text[] = "this is not a protobuf at all \xff\xff\xff\xff";
-  CHECK_ERR(ait_model_load_buffer(text, sizeof text, ".", &m), AIT_E_PARSE, "not a valid ONNX model");
+  CHECK_ERR(ait_model_load_buffer(text, sizeof text, ".", &m), AIT_E_PARSE,
+            "not a valid ONNX model");
   CHECK_ERR(ait_model_load_buffer("", 0, ".", &m), AIT_E_PARSE, "no graph");
   /* every truncation of a valid model is rejected or loads; none crashes */
   size_t size;
@@ -40,8 +41,10 @@ static void test_files(void) {
   int rejected = 0;
   for (size_t cut = 1; cut < size; cut++) {
     ait_status st = ait_model_load_buffer(buf, cut, ".", &m);
-    if (st == AIT_OK) ait_model_free(m);
-    else rejected++;
+    if (st == AIT_OK)
+      ait_model_free(m);
+    else
+      rejected++;
     m = NULL;
   }
   CHECK(rejected > 0);
@@ -160,8 +163,10 @@ static void test_external_data(void) {
   fwrite("PAD!", 1, 4, f); /* data at offset 4 */
   fwrite(w, sizeof w, 1, f);
   fclose(f);
-  const char *cases[][2] = {{"weights.bin", NULL}, {"missing.bin", "missing.bin"},
-                            {"../weights.bin", "relative"}, {"/etc/passwd", "relative"}};
+  const char *cases[][2] = {{"weights.bin", NULL},
+                            {"missing.bin", "missing.bin"},
+                            {"../weights.bin", "relative"},
+                            {"/etc/passwd", "relative"}};
   for (int c = 0; c < 4; c++) {
     tb_model *tb = tb_new(13);
     tb_input(tb, "x", AIT_FLOAT32, 2, d23);

@@ -40,7 +40,8 @@ ait_status ait_model_load(const char *path, ait_model **out) {
 
 ait_status ait_model_load_buffer(const void *data, size_t size, const char *base_dir,
                                  ait_model **out) {
-  if (!data || !out) return ait_err(AIT_E_INVALID_ARG, "ait_model_load_buffer: data and out are required");
+  if (!data || !out)
+    return ait_err(AIT_E_INVALID_ARG, "ait_model_load_buffer: data and out are required");
   *out = NULL;
   return load(data, size, base_dir ? base_dir : ".", NULL, out);
 }

@@ -13,9 +13,9 @@ struct ait_model {
 };
 
 struct ait_session {
-  const ait_model *model;        /* borrowed */
-  const char *backend;           /* static name */
-  ait_tensor **outputs;          /* last run's outputs, owned */
+  const ait_model *model; /* borrowed */
+  const char *backend;    /* static name */
+  ait_tensor **outputs;   /* last run's outputs, owned */
   int n_outputs;
 };
 

@@ -11,7 +11,8 @@ static const char *const backend_names[] = {"eager", NULL};
 const char *const *ait_backend_names(void) { return backend_names; }
 
 ait_status ait_session_create(const ait_model *model, const char *backend, ait_session **out) {
-  if (!model || !out) return ait_err(AIT_E_INVALID_ARG, "ait_session_create: model and out are required");
+  if (!model || !out)
+    return ait_err(AIT_E_INVALID_ARG, "ait_session_create: model and out are required");
   *out = NULL;
   if (!backend) backend = "eager";
   const char *name = NULL;
@@ -28,7 +29,8 @@ ait_status ait_session_create(const ait_model *model, const char *backend, ait_s
 }
 
 static void clear_outputs(ait_session *s) {
-  for (int i = 0; i < s->n_outputs; i++) ait_tensor_free(s->outputs[i]);
+  for (int i = 0; i < s->n_outputs; i++)
+    ait_tensor_free(s->outputs[i]);
   free(s->outputs);
   s->outputs = NULL;
   s->n_outputs = 0;
@@ -81,7 +83,8 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
   if (!st) st = ait_eager_run(g, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
-  for (size_t i = 0; wrapped && i < n_inputs; i++) ait_tensor_free(wrapped[i]);
+  for (size_t i = 0; wrapped && i < n_inputs; i++)
+    ait_tensor_free(wrapped[i]);
   free(wrapped);
   if (st) {
     free(outs);

@@ -11,11 +11,11 @@
 #include "aitune.h"
 
 typedef struct ait_dtype_traits {
-  const char *name;  /* "float32" */
-  unsigned size;     /* bytes per element; 0 for string */
-  bool is_float;     /* float16/bfloat16/float32/float64 */
-  bool is_int;       /* signed or unsigned integer (not bool) */
-  bool is_signed;    /* signed integer or float */
+  const char *name; /* "float32" */
+  unsigned size;    /* bytes per element; 0 for string */
+  bool is_float;    /* float16/bfloat16/float32/float64 */
+  bool is_int;      /* signed or unsigned integer (not bool) */
+  bool is_signed;   /* signed integer or float */
   double (*to_f64)(const void *p);
   void (*from_f64)(void *p, double v);
   int64_t (*to_i64)(const void *p);
@@ -33,8 +33,7 @@ const ait_dtype_traits *ait_dtype_traits_of(ait_dtype dt);
 #define AIT_DT_SINTS                                                                               \
   (AIT_DT_BIT(AIT_INT8) | AIT_DT_BIT(AIT_INT16) | AIT_DT_BIT(AIT_INT32) | AIT_DT_BIT(AIT_INT64))
 #define AIT_DT_UINTS                                                                               \
-  (AIT_DT_BIT(AIT_UINT8) | AIT_DT_BIT(AIT_UINT16) | AIT_DT_BIT(AIT_UINT32) |                       \
-   AIT_DT_BIT(AIT_UINT64))
+  (AIT_DT_BIT(AIT_UINT8) | AIT_DT_BIT(AIT_UINT16) | AIT_DT_BIT(AIT_UINT32) | AIT_DT_BIT(AIT_UINT64))
 #define AIT_DT_INTS (AIT_DT_SINTS | AIT_DT_UINTS)
 #define AIT_DT_NUMERIC (AIT_DT_FLOATS | AIT_DT_INTS)
 #define AIT_DT_ALL (AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL) | AIT_DT_BIT(AIT_STRING))

@@ -13,7 +13,8 @@ size_t ait_elem_size(ait_dtype dt) {
 
 int64_t ait_shape_numel(int rank, const int64_t *dims) {
   int64_t n = 1;
-  for (int i = 0; i < rank; i++) n *= dims[i];
+  for (int i = 0; i < rank; i++)
+    n *= dims[i];
   return n;
 }
 
@@ -136,12 +137,14 @@ ait_tensor *ait_tensor_clone(const ait_tensor *t) {
 
 void ait_tensor_free(ait_tensor *t) {
   if (!t) return;
-  for (int i = 0; i < t->n_items; i++) ait_tensor_free(t->items[i]);
+  for (int i = 0; i < t->n_items; i++)
+    ait_tensor_free(t->items[i]);
   free(t->items);
   if (t->owns) {
     if (t->dtype == AIT_STRING && t->kind == AIT_KIND_TENSOR && t->data) {
       int64_t n = ait_tensor_numel(t);
-      for (int64_t i = 0; i < n; i++) free(((char **)t->data)[i]);
+      for (int64_t i = 0; i < n; i++)
+        free(((char **)t->data)[i]);
     }
     free(t->data);
   }

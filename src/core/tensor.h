@@ -26,8 +26,8 @@ typedef struct ait_tensor {
   ait_dtype dtype;
   int rank;
   int64_t dims[AIT_MAX_RANK];
-  void *data;    /* numel * elem size bytes; NULL when numel == 0 is fine */
-  bool owns;     /* data is freed with the tensor */
+  void *data;                /* numel * elem size bytes; NULL when numel == 0 is fine */
+  bool owns;                 /* data is freed with the tensor */
   struct ait_tensor **items; /* sequences only; owned */
   int n_items;
 } ait_tensor;

@@ -24,7 +24,8 @@ static void attr_free(ait_attr *a) {
   ait_graph_free(a->g);
   free(a->floats);
   free(a->ints);
-  for (int i = 0; a->strings && i < a->n; i++) free(a->strings[i]);
+  for (int i = 0; a->strings && i < a->n; i++)
+    free(a->strings[i]);
   free(a->strings);
 }
 
@@ -33,7 +34,8 @@ void ait_graph_free(ait_graph *g) {
   for (int i = 0; i < g->n_values; i++) {
     free(g->values[i].name);
     ait_tensor_free(g->values[i].init);
-    for (int k = 0; k < AIT_MAX_RANK; k++) free((char *)g->values[i].dims[k].sym);
+    for (int k = 0; k < AIT_MAX_RANK; k++)
+      free((char *)g->values[i].dims[k].sym);
   }
   for (int i = 0; i < g->n_nodes; i++) {
     ait_node *n = &g->nodes[i];
@@ -42,10 +44,12 @@ void ait_graph_free(ait_graph *g) {
     free(n->domain);
     free(n->in);
     free(n->out);
-    for (int k = 0; k < n->n_attrs; k++) attr_free(&n->attrs[k]);
+    for (int k = 0; k < n->n_attrs; k++)
+      attr_free(&n->attrs[k]);
     free(n->attrs);
   }
-  for (int i = 0; i < g->n_opsets; i++) free(g->opsets[i].domain);
+  for (int i = 0; i < g->n_opsets; i++)
+    free(g->opsets[i].domain);
   free(g->opsets);
   free(g->values);
   free(g->nodes);
@@ -56,7 +60,8 @@ void ait_graph_free(ait_graph *g) {
 }
 
 const ait_graph *ait_graph_root(const ait_graph *g) {
-  while (g->parent) g = g->parent;
+  while (g->parent)
+    g = g->parent;
   return g;
 }
 
@@ -127,7 +132,8 @@ ait_status ait_graph_toposort(ait_graph *g) {
     st = ait_err(AIT_E_NOMEM, "out of memory sorting the graph");
     goto out;
   }
-  for (int v = 0; v < nv; v++) producer[v] = -1;
+  for (int v = 0; v < nv; v++)
+    producer[v] = -1;
   for (int i = 0; i < nn; i++)
     for (int k = 0; k < g->nodes[i].n_out; k++) {
       int v = g->nodes[i].out[k];
@@ -145,7 +151,8 @@ ait_status ait_graph_toposort(ait_graph *g) {
       if (v < 0) continue;
       if (producer[v] < 0 && !g->values[v].init && !g->values[v].outer) {
         bool is_input = false;
-        for (int j = 0; j < g->n_inputs; j++) is_input |= g->inputs[j] == v;
+        for (int j = 0; j < g->n_inputs; j++)
+          is_input |= g->inputs[j] == v;
         if (!is_input) {
           st = ait_err(AIT_E_INVALID_MODEL,
                        "%s reads tensor '%s', which is not a graph input, an initializer or the "
@@ -185,10 +192,12 @@ ait_status ait_graph_toposort(ait_graph *g) {
     st = ait_err(AIT_E_NOMEM, "out of memory sorting the graph");
     goto out;
   }
-  for (int i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
+  for (int i = 0; i < nn; i++)
+    sorted[i] = g->nodes[order[i]];
   memcpy(g->nodes, sorted, sizeof(ait_node) * (size_t)nn);
   free(sorted);
-  for (int v = 0; v < nv; v++) g->values[v].producer = -1;
+  for (int v = 0; v < nv; v++)
+    g->values[v].producer = -1;
   for (int i = 0; i < nn; i++)
     for (int k = 0; k < g->nodes[i].n_out; k++)
       if (g->nodes[i].out[k] >= 0) g->values[g->nodes[i].out[k]].producer = i;

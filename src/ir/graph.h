@@ -60,10 +60,10 @@ typedef struct ait_attr {
   ait_attr_type type;
   float f;
   int64_t i;
-  char *s;          /* STRING (NUL-terminated; binary strings are rare in ONNX attrs) */
-  ait_tensor *t;    /* TENSOR */
-  ait_graph *g;     /* GRAPH */
-  int n;            /* element count of floats/ints/strings */
+  char *s;       /* STRING (NUL-terminated; binary strings are rare in ONNX attrs) */
+  ait_tensor *t; /* TENSOR */
+  ait_graph *g;  /* GRAPH */
+  int n;         /* element count of floats/ints/strings */
   float *floats;
   int64_t *ints;
   char **strings;
@@ -77,8 +77,8 @@ typedef struct ait_node {
   int *in, *out; /* value indices, -1 = absent */
   int n_attrs;
   ait_attr *attrs;
-  int opset;                     /* opset of the node's domain in the model */
-  const struct ait_op_def *op;   /* resolved registry row, or NULL when unknown */
+  int opset;                   /* opset of the node's domain in the model */
+  const struct ait_op_def *op; /* resolved registry row, or NULL when unknown */
 } ait_node;
 
 typedef struct ait_opset_import {
@@ -96,8 +96,8 @@ struct ait_graph {
   int n_inputs;
   int *outputs;
   int n_outputs;
-  ait_graph *parent;         /* enclosing graph of a subgraph, else NULL */
-  ait_opset_import *opsets;  /* top-level graph only; subgraphs use the root's */
+  ait_graph *parent;        /* enclosing graph of a subgraph, else NULL */
+  ait_opset_import *opsets; /* top-level graph only; subgraphs use the root's */
   int n_opsets;
   int ir_version;
 };

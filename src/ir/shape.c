@@ -54,9 +54,9 @@ static bool shape_known(const ait_value *v) {
 
 /* Ops whose result is not a function of their inputs must never be folded. */
 static bool foldable(const ait_node *n) {
-  static const char *const random_ops[] = {"RandomUniform", "RandomNormal", "RandomUniformLike",
-                                           "RandomNormalLike", "Bernoulli", "Multinomial",
-                                           "Dropout", NULL};
+  static const char *const random_ops[] = {
+      "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+      "Bernoulli",     "Multinomial",  "Dropout",           NULL};
   if (!n->op || !n->op->kernel || n->domain[0]) return false;
   for (int i = 0; random_ops[i]; i++)
     if (!strcmp(n->op_type, random_ops[i])) return false;
@@ -77,24 +77,30 @@ static void try_fold(ait_graph *g, const ait_node *n) {
   for (int i = 0; i < n->n_in && ok; i++) {
     ait_value *v = ait_node_in(g, n, i);
     if (!v) continue;
-    if (v->init && !v->outer) in[i] = v->init;
+    if (v->init && !v->outer)
+      in[i] = v->init;
     else if (shape_only && i == 0 && shape_known(v) && v->dtype != AIT_UNDEFINED &&
              v->dtype != AIT_STRING) {
       int64_t dims[AIT_MAX_RANK];
-      for (int k = 0; k < v->rank; k++) dims[k] = v->dims[k].v;
+      for (int k = 0; k < v->rank; k++)
+        dims[k] = v->dims[k].v;
       /* no data is read, so a 1-element stand-in with the right dims would
        * do, but kernels may check numel; keep it honest and small instead */
-      if (ait_shape_numel(v->rank, dims) > (1 << 20)) ok = false;
-      else in[i] = tmp[i] = ait_tensor_new(v->dtype, v->rank, dims);
+      if (ait_shape_numel(v->rank, dims) > (1 << 20))
+        ok = false;
+      else
+        in[i] = tmp[i] = ait_tensor_new(v->dtype, v->rank, dims);
       ok = ok && in[i];
-    } else ok = false;
+    } else
+      ok = false;
   }
   if (ok && ait_eager_run_node(n, in, n->n_in, out) == AIT_OK) {
     for (int k = 0; k < n->n_out; k++) {
       ait_value *v = ait_node_out(g, n, k);
       if (!v || !out[k] || out[k]->kind != AIT_KIND_TENSOR) continue;
       ait_dim dims[AIT_MAX_RANK];
-      for (int d = 0; d < out[k]->rank; d++) dims[d] = (ait_dim){out[k]->dims[d], NULL};
+      for (int d = 0; d < out[k]->rank; d++)
+        dims[d] = (ait_dim){out[k]->dims[d], NULL};
       ait_set_out(g, n, k, out[k]->dtype, out[k]->rank, dims);
       if (!v->init && ait_tensor_numel(out[k]) <= FOLD_KEEP_MAX && out[k]->dtype != AIT_STRING) {
         v->init = out[k];
@@ -103,8 +109,10 @@ static void try_fold(ait_graph *g, const ait_node *n) {
     }
   }
   ait_err_clear();
-  for (int i = 0; i < 16; i++) ait_tensor_free(tmp[i]);
-  for (int k = 0; k < 8; k++) ait_tensor_free(out[k]);
+  for (int i = 0; i < 16; i++)
+    ait_tensor_free(tmp[i]);
+  for (int k = 0; k < 8; k++)
+    ait_tensor_free(out[k]);
 }
 
 /* Values a subgraph reads from an enclosing scope take that scope's type. */
@@ -167,14 +175,19 @@ static ait_status broadcast_all(ait_graph *g, const ait_node *n, ait_dtype dt) {
       int ka = k - (r - rank), kb = k - (r - v->rank);
       ait_dim da = ka < 0 ? (ait_dim){1, NULL} : out[ka];
       ait_dim db = kb < 0 ? (ait_dim){1, NULL} : v->dims[kb];
-      if (da.v == 1) merged[k] = db;
-      else if (db.v == 1) merged[k] = da;
+      if (da.v == 1)
+        merged[k] = db;
+      else if (db.v == 1)
+        merged[k] = da;
       else if (da.v >= 0 && db.v >= 0 && da.v != db.v)
-        return ait_err(AIT_E_SHAPE, "input %d dim %d is %lld, which does not broadcast with %lld", i,
-                       kb, (long long)db.v, (long long)da.v);
-      else if (da.v >= 0) merged[k] = da;
-      else if (db.v >= 0) merged[k] = db;
-      else merged[k] = da.sym ? da : db;
+        return ait_err(AIT_E_SHAPE, "input %d dim %d is %lld, which does not broadcast with %lld",
+                       i, kb, (long long)db.v, (long long)da.v);
+      else if (da.v >= 0)
+        merged[k] = da;
+      else if (db.v >= 0)
+        merged[k] = db;
+      else
+        merged[k] = da.sym ? da : db;
     }
     memcpy(out, merged, sizeof(ait_dim) * (size_t)r);
     rank = r;

@@ -20,8 +20,10 @@ void ait_set_out(ait_graph *g, const ait_node *n, int i, ait_dtype dt, int rank,
 ait_status ait_graph_infer_shapes(ait_graph *g);
 
 /* Shared shape functions. */
-ait_status ait_shape_same(ait_graph *g, const ait_node *n);       /* out0 = in0 */
-ait_status ait_shape_broadcast_fn(ait_graph *g, const ait_node *n); /* numpy broadcast of all inputs, dtype of in0 */
-ait_status ait_shape_compare_fn(ait_graph *g, const ait_node *n);   /* broadcast, dtype bool */
+ait_status ait_shape_same(ait_graph *g, const ait_node *n); /* out0 = in0 */
+ait_status
+ait_shape_broadcast_fn(ait_graph *g,
+                       const ait_node *n); /* numpy broadcast of all inputs, dtype of in0 */
+ait_status ait_shape_compare_fn(ait_graph *g, const ait_node *n); /* broadcast, dtype bool */
 
 #endif

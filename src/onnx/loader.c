@@ -45,8 +45,8 @@ static void set_type(ait_value *v, const Onnx__TypeProto *tp) {
     v->dims[k].v = -1;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
       v->dims[k].v = d->dim_value;
-    else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
-             d->dim_param[0])
+    else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+             d->dim_param && d->dim_param[0])
       v->dims[k].sym = strdup(d->dim_param);
   }
 }
@@ -78,11 +78,15 @@ static ait_status convert_attr(load_ctx *lc, ait_graph *g, const ait_node *n,
     if (!(a->s = bin_to_str(ap->s))) return ait_err(AIT_E_NOMEM, "out of memory");
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
-    if (!ap->t) return ait_err(AIT_E_INVALID_MODEL, "%s: tensor attribute '%s' is empty", ait_node_desc(n), a->name);
+    if (!ap->t)
+      return ait_err(AIT_E_INVALID_MODEL, "%s: tensor attribute '%s' is empty", ait_node_desc(n),
+                     a->name);
     AIT_TRY(ait_onnx_tensor_decode(ap->t, lc->base_dir, &a->t));
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
-    if (!ap->g) return ait_err(AIT_E_INVALID_MODEL, "%s: graph attribute '%s' is empty", ait_node_desc(n), a->name);
+    if (!ap->g)
+      return ait_err(AIT_E_INVALID_MODEL, "%s: graph attribute '%s' is empty", ait_node_desc(n),
+                     a->name);
     a->g = ait_graph_new(ap->g->name, g);
     if (!a->g) return AIT_E_NOMEM;
     ait_status st = build_graph(lc, ap->g, a->g);
@@ -105,7 +109,8 @@ static ait_status convert_attr(load_ctx *lc, ait_graph *g, const ait_node *n,
     a->strings = calloc(ap->n_strings + 1, sizeof(char *));
     if (!a->strings) return ait_err(AIT_E_NOMEM, "out of memory");
     for (size_t i = 0; i < ap->n_strings; i++) {
-      if (!(a->strings[i] = bin_to_str(ap->strings[i]))) return ait_err(AIT_E_NOMEM, "out of memory");
+      if (!(a->strings[i] = bin_to_str(ap->strings[i])))
+        return ait_err(AIT_E_NOMEM, "out of memory");
       a->n = (int)i + 1;
     }
     break;
@@ -166,7 +171,8 @@ static ait_status resolve_inputs(ait_graph *g, const Onnx__GraphProto *gp) {
 static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g) {
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = gp->initializer[i];
-    if (!tp->name || !tp->name[0]) return ait_err(AIT_E_INVALID_MODEL, "initializer %zu has no name", i);
+    if (!tp->name || !tp->name[0])
+      return ait_err(AIT_E_INVALID_MODEL, "initializer %zu has no name", i);
     int v = value_for(g, tp->name);
     if (v < 0) return AIT_E_NOMEM;
     if (g->values[v].init)
@@ -176,7 +182,8 @@ static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_grap
     ait_tensor *t = g->values[v].init;
     g->values[v].dtype = t->dtype;
     g->values[v].rank = t->rank;
-    for (int k = 0; k < t->rank; k++) g->values[v].dims[k].v = t->dims[k];
+    for (int k = 0; k < t->rank; k++)
+      g->values[v].dims[k].v = t->dims[k];
   }
   if (gp->n_sparse_initializer)
     return ait_err(AIT_E_UNSUPPORTED, "sparse initializers are not supported");
@@ -185,16 +192,19 @@ static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_grap
   if (!g->inputs || !g->outputs) return ait_err(AIT_E_NOMEM, "out of memory");
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto *vi = gp->input[i];
-    if (!vi->name || !vi->name[0]) return ait_err(AIT_E_INVALID_MODEL, "graph input %zu has no name", i);
+    if (!vi->name || !vi->name[0])
+      return ait_err(AIT_E_INVALID_MODEL, "graph input %zu has no name", i);
     int v = value_for(g, vi->name);
     if (v < 0) return AIT_E_NOMEM;
     if (g->values[v].init) continue; /* an initializer listed as input: a constant default */
     for (int j = 0; j < g->n_inputs; j++)
-      if (g->inputs[j] == v) return ait_err(AIT_E_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
+      if (g->inputs[j] == v)
+        return ait_err(AIT_E_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
     set_type(&g->values[v], vi->type);
     g->inputs[g->n_inputs++] = v;
   }
-  for (size_t i = 0; i < gp->n_node; i++) AIT_TRY(add_node(lc, g, gp->node[i]));
+  for (size_t i = 0; i < gp->n_node; i++)
+    AIT_TRY(add_node(lc, g, gp->node[i]));
   AIT_TRY(resolve_inputs(g, gp));
   for (size_t i = 0; i < gp->n_value_info; i++) {
     const Onnx__ValueInfoProto *vi = gp->value_info[i];
@@ -242,8 +252,8 @@ void ait_onnx_meta_clear(ait_onnx_meta *meta) {
   memset(meta, 0, sizeof *meta);
 }
 
-ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir, ait_graph **out,
-                                ait_onnx_meta *meta) {
+ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
+                                ait_graph **out, ait_onnx_meta *meta) {
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
   if (!mp)
     return ait_err(AIT_E_PARSE, "not a valid ONNX model: the protobuf could not be decoded "

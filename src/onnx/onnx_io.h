@@ -21,8 +21,8 @@ typedef struct ait_onnx_meta {
  * ait_graph_free). External data resolves relative to base_dir. Nodes are
  * sorted and resolved against the op registry; shapes are inferred. meta may
  * be NULL; its strings are new and the caller frees them. */
-ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir, ait_graph **out,
-                                ait_onnx_meta *meta);
+ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
+                                ait_graph **out, ait_onnx_meta *meta);
 void ait_onnx_meta_clear(ait_onnx_meta *meta);
 
 /* Read a serialized TensorProto file (the test layout's input_K.pb) into a

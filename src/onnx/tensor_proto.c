@@ -18,9 +18,12 @@ static ait_status read_external(const Onnx__TensorProto *tp, const char *base_di
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
     if (!e->key || !e->value) continue;
-    if (!strcmp(e->key, "location")) loc = e->value;
-    else if (!strcmp(e->key, "offset")) offset = atoll(e->value);
-    else if (!strcmp(e->key, "length")) length = atoll(e->value);
+    if (!strcmp(e->key, "location"))
+      loc = e->value;
+    else if (!strcmp(e->key, "offset"))
+      offset = atoll(e->value);
+    else if (!strcmp(e->key, "length"))
+      length = atoll(e->value);
   }
   if (!loc || !loc[0])
     return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has external data without a location",
@@ -116,7 +119,8 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
   if (!t) return ait_err_prefix(AIT_E_INVALID_MODEL, "tensor '%s'", name);
   size_t nbytes = ait_tensor_nbytes(t);
   ait_status st = AIT_OK;
-  bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  bool external =
+      tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   if (dt == AIT_STRING) {
     st = decode_strings(tp, t);
   } else if (external || tp->has_raw_data) {

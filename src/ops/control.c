@@ -51,7 +51,8 @@ static ait_status s_constant(ait_graph *g, const ait_node *n) {
   ait_tensor *t = NULL;
   if (constant_value(n, &t) == AIT_OK && t) {
     ait_dim dims[AIT_MAX_RANK];
-    for (int k = 0; k < t->rank; k++) dims[k] = (ait_dim){t->dims[k], NULL};
+    for (int k = 0; k < t->rank; k++)
+      dims[k] = (ait_dim){t->dims[k], NULL};
     ait_set_out(g, n, 0, t->dtype, t->rank, dims);
   }
   ait_tensor_free(t);
@@ -67,9 +68,11 @@ static ait_status k_if(ait_kctx *ctx, const ait_node *n, const ait_tensor *const
     return ait_err(AIT_E_INVALID_ARG, "If: cond must be a single-element tensor");
   bool cond = ait_scalar_f64(in[0]) != 0.0;
   const ait_graph *body = ait_attr_graph(n, cond ? "then_branch" : "else_branch");
-  if (!body) return ait_err(AIT_E_INVALID_MODEL, "If: missing %s", cond ? "then_branch" : "else_branch");
+  if (!body)
+    return ait_err(AIT_E_INVALID_MODEL, "If: missing %s", cond ? "then_branch" : "else_branch");
   if (body->n_outputs != n_out)
-    return ait_err(AIT_E_INVALID_MODEL, "If: branch has %d outputs, node has %d", body->n_outputs, n_out);
+    return ait_err(AIT_E_INVALID_MODEL, "If: branch has %d outputs, node has %d", body->n_outputs,
+                   n_out);
   return ait_kctx_run_graph(ctx, body, NULL, 0, out);
 }
 
@@ -105,9 +108,11 @@ static ait_status stack_axis(ait_tensor *const *parts, int64_t count, int axis, 
   int64_t dims[AIT_MAX_RANK];
   int r = shape_of ? shape_of->rank : 0;
   if (r + 1 > AIT_MAX_RANK) return ait_err(AIT_E_UNSUPPORTED, "scan output rank too large");
-  for (int k = 0, j = 0; k <= r; k++) dims[k] = k == axis ? count : shape_of->dims[j++];
+  for (int k = 0, j = 0; k <= r; k++)
+    dims[k] = k == axis ? count : shape_of->dims[j++];
   for (int64_t i = 0; i < count; i++)
-    if (parts[i]->rank != r || memcmp(parts[i]->dims, shape_of->dims, sizeof(int64_t) * (size_t)r) ||
+    if (parts[i]->rank != r ||
+        memcmp(parts[i]->dims, shape_of->dims, sizeof(int64_t) * (size_t)r) ||
         parts[i]->dtype != dt)
       return ait_err(AIT_E_SHAPE, "scan outputs of different iterations differ in shape or dtype");
   ait_tensor *t = ait_tensor_new(dt, r + 1, dims);
@@ -119,7 +124,8 @@ static ait_status stack_axis(ait_tensor *const *parts, int64_t count, int axis, 
       const char *src = (const char *)parts[i]->data + o * inner * (int64_t)es;
       char *dst = (char *)t->data + ((o * count + i) * inner) * (int64_t)es;
       if (dt == AIT_STRING)
-        for (int64_t e = 0; e < inner; e++) ((char **)dst)[e] = strdup(((char *const *)src)[e]);
+        for (int64_t e = 0; e < inner; e++)
+          ((char **)dst)[e] = strdup(((char *const *)src)[e]);
       else
         memcpy(dst, src, (size_t)inner * es);
     }
@@ -151,7 +157,8 @@ static ait_status acc_push(scan_acc *a, ait_tensor *t) {
 
 static void acc_free(scan_acc *a, int n) {
   for (int i = 0; i < n; i++) {
-    for (int64_t j = 0; j < a[i].n; j++) ait_tensor_free(a[i].parts[j]);
+    for (int64_t j = 0; j < a[i].n; j++)
+      ait_tensor_free(a[i].parts[j]);
     free(a[i].parts);
   }
   free(a);
@@ -173,7 +180,8 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
   ait_tensor *iter_t = ait_tensor_new(AIT_INT64, 0, NULL);
   ait_tensor *cond_t = ait_tensor_new(AIT_BOOL, 0, NULL);
   ait_status st = AIT_OK;
-  if (!state || !bout || !bin || !acc || !iter_t || !cond_t) st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!state || !bout || !bin || !acc || !iter_t || !cond_t)
+    st = ait_err(AIT_E_NOMEM, "out of memory");
   for (int i = 0; !st && i < n_state; i++)
     if (!(state[i] = ait_tensor_clone(in[2 + i]))) st = AIT_E_NOMEM;
   for (int64_t it = 0; !st && it < max_trip && cond; it++) {
@@ -181,7 +189,8 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
     *(uint8_t *)cond_t->data = cond;
     bin[0] = iter_t;
     bin[1] = cond_t;
-    for (int i = 0; i < n_state; i++) bin[2 + i] = state[i];
+    for (int i = 0; i < n_state; i++)
+      bin[2 + i] = state[i];
     if ((st = ait_kctx_run_graph(ctx, body, bin, n_state + 2, bout)) != AIT_OK) break;
     cond = ait_scalar_f64(bout[0]) != 0.0;
     ait_tensor_free(bout[0]);
@@ -190,8 +199,10 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
       state[i] = bout[1 + i];
     }
     for (int i = 0; i < n_scan; i++)
-      if (!st) st = acc_push(&acc[i], bout[1 + n_state + i]);
-      else ait_tensor_free(bout[1 + n_state + i]);
+      if (!st)
+        st = acc_push(&acc[i], bout[1 + n_state + i]);
+      else
+        ait_tensor_free(bout[1 + n_state + i]);
   }
   for (int i = 0; !st && i < n_state; i++) {
     out[i] = state[i];
@@ -202,7 +213,8 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
     if (acc[i].n == 0) { /* no iterations: an empty tensor with a leading 0 dim */
       int64_t dims[AIT_MAX_RANK] = {0};
       int r = decl->rank > 0 && decl->rank < AIT_MAX_RANK ? decl->rank + 1 : 1;
-      for (int k = 1; k < r; k++) dims[k] = decl->dims[k - 1].v > 0 ? decl->dims[k - 1].v : 0;
+      for (int k = 1; k < r; k++)
+        dims[k] = decl->dims[k - 1].v > 0 ? decl->dims[k - 1].v : 0;
       out[n_state + i] = ait_tensor_new(decl->dtype ? decl->dtype : AIT_FLOAT32, r, dims);
       if (!out[n_state + i]) st = AIT_E_NOMEM;
     } else {
@@ -210,7 +222,8 @@ static ait_status k_loop(ait_kctx *ctx, const ait_node *n, const ait_tensor *con
                       &out[n_state + i]);
     }
   }
-  for (int i = 0; state && i < n_state; i++) ait_tensor_free(state[i]);
+  for (int i = 0; state && i < n_state; i++)
+    ait_tensor_free(state[i]);
   free(state);
   free(bout);
   free(bin);
@@ -229,11 +242,12 @@ typedef struct scan_attrs {
 } scan_attrs;
 
 /* The opset-9 Scan loop over in[0..n_in): states first, then scan inputs. */
-static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in, const scan_attrs *sa,
-                            const ait_tensor *const *in, int n_in, ait_tensor **out, int n_out) {
+static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in,
+                            const scan_attrs *sa, const ait_tensor *const *in, int n_in,
+                            ait_tensor **out, int n_out) {
   int n_state = n_in - n_scan_in, n_scan_out = n_out - n_state;
-  if (!body || n_scan_in <= 0 || n_state < 0 || n_scan_out < 0 ||
-      body->n_inputs != n_in || body->n_outputs != n_out)
+  if (!body || n_scan_in <= 0 || n_state < 0 || n_scan_out < 0 || body->n_inputs != n_in ||
+      body->n_outputs != n_out)
     return ait_err(AIT_E_INVALID_MODEL, "Scan: body and node inputs/outputs do not match");
   const int64_t *in_axes = sa->in_axes, *in_dirs = sa->in_dirs, *out_axes = sa->out_axes,
                 *out_dirs = sa->out_dirs;
@@ -266,8 +280,10 @@ static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in,
       slices[i] = slice_axis(in[n_state + i], axis_of[i], rev ? len - 1 - it : it);
       if (!slices[i]) st = AIT_E_NOMEM;
     }
-    for (int i = 0; i < n_state; i++) bin[i] = state[i];
-    for (int i = 0; i < n_scan_in; i++) bin[n_state + i] = slices[i];
+    for (int i = 0; i < n_state; i++)
+      bin[i] = state[i];
+    for (int i = 0; i < n_scan_in; i++)
+      bin[n_state + i] = slices[i];
     if (!st) st = ait_kctx_run_graph(ctx, body, bin, n_in, bout);
     for (int i = 0; i < n_scan_in; i++) {
       ait_tensor_free(slices[i]);
@@ -279,8 +295,10 @@ static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in,
       state[i] = bout[i];
     }
     for (int i = 0; i < n_scan_out; i++)
-      if (!st) st = acc_push(&acc[i], bout[n_state + i]);
-      else ait_tensor_free(bout[n_state + i]);
+      if (!st)
+        st = acc_push(&acc[i], bout[n_state + i]);
+      else
+        ait_tensor_free(bout[n_state + i]);
   }
   for (int i = 0; !st && i < n_state; i++) {
     out[i] = state[i];
@@ -301,7 +319,8 @@ static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in,
       }
     st = stack_axis(acc[i].parts, acc[i].n, oaxis_of[i], p0->dtype, p0, &out[n_state + i]);
   }
-  for (int i = 0; state && i < n_state; i++) ait_tensor_free(state[i]);
+  for (int i = 0; state && i < n_state; i++)
+    ait_tensor_free(state[i]);
   free(state);
   free(bout);
   free(bin);
@@ -340,21 +359,28 @@ static ait_status k_scan8(ait_kctx *ctx, const ait_node *n, const ait_tensor *co
   for (int64_t b = 0; !st && b < batch; b++) {
     for (int i = 0; !st && i < n_rest; i++) {
       const ait_tensor *t = in[1 + i];
-      if (!t || t->rank < 1 || t->dims[0] != batch) st = ait_err(AIT_E_SHAPE, "Scan-8: input %d lacks the batch axis", i + 1);
-      else if (!(row_in[i] = slice_axis(t, 0, b))) st = AIT_E_NOMEM;
+      if (!t || t->rank < 1 || t->dims[0] != batch)
+        st = ait_err(AIT_E_SHAPE, "Scan-8: input %d lacks the batch axis", i + 1);
+      else if (!(row_in[i] = slice_axis(t, 0, b)))
+        st = AIT_E_NOMEM;
     }
-    for (int k = 0; k < n_out; k++) row_out[k] = NULL;
-    if (!st) st = scan_core(ctx, ait_attr_graph(n, "body"), (int)ait_attr_int(n, "num_scan_inputs", 0),
-                            &sa, (const ait_tensor *const *)row_in, n_rest, row_out, n_out);
+    for (int k = 0; k < n_out; k++)
+      row_out[k] = NULL;
+    if (!st)
+      st = scan_core(ctx, ait_attr_graph(n, "body"), (int)ait_attr_int(n, "num_scan_inputs", 0),
+                     &sa, (const ait_tensor *const *)row_in, n_rest, row_out, n_out);
     for (int i = 0; i < n_rest; i++) {
       ait_tensor_free(row_in[i]);
       row_in[i] = NULL;
     }
-    for (int k = 0; k < n_out; k++) parts[k * batch + b] = row_out[k];
+    for (int k = 0; k < n_out; k++)
+      parts[k * batch + b] = row_out[k];
   }
   for (int k = 0; !st && k < n_out; k++)
-    st = stack_axis(&parts[k * batch], batch, 0, parts[k * batch]->dtype, parts[k * batch], &out[k]);
-  for (int64_t i = 0; parts && i < batch * n_out; i++) ait_tensor_free(parts[i]);
+    st =
+        stack_axis(&parts[k * batch], batch, 0, parts[k * batch]->dtype, parts[k * batch], &out[k]);
+  for (int64_t i = 0; parts && i < batch * n_out; i++)
+    ait_tensor_free(parts[i]);
   free(parts);
   return st;
 }

@@ -32,8 +32,9 @@
 
 typedef struct ait_kctx ait_kctx;
 
-typedef ait_status (*ait_kernel_fn)(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
-                                    int n_in, ait_tensor **out, int n_out);
+typedef ait_status (*ait_kernel_fn)(ait_kctx *ctx, const ait_node *node,
+                                    const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                    int n_out);
 
 /* Static shape and dtype inference for one node: reads the input values of g
  * (dtype, rank, dims, and init for constant inputs) and fills the output

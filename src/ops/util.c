@@ -15,9 +15,11 @@ ait_status ait_read_ints(const ait_tensor *t, int64_t *vals, int max, int *n) {
   if (t->dtype != AIT_INT64 && t->dtype != AIT_INT32)
     return ait_err(AIT_E_DTYPE, "expected an int32/int64 tensor, got %s", ait_dtype_name(t->dtype));
   int64_t cnt = ait_tensor_numel(t);
-  if (cnt > max) return ait_err(AIT_E_INVALID_ARG, "%lld values where at most %d fit", (long long)cnt, max);
+  if (cnt > max)
+    return ait_err(AIT_E_INVALID_ARG, "%lld values where at most %d fit", (long long)cnt, max);
   const ait_dtype_traits *tr = ait_dtype_traits_of(t->dtype);
-  for (int64_t i = 0; i < cnt; i++) vals[i] = ait_load_i64(tr, t->data, i);
+  for (int64_t i = 0; i < cnt; i++)
+    vals[i] = ait_load_i64(tr, t->data, i);
   *n = (int)cnt;
   return AIT_OK;
 }

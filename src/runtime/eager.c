@@ -18,7 +18,8 @@ struct ait_kctx {
 static ait_status unsupported(const ait_node *n) {
   const char *why = "unknown op";
   ait_op_lookup(n->domain, n->op_type, n->opset, &why);
-  return ait_err(AIT_E_UNSUPPORTED, "%s: op %s%s%s at opset %d is not supported by backend eager (%s)",
+  return ait_err(AIT_E_UNSUPPORTED,
+                 "%s: op %s%s%s at opset %d is not supported by backend eager (%s)",
                  ait_node_desc(n), n->domain[0] ? n->domain : "", n->domain[0] ? "." : "",
                  n->op_type, n->opset, why);
 }
@@ -38,9 +39,11 @@ static ait_status call_kernel(ait_kctx *ctx, const ait_node *n, const ait_tensor
   if (!n->op || !n->op->kernel) return unsupported(n);
   if (n->op->dtypes && n_in > 0 && in[0] && in[0]->kind == AIT_KIND_TENSOR &&
       !(n->op->dtypes & AIT_DT_BIT(in[0]->dtype)))
-    return ait_err(AIT_E_UNSUPPORTED, "%s: input 0 has dtype %s, which backend eager does not support for %s",
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "%s: input 0 has dtype %s, which backend eager does not support for %s",
                    ait_node_desc(n), ait_dtype_name(in[0]->dtype), n->op_type);
-  for (int k = 0; k < n->n_out; k++) out[k] = NULL;
+  for (int k = 0; k < n->n_out; k++)
+    out[k] = NULL;
   ait_status st = n->op->kernel(ctx, n, in, n_in, out, n->n_out);
   if (st == AIT_OK) {
     for (int k = 0; k < n->n_out; k++)
@@ -102,7 +105,8 @@ static ait_status run_graph(ait_kctx *parent, const ait_graph *g, const ait_tens
     goto out;
   }
   /* liveness: the last node that reads each value; graph outputs live on */
-  for (int v = 0; v < nv; v++) last[v] = -1;
+  for (int v = 0; v < nv; v++)
+    last[v] = -1;
   for (int i = 0; i < g->n_nodes; i++) {
     const ait_node *n = &g->nodes[i];
     for (int k = 0; k < n->n_in; k++)
@@ -110,13 +114,17 @@ static ait_status run_graph(ait_kctx *parent, const ait_graph *g, const ait_tens
     for (int k = 0; k < n->n_attrs; k++)
       if (n->attrs[k].g) mark_outer_uses(g, n->attrs[k].g, i, last);
   }
-  for (int k = 0; k < g->n_outputs; k++) last[g->outputs[k]] = g->n_nodes;
+  for (int k = 0; k < g->n_outputs; k++)
+    last[g->outputs[k]] = g->n_nodes;
   for (int v = 0; v < nv; v++) {
     const ait_value *val = &g->values[v];
-    if (val->init && val->producer < 0) ctx.vals[v] = val->init;
-    else if (val->outer) ctx.vals[v] = outer_lookup(parent, val->name);
+    if (val->init && val->producer < 0)
+      ctx.vals[v] = val->init;
+    else if (val->outer)
+      ctx.vals[v] = outer_lookup(parent, val->name);
   }
-  for (int i = 0; i < n_inputs; i++) ctx.vals[g->inputs[i]] = inputs[i];
+  for (int i = 0; i < n_inputs; i++)
+    ctx.vals[g->inputs[i]] = inputs[i];
 
   const ait_tensor *in[64];
   ait_tensor *out[64];
@@ -168,7 +176,8 @@ static ait_status run_graph(ait_kctx *parent, const ait_graph *g, const ait_tens
       }
   }
 out:
-  for (int v = 0; ctx.owned && v < nv; v++) ait_tensor_free(ctx.owned[v]);
+  for (int v = 0; ctx.owned && v < nv; v++)
+    ait_tensor_free(ctx.owned[v]);
   free(ctx.vals);
   free(ctx.owned);
   free(last);

@@ -35,7 +35,8 @@ cli_tol cli_tolerance(ait_dtype dt) {
 bool cli_compare(const ait_tensor *got, const ait_tensor *want, char *why, size_t n) {
   char a[160], b[160];
   if (got->kind != want->kind) {
-    snprintf(why, n, "got a %s, expected a %s", got->kind == AIT_KIND_TENSOR ? "tensor" : "sequence",
+    snprintf(why, n, "got a %s, expected a %s",
+             got->kind == AIT_KIND_TENSOR ? "tensor" : "sequence",
              want->kind == AIT_KIND_TENSOR ? "tensor" : "sequence");
     return false;
   }
@@ -50,10 +51,12 @@ bool cli_compare(const ait_tensor *got, const ait_tensor *want, char *why, size_
   }
   if (got->kind == AIT_KIND_NONE) return true;
   if (got->dtype != want->dtype) {
-    snprintf(why, n, "dtype %s, expected %s", ait_dtype_name(got->dtype), ait_dtype_name(want->dtype));
+    snprintf(why, n, "dtype %s, expected %s", ait_dtype_name(got->dtype),
+             ait_dtype_name(want->dtype));
     return false;
   }
-  if (got->rank != want->rank || memcmp(got->dims, want->dims, sizeof(int64_t) * (size_t)got->rank)) {
+  if (got->rank != want->rank ||
+      memcmp(got->dims, want->dims, sizeof(int64_t) * (size_t)got->rank)) {
     snprintf(why, n, "shape %s, expected %s", ait_shape_str(got->rank, got->dims, a, sizeof a),
              ait_shape_str(want->rank, want->dims, b, sizeof b));
     return false;
@@ -122,9 +125,12 @@ void cli_fill_random(ait_tensor *t, unsigned long long *seed) {
   int64_t cnt = ait_tensor_numel(t);
   for (int64_t i = 0; i < cnt; i++) {
     unsigned long long r = next_u64(seed);
-    if (tr->is_float) ait_store_f64(tr, t->data, i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-    else if (t->dtype == AIT_BOOL) ait_store_i64(tr, t->data, i, (int64_t)(r & 1));
-    else ait_store_i64(tr, t->data, i, (int64_t)(r % 10));
+    if (tr->is_float)
+      ait_store_f64(tr, t->data, i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+    else if (t->dtype == AIT_BOOL)
+      ait_store_i64(tr, t->data, i, (int64_t)(r & 1));
+    else
+      ait_store_i64(tr, t->data, i, (int64_t)(r % 10));
   }
 }
 
@@ -138,7 +144,8 @@ void cli_print_summary(FILE *f, const char *name, const ait_tensor *t) {
     fprintf(f, "%s: optional without a value\n", name);
     return;
   }
-  fprintf(f, "%s: %s %s", name, ait_dtype_name(t->dtype), ait_shape_str(t->rank, t->dims, s, sizeof s));
+  fprintf(f, "%s: %s %s", name, ait_dtype_name(t->dtype),
+          ait_shape_str(t->rank, t->dims, s, sizeof s));
   const ait_dtype_traits *tr = ait_dtype_traits_of(t->dtype);
   int64_t cnt = ait_tensor_numel(t);
   if (tr && cnt > 0) {
@@ -150,7 +157,8 @@ void cli_print_summary(FILE *f, const char *name, const ait_tensor *t) {
       sum += v;
     }
     fprintf(f, " min %.6g max %.6g mean %.6g first [", mn, mx, sum / (double)cnt);
-    for (int64_t i = 0; i < cnt && i < 5; i++) fprintf(f, i ? ", %.6g" : "%.6g", ait_load_f64(tr, t->data, i));
+    for (int64_t i = 0; i < cnt && i < 5; i++)
+      fprintf(f, i ? ", %.6g" : "%.6g", ait_load_f64(tr, t->data, i));
     fprintf(f, "%s]", cnt > 5 ? ", ..." : "");
   }
   fputc('\n', f);

@@ -96,7 +96,8 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
   }
   rc = 0;
 out:
-  for (size_t i = 0; i < n_in; i++) ait_tensor_free(ins[i]);
+  for (size_t i = 0; i < n_in; i++)
+    ait_tensor_free(ins[i]);
   return rc;
 }
 
@@ -129,7 +130,8 @@ static char **list_dir(const char *dir, const char *prefix, int *count) {
 }
 
 static void free_list(char **names, int n) {
-  for (int i = 0; i < n; i++) free(names[i]);
+  for (int i = 0; i < n; i++)
+    free(names[i]);
   free(names);
 }
 
@@ -144,7 +146,8 @@ static void child_test(const char *test_dir, const char *backend, int fd) {
   int n_sets = 0;
   char **sets = list_dir(test_dir, "test_data_set_", &n_sets);
   ait_status st = ait_model_load(model_path, &model);
-  if (st) snprintf(why, sizeof why, "load: %s", ait_last_error());
+  if (st)
+    snprintf(why, sizeof why, "load: %s", ait_last_error());
   else if ((st = ait_session_create(model, backend, &sess)))
     snprintf(why, sizeof why, "%s", ait_last_error());
   else if (n_sets == 0) {
@@ -204,7 +207,8 @@ static void run_isolated(const char *test_dir, const char *backend, int timeout_
   bool timed_out = false;
   for (;;) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    long left_ms = timeout_s * 1000L - ((t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L);
+    long left_ms = timeout_s * 1000L -
+                   ((t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L);
     if (left_ms <= 0) {
       timed_out = true;
       break;
@@ -228,8 +232,10 @@ static void run_isolated(const char *test_dir, const char *backend, int timeout_
     return;
   }
   waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) snprintf(buf, n, "FAIL crashed with signal %d", WTERMSIG(status));
-  else if (got == 0) snprintf(buf, n, "FAIL no verdict (exit status %d)", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    snprintf(buf, n, "FAIL crashed with signal %d", WTERMSIG(status));
+  else if (got == 0)
+    snprintf(buf, n, "FAIL no verdict (exit status %d)", WEXITSTATUS(status));
 }
 
 int cmd_conformance(int argc, char **argv) {
@@ -247,13 +253,17 @@ int cmd_conformance(int argc, char **argv) {
       free(dirs);
       return 0;
     }
-    if (!strcmp(a, "--backend") && i + 1 < argc) backend = argv[++i];
-    else if (!strcmp(a, "--timeout") && i + 1 < argc) timeout_s = atoi(argv[++i]);
-    else if (!strcmp(a, "--min-pass") && i + 1 < argc) min_pass = atol(argv[++i]);
+    if (!strcmp(a, "--backend") && i + 1 < argc)
+      backend = argv[++i];
+    else if (!strcmp(a, "--timeout") && i + 1 < argc)
+      timeout_s = atoi(argv[++i]);
+    else if (!strcmp(a, "--min-pass") && i + 1 < argc)
+      min_pass = atol(argv[++i]);
     else if (a[0] == '-') {
       free(dirs);
       return cli_usage(usage, "unknown or incomplete option '%s'", a);
-    } else dirs[n_dirs++] = argv[i];
+    } else
+      dirs[n_dirs++] = argv[i];
   }
   (void)first_dir;
   if (n_dirs == 0) {
@@ -291,9 +301,12 @@ int cmd_conformance(int argc, char **argv) {
       size_t vlen = sp ? (size_t)(sp - verdict) : strlen(verdict);
       printf("%.*s %s%s%s\n", (int)vlen, verdict, test_dir, sp ? ": " : "", sp ? sp + 1 : "");
       fflush(stdout);
-      if (!strncmp(verdict, "PASS", 4)) passed++;
-      else if (!strncmp(verdict, "SKIP", 4)) skipped++;
-      else failed++;
+      if (!strncmp(verdict, "PASS", 4))
+        passed++;
+      else if (!strncmp(verdict, "SKIP", 4))
+        skipped++;
+      else
+        failed++;
       free(test_dir);
     }
     free_list(tests, n_tests);

@@ -15,8 +15,10 @@ static const char usage[] = "usage: aitune info MODEL\n"
 
 static void print_value(const char *kind, const ait_value *v) {
   printf("  %s %-24s %-8s ", kind, v->name, ait_dtype_name(v->dtype));
-  if (v->type == AIT_VT_SEQUENCE) printf("sequence");
-  else if (v->type == AIT_VT_OPTIONAL) printf("optional");
+  if (v->type == AIT_VT_SEQUENCE)
+    printf("sequence");
+  else if (v->type == AIT_VT_OPTIONAL)
+    printf("optional");
   if (v->rank < 0) {
     printf("[?]\n");
     return;
@@ -24,8 +26,10 @@ static void print_value(const char *kind, const ait_value *v) {
   printf("[");
   for (int k = 0; k < v->rank; k++) {
     if (k) printf(",");
-    if (v->dims[k].v >= 0) printf("%lld", (long long)v->dims[k].v);
-    else printf("%s", v->dims[k].sym ? v->dims[k].sym : "?");
+    if (v->dims[k].v >= 0)
+      printf("%lld", (long long)v->dims[k].v);
+    else
+      printf("%s", v->dims[k].sym ? v->dims[k].sym : "?");
   }
   printf("]\n");
 }
@@ -35,7 +39,8 @@ static int64_t dim_or_1(const ait_value *v, int k) {
 }
 static int64_t numel_of(const ait_value *v) {
   int64_t n = 1;
-  for (int k = 0; k < v->rank; k++) n *= dim_or_1(v, k);
+  for (int k = 0; k < v->rank; k++)
+    n *= dim_or_1(v, k);
   return v->rank < 0 ? 0 : n;
 }
 
@@ -48,7 +53,8 @@ static double node_flops(const ait_graph *g, const ait_node *n) {
   if (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose")) {
     if (!b || b->rank < 2) return 0;
     double k = 1;
-    for (int i = 1; i < b->rank; i++) k *= (double)dim_or_1(b, i);
+    for (int i = 1; i < b->rank; i++)
+      k *= (double)dim_or_1(b, i);
     /* ConvTranspose: every input element meets C_out/group x kernel weights */
     if (!strcmp(n->op_type, "ConvTranspose")) return a ? 2.0 * (double)numel_of(a) * k : 0;
     return 2.0 * (double)numel_of(out) * k;
@@ -71,7 +77,8 @@ static void walk(const ait_graph *g, op_count *hist, int *n_hist, int max, doubl
   for (int i = 0; i < g->n_nodes; i++) {
     const ait_node *n = &g->nodes[i];
     int j = 0;
-    while (j < *n_hist && strcmp(hist[j].name, n->op_type)) j++;
+    while (j < *n_hist && strcmp(hist[j].name, n->op_type))
+      j++;
     if (j == *n_hist && *n_hist < max) hist[(*n_hist)++] = (op_count){n->op_type, 0};
     if (j < *n_hist) hist[j].count++;
     *flops += node_flops(g, n);
@@ -92,7 +99,8 @@ static int print_ops(void) {
       const ait_op_def *r = &ait_op_families[f].rows[i];
       if (!strncmp(r->name, "__", 2)) continue;
       char name[96];
-      snprintf(name, sizeof name, "%s%s%s", r->domain[0] ? r->domain : "", r->domain[0] ? "." : "", r->name);
+      snprintf(name, sizeof name, "%s%s%s", r->domain[0] ? r->domain : "", r->domain[0] ? "." : "",
+               r->name);
       printf("%-12s %-28s %-6d ", ait_op_families[f].name, name, r->since);
       if (!r->dtypes) printf("any");
       for (int d = 1, first = 1; d <= AIT_BFLOAT16; d++)
@@ -127,11 +135,14 @@ int cmd_info(int argc, char **argv) {
          m->meta.producer_version);
   printf("opsets:");
   for (int i = 0; i < g->n_opsets; i++)
-    printf(" %s=%lld", g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx", (long long)g->opsets[i].version);
+    printf(" %s=%lld", g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx",
+           (long long)g->opsets[i].version);
   printf("\ninputs:\n");
-  for (int i = 0; i < g->n_inputs; i++) print_value("in ", &g->values[g->inputs[i]]);
+  for (int i = 0; i < g->n_inputs; i++)
+    print_value("in ", &g->values[g->inputs[i]]);
   printf("outputs:\n");
-  for (int i = 0; i < g->n_outputs; i++) print_value("out", &g->values[g->outputs[i]]);
+  for (int i = 0; i < g->n_outputs; i++)
+    print_value("out", &g->values[g->outputs[i]]);
   long long params = 0, bytes = 0;
   for (int i = 0; i < g->n_values; i++)
     if (g->values[i].init && g->values[i].producer < 0) {
@@ -147,7 +158,8 @@ int cmd_info(int argc, char **argv) {
   printf("nodes: %d, estimated FLOPs: %.3g\n", g->n_nodes, flops);
   printf("ops:\n");
   int unsupported = 0;
-  for (int i = 0; i < n_hist; i++) printf("  %-28s %d\n", hist[i].name, hist[i].count);
+  for (int i = 0; i < n_hist; i++)
+    printf("  %-28s %d\n", hist[i].name, hist[i].count);
   for (int i = 0; i < g->n_nodes; i++)
     if (!g->nodes[i].op) {
       if (!unsupported++) printf("unsupported by eager:\n");

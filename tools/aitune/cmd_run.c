@@ -33,7 +33,8 @@ static ait_status random_input(const ait_tensor_info *info, const dim_arg *dims,
   if (info->rank < 0)
     return ait_err(AIT_E_SHAPE, "input '%s' has no declared shape; pass --inputs", info->name);
   if (info->dtype == AIT_STRING || !ait_dtype_traits_of(info->dtype))
-    return ait_err(AIT_E_UNSUPPORTED, "cannot make random values of dtype %s for input '%s'; pass --inputs",
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "cannot make random values of dtype %s for input '%s'; pass --inputs",
                    ait_dtype_name(info->dtype), info->name);
   int64_t shape[AIT_MAX_RANK];
   for (int k = 0; k < info->rank; k++) {
@@ -60,23 +61,31 @@ int cmd_run(int argc, char **argv) {
       return 0;
     }
     bool has_val = i + 1 < argc;
-    if (!strcmp(a, "--backend") && has_val) backend = argv[++i];
-    else if (!strcmp(a, "--inputs") && has_val) in_dir = argv[++i];
-    else if (!strcmp(a, "--outputs") && has_val) out_dir = argv[++i];
-    else if (!strcmp(a, "--seed") && has_val) seed = strtoull(argv[++i], NULL, 10);
+    if (!strcmp(a, "--backend") && has_val)
+      backend = argv[++i];
+    else if (!strcmp(a, "--inputs") && has_val)
+      in_dir = argv[++i];
+    else if (!strcmp(a, "--outputs") && has_val)
+      out_dir = argv[++i];
+    else if (!strcmp(a, "--seed") && has_val)
+      seed = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--dim") && has_val) {
       const char *spec = argv[++i], *eq = strchr(spec, '=');
       char *end = NULL;
       if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof dims[0].name || n_dims == MAX_DIMS)
         return cli_usage(usage, "--dim expects NAME=VALUE, got '%s'", spec);
       long long v = strtoll(eq + 1, &end, 10);
-      if (!end || *end || v < 0) return cli_usage(usage, "--dim %s: VALUE must be a non-negative integer", spec);
+      if (!end || *end || v < 0)
+        return cli_usage(usage, "--dim %s: VALUE must be a non-negative integer", spec);
       memcpy(dims[n_dims].name, spec, (size_t)(eq - spec));
       dims[n_dims].name[eq - spec] = '\0';
       dims[n_dims++].value = v;
-    } else if (a[0] == '-') return cli_usage(usage, "unknown or incomplete option '%s'", a);
-    else if (!model_path) model_path = a;
-    else return cli_usage(usage, "unexpected argument '%s'", a);
+    } else if (a[0] == '-')
+      return cli_usage(usage, "unknown or incomplete option '%s'", a);
+    else if (!model_path)
+      model_path = a;
+    else
+      return cli_usage(usage, "unexpected argument '%s'", a);
   }
   if (!model_path) return cli_usage(usage, "run needs a MODEL");
 
@@ -147,7 +156,8 @@ int cmd_run(int argc, char **argv) {
   }
   if (out_dir) printf("wrote %zu outputs to %s\n", n_out, out_dir);
 out:
-  for (size_t i = 0; ins && i < n_in; i++) ait_tensor_free(ins[i]);
+  for (size_t i = 0; ins && i < n_in; i++)
+    ait_tensor_free(ins[i]);
   free(ins);
   free(views);
   ait_session_free(sess);
