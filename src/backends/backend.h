@@ -1,0 +1,106 @@
+/* Backends as data (as in ggml): a table of function pointers plus an opaque
+ * state per built instance. Every backend is one `ait_backend_iface` row in
+ * src/backends/registry.c; its options are a table of `ait_option_def`.
+ *
+ * Life cycle (the tuner drives it):
+ *   available() -> supports(node) for every node -> build() -> infer()...
+ *   deactivate() frees big memory while other candidates are measured,
+ *   activate() brings it back; save()/load() persist the built state so a
+ *   tuned model loads without rebuilding; destroy() frees everything.
+ *
+ * Ownership: build()/load() return a state the caller frees with destroy().
+ * The graph passed to build()/load() is borrowed and outlives the state
+ * (backends that rewrite it work on their own copy). infer() inputs are
+ * borrowed; outputs are new tensors the caller owns.
+ * Threading: one state is used by one thread at a time. */
+#ifndef AIT_BACKENDS_BACKEND_H
+#define AIT_BACKENDS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+typedef enum ait_opt_type { AIT_OPT_INT, AIT_OPT_BOOL, AIT_OPT_ENUM, AIT_OPT_FLOAT } ait_opt_type;
+
+typedef struct ait_option_def {
+  const char *name;
+  ait_opt_type type;
+  const char *def;     /* default value as text; "auto" allowed for ints */
+  const char *choices; /* ENUM: "a|b|c"; INT: "min..max" or NULL */
+  const char *help;
+} ait_option_def;
+
+struct ait_backend_iface;
+
+#define AIT_MAX_OPTS 16
+
+/* A backend plus the options the user set explicitly ("native:threads=2").
+ * Values are canonical text; unset options take their defaults. */
+typedef struct ait_backend_config {
+  const struct ait_backend_iface *iface;
+  int n;
+  char keys[AIT_MAX_OPTS][32];
+  char vals[AIT_MAX_OPTS][64];
+} ait_backend_config;
+
+/* What the tuner knows when it asks for a build. */
+typedef struct ait_build_info {
+  const struct ait_graph_spec *spec;        /* dynamic axes and their ranges, may be NULL */
+  const ait_tensor *const *const *samples;  /* samples[s][i]: input i of sample s, may be NULL */
+  int n_samples;
+  const char *cache_dir; /* where a backend may keep build artifacts, may be NULL */
+} ait_build_info;
+
+typedef struct ait_backend_iface {
+  const char *name;
+  const char *summary;
+  const ait_option_def *options;
+  int n_options;
+  /* Usable on this machine? When not, a reason in why. */
+  bool (*available)(char *why, size_t n);
+  /* Can this configuration run node `node` of g? When not, a reason in why. */
+  bool (*supports)(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
+                   char *why, size_t n);
+  ait_status (*build)(const ait_backend_config *cfg, const ait_graph *g, const ait_build_info *info,
+                      void **state);
+  /* in[i] is graph input i; out[0..g->n_outputs) receive new tensors. */
+  ait_status (*infer)(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out);
+  ait_status (*activate)(void *state);
+  ait_status (*deactivate)(void *state);
+  /* Persist / restore the built state in folder dir (created by the caller). */
+  ait_status (*save)(void *state, const char *dir);
+  ait_status (*load)(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                     void **state);
+  void (*destroy)(void *state);
+} ait_backend_iface;
+
+/* ---- the registry ------------------------------------------------------- */
+
+/* Built-in backends, in preference order. */
+int ait_backend_count(void);
+const ait_backend_iface *ait_backend_at(int i);
+const ait_backend_iface *ait_backend_find(const char *name);
+/* Add a backend at run time (tests register deliberately broken ones).
+ * The iface must outlive the process. Not thread-safe: call before tuning. */
+ait_status ait_backend_register(const ait_backend_iface *iface);
+
+/* ---- configurations ------------------------------------------------------- */
+
+/* Parse "name" or "name:k=v,k=v" against the backend's option table.
+ * AIT_E_NOT_FOUND for an unknown backend, AIT_E_INVALID_ARG naming a bad
+ * option or value. */
+ait_status ait_backend_config_parse(const char *spec, ait_backend_config *cfg);
+/* Value of option key (explicit or default); NULL for an unknown key. */
+const char *ait_backend_config_get(const ait_backend_config *cfg, const char *key);
+int64_t ait_backend_config_int(const ait_backend_config *cfg, const char *key, int64_t def);
+/* "native:threads=2": the name plus non-default options, sorted by key. */
+const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_t n);
+/* "native-1a2b3c4d": the name plus a hash of the full configuration. */
+const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n);
+/* {"backend":"native","options":{"threads":"2"}} (explicit options only). */
+const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n);
+
+#endif
