@@ -130,9 +130,10 @@ typedef struct ait_tensor_view {
 /* Names of the backends compiled into this library, NULL-terminated, static. */
 const char *const *ait_backend_names(void);
 
-/* Create a session that runs `model` on the backend named by `backend`
- * ("eager"; NULL means "eager"). The model is borrowed and must outlive the
- * session. On success *out is a new session the caller frees. */
+/* Create a session that runs `model` on a backend given as "name" or
+ * "name:key=value,..." (e.g. "eager", "native:threads=2"; NULL means
+ * "eager"); the backend is built here. The model is borrowed and must outlive
+ * the session. On success *out is a new session the caller frees. */
 ait_status ait_session_create(const ait_model *model, const char *backend, ait_session **out);
 void ait_session_free(ait_session *session);
 

@@ -3,6 +3,7 @@
 #define AIT_API_MODEL_IMPL_H
 
 #include "aitune.h"
+#include "backends/backend.h"
 #include "ir/graph.h"
 #include "onnx/onnx_io.h"
 
@@ -14,7 +15,8 @@ struct ait_model {
 
 struct ait_session {
   const ait_model *model; /* borrowed */
-  const char *backend;    /* static name */
+  ait_backend_config cfg; /* backend and its options */
+  void *state;            /* the backend's built state, owned */
   ait_tensor **outputs;   /* last run's outputs, owned */
   int n_outputs;
 };

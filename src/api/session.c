@@ -3,27 +3,35 @@
 #include <string.h>
 
 #include "api/model_impl.h"
+#include "backends/backend.h"
 #include "core/error.h"
-#include "runtime/eager.h"
 
-static const char *const backend_names[] = {"eager", NULL};
-
-const char *const *ait_backend_names(void) { return backend_names; }
+const char *const *ait_backend_names(void) {
+  static const char *names[33];
+  int n = ait_backend_count() < 32 ? ait_backend_count() : 32;
+  for (int i = 0; i < n; i++) names[i] = ait_backend_at(i)->name;
+  names[n] = NULL;
+  return names;
+}
 
 ait_status ait_session_create(const ait_model *model, const char *backend, ait_session **out) {
   if (!model || !out)
     return ait_err(AIT_E_INVALID_ARG, "ait_session_create: model and out are required");
   *out = NULL;
-  if (!backend) backend = "eager";
-  const char *name = NULL;
-  for (int i = 0; backend_names[i]; i++)
-    if (!strcmp(backend, backend_names[i])) name = backend_names[i];
-  if (!name) return ait_err(AIT_E_NOT_FOUND, "no backend named '%s' (available: eager)", backend);
-  AIT_TRY(ait_eager_check(model->graph));
+  ait_backend_config cfg;
+  AIT_TRY(ait_backend_config_parse(backend ? backend : "eager", &cfg));
+  char why[256] = "";
+  if (!cfg.iface->available(why, sizeof why))
+    return ait_err(AIT_E_UNSUPPORTED, "backend %s is not available here: %s", cfg.iface->name, why);
   ait_session *s = calloc(1, sizeof *s);
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->model = model;
-  s->backend = name;
+  s->cfg = cfg;
+  ait_status st = cfg.iface->build(&s->cfg, model->graph, NULL, &s->state);
+  if (st) {
+    free(s);
+    return ait_err_prefix(st, "backend %s", cfg.iface->name);
+  }
   *out = s;
   return AIT_OK;
 }
@@ -39,6 +47,7 @@ static void clear_outputs(ait_session *s) {
 void ait_session_free(ait_session *s) {
   if (!s) return;
   clear_outputs(s);
+  if (s->state) s->cfg.iface->destroy(s->state);
   free(s);
 }
 
@@ -82,7 +91,8 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
                                               inputs[i].data)))
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
-  if (!st) st = ait_eager_run(g, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
+  if (!st)
+    st = s->cfg.iface->infer(s->state, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
   for (size_t i = 0; wrapped && i < n_inputs; i++)
     ait_tensor_free(wrapped[i]);
   free(wrapped);

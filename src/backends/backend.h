@@ -66,7 +66,8 @@ typedef struct ait_backend_iface {
                    char *why, size_t n);
   ait_status (*build)(const ait_backend_config *cfg, const ait_graph *g, const ait_build_info *info,
                       void **state);
-  /* in[i] is graph input i; out[0..g->n_outputs) receive new tensors. */
+  /* in[i] is graph input i; out[0..g->n_outputs) receive new tensors. On
+   * failure every out[i] is left NULL. */
   ait_status (*infer)(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out);
   ait_status (*activate)(void *state);
   ait_status (*deactivate)(void *state);

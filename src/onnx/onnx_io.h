@@ -25,6 +25,12 @@ ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_
                                 ait_graph **out, ait_onnx_meta *meta);
 void ait_onnx_meta_clear(ait_onnx_meta *meta);
 
+/* Write graph g (nodes, initializers and known values as value_info,
+ * attributes, subgraphs, opset imports) as an ONNX model file, atomically.
+ * Values with `init` and no producer become initializers. Loading the file
+ * back with ait_onnx_parse_model gives an equivalent graph. */
+ait_status ait_onnx_write_model(const ait_graph *g, const char *path);
+
 /* Read a serialized TensorProto file (the test layout's input_K.pb) into a
  * new tensor; *name (may be NULL) receives a new copy of its name. */
 ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name);

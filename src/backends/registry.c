@@ -1,0 +1,183 @@
+/* The backend table and backend configurations ("native:threads=2"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "core/error.h"
+
+extern const ait_backend_iface ait_backend_eager;
+extern const ait_backend_iface ait_backend_native;
+
+/* Built-ins in preference order; tests may append more at run time. */
+static const ait_backend_iface *table[32] = {&ait_backend_eager, &ait_backend_native};
+static int n_table = 2;
+
+int ait_backend_count(void) { return n_table; }
+
+const ait_backend_iface *ait_backend_at(int i) { return i >= 0 && i < n_table ? table[i] : NULL; }
+
+const ait_backend_iface *ait_backend_find(const char *name) {
+  for (int i = 0; i < n_table; i++)
+    if (!strcmp(table[i]->name, name)) return table[i];
+  return NULL;
+}
+
+ait_status ait_backend_register(const ait_backend_iface *iface) {
+  if (ait_backend_find(iface->name))
+    return ait_err(AIT_E_INVALID_ARG, "a backend named '%s' is already registered", iface->name);
+  if (n_table == (int)(sizeof table / sizeof table[0]))
+    return ait_err(AIT_E_NOMEM, "the backend table is full");
+  table[n_table++] = iface;
+  return AIT_OK;
+}
+
+static const ait_option_def *find_opt(const ait_backend_iface *b, const char *key) {
+  for (int i = 0; i < b->n_options; i++)
+    if (!strcmp(b->options[i].name, key)) return &b->options[i];
+  return NULL;
+}
+
+/* Check value text against the option's type and choices. */
+static ait_status check_value(const ait_backend_iface *b, const ait_option_def *o, const char *v) {
+  char *end = NULL;
+  switch (o->type) {
+  case AIT_OPT_INT: {
+    if (!strcmp(v, "auto") && o->def && !strcmp(o->def, "auto")) return AIT_OK;
+    long long x = strtoll(v, &end, 10);
+    long long lo, hi;
+    if (!*v || *end) break;
+    if (o->choices && sscanf(o->choices, "%lld..%lld", &lo, &hi) == 2 && (x < lo || x > hi))
+      return ait_err(AIT_E_INVALID_ARG, "%s: option %s=%s is outside %s", b->name, o->name, v,
+                     o->choices);
+    return AIT_OK;
+  }
+  case AIT_OPT_FLOAT:
+    strtod(v, &end);
+    if (*v && !*end) return AIT_OK;
+    break;
+  case AIT_OPT_BOOL:
+    if (!strcmp(v, "on") || !strcmp(v, "off")) return AIT_OK;
+    break;
+  case AIT_OPT_ENUM: {
+    size_t n = strlen(v);
+    for (const char *c = o->choices; c && *c;) {
+      const char *bar = strchr(c, '|');
+      size_t len = bar ? (size_t)(bar - c) : strlen(c);
+      if (len == n && !strncmp(c, v, n)) return AIT_OK;
+      c = bar ? bar + 1 : c + len;
+    }
+    return ait_err(AIT_E_INVALID_ARG, "%s: option %s=%s is not one of %s", b->name, o->name, v,
+                   o->choices);
+  }
+  }
+  return ait_err(AIT_E_INVALID_ARG, "%s: option %s=%s is not a valid %s", b->name, o->name, v,
+                 o->type == AIT_OPT_INT     ? "integer"
+                 : o->type == AIT_OPT_FLOAT ? "number"
+                                            : "on/off value");
+}
+
+ait_status ait_backend_config_parse(const char *spec, ait_backend_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  if (!spec || !*spec) return ait_err(AIT_E_INVALID_ARG, "empty backend name");
+  const char *colon = strchr(spec, ':');
+  char name[64];
+  size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
+  if (nl >= sizeof name) return ait_err(AIT_E_INVALID_ARG, "backend name too long in '%s'", spec);
+  memcpy(name, spec, nl);
+  name[nl] = '\0';
+  const ait_backend_iface *b = ait_backend_find(name);
+  if (!b) {
+    char avail[256] = "";
+    for (int i = 0; i < n_table; i++)
+      snprintf(avail + strlen(avail), sizeof avail - strlen(avail), "%s%s", i ? ", " : "",
+               table[i]->name);
+    return ait_err(AIT_E_NOT_FOUND, "no backend named '%s' (known: %s)", name, avail);
+  }
+  cfg->iface = b;
+  for (const char *p = colon ? colon + 1 : NULL; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    const char *eq = memchr(p, '=', len);
+    if (!eq || eq == p)
+      return ait_err(AIT_E_INVALID_ARG, "%s: expected key=value in '%.*s'", name, (int)len, p);
+    size_t kl = (size_t)(eq - p), vl = len - kl - 1;
+    if (kl >= sizeof cfg->keys[0] || vl >= sizeof cfg->vals[0] || cfg->n == AIT_MAX_OPTS)
+      return ait_err(AIT_E_INVALID_ARG, "%s: option '%.*s' is too long", name, (int)len, p);
+    char key[32], val[64];
+    memcpy(key, p, kl);
+    key[kl] = '\0';
+    memcpy(val, eq + 1, vl);
+    val[vl] = '\0';
+    const ait_option_def *o = find_opt(b, key);
+    if (!o) return ait_err(AIT_E_INVALID_ARG, "backend %s has no option '%s'", name, key);
+    AIT_TRY(check_value(b, o, val));
+    int at = cfg->n;
+    for (int i = 0; i < cfg->n; i++)
+      if (!strcmp(cfg->keys[i], key)) at = i; /* a repeated key: the last one wins */
+    strcpy(cfg->keys[at], key);
+    strcpy(cfg->vals[at], val);
+    if (at == cfg->n) cfg->n++;
+    p = comma ? comma + 1 : NULL;
+  }
+  return AIT_OK;
+}
+
+const char *ait_backend_config_get(const ait_backend_config *cfg, const char *key) {
+  for (int i = 0; i < cfg->n; i++)
+    if (!strcmp(cfg->keys[i], key)) return cfg->vals[i];
+  const ait_option_def *o = find_opt(cfg->iface, key);
+  return o ? o->def : NULL;
+}
+
+int64_t ait_backend_config_int(const ait_backend_config *cfg, const char *key, int64_t def) {
+  const char *v = ait_backend_config_get(cfg, key);
+  if (!v || !strcmp(v, "auto")) return def;
+  return strtoll(v, NULL, 10);
+}
+
+/* Indices of the options that differ from their default, sorted by key. */
+static int non_default(const ait_backend_config *cfg, int *idx) {
+  int n = 0;
+  for (int i = 0; i < cfg->n; i++) {
+    const ait_option_def *o = find_opt(cfg->iface, cfg->keys[i]);
+    if (o && o->def && !strcmp(o->def, cfg->vals[i])) continue;
+    int j = n++;
+    while (j > 0 && strcmp(cfg->keys[idx[j - 1]], cfg->keys[i]) > 0) {
+      idx[j] = idx[j - 1];
+      j--;
+    }
+    idx[j] = i;
+  }
+  return n;
+}
+
+const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_t n) {
+  int idx[AIT_MAX_OPTS];
+  int k = non_default(cfg, idx);
+  size_t at = (size_t)snprintf(buf, n, "%s", cfg->iface->name);
+  for (int i = 0; i < k && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%s=%s", i ? "," : ":", cfg->keys[idx[i]],
+                           cfg->vals[idx[i]]);
+  return buf;
+}
+
+const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n) {
+  char desc[1024];
+  ait_backend_describe(cfg, desc, sizeof desc);
+  uint32_t h = 2166136261u; /* FNV-1a of the canonical description */
+  for (const char *p = desc; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  snprintf(buf, n, "%s-%08x", cfg->iface->name, h);
+  return buf;
+}
+
+const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n) {
+  int idx[AIT_MAX_OPTS];
+  int k = non_default(cfg, idx);
+  size_t at = (size_t)snprintf(buf, n, "{\"backend\":\"%s\",\"options\":{", cfg->iface->name);
+  for (int i = 0; i < k && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, "%s\"%s\":\"%s\"", i ? "," : "", cfg->keys[idx[i]],
+                           cfg->vals[idx[i]]);
+  if (at < n) snprintf(buf + at, n - at, "}}");
+  return buf;
+}
