@@ -147,6 +147,95 @@ ait_status ait_session_run(ait_session *session, const ait_tensor_view *inputs, 
  * session and stays valid until the next ait_session_run or ait_session_free. */
 ait_status ait_session_output(const ait_session *session, size_t i, ait_tensor_view *out);
 
+
+/* ---- tuning ------------------------------------------------------------ */
+
+/* A module wraps a model with a name and, once tuned, the chosen backend.
+ * It owns its model. Not thread-safe: one thread at a time per module. */
+typedef struct ait_module ait_module;
+
+typedef enum ait_strategy {
+  AIT_STRATEGY_ONE_BACKEND = 0,    /* exactly one candidate; its errors are returned */
+  AIT_STRATEGY_FIRST_WINS = 1,     /* candidates in order; the first correct and fast one wins */
+  AIT_STRATEGY_MAX_THROUGHPUT = 2, /* profile all; highest throughput wins */
+  AIT_STRATEGY_MIN_LATENCY = 3,    /* profile all at batch 1; lowest latency wins */
+  AIT_STRATEGY_LATENCY_BUDGET = 4  /* highest throughput whose latency fits the budget */
+} ait_strategy;
+
+/* Static name ("max-throughput", ...) and the reverse; -1 when unknown. */
+const char *ait_strategy_name(ait_strategy s);
+int ait_strategy_parse(const char *name);
+
+/* A line of progress or a warning while tuning or running. `line` is valid
+ * only during the call. Called on the tuning thread. */
+typedef void (*ait_log_fn)(void *user, int is_warning, const char *line);
+
+typedef struct ait_tune_options {
+  ait_strategy strategy;
+  const char *const *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
+  size_t n_backends;
+  const int *batch_sizes; /* NULL: sweep powers of two (see docs/tuning.md) */
+  size_t n_batch_sizes;
+  double latency_budget_ms;  /* latency-budget strategy */
+  double min_speedup_ratio;  /* a candidate must reach (1 + r) x baseline throughput; default 0.01 */
+  int perf_validation;       /* 1 (default): candidates must beat the baseline */
+  double rtol, atol;         /* float tolerance vs the reference; 0 = per-precision default */
+  double min_cosine;         /* reduced-precision candidates: cosine similarity floor (0.99) */
+  int warmup;                /* profiling: warm-up runs (default 3) */
+  int min_runs, max_runs;    /* profiling: runs per measurement (default 10..200) */
+  double cv_target;          /* stop when the coefficient of variation of the last
+                                min_runs runs is below this (default 0.05); 0 = fixed min_runs */
+  double time_budget_s;      /* profiling time per candidate and batch size (default 2 s) */
+  const char *cache_dir;     /* decision cache; NULL: $AITUNE_CACHE_DIR or ~/.cache/aitune; "" = off */
+  ait_log_fn log;            /* progress and warnings; NULL = silent */
+  void *log_user;
+} ait_tune_options;
+
+/* Fill *o with the defaults above (strategy max-throughput). */
+void ait_tune_options_init(ait_tune_options *o);
+
+/* New module for the model at `path` (loaded and owned by the module).
+ * name may be NULL (the file name is used). */
+ait_status ait_module_create(const char *path, const char *name, ait_module **out);
+/* Load a tuned module from a folder written by ait_module_save (or `aitune
+ * tune --out`): no re-tuning and no rebuild. Warns (through log, may be NULL)
+ * when this machine's fingerprint differs from the one it was tuned on. */
+ait_status ait_module_load(const char *dir, ait_log_fn log, void *log_user, ait_module **out);
+void ait_module_free(ait_module *m);
+
+/* Where warnings go while the module runs (inputs outside the tuned range);
+ * tuning uses ait_tune_options.log when set. NULL = silent. */
+void ait_module_set_log(ait_module *m, ait_log_fn log, void *user);
+
+/* Add one sample (inputs in graph-input order), copied. Several samples may
+ * be added; without any, tuning generates random ones from declared shapes. */
+ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
+/* Tune: build, validate against the reference, profile, select, and cache.
+ * The module then runs on the selected backend. */
+ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
+/* Save the tuned module (decision, report, built backend state, model copy,
+ * fingerprint) into dir, created if needed. Written to a temporary folder
+ * first, then renamed into place. */
+ait_status ait_module_save(ait_module *m, const char *dir);
+/* The last tuning report as JSON (see docs/tuning.md); a new string the
+ * caller frees with ait_free. AIT_E_NOT_FOUND before tuning. */
+ait_status ait_module_report_json(const ait_module *m, char **json);
+/* Description of the backend the module runs on ("native:threads=2"); static
+ * to the module. "eager" before tuning. */
+const char *ait_module_backend(const ait_module *m);
+/* The underlying model, owned by the module. */
+const ait_model *ait_module_model(const ait_module *m);
+
+/* Run the module. Before tuning, it runs the reference and records the
+ * inputs as a sample (at most 16). Inputs outside the tuned range of a
+ * dynamic axis run on a backend that takes them, with one warning. Outputs
+ * as for ait_session_output, valid until the next call. */
+ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
+ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out);
+
+/* Free memory the library handed out (report strings). NULL is fine. */
+void ait_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

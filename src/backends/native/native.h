@@ -1,0 +1,226 @@
+/* Private interface of the `native` backend (src/backends/native/).
+ *
+ *   backend_native.c  the backend table row: options, build, infer, save/load
+ *   native_graph.c    graph copy, node/value editing helpers, compaction
+ *   native_passes.c   constant folding, no-op removal, Conv+BatchNorm folding
+ *   native_fuse.c     bias / residual / activation fusion into fused ops
+ *   native_pool.c     the thread pool
+ *   native_plan.c     plans per input signature: liveness and the arena
+ *   native_exec.c     the executor: fast kernels, views, reference fallback
+ *   native_kernels.c  which fast kernel runs which node
+ *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues
+ *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
+ *   native_eltwise.c  elementwise binary and unary float32 kernels
+ *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
+ *
+ * Ownership: the state owns its rewritten copy of the graph; the caller's
+ * graph is never modified. */
+#ifndef AIT_BACKENDS_NATIVE_H
+#define AIT_BACKENDS_NATIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "core/error.h"
+#include "ops/fused_impl.h"
+#include "ops/op.h"
+
+/* ---- graph editing (native_graph.c) ------------------------------------ */
+
+/* Deep copy of g (values, initializers, nodes, attributes, subgraphs, opset
+ * imports), parented to `parent`. NULL with the last error set on failure. */
+ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent);
+/* Set (add or replace) an attribute of node n. */
+ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
+ait_status nat_attr_set_float(ait_node *n, const char *name, float v);
+ait_status nat_attr_set_floats(ait_node *n, const char *name, const float *v, int count);
+/* New initializer value named after `base` plus `suffix` (made unique),
+ * taking ownership of t (freed on failure). Returns its index or -1. */
+int nat_add_initializer(ait_graph *g, const char *base, const char *suffix, ait_tensor *t);
+/* Free the contents of node n (not the node slot itself). */
+void nat_node_clear(ait_node *n);
+/* Drop the nodes with dead[i] set, then the values nothing refers to, and
+ * sort the rest topologically (fills producers). */
+ait_status nat_graph_compact(ait_graph *g, const bool *dead);
+/* Point fused nodes (domain ai.aitune) without a registry row at theirs,
+ * and make sure the graph imports the ai.aitune domain when it has any. */
+ait_status nat_resolve_fused(ait_graph *g);
+/* The value is a true constant: an initializer, not a folded guess. */
+static inline bool nat_is_const(const ait_graph *g, int v) {
+  return v >= 0 && g->values[v].init && g->values[v].producer < 0 &&
+         g->values[v].init->kind == AIT_KIND_TENSOR;
+}
+
+/* Use counts for rewriting passes: consumers per value among live nodes
+ * (plus reads from subgraphs, which pin a value), and which values are graph
+ * outputs. Arrays are sized to the graph's values when refreshed. */
+typedef struct nat_uses {
+  ait_graph *g;
+  bool *dead;    /* per node */
+  int *uses;     /* per value: number of reading node inputs (+1 per subgraph read) */
+  int *consumer; /* per value: one reading node (any) */
+  bool *is_out;  /* per value: graph output */
+  int n_nodes_cap, n_values_cap;
+} nat_uses;
+
+ait_status nat_uses_refresh(nat_uses *u);
+void nat_uses_free(nat_uses *u);
+/* Value v has exactly one reader, which is node `at`, and is not a graph
+ * output: the producer may absorb that reader. */
+static inline bool nat_single_use(const nat_uses *u, int v, int at) {
+  return v >= 0 && u->uses[v] == 1 && u->consumer[v] == at && !u->is_out[v];
+}
+
+/* ---- passes (native_passes.c, native_fuse.c) --------------------------- */
+
+typedef struct nat_pass_stats {
+  int folded, removed, bn_folded, fused;
+} nat_pass_stats;
+
+/* All passes in order, on graph g (a copy the backend owns). */
+ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats);
+ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
+
+/* ---- thread pool (native_pool.c) --------------------------------------- */
+
+typedef struct nat_pool nat_pool;
+/* fn(arg, task, tid): task in [0, n_tasks), tid in [0, threads). */
+typedef void (*nat_task_fn)(void *arg, int64_t task, int tid);
+
+/* A pool running tasks on `threads` threads (the caller is one of them).
+ * NULL with the last error set on failure. */
+nat_pool *nat_pool_new(int threads);
+void nat_pool_free(nat_pool *p);
+int nat_pool_threads(const nat_pool *p);
+/* Run fn for every task and return when all are done. p may be NULL (runs
+ * on the caller). Tasks must not fail; they get their memory up front. */
+void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg);
+
+/* ---- per-node dispatch (native_kernels.c) ------------------------------ */
+
+typedef struct nat_run nat_run;
+
+/* A fast kernel: reads in[], asks the executor for its outputs with
+ * nat_output(), fills them. Returns AIT_E_UNSUPPORTED *before* asking for an
+ * output when the inputs are outside what it handles: the executor then
+ * falls back to the reference kernel. */
+typedef ait_status (*nat_kernel)(nat_run *r, const ait_node *n, const ait_tensor *const *in,
+                                 int n_in);
+
+typedef enum nat_node_kind {
+  NAT_REF = 0, /* the registry's reference kernel */
+  NAT_FAST,    /* a native kernel (may still fall back per run) */
+  NAT_VIEW     /* output 0 is input 0's data with another shape */
+} nat_node_kind;
+
+typedef struct nat_node {
+  nat_node_kind kind;
+  nat_kernel fast;
+} nat_node;
+
+/* How native runs node n of g. */
+nat_node nat_dispatch(const ait_graph *g, const ait_node *n);
+/* Output shape of a view node (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity) for input tensors in[]; AIT_E_UNSUPPORTED when it must fall back. */
+ait_status nat_view_shape(const ait_node *n, const ait_tensor *const *in, int n_in, int *rank,
+                          int64_t *dims);
+
+/* ---- the executor (native_exec.c) -------------------------------------- */
+
+/* A plan for one input signature: arena offsets by value. */
+typedef struct nat_plan {
+  uint64_t hash;
+  int n_sig;
+  int64_t *sig;    /* dtype, rank, dims... of every input */
+  int64_t *offset; /* per value: arena offset, -1 = not in the arena */
+  int64_t *size;   /* per value: bytes the plan holds */
+  int64_t arena_bytes;
+  int runs, misses;
+} nat_plan;
+
+#define NAT_MAX_PLANS 8
+
+typedef struct nat_state {
+  ait_graph *g;      /* rewritten copy, owned */
+  int threads;       /* resolved thread count */
+  bool fuse;         /* passes enabled */
+  bool has_subgraph; /* control flow: runs through the reference executor */
+  nat_node *nodes;   /* per node of g */
+  int *last;         /* per value: last node reading its storage (views extend it) */
+  int *root;         /* per value: the value whose storage it views (itself if none) */
+  /* built lazily, freed by deactivate */
+  nat_pool *pool;
+  nat_plan *plans[NAT_MAX_PLANS];
+  int n_plans;
+  void *arena;
+  int64_t arena_cap;
+  void *scratch;
+  int64_t scratch_cap;
+  nat_pass_stats stats;
+} nat_state;
+
+/* Static analysis of s->g: dispatch, liveness, view roots. */
+ait_status nat_exec_prepare(nat_state *s);
+void nat_exec_release(nat_state *s); /* plans, arena, scratch, pool */
+ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
+
+/* For kernels: output k of the running node, dtype/shape given; its data is
+ * uninitialised arena or heap memory the kernel must fill. */
+ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *dims,
+                      ait_tensor **t);
+/* Scratch memory valid until the kernel returns (64-byte aligned). NULL with
+ * the last error set on failure. */
+void *nat_scratch(nat_run *r, int64_t bytes);
+nat_pool *nat_run_pool(nat_run *r);
+int nat_run_threads(nat_run *r);
+
+/* ---- plans (native_plan.c) ------------------------------------------- */
+
+uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig);
+/* Arena offsets for values with sizes size[v] (0 = not in the arena) live
+ * from node first[v] to node last[v]: greedy by size, best fit. */
+ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first, const int *last,
+                           int64_t *offset, int64_t *total);
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* Parallel C = alpha * op(A) * op(B) (+ epilogue) with OpenBLAS on the pool.
+ * The epilogue runs on each finished block while it is in cache. */
+typedef struct nat_epilogue {
+  const float *row_bias; /* per row of C (Conv bias), or NULL */
+  const float *col_bias; /* per column of C (MatMul bias), or NULL */
+  const float *z;        /* added element-wise, same layout as C, or NULL */
+  int64_t ldz;
+  /* general broadcast addend: element (i, j) at zb[i*zb_rs + j*zb_cs] */
+  const float *zb;
+  int64_t zb_rs, zb_cs;
+  ait_act act;
+} nat_epilogue;
+
+void nat_epilogue_apply(const nat_epilogue *e, float *c, int64_t ldc, int64_t i0, int64_t i1,
+                        int64_t j0, int64_t j1);
+void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               const nat_epilogue *e);
+
+ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_binary(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_unary(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_maxpool(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_gap(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+
+/* Split n items into chunks for the pool: about `per_thread` chunks per
+ * thread, each at least min_chunk items. Returns the chunk size. */
+int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk);
+
+#endif

@@ -1,0 +1,86 @@
+/* Private interface of the 'fused' operator family (domain "ai.aitune").
+ *
+ * Graph passes (the native backend's, src/backends/native/) rewrite chains of
+ * standard ops into one fused node; every fused op has a reference kernel
+ * here so that the reference executor can run a rewritten graph and passes
+ * can be tested on their own: eager(original) == eager(rewritten).
+ *
+ *   FusedConv(X, W, B?, Z?)    Y = act(Conv(X, W, B) + Z)
+ *       attributes of Conv, plus activation / activation_params
+ *   FusedGemm(A, B, C?)        Y = act(Gemm(A, B, C))
+ *       attributes of Gemm, plus activation / activation_params
+ *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)
+ *       alpha (float, default 1), activation / activation_params
+ *
+ * `+` broadcasts as numpy does (ONNX Add). The activation is applied last:
+ * "" or absent (none), "Relu", "Clip" [min, max], "Sigmoid", "Tanh",
+ * "LeakyRelu" [alpha], "HardSigmoid" [alpha, beta], "HardSwish", "Gelu"
+ * (exact, with erf). activation_params holds the bracketed floats. */
+#ifndef AIT_OPS_FUSED_IMPL_H
+#define AIT_OPS_FUSED_IMPL_H
+
+#include <math.h>
+
+#include "ops/op.h"
+
+#define AIT_FUSED_DOMAIN "ai.aitune"
+
+typedef enum ait_act_kind {
+  AIT_ACT_NONE = 0,
+  AIT_ACT_RELU,
+  AIT_ACT_CLIP,
+  AIT_ACT_SIGMOID,
+  AIT_ACT_TANH,
+  AIT_ACT_LEAKY_RELU,
+  AIT_ACT_HARD_SIGMOID,
+  AIT_ACT_HARD_SWISH,
+  AIT_ACT_GELU,
+  AIT_ACT_COUNT
+} ait_act_kind;
+
+typedef struct ait_act {
+  ait_act_kind kind;
+  float p[2]; /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta */
+} ait_act;
+
+/* Name of an activation as written in the `activation` attribute ("" for
+ * none), and the number of activation_params it takes. */
+const char *ait_act_name(ait_act_kind k);
+int ait_act_n_params(ait_act_kind k);
+/* Kind of an activation name; AIT_ACT_COUNT when unknown. */
+ait_act_kind ait_act_from_name(const char *name);
+
+/* The activation of a fused node from its attributes; AIT_E_INVALID_ARG for
+ * an unknown name or a wrong number of parameters. */
+ait_status ait_act_parse(const ait_node *n, ait_act *a);
+
+/* y = act(x), one value. */
+static inline float ait_act_f32(const ait_act *a, float x) {
+  switch (a->kind) {
+  case AIT_ACT_NONE: return x;
+  case AIT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+  case AIT_ACT_CLIP: return x < a->p[0] ? a->p[0] : x > a->p[1] ? a->p[1] : x;
+  case AIT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+  case AIT_ACT_TANH: return tanhf(x);
+  case AIT_ACT_LEAKY_RELU: return x >= 0.0f ? x : a->p[0] * x;
+  case AIT_ACT_HARD_SIGMOID: {
+    float v = a->p[0] * x + a->p[1];
+    return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  }
+  case AIT_ACT_HARD_SWISH: {
+    float v = x / 6.0f + 0.5f;
+    return x * (v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v);
+  }
+  case AIT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  default: return x;
+  }
+}
+
+/* x[i] = act(x[i]) for n floats, in place. */
+void ait_act_apply_f32(const ait_act *a, float *x, int64_t n);
+
+/* Registry row of fused op `name` (domain "ai.aitune"), or NULL. Lets code
+ * resolve fused nodes even where the registry lookup does not list them. */
+const ait_op_def *ait_fused_op(const char *name);
+
+#endif

@@ -1,0 +1,102 @@
+/* Reference kernels of the fused ops: the standard kernel of the base op
+ * (Conv, Gemm, MatMul), then alpha, the broadcast additions (through the
+ * reference Add) and the activation, each exactly as the unfused chain
+ * computes them. */
+#include <string.h>
+
+#include "ops/fused_impl.h"
+#include "ops/nn_impl.h"
+
+/* A standard node to hand to a reference kernel in place of the fused one:
+ * same name (errors name the user's node), no attributes. */
+static ait_node plain_node(const ait_node *fused, const char *op, int opset) {
+  ait_node n;
+  memset(&n, 0, sizeof n);
+  n.name = fused->name;
+  n.op_type = (char *)op;
+  n.domain = (char *)"";
+  n.opset = opset;
+  return n;
+}
+
+/* *y = *y + z with numpy broadcasting (the result may be a new tensor). */
+static ait_status add_into(const ait_node *node, ait_tensor **y, const ait_tensor *z) {
+  const ait_op_def *add = ait_op_lookup("", "Add", 14, NULL);
+  if (!add || !add->kernel) return ait_err(AIT_E_INTERNAL, "no reference Add kernel");
+  ait_node an = plain_node(node, "Add", 14);
+  an.n_in = 2;
+  an.n_out = 1;
+  int ids[3] = {0, 1, 2};
+  an.in = ids;
+  an.out = ids + 2;
+  const ait_tensor *in[2] = {*y, z};
+  ait_tensor *sum = NULL;
+  AIT_TRY(add->kernel(NULL, &an, in, 2, &sum, 1));
+  ait_tensor_free(*y);
+  *y = sum;
+  return AIT_OK;
+}
+
+/* y = act(alpha * y), in place, for any float dtype. */
+static ait_status scale_act(ait_tensor *y, float alpha, const ait_act *act) {
+  int64_t n = ait_tensor_numel(y);
+  if (y->dtype == AIT_FLOAT32) {
+    float *v = y->data;
+    if (alpha != 1.0f)
+      for (int64_t i = 0; i < n; i++)
+        v[i] *= alpha;
+    ait_act_apply_f32(act, v, n);
+    return AIT_OK;
+  }
+  const ait_dtype_traits *tr = ait_dtype_traits_of(y->dtype);
+  if (!tr || !tr->is_float)
+    return ait_err(AIT_E_DTYPE, "fused ops take float tensors, got %s", ait_dtype_name(y->dtype));
+  for (int64_t i = 0; i < n; i++) {
+    double v = ait_load_f64(tr, y->data, i);
+    if (alpha != 1.0f) v *= alpha;
+    if (act->kind != AIT_ACT_NONE) v = ait_act_f32(act, (float)v);
+    ait_store_f64(tr, y->data, i, v);
+  }
+  return AIT_OK;
+}
+
+/* Run base kernel `k` on in[0..n_base), then alpha, the additions in
+ * in[n_base..n_in) (absent ones skipped) and the activation. */
+static ait_status run_fused(ait_kctx *ctx, const ait_node *node, ait_kernel_fn k,
+                            const ait_node *base, const ait_tensor *const *in, int n_in, int n_base,
+                            float alpha, ait_tensor **out) {
+  ait_act act;
+  AIT_TRY(ait_act_parse(node, &act));
+  ait_tensor *y = NULL;
+  AIT_TRY(k(ctx, base, in, n_in < n_base ? n_in : n_base, &y, 1));
+  ait_status st = AIT_OK;
+  if (alpha != 1.0f) st = scale_act(y, alpha, &(ait_act){AIT_ACT_NONE, {0, 0}});
+  for (int i = n_base; i < n_in && st == AIT_OK; i++)
+    if (in[i]) st = add_into(node, &y, in[i]);
+  if (st == AIT_OK) st = scale_act(y, 1.0f, &act);
+  if (st != AIT_OK) {
+    ait_tensor_free(y);
+    return st;
+  }
+  out[0] = y;
+  return AIT_OK;
+}
+
+ait_status ait_fused_conv_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                 int n_in, ait_tensor **out, int n_out) {
+  /* nn_conv_kernel reads the Conv attributes, which FusedConv keeps */
+  return run_fused(ctx, node, nn_conv_kernel, node, in, n_in, 3, 1.0f, out);
+}
+
+ait_status ait_fused_gemm_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                 int n_in, ait_tensor **out, int n_out) {
+  return run_fused(ctx, node, nn_gemm_kernel, node, in, n_in, 3, 1.0f, out);
+}
+
+ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node,
+                                   const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                   int n_out) {
+  ait_node mm = plain_node(node, "MatMul", 13);
+  return run_fused(ctx, node, nn_matmul_kernel, &mm, in, n_in, 2,
+                   ait_attr_float(node, "alpha", 1.0f), out);
+}

@@ -1,0 +1,63 @@
+/* What an ait_module holds, shared by the tuner (tuner.c), the report
+ * (report.c), tuned artifacts and the cache (artifact.c) and the public API
+ * (src/api/module.c). */
+#ifndef AIT_TUNE_MODULE_IMPL_H
+#define AIT_TUNE_MODULE_IMPL_H
+
+#include "api/model_impl.h"
+#include "tune/tune.h"
+
+struct ait_module {
+  char *name;
+  char *model_path;   /* the file the model came from */
+  char model_sha[65]; /* SHA-256 of that file */
+  ait_model *model;   /* owned */
+  ait_sample samples[AIT_MAX_SAMPLES];
+  int n_samples;
+  ait_graph_spec spec;
+
+  /* after tuning or loading */
+  bool tuned;
+  ait_backend_config cfg; /* the selected backend */
+  char desc[160];
+  void *state; /* its built state, owned */
+  int batch;   /* the selected batch size */
+  char *report_json; /* owned */
+  char tuned_fingerprint[2048];
+
+  /* running */
+  ait_log_fn log;
+  void *log_user;
+  bool warned_range;
+  void *ref_state; /* eager, built on demand for inputs the selected backend cannot take */
+  ait_tensor **outputs;
+  int n_outputs;
+};
+
+/* Log through the module's callback (printf-style). */
+void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Build the JSON report from the tuning results. New string, caller frees. */
+typedef struct ait_tune_result {
+  const ait_tune_options *opts;
+  const ait_candidate *baseline;
+  const ait_candidate *cands;
+  int n_cands;
+  int selected; /* index into cands, or -1 for the baseline */
+  int sel_batch;
+  double sel_throughput, sel_latency_ms;
+  double tuning_s;
+  char warnings[8][512];
+  int n_warnings;
+} ait_tune_result;
+char *ait_report_build(const ait_module *m, const ait_tune_result *r);
+
+/* Tuned artifacts: save the module into dir (atomically), load one back. */
+ait_status ait_artifact_save(const ait_module *m, const char *dir);
+ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bool strict_fingerprint,
+                             ait_module **out);
+/* Remove a folder tree; quiet about missing paths. */
+void ait_rmtree(const char *path);
+
+#endif

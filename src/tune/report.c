@@ -1,0 +1,103 @@
+/* The tuning report as versioned JSON (cJSON). Field names are documented in
+ * docs/tuning.md; bump AIT_REPORT_VERSION when they change. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "hw/fingerprint.h"
+#include "tune/module_impl.h"
+
+#define AIT_REPORT_VERSION 1
+
+static cJSON *profile_json(const ait_candidate *c) {
+  cJSON *arr = cJSON_CreateArray();
+  for (int i = 0; arr && i < c->n_prof; i++) {
+    const ait_latency_stats *s = &c->prof[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "batch", s->batch);
+    cJSON_AddNumberToObject(o, "runs", s->runs);
+    cJSON_AddNumberToObject(o, "median_ms", s->median_ms);
+    cJSON_AddNumberToObject(o, "p90_ms", s->p90_ms);
+    cJSON_AddNumberToObject(o, "p99_ms", s->p99_ms);
+    cJSON_AddNumberToObject(o, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(o, "cv", s->cv);
+    cJSON_AddNumberToObject(o, "throughput", s->throughput);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
+static cJSON *candidate_json(const ait_candidate *c) {
+  cJSON *o = cJSON_CreateObject();
+  char key[128], cfg[1024];
+  cJSON_AddStringToObject(o, "backend", c->desc);
+  cJSON_AddStringToObject(o, "key", ait_backend_key(&c->cfg, key, sizeof key));
+  cJSON_AddItemToObject(o, "config", cJSON_Parse(ait_backend_config_json(&c->cfg, cfg, sizeof cfg)));
+  cJSON_AddStringToObject(o, "status", ait_cand_status_name(c->status));
+  cJSON_AddStringToObject(o, "error", c->error);
+  cJSON_AddNumberToObject(o, "build_s", c->build_s);
+  cJSON_AddNumberToObject(o, "nodes_supported", c->nodes_supported);
+  cJSON_AddNumberToObject(o, "nodes_total", c->nodes_total);
+  cJSON *v = cJSON_AddObjectToObject(o, "validation");
+  cJSON_AddNumberToObject(v, "outputs_checked", c->err.checked);
+  cJSON_AddNumberToObject(v, "max_abs_error", c->err.max_abs);
+  cJSON_AddNumberToObject(v, "max_rel_error", c->err.max_rel);
+  cJSON_AddNumberToObject(v, "min_cosine", c->err.checked ? c->err.min_cosine : 0);
+  cJSON_AddNumberToObject(v, "mismatches", (double)c->err.mismatches);
+  cJSON_AddNumberToObject(v, "nan_inf", (double)c->err.bad_values);
+  cJSON_AddItemToObject(o, "profile", profile_json(c));
+  return o;
+}
+
+char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
+  const ait_tune_options *o = r->opts;
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return NULL;
+  cJSON_AddStringToObject(root, "format", "aitune-report");
+  cJSON_AddNumberToObject(root, "version", AIT_REPORT_VERSION);
+  cJSON_AddStringToObject(root, "aitune", AIT_VERSION_STRING);
+  cJSON *model = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(model, "name", m->name);
+  cJSON_AddStringToObject(model, "path", m->model_path);
+  cJSON_AddStringToObject(model, "sha256", m->model_sha);
+  char *spec = ait_spec_json(&m->spec);
+  cJSON_AddItemToObject(root, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());
+  free(spec);
+  cJSON_AddNumberToObject(root, "samples", m->n_samples);
+  cJSON *s = cJSON_AddObjectToObject(root, "strategy");
+  cJSON_AddStringToObject(s, "name", ait_strategy_name(o->strategy));
+  cJSON_AddBoolToObject(s, "perf_validation", o->perf_validation != 0);
+  cJSON_AddNumberToObject(s, "min_speedup_ratio", o->min_speedup_ratio);
+  if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET)
+    cJSON_AddNumberToObject(s, "latency_budget_ms", o->latency_budget_ms);
+  cJSON *bs = cJSON_AddArrayToObject(s, "batch_sizes");
+  for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
+    cJSON_AddItemToArray(bs, cJSON_CreateNumber(o->batch_sizes[i]));
+  cJSON_AddNumberToObject(s, "rtol", o->rtol);
+  cJSON_AddNumberToObject(s, "atol", o->atol);
+  cJSON *p = cJSON_AddObjectToObject(s, "profiling");
+  cJSON_AddNumberToObject(p, "warmup", o->warmup);
+  cJSON_AddNumberToObject(p, "min_runs", o->min_runs);
+  cJSON_AddNumberToObject(p, "max_runs", o->max_runs);
+  cJSON_AddNumberToObject(p, "cv_target", o->cv_target);
+  cJSON_AddNumberToObject(p, "time_budget_s", o->time_budget_s);
+  cJSON *b = cJSON_AddObjectToObject(root, "baseline");
+  cJSON_AddStringToObject(b, "backend", "eager");
+  cJSON_AddItemToObject(b, "profile", profile_json(r->baseline));
+  cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
+  for (int i = 0; i < r->n_cands; i++) cJSON_AddItemToArray(cands, candidate_json(&r->cands[i]));
+  cJSON *sel = cJSON_AddObjectToObject(root, "selection");
+  cJSON_AddStringToObject(sel, "backend", m->desc);
+  cJSON_AddBoolToObject(sel, "is_baseline", r->selected < 0);
+  cJSON_AddNumberToObject(sel, "batch", r->sel_batch);
+  cJSON_AddNumberToObject(sel, "throughput", r->sel_throughput);
+  cJSON_AddNumberToObject(sel, "latency_ms", r->sel_latency_ms);
+  cJSON *w = cJSON_AddArrayToObject(root, "warnings");
+  for (int i = 0; i < r->n_warnings; i++) cJSON_AddItemToArray(w, cJSON_CreateString(r->warnings[i]));
+  char fp[2048];
+  cJSON_AddStringToObject(root, "fingerprint", ait_fingerprint_text(fp, sizeof fp));
+  cJSON_AddNumberToObject(root, "tuning_s", r->tuning_s);
+  cJSON_AddBoolToObject(root, "from_cache", 0);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  return text;
+}

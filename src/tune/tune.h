@@ -1,0 +1,105 @@
+/* The tuner's internal types: samples, the graph spec (dynamic axes with
+ * min/opt/max), numeric validation against the reference, candidates and
+ * the report. The public face is the ait_module API in aitune.h. */
+#ifndef AIT_TUNE_TUNE_H
+#define AIT_TUNE_TUNE_H
+
+#include <stdbool.h>
+
+#include "aitune.h"
+#include "backends/backend.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+#include "tune/profile.h"
+
+/* ---- samples and the graph spec --------------------------------------- */
+
+#define AIT_MAX_SAMPLES 16
+#define AIT_MAX_AXES 16
+#define AIT_MAX_BATCHES 16
+
+typedef struct ait_sample {
+  ait_tensor **inputs; /* owned, one per graph input */
+  int n_inputs;
+} ait_sample;
+
+/* One dynamic axis of one graph input. */
+typedef struct ait_axis {
+  int input, axis;
+  char sym[64];        /* symbolic name, "" when none */
+  int64_t min, opt, max; /* from the samples (and the profiled batch sizes) */
+  bool is_batch;
+} ait_axis;
+
+typedef struct ait_graph_spec {
+  int n_axes;
+  ait_axis axes[AIT_MAX_AXES];
+  bool has_batch; /* every input with rank >= 1 has a dynamic axis 0 that is the batch */
+} ait_graph_spec;
+
+void ait_sample_free(ait_sample *s);
+/* Deep copy. */
+ait_status ait_sample_clone(const ait_sample *s, ait_sample *out);
+/* Random sample of the graph's declared shapes (symbolic dims = 1), seeded. */
+ait_status ait_sample_random(const ait_graph *g, unsigned long long seed, ait_sample *out);
+/* Detect dynamic axes from the declared shapes and the samples. */
+void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_graph_spec *spec);
+/* Copy of s with every axis matching (is_batch, or input/axis when
+ * which >= 0) resized to `size`: rows repeat cyclically or are cut. */
+ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, int which_axis,
+                             int64_t size, ait_sample *out);
+/* The batch of a sample (dim 0 of the first batched input), or 1. */
+int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec);
+/* Spec as JSON text (new string, caller frees) and a digest for cache keys. */
+char *ait_spec_json(const ait_graph_spec *spec);
+
+/* ---- numeric validation ------------------------------------------------ */
+
+typedef struct ait_tolerance {
+  double rtol, atol, min_cosine;
+} ait_tolerance;
+
+typedef struct ait_error_stats {
+  int checked;        /* output tensors compared */
+  double max_abs, max_rel; /* max |got-want|, and that over max|want| per tensor */
+  double min_cosine;  /* lowest cosine similarity over float outputs */
+  long long mismatches; /* elements outside tolerance */
+  long long bad_values; /* NaN/Inf where the reference has finite values */
+} ait_error_stats;
+
+/* Default tolerance for a backend whose compute precision is `dt`. */
+ait_tolerance ait_tolerance_for(ait_dtype compute, const ait_tune_options *o);
+/* Compare got with want, accumulating into st; on a failure writes why and
+ * returns false (shape/dtype mismatch, NaN/Inf, out of tolerance). */
+bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_tolerance *tol,
+                       ait_error_stats *st, char *why, size_t n);
+
+/* ---- candidates and the report ---------------------------------------- */
+
+typedef enum ait_cand_status {
+  AIT_CAND_PENDING = 0,
+  AIT_CAND_SELECTED,
+  AIT_CAND_OK,
+  AIT_CAND_UNSUPPORTED,
+  AIT_CAND_BUILD_FAILED,
+  AIT_CAND_INCORRECT,
+  AIT_CAND_SLOWER,
+  AIT_CAND_OVER_BUDGET
+} ait_cand_status;
+
+const char *ait_cand_status_name(ait_cand_status s);
+
+typedef struct ait_candidate {
+  ait_backend_config cfg;
+  char desc[160];
+  ait_cand_status status;
+  char error[768];
+  double build_s;
+  int nodes_supported, nodes_total;
+  ait_error_stats err;
+  int n_prof;
+  ait_latency_stats prof[AIT_MAX_BATCHES];
+  void *state; /* built state while tuning, owned */
+} ait_candidate;
+
+#endif

@@ -1,0 +1,520 @@
+/* The tuner: build every candidate, check it against the reference on every
+ * sample (and at the min and max of each dynamic axis), profile it, and pick
+ * one by the strategy. The rules of each strategy are in docs/tuning.md. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "runtime/eager.h"
+#include "tune/module_impl.h"
+
+const char *ait_cand_status_name(ait_cand_status s) {
+  static const char *const names[] = {"pending",      "selected",  "ok",
+                                      "unsupported",  "build_failed", "incorrect",
+                                      "slower_than_baseline", "over_budget"};
+  return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+/* Validation inputs with the reference's outputs. */
+typedef struct ref_case {
+  ait_sample in;
+  ait_tensor **want;
+  char label[96];
+} ref_case;
+
+typedef struct tuner {
+  ait_module *m;
+  const ait_tune_options *o;
+  ait_profile_opts prof;
+  ref_case *cases;
+  int n_cases;
+  int batches[AIT_MAX_BATCHES];
+  int n_batches; /* 0: sweep */
+  ait_tune_result res;
+} tuner;
+
+static void free_outputs(ait_tensor **out, int n) {
+  for (int i = 0; i < n; i++) {
+    ait_tensor_free(out[i]);
+    out[i] = NULL;
+  }
+}
+
+static void warn(tuner *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(tuner *t, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (t->res.n_warnings < 8) snprintf(t->res.warnings[t->res.n_warnings++], 512, "%s", line);
+  ait_module_logf(t->m, 1, "%s", line);
+}
+
+/* The reference outputs for every sample, and for each dynamic axis at its
+ * min and max (the sample resized along it). */
+static ait_status make_cases(tuner *t) {
+  ait_module *m = t->m;
+  const ait_graph *g = m->model->graph;
+  int cap = m->n_samples + 2 * m->spec.n_axes;
+  t->cases = calloc((size_t)cap + 1, sizeof *t->cases);
+  if (!t->cases) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (int c = 0; c < cap; c++) {
+    ref_case *rc = &t->cases[t->n_cases];
+    if (c < m->n_samples) {
+      AIT_TRY(ait_sample_clone(&m->samples[c], &rc->in));
+      snprintf(rc->label, sizeof rc->label, "sample %d", c);
+    } else {
+      int a = (c - m->n_samples) / 2;
+      const ait_axis *ax = &m->spec.axes[a];
+      int64_t size = (c - m->n_samples) % 2 ? ax->max : ax->min;
+      /* the batch axis is also exercised by profiling; here min and max of
+       * every axis that the samples vary, plus batch 1 and the largest batch */
+      if (ax->min == ax->max && !ax->is_batch) continue;
+      if (ax->is_batch) size = (c - m->n_samples) % 2 ? (ax->max > 2 ? ax->max : 2) : 1;
+      AIT_TRY(ait_sample_resize(&m->samples[0], &m->spec, a, size, &rc->in));
+      snprintf(rc->label, sizeof rc->label, "%s axis %d of input %d at %s %lld",
+               ax->sym[0] ? ax->sym : "dynamic", ax->axis, ax->input,
+               (c - m->n_samples) % 2 ? "max" : "min", (long long)size);
+    }
+    rc->want = calloc((size_t)g->n_outputs + 1, sizeof *rc->want);
+    if (!rc->want) return ait_err(AIT_E_NOMEM, "out of memory");
+    t->n_cases++;
+    ait_status st = ait_eager_run(g, (const ait_tensor *const *)rc->in.inputs, rc->in.n_inputs, rc->want);
+    if (st) return ait_err_prefix(st, "reference run on %s", rc->label);
+  }
+  return AIT_OK;
+}
+
+static void free_cases(tuner *t) {
+  int n_out = t->m->model->graph->n_outputs;
+  for (int c = 0; c < t->n_cases; c++) {
+    ait_sample_free(&t->cases[c].in);
+    if (t->cases[c].want) free_outputs(t->cases[c].want, n_out);
+    free(t->cases[c].want);
+  }
+  free(t->cases);
+}
+
+/* Compute precision a configuration runs at, for its tolerance. */
+static ait_dtype compute_dtype(const ait_backend_config *cfg) {
+  const char *dt = NULL;
+  for (int i = 0; i < cfg->iface->n_options; i++)
+    if (!strcmp(cfg->iface->options[i].name, "dtype")) dt = ait_backend_config_get(cfg, "dtype");
+  if (!dt) return AIT_FLOAT32;
+  if (!strcmp(dt, "bf16")) return AIT_BFLOAT16;
+  if (!strcmp(dt, "fp16")) return AIT_FLOAT16;
+  if (!strcmp(dt, "int8")) return AIT_INT8;
+  return AIT_FLOAT32;
+}
+
+static bool validate(tuner *t, ait_candidate *c) {
+  const ait_graph *g = t->m->model->graph;
+  ait_tolerance tol = ait_tolerance_for(compute_dtype(&c->cfg), t->o);
+  ait_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
+  if (!got) {
+    snprintf(c->error, sizeof c->error, "out of memory");
+    return false;
+  }
+  bool ok = true;
+  for (int k = 0; k < t->n_cases && ok; k++) {
+    ref_case *rc = &t->cases[k];
+    ait_status st = c->cfg.iface->infer(c->state, (const ait_tensor *const *)rc->in.inputs,
+                                        rc->in.n_inputs, got);
+    if (st) {
+      snprintf(c->error, sizeof c->error, "inference failed on %s: %s", rc->label, ait_last_error());
+      ok = false;
+      break;
+    }
+    for (int i = 0; i < g->n_outputs && ok; i++) {
+      char why[400];
+      if (!ait_outputs_match(got[i], rc->want[i], &tol, &c->err, why, sizeof why)) {
+        snprintf(c->error, sizeof c->error, "output %d ('%s') on %s: %s", i,
+                 g->values[g->outputs[i]].name, rc->label, why);
+        ok = false;
+      }
+    }
+    free_outputs(got, g->n_outputs);
+  }
+  free(got);
+  return ok;
+}
+
+/* ---- profiling ------------------------------------------------------------ */
+
+typedef struct timed_ctx {
+  const ait_candidate *c;
+  const ait_sample *in;
+  ait_tensor **out;
+  int n_out;
+} timed_ctx;
+
+static ait_status timed_infer(void *p) {
+  timed_ctx *tc = p;
+  ait_status st = tc->c->cfg.iface->infer(tc->c->state, (const ait_tensor *const *)tc->in->inputs,
+                                          tc->in->n_inputs, tc->out);
+  free_outputs(tc->out, tc->n_out);
+  return st;
+}
+
+/* Bytes of one sample resized to `batch`: a guard against sweeping into
+ * memory exhaustion (inputs x 64 is a rough bound on activations). */
+static bool fits_memory(const ait_sample *s, int64_t cur_batch, int64_t batch) {
+  size_t bytes = 0;
+  for (int i = 0; i < s->n_inputs; i++) bytes += ait_tensor_nbytes(s->inputs[i]);
+  double need = (double)bytes / (double)(cur_batch ? cur_batch : 1) * (double)batch * 64.0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  double avail = 8e9;
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
+        avail *= 1024;
+        break;
+      }
+    fclose(f);
+  }
+  return need < avail / 4;
+}
+
+static ait_status profile_at(tuner *t, ait_candidate *c, int batch, ait_latency_stats *out) {
+  ait_module *m = t->m;
+  ait_sample resized = {0};
+  const ait_sample *in = &m->samples[0];
+  if (m->spec.has_batch && ait_sample_batch(in, &m->spec) != batch) {
+    AIT_TRY(ait_sample_resize(in, &m->spec, -1, batch, &resized));
+    in = &resized;
+  }
+  int n_out = m->model->graph->n_outputs;
+  ait_tensor **outs = calloc((size_t)n_out + 1, sizeof *outs);
+  if (!outs) {
+    ait_sample_free(&resized);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  timed_ctx tc = {c, in, outs, n_out};
+  ait_status st = ait_profile(timed_infer, &tc, batch, &t->prof, out);
+  free(outs);
+  ait_sample_free(&resized);
+  return st;
+}
+
+/* Profile c over the batch sizes: the given list, or powers of two until the
+ * throughput gain falls under 5%, memory would run short, or (with a budget)
+ * latency exceeds it. */
+static ait_status profile_candidate(tuner *t, ait_candidate *c, bool batch1_only) {
+  ait_module *m = t->m;
+  char desc[160];
+  snprintf(desc, sizeof desc, "%s", c->desc);
+  c->n_prof = 0;
+  int64_t own = ait_sample_batch(&m->samples[0], &m->spec);
+  if (!m->spec.has_batch || batch1_only) {
+    int b = m->spec.has_batch ? 1 : (int)own;
+    ait_module_logf(m, 0, "[%s] profile batch %d", desc, b);
+    AIT_TRY(profile_at(t, c, b, &c->prof[0]));
+    c->n_prof = 1;
+    return AIT_OK;
+  }
+  if (t->n_batches) {
+    for (int i = 0; i < t->n_batches; i++) {
+      ait_module_logf(m, 0, "[%s] profile batch %d", desc, t->batches[i]);
+      AIT_TRY(profile_at(t, c, t->batches[i], &c->prof[c->n_prof]));
+      c->n_prof++;
+    }
+    return AIT_OK;
+  }
+  for (int b = 1; c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
+    if (!fits_memory(&m->samples[0], own, b)) {
+      ait_module_logf(m, 0, "[%s] batch %d would not fit in memory; sweep stops", desc, b);
+      break;
+    }
+    ait_module_logf(m, 0, "[%s] profile batch %d", desc, b);
+    ait_latency_stats *s = &c->prof[c->n_prof];
+    AIT_TRY(profile_at(t, c, b, s));
+    c->n_prof++;
+    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms) break;
+    if (c->n_prof > 1 && s->throughput < c->prof[c->n_prof - 2].throughput * 1.05) break;
+  }
+  return AIT_OK;
+}
+
+/* Best (throughput, latency, batch) of a candidate under the strategy. */
+static bool best_point(const tuner *t, const ait_candidate *c, double *tp, double *lat, int *batch) {
+  bool found = false;
+  for (int i = 0; i < c->n_prof; i++) {
+    const ait_latency_stats *s = &c->prof[i];
+    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms) continue;
+    bool better = !found;
+    if (found && t->o->strategy == AIT_STRATEGY_MIN_LATENCY) better = s->median_ms < *lat;
+    else if (found) better = s->throughput > *tp;
+    if (better) {
+      *tp = s->throughput;
+      *lat = s->median_ms;
+      *batch = s->batch;
+      found = true;
+    }
+  }
+  return found;
+}
+
+/* Does c beat the baseline by the required margin? */
+static bool beats(const tuner *t, const ait_candidate *c, const ait_candidate *base) {
+  double tp = 0, lat = 0, btp = 0, blat = 0;
+  int b = 1, bb = 1;
+  if (!best_point(t, c, &tp, &lat, &b)) return false;
+  if (!best_point(t, base, &btp, &blat, &bb)) return true; /* baseline over budget */
+  double r = 1.0 + t->o->min_speedup_ratio;
+  if (t->o->strategy == AIT_STRATEGY_MIN_LATENCY) return lat * r <= blat;
+  return tp >= btp * r;
+}
+
+/* ---- one candidate --------------------------------------------------------- */
+
+static ait_status build_candidate(tuner *t, ait_candidate *c) {
+  ait_module *m = t->m;
+  const ait_graph *g = m->model->graph;
+  char why[512];
+  if (!c->cfg.iface->available(why, sizeof why)) {
+    c->status = AIT_CAND_UNSUPPORTED;
+    snprintf(c->error, sizeof c->error, "not available on this machine: %s", why);
+    return AIT_E_UNSUPPORTED;
+  }
+  c->nodes_total = g->n_nodes;
+  c->nodes_supported = 0;
+  char first[512] = "";
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (c->cfg.iface->supports(&c->cfg, g, &g->nodes[i], why, sizeof why)) c->nodes_supported++;
+    else if (!first[0]) snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
+  }
+  if (c->nodes_supported < c->nodes_total) {
+    c->status = AIT_CAND_UNSUPPORTED;
+    snprintf(c->error, sizeof c->error, "supports %d of %d nodes; first unsupported: %s",
+             c->nodes_supported, c->nodes_total, first);
+    return AIT_E_UNSUPPORTED;
+  }
+  ait_module_logf(m, 0, "[%s] build", c->desc);
+  const ait_tensor *const *samples[AIT_MAX_SAMPLES];
+  for (int s = 0; s < m->n_samples; s++) samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
+  ait_build_info info = {&m->spec, samples, m->n_samples, NULL};
+  double t0 = ait_now();
+  ait_status st = c->cfg.iface->build(&c->cfg, g, &info, &c->state);
+  c->build_s = ait_now() - t0;
+  if (st) {
+    c->status = AIT_CAND_BUILD_FAILED;
+    snprintf(c->error, sizeof c->error, "%s", ait_last_error());
+    c->state = NULL;
+    return st;
+  }
+  ait_module_logf(m, 0, "[%s] validate on %d inputs", c->desc, t->n_cases);
+  if (!validate(t, c)) {
+    c->status = AIT_CAND_INCORRECT;
+    return ait_err(AIT_E_RUNTIME, "%s", c->error);
+  }
+  return AIT_OK;
+}
+
+static void destroy_state(ait_candidate *c) {
+  if (c->state) c->cfg.iface->destroy(c->state);
+  c->state = NULL;
+}
+
+/* ---- the strategies ---------------------------------------------------------- */
+
+static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
+  const ait_tune_options *o = t->o;
+  int cap = o->backends ? (int)o->n_backends : ait_backend_count();
+  ait_candidate *c = calloc((size_t)cap + 1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
+  int k = 0;
+  if (o->backends) {
+    for (size_t i = 0; i < o->n_backends; i++) {
+      ait_status st = ait_backend_config_parse(o->backends[i], &c[k].cfg);
+      if (st) {
+        free(c);
+        return st;
+      }
+      ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
+      k++;
+    }
+  } else { /* every available backend but the baseline itself */
+    for (int i = 0; i < ait_backend_count(); i++) {
+      const ait_backend_iface *b = ait_backend_at(i);
+      char why[256];
+      if (!strcmp(b->name, "eager") || !b->available(why, sizeof why)) continue;
+      ait_backend_config_parse(b->name, &c[k].cfg);
+      ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
+      k++;
+    }
+  }
+  *out = c;
+  *n = k;
+  return AIT_OK;
+}
+
+static void keep_selection(tuner *t, ait_candidate *c, int idx) {
+  ait_module *m = t->m;
+  double tp = 0, lat = 0;
+  int b = 1;
+  best_point(t, c, &tp, &lat, &b);
+  if (!c->n_prof) b = (int)ait_sample_batch(&m->samples[0], &m->spec);
+  t->res.selected = idx;
+  t->res.sel_batch = b;
+  t->res.sel_throughput = tp;
+  t->res.sel_latency_ms = lat;
+  if (idx >= 0) c->status = AIT_CAND_SELECTED;
+  m->cfg = c->cfg;
+  snprintf(m->desc, sizeof m->desc, "%s", c->desc);
+  m->state = c->state;
+  c->state = NULL;
+  m->batch = b;
+}
+
+ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
+ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
+  tuner t = {.m = m, .o = o};
+  t.res.opts = o;
+  t.res.selected = -1;
+  double t_start = ait_now();
+  t.prof.warmup = o->warmup;
+  t.prof.min_runs = o->min_runs;
+  t.prof.max_runs = o->max_runs;
+  t.prof.cv_target = o->cv_target;
+  t.prof.time_budget_s = o->time_budget_s;
+  for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes && i < AIT_MAX_BATCHES; i++) {
+    if (o->batch_sizes[i] < 1) return ait_err(AIT_E_INVALID_ARG, "batch size %d must be >= 1", o->batch_sizes[i]);
+    t.batches[t.n_batches++] = o->batch_sizes[i];
+  }
+  if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !(o->latency_budget_ms > 0))
+    return ait_err(AIT_E_INVALID_ARG, "the latency-budget strategy needs a latency budget > 0 ms");
+  /* the profiled batch sizes are part of the tuned range of the batch axis */
+  for (int a = 0; a < m->spec.n_axes; a++)
+    if (m->spec.axes[a].is_batch && t.n_batches)
+      for (int i = 0; i < t.n_batches; i++) {
+        if (t.batches[i] > m->spec.axes[a].max) m->spec.axes[a].max = t.batches[i];
+        if (t.batches[i] < m->spec.axes[a].min) m->spec.axes[a].min = t.batches[i];
+      }
+
+  ait_candidate *cands = NULL, base = {0};
+  int n = 0;
+  ait_status st = parse_candidates(&t, &cands, &n);
+  if (st) return st;
+  if (o->strategy == AIT_STRATEGY_ONE_BACKEND && n != 1) {
+    free(cands);
+    return ait_err(AIT_E_INVALID_ARG, "the one-backend strategy takes exactly one backend, got %d", n);
+  }
+  if (n == 0) warn(&t, "no candidate backend is available; the model runs on the reference");
+  if ((st = make_cases(&t)) != AIT_OK) goto out;
+
+  ait_backend_config_parse("eager", &base.cfg);
+  snprintf(base.desc, sizeof base.desc, "eager");
+  if ((st = base.cfg.iface->build(&base.cfg, m->model->graph, NULL, &base.state)) != AIT_OK) goto out;
+  bool batch1 = o->strategy == AIT_STRATEGY_MIN_LATENCY;
+  bool profile_base = o->perf_validation && n > 0;
+  if (profile_base) {
+    ait_module_logf(m, 0, "[eager] baseline");
+    if ((st = profile_candidate(&t, &base, batch1)) != AIT_OK) goto out;
+  }
+
+  int winner = -1;
+  for (int i = 0; i < n; i++) {
+    ait_candidate *c = &cands[i];
+    ait_module_logf(m, 0, "[%s] candidate %d of %d (%.1f s)", c->desc, i + 1, n, ait_now() - t_start);
+    st = build_candidate(&t, c);
+    if (st) {
+      ait_module_logf(m, 0, "[%s] %s: %s", c->desc, ait_cand_status_name(c->status), c->error);
+      destroy_state(c);
+      if (o->strategy == AIT_STRATEGY_ONE_BACKEND) {
+        ait_err(st, "backend %s: %s", c->desc, c->error);
+        goto out;
+      }
+      st = AIT_OK;
+      continue;
+    }
+    bool need_profile = o->perf_validation || o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT;
+    if (need_profile && (st = profile_candidate(&t, c, batch1)) != AIT_OK) {
+      c->status = AIT_CAND_BUILD_FAILED;
+      snprintf(c->error, sizeof c->error, "profiling failed: %s", ait_last_error());
+      destroy_state(c);
+      if (o->strategy == AIT_STRATEGY_ONE_BACKEND) goto out;
+      st = AIT_OK;
+      continue;
+    }
+    double tp = 0, lat = 0;
+    int b = 1;
+    if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !best_point(&t, c, &tp, &lat, &b)) {
+      c->status = AIT_CAND_OVER_BUDGET;
+      snprintf(c->error, sizeof c->error, "every batch size exceeds the latency budget of %g ms (batch %d: %.3f ms)",
+               o->latency_budget_ms, c->prof[0].batch, c->prof[0].median_ms);
+    } else if (o->perf_validation && !beats(&t, c, &base)) {
+      c->status = AIT_CAND_SLOWER;
+      double btp = 0, blat = 0;
+      int bb = 1;
+      best_point(&t, &base, &btp, &blat, &bb);
+      best_point(&t, c, &tp, &lat, &b);
+      snprintf(c->error, sizeof c->error,
+               "not faster than the baseline by %.0f%%: %.2f vs %.2f samples/s, %.3f vs %.3f ms",
+               o->min_speedup_ratio * 100, tp, btp, lat, blat);
+    } else {
+      c->status = AIT_CAND_OK;
+    }
+    ait_module_logf(m, 0, "[%s] %s%s%s", c->desc, ait_cand_status_name(c->status), c->error[0] ? ": " : "", c->error);
+    if (c->status == AIT_CAND_OK && (o->strategy == AIT_STRATEGY_FIRST_WINS || o->strategy == AIT_STRATEGY_ONE_BACKEND)) {
+      winner = i;
+      break;
+    }
+    if (c->cfg.iface->deactivate) c->cfg.iface->deactivate(c->state); /* free memory while others run */
+  }
+  if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
+    for (int i = 0; i < n; i++) {
+      if (cands[i].status != AIT_CAND_OK) continue;
+      double tp = 0, lat = 0, wtp = 0, wlat = 0;
+      int b = 1, wb = 1;
+      best_point(&t, &cands[i], &tp, &lat, &b);
+      if (winner < 0) winner = i;
+      else {
+        best_point(&t, &cands[winner], &wtp, &wlat, &wb);
+        bool better = o->strategy == AIT_STRATEGY_MIN_LATENCY ? lat < wlat : tp > wtp;
+        if (better) winner = i;
+      }
+    }
+    /* latency-budget: when no candidate is selectable, the baseline may win
+     * only over candidates that met the budget but were slower than it */
+    if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && winner < 0) {
+      bool some_within = false;
+      for (int i = 0; i < n; i++) some_within |= cands[i].status == AIT_CAND_SLOWER;
+      if (!some_within) {
+        st = ait_err(AIT_E_NOT_FOUND, "no candidate meets the latency budget of %g ms",
+                     o->latency_budget_ms);
+        goto out;
+      }
+    }
+  }
+  if (winner >= 0) {
+    if (cands[winner].cfg.iface->activate) cands[winner].cfg.iface->activate(cands[winner].state);
+    keep_selection(&t, &cands[winner], winner);
+  } else {
+    if (n > 0 && o->strategy == AIT_STRATEGY_FIRST_WINS)
+      warn(&t, "every candidate failed; the model runs on the reference backend (eager)");
+    else if (n > 0 && o->strategy == AIT_STRATEGY_ONE_BACKEND)
+      ait_module_logf(m, 0, "%s is correct but not faster than the baseline; falling back to eager", cands[0].desc);
+    if (!profile_base) base.n_prof = 0;
+    keep_selection(&t, &base, -1);
+  }
+  t.res.baseline = &base;
+  t.res.cands = cands;
+  t.res.n_cands = n;
+  t.res.tuning_s = ait_now() - t_start;
+  free(m->report_json);
+  m->report_json = ait_report_build(m, &t.res);
+  if (!m->report_json) st = ait_err(AIT_E_NOMEM, "out of memory building the report");
+  else m->tuned = true;
+  ait_module_logf(m, 0, "selected %s (batch %d) in %.1f s", m->desc, m->batch, t.res.tuning_s);
+out:
+  for (int i = 0; i < n; i++) destroy_state(&cands[i]);
+  destroy_state(&base);
+  free(cands);
+  free_cases(&t);
+  return st;
+}

@@ -1,0 +1,107 @@
+/* Numeric validation of a candidate's outputs against the reference. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tune/tune.h"
+
+ait_tolerance ait_tolerance_for(ait_dtype compute, const ait_tune_options *o) {
+  ait_tolerance t;
+  switch (compute) {
+  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.999}; break;
+  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.99}; break;
+  case AIT_INT8:
+  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99}; break;
+  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999}; break;
+  }
+  if (o && o->rtol > 0) t.rtol = o->rtol;
+  if (o && o->atol > 0) t.atol = o->atol;
+  if (o && o->min_cosine > 0) t.min_cosine = o->min_cosine;
+  return t;
+}
+
+bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_tolerance *tol,
+                       ait_error_stats *st, char *why, size_t n) {
+  char a[128], b[128];
+  st->checked++;
+  if (got->kind != want->kind || got->dtype != want->dtype || got->rank != want->rank ||
+      memcmp(got->dims, want->dims, sizeof(int64_t) * (size_t)got->rank)) {
+    snprintf(why, n, "output is %s %s, the reference gives %s %s", ait_dtype_name(got->dtype),
+             ait_shape_str(got->rank, got->dims, a, sizeof a), ait_dtype_name(want->dtype),
+             ait_shape_str(want->rank, want->dims, b, sizeof b));
+    return false;
+  }
+  if (got->kind != AIT_KIND_TENSOR) {
+    snprintf(why, n, "sequence and optional outputs are compared by the conformance suite only");
+    return got->kind == AIT_KIND_NONE;
+  }
+  const ait_dtype_traits *tr = ait_dtype_traits_of(got->dtype);
+  int64_t cnt = ait_tensor_numel(got);
+  if (!tr) { /* strings: exact */
+    for (int64_t i = 0; i < cnt; i++)
+      if (strcmp(((char **)got->data)[i], ((char **)want->data)[i])) {
+        snprintf(why, n, "string element %lld differs", (long long)i);
+        st->mismatches++;
+        return false;
+      }
+    return true;
+  }
+  if (!tr->is_float) {
+    for (int64_t i = 0; i < cnt; i++)
+      if (ait_load_i64(tr, got->data, i) != ait_load_i64(tr, want->data, i)) {
+        snprintf(why, n, "element %lld is %lld, the reference gives %lld (integers must match exactly)",
+                 (long long)i, (long long)ait_load_i64(tr, got->data, i),
+                 (long long)ait_load_i64(tr, want->data, i));
+        st->mismatches++;
+        return false;
+      }
+    return true;
+  }
+  double dot = 0, ng = 0, nw = 0, max_abs = 0, scale = 0;
+  long long bad = 0, mism = 0;
+  int64_t first_bad = -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    double x = ait_load_f64(tr, got->data, i), y = ait_load_f64(tr, want->data, i);
+    if (!isfinite(y)) {
+      if (!(isnan(x) && isnan(y)) && x != y) mism++;
+      continue;
+    }
+    if (!isfinite(x)) {
+      bad++;
+      continue;
+    }
+    double d = fabs(x - y);
+    max_abs = d > max_abs ? d : max_abs;
+    scale = fabs(y) > scale ? fabs(y) : scale;
+    dot += x * y;
+    ng += x * x;
+    nw += y * y;
+    if (d > tol->atol + tol->rtol * fabs(y)) {
+      if (first_bad < 0) first_bad = i;
+      mism++;
+    }
+  }
+  double cosine = (ng > 0 && nw > 0) ? dot / sqrt(ng * nw) : (ng == nw ? 1.0 : 0.0);
+  double rel = scale > 0 ? max_abs / scale : max_abs;
+  if (st->checked == 1 || max_abs > st->max_abs) st->max_abs = max_abs;
+  if (st->checked == 1 || rel > st->max_rel) st->max_rel = rel;
+  if (st->checked == 1 || cosine < st->min_cosine) st->min_cosine = cosine;
+  st->bad_values += bad;
+  st->mismatches += mism;
+  if (bad) {
+    snprintf(why, n, "%lld NaN/Inf values where the reference is finite", bad);
+    return false;
+  }
+  if (mism) {
+    snprintf(why, n,
+             "%lld of %lld elements outside rtol %g / atol %g (first at %lld; max abs error %.3g, "
+             "cosine %.6f)",
+             mism, (long long)cnt, tol->rtol, tol->atol, (long long)first_bad, max_abs, cosine);
+    return false;
+  }
+  if (cosine < tol->min_cosine) {
+    snprintf(why, n, "cosine similarity %.6f is below %g", cosine, tol->min_cosine);
+    return false;
+  }
+  return true;
+}
