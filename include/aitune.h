@@ -147,7 +147,6 @@ ait_status ait_session_run(ait_session *session, const ait_tensor_view *inputs, 
  * session and stays valid until the next ait_session_run or ait_session_free. */
 ait_status ait_session_output(const ait_session *session, size_t i, ait_tensor_view *out);
 
-
 /* ---- tuning ------------------------------------------------------------ */
 
 /* A module wraps a model with a name and, once tuned, the chosen backend.
@@ -172,22 +171,23 @@ typedef void (*ait_log_fn)(void *user, int is_warning, const char *line);
 
 typedef struct ait_tune_options {
   ait_strategy strategy;
-  const char *const *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
+  const char *const
+      *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
   size_t n_backends;
   const int *batch_sizes; /* NULL: sweep powers of two (see docs/tuning.md) */
   size_t n_batch_sizes;
-  double latency_budget_ms;  /* latency-budget strategy */
-  double min_speedup_ratio;  /* a candidate must reach (1 + r) x baseline throughput; default 0.01 */
-  int perf_validation;       /* 1 (default): candidates must beat the baseline */
-  double rtol, atol;         /* float tolerance vs the reference; 0 = per-precision default */
-  double min_cosine;         /* reduced-precision candidates: cosine similarity floor (0.99) */
-  int warmup;                /* profiling: warm-up runs (default 3) */
-  int min_runs, max_runs;    /* profiling: runs per measurement (default 10..200) */
-  double cv_target;          /* stop when the coefficient of variation of the last
-                                min_runs runs is below this (default 0.05); 0 = fixed min_runs */
-  double time_budget_s;      /* profiling time per candidate and batch size (default 2 s) */
-  const char *cache_dir;     /* decision cache; NULL: $AITUNE_CACHE_DIR or ~/.cache/aitune; "" = off */
-  ait_log_fn log;            /* progress and warnings; NULL = silent */
+  double latency_budget_ms; /* latency-budget strategy */
+  double min_speedup_ratio; /* a candidate must reach (1 + r) x baseline throughput; default 0.01 */
+  int perf_validation;      /* 1 (default): candidates must beat the baseline */
+  double rtol, atol;        /* float tolerance vs the reference; 0 = per-precision default */
+  double min_cosine;        /* reduced-precision candidates: cosine similarity floor (0.99) */
+  int warmup;               /* profiling: warm-up runs (default 3) */
+  int min_runs, max_runs;   /* profiling: runs per measurement (default 10..200) */
+  double cv_target;         /* stop when the coefficient of variation of the last
+                               min_runs runs is below this (default 0.05); 0 = fixed min_runs */
+  double time_budget_s;     /* profiling time per candidate and batch size (default 2 s) */
+  const char *cache_dir; /* decision cache; NULL: $AITUNE_CACHE_DIR or ~/.cache/aitune; "" = off */
+  ait_log_fn log;        /* progress and warnings; NULL = silent */
   void *log_user;
 } ait_tune_options;
 

@@ -84,14 +84,16 @@ ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st)
 }
 
 ait_status ait_module_create(const char *path, const char *name, ait_module **out) {
-  if (!path || !out) return ait_err(AIT_E_INVALID_ARG, "ait_module_create: path and out are required");
+  if (!path || !out)
+    return ait_err(AIT_E_INVALID_ARG, "ait_module_create: path and out are required");
   ait_status st;
   *out = ait_module_alloc(path, name, &st);
   return st;
 }
 
 static void clear_outputs(ait_module *m) {
-  for (int i = 0; i < m->n_outputs; i++) ait_tensor_free(m->outputs[i]);
+  for (int i = 0; i < m->n_outputs; i++)
+    ait_tensor_free(m->outputs[i]);
   free(m->outputs);
   m->outputs = NULL;
   m->n_outputs = 0;
@@ -108,7 +110,8 @@ void ait_module_free(ait_module *m) {
   if (!m) return;
   clear_outputs(m);
   drop_state(m);
-  for (int i = 0; i < m->n_samples; i++) ait_sample_free(&m->samples[i]);
+  for (int i = 0; i < m->n_samples; i++)
+    ait_sample_free(&m->samples[i]);
   ait_model_free(m->model);
   free(m->report_json);
   free(m->name);
@@ -133,11 +136,12 @@ static ait_status wrap_inputs(const ait_module *m, const ait_tensor_view *in, si
       return ait_err(AIT_E_DTYPE, "input %zu ('%s'): expected dtype %s, got %s", i, d->name,
                      ait_dtype_name(d->dtype), ait_dtype_name(in[i].dtype));
     if (d->rank >= 0 && in[i].rank != d->rank)
-      return ait_err(AIT_E_SHAPE, "input %zu ('%s'): expected rank %d, got %d", i, d->name, d->rank, in[i].rank);
+      return ait_err(AIT_E_SHAPE, "input %zu ('%s'): expected rank %d, got %d", i, d->name, d->rank,
+                     in[i].rank);
     for (int k = 0; d->rank >= 0 && k < d->rank; k++)
       if (d->dims[k].v >= 0 && d->dims[k].v != in[i].dims[k])
-        return ait_err(AIT_E_SHAPE, "input %zu ('%s'): dim %d must be %lld, got %lld", i, d->name, k,
-                       (long long)d->dims[k].v, (long long)in[i].dims[k]);
+        return ait_err(AIT_E_SHAPE, "input %zu ('%s'): dim %d must be %lld, got %lld", i, d->name,
+                       k, (long long)d->dims[k].v, (long long)in[i].dims[k]);
     if (!(wrapped[i] = ait_tensor_wrap(in[i].dtype, in[i].rank, in[i].dims, in[i].data)))
       return ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
     if (!in[i].data && ait_tensor_numel(wrapped[i]) > 0)
@@ -167,7 +171,8 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
   if (n > 64) return ait_err(AIT_E_UNSUPPORTED, "at most 64 inputs");
   ait_status st = wrap_inputs(m, inputs, n, w);
   if (!st) st = record_sample(m, w, (int)n);
-  for (size_t i = 0; i < n; i++) ait_tensor_free(w[i]);
+  for (size_t i = 0; i < n; i++)
+    ait_tensor_free(w[i]);
   return st;
 }
 
@@ -204,7 +209,8 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
     st = m->cfg.iface->infer(m->state, (const ait_tensor *const *)w, (int)n, outs);
     if (st && m->warned_range) {
       /* the selected backend cannot take this shape: the reference can */
-      ait_module_logf(m, 1, "%s failed on this input (%s); running it on eager", m->desc, ait_last_error());
+      ait_module_logf(m, 1, "%s failed on this input (%s); running it on eager", m->desc,
+                      ait_last_error());
       const ait_backend_iface *e = ait_backend_find("eager");
       ait_backend_config ec;
       ait_backend_config_parse("eager", &ec);
@@ -212,7 +218,8 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
       if (!st) st = e->infer(m->ref_state, (const ait_tensor *const *)w, (int)n, outs);
     }
   }
-  for (size_t i = 0; i < n; i++) ait_tensor_free(w[i]);
+  for (size_t i = 0; i < n; i++)
+    ait_tensor_free(w[i]);
   if (st) {
     free(outs);
     return st;
@@ -227,7 +234,8 @@ ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out
   if (!m || !out || i >= (size_t)m->n_outputs)
     return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (run the module first)", i);
   const ait_tensor *t = m->outputs[i];
-  if (t->kind != AIT_KIND_TENSOR) return ait_err(AIT_E_UNSUPPORTED, "output %zu is not a tensor", i);
+  if (t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_UNSUPPORTED, "output %zu is not a tensor", i);
   memset(out, 0, sizeof *out);
   out->dtype = t->dtype;
   out->rank = t->rank;
@@ -247,7 +255,8 @@ const ait_model *ait_module_model(const ait_module *m) { return m ? m->model : N
 
 ait_status ait_module_report_json(const ait_module *m, char **json) {
   if (!m || !json) return ait_err(AIT_E_INVALID_ARG, "module and json are required");
-  if (!m->report_json) return ait_err(AIT_E_NOT_FOUND, "module '%s' has no report: tune it first", m->name);
+  if (!m->report_json)
+    return ait_err(AIT_E_NOT_FOUND, "module '%s' has no report: tune it first", m->name);
   if (!(*json = strdup(m->report_json))) return ait_err(AIT_E_NOMEM, "out of memory");
   return AIT_OK;
 }
@@ -276,10 +285,14 @@ static ait_status mkdir_p(const char *path) {
 /* cache folder, or "" when off; into buf */
 static const char *cache_root(const ait_tune_options *o, char *buf, size_t n) {
   const char *env = getenv("AITUNE_CACHE_DIR"), *home = getenv("HOME");
-  if (o->cache_dir) snprintf(buf, n, "%s", o->cache_dir);
-  else if (env && *env) snprintf(buf, n, "%s", env);
-  else if (home && *home) snprintf(buf, n, "%s/.cache/aitune", home);
-  else buf[0] = '\0';
+  if (o->cache_dir)
+    snprintf(buf, n, "%s", o->cache_dir);
+  else if (env && *env)
+    snprintf(buf, n, "%s", env);
+  else if (home && *home)
+    snprintf(buf, n, "%s/.cache/aitune", home);
+  else
+    buf[0] = '\0';
   return buf;
 }
 
@@ -294,9 +307,12 @@ static void cache_key(const ait_module *m, const ait_tune_options *o, char *hex6
     snprintf(hex65, 65, "%s", m->model_sha);
     return;
   }
-  at += (size_t)snprintf(k + at, cap - at, "aitune %s|model %s|spec %s|strategy %s|perf %d %g|budget %g|tol %g %g %g|batches",
-                         AIT_VERSION_STRING, m->model_sha, spec ? spec : "", ait_strategy_name(o->strategy),
-                         o->perf_validation, o->min_speedup_ratio, o->latency_budget_ms, o->rtol, o->atol, o->min_cosine);
+  at += (size_t)snprintf(
+      k + at, cap - at,
+      "aitune %s|model %s|spec %s|strategy %s|perf %d %g|budget %g|tol %g %g %g|batches",
+      AIT_VERSION_STRING, m->model_sha, spec ? spec : "", ait_strategy_name(o->strategy),
+      o->perf_validation, o->min_speedup_ratio, o->latency_budget_ms, o->rtol, o->atol,
+      o->min_cosine);
   for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes && at < cap; i++)
     at += (size_t)snprintf(k + at, cap - at, " %d", o->batch_sizes[i]);
   at += (size_t)snprintf(k + at, at < cap ? cap - at : 0, "|backends");
@@ -331,8 +347,10 @@ static void adopt(ait_module *m, ait_module *e) {
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
   ait_tune_options o;
-  if (opts) o = *opts;
-  else ait_tune_options_init(&o);
+  if (opts)
+    o = *opts;
+  else
+    ait_tune_options_init(&o);
   ait_log_fn saved_log = m->log;
   void *saved_user = m->log_user;
   if (o.log) {
@@ -361,8 +379,10 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
         ait_module_logf(m, 0, "answered from the cache (%s): %s", entry, m->desc);
         goto out;
       }
-      if (cst == AIT_E_NOT_FOUND) ait_module_logf(m, 0, "re-tuning: %s", ait_last_error());
-      else ait_module_logf(m, 1, "discarding a corrupted cache entry %s: %s", entry, ait_last_error());
+      if (cst == AIT_E_NOT_FOUND)
+        ait_module_logf(m, 0, "re-tuning: %s", ait_last_error());
+      else
+        ait_module_logf(m, 1, "discarding a corrupted cache entry %s: %s", entry, ait_last_error());
       ait_rmtree(entry);
     }
   }
@@ -375,7 +395,8 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if (root[0]) {
     ait_status cst = mkdir_p(root);
     if (!cst) cst = ait_artifact_save(m, entry);
-    if (cst) ait_module_logf(m, 1, "could not store the decision in the cache: %s", ait_last_error());
+    if (cst)
+      ait_module_logf(m, 1, "could not store the decision in the cache: %s", ait_last_error());
   }
 out:
   m->log = saved_log;

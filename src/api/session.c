@@ -9,7 +9,8 @@
 const char *const *ait_backend_names(void) {
   static const char *names[33];
   int n = ait_backend_count() < 32 ? ait_backend_count() : 32;
-  for (int i = 0; i < n; i++) names[i] = ait_backend_at(i)->name;
+  for (int i = 0; i < n; i++)
+    names[i] = ait_backend_at(i)->name;
   names[n] = NULL;
   return names;
 }

@@ -48,8 +48,8 @@ typedef struct ait_backend_config {
 
 /* What the tuner knows when it asks for a build. */
 typedef struct ait_build_info {
-  const struct ait_graph_spec *spec;        /* dynamic axes and their ranges, may be NULL */
-  const ait_tensor *const *const *samples;  /* samples[s][i]: input i of sample s, may be NULL */
+  const struct ait_graph_spec *spec;       /* dynamic axes and their ranges, may be NULL */
+  const ait_tensor *const *const *samples; /* samples[s][i]: input i of sample s, may be NULL */
   int n_samples;
   const char *cache_dir; /* where a backend may keep build artifacts, may be NULL */
 } ait_build_info;

@@ -166,7 +166,8 @@ const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n) 
   char desc[1024];
   ait_backend_describe(cfg, desc, sizeof desc);
   uint32_t h = 2166136261u; /* FNV-1a of the canonical description */
-  for (const char *p = desc; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  for (const char *p = desc; *p; p++)
+    h = (h ^ (uint8_t)*p) * 16777619u;
   snprintf(buf, n, "%s-%08x", cfg->iface->name, h);
   return buf;
 }

@@ -13,7 +13,8 @@ void ait_sha256_hex(const void *data, size_t len, char *hex65) {
   unsigned char md[32];
   unsigned int n = 0;
   EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-  for (int i = 0; i < 32; i++) snprintf(hex65 + 2 * i, 3, "%02x", md[i]);
+  for (int i = 0; i < 32; i++)
+    snprintf(hex65 + 2 * i, 3, "%02x", md[i]);
 }
 
 int ait_sha256_file(const char *path, char *hex65) {
@@ -27,7 +28,8 @@ int ait_sha256_file(const char *path, char *hex65) {
   }
   unsigned char buf[1 << 16];
   size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(ctx, buf, got);
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+    EVP_DigestUpdate(ctx, buf, got);
   int bad = ferror(f);
   fclose(f);
   unsigned char md[32];
@@ -35,7 +37,8 @@ int ait_sha256_file(const char *path, char *hex65) {
   EVP_DigestFinal_ex(ctx, md, &n);
   EVP_MD_CTX_free(ctx);
   if (bad) return -1;
-  for (int i = 0; i < 32; i++) snprintf(hex65 + 2 * i, 3, "%02x", md[i]);
+  for (int i = 0; i < 32; i++)
+    snprintf(hex65 + 2 * i, 3, "%02x", md[i]);
   return 0;
 }
 
@@ -47,11 +50,13 @@ static void cpuinfo_field(const char *key, char *out, size_t n) {
   char line[8192];
   size_t kl = strlen(key);
   while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, key, kl) || (line[kl] != ' ' && line[kl] != '\t' && line[kl] != ':')) continue;
+    if (strncmp(line, key, kl) || (line[kl] != ' ' && line[kl] != '\t' && line[kl] != ':'))
+      continue;
     char *colon = strchr(line, ':');
     if (!colon) continue;
     colon++;
-    while (*colon == ' ') colon++;
+    while (*colon == ' ')
+      colon++;
     colon[strcspn(colon, "\n")] = '\0';
     snprintf(out, n, "%s", colon);
     break;
@@ -61,9 +66,9 @@ static void cpuinfo_field(const char *key, char *out, size_t n) {
 
 /* The ISA features kernels dispatch on, in a fixed order. */
 static void kernel_features(char *out, size_t n) {
-  static const char *const feats[] = {"sse4_2",   "avx",         "avx2",       "fma",
-                                      "avx512f",  "avx512bw",    "avx512vl",   "avx512_vnni",
-                                      "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8", NULL};
+  static const char *const feats[] = {
+      "sse4_2",      "avx",         "avx2",     "fma",      "avx512f",  "avx512bw", "avx512vl",
+      "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8", NULL};
   char flags[8192];
   cpuinfo_field("flags", flags, sizeof flags);
   out[0] = '\0';
@@ -73,7 +78,8 @@ static void kernel_features(char *out, size_t n) {
     snprintf(pat, sizeof pat, " %s ", feats[i]);
     char padded[8200];
     snprintf(padded, sizeof padded, " %s ", flags);
-    if (strstr(padded, pat) && at < n) at += (size_t)snprintf(out + at, n - at, "%s%s", at ? "," : "", feats[i]);
+    if (strstr(padded, pat) && at < n)
+      at += (size_t)snprintf(out + at, n - at, "%s%s", at ? "," : "", feats[i]);
   }
 }
 

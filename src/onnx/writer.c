@@ -25,13 +25,16 @@ static void *wr_alloc(wr *w, size_t size) {
     w->cap = cap;
   }
   void *m = calloc(1, size ? size : 1);
-  if (!m) w->oom = true;
-  else w->ptrs[w->n++] = m;
+  if (!m)
+    w->oom = true;
+  else
+    w->ptrs[w->n++] = m;
   return m;
 }
 
 static void wr_free(wr *w) {
-  for (size_t i = 0; i < w->n; i++) free(w->ptrs[i]);
+  for (size_t i = 0; i < w->n; i++)
+    free(w->ptrs[i]);
   free(w->ptrs);
 }
 
@@ -180,7 +183,8 @@ static Onnx__AttributeProto *attr_proto(wr *w, const ait_attr *a) {
 static char **name_list(wr *w, const ait_graph *g, const int *ids, int n) {
   char **names = wr_alloc(w, sizeof(char *) * (size_t)(n + 1));
   if (!names) return NULL;
-  for (int i = 0; i < n; i++) names[i] = ids[i] >= 0 ? g->values[ids[i]].name : (char *)"";
+  for (int i = 0; i < n; i++)
+    names[i] = ids[i] >= 0 ? g->values[ids[i]].name : (char *)"";
   return names;
 }
 
@@ -237,7 +241,8 @@ static Onnx__GraphProto *graph_proto(wr *w, const ait_graph *g) {
       gp->initializer[gp->n_initializer++] = tp;
     } else if (val->producer >= 0 && val->dtype != AIT_UNDEFINED) {
       bool is_out = false;
-      for (int k = 0; k < g->n_outputs; k++) is_out |= g->outputs[k] == v;
+      for (int k = 0; k < g->n_outputs; k++)
+        is_out |= g->outputs[k] == v;
       if (is_out) continue;
       Onnx__ValueInfoProto *vi = value_info(w, val);
       if (!vi) return NULL;
@@ -276,7 +281,8 @@ ait_status ait_onnx_write_model(const ait_graph *g, const char *path) {
   }
   size_t len = onnx__model_proto__get_packed_size(mp);
   uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) st = ait_err(AIT_E_NOMEM, "out of memory serializing '%s' (%zu bytes)", path, len);
+  if (!buf)
+    st = ait_err(AIT_E_NOMEM, "out of memory serializing '%s' (%zu bytes)", path, len);
   else {
     onnx__model_proto__pack(mp, buf);
     st = ait_write_file_atomic(path, buf, len);

@@ -43,7 +43,8 @@ static char *decision_json(const ait_module *m) {
   cJSON_AddStringToObject(d, "model_sha256", m->model_sha);
   cJSON_AddStringToObject(d, "model_source", m->model_path);
   cJSON_AddStringToObject(d, "backend", m->desc);
-  cJSON_AddItemToObject(d, "backend_config", cJSON_Parse(ait_backend_config_json(&m->cfg, cfg, sizeof cfg)));
+  cJSON_AddItemToObject(d, "backend_config",
+                        cJSON_Parse(ait_backend_config_json(&m->cfg, cfg, sizeof cfg)));
   cJSON_AddNumberToObject(d, "batch", m->batch);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(d, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());
@@ -78,11 +79,13 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir) {
     st = ait_err(AIT_E_NOMEM, "out of memory");
     goto out;
   }
-  if ((st = write_text(tmp, "decision.json", dec)) || (st = write_text(tmp, "report.json", m->report_json)))
+  if ((st = write_text(tmp, "decision.json", dec)) ||
+      (st = write_text(tmp, "report.json", m->report_json)))
     goto out;
   /* a copy of the model keeps the artifact whole when the original moves */
   model_copy = ait_path_join(tmp, "model.onnx");
-  if ((st = ait_read_file(m->model_path, &bytes, &size)) || (st = ait_write_file_atomic(model_copy, bytes, size)))
+  if ((st = ait_read_file(m->model_path, &bytes, &size)) ||
+      (st = ait_write_file_atomic(model_copy, bytes, size)))
     goto out;
   backend_dir = ait_path_join(tmp, "backend");
   if (mkdir(backend_dir, 0777) != 0) {
@@ -141,11 +144,13 @@ static void spec_from_json(const cJSON *j, ait_graph_spec *spec) {
 
 /* Every field a decision must have, with the right type. */
 static bool decision_valid(const cJSON *d) {
-  static const char *const strs[] = {"format", "name", "model_sha256", "backend", "fingerprint", NULL};
+  static const char *const strs[] = {"format",  "name",        "model_sha256",
+                                     "backend", "fingerprint", NULL};
   for (int i = 0; strs[i]; i++)
     if (!json_str(d, strs[i])) return false;
   const cJSON *spec = cJSON_GetObjectItemCaseSensitive(d, "graph_spec");
-  if (!cJSON_IsObject(spec) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(d, "batch"))) return false;
+  if (!cJSON_IsObject(spec) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(d, "batch")))
+    return false;
   const cJSON *a;
   cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(spec, "axes")) {
     static const char *const nums[] = {"input", "axis", "min", "opt", "max", NULL};
@@ -157,8 +162,8 @@ static bool decision_valid(const cJSON *d) {
 
 ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
 
-ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bool strict_fingerprint,
-                             ait_module **out) {
+ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
+                             bool strict_fingerprint, ait_module **out) {
   *out = NULL;
   char *dpath = ait_path_join(dir, "decision.json");
   void *text = NULL;
@@ -175,7 +180,8 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bo
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(d, "version");
   if (!cJSON_IsNumber(ver) || ver->valueint != AIT_DECISION_VERSION) {
     cJSON_Delete(d);
-    return ait_err(AIT_E_UNSUPPORTED, "%s/decision.json has version %d; this aitune reads version %d", dir,
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "%s/decision.json has version %d; this aitune reads version %d", dir,
                    cJSON_IsNumber(ver) ? ver->valueint : -1, AIT_DECISION_VERSION);
   }
   char fp[2048], diff[1024];
@@ -199,7 +205,8 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bo
   m->log = log;
   m->log_user = log_user;
   if (strcmp(m->model_sha, json_str(d, "model_sha256"))) {
-    st = ait_err(AIT_E_INVALID_MODEL, "%s/model.onnx does not match the SHA-256 in decision.json", dir);
+    st = ait_err(AIT_E_INVALID_MODEL, "%s/model.onnx does not match the SHA-256 in decision.json",
+                 dir);
     goto fail;
   }
   if ((st = ait_backend_config_parse(json_str(d, "backend"), &m->cfg))) goto fail;
@@ -225,8 +232,10 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bo
   free(rpath);
   m->tuned = true;
   if (fp_differs)
-    ait_module_logf(m, 1, "'%s' was tuned on a different machine or library (%s); it runs, but "
-                          "re-tuning may pick better", dir, ait_fingerprint_diff(tuned_fp, fp, diff, sizeof diff));
+    ait_module_logf(m, 1,
+                    "'%s' was tuned on a different machine or library (%s); it runs, but "
+                    "re-tuning may pick better",
+                    dir, ait_fingerprint_diff(tuned_fp, fp, diff, sizeof diff));
   cJSON_Delete(d);
   *out = m;
   return AIT_OK;

@@ -20,8 +20,8 @@ struct ait_module {
   bool tuned;
   ait_backend_config cfg; /* the selected backend */
   char desc[160];
-  void *state; /* its built state, owned */
-  int batch;   /* the selected batch size */
+  void *state;       /* its built state, owned */
+  int batch;         /* the selected batch size */
   char *report_json; /* owned */
   char tuned_fingerprint[2048];
 
@@ -55,8 +55,8 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r);
 
 /* Tuned artifacts: save the module into dir (atomically), load one back. */
 ait_status ait_artifact_save(const ait_module *m, const char *dir);
-ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user, bool strict_fingerprint,
-                             ait_module **out);
+ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
+                             bool strict_fingerprint, ait_module **out);
 /* Remove a folder tree; quiet about missing paths. */
 void ait_rmtree(const char *path);
 

@@ -35,9 +35,11 @@ static double percentile(const double *sorted, int n, double p) {
 static double window_cv(const double *t, int n, int w) {
   if (n < w || w < 2) return INFINITY;
   double mean = 0, var = 0;
-  for (int i = n - w; i < n; i++) mean += t[i];
+  for (int i = n - w; i < n; i++)
+    mean += t[i];
   mean /= w;
-  for (int i = n - w; i < n; i++) var += (t[i] - mean) * (t[i] - mean);
+  for (int i = n - w; i < n; i++)
+    var += (t[i] - mean) * (t[i] - mean);
   var /= (w - 1);
   return mean > 0 ? sqrt(var) / mean : INFINITY;
 }
@@ -55,7 +57,8 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
   double *t = malloc(sizeof(double) * (size_t)max_runs);
   if (!t) return ait_err(AIT_E_NOMEM, "out of memory profiling");
   ait_status st = AIT_OK;
-  for (int i = 0; i < o->warmup && !st; i++) st = fn(ctx);
+  for (int i = 0; i < o->warmup && !st; i++)
+    st = fn(ctx);
   int n = 0;
   double spent = 0;
   while (!st && n < max_runs) {
@@ -80,7 +83,8 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
   out->cv = window_cv(t, n, n < min_runs ? n : min_runs);
   if (!isfinite(out->cv)) out->cv = 0;
   double sum = 0;
-  for (int i = 0; i < n; i++) sum += t[i];
+  for (int i = 0; i < n; i++)
+    sum += t[i];
   qsort(t, (size_t)n, sizeof *t, cmp_double);
   out->median_ms = (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
   out->p90_ms = percentile(t, n, 90) * 1e3;

@@ -31,7 +31,8 @@ static cJSON *candidate_json(const ait_candidate *c) {
   char key[128], cfg[1024];
   cJSON_AddStringToObject(o, "backend", c->desc);
   cJSON_AddStringToObject(o, "key", ait_backend_key(&c->cfg, key, sizeof key));
-  cJSON_AddItemToObject(o, "config", cJSON_Parse(ait_backend_config_json(&c->cfg, cfg, sizeof cfg)));
+  cJSON_AddItemToObject(o, "config",
+                        cJSON_Parse(ait_backend_config_json(&c->cfg, cfg, sizeof cfg)));
   cJSON_AddStringToObject(o, "status", ait_cand_status_name(c->status));
   cJSON_AddStringToObject(o, "error", c->error);
   cJSON_AddNumberToObject(o, "build_s", c->build_s);
@@ -84,7 +85,8 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON_AddStringToObject(b, "backend", "eager");
   cJSON_AddItemToObject(b, "profile", profile_json(r->baseline));
   cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
-  for (int i = 0; i < r->n_cands; i++) cJSON_AddItemToArray(cands, candidate_json(&r->cands[i]));
+  for (int i = 0; i < r->n_cands; i++)
+    cJSON_AddItemToArray(cands, candidate_json(&r->cands[i]));
   cJSON *sel = cJSON_AddObjectToObject(root, "selection");
   cJSON_AddStringToObject(sel, "backend", m->desc);
   cJSON_AddBoolToObject(sel, "is_baseline", r->selected < 0);
@@ -92,7 +94,8 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON_AddNumberToObject(sel, "throughput", r->sel_throughput);
   cJSON_AddNumberToObject(sel, "latency_ms", r->sel_latency_ms);
   cJSON *w = cJSON_AddArrayToObject(root, "warnings");
-  for (int i = 0; i < r->n_warnings; i++) cJSON_AddItemToArray(w, cJSON_CreateString(r->warnings[i]));
+  for (int i = 0; i < r->n_warnings; i++)
+    cJSON_AddItemToArray(w, cJSON_CreateString(r->warnings[i]));
   char fp[2048];
   cJSON_AddStringToObject(root, "fingerprint", ait_fingerprint_text(fp, sizeof fp));
   cJSON_AddNumberToObject(root, "tuning_s", r->tuning_s);

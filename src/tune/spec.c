@@ -9,7 +9,8 @@
 #include "tune/tune.h"
 
 void ait_sample_free(ait_sample *s) {
-  for (int i = 0; s->inputs && i < s->n_inputs; i++) ait_tensor_free(s->inputs[i]);
+  for (int i = 0; s->inputs && i < s->n_inputs; i++)
+    ait_tensor_free(s->inputs[i]);
   free(s->inputs);
   s->inputs = NULL;
   s->n_inputs = 0;
@@ -48,7 +49,8 @@ ait_status ait_sample_random(const ait_graph *g, unsigned long long seed, ait_sa
                      ait_dtype_name(v->dtype), v->rank);
     }
     int64_t dims[AIT_MAX_RANK];
-    for (int k = 0; k < v->rank; k++) dims[k] = v->dims[k].v >= 0 ? v->dims[k].v : 1;
+    for (int k = 0; k < v->rank; k++)
+      dims[k] = v->dims[k].v >= 0 ? v->dims[k].v : 1;
     ait_tensor *t = ait_tensor_new(v->dtype, v->rank, dims);
     if (!t) {
       ait_sample_free(out);
@@ -57,8 +59,10 @@ ait_status ait_sample_random(const ait_graph *g, unsigned long long seed, ait_sa
     /* integers stay small and non-negative: they are usually indices or ids */
     for (int64_t e = 0; e < ait_tensor_numel(t); e++) {
       unsigned long long r = mix(&seed);
-      if (tr->is_float) ait_store_f64(tr, t->data, e, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-      else ait_store_i64(tr, t->data, e, v->dtype == AIT_BOOL ? (int64_t)(r & 1) : (int64_t)(r % 2));
+      if (tr->is_float)
+        ait_store_f64(tr, t->data, e, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+      else
+        ait_store_i64(tr, t->data, e, v->dtype == AIT_BOOL ? (int64_t)(r & 1) : (int64_t)(r % 2));
     }
     out->inputs[i] = t;
   }
@@ -100,7 +104,8 @@ void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_g
    * inputs disagree, axis 0 is just another dynamic axis */
   spec->has_batch = batched > 0 && batched == with_rank;
   if (!spec->has_batch)
-    for (int a = 0; a < spec->n_axes; a++) spec->axes[a].is_batch = false;
+    for (int a = 0; a < spec->n_axes; a++)
+      spec->axes[a].is_batch = false;
 }
 
 int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec) {
@@ -118,13 +123,15 @@ static ait_tensor *resize_axis(const ait_tensor *t, int axis, int64_t size) {
   ait_tensor *r = ait_tensor_new(t->dtype, t->rank, dims);
   if (!r || old == 0) return r;
   size_t es = ait_elem_size(t->dtype);
-  int64_t outer = ait_shape_numel(axis, t->dims), inner = ait_shape_numel(t->rank - axis - 1, t->dims + axis + 1);
+  int64_t outer = ait_shape_numel(axis, t->dims),
+          inner = ait_shape_numel(t->rank - axis - 1, t->dims + axis + 1);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < size; j++) {
       const char *src = (const char *)t->data + ((o * old + j % old) * inner) * (int64_t)es;
       char *dst = (char *)r->data + ((o * size + j) * inner) * (int64_t)es;
       if (t->dtype == AIT_STRING)
-        for (int64_t e = 0; e < inner; e++) ((char **)dst)[e] = strdup(((char *const *)src)[e]);
+        for (int64_t e = 0; e < inner; e++)
+          ((char **)dst)[e] = strdup(((char *const *)src)[e]);
       else
         memcpy(dst, src, (size_t)inner * es);
     }
@@ -138,7 +145,8 @@ ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, in
     const ait_axis *ax = &spec->axes[a];
     bool hit = which_axis < 0 ? ax->is_batch : a == which_axis;
     /* the same symbol on another input moves together (seq of ids and mask) */
-    if (!hit && which_axis >= 0 && ax->sym[0] && !strcmp(ax->sym, spec->axes[which_axis].sym)) hit = true;
+    if (!hit && which_axis >= 0 && ax->sym[0] && !strcmp(ax->sym, spec->axes[which_axis].sym))
+      hit = true;
     if (!hit) continue;
     ait_tensor *t = out->inputs[ax->input];
     if (ax->axis >= t->rank || t->dims[ax->axis] == size) continue;
@@ -157,7 +165,8 @@ char *ait_spec_json(const ait_graph_spec *spec) {
   size_t cap = 128 + (size_t)spec->n_axes * 160, at = 0;
   char *s = malloc(cap);
   if (!s) return NULL;
-  at += (size_t)snprintf(s + at, cap - at, "{\"has_batch\":%s,\"axes\":[", spec->has_batch ? "true" : "false");
+  at += (size_t)snprintf(s + at, cap - at, "{\"has_batch\":%s,\"axes\":[",
+                         spec->has_batch ? "true" : "false");
   for (int a = 0; a < spec->n_axes; a++) {
     const ait_axis *x = &spec->axes[a];
     at += (size_t)snprintf(s + at, cap - at,

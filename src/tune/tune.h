@@ -26,7 +26,7 @@ typedef struct ait_sample {
 /* One dynamic axis of one graph input. */
 typedef struct ait_axis {
   int input, axis;
-  char sym[64];        /* symbolic name, "" when none */
+  char sym[64];          /* symbolic name, "" when none */
   int64_t min, opt, max; /* from the samples (and the profiled batch sizes) */
   bool is_batch;
 } ait_axis;
@@ -60,11 +60,11 @@ typedef struct ait_tolerance {
 } ait_tolerance;
 
 typedef struct ait_error_stats {
-  int checked;        /* output tensors compared */
+  int checked;             /* output tensors compared */
   double max_abs, max_rel; /* max |got-want|, and that over max|want| per tensor */
-  double min_cosine;  /* lowest cosine similarity over float outputs */
-  long long mismatches; /* elements outside tolerance */
-  long long bad_values; /* NaN/Inf where the reference has finite values */
+  double min_cosine;       /* lowest cosine similarity over float outputs */
+  long long mismatches;    /* elements outside tolerance */
+  long long bad_values;    /* NaN/Inf where the reference has finite values */
 } ait_error_stats;
 
 /* Default tolerance for a backend whose compute precision is `dt`. */

@@ -12,9 +12,14 @@
 #include "tune/module_impl.h"
 
 const char *ait_cand_status_name(ait_cand_status s) {
-  static const char *const names[] = {"pending",      "selected",  "ok",
-                                      "unsupported",  "build_failed", "incorrect",
-                                      "slower_than_baseline", "over_budget"};
+  static const char *const names[] = {"pending",
+                                      "selected",
+                                      "ok",
+                                      "unsupported",
+                                      "build_failed",
+                                      "incorrect",
+                                      "slower_than_baseline",
+                                      "over_budget"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
@@ -83,7 +88,8 @@ static ait_status make_cases(tuner *t) {
     rc->want = calloc((size_t)g->n_outputs + 1, sizeof *rc->want);
     if (!rc->want) return ait_err(AIT_E_NOMEM, "out of memory");
     t->n_cases++;
-    ait_status st = ait_eager_run(g, (const ait_tensor *const *)rc->in.inputs, rc->in.n_inputs, rc->want);
+    ait_status st =
+        ait_eager_run(g, (const ait_tensor *const *)rc->in.inputs, rc->in.n_inputs, rc->want);
     if (st) return ait_err_prefix(st, "reference run on %s", rc->label);
   }
   return AIT_OK;
@@ -125,7 +131,8 @@ static bool validate(tuner *t, ait_candidate *c) {
     ait_status st = c->cfg.iface->infer(c->state, (const ait_tensor *const *)rc->in.inputs,
                                         rc->in.n_inputs, got);
     if (st) {
-      snprintf(c->error, sizeof c->error, "inference failed on %s: %s", rc->label, ait_last_error());
+      snprintf(c->error, sizeof c->error, "inference failed on %s: %s", rc->label,
+               ait_last_error());
       ok = false;
       break;
     }
@@ -164,7 +171,8 @@ static ait_status timed_infer(void *p) {
  * memory exhaustion (inputs x 64 is a rough bound on activations). */
 static bool fits_memory(const ait_sample *s, int64_t cur_batch, int64_t batch) {
   size_t bytes = 0;
-  for (int i = 0; i < s->n_inputs; i++) bytes += ait_tensor_nbytes(s->inputs[i]);
+  for (int i = 0; i < s->n_inputs; i++)
+    bytes += ait_tensor_nbytes(s->inputs[i]);
   double need = (double)bytes / (double)(cur_batch ? cur_batch : 1) * (double)batch * 64.0;
   FILE *f = fopen("/proc/meminfo", "r");
   double avail = 8e9;
@@ -234,21 +242,26 @@ static ait_status profile_candidate(tuner *t, ait_candidate *c, bool batch1_only
     ait_latency_stats *s = &c->prof[c->n_prof];
     AIT_TRY(profile_at(t, c, b, s));
     c->n_prof++;
-    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms) break;
+    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
+      break;
     if (c->n_prof > 1 && s->throughput < c->prof[c->n_prof - 2].throughput * 1.05) break;
   }
   return AIT_OK;
 }
 
 /* Best (throughput, latency, batch) of a candidate under the strategy. */
-static bool best_point(const tuner *t, const ait_candidate *c, double *tp, double *lat, int *batch) {
+static bool best_point(const tuner *t, const ait_candidate *c, double *tp, double *lat,
+                       int *batch) {
   bool found = false;
   for (int i = 0; i < c->n_prof; i++) {
     const ait_latency_stats *s = &c->prof[i];
-    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms) continue;
+    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
+      continue;
     bool better = !found;
-    if (found && t->o->strategy == AIT_STRATEGY_MIN_LATENCY) better = s->median_ms < *lat;
-    else if (found) better = s->throughput > *tp;
+    if (found && t->o->strategy == AIT_STRATEGY_MIN_LATENCY)
+      better = s->median_ms < *lat;
+    else if (found)
+      better = s->throughput > *tp;
     if (better) {
       *tp = s->throughput;
       *lat = s->median_ms;
@@ -285,8 +298,10 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   c->nodes_supported = 0;
   char first[512] = "";
   for (int i = 0; i < g->n_nodes; i++) {
-    if (c->cfg.iface->supports(&c->cfg, g, &g->nodes[i], why, sizeof why)) c->nodes_supported++;
-    else if (!first[0]) snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
+    if (c->cfg.iface->supports(&c->cfg, g, &g->nodes[i], why, sizeof why))
+      c->nodes_supported++;
+    else if (!first[0])
+      snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
   }
   if (c->nodes_supported < c->nodes_total) {
     c->status = AIT_CAND_UNSUPPORTED;
@@ -296,7 +311,8 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   }
   ait_module_logf(m, 0, "[%s] build", c->desc);
   const ait_tensor *const *samples[AIT_MAX_SAMPLES];
-  for (int s = 0; s < m->n_samples; s++) samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
+  for (int s = 0; s < m->n_samples; s++)
+    samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
   ait_build_info info = {&m->spec, samples, m->n_samples, NULL};
   double t0 = ait_now();
   ait_status st = c->cfg.iface->build(&c->cfg, g, &info, &c->state);
@@ -383,7 +399,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   t.prof.cv_target = o->cv_target;
   t.prof.time_budget_s = o->time_budget_s;
   for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes && i < AIT_MAX_BATCHES; i++) {
-    if (o->batch_sizes[i] < 1) return ait_err(AIT_E_INVALID_ARG, "batch size %d must be >= 1", o->batch_sizes[i]);
+    if (o->batch_sizes[i] < 1)
+      return ait_err(AIT_E_INVALID_ARG, "batch size %d must be >= 1", o->batch_sizes[i]);
     t.batches[t.n_batches++] = o->batch_sizes[i];
   }
   if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !(o->latency_budget_ms > 0))
@@ -402,14 +419,16 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   if (st) return st;
   if (o->strategy == AIT_STRATEGY_ONE_BACKEND && n != 1) {
     free(cands);
-    return ait_err(AIT_E_INVALID_ARG, "the one-backend strategy takes exactly one backend, got %d", n);
+    return ait_err(AIT_E_INVALID_ARG, "the one-backend strategy takes exactly one backend, got %d",
+                   n);
   }
   if (n == 0) warn(&t, "no candidate backend is available; the model runs on the reference");
   if ((st = make_cases(&t)) != AIT_OK) goto out;
 
   ait_backend_config_parse("eager", &base.cfg);
   snprintf(base.desc, sizeof base.desc, "eager");
-  if ((st = base.cfg.iface->build(&base.cfg, m->model->graph, NULL, &base.state)) != AIT_OK) goto out;
+  if ((st = base.cfg.iface->build(&base.cfg, m->model->graph, NULL, &base.state)) != AIT_OK)
+    goto out;
   bool batch1 = o->strategy == AIT_STRATEGY_MIN_LATENCY;
   bool profile_base = o->perf_validation && n > 0;
   if (profile_base) {
@@ -420,7 +439,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   int winner = -1;
   for (int i = 0; i < n; i++) {
     ait_candidate *c = &cands[i];
-    ait_module_logf(m, 0, "[%s] candidate %d of %d (%.1f s)", c->desc, i + 1, n, ait_now() - t_start);
+    ait_module_logf(m, 0, "[%s] candidate %d of %d (%.1f s)", c->desc, i + 1, n,
+                    ait_now() - t_start);
     st = build_candidate(&t, c);
     if (st) {
       ait_module_logf(m, 0, "[%s] %s: %s", c->desc, ait_cand_status_name(c->status), c->error);
@@ -445,7 +465,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     int b = 1;
     if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !best_point(&t, c, &tp, &lat, &b)) {
       c->status = AIT_CAND_OVER_BUDGET;
-      snprintf(c->error, sizeof c->error, "every batch size exceeds the latency budget of %g ms (batch %d: %.3f ms)",
+      snprintf(c->error, sizeof c->error,
+               "every batch size exceeds the latency budget of %g ms (batch %d: %.3f ms)",
                o->latency_budget_ms, c->prof[0].batch, c->prof[0].median_ms);
     } else if (o->perf_validation && !beats(&t, c, &base)) {
       c->status = AIT_CAND_SLOWER;
@@ -459,12 +480,15 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     } else {
       c->status = AIT_CAND_OK;
     }
-    ait_module_logf(m, 0, "[%s] %s%s%s", c->desc, ait_cand_status_name(c->status), c->error[0] ? ": " : "", c->error);
-    if (c->status == AIT_CAND_OK && (o->strategy == AIT_STRATEGY_FIRST_WINS || o->strategy == AIT_STRATEGY_ONE_BACKEND)) {
+    ait_module_logf(m, 0, "[%s] %s%s%s", c->desc, ait_cand_status_name(c->status),
+                    c->error[0] ? ": " : "", c->error);
+    if (c->status == AIT_CAND_OK &&
+        (o->strategy == AIT_STRATEGY_FIRST_WINS || o->strategy == AIT_STRATEGY_ONE_BACKEND)) {
       winner = i;
       break;
     }
-    if (c->cfg.iface->deactivate) c->cfg.iface->deactivate(c->state); /* free memory while others run */
+    if (c->cfg.iface->deactivate)
+      c->cfg.iface->deactivate(c->state); /* free memory while others run */
   }
   if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
     for (int i = 0; i < n; i++) {
@@ -472,7 +496,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       double tp = 0, lat = 0, wtp = 0, wlat = 0;
       int b = 1, wb = 1;
       best_point(&t, &cands[i], &tp, &lat, &b);
-      if (winner < 0) winner = i;
+      if (winner < 0)
+        winner = i;
       else {
         best_point(&t, &cands[winner], &wtp, &wlat, &wb);
         bool better = o->strategy == AIT_STRATEGY_MIN_LATENCY ? lat < wlat : tp > wtp;
@@ -483,7 +508,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
      * only over candidates that met the budget but were slower than it */
     if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && winner < 0) {
       bool some_within = false;
-      for (int i = 0; i < n; i++) some_within |= cands[i].status == AIT_CAND_SLOWER;
+      for (int i = 0; i < n; i++)
+        some_within |= cands[i].status == AIT_CAND_SLOWER;
       if (!some_within) {
         st = ait_err(AIT_E_NOT_FOUND, "no candidate meets the latency budget of %g ms",
                      o->latency_budget_ms);
@@ -498,7 +524,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if (n > 0 && o->strategy == AIT_STRATEGY_FIRST_WINS)
       warn(&t, "every candidate failed; the model runs on the reference backend (eager)");
     else if (n > 0 && o->strategy == AIT_STRATEGY_ONE_BACKEND)
-      ait_module_logf(m, 0, "%s is correct but not faster than the baseline; falling back to eager", cands[0].desc);
+      ait_module_logf(m, 0, "%s is correct but not faster than the baseline; falling back to eager",
+                      cands[0].desc);
     if (!profile_base) base.n_prof = 0;
     keep_selection(&t, &base, -1);
   }
@@ -508,11 +535,14 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   t.res.tuning_s = ait_now() - t_start;
   free(m->report_json);
   m->report_json = ait_report_build(m, &t.res);
-  if (!m->report_json) st = ait_err(AIT_E_NOMEM, "out of memory building the report");
-  else m->tuned = true;
+  if (!m->report_json)
+    st = ait_err(AIT_E_NOMEM, "out of memory building the report");
+  else
+    m->tuned = true;
   ait_module_logf(m, 0, "selected %s (batch %d) in %.1f s", m->desc, m->batch, t.res.tuning_s);
 out:
-  for (int i = 0; i < n; i++) destroy_state(&cands[i]);
+  for (int i = 0; i < n; i++)
+    destroy_state(&cands[i]);
   destroy_state(&base);
   free(cands);
   free_cases(&t);

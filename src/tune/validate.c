@@ -49,7 +49,8 @@ bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_
   if (!tr->is_float) {
     for (int64_t i = 0; i < cnt; i++)
       if (ait_load_i64(tr, got->data, i) != ait_load_i64(tr, want->data, i)) {
-        snprintf(why, n, "element %lld is %lld, the reference gives %lld (integers must match exactly)",
+        snprintf(why, n,
+                 "element %lld is %lld, the reference gives %lld (integers must match exactly)",
                  (long long)i, (long long)ait_load_i64(tr, got->data, i),
                  (long long)ait_load_i64(tr, want->data, i));
         st->mismatches++;

@@ -13,6 +13,17 @@
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_backends(int argc, char **argv);
+
+/* Print a tuning report (JSON text) as a table; 1 when it is not a report. */
+int cli_print_report(FILE *f, const char *json);
+/* Progress/warning sink for tuning: one line to stderr. */
+void cli_log(void *user, int is_warning, const char *line);
+/* True when path is a folder holding a tuned model (decision.json). */
+bool cli_is_tuned_dir(const char *path);
 
 /* Print "aitune: <what>: <library message>" to stderr; returns 1 (exit code). */
 int cli_fail(ait_status st, const char *what);

@@ -9,11 +9,13 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "onnx/onnx_io.h"
+#include "tune/module_impl.h"
 
 static const char usage[] =
-    "usage: aitune run MODEL [--backend NAME] [--inputs DIR] [--outputs DIR]\n"
+    "usage: aitune run MODEL|DIR [--backend NAME] [--inputs DIR] [--outputs DIR]\n"
     "                        [--dim NAME=VALUE]... [--seed N]\n"
-    "  --backend NAME    backend to run on (default eager)\n"
+    "  MODEL             an .onnx file; DIR: a tuned model folder (aitune tune --out)\n"
+    "  --backend NAME    backend to run MODEL on (default eager), e.g. native:threads=2\n"
     "  --inputs DIR      input_K.pb TensorProto files in graph-input order\n"
     "                    (without it, seeded random inputs of the declared shapes)\n"
     "  --outputs DIR     write output_K.pb files in graph-output order\n"
@@ -50,7 +52,7 @@ static ait_status random_input(const ait_tensor_info *info, const dim_arg *dims,
 }
 
 int cmd_run(int argc, char **argv) {
-  const char *model_path = NULL, *backend = "eager", *in_dir = NULL, *out_dir = NULL;
+  const char *model_path = NULL, *backend = NULL, *in_dir = NULL, *out_dir = NULL;
   dim_arg dims[MAX_DIMS];
   int n_dims = 0;
   unsigned long long seed = 1;
@@ -89,10 +91,20 @@ int cmd_run(int argc, char **argv) {
   }
   if (!model_path) return cli_usage(usage, "run needs a MODEL");
 
-  ait_model *model = NULL;
+  ait_model *own_model = NULL;
+  const ait_model *model = NULL;
+  ait_module *mod = NULL;
   ait_session *sess = NULL;
-  ait_status st = ait_model_load(model_path, &model);
-  if (st) return cli_fail(st, "cannot load model");
+  ait_status st;
+  if (cli_is_tuned_dir(model_path)) {
+    if (backend) return cli_usage(usage, "--backend does not apply to a tuned model folder");
+    if ((st = ait_module_load(model_path, cli_log, NULL, &mod)))
+      return cli_fail(st, "cannot load the tuned model");
+    model = ait_module_model(mod);
+  } else {
+    if ((st = ait_model_load(model_path, &own_model))) return cli_fail(st, "cannot load model");
+    model = own_model;
+  }
   int rc = 0;
   size_t n_in = ait_model_num_inputs(model), n_out = ait_model_num_outputs(model);
   ait_tensor **ins = calloc(n_in + 1, sizeof *ins);
@@ -127,19 +139,26 @@ int cmd_run(int argc, char **argv) {
     memcpy(views[i].dims, ins[i]->dims, sizeof views[i].dims);
     views[i].data = ins[i]->data;
   }
-  if ((st = ait_session_create(model, backend, &sess)) != AIT_OK) {
-    rc = cli_fail(st, "cannot create session");
-    goto out;
-  }
-  if ((st = ait_session_run(sess, views, n_in)) != AIT_OK) {
-    rc = cli_fail(st, "run failed");
-    goto out;
+  if (mod) {
+    if ((st = ait_module_infer(mod, views, n_in)) != AIT_OK) {
+      rc = cli_fail(st, "run failed");
+      goto out;
+    }
+  } else {
+    if ((st = ait_session_create(model, backend, &sess)) != AIT_OK) {
+      rc = cli_fail(st, "cannot create session");
+      goto out;
+    }
+    if ((st = ait_session_run(sess, views, n_in)) != AIT_OK) {
+      rc = cli_fail(st, "run failed");
+      goto out;
+    }
   }
   if (out_dir) mkdir(out_dir, 0777); /* may exist already; a write error names it below */
   for (size_t i = 0; i < n_out; i++) {
     ait_tensor_info info;
     ait_model_output(model, i, &info);
-    const ait_tensor *t = sess->outputs[i];
+    const ait_tensor *t = mod ? mod->outputs[i] : sess->outputs[i];
     if (out_dir) {
       char name[64];
       snprintf(name, sizeof name, "output_%zu.pb", i);
@@ -161,6 +180,7 @@ out:
   free(ins);
   free(views);
   ait_session_free(sess);
-  ait_model_free(model);
+  ait_model_free(own_model);
+  ait_module_free(mod);
   return rc;
 }

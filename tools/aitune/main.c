@@ -53,6 +53,10 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "conformance")) return cmd_conformance(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+  if (!strcmp(cmd, "backends")) return cmd_backends(argc - 1, argv + 1);
   fprintf(stderr, "aitune: unknown command '%s'\n%s", cmd, usage);
   return 2;
 }

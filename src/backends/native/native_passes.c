@@ -1,0 +1,238 @@
+/* Graph passes of the native backend (fusion lives in native_fuse.c):
+ * constant folding, removal of no-op nodes, Conv+BatchNormalization folding.
+ * Every pass works on the backend's own copy of the graph and marks removed
+ * nodes dead; nat_run_passes compacts the graph once at the end. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "runtime/eager.h"
+
+static bool is_op(const ait_node *n, const char *op) {
+  return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static bool has_subgraph(const ait_node *n) {
+  for (int k = 0; k < n->n_attrs; k++)
+    if (n->attrs[k].g) return true;
+  return false;
+}
+
+/* Ops whose result is not a function of their inputs. */
+static bool is_random(const ait_node *n) {
+  static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                    "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(n->op_type, ops[i])) return true;
+  return false;
+}
+
+/* Give value v the constant t (owned), as an initializer. */
+static void make_const(ait_graph *g, int v, ait_tensor *t) {
+  ait_value *val = &g->values[v];
+  ait_tensor_free(val->init);
+  val->init = t;
+  val->producer = -1;
+  val->type = AIT_VT_TENSOR;
+  val->dtype = t->dtype;
+  val->rank = t->rank;
+  for (int k = 0; k < AIT_MAX_RANK; k++) {
+    free((char *)val->dims[k].sym);
+    val->dims[k].sym = NULL;
+    val->dims[k].v = k < t->rank ? t->dims[k] : 0;
+  }
+}
+
+ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  const ait_tensor *in[64];
+  ait_tensor *out[64];
+  for (int i = 0; i < g->n_nodes; i++) {
+    ait_node *n = &g->nodes[i];
+    if (u->dead[i] || !n->op || !n->op->kernel || is_random(n) || has_subgraph(n)) continue;
+    if (n->n_in > 64 || n->n_out > 64 || n->n_out < 1) continue;
+    bool ok = true;
+    for (int k = 0; k < n->n_in && ok; k++) {
+      ok = n->in[k] < 0 || nat_is_const(g, n->in[k]);
+      in[k] = n->in[k] >= 0 ? g->values[n->in[k]].init : NULL;
+    }
+    if (!ok) continue;
+    if (ait_eager_run_node(n, in, n->n_in, out) != AIT_OK) {
+      ait_err_clear(); /* the node stays; running it will report the error */
+      continue;
+    }
+    for (int k = 0; k < n->n_out; k++)
+      ok = ok && (n->out[k] < 0 || (out[k] && out[k]->kind == AIT_KIND_TENSOR));
+    for (int k = 0; k < n->n_out; k++) {
+      if (ok && n->out[k] >= 0)
+        make_const(g, n->out[k], out[k]);
+      else
+        ait_tensor_free(out[k]);
+    }
+    if (ok) {
+      u->dead[i] = true;
+      s->folded++;
+    }
+  }
+  return nat_uses_refresh(u);
+}
+
+/* Whether a subgraph of g reads value `name` from the enclosing scope. */
+static bool read_by_subgraph(const ait_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_attrs; k++) {
+      const ait_graph *sub = g->nodes[i].attrs[k].g;
+      if (!sub) continue;
+      int v = ait_graph_find_value(sub, name);
+      if ((v >= 0 && sub->values[v].outer) || read_by_subgraph(sub, name)) return true;
+    }
+  return false;
+}
+
+/* Whether node n is an inference no-op: y = x. */
+static bool is_noop(const nat_uses *u, const ait_node *n) {
+  const ait_graph *g = u->g;
+  if (n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 || n->out[0] < 0) return false;
+  if (is_op(n, "Identity")) return true;
+  if (!is_op(n, "Dropout")) return false;
+  for (int k = 1; k < n->n_out; k++) /* the mask is wanted */
+    if (n->out[k] >= 0 && (u->uses[n->out[k]] > 0 || u->is_out[n->out[k]])) return false;
+  if (n->opset < 7) return ait_attr_int(n, "is_test", 0) != 0;
+  if (n->opset >= 12 && n->n_in > 2 && n->in[2] >= 0) {
+    int t = n->in[2];
+    return nat_is_const(g, t) && ait_tensor_numel(g->values[t].init) == 1 &&
+           ait_scalar_i64(g->values[t].init) == 0;
+  }
+  return true;
+}
+
+ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    ait_node *n = &g->nodes[i];
+    if (u->dead[i] || !is_noop(u, n)) continue;
+    int x = n->in[0], y = n->out[0];
+    if (g->values[x].type != g->values[y].type) continue;
+    if (u->is_out[y]) {
+      /* keep the output's name: make x's producer write y directly */
+      int p = g->values[x].producer;
+      if (p < 0 || u->dead[p] || u->uses[x] != 1 || u->is_out[x] || nat_is_const(g, x) ||
+          read_by_subgraph(g, g->values[x].name))
+        continue;
+      ait_node *pn = &g->nodes[p];
+      for (int k = 0; k < pn->n_out; k++)
+        if (pn->out[k] == x) pn->out[k] = y;
+      g->values[y].producer = p;
+    } else {
+      if (read_by_subgraph(g, g->values[y].name)) continue;
+      for (int j = 0; j < g->n_nodes; j++) {
+        if (u->dead[j]) continue;
+        for (int k = 0; k < g->nodes[j].n_in; k++)
+          if (g->nodes[j].in[k] == y) g->nodes[j].in[k] = x;
+      }
+    }
+    u->dead[i] = true;
+    s->removed++;
+    AIT_TRY(nat_uses_refresh(u));
+  }
+  return AIT_OK;
+}
+
+/* ---- Conv + BatchNormalization --------------------------------------- */
+
+/* float32 constant of exactly n elements, or NULL. */
+static const float *const_vec(const ait_graph *g, int v, int64_t n) {
+  if (!nat_is_const(g, v)) return NULL;
+  const ait_tensor *t = g->values[v].init;
+  return t->dtype == AIT_FLOAT32 && ait_tensor_numel(t) == n ? t->data : NULL;
+}
+
+/* Fold BatchNormalization node b into the Conv that produces its input. */
+static ait_status fold_one_bn(nat_uses *u, int bi, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *b = &g->nodes[bi];
+  *done = false;
+  if (b->n_in < 5 || b->in[0] < 0 || b->out[0] < 0) return AIT_OK;
+  if (b->opset >= 14 && ait_attr_int(b, "training_mode", 0) != 0) return AIT_OK;
+  if (b->opset < 9 && ait_attr_int(b, "spatial", 1) == 0) return AIT_OK;
+  if (b->opset < 7 && ait_attr_int(b, "is_test", 0) == 0) return AIT_OK;
+  for (int k = 1; k < b->n_out; k++)
+    if (b->out[k] >= 0 && (u->uses[b->out[k]] > 0 || u->is_out[b->out[k]])) return AIT_OK;
+  int x = b->in[0], pi = g->values[x].producer;
+  if (pi < 0 || u->dead[pi] || !nat_single_use(u, x, bi)) return AIT_OK;
+  ait_node *c = &g->nodes[pi];
+  if (!is_op(c, "Conv") || c->n_in < 2 || c->out[0] != x) return AIT_OK;
+  int wv = c->in[1], bv = c->n_in > 2 ? c->in[2] : -1;
+  if (!nat_is_const(g, wv)) return AIT_OK;
+  const ait_tensor *W = g->values[wv].init;
+  if (W->dtype != AIT_FLOAT32 || W->rank < 3) return AIT_OK;
+  int64_t M = W->dims[0], per = ait_tensor_numel(W) / (M ? M : 1);
+  const float *scale = const_vec(g, b->in[1], M), *bias = const_vec(g, b->in[2], M);
+  const float *mean = const_vec(g, b->in[3], M), *var = const_vec(g, b->in[4], M);
+  const float *cb = bv >= 0 ? const_vec(g, bv, M) : NULL;
+  if (!scale || !bias || !mean || !var || (bv >= 0 && !cb)) return AIT_OK;
+  double eps = ait_attr_float(b, "epsilon", 1e-5f);
+  ait_tensor *W2 = ait_tensor_clone(W);
+  ait_tensor *B2 = ait_tensor_new(AIT_FLOAT32, 1, &M);
+  int *more = realloc(c->in, sizeof(int) * 3);
+  if (more) c->in = more;
+  if (!W2 || !B2 || !more) {
+    ait_tensor_free(W2);
+    ait_tensor_free(B2);
+    return ait_err(AIT_E_NOMEM, "out of memory folding %s", ait_node_desc(b));
+  }
+  float *w = W2->data, *nb = B2->data;
+  for (int64_t m = 0; m < M; m++) {
+    double sc = scale[m] / sqrt((double)var[m] + eps);
+    for (int64_t j = 0; j < per; j++)
+      w[m * per + j] = (float)(w[m * per + j] * sc);
+    nb[m] = (float)(((cb ? cb[m] : 0.0) - mean[m]) * sc + bias[m]);
+  }
+  char *wname = g->values[wv].name;
+  int nw = nat_add_initializer(g, wname, "_bn", W2);
+  if (nw < 0) {
+    ait_tensor_free(B2);
+    return AIT_E_NOMEM;
+  }
+  int nbv = nat_add_initializer(g, g->values[nw].name, "_bias", B2);
+  if (nbv < 0) return AIT_E_NOMEM;
+  c = &g->nodes[pi];
+  b = &g->nodes[bi];
+  c->in[1] = nw;
+  c->in[2] = nbv;
+  c->n_in = 3;
+  c->out[0] = b->out[0];
+  g->values[b->out[0]].producer = pi;
+  u->dead[bi] = true;
+  *done = true;
+  return AIT_OK;
+}
+
+ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || !is_op(&g->nodes[i], "BatchNormalization")) continue;
+    bool done = false;
+    AIT_TRY(fold_one_bn(u, i, &done));
+    if (done) {
+      s->bn_folded++;
+      AIT_TRY(nat_uses_refresh(u));
+    }
+  }
+  return AIT_OK;
+}
+
+ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {
+  nat_uses u = {.g = g};
+  memset(stats, 0, sizeof *stats);
+  ait_status st = nat_uses_refresh(&u);
+  if (!st) st = nat_pass_fold_constants(&u, stats);
+  if (!st) st = nat_pass_remove_noops(&u, stats);
+  if (!st) st = nat_pass_fold_batchnorm(&u, stats);
+  if (!st) st = nat_pass_fuse(&u, stats);
+  if (!st) st = nat_graph_compact(g, u.dead);
+  if (!st) st = nat_resolve_fused(g);
+  nat_uses_free(&u);
+  return st;
+}

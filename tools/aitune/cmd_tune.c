@@ -1,0 +1,218 @@
+/* aitune tune / aitune report. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/model_impl.h"
+#include "cli.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "onnx/onnx_io.h"
+#include "tune/module_impl.h"
+
+static const char usage[] =
+    "usage: aitune tune MODEL --out DIR [options]\n"
+    "  --strategy S            one-backend | first-wins | max-throughput (default) |\n"
+    "                          min-latency | latency-budget\n"
+    "  --backends A,B,...      candidate backends with options, e.g. native:threads=2\n"
+    "                          (default: every backend available here)\n"
+    "  --batch-sizes 1,2,4     batch sizes to profile (default: sweep powers of two)\n"
+    "  --latency-budget-ms X   latency budget (latency-budget strategy)\n"
+    "  --min-speedup R         a candidate must reach (1+R) x baseline throughput (0.01)\n"
+    "  --no-perf-validation    do not require candidates to beat the baseline\n"
+    "  --samples DIR           a folder of input_K.pb files; repeat for more samples\n"
+    "  --rtol X --atol X       float tolerance against the reference\n"
+    "  --warmup N --min-runs N --max-runs N --cv X --time-budget S   profiling\n"
+    "  --cache-dir DIR | --no-cache   decision cache (default $AITUNE_CACHE_DIR or\n"
+    "                          ~/.cache/aitune)\n"
+    "  --quiet                 no progress lines\n"
+    "Writes DIR (decision, report, built backend state, model copy) and prints the report.\n";
+
+void cli_log(void *user, int is_warning, const char *line) {
+  fprintf(stderr, "%s%s\n", is_warning ? "warning: " : "  ", line);
+}
+
+bool cli_is_tuned_dir(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return false;
+  char *p = ait_path_join(path, "decision.json");
+  bool ok = p && stat(p, &sb) == 0;
+  free(p);
+  return ok;
+}
+
+/* "1,2,4" into vals; count or -1 on a bad list. */
+static int parse_ints(const char *s, int *vals, int max) {
+  int n = 0;
+  while (*s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || v < 1 || n == max) return -1;
+    vals[n++] = (int)v;
+    s = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return -1;
+  }
+  return n;
+}
+
+static ait_status add_samples_from(ait_module *m, const char *dir) {
+  const ait_graph *g = m->model->graph;
+  ait_tensor *t[64] = {0};
+  ait_tensor_view v[64];
+  ait_status st = AIT_OK;
+  if (g->n_inputs > 64) return ait_err(AIT_E_UNSUPPORTED, "too many inputs");
+  for (int i = 0; i < g->n_inputs && !st; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "input_%d.pb", i);
+    char *p = ait_path_join(dir, name);
+    st = p ? cli_read_tensor_for(p, &g->values[g->inputs[i]], &t[i]) : AIT_E_NOMEM;
+    free(p);
+    if (!st) {
+      v[i] = (ait_tensor_view){t[i]->dtype, t[i]->rank, {0}, t[i]->data};
+      memcpy(v[i].dims, t[i]->dims, sizeof v[i].dims);
+    }
+  }
+  if (!st) st = ait_module_add_sample(m, v, (size_t)g->n_inputs);
+  for (int i = 0; i < g->n_inputs; i++)
+    ait_tensor_free(t[i]);
+  return st;
+}
+
+int cmd_tune(int argc, char **argv) {
+  const char *model = NULL, *out = NULL;
+  const char *sample_dirs[16];
+  int n_samples = 0;
+  char *backends[32];
+  int n_backends = 0, batches[16], n_batches = 0;
+  char backend_buf[2048] = "";
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  o.log = cli_log;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool v = i + 1 < argc;
+    if (cli_is_help(a)) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--strategy") && v) {
+      int s = ait_strategy_parse(argv[++i]);
+      if (s < 0) return cli_usage(usage, "unknown strategy '%s'", argv[i]);
+      o.strategy = (ait_strategy)s;
+    } else if (!strcmp(a, "--backends") && v) {
+      snprintf(backend_buf, sizeof backend_buf, "%s", argv[++i]);
+      /* split on ',' that starts a new backend: "native:threads=2,eager" has
+       * option commas too, so a token containing '=' without ':' continues
+       * the previous backend's options */
+      for (char *tok = strtok(backend_buf, ","); tok && n_backends < 32; tok = strtok(NULL, ",")) {
+        if (n_backends && strchr(tok, '=') && !strchr(tok, ':'))
+          tok[-1] = ',';
+        else
+          backends[n_backends++] = tok;
+      }
+    } else if (!strcmp(a, "--batch-sizes") && v) {
+      if ((n_batches = parse_ints(argv[++i], batches, 16)) < 1)
+        return cli_usage(usage, "--batch-sizes expects positive integers like 1,2,4");
+    } else if (!strcmp(a, "--latency-budget-ms") && v)
+      o.latency_budget_ms = atof(argv[++i]);
+    else if (!strcmp(a, "--min-speedup") && v)
+      o.min_speedup_ratio = atof(argv[++i]);
+    else if (!strcmp(a, "--no-perf-validation"))
+      o.perf_validation = 0;
+    else if (!strcmp(a, "--samples") && v && n_samples < 16)
+      sample_dirs[n_samples++] = argv[++i];
+    else if (!strcmp(a, "--rtol") && v)
+      o.rtol = atof(argv[++i]);
+    else if (!strcmp(a, "--atol") && v)
+      o.atol = atof(argv[++i]);
+    else if (!strcmp(a, "--warmup") && v)
+      o.warmup = atoi(argv[++i]);
+    else if (!strcmp(a, "--min-runs") && v)
+      o.min_runs = atoi(argv[++i]);
+    else if (!strcmp(a, "--max-runs") && v)
+      o.max_runs = atoi(argv[++i]);
+    else if (!strcmp(a, "--cv") && v)
+      o.cv_target = atof(argv[++i]);
+    else if (!strcmp(a, "--time-budget") && v)
+      o.time_budget_s = atof(argv[++i]);
+    else if (!strcmp(a, "--cache-dir") && v)
+      o.cache_dir = argv[++i];
+    else if (!strcmp(a, "--no-cache"))
+      o.cache_dir = "";
+    else if (!strcmp(a, "--quiet"))
+      o.log = NULL;
+    else if (!strcmp(a, "--out") && v)
+      out = argv[++i];
+    else if (a[0] == '-')
+      return cli_usage(usage, "unknown or incomplete option '%s'", a);
+    else if (!model)
+      model = a;
+    else
+      return cli_usage(usage, "unexpected argument '%s'", a);
+  }
+  if (!model) return cli_usage(usage, "tune needs a MODEL");
+  if (!out) return cli_usage(usage, "tune needs --out DIR");
+  if (n_backends) {
+    o.backends = (const char *const *)backends;
+    o.n_backends = (size_t)n_backends;
+  }
+  if (n_batches) {
+    o.batch_sizes = batches;
+    o.n_batch_sizes = (size_t)n_batches;
+  }
+  ait_module *m = NULL;
+  ait_status st = ait_module_create(model, NULL, &m);
+  if (st) return cli_fail(st, "cannot load model");
+  for (int i = 0; i < n_samples && !st; i++)
+    if ((st = add_samples_from(m, sample_dirs[i]))) {
+      ait_module_free(m);
+      return cli_fail(st, "cannot read samples");
+    }
+  if (o.log) fprintf(stderr, "tuning %s (%s)\n", model, ait_strategy_name(o.strategy));
+  if ((st = ait_module_tune(m, &o))) {
+    ait_module_free(m);
+    return cli_fail(st, "tuning failed");
+  }
+  if ((st = ait_module_save(m, out))) {
+    ait_module_free(m);
+    return cli_fail(st, "cannot save the tuned model");
+  }
+  char *json = NULL;
+  int rc = 0;
+  if (ait_module_report_json(m, &json) == AIT_OK) rc = cli_print_report(stdout, json);
+  printf("tuned model written to %s (run it with: aitune run %s)\n", out, out);
+  ait_free(json);
+  ait_module_free(m);
+  return rc;
+}
+
+int cmd_report(int argc, char **argv) {
+  static const char use[] = "usage: aitune report DIR [--json]\n"
+                            "  print the tuning report of a tuned model folder\n";
+  const char *dir = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(use, stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--json"))
+      json = true;
+    else if (argv[i][0] == '-')
+      return cli_usage(use, "unknown option '%s'", argv[i]);
+    else
+      dir = argv[i];
+  }
+  if (!dir) return cli_usage(use, "report needs a DIR");
+  char *p = ait_path_join(dir, "report.json");
+  void *text = NULL;
+  size_t size;
+  ait_status st = p ? ait_read_file(p, &text, &size) : AIT_E_NOMEM;
+  free(p);
+  if (st) return cli_fail(st, "cannot read the report");
+  int rc = json ? (fputs(text, stdout), fputc('\n', stdout), 0) : cli_print_report(stdout, text);
+  free(text);
+  return rc;
+}
