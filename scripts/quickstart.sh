@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a bundled model: set up, build, describe the model, run it.
+# The main job on a bundled model: set up, build, describe the model, tune it
+# with max-throughput over every backend available here (printing the
+# report), and run the tuned model.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 "$ROOT/scripts/deps.sh" build
@@ -8,4 +10,8 @@ cmake --build "$ROOT/build" -j"$(nproc)" >/dev/null
 MODEL=$ROOT/models/mobilenetv2_035/model.onnx
 "$ROOT/build/aitune" info "$MODEL"
 echo
-"$ROOT/build/aitune" run "$MODEL" --dim batch=2
+OUT=$ROOT/build/tuned/mobilenetv2_035
+"$ROOT/build/aitune" tune "$MODEL" --strategy max-throughput \
+  --samples "$ROOT/models/mobilenetv2_035/test_data_set_0" --out "$OUT"
+echo
+"$ROOT/build/aitune" run "$OUT" --inputs "$ROOT/models/mobilenetv2_035/test_data_set_0"

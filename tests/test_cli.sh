@@ -43,9 +43,46 @@ expect 0 "wrote 1 outputs" -- "$AITUNE" run "$MODEL" --inputs "$ROOT/models/mobi
 [ -s "$tmp/out/output_0.pb" ] || { echo "FAIL: no output_0.pb written"; fails=$((fails + 1)); }
 # a wrong input shape from a file is named
 mkdir -p "$tmp/bad" && cp "$ROOT/models/bert_tiny/test_data_set_0/input_0.pb" "$tmp/bad/input_0.pb"
-expect 1 "expected rank 4" -- "$AITUNE" run "$MODEL" --inputs "$tmp/bad"
+expect 1 "expected dtype float32, got int64" -- "$AITUNE" run "$MODEL" --inputs "$tmp/bad"
 expect 1 "below the floor" -- "$AITUNE" conformance --min-pass 999 "$ROOT/models/bert_tiny"
 expect 0 "1 passed, 0 failed, 0 skipped" -- "$AITUNE" conformance "$ROOT/models/bert_tiny"
+# tuning: tune -> report -> run -> bench, and the decision cache
+BERT=$ROOT/models/bert_tiny
+for c in tune report bench backends; do expect 0 usage -- "$AITUNE" "$c" --help; done
+expect 0 "eager" -- "$AITUNE" backends
+expect 2 "unknown strategy" -- "$AITUNE" tune "$BERT/model.onnx" --strategy fastest --out "$tmp/x"
+expect 2 "needs --out" -- "$AITUNE" tune "$BERT/model.onnx"
+expect 1 "no backend named 'nope'" -- "$AITUNE" tune "$BERT/model.onnx" --backends nope --out "$tmp/x" --no-cache
+expect 1 "exactly one backend" -- "$AITUNE" tune "$BERT/model.onnx" --strategy one-backend --backends eager,eager --out "$tmp/x" --no-cache
+fast=(--warmup 1 --min-runs 3 --max-runs 5 --cv 0 --time-budget 0.2)
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1,2 \
+  --cache-dir "$tmp/cache" --out "$tmp/tuned" "${fast[@]}"
+for f in decision.json report.json model.onnx backend; do
+  [ -e "$tmp/tuned/$f" ] || { echo "FAIL: tuned folder lacks $f"; fails=$((fails + 1)); }
+done
+expect 0 "strategy max-throughput" -- "$AITUNE" report "$tmp/tuned"
+expect 0 '"aitune-report"' -- "$AITUNE" report "$tmp/tuned" --json
+expect 0 "1 passed, 0 failed" -- "$AITUNE" conformance "$BERT" # the folder, untouched
+expect 0 "wrote 1 outputs" -- "$AITUNE" run "$tmp/tuned" --inputs "$BERT/test_data_set_0" --outputs "$tmp/tout"
+# the tuned model's outputs agree with the reference: check them as a test folder
+mkdir -p "$tmp/chk/test_data_set_0" && cp "$BERT/model.onnx" "$tmp/chk/" &&
+  cp "$BERT"/test_data_set_0/input_*.pb "$tmp/tout/output_0.pb" "$tmp/chk/test_data_set_0/"
+expect 0 "1 passed, 0 failed" -- "$AITUNE" conformance "$tmp/chk"
+expect 0 '"latency_ms":{"median"' -- "$AITUNE" bench "$tmp/tuned" --json --iters 5
+expect 0 '"throughput"' -- "$AITUNE" bench "$BERT/model.onnx" --json --iters 5 --batch 2
+# a repeated identical tune is answered from the cache, in under a second
+start=$(date +%s.%N)
+expect 0 "from the cache" -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1,2 \
+  --cache-dir "$tmp/cache" --out "$tmp/tuned2" "${fast[@]}"
+secs=$(echo "$(date +%s.%N) - $start" | bc)
+if [ "$(echo "$secs >= 1.0" | bc)" -eq 1 ]; then echo "FAIL: cached tune took $secs s"; fails=$((fails + 1)); fi
+# a corrupted cache entry is discarded and re-tuned, never a crash
+for d in "$tmp"/cache/*/; do echo "garbage" >"$d/decision.json"; done
+expect 0 "discarding a corrupted cache entry" -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" \
+  --batch-sizes 1,2 --cache-dir "$tmp/cache" --out "$tmp/tuned3" "${fast[@]}"
+# a corrupted tuned folder is a clear error
+echo "{" >"$tmp/tuned3/decision.json"
+expect 1 "corrupted" -- "$AITUNE" run "$tmp/tuned3"
 if [ "$fails" -ne 0 ]; then
   echo "test_cli: $fails failure(s)"
   exit 1

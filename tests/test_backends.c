@@ -1,0 +1,239 @@
+/* Test-only backends (see test_backends.h): one behaviour row each, one set
+ * of interface functions shared by all of them, the reference executor doing
+ * the arithmetic except for t_fast. */
+#include "test_backends.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/backend.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "runtime/eager.h"
+
+typedef struct behaviour {
+  const char *name;
+  bool fail_build;        /* build() fails */
+  bool no_relu;           /* supports() refuses Relu nodes */
+  bool fast;              /* computes relu chains directly (t_fast) */
+  float perturb;          /* added to every float output */
+  int sleep_ms;           /* per infer */
+  int sleep_ms_per_batch; /* per infer, times the leading dim of input 0 */
+  tbk_counts counts;
+} behaviour;
+
+static behaviour rows[] = {
+    {.name = "t_broken", .fail_build = true},
+    {.name = "t_wrong", .perturb = 0.5f},
+    {.name = "t_slow", .sleep_ms = 20},
+    {.name = "t_batchy", .sleep_ms = 1, .sleep_ms_per_batch = 1},
+    {.name = "t_fast", .fast = true},
+    {.name = "t_unavail"},
+    {.name = "t_nosupport", .no_relu = true},
+};
+#define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
+
+static behaviour *row_of(const char *name) {
+  for (int i = 0; i < N_ROWS; i++)
+    if (!strcmp(rows[i].name, name)) return &rows[i];
+  return NULL;
+}
+
+tbk_counts *tbk_counts_of(const char *name) {
+  behaviour *b = row_of(name);
+  return b ? &b->counts : NULL;
+}
+
+typedef struct tbk_state {
+  const ait_graph *g;
+  behaviour *b;
+} tbk_state;
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static bool avail_yes(char *why, size_t n) { return true; }
+
+static bool avail_no(char *why, size_t n) {
+  snprintf(why, n, "t_unavail: no such accelerator here");
+  return false;
+}
+
+static bool tbk_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
+                         char *why, size_t n) {
+  behaviour *b = row_of(cfg->iface->name);
+  b->counts.supports++;
+  if (b->no_relu && !strcmp(node->op_type, "Relu")) {
+    snprintf(why, n, "t_nosupport: refuses Relu node '%s'", node->name);
+    return false;
+  }
+  if (b->fast && strcmp(node->op_type, "Relu") && strcmp(node->op_type, "Identity") &&
+      strcmp(node->op_type, "Add")) {
+    snprintf(why, n, "t_fast: runs only Relu, Identity and Add, not %s", node->op_type);
+    return false;
+  }
+  return true;
+}
+
+/* An initializer of zeros that broadcasts onto [N, width] without growing it. */
+static bool is_zero_bias(const ait_graph *g, int v, int64_t width) {
+  const ait_tensor *t = v >= 0 ? g->values[v].init : NULL;
+  if (!t || t->dtype != AIT_FLOAT32 || t->rank > 1) return false;
+  int64_t n = ait_tensor_numel(t);
+  if (n != 1 && n != width) return false;
+  for (int64_t i = 0; i < n; i++)
+    if (((const float *)t->data)[i] != 0.0f) return false;
+  return true;
+}
+
+/* t_fast is honest only for y = Relu(x) behind any number of Identity and
+ * Add-zero nodes, in one chain from the single input to the single output. */
+static ait_status check_relu_chain(const ait_graph *g) {
+  if (g->n_inputs != 1 || g->n_outputs != 1)
+    return ait_err(AIT_E_UNSUPPORTED, "t_fast: wants one input and one output");
+  const ait_value *x = &g->values[g->inputs[0]];
+  if (x->dtype != AIT_FLOAT32 || x->rank != 2 || x->dims[1].v < 1)
+    return ait_err(AIT_E_UNSUPPORTED, "t_fast: wants a float [N, width] input");
+  int cur = g->inputs[0], relus = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    int data = n->n_in > 0 ? n->in[0] : -1;
+    bool ok = n->n_out == 1 && data == cur;
+    if (!strcmp(n->op_type, "Relu") || !strcmp(n->op_type, "Identity"))
+      ok = ok && n->n_in == 1;
+    else if (!strcmp(n->op_type, "Add"))
+      ok = ok && n->n_in == 2 && is_zero_bias(g, n->in[1], x->dims[1].v);
+    else
+      ok = false;
+    if (!ok) return ait_err(AIT_E_UNSUPPORTED, "t_fast: node '%s' is not a relu chain", n->name);
+    relus += !strcmp(n->op_type, "Relu");
+    cur = n->out[0];
+  }
+  if (!relus || cur != g->outputs[0])
+    return ait_err(AIT_E_UNSUPPORTED, "t_fast: the graph is not a relu chain");
+  return AIT_OK;
+}
+
+static ait_status tbk_build(const ait_backend_config *cfg, const ait_graph *g,
+                            const ait_build_info *info, void **state) {
+  behaviour *b = row_of(cfg->iface->name);
+  b->counts.build++;
+  if (b->fail_build) return ait_err(AIT_E_RUNTIME, "t_broken: deliberately fails to build");
+  AIT_TRY(b->fast ? check_relu_chain(g) : ait_eager_check(g));
+  tbk_state *s = calloc(1, sizeof *s);
+  if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
+  s->g = g;
+  s->b = b;
+  *state = s;
+  return AIT_OK;
+}
+
+static ait_status fast_relu(const ait_tensor *x, ait_tensor **out) {
+  if (x->dtype != AIT_FLOAT32 || x->rank != 2)
+    return ait_err(AIT_E_DTYPE, "t_fast: wants a float [N, width] input");
+  ait_tensor *y = ait_tensor_new(AIT_FLOAT32, x->rank, x->dims);
+  if (!y) return AIT_E_NOMEM;
+  const float *xs = x->data;
+  float *ys = y->data;
+  for (int64_t i = 0, n = ait_tensor_numel(x); i < n; i++)
+    ys[i] = xs[i] > 0.0f ? xs[i] : 0.0f;
+  *out = y;
+  return AIT_OK;
+}
+
+static ait_status tbk_infer(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  tbk_state *s = state;
+  behaviour *b = s->b;
+  b->counts.infer++;
+  int64_t batch = n_in > 0 && in[0]->rank > 0 ? in[0]->dims[0] : 1;
+  if (b->sleep_ms || b->sleep_ms_per_batch) sleep_ms(b->sleep_ms + b->sleep_ms_per_batch * (int)batch);
+  if (b->fast) return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");
+  AIT_TRY(ait_eager_run(s->g, in, n_in, out));
+  for (int o = 0; b->perturb != 0.0f && o < s->g->n_outputs; o++) {
+    if (!out[o] || out[o]->kind != AIT_KIND_TENSOR || out[o]->dtype != AIT_FLOAT32) continue;
+    float *d = out[o]->data;
+    for (int64_t i = 0, n = ait_tensor_numel(out[o]); i < n; i++)
+      d[i] += b->perturb;
+  }
+  return AIT_OK;
+}
+
+static ait_status tbk_nop(void *state) { return AIT_OK; }
+
+static void state_path(const char *dir, const char *name, char *buf, size_t n) {
+  snprintf(buf, n, "%s/%s.state", dir, name);
+}
+
+static ait_status tbk_save(void *state, const char *dir) {
+  tbk_state *s = state;
+  s->b->counts.save++;
+  char path[4096];
+  state_path(dir, s->b->name, path, sizeof path);
+  FILE *f = fopen(path, "w");
+  if (!f) return ait_err(AIT_E_IO, "%s: cannot write %s", s->b->name, path);
+  fprintf(f, "%s\n", s->b->name);
+  return fclose(f) == 0 ? AIT_OK : ait_err(AIT_E_IO, "%s: cannot write %s", s->b->name, path);
+}
+
+static ait_status tbk_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                           void **state) {
+  behaviour *b = row_of(cfg->iface->name);
+  b->counts.load++;
+  char path[4096], line[64] = "";
+  state_path(dir, b->name, path, sizeof path);
+  FILE *f = fopen(path, "r");
+  if (!f) return ait_err(AIT_E_IO, "%s: no saved state at %s", b->name, path);
+  bool ok = fgets(line, sizeof line, f) && !strncmp(line, b->name, strlen(b->name));
+  fclose(f);
+  if (!ok) return ait_err(AIT_E_PARSE, "%s: %s is not my saved state", b->name, path);
+  int builds = b->counts.build;
+  ait_status st = tbk_build(cfg, g, NULL, state);
+  b->counts.build = builds; /* a load is not a build */
+  return st;
+}
+
+static void tbk_destroy(void *state) {
+  tbk_state *s = state;
+  if (s) s->b->counts.destroy++;
+  free(state);
+}
+
+#define TBK_IFACE(var, nm, summ, avail)                                                            \
+  static const ait_backend_iface var = {                                                           \
+      .name = nm,                                                                                  \
+      .summary = summ,                                                                             \
+      .available = avail,                                                                          \
+      .supports = tbk_supports,                                                                    \
+      .build = tbk_build,                                                                          \
+      .infer = tbk_infer,                                                                          \
+      .activate = tbk_nop,                                                                         \
+      .deactivate = tbk_nop,                                                                       \
+      .save = tbk_save,                                                                            \
+      .load = tbk_load,                                                                            \
+      .destroy = tbk_destroy,                                                                      \
+  }
+
+TBK_IFACE(if_broken, "t_broken", "test: build always fails", avail_yes);
+TBK_IFACE(if_wrong, "t_wrong", "test: outputs off by 0.5", avail_yes);
+TBK_IFACE(if_slow, "t_slow", "test: reference plus 20 ms per run", avail_yes);
+TBK_IFACE(if_batchy, "t_batchy", "test: reference plus (1 + batch) ms per run", avail_yes);
+TBK_IFACE(if_fast, "t_fast", "test: relu chains in one pass", avail_yes);
+TBK_IFACE(if_unavail, "t_unavail", "test: never available", avail_no);
+TBK_IFACE(if_nosupport, "t_nosupport", "test: refuses Relu", avail_yes);
+
+ait_status tbk_register_all(void) {
+  static const ait_backend_iface *all[] = {&if_broken, &if_wrong,   &if_slow,     &if_batchy,
+                                           &if_fast,   &if_unavail, &if_nosupport};
+  static bool done;
+  if (done) return AIT_OK;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    AIT_TRY(ait_backend_register(all[i]));
+  done = true;
+  return AIT_OK;
+}

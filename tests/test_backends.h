@@ -1,0 +1,33 @@
+/* Test-only backends for the tuner tests: each one is correct or wrong,
+ * fast or slow, on purpose, so a test can predict what every strategy picks.
+ *
+ *   t_broken     build() fails: "t_broken: deliberately fails to build"
+ *   t_wrong      builds, runs the reference, then adds 0.5 to float outputs
+ *   t_slow       the reference plus a 20 ms sleep per infer
+ *   t_batchy     the reference plus a (1 + batch) ms sleep per infer: its
+ *                latency grows with the batch, its throughput too (slowly)
+ *   t_fast       computes relu chains (Relu / Identity / Add of zeros, see
+ *                tests/test_tune.c) directly as max(x, 0): the same function
+ *                as the reference in one pass instead of one kernel per node
+ *   t_unavail    available() is false: "t_unavail: no such accelerator here"
+ *   t_nosupport  supports() is false for Relu nodes
+ *
+ * Every backend counts its calls (tbk_counts_of) so tests can tell what the
+ * tuner built, ran or loaded. save() writes "<name>.state" into the folder and
+ * load() insists on finding it, so a saved module must hand the folder back. */
+#ifndef AIT_TEST_BACKENDS_H
+#define AIT_TEST_BACKENDS_H
+
+#include "aitune.h"
+
+typedef struct tbk_counts {
+  int available, supports, build, infer, save, load, destroy;
+} tbk_counts;
+
+/* Register all the backends above (once per process; a second call is a
+ * no-op). Returns the registry's status. */
+ait_status tbk_register_all(void);
+/* Call counters of backend `name`, or NULL for a name not listed above. */
+tbk_counts *tbk_counts_of(const char *name);
+
+#endif

@@ -1,0 +1,903 @@
+/* The tuner's strategies, pinned down with test-only backends (see
+ * test_backends.h) whose outcome is known in advance: one that fails to
+ * build, one that is wrong, one that is slow, one that is honestly faster
+ * than the reference on this file's model, one unavailable, one that refuses
+ * a node.
+ *
+ * The model is y = Relu(x) followed by a chain of Add-zero nodes, x [N, 64]
+ * float with a symbolic batch N: the reference runs one kernel per node,
+ * t_fast computes max(x, 0) in one pass, the same function.
+ *
+ * Profiling is kept short (see fast_opts). AIT_TEST_FILTER=substring runs
+ * only the tests whose name contains it. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "model_builder.h"
+#include "test_backends.h"
+
+#define WIDTH 64
+#define N_ADDS 24
+
+static char model_dir[64];
+static char model_path[128];
+
+#define CHECK_STR(got, want)                                                                       \
+  do {                                                                                             \
+    const char *g_ = (got), *w_ = (want);                                                          \
+    if (!g_ || strcmp(g_, w_)) {                                                                   \
+      fprintf(stderr, "%s:%d: %s is \"%s\", wanted \"%s\"\n", __FILE__, __LINE__, #got,            \
+              g_ ? g_ : "(missing)", w_);                                                          \
+      check_failures++;                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* ---- the model ----------------------------------------------------------- */
+
+/* x [N,64] -> Relu -> Add(zero) x N_ADDS -> y, written to model_path. */
+static int write_model(void) {
+  static const int64_t dx[2] = {-1, WIDTH}, dz[1] = {WIDTH};
+  static const float zero[WIDTH] = {0};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+  tb_init_f32(tb, "zero", 1, dz, zero);
+  tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"a0", NULL});
+  for (int i = 1; i <= N_ADDS; i++) {
+    char name[16], in[16], out[16];
+    snprintf(name, sizeof name, "add%d", i);
+    snprintf(in, sizeof in, "a%d", i - 1);
+    snprintf(out, sizeof out, i == N_ADDS ? "y" : "a%d", i);
+    tb_node(tb, "Add", name, (const char *[]){in, "zero", NULL}, (const char *[]){out, NULL});
+  }
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  strcpy(model_dir, "/tmp/ait_test_tune_XXXXXX");
+  if (!mkdtemp(model_dir)) return -1;
+  snprintf(model_path, sizeof model_path, "%s/relu_chain.onnx", model_dir);
+  FILE *f = fopen(model_path, "wb");
+  int ok = f && fwrite(buf, 1, size, f) == size;
+  if (f) ok = fclose(f) == 0 && ok;
+  free(buf);
+  return ok ? 0 : -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  return remove(path);
+}
+
+static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static char *new_temp_dir(char *buf, size_t n) {
+  snprintf(buf, n, "/tmp/ait_test_tune_XXXXXX");
+  return mkdtemp(buf);
+}
+
+/* Deterministic inputs with both signs; `seed` varies them between calls. */
+static void fill_input(float *x, int batch, int seed) {
+  for (int i = 0; i < batch * WIDTH; i++)
+    x[i] = sinf(0.37f * (float)i + 1.3f * (float)seed) * (1.0f + 0.01f * (float)seed);
+}
+
+static ait_module *new_module(void) {
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(model_path, NULL, &m), AIT_OK, NULL);
+  return m;
+}
+
+/* Run m on a batch and check y == max(x, 0). If y_copy is given, the output
+ * is copied there (batch * WIDTH floats). */
+static void check_infer(ait_module *m, int batch, int seed, float *y_copy) {
+  float x[16 * WIDTH];
+  fill_input(x, batch, seed);
+  ait_tensor_view in = {AIT_FLOAT32, 2, {batch, WIDTH}, x}, out;
+  CHECK_ERR(ait_module_infer(m, &in, 1), AIT_OK, NULL);
+  CHECK_ERR(ait_module_output(m, 0, &out), AIT_OK, NULL);
+  if (out.dtype != AIT_FLOAT32 || out.rank != 2 || out.dims[0] != batch || out.dims[1] != WIDTH) {
+    fprintf(stderr, "check_infer: output has dtype %d rank %d, wanted float [%d,%d]\n", out.dtype,
+            out.rank, batch, WIDTH);
+    check_failures++;
+    return;
+  }
+  const float *y = out.data;
+  int bad = 0;
+  for (int i = 0; i < batch * WIDTH; i++)
+    bad += y[i] != (x[i] > 0 ? x[i] : 0.0f);
+  CHECK(bad == 0);
+  if (y_copy) memcpy(y_copy, y, sizeof(float) * (size_t)(batch * WIDTH));
+}
+
+/* ---- options and logs ------------------------------------------------------ */
+
+typedef struct log_capture {
+  int lines, warnings;
+  char last_warning[1024];
+} log_capture;
+
+static void on_log(void *user, int is_warning, const char *line) {
+  log_capture *c = user;
+  c->lines++;
+  if (is_warning) {
+    c->warnings++;
+    snprintf(c->last_warning, sizeof c->last_warning, "%s", line ? line : "");
+  }
+  if (getenv("AIT_TEST_VERBOSE")) fprintf(stderr, "  [%s] %s\n", is_warning ? "warn" : "log", line);
+}
+
+static const int batches_1_4[2] = {1, 4};
+
+/* Short profiling, cache off, the given strategy and candidates. */
+static void fast_opts(ait_tune_options *o, ait_strategy s, const char *const *backends, size_t n,
+                      log_capture *cap) {
+  ait_tune_options_init(o);
+  o->strategy = s;
+  o->backends = backends;
+  o->n_backends = n;
+  o->batch_sizes = batches_1_4;
+  o->n_batch_sizes = 2;
+  o->warmup = 1;
+  o->min_runs = 3;
+  o->max_runs = 5;
+  o->cv_target = 0;
+  o->time_budget_s = 0.2;
+  o->cache_dir = "";
+  memset(cap, 0, sizeof *cap);
+  o->log = on_log;
+  o->log_user = cap;
+}
+
+/* ---- the report ------------------------------------------------------------ */
+
+static cJSON *report_of(const ait_module *m) {
+  char *js = NULL;
+  ait_status st = ait_module_report_json(m, &js);
+  if (st != AIT_OK || !js) {
+    fprintf(stderr, "report_of: ait_module_report_json returned %d (%s) \"%s\"\n", st,
+            ait_strerror(st), ait_last_error());
+    check_failures++;
+    return NULL;
+  }
+  cJSON *r = cJSON_Parse(js);
+  if (!r) {
+    fprintf(stderr, "report_of: not JSON: %.300s\n", js);
+    check_failures++;
+  } else if (getenv("AIT_TEST_VERBOSE")) {
+    fprintf(stderr, "%s\n", js);
+  }
+  ait_free(js);
+  return r;
+}
+
+/* Does a candidate's "backend" ("t_fast" or "t_fast:k=v") name backend? */
+static int names_backend(const char *spec, const char *backend) {
+  size_t n = strlen(backend);
+  return spec && !strncmp(spec, backend, n) && (spec[n] == '\0' || spec[n] == ':');
+}
+
+static const cJSON *candidate(const cJSON *r, const char *backend) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "candidates")) {
+    if (names_backend(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "backend")),
+                      backend))
+      return c;
+  }
+  return NULL;
+}
+
+static const char *str_field(const cJSON *obj, const char *field) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, field));
+}
+
+static const char *cand_status(const cJSON *r, const char *backend) {
+  return str_field(candidate(r, backend), "status");
+}
+
+static const char *cand_error(const cJSON *r, const char *backend) {
+  return str_field(candidate(r, backend), "error");
+}
+
+static const cJSON *selection(const cJSON *r) {
+  return cJSON_GetObjectItemCaseSensitive(r, "selection");
+}
+
+static double num_field(const cJSON *obj, const char *field) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* The candidate's error, non-empty and containing needle (when given). */
+#define CHECK_CAND_ERROR(r, backend, needle)                                                       \
+  do {                                                                                             \
+    const char *e_ = cand_error((r), (backend)), *n_ = (needle);                                   \
+    if (!e_ || !*e_ || (n_ && !strstr(e_, n_))) {                                                  \
+      fprintf(stderr, "%s:%d: %s's error is \"%s\", wanted a reason%s%s\n", __FILE__, __LINE__,    \
+              (backend), e_ ? e_ : "(missing)", n_ ? " containing " : "", n_ ? n_ : "");           \
+      check_failures++;                                                                            \
+    }                                                                                              \
+  } while (0)
+
+/* Every "profile" array anywhere in the report: count entries and those whose
+ * "batch" differs from only_batch (when only_batch > 0). */
+static void scan_profiles(const cJSON *j, int only_batch, int *entries, int *other_batch) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, j) {
+    if (c->string && !strcmp(c->string, "profile") && cJSON_IsArray(c)) {
+      const cJSON *e;
+      cJSON_ArrayForEach(e, c) {
+        (*entries)++;
+        if (only_batch > 0 && num_field(e, "batch") != only_batch) (*other_batch)++;
+      }
+    } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+      scan_profiles(c, only_batch, entries, other_batch);
+    }
+  }
+}
+
+/* Number of baseline profile entries at batch b (b <= 0: all of them). */
+static int baseline_entries(const cJSON *r, int b) {
+  const cJSON *base = cJSON_GetObjectItemCaseSensitive(r, "baseline"), *e;
+  int n = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(base, "profile")) {
+    if (b <= 0 || num_field(e, "batch") == b) n++;
+  }
+  return n;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_defaults(void) {
+  ait_tune_options o;
+  memset(&o, 0x5a, sizeof o);
+  ait_tune_options_init(&o);
+  CHECK(o.strategy == AIT_STRATEGY_MAX_THROUGHPUT);
+  CHECK(o.backends == NULL && o.n_backends == 0);
+  CHECK(o.batch_sizes == NULL && o.n_batch_sizes == 0);
+  CHECK(fabs(o.min_speedup_ratio - 0.01) < 1e-12);
+  CHECK(o.perf_validation == 1);
+  CHECK(fabs(o.min_cosine - 0.99) < 1e-12);
+  CHECK(o.warmup == 3 && o.min_runs == 10 && o.max_runs == 200);
+  CHECK(fabs(o.cv_target - 0.05) < 1e-12 && fabs(o.time_budget_s - 2.0) < 1e-12);
+  CHECK(o.cache_dir == NULL && o.log == NULL);
+  static const char *names[] = {"one-backend", "first-wins", "max-throughput", "min-latency",
+                                "latency-budget"};
+  for (int s = 0; s < 5; s++) {
+    CHECK_STR(ait_strategy_name((ait_strategy)s), names[s]);
+    CHECK(ait_strategy_parse(names[s]) == s);
+  }
+  CHECK(ait_strategy_parse("fastest-please") == -1);
+}
+
+/* Before tuning: the reference runs, there is no report yet. */
+static void test_before_tuning(void) {
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_STR(ait_module_backend(m), "eager");
+  CHECK(ait_module_model(m) != NULL);
+  char *js = NULL;
+  CHECK_ERR(ait_module_report_json(m, &js), AIT_E_NOT_FOUND, NULL);
+  CHECK(js == NULL);
+  check_infer(m, 2, 0, NULL);
+  ait_module_free(m);
+  ait_module_free(NULL);
+}
+
+/* one-backend: the backend's own build error comes back. */
+static void test_one_backend_build_error(void) {
+  const char *b[] = {"t_broken"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  ait_status st = ait_module_tune(m, &o);
+  CHECK(st != AIT_OK);
+  if (!strstr(ait_last_error(), "deliberately fails to build")) {
+    fprintf(stderr, "one-backend t_broken: last error \"%s\" lacks the backend's message\n",
+            ait_last_error());
+    check_failures++;
+  }
+  ait_module_free(m);
+}
+
+/* one-backend: a wrong backend is a correctness error. */
+static void test_one_backend_incorrect(void) {
+  const char *b[] = {"t_wrong"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  ait_status st = ait_module_tune(m, &o);
+  CHECK(st != AIT_OK);
+  const char *e = ait_last_error();
+  if (!strstr(e, "incorrect") && !strstr(e, "mismatch")) {
+    fprintf(stderr, "one-backend t_wrong: last error \"%s\" mentions neither incorrect nor mismatch\n",
+            e);
+    check_failures++;
+  }
+  ait_module_free(m);
+}
+
+/* one-backend: correct but not faster falls back to the reference. */
+static void test_one_backend_slow_falls_back(void) {
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "eager");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_slow"), "slower_than_baseline");
+  CHECK_STR(str_field(selection(r), "backend"), "eager");
+  check_infer(m, 3, 1, NULL);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* one-backend (extra): a good backend is selected and then runs the module. */
+static void test_one_backend_fast_selected(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+  int before = tbk_counts_of("t_fast")->infer;
+  check_infer(m, 2, 2, NULL);
+  CHECK(tbk_counts_of("t_fast")->infer == before + 1); /* the module runs on t_fast */
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* one-backend (extra): an unavailable backend is an error with its reason. */
+static void test_one_backend_unavailable(void) {
+  const char *b[] = {"t_unavail"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  ait_status st = ait_module_tune(m, &o);
+  CHECK(st != AIT_OK);
+  if (!strstr(ait_last_error(), "no such accelerator here")) {
+    fprintf(stderr, "one-backend t_unavail: last error \"%s\" lacks the backend's reason\n",
+            ait_last_error());
+    check_failures++;
+  }
+  ait_module_free(m);
+}
+
+/* first-wins: failures and slow results move on to the next candidate. */
+static void test_first_wins_order(void) {
+  const char *b[] = {"t_broken", "t_wrong", "t_slow", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_FIRST_WINS, b, 4, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_broken"), "build_failed");
+  CHECK_CAND_ERROR(r, "t_broken", "deliberately fails to build");
+  CHECK_STR(cand_status(r, "t_wrong"), "incorrect");
+  CHECK_CAND_ERROR(r, "t_wrong", NULL);
+  CHECK_STR(cand_status(r, "t_slow"), "slower_than_baseline");
+  CHECK_CAND_ERROR(r, "t_slow", NULL);
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+  /* the report keeps the given order */
+  const cJSON *cands = cJSON_GetObjectItemCaseSensitive(r, "candidates");
+  CHECK(cJSON_GetArraySize(cands) == 4);
+  for (int i = 0; i < 4 && i < cJSON_GetArraySize(cands); i++)
+    CHECK(names_backend(str_field(cJSON_GetArrayItem(cands, i), "backend"), b[i]));
+  check_infer(m, 4, 3, NULL);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* first-wins: the first good candidate ends the search; later ones are not built. */
+static void test_first_wins_stops_at_winner(void) {
+  const char *b[] = {"t_fast", "t_wrong"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_FIRST_WINS, b, 2, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  int wrong_builds = tbk_counts_of("t_wrong")->build;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  CHECK(tbk_counts_of("t_wrong")->build == wrong_builds);
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* first-wins: when all fail, the reference runs, with a warning and reasons. */
+static void test_first_wins_all_fail(void) {
+  const char *b[] = {"t_broken", "t_wrong", "t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_FIRST_WINS, b, 3, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "eager");
+  CHECK(cap.warnings >= 1);
+  CHECK(cap.last_warning[0] != '\0');
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_broken"), "build_failed");
+  CHECK_CAND_ERROR(r, "t_broken", "deliberately fails to build");
+  CHECK_STR(cand_status(r, "t_wrong"), "incorrect");
+  CHECK_CAND_ERROR(r, "t_wrong", NULL);
+  CHECK_STR(cand_status(r, "t_slow"), "slower_than_baseline");
+  CHECK_CAND_ERROR(r, "t_slow", NULL);
+  CHECK_STR(str_field(selection(r), "backend"), "eager");
+  const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(r, "warnings");
+  CHECK(cJSON_IsArray(warnings) && cJSON_GetArraySize(warnings) >= 1);
+  check_infer(m, 2, 4, NULL);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* Unavailable and unsupported candidates: status "unsupported" with the
+ * reason, never built. */
+static void test_unsupported(void) {
+  const char *b[] = {"t_unavail", "t_nosupport", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_FIRST_WINS, b, 3, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  int ub = tbk_counts_of("t_unavail")->build, nb = tbk_counts_of("t_nosupport")->build;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_unavail"), "unsupported");
+  CHECK_CAND_ERROR(r, "t_unavail", "no such accelerator here");
+  CHECK_STR(cand_status(r, "t_nosupport"), "unsupported");
+  CHECK_CAND_ERROR(r, "t_nosupport", "refuses Relu");
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  CHECK(tbk_counts_of("t_unavail")->build == ub);
+  CHECK(tbk_counts_of("t_nosupport")->build == nb);
+  cJSON_Delete(r);
+  ait_module_free(m);
+
+  /* the same under max-throughput */
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 3, &cap);
+  m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  r = report_of(m);
+  CHECK_STR(cand_status(r, "t_unavail"), "unsupported");
+  CHECK_STR(cand_status(r, "t_nosupport"), "unsupported");
+  CHECK_CAND_ERROR(r, "t_nosupport", "refuses Relu");
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* max-throughput: everything profiled, the fastest wins. */
+static void test_max_throughput_picks_fastest(void) {
+  const char *b[] = {"t_slow", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 2, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  int slow_infers = tbk_counts_of("t_slow")->infer;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  CHECK(tbk_counts_of("t_slow")->infer > slow_infers); /* profiled even though it comes first */
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  CHECK_STR(cand_status(r, "t_slow"), "slower_than_baseline");
+  const cJSON *sel = selection(r);
+  CHECK_STR(str_field(sel, "backend"), "t_fast");
+  CHECK(num_field(sel, "throughput") > 0);
+  CHECK(num_field(sel, "latency_ms") > 0);
+  double batch = num_field(sel, "batch");
+  CHECK(batch == 1 || batch == 4);
+  CHECK_STR(str_field(cJSON_GetObjectItemCaseSensitive(r, "baseline"), "backend"), "eager");
+  CHECK(baseline_entries(r, 1) >= 1 && baseline_entries(r, 4) >= 1);
+  check_infer(m, 4, 5, NULL);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* max-throughput: the baseline wins when no candidate beats it. */
+static void test_max_throughput_baseline_wins(void) {
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "eager");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_slow"), "slower_than_baseline");
+  CHECK_STR(str_field(selection(r), "backend"), "eager");
+  CHECK(baseline_entries(r, 0) >= 1);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* max-throughput without perf validation: no baseline profile, the fastest
+ * candidate wins even when slower than the reference. */
+static void test_max_throughput_no_perf_validation(void) {
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.perf_validation = 0;
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_slow");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_slow"), "selected");
+  CHECK_STR(str_field(selection(r), "backend"), "t_slow");
+  CHECK(baseline_entries(r, 0) == 0);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* min-latency: profiled at batch 1 only, whatever batch sizes are given. */
+static void test_min_latency_batch_one(void) {
+  const char *b[] = {"t_slow", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MIN_LATENCY, b, 2, &cap); /* batch_sizes {1, 4} */
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "selected");
+  const cJSON *sel = selection(r);
+  CHECK_STR(str_field(sel, "backend"), "t_fast");
+  CHECK(num_field(sel, "batch") == 1);
+  CHECK(num_field(sel, "latency_ms") > 0);
+  int entries = 0, other = 0;
+  scan_profiles(r, 1, &entries, &other);
+  CHECK(entries >= 1);
+  if (other) {
+    fprintf(stderr, "min-latency: %d of %d profile entries are not at batch 1\n", other, entries);
+    check_failures++;
+  }
+  CHECK(baseline_entries(r, 1) >= 1);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* latency-budget: results over the budget are dropped, the highest remaining
+ * throughput wins, its batch is recorded. t_batchy takes (1 + batch) ms:
+ * batch 1 = 2 ms (500/s), 4 = 5 ms (800/s), 16 = 17 ms (over 10 ms). t_slow
+ * takes 20 ms at every batch. */
+static void test_latency_budget_picks_batch(void) {
+  static const int batches[3] = {1, 4, 16};
+  const char *b[] = {"t_slow", "t_batchy"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_LATENCY_BUDGET, b, 2, &cap);
+  o.batch_sizes = batches;
+  o.n_batch_sizes = 3;
+  o.latency_budget_ms = 10;
+  o.perf_validation = 0; /* both are slower than the reference */
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_batchy");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_batchy"), "selected");
+  CHECK_STR(cand_status(r, "t_slow"), "over_budget");
+  const cJSON *sel = selection(r);
+  CHECK_STR(str_field(sel, "backend"), "t_batchy");
+  CHECK(num_field(sel, "batch") == 4);
+  double lat = num_field(sel, "latency_ms"), thr = num_field(sel, "throughput");
+  if (!(lat >= 4.5 && lat <= 10) || !(thr >= 400 && thr <= 900)) {
+    fprintf(stderr, "latency-budget: selection latency %.3f ms, throughput %.1f/s; wanted about "
+                    "5 ms and 800/s\n", lat, thr);
+    check_failures++;
+  }
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* latency-budget: an error when no candidate fits. */
+static void test_latency_budget_none_fits(void) {
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_LATENCY_BUDGET, b, 1, &cap);
+  o.latency_budget_ms = 1;
+  ait_module *m = new_module();
+  if (!m) return;
+  ait_status st = ait_module_tune(m, &o);
+  CHECK(st != AIT_OK);
+  if (st != AIT_OK && !strstr(ait_last_error(), "budget")) {
+    fprintf(stderr, "latency-budget: error \"%s\" does not mention the budget\n", ait_last_error());
+    check_failures++;
+  }
+  ait_module_free(m);
+}
+
+/* Performance validation: a huge required speedup rejects even t_fast;
+ * switched off, t_fast wins again. */
+static void test_min_speedup_ratio(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.min_speedup_ratio = 1e6;
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "eager");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "slower_than_baseline");
+  CHECK_STR(str_field(selection(r), "backend"), "eager");
+  cJSON_Delete(r);
+  ait_module_free(m);
+
+  /* first-wins applies the same rule */
+  fast_opts(&o, AIT_STRATEGY_FIRST_WINS, b, 1, &cap);
+  o.min_speedup_ratio = 1e6;
+  m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "eager");
+  r = report_of(m);
+  CHECK_STR(cand_status(r, "t_fast"), "slower_than_baseline");
+  cJSON_Delete(r);
+  ait_module_free(m);
+
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.min_speedup_ratio = 1e6;
+  o.perf_validation = 0;
+  m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  ait_module_free(m);
+}
+
+/* tune -> save -> load -> infer reproduces the outputs, without a rebuild. */
+static void test_save_load(void) {
+  const char *b[] = {"t_slow", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 2, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  char tmp[64], dir[128];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    ait_module_free(m);
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s/tuned", tmp); /* created by save */
+  CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+  float y1[3 * WIDTH], y2[3 * WIDTH];
+  check_infer(m, 3, 6, y1);
+
+  tbk_counts before = *tbk_counts_of("t_fast");
+  ait_module *l = NULL;
+  log_capture lcap = {0};
+  CHECK_ERR(ait_module_load(dir, on_log, &lcap, &l), AIT_OK, NULL);
+  if (l) {
+    CHECK_STR(ait_module_backend(l), "t_fast");
+    CHECK(tbk_counts_of("t_fast")->build == before.build); /* no rebuild */
+    CHECK(tbk_counts_of("t_fast")->load == before.load + 1);
+    CHECK(lcap.warnings == 0); /* same machine: no fingerprint warning */
+    check_infer(l, 3, 6, y2);
+    CHECK(!memcmp(y1, y2, sizeof y1));
+    CHECK(tbk_counts_of("t_fast")->infer == before.infer + 1); /* it runs on t_fast */
+    cJSON *r = report_of(l); /* the saved report comes back */
+    CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+    cJSON_Delete(r);
+    ait_module_free(l);
+  }
+  ait_module_free(m);
+
+  /* a folder that is not a saved module */
+  l = NULL;
+  CHECK(ait_module_load(tmp, NULL, NULL, &l) != AIT_OK);
+  CHECK(l == NULL);
+  rm_tree(tmp);
+}
+
+typedef struct found_files {
+  char paths[8][512];
+  int n;
+} found_files;
+static found_files found;
+
+static int find_decision(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  const char *base = path + ftw->base;
+  if (flag == FTW_F && !strcmp(base, "decision.json") && found.n < 8)
+    snprintf(found.paths[found.n++], sizeof found.paths[0], "%s", path);
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One tune of a new module with the cache at dir, the same sample each time.
+ * Returns the report's from_cache (-1 when missing) and the time taken. */
+static int cached_tune(const char *dir, double *secs, int *slow_infers) {
+  const char *b[] = {"t_slow", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 2, &cap);
+  o.cache_dir = dir;
+  ait_module *m = new_module();
+  if (!m) return -1;
+  float x[2 * WIDTH];
+  fill_input(x, 2, 7);
+  ait_tensor_view in = {AIT_FLOAT32, 2, {2, WIDTH}, x};
+  CHECK_ERR(ait_module_add_sample(m, &in, 1), AIT_OK, NULL);
+  int slow = tbk_counts_of("t_slow")->infer;
+  double t0 = now_s();
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  *secs = now_s() - t0;
+  *slow_infers = tbk_counts_of("t_slow")->infer - slow;
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  check_infer(m, 2, 8, NULL);
+  cJSON *r = report_of(m);
+  const cJSON *fc = cJSON_GetObjectItemCaseSensitive(r, "from_cache");
+  int from_cache = cJSON_IsBool(fc) ? cJSON_IsTrue(fc) : -1;
+  CHECK(from_cache >= 0);
+  CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+  cJSON_Delete(r);
+  ait_module_free(m);
+  return from_cache;
+}
+
+/* A repeated tune is answered from the cache; a corrupt entry is re-tuned. */
+static void test_cache(void) {
+  char dir[64];
+  if (!new_temp_dir(dir, sizeof dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  double secs;
+  int slow;
+  CHECK(cached_tune(dir, &secs, &slow) == 0);
+  CHECK(slow > 0);
+
+  int fc = cached_tune(dir, &secs, &slow);
+  CHECK(fc == 1);
+  if (secs >= 1.0) {
+    fprintf(stderr, "cache: the cached tune took %.3f s, wanted < 1 s\n", secs);
+    check_failures++;
+  }
+  CHECK(slow == 0); /* nothing re-profiled */
+
+  found.n = 0;
+  nftw(dir, find_decision, 16, FTW_PHYS);
+  if (found.n == 0) {
+    fprintf(stderr, "cache: no decision.json under %s\n", dir);
+    check_failures++;
+  }
+  for (int i = 0; i < found.n; i++) {
+    FILE *f = fopen(found.paths[i], "w");
+    CHECK(f != NULL);
+    if (f) {
+      fputs("{\"this is\": not json at all ]]]", f);
+      fclose(f);
+    }
+  }
+  if (found.n > 0) {
+    CHECK(cached_tune(dir, &secs, &slow) == 0); /* discarded, re-tuned */
+    CHECK(slow > 0);
+    CHECK(cached_tune(dir, &secs, &slow) == 1); /* and cached again */
+  }
+  rm_tree(dir);
+}
+
+/* Calls through ait_module_infer before tuning become the samples. */
+static void test_samples_from_infer(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  for (int i = 0; i < 3; i++)
+    check_infer(m, 1 + i, 10 + i, NULL);
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = report_of(m);
+  double samples = num_field(r, "samples");
+  if (samples != 3) {
+    fprintf(stderr, "samples: report says %g, wanted 3 (one per infer call)\n", samples);
+    check_failures++;
+  }
+  cJSON_Delete(r);
+  ait_module_free(m);
+
+  /* at most 16 are kept (extra: from the header's contract) */
+  m = new_module();
+  if (!m) return;
+  for (int i = 0; i < 20; i++)
+    check_infer(m, 1, 20 + i, NULL);
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  r = report_of(m);
+  CHECK(num_field(r, "samples") == 16);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+typedef struct test_case {
+  const char *name;
+  void (*fn)(void);
+} test_case;
+
+static const test_case tests[] = {
+    {"defaults", test_defaults},
+    {"before_tuning", test_before_tuning},
+    {"one_backend_build_error", test_one_backend_build_error},
+    {"one_backend_incorrect", test_one_backend_incorrect},
+    {"one_backend_slow_falls_back", test_one_backend_slow_falls_back},
+    {"one_backend_fast_selected", test_one_backend_fast_selected},
+    {"one_backend_unavailable", test_one_backend_unavailable},
+    {"first_wins_order", test_first_wins_order},
+    {"first_wins_stops_at_winner", test_first_wins_stops_at_winner},
+    {"first_wins_all_fail", test_first_wins_all_fail},
+    {"unsupported", test_unsupported},
+    {"max_throughput_picks_fastest", test_max_throughput_picks_fastest},
+    {"max_throughput_baseline_wins", test_max_throughput_baseline_wins},
+    {"max_throughput_no_perf_validation", test_max_throughput_no_perf_validation},
+    {"min_latency_batch_one", test_min_latency_batch_one},
+    {"latency_budget_picks_batch", test_latency_budget_picks_batch},
+    {"latency_budget_none_fits", test_latency_budget_none_fits},
+    {"min_speedup_ratio", test_min_speedup_ratio},
+    {"save_load", test_save_load},
+    {"cache", test_cache},
+    {"samples_from_infer", test_samples_from_infer},
+};
+
+int main(void) {
+  CHECK_ERR(tbk_register_all(), AIT_OK, NULL);
+  if (write_model() != 0) {
+    fprintf(stderr, "test_tune: cannot write the model to a temporary folder\n");
+    return 1;
+  }
+  const char *filter = getenv("AIT_TEST_FILTER");
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+    if (filter && !strstr(tests[i].name, filter)) continue;
+    int before = check_failures;
+    double t0 = now_s();
+    tests[i].fn();
+    printf("%-36s %s (%.2f s)\n", tests[i].name, check_failures == before ? "ok" : "FAILED",
+           now_s() - t0);
+    fflush(stdout);
+  }
+  rm_tree(model_dir);
+  return check_result("test_tune");
+}
