@@ -94,7 +94,24 @@ def main():
         if info:
             rows.append((name, info))
     if a.report:
+        import platform
+        import onnxruntime
+        cpu = ""
+        try:
+            cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0]
+        except (OSError, IndexError):
+            pass
         with open(a.report, "w") as f:
+            f.write("# Real models against ONNX Runtime\n\n")
+            f.write("Real architectures built with PyTorch/torchvision (random weights, seed 0) by "
+                    "`scripts/make_models.py`, exported to ONNX opset 17, run by aitune's reference "
+                    "backend `eager` (`aitune run --inputs --outputs`) and by ONNX Runtime "
+                    f"{onnxruntime.__version__} (CPU) on the same inputs. Pass: max|aitune - ORT| / max|ORT| "
+                    f"< {LIMIT:g} on every output.\n\n")
+            f.write(f"Reproduce: `python3 tests/real_models.py --aitune build/aitune --generate --report docs/real-models.md` "
+                    f"(machine: {cpu}, {os.cpu_count()} cores, {platform.system()}).\n\n")
+            f.write("Times are single whole runs (aitune: process start, model load and one run; ORT: "
+                    "one `run` call in a warm session), not benchmarks.\n\n")
             f.write("| model | input shapes | max rel. error vs ORT | aitune run (s, whole process) | ORT run (s) |\n")
             f.write("|---|---|---|---|---|\n")
             for name, i in rows:
