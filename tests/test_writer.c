@@ -46,10 +46,12 @@ static void roundtrip(const char *path) {
   CHECK_ERR(ait_session_output(sa, 0, &oa), AIT_OK, NULL);
   CHECK_ERR(ait_session_output(sb, 0, &ob), AIT_OK, NULL);
   size_t bytes = ait_dtype_size(oa.dtype);
-  for (int k = 0; k < oa.rank; k++) bytes *= (size_t)oa.dims[k];
+  for (int k = 0; k < oa.rank; k++)
+    bytes *= (size_t)oa.dims[k];
   CHECK(oa.rank == ob.rank && !memcmp(oa.dims, ob.dims, sizeof oa.dims));
   CHECK(!memcmp(oa.data, ob.data, bytes));
-  for (size_t i = 0; i < n_in && i < 8; i++) ait_tensor_free(ins[i]);
+  for (size_t i = 0; i < n_in && i < 8; i++)
+    ait_tensor_free(ins[i]);
   ait_session_free(sa);
   ait_session_free(sb);
   ait_model_free(a);
@@ -57,6 +59,7 @@ static void roundtrip(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) roundtrip(argv[i]);
+  for (int i = 1; i < argc; i++)
+    roundtrip(argv[i]);
   return check_result("test_writer");
 }

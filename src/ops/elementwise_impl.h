@@ -66,20 +66,18 @@ ait_status ait_ew_shape_castlike(ait_graph *g, const ait_node *n);
 /* ---- kernels ----------------------------------------------------------- */
 
 /* Table-driven unary ops: one kernel per name, all sharing one loop. */
-#define AIT_EW_UNARY_OPS(X)                                                                        \
-  X(Abs)                                                                                           \
-  X(Acos)                                                                                          \
-  X(Acosh) X(Asin) X(Asinh) X(Atan) X(Atanh) X(Cos) X(Cosh) X(Sin) X(Sinh) X(Tan) X(Tanh) X(Exp)   \
-      X(Log) X(Sqrt) X(Reciprocal) X(Neg) X(Ceil) X(Floor) X(Round) X(Sign) X(Erf) X(Sigmoid)      \
-          X(HardSigmoid) X(HardSwish) X(Relu) X(LeakyRelu) X(Elu) X(Selu) X(Celu) X(Softplus)      \
-              X(Softsign) X(ThresholdedRelu) X(Shrink)
+// clang-format off
+#define AIT_EW_UNARY_OPS(X)                                                              \
+  X(Abs) X(Acos) X(Acosh) X(Asin) X(Asinh) X(Atan) X(Atanh) X(Cos) X(Cosh) X(Sin)       \
+  X(Sinh) X(Tan) X(Tanh) X(Exp) X(Log) X(Sqrt) X(Reciprocal) X(Neg) X(Ceil) X(Floor)    \
+  X(Round) X(Sign) X(Erf) X(Sigmoid) X(HardSigmoid) X(HardSwish) X(Relu) X(LeakyRelu)   \
+  X(Elu) X(Selu) X(Celu) X(Softplus) X(Softsign) X(ThresholdedRelu) X(Shrink)
 
 /* Table-driven binary ops (two inputs, broadcasting). */
-#define AIT_EW_BINARY_OPS(X)                                                                       \
-  X(Add)                                                                                           \
-  X(Sub)                                                                                           \
-  X(Mul) X(Div) X(Mod) X(BitShift) X(And) X(Or) X(Xor) X(Equal) X(Greater) X(GreaterOrEqual)       \
-      X(Less) X(LessOrEqual) X(PRelu)
+#define AIT_EW_BINARY_OPS(X)                                                             \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(BitShift) X(And) X(Or) X(Xor) X(Equal)           \
+  X(Greater) X(GreaterOrEqual) X(Less) X(LessOrEqual) X(PRelu)
+// clang-format on
 
 /* Variadic ops (one or more inputs, broadcasting). */
 #define AIT_EW_VARIADIC_OPS(X) X(Max) X(Min) X(Sum) X(Mean)

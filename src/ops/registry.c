@@ -31,7 +31,7 @@ const ait_op_family ait_op_families[] = {{"elementwise", ait_ops_elementwise},
 static int family_size(int f) {
   static const int *const sizes[] = {&ait_ops_elementwise_n, &ait_ops_tensor_n, &ait_ops_nn_n,
                                      &ait_ops_reduce_n,      &ait_ops_image_n,  &ait_ops_misc_n,
-                                     &ait_ops_control_n, &ait_ops_fused_n};
+                                     &ait_ops_control_n,     &ait_ops_fused_n};
   return *sizes[f];
 }
 

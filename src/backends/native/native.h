@@ -152,6 +152,9 @@ typedef struct nat_state {
   nat_node *nodes;   /* per node of g */
   int *last;         /* per value: last node reading its storage (views extend it) */
   int *root;         /* per value: the value whose storage it views (itself if none) */
+  int *free_at;      /* values whose storage dies after node i: free_list[free_at[i]..] */
+  int *free_list;
+  struct nat_run *run; /* per-value run tables, reused between runs */
   /* built lazily, freed by deactivate */
   nat_pool *pool;
   nat_plan *plans[NAT_MAX_PLANS];
