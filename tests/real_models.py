@@ -63,11 +63,42 @@ def check(aitune, d):
                                          "shape": [tuple(x.shape) for x in inputs]}
 
 
+def check_tuned(aitune, d, tmp):
+    """tune (max-throughput over every available backend) -> save -> run the
+    tuned folder: its outputs must match ONNX Runtime as eager's do."""
+    import numpy as np
+    import onnxruntime as ort
+    data = os.path.join(d, "test_data_set_0")
+    out_dir = os.path.join(tmp, "tuned")
+    r = subprocess.run([aitune, "tune", os.path.join(d, "model.onnx"), "--samples", data, "--out", out_dir,
+                        "--no-cache", "--batch-sizes", "1,2", "--warmup", "1", "--min-runs", "3",
+                        "--max-runs", "5", "--cv", "0", "--time-budget", "1", "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, f"aitune tune failed: {r.stderr.strip()}"
+    selected = [l for l in r.stdout.splitlines() if l.startswith("selected:")]
+    res = os.path.join(tmp, "res")
+    r = subprocess.run([aitune, "run", out_dir, "--inputs", data, "--outputs", res], capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, f"aitune run DIR failed: {r.stderr.strip()}"
+    sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+    n_in = len(glob.glob(os.path.join(data, "input_*.pb")))
+    feeds = {i.name: load_pb(os.path.join(data, f"input_{k}.pb")) for k, i in enumerate(sess.get_inputs()[:n_in])}
+    want = sess.run(None, feeds)
+    worst = 0.0
+    for k, w in enumerate(want):
+        g = load_pb(os.path.join(res, f"output_{k}.pb"))
+        scale = float(np.max(np.abs(w))) or 1.0
+        worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - w))) / scale)
+    return worst < 1e-3, f"tuned ({selected[0] if selected else '?'}) rel err {worst:.2e}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--aitune", required=True)
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--report", default=None)
+    ap.add_argument("--tuned", action="store_true", help="also tune each model and check the tuned folder's outputs")
     a = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -91,6 +122,11 @@ def main():
         ok, msg, info = check(a.aitune, d)
         print(f"{'PASS' if ok else 'FAIL'} {name}: {msg}")
         failed += not ok
+        if a.tuned:
+            with tempfile.TemporaryDirectory() as tmp:
+                ok, msg = check_tuned(a.aitune, d, tmp)
+            print(f"{'PASS' if ok else 'FAIL'} {name} (tune -> save -> run): {msg}")
+            failed += not ok
         if info:
             rows.append((name, info))
     if a.report:
