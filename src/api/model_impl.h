@@ -4,6 +4,7 @@
 
 #include "aitune.h"
 #include "backends/backend.h"
+#include "backends/partition.h"
 #include "ir/graph.h"
 #include "onnx/onnx_io.h"
 
@@ -16,7 +17,7 @@ struct ait_model {
 struct ait_session {
   const ait_model *model; /* borrowed */
   ait_backend_config cfg; /* backend and its options */
-  void *state;            /* the backend's built state, owned */
+  ait_runner run;         /* the built backend (whole graph or partitioned), owned */
   ait_tensor **outputs;   /* last run's outputs, owned */
   int n_outputs;
 };

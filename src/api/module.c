@@ -100,8 +100,7 @@ static void clear_outputs(ait_module *m) {
 }
 
 static void drop_state(ait_module *m) {
-  if (m->state) m->cfg.iface->destroy(m->state);
-  m->state = NULL;
+  ait_runner_destroy(&m->run);
   if (m->ref_state) ait_backend_find("eager")->destroy(m->ref_state);
   m->ref_state = NULL;
 }
@@ -206,7 +205,7 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
     if (!st) st = record_sample(m, w, (int)n);
   } else if (!st) {
     check_range(m, w);
-    st = m->cfg.iface->infer(m->state, (const ait_tensor *const *)w, (int)n, outs);
+    st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)w, (int)n, outs);
     if (st && m->warned_range) {
       /* the selected backend cannot take this shape: the reference can */
       ait_module_logf(m, 1, "%s failed on this input (%s); running it on eager", m->desc,
@@ -329,8 +328,8 @@ static void adopt(ait_module *m, ait_module *e) {
   drop_state(m);
   m->cfg = e->cfg;
   snprintf(m->desc, sizeof m->desc, "%s", e->desc);
-  m->state = e->state;
-  e->state = NULL;
+  m->run = e->run;
+  e->run.state = NULL;
   m->batch = e->batch;
   m->spec = e->spec;
   free(m->report_json);

@@ -28,7 +28,7 @@ ait_status ait_session_create(const ait_model *model, const char *backend, ait_s
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->model = model;
   s->cfg = cfg;
-  ait_status st = cfg.iface->build(&s->cfg, model->graph, NULL, &s->state);
+  ait_status st = ait_runner_build(&s->cfg, model->graph, NULL, &s->run);
   if (st) {
     free(s);
     return ait_err_prefix(st, "backend %s", cfg.iface->name);
@@ -48,7 +48,7 @@ static void clear_outputs(ait_session *s) {
 void ait_session_free(ait_session *s) {
   if (!s) return;
   clear_outputs(s);
-  if (s->state) s->cfg.iface->destroy(s->state);
+  ait_runner_destroy(&s->run);
   free(s);
 }
 
@@ -93,7 +93,7 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
   if (!st)
-    st = s->cfg.iface->infer(s->state, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
+    st = s->run.iface->infer(s->run.state, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
   for (size_t i = 0; wrapped && i < n_inputs; i++)
     ait_tensor_free(wrapped[i]);
   free(wrapped);

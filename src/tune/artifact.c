@@ -92,7 +92,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir) {
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", backend_dir, strerror(errno));
     goto out;
   }
-  if ((st = m->cfg.iface->save(m->state, backend_dir))) {
+  if ((st = m->run.iface->save(m->run.state, backend_dir))) {
     ait_err_prefix(st, "saving the %s backend's state", m->desc);
     goto out;
   }
@@ -220,11 +220,11 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
     goto fail;
   }
   char *bdir = ait_path_join(dir, "backend");
-  st = bdir ? m->cfg.iface->load(&m->cfg, m->model->graph, bdir, &m->state) : AIT_E_NOMEM;
+  st = bdir ? ait_runner_load(&m->cfg, m->model->graph, bdir, &m->run) : AIT_E_NOMEM;
   free(bdir);
   if (st) {
     ait_err_prefix(st, "loading the %s backend's state from %s/backend", m->desc, dir);
-    m->state = NULL;
+    m->run.state = NULL;
     goto fail;
   }
   char *rpath = ait_path_join(dir, "report.json");

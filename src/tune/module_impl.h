@@ -20,7 +20,7 @@ struct ait_module {
   bool tuned;
   ait_backend_config cfg; /* the selected backend */
   char desc[160];
-  void *state;       /* its built state, owned */
+  ait_runner run;    /* its built state (whole graph or partitioned), owned */
   int batch;         /* the selected batch size */
   char *report_json; /* owned */
   char tuned_fingerprint[2048];

@@ -38,6 +38,14 @@ static cJSON *candidate_json(const ait_candidate *c) {
   cJSON_AddNumberToObject(o, "build_s", c->build_s);
   cJSON_AddNumberToObject(o, "nodes_supported", c->nodes_supported);
   cJSON_AddNumberToObject(o, "nodes_total", c->nodes_total);
+  if (c->run.n_segments > 1) { /* partitioned: who ran what */
+    cJSON *p = cJSON_AddObjectToObject(o, "partition");
+    cJSON_AddNumberToObject(p, "segments", c->run.n_segments);
+    cJSON_AddStringToObject(p, "fallback", c->run.fallback);
+    cJSON_AddNumberToObject(p, "nodes_on_backend", c->run.nodes_primary);
+    cJSON_AddNumberToObject(p, "nodes_on_fallback", c->run.nodes_total - c->run.nodes_primary);
+    cJSON_AddNumberToObject(p, "flops_share", c->run.flops_share);
+  }
   cJSON *v = cJSON_AddObjectToObject(o, "validation");
   cJSON_AddNumberToObject(v, "outputs_checked", c->err.checked);
   cJSON_AddNumberToObject(v, "max_abs_error", c->err.max_abs);

@@ -8,6 +8,7 @@
 
 #include "aitune.h"
 #include "backends/backend.h"
+#include "backends/partition.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "tune/profile.h"
@@ -99,7 +100,7 @@ typedef struct ait_candidate {
   ait_error_stats err;
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
-  void *state; /* built state while tuning, owned */
+  ait_runner run; /* built state while tuning (whole graph or partitioned), owned */
 } ait_candidate;
 
 #endif

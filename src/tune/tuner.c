@@ -128,7 +128,7 @@ static bool validate(tuner *t, ait_candidate *c) {
   bool ok = true;
   for (int k = 0; k < t->n_cases && ok; k++) {
     ref_case *rc = &t->cases[k];
-    ait_status st = c->cfg.iface->infer(c->state, (const ait_tensor *const *)rc->in.inputs,
+    ait_status st = c->run.iface->infer(c->run.state, (const ait_tensor *const *)rc->in.inputs,
                                         rc->in.n_inputs, got);
     if (st) {
       snprintf(c->error, sizeof c->error, "inference failed on %s: %s", rc->label,
@@ -161,8 +161,8 @@ typedef struct timed_ctx {
 
 static ait_status timed_infer(void *p) {
   timed_ctx *tc = p;
-  ait_status st = tc->c->cfg.iface->infer(tc->c->state, (const ait_tensor *const *)tc->in->inputs,
-                                          tc->in->n_inputs, tc->out);
+  ait_status st = tc->c->run.iface->infer(
+      tc->c->run.state, (const ait_tensor *const *)tc->in->inputs, tc->in->n_inputs, tc->out);
   free_outputs(tc->out, tc->n_out);
   return st;
 }
@@ -294,35 +294,25 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
     snprintf(c->error, sizeof c->error, "not available on this machine: %s", why);
     return AIT_E_UNSUPPORTED;
   }
-  c->nodes_total = g->n_nodes;
-  c->nodes_supported = 0;
-  char first[512] = "";
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (c->cfg.iface->supports(&c->cfg, g, &g->nodes[i], why, sizeof why))
-      c->nodes_supported++;
-    else if (!first[0])
-      snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
-  }
-  if (c->nodes_supported < c->nodes_total) {
-    c->status = AIT_CAND_UNSUPPORTED;
-    snprintf(c->error, sizeof c->error, "supports %d of %d nodes; first unsupported: %s",
-             c->nodes_supported, c->nodes_total, first);
-    return AIT_E_UNSUPPORTED;
-  }
   ait_module_logf(m, 0, "[%s] build", c->desc);
   const ait_tensor *const *samples[AIT_MAX_SAMPLES];
   for (int s = 0; s < m->n_samples; s++)
     samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
   ait_build_info info = {&m->spec, samples, m->n_samples, NULL};
   double t0 = ait_now();
-  ait_status st = c->cfg.iface->build(&c->cfg, g, &info, &c->state);
+  ait_status st = ait_runner_build(&c->cfg, g, &info, &c->run);
   c->build_s = ait_now() - t0;
+  c->nodes_supported = c->run.nodes_primary;
+  c->nodes_total = c->run.nodes_total;
   if (st) {
-    c->status = AIT_CAND_BUILD_FAILED;
+    c->status = st == AIT_E_UNSUPPORTED ? AIT_CAND_UNSUPPORTED : AIT_CAND_BUILD_FAILED;
     snprintf(c->error, sizeof c->error, "%s", ait_last_error());
-    c->state = NULL;
+    c->run.state = NULL;
     return st;
   }
+  if (c->run.n_segments > 1)
+    ait_module_logf(m, 0, "[%s] runs %d of %d nodes in %d segments; the rest on %s", c->desc,
+                    c->run.nodes_primary, c->run.nodes_total, c->run.n_segments, c->run.fallback);
   ait_module_logf(m, 0, "[%s] validate on %d inputs", c->desc, t->n_cases);
   if (!validate(t, c)) {
     c->status = AIT_CAND_INCORRECT;
@@ -331,10 +321,7 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   return AIT_OK;
 }
 
-static void destroy_state(ait_candidate *c) {
-  if (c->state) c->cfg.iface->destroy(c->state);
-  c->state = NULL;
-}
+static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
 /* ---- the strategies ---------------------------------------------------------- */
 
@@ -382,8 +369,8 @@ static void keep_selection(tuner *t, ait_candidate *c, int idx) {
   if (idx >= 0) c->status = AIT_CAND_SELECTED;
   m->cfg = c->cfg;
   snprintf(m->desc, sizeof m->desc, "%s", c->desc);
-  m->state = c->state;
-  c->state = NULL;
+  m->run = c->run;
+  c->run.state = NULL;
   m->batch = b;
 }
 
@@ -427,8 +414,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
 
   ait_backend_config_parse("eager", &base.cfg);
   snprintf(base.desc, sizeof base.desc, "eager");
-  if ((st = base.cfg.iface->build(&base.cfg, m->model->graph, NULL, &base.state)) != AIT_OK)
-    goto out;
+  if ((st = ait_runner_build(&base.cfg, m->model->graph, NULL, &base.run)) != AIT_OK) goto out;
   bool batch1 = o->strategy == AIT_STRATEGY_MIN_LATENCY;
   bool profile_base = o->perf_validation && n > 0;
   if (profile_base) {
@@ -487,8 +473,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       winner = i;
       break;
     }
-    if (c->cfg.iface->deactivate)
-      c->cfg.iface->deactivate(c->state); /* free memory while others run */
+    if (c->run.iface->deactivate)
+      c->run.iface->deactivate(c->run.state); /* free memory while others run */
   }
   if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
     for (int i = 0; i < n; i++) {
@@ -518,7 +504,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     }
   }
   if (winner >= 0) {
-    if (cands[winner].cfg.iface->activate) cands[winner].cfg.iface->activate(cands[winner].state);
+    if (cands[winner].run.iface->activate)
+      cands[winner].run.iface->activate(cands[winner].run.state);
     keep_selection(&t, &cands[winner], winner);
   } else {
     if (n > 0 && o->strategy == AIT_STRATEGY_FIRST_WINS)

@@ -84,12 +84,12 @@ int cmd_bench(int argc, char **argv) {
       if (!st && !cfg.iface->available(why, sizeof why))
         st = ait_err(AIT_E_UNSUPPORTED, "backend %s is not available here: %s", cfg.iface->name,
                      why);
-      if (!st) st = cfg.iface->build(&cfg, m->model->graph, NULL, &m->state);
+      if (!st) st = ait_runner_build(&cfg, m->model->graph, NULL, &m->run);
       if (!st) {
         m->cfg = cfg;
         ait_backend_describe(&cfg, m->desc, sizeof m->desc);
       } else
-        m->state = NULL;
+        m->run.state = NULL;
     }
   }
   if (st) {
@@ -113,7 +113,7 @@ int cmd_bench(int argc, char **argv) {
   }
   st = ait_sample_resize(&base, &spec, -1, batch, &in);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-  bench_ctx ctx = {m->cfg.iface, m->state, &in, outs, g->n_outputs};
+  bench_ctx ctx = {m->run.iface, m->run.state, &in, outs, g->n_outputs};
   ait_profile_opts po = {warmup, iters, iters, 0, 0};
   ait_latency_stats s;
   if (!st) st = outs ? ait_profile(bench_once, &ctx, batch, &po, &s) : AIT_E_NOMEM;

@@ -5,6 +5,7 @@
 
 #include "api/model_impl.h"
 #include "cli.h"
+#include "ir/flops.h"
 #include "ops/op.h"
 
 static const char usage[] = "usage: aitune info MODEL\n"
@@ -34,40 +35,6 @@ static void print_value(const char *kind, const ait_value *v) {
   printf("]\n");
 }
 
-static int64_t dim_or_1(const ait_value *v, int k) {
-  return k < v->rank && v->dims[k].v >= 0 ? v->dims[k].v : 1;
-}
-static int64_t numel_of(const ait_value *v) {
-  int64_t n = 1;
-  for (int k = 0; k < v->rank; k++)
-    n *= dim_or_1(v, k);
-  return v->rank < 0 ? 0 : n;
-}
-
-/* Multiply-adds counted as 2 FLOPs; only the ops that dominate real models. */
-static double node_flops(const ait_graph *g, const ait_node *n) {
-  const ait_value *out = n->n_out && n->out[0] >= 0 ? &g->values[n->out[0]] : NULL;
-  const ait_value *a = n->n_in && n->in[0] >= 0 ? &g->values[n->in[0]] : NULL;
-  const ait_value *b = n->n_in > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
-  if (!out || out->rank < 0) return 0;
-  if (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose")) {
-    if (!b || b->rank < 2) return 0;
-    double k = 1;
-    for (int i = 1; i < b->rank; i++)
-      k *= (double)dim_or_1(b, i);
-    /* ConvTranspose: every input element meets C_out/group x kernel weights */
-    if (!strcmp(n->op_type, "ConvTranspose")) return a ? 2.0 * (double)numel_of(a) * k : 0;
-    return 2.0 * (double)numel_of(out) * k;
-  }
-  if (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm")) {
-    if (!a || a->rank < 1) return 0;
-    int64_t k = dim_or_1(a, a->rank - 1);
-    if (!strcmp(n->op_type, "Gemm") && ait_attr_int(n, "transA", 0)) k = dim_or_1(a, 0);
-    return 2.0 * (double)numel_of(out) * (double)k;
-  }
-  return (double)numel_of(out); /* elementwise-ish: one op per output */
-}
-
 typedef struct op_count {
   const char *name;
   int count;
@@ -81,7 +48,7 @@ static void walk(const ait_graph *g, op_count *hist, int *n_hist, int max, doubl
       j++;
     if (j == *n_hist && *n_hist < max) hist[(*n_hist)++] = (op_count){n->op_type, 0};
     if (j < *n_hist) hist[j].count++;
-    *flops += node_flops(g, n);
+    *flops += ait_node_flops(g, n);
     for (int k = 0; k < n->n_attrs; k++)
       if (n->attrs[k].g) walk(n->attrs[k].g, hist, n_hist, max, flops);
   }

@@ -1,0 +1,415 @@
+#include "backends/partition.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "ir/copy.h"
+#include "ir/flops.h"
+
+typedef struct segment {
+  ait_backend_config cfg;
+  char desc[160];
+  ait_graph *sub; /* owned; borrows g's constants */
+  void *state;
+  int *in_map, *out_map; /* sub input/output i -> value in g */
+  int *nodes, n_nodes;   /* node indices in g */
+} segment;
+
+typedef struct part_state {
+  const ait_graph *g;
+  segment *seg;
+  int n_seg;
+  int *last_use; /* per value of g: last segment that reads it; n_seg for graph outputs */
+} part_state;
+
+static void part_destroy(void *p) {
+  part_state *s = p;
+  if (!s) return;
+  for (int i = 0; i < s->n_seg; i++) {
+    segment *sg = &s->seg[i];
+    if (sg->state) sg->cfg.iface->destroy(sg->state);
+    ait_graph_free(sg->sub);
+    free(sg->in_map);
+    free(sg->out_map);
+    free(sg->nodes);
+  }
+  free(s->seg);
+  free(s->last_use);
+  free(s);
+}
+
+static ait_status part_infer(void *p, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  part_state *s = p;
+  const ait_graph *g = s->g;
+  int nv = g->n_values;
+  const ait_tensor **env = calloc((size_t)nv + 1, sizeof *env);
+  ait_tensor **owned = calloc((size_t)nv + 1, sizeof *owned);
+  const ait_tensor *sin[64];
+  ait_tensor *sout[64];
+  ait_status st = env && owned ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int i = 0; !st && i < n_in && i < g->n_inputs; i++)
+    env[g->inputs[i]] = in[i];
+  for (int k = 0; !st && k < s->n_seg; k++) {
+    segment *sg = &s->seg[k];
+    if (sg->sub->n_inputs > 64 || sg->sub->n_outputs > 64) {
+      st =
+          ait_err(AIT_E_UNSUPPORTED, "partition: segment %d has more than 64 inputs or outputs", k);
+      break;
+    }
+    for (int i = 0; i < sg->sub->n_inputs; i++) {
+      sin[i] = env[sg->in_map[i]];
+      if (!sin[i])
+        st = ait_err(AIT_E_INTERNAL, "partition: segment %d input '%s' has no value", k,
+                     g->values[sg->in_map[i]].name);
+    }
+    if (!st) st = sg->cfg.iface->infer(sg->state, sin, sg->sub->n_inputs, sout);
+    if (st) {
+      ait_err_prefix(st, "segment %d on %s", k, sg->desc);
+      break;
+    }
+    for (int i = 0; i < sg->sub->n_outputs; i++) {
+      int v = sg->out_map[i];
+      owned[v] = sout[i];
+      env[v] = sout[i];
+    }
+    for (int v = 0; v < nv; v++) /* free what no later segment reads */
+      if (owned[v] && s->last_use[v] == k) {
+        ait_tensor_free(owned[v]);
+        owned[v] = NULL;
+        env[v] = NULL;
+      }
+  }
+  for (int i = 0; !st && i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    if (owned[v]) {
+      out[i] = owned[v];
+      owned[v] = NULL;
+    } else if (env[v]) {
+      if (!(out[i] = ait_tensor_clone(env[v]))) st = AIT_E_NOMEM;
+    } else {
+      st = ait_err(AIT_E_INTERNAL, "partition: graph output '%s' has no value", g->values[v].name);
+    }
+  }
+  if (st) /* everything in out[] was moved or cloned: ours to free */
+    for (int i = 0; i < g->n_outputs; i++) {
+      ait_tensor_free(out[i]);
+      out[i] = NULL;
+    }
+  for (int v = 0; owned && v < nv; v++)
+    ait_tensor_free(owned[v]);
+  free(env);
+  free(owned);
+  return st;
+}
+
+static ait_status part_activate(void *p) {
+  part_state *s = p;
+  for (int i = 0; i < s->n_seg; i++)
+    if (s->seg[i].cfg.iface->activate) AIT_TRY(s->seg[i].cfg.iface->activate(s->seg[i].state));
+  return AIT_OK;
+}
+
+static ait_status part_deactivate(void *p) {
+  part_state *s = p;
+  for (int i = 0; i < s->n_seg; i++)
+    if (s->seg[i].cfg.iface->deactivate) AIT_TRY(s->seg[i].cfg.iface->deactivate(s->seg[i].state));
+  return AIT_OK;
+}
+
+static ait_status part_save(void *p, const char *dir) {
+  part_state *s = p;
+  cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "segments");
+  ait_status st = AIT_OK;
+  for (int k = 0; k < s->n_seg && !st; k++) {
+    segment *sg = &s->seg[k];
+    cJSON *o = cJSON_CreateObject(), *nodes = cJSON_AddArrayToObject(o, "nodes");
+    cJSON_AddStringToObject(o, "backend", sg->desc);
+    for (int i = 0; i < sg->n_nodes; i++)
+      cJSON_AddItemToArray(nodes, cJSON_CreateNumber(sg->nodes[i]));
+    cJSON_AddItemToArray(arr, o);
+    char name[32];
+    snprintf(name, sizeof name, "seg_%d", k);
+    char *sdir = ait_path_join(dir, name);
+    if (!sdir || mkdir(sdir, 0777) != 0)
+      st = ait_err(AIT_E_IO, "cannot create %s/%s", dir, name);
+    else
+      st = sg->cfg.iface->save(sg->state, sdir);
+    free(sdir);
+  }
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!st) {
+    char *path = ait_path_join(dir, "partition.json");
+    st = path && text ? ait_write_file_atomic(path, text, strlen(text)) : AIT_E_NOMEM;
+    free(path);
+  }
+  free(text);
+  return st;
+}
+
+static const ait_backend_iface partition_iface = {
+    .name = "partition",
+    .summary = "a backend on its supported segments, the rest on the fallback",
+    .infer = part_infer,
+    .activate = part_activate,
+    .deactivate = part_deactivate,
+    .save = part_save,
+    .destroy = part_destroy,
+};
+
+/* Liveness of the original values across segments. */
+static ait_status finish_state(part_state *s) {
+  const ait_graph *g = s->g;
+  s->last_use = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  if (!s->last_use) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (int v = 0; v < g->n_values; v++)
+    s->last_use[v] = -1;
+  for (int k = 0; k < s->n_seg; k++)
+    for (int i = 0; i < s->seg[k].sub->n_inputs; i++)
+      s->last_use[s->seg[k].in_map[i]] = k;
+  for (int i = 0; i < g->n_outputs; i++)
+    s->last_use[g->outputs[i]] = s->n_seg;
+  /* an output nobody reads can go right after its segment */
+  for (int k = 0; k < s->n_seg; k++)
+    for (int i = 0; i < s->seg[k].sub->n_outputs; i++)
+      if (s->last_use[s->seg[k].out_map[i]] < k) s->last_use[s->seg[k].out_map[i]] = k;
+  return AIT_OK;
+}
+
+static ait_status add_segment(part_state *s, const ait_backend_config *cfg, const int *nodes,
+                              int n) {
+  segment *sg = &s->seg[s->n_seg];
+  memset(sg, 0, sizeof *sg);
+  sg->cfg = *cfg;
+  ait_backend_describe(cfg, sg->desc, sizeof sg->desc);
+  int nv = s->g->n_values;
+  sg->in_map = malloc(sizeof(int) * ((size_t)nv + 1));
+  sg->out_map = malloc(sizeof(int) * ((size_t)nv + 1));
+  sg->nodes = malloc(sizeof(int) * ((size_t)n + 1));
+  if (!sg->in_map || !sg->out_map || !sg->nodes) {
+    free(sg->in_map);
+    free(sg->out_map);
+    free(sg->nodes);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  memcpy(sg->nodes, nodes, sizeof(int) * (size_t)n);
+  sg->n_nodes = n;
+  s->n_seg++;
+  return ait_graph_extract(s->g, nodes, n, &sg->sub, sg->in_map, sg->out_map);
+}
+
+/* Order nodes topologically, staying on the current support class while a
+ * node of that class is ready, so segments come out as long as possible. */
+static ait_status order_by_class(const ait_graph *g, const char *sup, int *order) {
+  int nn = g->n_nodes;
+  int *pending = calloc((size_t)nn + 1, sizeof(int));
+  int *producer = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+  char *done = calloc((size_t)nn + 1, 1);
+  if (!pending || !producer || !done) {
+    free(pending);
+    free(producer);
+    free(done);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  for (int v = 0; v < g->n_values; v++)
+    producer[v] = g->values[v].producer;
+  for (int i = 0; i < nn; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+      int v = g->nodes[i].in[k];
+      if (v >= 0 && producer[v] >= 0) pending[i]++;
+    }
+  int cls = nn ? sup[0] : 0;
+  for (int n = 0; n < nn; n++) {
+    int pick = -1;
+    for (int i = 0; i < nn && pick < 0; i++)
+      if (!done[i] && !pending[i] && sup[i] == cls) pick = i;
+    for (int i = 0; i < nn && pick < 0; i++)
+      if (!done[i] && !pending[i]) pick = i;
+    if (pick < 0) break; /* cannot happen on a sorted graph */
+    cls = sup[pick];
+    done[pick] = 1;
+    order[n] = pick;
+    for (int k = 0; k < g->nodes[pick].n_out; k++) {
+      int v = g->nodes[pick].out[k];
+      if (v < 0) continue;
+      for (int i = 0; i < nn; i++)
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+          if (g->nodes[i].in[j] == v) pending[i]--;
+    }
+  }
+  free(pending);
+  free(producer);
+  free(done);
+  return AIT_OK;
+}
+
+static void fallback_cfg(ait_backend_config *fb) {
+  char why[256];
+  const ait_backend_iface *native = ait_backend_find("native");
+  ait_backend_config_parse(native && native->available(why, sizeof why) ? "native" : "eager", fb);
+}
+
+ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
+                            const ait_build_info *info, ait_runner *out) {
+  memset(out, 0, sizeof *out);
+  int nn = g->n_nodes;
+  char *sup = calloc((size_t)nn + 1, 1);
+  int *order = malloc(sizeof(int) * ((size_t)nn + 1));
+  char why[512], first[600] = "";
+  ait_status st = AIT_OK;
+  part_state *s = NULL;
+  if (!sup || !order) {
+    st = ait_err(AIT_E_NOMEM, "out of memory");
+    goto out;
+  }
+  double total = 0, mine = 0;
+  for (int i = 0; i < nn; i++) {
+    sup[i] = cfg->iface->supports(cfg, g, &g->nodes[i], why, sizeof why);
+    double f = ait_node_flops(g, &g->nodes[i]);
+    total += f;
+    if (sup[i]) {
+      out->nodes_primary++;
+      mine += f;
+    } else if (!first[0]) {
+      snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
+    }
+  }
+  out->nodes_total = nn;
+  out->flops_share = total > 0 ? mine / total : (nn ? (double)out->nodes_primary / nn : 1);
+  out->n_segments = 1;
+  if (out->nodes_primary == nn) { /* the whole graph: no partitioning */
+    out->iface = cfg->iface;
+    st = cfg->iface->build(cfg, g, info, &out->state);
+    goto out;
+  }
+  if (out->flops_share < AIT_PARTITION_MIN_SHARE) {
+    st = ait_err(
+        AIT_E_UNSUPPORTED,
+        "takes %d of %d nodes (%.0f%% of the FLOPs), too little to pay off; first unsupported: %s",
+        out->nodes_primary, nn, out->flops_share * 100, first);
+    goto out;
+  }
+  ait_backend_config fb;
+  fallback_cfg(&fb);
+  snprintf(out->fallback, sizeof out->fallback, "%s", fb.iface->name);
+  if ((st = order_by_class(g, sup, order))) goto out;
+  s = calloc(1, sizeof *s);
+  if (!s || !(s->seg = calloc((size_t)nn + 1, sizeof *s->seg))) {
+    st = ait_err(AIT_E_NOMEM, "out of memory");
+    goto out;
+  }
+  s->g = g;
+  for (int start = 0; start < nn && !st;) {
+    int end = start;
+    while (end < nn && sup[order[end]] == sup[order[start]])
+      end++;
+    st = add_segment(s, sup[order[start]] ? cfg : &fb, order + start, end - start);
+    start = end;
+  }
+  out->n_segments = s->n_seg;
+  for (int k = 0; k < s->n_seg && !st; k++) {
+    segment *sg = &s->seg[k];
+    if ((st = sg->cfg.iface->build(&sg->cfg, sg->sub, info, &sg->state)))
+      ait_err_prefix(st, "segment %d (%d nodes) on %s", k, sg->n_nodes, sg->desc);
+  }
+  if (!st) st = finish_state(s);
+  if (!st) {
+    out->iface = &partition_iface;
+    out->state = s;
+    s = NULL;
+  }
+out:
+  part_destroy(s);
+  free(sup);
+  free(order);
+  if (st) out->state = NULL;
+  return st;
+}
+
+ait_status ait_runner_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                           ait_runner *out) {
+  memset(out, 0, sizeof *out);
+  char *ppath = ait_path_join(dir, "partition.json");
+  void *text = NULL;
+  size_t size = 0;
+  struct stat sb;
+  bool partitioned = ppath && stat(ppath, &sb) == 0;
+  if (!partitioned) {
+    free(ppath);
+    out->iface = cfg->iface;
+    out->n_segments = 1;
+    out->nodes_primary = out->nodes_total = g->n_nodes;
+    return cfg->iface->load(cfg, g, dir, &out->state);
+  }
+  ait_status st = ait_read_file(ppath, &text, &size);
+  free(ppath);
+  if (st) return st;
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  const cJSON *segs = cJSON_GetObjectItemCaseSensitive(root, "segments"), *o;
+  part_state *s = calloc(1, sizeof *s);
+  int n = cJSON_GetArraySize(segs);
+  if (!s || !root || !cJSON_IsArray(segs) || n < 1 ||
+      !(s->seg = calloc((size_t)n + 1, sizeof *s->seg))) {
+    cJSON_Delete(root);
+    part_destroy(s);
+    return ait_err(AIT_E_PARSE, "%s/partition.json is corrupted", dir);
+  }
+  s->g = g;
+  int *nodes = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+  int k = 0;
+  cJSON_ArrayForEach(o, segs) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "backend");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(o, "nodes"), *x;
+    int m = 0;
+    bool ok =
+        nodes && cJSON_IsString(b) && cJSON_IsArray(ns) && cJSON_GetArraySize(ns) <= g->n_nodes;
+    cJSON_ArrayForEach(x, ns) {
+      if (!ok || !cJSON_IsNumber(x) || x->valueint < 0 || x->valueint >= g->n_nodes) {
+        ok = false;
+        break;
+      }
+      nodes[m++] = x->valueint;
+    }
+    ait_backend_config scfg;
+    if (!ok || m == 0)
+      st = ait_err(AIT_E_PARSE, "%s/partition.json: segment %d is corrupted", dir, k);
+    else if (!(st = ait_backend_config_parse(b->valuestring, &scfg)) &&
+             !(st = add_segment(s, &scfg, nodes, m))) {
+      char name[32];
+      snprintf(name, sizeof name, "seg_%d", k);
+      char *sdir = ait_path_join(dir, name);
+      st = sdir ? scfg.iface->load(&scfg, s->seg[k].sub, sdir, &s->seg[k].state) : AIT_E_NOMEM;
+      free(sdir);
+      if (st) ait_err_prefix(st, "segment %d on %s", k, b->valuestring);
+      if (scfg.iface != cfg->iface)
+        snprintf(out->fallback, sizeof out->fallback, "%s", scfg.iface->name);
+      else
+        out->nodes_primary += m;
+    }
+    if (st) break;
+    k++;
+  }
+  free(nodes);
+  cJSON_Delete(root);
+  if (!st) st = finish_state(s);
+  if (st) {
+    part_destroy(s);
+    return st;
+  }
+  out->iface = &partition_iface;
+  out->state = s;
+  out->n_segments = s->n_seg;
+  out->nodes_total = g->n_nodes;
+  return AIT_OK;
+}
+
+void ait_runner_destroy(ait_runner *r) {
+  if (r->state && r->iface) r->iface->destroy(r->state);
+  r->state = NULL;
+}
