@@ -76,6 +76,11 @@ typedef struct ait_backend_iface {
   ait_status (*load)(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                      void **state);
   void (*destroy)(void *state);
+  /* The precision this configuration computes in, which sets the numeric
+   * check's tolerance: "fp32" (also when NULL), "tf32", "bf16", "fp16",
+   * "int8", "fp8", "fp4". Reduced precisions are also judged by cosine
+   * similarity and, for classifiers, top-1 agreement. */
+  const char *(*precision)(const ait_backend_config *cfg);
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */

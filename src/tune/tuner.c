@@ -105,15 +105,16 @@ static void free_cases(tuner *t) {
   free(t->cases);
 }
 
-/* Compute precision a configuration runs at, for its tolerance. */
+/* Compute precision a configuration runs at, for its tolerance: the
+ * backend's own answer, else its `dtype` option, else float32. */
 static ait_dtype compute_dtype(const ait_backend_config *cfg) {
-  const char *dt = NULL;
-  for (int i = 0; i < cfg->iface->n_options; i++)
-    if (!strcmp(cfg->iface->options[i].name, "dtype")) dt = ait_backend_config_get(cfg, "dtype");
-  if (!dt) return AIT_FLOAT32;
-  if (!strcmp(dt, "bf16")) return AIT_BFLOAT16;
-  if (!strcmp(dt, "fp16")) return AIT_FLOAT16;
-  if (!strcmp(dt, "int8")) return AIT_INT8;
+  const char *p = cfg->iface->precision ? cfg->iface->precision(cfg) : NULL;
+  for (int i = 0; !p && i < cfg->iface->n_options; i++)
+    if (!strcmp(cfg->iface->options[i].name, "dtype")) p = ait_backend_config_get(cfg, "dtype");
+  if (!p) return AIT_FLOAT32;
+  if (!strcmp(p, "bf16")) return AIT_BFLOAT16;
+  if (!strcmp(p, "fp16") || !strcmp(p, "tf32")) return AIT_FLOAT16;
+  if (!strcmp(p, "int8") || !strcmp(p, "fp8") || !strcmp(p, "fp4")) return AIT_INT8;
   return AIT_FLOAT32;
 }
 
