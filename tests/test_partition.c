@@ -46,13 +46,19 @@ static ait_status t_load(const ait_backend_config *cfg, const ait_graph *g, cons
 }
 static void t_destroy(void *state) {}
 
-static const ait_backend_iface t_relu = {"t_relu",    "test: Relu and Add only",
-                                         NULL,        0,
-                                         t_available, t_supports,
-                                         t_build,     t_infer,
-                                         t_nop,       t_nop,
-                                         t_save,      t_load,
-                                         t_destroy};
+static const ait_backend_iface t_relu = {
+    .name = "t_relu",
+    .summary = "test: Relu and Add only",
+    .available = t_available,
+    .supports = t_supports,
+    .build = t_build,
+    .infer = t_infer,
+    .activate = t_nop,
+    .deactivate = t_nop,
+    .save = t_save,
+    .load = t_load,
+    .destroy = t_destroy,
+};
 
 static const int64_t d[2] = {4, 8}, dw[2] = {8, 8};
 
