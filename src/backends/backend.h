@@ -52,6 +52,11 @@ typedef struct ait_build_info {
   const ait_tensor *const *const *samples; /* samples[s][i]: input i of sample s, may be NULL */
   int n_samples;
   const char *cache_dir; /* where a backend may keep build artifacts, may be NULL */
+  /* User filter of the nodes a transforming backend (quantization) may
+   * touch: return nonzero to allow node `name` of op type `op_type`. NULL =
+   * the backend's own default. */
+  int (*node_filter)(void *user, const char *op_type, const char *name);
+  void *node_filter_user;
 } ait_build_info;
 
 typedef struct ait_backend_iface {
