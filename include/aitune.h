@@ -189,6 +189,10 @@ typedef struct ait_tune_options {
   const char *cache_dir; /* decision cache; NULL: $AITUNE_CACHE_DIR or ~/.cache/aitune; "" = off */
   ait_log_fn log;        /* progress and warnings; NULL = silent */
   void *log_user;
+  /* Which nodes a quantizing backend may quantize: nonzero allows node
+   * `name` of type `op_type`. NULL: the backend's default filter. */
+  int (*node_filter)(void *user, const char *op_type, const char *name);
+  void *node_filter_user;
 } ait_tune_options;
 
 /* Fill *o with the defaults above (strategy max-throughput). */

@@ -299,7 +299,8 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   const ait_tensor *const *samples[AIT_MAX_SAMPLES];
   for (int s = 0; s < m->n_samples; s++)
     samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
-  ait_build_info info = {&m->spec, samples, m->n_samples, NULL};
+  ait_build_info info = {&m->spec, samples, m->n_samples, NULL, t->o->node_filter,
+                         t->o->node_filter_user};
   double t0 = ait_now();
   ait_status st = ait_runner_build(&c->cfg, g, &info, &c->run);
   c->build_s = ait_now() - t0;
