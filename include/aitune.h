@@ -186,7 +186,10 @@ typedef struct ait_tune_options {
   double cv_target;         /* stop when the coefficient of variation of the last
                                min_runs runs is below this (default 0.05); 0 = fixed min_runs */
   double time_budget_s;     /* profiling time per candidate and batch size (default 2 s) */
-  const char *cache_dir; /* decision cache; NULL: $AITUNE_CACHE_DIR or ~/.cache/aitune; "" = off */
+  const char *cache_dir; /* cache folder (decisions, batch history); NULL: $AITUNE_CACHE_DIR
+                            or ~/.cache/aitune; "" = off */
+  int use_decision_cache; /* 1 (default): reuse and store decisions; 0: tune afresh (the batch
+                             history under cache_dir still learns) */
   ait_log_fn log;        /* progress and warnings; NULL = silent */
   void *log_user;
   /* Which nodes a quantizing backend may quantize: nonzero allows node
@@ -239,6 +242,158 @@ ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out
 
 /* Free memory the library handed out (report strings). NULL is fine. */
 void ait_free(void *p);
+
+/* ---- hardware ---------------------------------------------------------- */
+/* What this machine has (CPU, caches, RAM, NVIDIA GPUs), how much memory is
+ * free (memory pressure) and what the tuner does about it. See
+ * docs/hardware.md. GPUs are read through libcuda.so.1 and libnvidia-ml.so.1
+ * loaded at run time: without them (or without a GPU) the profile is CPU-only,
+ * not an error. The first query initialises the CUDA driver in this process
+ * (cuInit): fork before it, not after, if a child is to use CUDA. */
+
+#define AIT_HW_MAX_CACHES 8
+#define AIT_HW_MAX_GPUS 16
+
+/* Memory pressure levels, from the lowest free fraction of host and device
+ * memory (see ait_mem_thresholds). */
+typedef enum ait_mem_level {
+  AIT_MEM_LOW = 0,
+  AIT_MEM_MEDIUM = 1,
+  AIT_MEM_HIGH = 2,
+  AIT_MEM_CRITICAL = 3
+} ait_mem_level;
+
+/* One reading of host and device memory, in bytes. A total of 0 means
+ * "unknown" and that memory is left out of the pressure. Tests and callers
+ * may fill one by hand. */
+typedef struct ait_mem_reading {
+  uint64_t host_total, host_available;
+  int n_gpus;
+  uint64_t gpu_total[AIT_HW_MAX_GPUS], gpu_free[AIT_HW_MAX_GPUS];
+} ait_mem_reading;
+
+/* Free fractions (0..1) under which the level is at least Medium, High and
+ * Critical; defaults 0.50, 0.25, 0.10. Valid when
+ * 1 >= medium >= high >= critical >= 0. */
+typedef struct ait_mem_thresholds {
+  double medium, high, critical;
+} ait_mem_thresholds;
+
+/* What the tuner does at a level: one row of a static table. */
+typedef struct ait_mem_policy {
+  ait_mem_level level;
+  double batch_multiplier; /* scales the batch sizes tried (1 = as asked) */
+  int add_quantized;       /* add quantized candidates automatically (int8wo first) */
+  int free_losers;         /* free a built candidate as soon as it loses */
+  int refuse_builds;       /* start no more builds; say why */
+} ait_mem_policy;
+
+/* Static name of a level ("low", "medium", "high", "critical"); "unknown"
+ * for other values. */
+const char *ait_mem_level_name(ait_mem_level level);
+/* The default thresholds (0.50, 0.25, 0.10). */
+void ait_mem_thresholds_init(ait_mem_thresholds *t);
+/* Override *t with AITUNE_MEM_MEDIUM, AITUNE_MEM_HIGH and AITUNE_MEM_CRITICAL
+ * where set (fractions, "0.3", or percentages, "30%"). AIT_E_INVALID_ARG,
+ * naming the variable, when one is not a number in [0, 1] or the result is
+ * not ordered; *t is then left unchanged. */
+ait_status ait_mem_thresholds_from_env(ait_mem_thresholds *t);
+/* AIT_OK when t is valid, else AIT_E_INVALID_ARG with the reason. */
+ait_status ait_mem_thresholds_check(const ait_mem_thresholds *t);
+/* Read host memory now (/proc/meminfo, lowered to the cgroup's limit when one
+ * is set) and the free memory of each GPU. */
+ait_status ait_mem_read(ait_mem_reading *out);
+/* The level of a reading: the lowest free fraction among the host and the
+ * GPUs against t (NULL: the defaults). A reading with nothing known is Low. */
+ait_mem_level ait_mem_pressure(const ait_mem_reading *r, const ait_mem_thresholds *t);
+/* The lowest free fraction of a reading (1 when nothing is known); *which,
+ * when not NULL, gets -1 for the host or the GPU index. */
+double ait_mem_free_fraction(const ait_mem_reading *r, int *which);
+/* One line explaining a reading's level ("critical: GPU 0 has 4.0% free
+ * (5.6 of 140.0 GiB), below the critical threshold 10%") into buf; returns buf. */
+const char *ait_mem_describe(const ait_mem_reading *r, const ait_mem_thresholds *t, char *buf,
+                             size_t n);
+/* The policy row of a level, static. Values outside the enum get Critical's. */
+const ait_mem_policy *ait_mem_policy_for(ait_mem_level level);
+
+/* CPU ISA features kernels dispatch on: bits of ait_hw_profile.cpu_features. */
+typedef enum ait_cpu_feature {
+  AIT_CPU_SSE4_2 = 1 << 0,
+  AIT_CPU_AVX = 1 << 1,
+  AIT_CPU_AVX2 = 1 << 2,
+  AIT_CPU_FMA = 1 << 3,
+  AIT_CPU_F16C = 1 << 4,
+  AIT_CPU_AVX512F = 1 << 5,
+  AIT_CPU_AVX512BW = 1 << 6,
+  AIT_CPU_AVX512VL = 1 << 7,
+  AIT_CPU_AVX512_VNNI = 1 << 8,
+  AIT_CPU_AVX_VNNI = 1 << 9,
+  AIT_CPU_AVX512_BF16 = 1 << 10,
+  AIT_CPU_AVX512_FP16 = 1 << 11,
+  AIT_CPU_AMX_TILE = 1 << 12,
+  AIT_CPU_AMX_BF16 = 1 << 13,
+  AIT_CPU_AMX_INT8 = 1 << 14
+} ait_cpu_feature;
+#define AIT_CPU_FEATURE_COUNT 15
+
+/* Static name of one feature bit, as Linux spells the flag in /proc/cpuinfo
+ * ("sse4_2", "avx512_vnni"); NULL when `feature` is not one known bit. */
+const char *ait_cpu_feature_name(unsigned feature);
+
+typedef struct ait_hw_cache {
+  int level;           /* 1, 2, 3, ... */
+  char type[16];       /* "data", "instruction" or "unified" */
+  uint64_t size_bytes; /* as seen by CPU 0 (a shared cache is counted once) */
+} ait_hw_cache;
+
+typedef struct ait_hw_gpu {
+  int index;                  /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
+  char name[128];             /* "NVIDIA H200" */
+  char pci_bus_id[32];        /* "0000:19:00.0" */
+  int cc_major, cc_minor;     /* compute capability */
+  int multiprocessors;        /* streaming multiprocessors */
+  uint64_t memory_total;      /* bytes */
+  uint64_t memory_free;       /* bytes; meaningful when memory_free_known */
+  int memory_free_known;      /* 1 when read through NVML or a CUDA context */
+  int utilization_pct;        /* GPU busy over the last sample period; -1 unknown */
+  int memory_utilization_pct; /* memory controller busy; -1 unknown */
+} ait_hw_gpu;
+
+/* A snapshot of the machine; a plain struct the caller allocates. */
+typedef struct ait_hw_profile {
+  char cpu_model[128];   /* /proc/cpuinfo "model name"; "unknown" when absent */
+  int sockets;           /* distinct physical ids */
+  int physical_cores;    /* distinct (physical id, core id) pairs */
+  int logical_cores;     /* online CPUs */
+  int usable_cores;      /* CPUs this process may run on (affinity) */
+  uint32_t cpu_features; /* ait_cpu_feature bits */
+  int n_caches;
+  ait_hw_cache caches[AIT_HW_MAX_CACHES];
+  uint64_t mem_total, mem_available; /* bytes, /proc/meminfo MemTotal and MemAvailable */
+  uint64_t cgroup_limit;             /* bytes; 0 when no cgroup memory limit below mem_total */
+  uint64_t cgroup_available;         /* bytes left under that limit (0 when no limit) */
+  int n_gpus;                        /* 0: a CPU-only profile */
+  ait_hw_gpu gpus[AIT_HW_MAX_GPUS];
+  char gpu_driver[32];      /* NVIDIA driver version ("550.54.15"); "" when unknown */
+  int cuda_version;         /* CUDA version of the driver (12040 = 12.4); 0 when none */
+  char gpu_note[256];       /* how the GPUs were read, or why there are none */
+  ait_mem_reading memory;   /* the reading the pressure was computed from */
+  ait_mem_thresholds thresholds; /* defaults overridden by AITUNE_MEM_* */
+  ait_mem_level pressure;
+} ait_hw_profile;
+
+/* Fill *out with this machine's profile. No GPU, no CUDA driver or no NVML is
+ * not an error (see gpu_note). AIT_E_INVALID_ARG when an AITUNE_MEM_*
+ * variable is malformed; AIT_E_IO when /proc cannot be read. */
+ait_status ait_hw_query(ait_hw_profile *out);
+/* The profile as one JSON object (see docs/hardware.md), with this process's
+ * fingerprint; a new string the caller frees with ait_free. */
+ait_status ait_hw_profile_json(const ait_hw_profile *p, char **json);
+/* The fingerprint of this machine and libraries ("cpu=...;features=...;..."),
+ * and its SHA-256 in hex: what tuned artifacts and the decision cache store.
+ * Static strings, computed once per process. */
+const char *ait_hw_fingerprint(void);
+const char *ait_hw_fingerprint_digest(void);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,20 @@ expect 0 "discarding a corrupted cache entry" -- "$AITUNE" tune "$BERT/model.onn
 # a corrupted tuned folder is a clear error
 echo "{" >"$tmp/tuned3/decision.json"
 expect 1 "corrupted" -- "$AITUNE" run "$tmp/tuned3"
+# the batch-size optimizer learns: a second run starts from the best known size
+# and measures fewer sizes than the first
+expect 0 "usage" -- "$AITUNE" batch --help
+first=$("$AITUNE" batch "$BERT/model.onnx" --backend eager --cache-dir "$tmp/hist" 2>/dev/null)
+second=$("$AITUNE" batch "$BERT/model.onnx" --backend eager --cache-dir "$tmp/hist" 2>/dev/null)
+n1=$(sed -n 's/.*: \([0-9]*\) size(s) measured now.*/\1/p' <<<"$first")
+n2=$(sed -n 's/.*: \([0-9]*\) size(s) measured now.*/\1/p' <<<"$second")
+if ! grep -q "sweep fresh" <<<"$first" || ! grep -q "sweep learned" <<<"$second" || [ -z "$n1" ] ||
+  [ -z "$n2" ] || [ "$n2" -ge "$n1" ]; then
+  echo "FAIL: batch history did not shorten the second sweep:"
+  echo "$first"
+  echo "$second"
+  fails=$((fails + 1))
+fi
 if [ "$fails" -ne 0 ]; then
   echo "test_cli: $fails failure(s)"
   exit 1

@@ -39,6 +39,7 @@ void ait_tune_options_init(ait_tune_options *o) {
   o->max_runs = 200;
   o->cv_target = 0.05;
   o->time_budget_s = 2.0;
+  o->use_decision_cache = 1;
 }
 
 void ait_free(void *p) { free(p); }
@@ -267,22 +268,7 @@ ait_status ait_module_save(ait_module *m, const char *dir) {
 
 /* ---- the decision cache ------------------------------------------------------ */
 
-static ait_status mkdir_p(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(buf, 0777);
-      *p = '/';
-    }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-    return ait_err(AIT_E_IO, "cannot create '%s': %s", path, strerror(errno));
-  return AIT_OK;
-}
-
-/* cache folder, or "" when off; into buf */
-static const char *cache_root(const ait_tune_options *o, char *buf, size_t n) {
+const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n) {
   const char *env = getenv("AITUNE_CACHE_DIR"), *home = getenv("HOME");
   if (o->cache_dir)
     snprintf(buf, n, "%s", o->cache_dir);
@@ -364,8 +350,9 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   }
   ait_spec_detect(m->model->graph, m->samples, m->n_samples, &m->spec);
   char root[4096], key[65], entry[4200];
-  cache_root(&o, root, sizeof root);
-  if (root[0]) {
+  ait_cache_root(&o, root, sizeof root);
+  bool use_cache = root[0] && o.use_decision_cache;
+  if (use_cache) {
     cache_key(m, &o, key);
     snprintf(entry, sizeof entry, "%s/%.32s", root, key);
     struct stat sb;
@@ -391,8 +378,8 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   m->tuned = false;
   m->warned_range = false;
   if ((st = ait_tuner_run(m, &o)) != AIT_OK) goto out;
-  if (root[0]) {
-    ait_status cst = mkdir_p(root);
+  if (use_cache) {
+    ait_status cst = ait_mkdir_p(root);
     if (!cst) cst = ait_artifact_save(m, entry);
     if (cst)
       ait_module_logf(m, 1, "could not store the decision in the cache: %s", ait_last_error());

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -64,6 +65,21 @@ ait_status ait_write_file_atomic(const char *path, const void *data, size_t size
     return st;
   }
   free(tmp);
+  return AIT_OK;
+}
+
+ait_status ait_mkdir_p(const char *path) {
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+    return ait_err(AIT_E_INVALID_ARG, "path too long: '%s'", path);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(buf, 0777); /* an existing parent is fine; a real failure shows below */
+      *p = '/';
+    }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+    return ait_err(AIT_E_IO, "cannot create '%s': %s", path, strerror(errno));
   return AIT_OK;
 }
 

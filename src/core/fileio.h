@@ -17,6 +17,8 @@ ait_status ait_read_file_range(const char *path, long long offset, long long len
 /* Write `size` bytes to `path` atomically: a temp file in the same folder,
  * fsync, then rename over `path`. */
 ait_status ait_write_file_atomic(const char *path, const void *data, size_t size);
+/* Create a folder and its missing parents (as mkdir -p). */
+ait_status ait_mkdir_p(const char *path);
 /* Folder part of a path ("." when none), into a new string the caller frees. */
 char *ait_path_dir(const char *path);
 /* dir + "/" + name, new string the caller frees. */

@@ -53,6 +53,9 @@ typedef struct ait_tune_result {
 } ait_tune_result;
 char *ait_report_build(const ait_module *m, const ait_tune_result *r);
 
+/* The cache folder for these options ("" when off), into buf. */
+const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
+
 /* Tuned artifacts: save the module into dir (atomically), load one back. */
 ait_status ait_artifact_save(const ait_module *m, const char *dir);
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,

@@ -21,9 +21,24 @@ static cJSON *profile_json(const ait_candidate *c) {
     cJSON_AddNumberToObject(o, "min_ms", s->min_ms);
     cJSON_AddNumberToObject(o, "cv", s->cv);
     cJSON_AddNumberToObject(o, "throughput", s->throughput);
+    cJSON_AddStringToObject(o, "source", c->prof_from_history[i] ? "history" : "measured");
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
+}
+
+/* How the batch sizes were chosen: a fresh sweep, or one that started from
+ * what earlier tunes on this machine learned. */
+static void add_sweep(cJSON *o, const ait_candidate *c) {
+  if (!c->n_prof) return;
+  int measured = 0, reused = 0;
+  for (int i = 0; i < c->n_prof; i++)
+    c->prof_from_history[i] ? reused++ : measured++;
+  cJSON *s = cJSON_AddObjectToObject(o, "batch_sweep");
+  cJSON_AddBoolToObject(s, "learned", c->sweep_learned);
+  cJSON_AddNumberToObject(s, "start", c->sweep_start);
+  cJSON_AddNumberToObject(s, "profiled", measured);
+  cJSON_AddNumberToObject(s, "from_history", reused);
 }
 
 static cJSON *candidate_json(const ait_candidate *c) {
@@ -54,6 +69,7 @@ static cJSON *candidate_json(const ait_candidate *c) {
   cJSON_AddNumberToObject(v, "mismatches", (double)c->err.mismatches);
   cJSON_AddNumberToObject(v, "nan_inf", (double)c->err.bad_values);
   cJSON_AddItemToObject(o, "profile", profile_json(c));
+  add_sweep(o, c);
   return o;
 }
 
@@ -92,6 +108,7 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON *b = cJSON_AddObjectToObject(root, "baseline");
   cJSON_AddStringToObject(b, "backend", "eager");
   cJSON_AddItemToObject(b, "profile", profile_json(r->baseline));
+  add_sweep(b, r->baseline);
   cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
   for (int i = 0; i < r->n_cands; i++)
     cJSON_AddItemToArray(cands, candidate_json(&r->cands[i]));

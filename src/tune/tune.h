@@ -100,6 +100,9 @@ typedef struct ait_candidate {
   ait_error_stats err;
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
+  bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */
+  int sweep_start;                         /* batch the sweep started from (learned) */
+  bool sweep_learned;                      /* started from the history */
   ait_runner run; /* built state while tuning (whole graph or partitioned), owned */
 } ait_candidate;
 

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "runtime/eager.h"
+#include "tune/history.h"
 #include "tune/module_impl.h"
 
 const char *ait_cand_status_name(ait_cand_status s) {
@@ -210,6 +211,86 @@ static ait_status profile_at(tuner *t, ait_candidate *c, int batch, ait_latency_
   return st;
 }
 
+/* The batch-size sweep. Without history: powers of two from 1 until the
+ * throughput gain falls under 5%, memory would run short, or latency passes
+ * the budget. With history for this machine, model and backend: start at the
+ * best known size and measure only it and its neighbours (and onwards while
+ * doubling still gains); other sizes already measured are reused. */
+static bool stop_after(tuner *t, const ait_candidate *c, const ait_latency_stats *s,
+                       const ait_latency_stats *prev) {
+  if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
+    return true;
+  return prev && s->throughput < prev->throughput * 1.05;
+}
+
+static ait_status measure(tuner *t, ait_candidate *c, const char *desc, ait_history *h, int b) {
+  ait_module_logf(t->m, 0, "[%s] profile batch %d", desc, b);
+  ait_latency_stats *s = &c->prof[c->n_prof];
+  AIT_TRY(profile_at(t, c, b, s));
+  c->prof_from_history[c->n_prof++] = false;
+  ait_history_put(h, s);
+  return AIT_OK;
+}
+
+static void reuse(ait_candidate *c, const ait_batch_point *p) {
+  ait_latency_stats *s = &c->prof[c->n_prof];
+  memset(s, 0, sizeof *s);
+  s->batch = p->batch;
+  s->throughput = p->throughput;
+  s->median_ms = p->median_ms;
+  s->p90_ms = p->p90_ms;
+  s->p99_ms = p->p99_ms;
+  c->prof_from_history[c->n_prof++] = true;
+}
+
+static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t own) {
+  ait_module *m = t->m;
+  char root[4096];
+  ait_history h;
+  ait_history_open(ait_cache_root(t->o, root, sizeof root), m->model_sha, desc, &h);
+  int best = ait_history_best(
+      &h, t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET ? t->o->latency_budget_ms : 0);
+  ait_status st = AIT_OK;
+  c->sweep_learned = best > 0 && h.n >= 2;
+  c->sweep_start = c->sweep_learned ? best : 1;
+  if (!c->sweep_learned) {
+    for (int b = 1; !st && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
+      if (!fits_memory(&m->samples[0], own, b)) {
+        ait_module_logf(m, 0, "[%s] batch %d would not fit in memory; sweep stops", desc, b);
+        break;
+      }
+      if ((st = measure(t, c, desc, &h, b))) break;
+      if (stop_after(t, c, &c->prof[c->n_prof - 1], c->n_prof > 1 ? &c->prof[c->n_prof - 2] : NULL))
+        break;
+    }
+  } else {
+    ait_module_logf(m, 0, "[%s] history: best known batch %d; starting there", desc, best);
+    ait_history learned = h; /* judged on what was known before this tune */
+    st = measure(t, c, desc, &h, best);
+    /* Upwards only where the history leaves a question: a larger size it
+     * knows is settled (had it been better it would be the best), and so is
+     * a plateau (best gained under 5% over half its size: the sweep that
+     * measured it stopped there on purpose). */
+    const ait_batch_point *half = ait_history_get(&learned, best / 2),
+                          *top = ait_history_get(&learned, best);
+    bool plateau = half && top && top->throughput < half->throughput * 1.05;
+    for (int b = best * 2; !st && !plateau && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
+      if (ait_history_get(&learned, b) || !fits_memory(&m->samples[0], own, b)) break;
+      if ((st = measure(t, c, desc, &h, b))) break;
+      if (stop_after(t, c, &c->prof[c->n_prof - 1], &c->prof[c->n_prof - 2])) break;
+    }
+    /* settled sizes below the measured window come from the history */
+    for (int i = 0; !st && i < h.n && c->n_prof < AIT_MAX_BATCHES; i++) {
+      bool measured = false;
+      for (int k = 0; k < c->n_prof; k++)
+        measured |= c->prof[k].batch == h.pts[i].batch;
+      if (!measured) reuse(c, &h.pts[i]);
+    }
+  }
+  if (!st && ait_history_save(&h) != AIT_OK) ait_err_clear(); /* learning is best effort */
+  return st;
+}
+
 /* Profile c over the batch sizes: the given list, or powers of two until the
  * throughput gain falls under 5%, memory would run short, or (with a budget)
  * latency exceeds it. */
@@ -234,20 +315,7 @@ static ait_status profile_candidate(tuner *t, ait_candidate *c, bool batch1_only
     }
     return AIT_OK;
   }
-  for (int b = 1; c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
-    if (!fits_memory(&m->samples[0], own, b)) {
-      ait_module_logf(m, 0, "[%s] batch %d would not fit in memory; sweep stops", desc, b);
-      break;
-    }
-    ait_module_logf(m, 0, "[%s] profile batch %d", desc, b);
-    ait_latency_stats *s = &c->prof[c->n_prof];
-    AIT_TRY(profile_at(t, c, b, s));
-    c->n_prof++;
-    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
-      break;
-    if (c->n_prof > 1 && s->throughput < c->prof[c->n_prof - 2].throughput * 1.05) break;
-  }
-  return AIT_OK;
+  return sweep(t, c, desc, own);
 }
 
 /* Best (throughput, latency, batch) of a candidate under the strategy. */
@@ -299,8 +367,8 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   const ait_tensor *const *samples[AIT_MAX_SAMPLES];
   for (int s = 0; s < m->n_samples; s++)
     samples[s] = (const ait_tensor *const *)m->samples[s].inputs;
-  ait_build_info info = {&m->spec, samples, m->n_samples, NULL, t->o->node_filter,
-                         t->o->node_filter_user};
+  ait_build_info info = {&m->spec, samples,           m->n_samples,
+                         NULL,     t->o->node_filter, t->o->node_filter_user};
   double t0 = ait_now();
   ait_status st = ait_runner_build(&c->cfg, g, &info, &c->run);
   c->build_s = ait_now() - t0;

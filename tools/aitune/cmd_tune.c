@@ -1,4 +1,5 @@
 /* aitune tune / aitune report. */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,9 @@ static const char usage[] =
     "  --samples DIR           a folder of input_K.pb files; repeat for more samples\n"
     "  --rtol X --atol X       float tolerance against the reference\n"
     "  --warmup N --min-runs N --max-runs N --cv X --time-budget S   profiling\n"
-    "  --cache-dir DIR | --no-cache   decision cache (default $AITUNE_CACHE_DIR or\n"
-    "                          ~/.cache/aitune)\n"
+    "  --cache-dir DIR         cache folder (default $AITUNE_CACHE_DIR or ~/.cache/aitune)\n"
+    "  --no-cache              tune afresh: do not reuse or store the decision\n"
+    "  --no-history            also do not learn batch sizes from earlier tunes\n"
     "  --quiet                 no progress lines\n"
     "Writes DIR (decision, report, built backend state, model copy) and prints the report.\n";
 
@@ -140,6 +142,8 @@ int cmd_tune(int argc, char **argv) {
     else if (!strcmp(a, "--cache-dir") && v)
       o.cache_dir = argv[++i];
     else if (!strcmp(a, "--no-cache"))
+      o.use_decision_cache = 0;
+    else if (!strcmp(a, "--no-history"))
       o.cache_dir = "";
     else if (!strcmp(a, "--quiet"))
       o.log = NULL;
@@ -215,4 +219,87 @@ int cmd_report(int argc, char **argv) {
   int rc = json ? (fputs(text, stdout), fputc('\n', stdout), 0) : cli_print_report(stdout, text);
   free(text);
   return rc;
+}
+
+/* aitune batch: the batch-size optimizer for one backend, and what it knows. */
+int cmd_batch(int argc, char **argv) {
+  static const char use[] =
+      "usage: aitune batch MODEL [--backend B] [--latency-budget-ms X] [--samples DIR]\n"
+      "                    [--cache-dir DIR]\n"
+      "  find the best batch size for MODEL on backend B (default: native when available,\n"
+      "  else eager): powers of two until throughput gains fall under 5%, memory would run\n"
+      "  short or latency passes the budget; it starts from what earlier runs on this\n"
+      "  machine learned (the history under the cache folder) and shows that history.\n";
+  const char *model = NULL, *backend = NULL, *samples = NULL;
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  o.perf_validation = 0;
+  o.use_decision_cache = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool v = i + 1 < argc;
+    if (cli_is_help(a)) {
+      fputs(use, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--backend") && v)
+      backend = argv[++i];
+    else if (!strcmp(a, "--latency-budget-ms") && v)
+      o.latency_budget_ms = atof(argv[++i]);
+    else if (!strcmp(a, "--samples") && v)
+      samples = argv[++i];
+    else if (!strcmp(a, "--cache-dir") && v)
+      o.cache_dir = argv[++i];
+    else if (a[0] == '-')
+      return cli_usage(use, "unknown or incomplete option '%s'", a);
+    else if (!model)
+      model = a;
+    else
+      return cli_usage(use, "unexpected argument '%s'", a);
+  }
+  if (!model) return cli_usage(use, "batch needs a MODEL");
+  if (!backend) {
+    char why[128];
+    const ait_backend_iface *n = ait_backend_find("native");
+    backend = n && n->available(why, sizeof why) ? "native" : "eager";
+  }
+  o.strategy = o.latency_budget_ms > 0 ? AIT_STRATEGY_LATENCY_BUDGET : AIT_STRATEGY_MAX_THROUGHPUT;
+  o.backends = &backend;
+  o.n_backends = 1;
+  o.log = cli_log;
+  ait_module *m = NULL;
+  ait_status st = ait_module_create(model, NULL, &m);
+  if (!st && samples) st = add_samples_from(m, samples);
+  if (!st) st = ait_module_tune(m, &o);
+  char *json = NULL;
+  if (!st) st = ait_module_report_json(m, &json);
+  if (st) {
+    ait_module_free(m);
+    return cli_fail(st, "batch search failed");
+  }
+  cJSON *r = cJSON_Parse(json);
+  const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "candidates"), 0);
+  const cJSON *sel = cJSON_GetObjectItemCaseSensitive(r, "selection");
+  const cJSON *sw = cJSON_GetObjectItemCaseSensitive(c, "batch_sweep"), *p;
+  printf("%s on %s: best batch %d (%.1f samples/s, %.3f ms)\n", model, backend,
+         cJSON_GetObjectItemCaseSensitive(sel, "batch")->valueint,
+         cJSON_GetObjectItemCaseSensitive(sel, "throughput")->valuedouble,
+         cJSON_GetObjectItemCaseSensitive(sel, "latency_ms")->valuedouble);
+  if (sw)
+    printf("sweep %s at batch %d: %d size(s) measured now, %d from the history\n",
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "learned")) ? "learned, started"
+                                                                         : "fresh, started",
+           cJSON_GetObjectItemCaseSensitive(sw, "start")->valueint,
+           cJSON_GetObjectItemCaseSensitive(sw, "profiled")->valueint,
+           cJSON_GetObjectItemCaseSensitive(sw, "from_history")->valueint);
+  printf("  %6s %10s %12s  %s\n", "batch", "median ms", "samples/s", "source");
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c, "profile"))
+      printf("  %6d %10.3f %12.1f  %s\n", cJSON_GetObjectItemCaseSensitive(p, "batch")->valueint,
+             cJSON_GetObjectItemCaseSensitive(p, "median_ms")->valuedouble,
+             cJSON_GetObjectItemCaseSensitive(p, "throughput")->valuedouble,
+             cJSON_GetObjectItemCaseSensitive(p, "source")->valuestring);
+  cJSON_Delete(r);
+  ait_free(json);
+  ait_module_free(m);
+  return 0;
 }

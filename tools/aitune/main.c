@@ -12,8 +12,13 @@ static const char usage[] =
     "commands:\n"
     "  info MODEL [--ops]        describe a model (inputs, outputs, opsets, ops, size, FLOPs);\n"
     "                            --ops prints the operator support table instead\n"
-    "  run MODEL [options]       run a model on a backend\n"
+    "  run MODEL|DIR [options]   run a model on a backend, or a tuned model folder\n"
     "  conformance DIR...        run ONNX backend-test folders and compare outputs\n"
+    "  tune MODEL --out DIR      build, validate and profile every backend; keep the best\n"
+    "  report DIR                print the report of a tuned model\n"
+    "  bench MODEL|DIR           time one backend or a tuned model\n"
+    "  backends                  list backends, their availability and options\n"
+    "  batch MODEL               best batch size for a backend, learned across runs\n"
     "  version                   print the version\n"
     "\n"
     "Run 'aitune <command> --help' for a command's options.\n";
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
   if (!strcmp(cmd, "backends")) return cmd_backends(argc - 1, argv + 1);
+  if (!strcmp(cmd, "batch")) return cmd_batch(argc - 1, argv + 1);
   fprintf(stderr, "aitune: unknown command '%s'\n%s", cmd, usage);
   return 2;
 }
