@@ -248,7 +248,9 @@ void ait_free(void *p);
  * free (memory pressure) and what the tuner does about it. See
  * docs/hardware.md. GPUs are read through libcuda.so.1 and libnvidia-ml.so.1
  * loaded at run time: without them (or without a GPU) the profile is CPU-only,
- * not an error. The first query initialises the CUDA driver in this process
+ * not an error. Facts that cannot change (devices, versions, the fingerprint)
+ * are read once per process, thread-safely; free memory and utilisation at
+ * every query. The first query initialises the CUDA driver in this process
  * (cuInit): fork before it, not after, if a child is to use CUDA. */
 
 #define AIT_HW_MAX_CACHES 8
@@ -374,10 +376,10 @@ typedef struct ait_hw_profile {
   uint64_t cgroup_available;         /* bytes left under that limit (0 when no limit) */
   int n_gpus;                        /* 0: a CPU-only profile */
   ait_hw_gpu gpus[AIT_HW_MAX_GPUS];
-  char gpu_driver[32];      /* NVIDIA driver version ("550.54.15"); "" when unknown */
-  int cuda_version;         /* CUDA version of the driver (12040 = 12.4); 0 when none */
-  char gpu_note[256];       /* how the GPUs were read, or why there are none */
-  ait_mem_reading memory;   /* the reading the pressure was computed from */
+  char gpu_driver[32];           /* NVIDIA driver version ("550.54.15"); "" when unknown */
+  int cuda_version;              /* CUDA version of the driver (12040 = 12.4); 0 when none */
+  char gpu_note[256];            /* how the GPUs were read, or why there are none */
+  ait_mem_reading memory;        /* the reading the pressure was computed from */
   ait_mem_thresholds thresholds; /* defaults overridden by AITUNE_MEM_* */
   ait_mem_level pressure;
 } ait_hw_profile;

@@ -1,6 +1,8 @@
 /* What can change a tuning decision, as text and as a digest: CPU model and
- * the ISA features kernels use, cores, library versions, aitune's version.
- * A tuned artifact or cache entry from another fingerprint is not reused. */
+ * the ISA features kernels use, cores, GPUs (name, compute capability), CUDA
+ * and NVIDIA driver versions, library versions, aitune's version (see
+ * docs/hardware.md). A tuned artifact or cache entry from another fingerprint
+ * is not reused. The public ait_hw_fingerprint() returns the same text. */
 #ifndef AIT_HW_FINGERPRINT_H
 #define AIT_HW_FINGERPRINT_H
 
@@ -11,7 +13,8 @@
 const char *ait_fingerprint_text(char *buf, size_t n);
 /* SHA-256 of the text, hex (65 bytes with NUL). */
 const char *ait_fingerprint_digest(char *hex65);
-/* Explain how two fingerprint texts differ ("cpu: A -> B"), into buf. */
+/* Explain how two fingerprint texts differ, key by key ("cpu=A -> cpu=B;
+ * (absent) -> gpus=..."), into buf; "no difference" when none. */
 const char *ait_fingerprint_diff(const char *a, const char *b, char *buf, size_t n);
 
 /* SHA-256 helpers (OpenSSL's libcrypto). hex65 receives 64 hex chars + NUL. */

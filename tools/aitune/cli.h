@@ -18,6 +18,7 @@ int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_hw(int argc, char **argv);
 
 /* Print a tuning report (JSON text) as a table; 1 when it is not a report. */
 int cli_print_report(FILE *f, const char *json);
