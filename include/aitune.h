@@ -196,6 +196,9 @@ typedef struct ait_tune_options {
    * `name` of type `op_type`. NULL: the backend's default filter. */
   int (*node_filter)(void *user, const char *op_type, const char *name);
   void *node_filter_user;
+  /* A memory reading to tune under instead of reading the machine (tests
+   * drive the pressure levels with it); NULL: read now. Borrowed. */
+  const struct ait_mem_reading *mem_reading;
 } ait_tune_options;
 
 /* Fill *o with the defaults above (strategy max-throughput). */

@@ -50,6 +50,8 @@ typedef struct ait_tune_result {
   double tuning_s;
   char warnings[8][512];
   int n_warnings;
+  const ait_mem_policy *mem_policy; /* memory pressure at the start of tuning */
+  char mem_desc[256];
 } ait_tune_result;
 char *ait_report_build(const ait_module *m, const ait_tune_result *r);
 

@@ -118,6 +118,15 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON_AddNumberToObject(sel, "batch", r->sel_batch);
   cJSON_AddNumberToObject(sel, "throughput", r->sel_throughput);
   cJSON_AddNumberToObject(sel, "latency_ms", r->sel_latency_ms);
+  if (r->mem_policy) {
+    cJSON *mp = cJSON_AddObjectToObject(root, "memory_pressure");
+    cJSON_AddStringToObject(mp, "level", ait_mem_level_name(r->mem_policy->level));
+    cJSON_AddStringToObject(mp, "reading", r->mem_desc);
+    cJSON_AddNumberToObject(mp, "batch_multiplier", r->mem_policy->batch_multiplier);
+    cJSON_AddBoolToObject(mp, "add_quantized", r->mem_policy->add_quantized);
+    cJSON_AddBoolToObject(mp, "free_losers", r->mem_policy->free_losers);
+    cJSON_AddBoolToObject(mp, "refuse_builds", r->mem_policy->refuse_builds);
+  }
   cJSON *w = cJSON_AddArrayToObject(root, "warnings");
   for (int i = 0; i < r->n_warnings; i++)
     cJSON_AddItemToArray(w, cJSON_CreateString(r->warnings[i]));

@@ -35,6 +35,7 @@ typedef struct tuner {
   ait_module *m;
   const ait_tune_options *o;
   ait_profile_opts prof;
+  ait_mem_thresholds mem_thr;
   ref_case *cases;
   int n_cases;
   int batches[AIT_MAX_BATCHES];
@@ -341,6 +342,15 @@ static bool best_point(const tuner *t, const ait_candidate *c, double *tp, doubl
   return found;
 }
 
+/* Is a a better pick than b under the strategy? */
+static bool better(const tuner *t, const ait_candidate *a, const ait_candidate *b) {
+  double tpa = 0, lata = 0, tpb = 0, latb = 0;
+  int ba = 1, bb = 1;
+  best_point(t, a, &tpa, &lata, &ba);
+  best_point(t, b, &tpb, &latb, &bb);
+  return t->o->strategy == AIT_STRATEGY_MIN_LATENCY ? lata < latb : tpa > tpb;
+}
+
 /* Does c beat the baseline by the required margin? */
 static bool beats(const tuner *t, const ait_candidate *c, const ait_candidate *base) {
   double tp = 0, lat = 0, btp = 0, blat = 0;
@@ -354,10 +364,24 @@ static bool beats(const tuner *t, const ait_candidate *c, const ait_candidate *b
 
 /* ---- one candidate --------------------------------------------------------- */
 
+/* Critical memory pressure refuses new builds (policy table in src/hw/). */
+static bool memory_refuses(tuner *t, ait_candidate *c) {
+  ait_mem_reading now;
+  const ait_mem_reading *r = t->o->mem_reading;
+  if (!r && ait_mem_read(&now) == AIT_OK) r = &now;
+  if (!r || !ait_mem_policy_for(ait_mem_pressure(r, &t->mem_thr))->refuse_builds) return false;
+  char desc[256];
+  c->status = AIT_CAND_BUILD_FAILED;
+  snprintf(c->error, sizeof c->error, "not built: memory pressure is %s",
+           ait_mem_describe(r, &t->mem_thr, desc, sizeof desc));
+  return true;
+}
+
 static ait_status build_candidate(tuner *t, ait_candidate *c) {
   ait_module *m = t->m;
   const ait_graph *g = m->model->graph;
   char why[512];
+  if (memory_refuses(t, c)) return ait_err(AIT_E_NOMEM, "%s", c->error);
   if (!c->cfg.iface->available(why, sizeof why)) {
     c->status = AIT_CAND_UNSUPPORTED;
     snprintf(c->error, sizeof c->error, "not available on this machine: %s", why);
@@ -397,7 +421,7 @@ static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
 static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
   const ait_tune_options *o = t->o;
-  int cap = o->backends ? (int)o->n_backends : ait_backend_count();
+  int cap = (o->backends ? (int)o->n_backends : ait_backend_count()) + 1;
   ait_candidate *c = calloc((size_t)cap + 1, sizeof *c);
   if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
   int k = 0;
@@ -420,6 +444,16 @@ static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
       ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
       k++;
     }
+  }
+  /* under pressure, a quantized candidate joins (int8 weights first) */
+  const ait_backend_iface *q = ait_backend_find("quant");
+  char qwhy[128];
+  if (!o->backends && t->res.mem_policy && t->res.mem_policy->add_quantized && q &&
+      q->available(qwhy, sizeof qwhy) &&
+      ait_backend_config_parse("quant:preset=int8wo", &c[k].cfg) == AIT_OK) {
+    ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
+    ait_module_logf(t->m, 0, "memory pressure: adding %s", c[k].desc);
+    k++;
   }
   *out = c;
   *n = k;
@@ -462,6 +496,21 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   }
   if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !(o->latency_budget_ms > 0))
     return ait_err(AIT_E_INVALID_ARG, "the latency-budget strategy needs a latency budget > 0 ms");
+  /* memory pressure sets the batch multiplier, quantized candidates and
+   * whether losers are freed at once */
+  ait_mem_thresholds_init(&t.mem_thr);
+  AIT_TRY(ait_mem_thresholds_from_env(&t.mem_thr));
+  ait_mem_reading now;
+  const ait_mem_reading *mr = o->mem_reading;
+  if (!mr && ait_mem_read(&now) == AIT_OK) mr = &now;
+  t.res.mem_policy = ait_mem_policy_for(mr ? ait_mem_pressure(mr, &t.mem_thr) : AIT_MEM_LOW);
+  if (mr) ait_mem_describe(mr, &t.mem_thr, t.res.mem_desc, sizeof t.res.mem_desc);
+  ait_module_logf(m, t.res.mem_policy->level >= AIT_MEM_HIGH, "memory pressure %s",
+                  t.res.mem_desc[0] ? t.res.mem_desc : "unknown");
+  for (int i = 0; i < t.n_batches && t.res.mem_policy->batch_multiplier < 1; i++) {
+    int b = (int)(t.batches[i] * t.res.mem_policy->batch_multiplier);
+    t.batches[i] = b < 1 ? 1 : b;
+  }
   /* the profiled batch sizes are part of the tuned range of the batch axis */
   for (int a = 0; a < m->spec.n_axes; a++)
     if (m->spec.axes[a].is_batch && t.n_batches)
@@ -492,7 +541,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if ((st = profile_candidate(&t, &base, batch1)) != AIT_OK) goto out;
   }
 
-  int winner = -1;
+  int winner = -1, best_so_far = -1;
   for (int i = 0; i < n; i++) {
     ait_candidate *c = &cands[i];
     ait_module_logf(m, 0, "[%s] candidate %d of %d (%.1f s)", c->desc, i + 1, n,
@@ -543,23 +592,26 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       winner = i;
       break;
     }
-    if (c->run.iface->deactivate)
-      c->run.iface->deactivate(c->run.state); /* free memory while others run */
+    /* free memory while others run: at once under pressure (losers go
+     * entirely), else by deactivating */
+    if (t.res.mem_policy->free_losers && o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
+      if (c->status != AIT_CAND_OK)
+        destroy_state(c);
+      else if (best_so_far < 0)
+        best_so_far = i;
+      else if (better(&t, c, &cands[best_so_far])) {
+        destroy_state(&cands[best_so_far]);
+        best_so_far = i;
+      } else
+        destroy_state(c);
+    }
+    if (c->run.state && c->run.iface->deactivate) c->run.iface->deactivate(c->run.state);
   }
   if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
-    for (int i = 0; i < n; i++) {
-      if (cands[i].status != AIT_CAND_OK) continue;
-      double tp = 0, lat = 0, wtp = 0, wlat = 0;
-      int b = 1, wb = 1;
-      best_point(&t, &cands[i], &tp, &lat, &b);
-      if (winner < 0)
+    for (int i = 0; i < n; i++)
+      if (cands[i].status == AIT_CAND_OK && cands[i].run.state &&
+          (winner < 0 || better(&t, &cands[i], &cands[winner])))
         winner = i;
-      else {
-        best_point(&t, &cands[winner], &wtp, &wlat, &wb);
-        bool better = o->strategy == AIT_STRATEGY_MIN_LATENCY ? lat < wlat : tp > wtp;
-        if (better) winner = i;
-      }
-    }
     /* latency-budget: when no candidate is selectable, the baseline may win
      * only over candidates that met the budget but were slower than it */
     if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && winner < 0) {
