@@ -180,7 +180,7 @@ typedef struct ait_tune_options {
   double min_speedup_ratio; /* a candidate must reach (1 + r) x baseline throughput; default 0.01 */
   int perf_validation;      /* 1 (default): candidates must beat the baseline */
   double rtol, atol;        /* float tolerance vs the reference; 0 = per-precision default */
-  double min_cosine;        /* reduced-precision candidates: cosine similarity floor (0.99) */
+  double min_cosine;        /* cosine similarity floor; 0 = per-precision default (docs/tuning.md) */
   int warmup;               /* profiling: warm-up runs (default 3) */
   int min_runs, max_runs;   /* profiling: runs per measurement (default 10..200) */
   double cv_target;         /* stop when the coefficient of variation of the last

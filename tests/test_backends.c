@@ -17,22 +17,24 @@
 typedef struct behaviour {
   const char *name;
   bool fail_build;        /* build() fails */
+  bool refuse_all;        /* supports() refuses every node */
   bool no_relu;           /* supports() refuses Relu nodes */
   bool fast;              /* computes relu chains directly (t_fast) */
   float perturb;          /* added to every float output */
-  int sleep_ms;           /* per infer */
-  int sleep_ms_per_batch; /* per infer, times the leading dim of input 0 */
+  int sleep_us;           /* per infer */
+  int sleep_us_per_batch; /* per infer, times the leading dim of input 0 */
   tbk_counts counts;
 } behaviour;
 
 static behaviour rows[] = {
     {.name = "t_broken", .fail_build = true},
     {.name = "t_wrong", .perturb = 0.5f},
-    {.name = "t_slow", .sleep_ms = 20},
-    {.name = "t_batchy", .sleep_ms = 1, .sleep_ms_per_batch = 1},
+    {.name = "t_slow", .sleep_us = 20000},
+    {.name = "t_batchy", .sleep_us = 10000, .sleep_us_per_batch = 125},
     {.name = "t_fast", .fast = true},
     {.name = "t_unavail"},
-    {.name = "t_nosupport", .no_relu = true},
+    {.name = "t_nosupport", .refuse_all = true},
+    {.name = "t_norelu", .no_relu = true},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -52,8 +54,8 @@ typedef struct tbk_state {
   behaviour *b;
 } tbk_state;
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+static void sleep_us(long long us) {
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
 }
@@ -69,8 +71,8 @@ static bool tbk_supports(const ait_backend_config *cfg, const ait_graph *g, cons
                          char *why, size_t n) {
   behaviour *b = row_of(cfg->iface->name);
   b->counts.supports++;
-  if (b->no_relu && !strcmp(node->op_type, "Relu")) {
-    snprintf(why, n, "t_nosupport: refuses Relu node '%s'", node->name);
+  if (b->refuse_all || (b->no_relu && !strcmp(node->op_type, "Relu"))) {
+    snprintf(why, n, "%s: refuses %s node '%s'", b->name, node->op_type, node->name);
     return false;
   }
   if (b->fast && strcmp(node->op_type, "Relu") && strcmp(node->op_type, "Identity") &&
@@ -152,8 +154,10 @@ static ait_status tbk_infer(void *state, const ait_tensor *const *in, int n_in, 
   behaviour *b = s->b;
   b->counts.infer++;
   int64_t batch = n_in > 0 && in[0]->rank > 0 ? in[0]->dims[0] : 1;
-  if (b->sleep_ms || b->sleep_ms_per_batch) sleep_ms(b->sleep_ms + b->sleep_ms_per_batch * (int)batch);
-  if (b->fast) return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");
+  if (b->sleep_us || b->sleep_us_per_batch)
+    sleep_us(b->sleep_us + (long long)b->sleep_us_per_batch * batch);
+  if (b->fast)
+    return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");
   AIT_TRY(ait_eager_run(s->g, in, n_in, out));
   for (int o = 0; b->perturb != 0.0f && o < s->g->n_outputs; o++) {
     if (!out[o] || out[o]->kind != AIT_KIND_TENSOR || out[o]->dtype != AIT_FLOAT32) continue;
@@ -222,14 +226,15 @@ static void tbk_destroy(void *state) {
 TBK_IFACE(if_broken, "t_broken", "test: build always fails", avail_yes);
 TBK_IFACE(if_wrong, "t_wrong", "test: outputs off by 0.5", avail_yes);
 TBK_IFACE(if_slow, "t_slow", "test: reference plus 20 ms per run", avail_yes);
-TBK_IFACE(if_batchy, "t_batchy", "test: reference plus (1 + batch) ms per run", avail_yes);
+TBK_IFACE(if_batchy, "t_batchy", "test: reference plus (10 + batch / 8) ms per run", avail_yes);
 TBK_IFACE(if_fast, "t_fast", "test: relu chains in one pass", avail_yes);
 TBK_IFACE(if_unavail, "t_unavail", "test: never available", avail_no);
-TBK_IFACE(if_nosupport, "t_nosupport", "test: refuses Relu", avail_yes);
+TBK_IFACE(if_nosupport, "t_nosupport", "test: refuses every node", avail_yes);
+TBK_IFACE(if_norelu, "t_norelu", "test: refuses Relu nodes", avail_yes);
 
 ait_status tbk_register_all(void) {
-  static const ait_backend_iface *all[] = {&if_broken, &if_wrong,   &if_slow,     &if_batchy,
-                                           &if_fast,   &if_unavail, &if_nosupport};
+  static const ait_backend_iface *all[] = {&if_broken, &if_wrong,   &if_slow,      &if_batchy,
+                                           &if_fast,   &if_unavail, &if_nosupport, &if_norelu};
   static bool done;
   if (done) return AIT_OK;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

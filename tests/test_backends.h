@@ -4,13 +4,15 @@
  *   t_broken     build() fails: "t_broken: deliberately fails to build"
  *   t_wrong      builds, runs the reference, then adds 0.5 to float outputs
  *   t_slow       the reference plus a 20 ms sleep per infer
- *   t_batchy     the reference plus a (1 + batch) ms sleep per infer: its
- *                latency grows with the batch, its throughput too (slowly)
+ *   t_batchy     the reference plus a (10 + batch / 8) ms sleep per infer:
+ *                its latency grows with the batch, and its throughput too
  *   t_fast       computes relu chains (Relu / Identity / Add of zeros, see
  *                tests/test_tune.c) directly as max(x, 0): the same function
  *                as the reference in one pass instead of one kernel per node
  *   t_unavail    available() is false: "t_unavail: no such accelerator here"
- *   t_nosupport  supports() is false for Relu nodes
+ *   t_nosupport  supports() is false for every node
+ *   t_norelu     supports() is false for Relu nodes only (a partial backend:
+ *                the tuner may run it with a fallback for the Relu)
  *
  * Every backend counts its calls (tbk_counts_of) so tests can tell what the
  * tuner built, ran or loaded. save() writes "<name>.state" into the folder and

@@ -551,7 +551,11 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       ait_module_logf(m, 0, "[%s] %s: %s", c->desc, ait_cand_status_name(c->status), c->error);
       destroy_state(c);
       if (o->strategy == AIT_STRATEGY_ONE_BACKEND) {
-        ait_err(st, "backend %s: %s", c->desc, c->error);
+        ait_err(st, "backend %s %s: %s", c->desc,
+                c->status == AIT_CAND_INCORRECT     ? "gave incorrect results"
+                : c->status == AIT_CAND_UNSUPPORTED ? "cannot run this model"
+                                                    : "failed to build",
+                c->error);
         goto out;
       }
       st = AIT_OK;
