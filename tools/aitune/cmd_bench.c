@@ -6,10 +6,12 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "tune/module_impl.h"
 
 static const char usage[] =
-    "usage: aitune bench MODEL|DIR [--backend B] [--batch N] [--warmup N] [--iters N] [--json]\n"
+    "usage: aitune bench MODEL|DIR [--backend B] [--batch N] [--inputs DIR] [--dim NAME=VALUE]...\n"
+    "                    [--warmup N] [--iters N] [--json]\n"
     "  MODEL    an .onnx file, run on --backend (default eager)\n"
     "  DIR      a tuned model folder, run on its selected backend\n"
     "  --batch N    batch size (default: the tuned batch, or 1); needs a batch axis\n"
@@ -17,7 +19,26 @@ static const char usage[] =
     "  --iters N    timed runs (default 50)\n"
     "  --json       print one JSON object: latency_ms {median,p90,p99,min,mean},\n"
     "               throughput (samples/s), batch, backend, iters\n"
-    "Inputs are seeded random values of the declared shapes.\n";
+    "  --inputs DIR input_K.pb files to time on (default: seeded random values of the\n"
+    "               declared shapes, symbolic dims 1)\n"
+    "  --dim NAME=VALUE  size a symbolic axis of the inputs, e.g. --dim seq=128\n";
+
+/* input_K.pb files of dir as a sample. */
+static ait_status read_sample(const ait_graph *g, const char *dir, ait_sample *out) {
+  out->n_inputs = g->n_inputs;
+  out->inputs = calloc((size_t)g->n_inputs + 1, sizeof *out->inputs);
+  if (!out->inputs) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (int i = 0; i < g->n_inputs; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "input_%d.pb", i);
+    char *p = ait_path_join(dir, name);
+    ait_status st =
+        p ? cli_read_tensor_for(p, &g->values[g->inputs[i]], &out->inputs[i]) : AIT_E_NOMEM;
+    free(p);
+    if (st) return st;
+  }
+  return AIT_OK;
+}
 
 typedef struct bench_ctx {
   const ait_backend_iface *b;
@@ -39,7 +60,10 @@ static ait_status bench_once(void *p) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *path = NULL, *backend = NULL;
+  const char *path = NULL, *backend = NULL, *in_dir = NULL;
+  char dim_name[8][64];
+  int64_t dim_value[8];
+  int n_dims = 0;
   int batch = 0, warmup = 5, iters = 50;
   bool json = false;
   for (int i = 1; i < argc; i++) {
@@ -57,7 +81,15 @@ int cmd_bench(int argc, char **argv) {
       warmup = atoi(argv[++i]);
     else if (!strcmp(a, "--iters") && v)
       iters = atoi(argv[++i]);
-    else if (!strcmp(a, "--json"))
+    else if (!strcmp(a, "--inputs") && v)
+      in_dir = argv[++i];
+    else if (!strcmp(a, "--dim") && v) {
+      const char *spec = argv[++i], *eq = strchr(spec, '=');
+      if (!eq || eq == spec || eq - spec >= 64 || n_dims == 8 || atoll(eq + 1) < 1)
+        return cli_usage(usage, "--dim expects NAME=VALUE with VALUE >= 1, got '%s'", spec);
+      snprintf(dim_name[n_dims], 64, "%.*s", (int)(eq - spec), spec);
+      dim_value[n_dims++] = atoll(eq + 1);
+    } else if (!strcmp(a, "--json"))
       json = true;
     else if (a[0] == '-')
       return cli_usage(usage, "unknown or incomplete option '%s'", a);
@@ -98,12 +130,30 @@ int cmd_bench(int argc, char **argv) {
   }
   const ait_graph *g = m->model->graph;
   ait_sample base = {0}, in = {0};
-  if ((st = ait_sample_random(g, 1, &base))) {
+  st = in_dir ? read_sample(g, in_dir, &base) : ait_sample_random(g, 1, &base);
+  ait_graph_spec spec;
+  ait_spec_detect(g, &base, 1, &spec);
+  /* --dim NAME=VALUE sizes a symbolic axis (e.g. seq=128) */
+  for (int d = 0; !st && d < n_dims; d++) {
+    int axis = -1;
+    for (int a = 0; a < spec.n_axes && axis < 0; a++)
+      if (!strcmp(spec.axes[a].sym, dim_name[d])) axis = a;
+    if (axis < 0) {
+      st = ait_err(AIT_E_INVALID_ARG, "--dim %s: the model has no dynamic axis named '%s'",
+                   dim_name[d], dim_name[d]);
+      break;
+    }
+    ait_sample sized = {0};
+    if (!(st = ait_sample_resize(&base, &spec, axis, dim_value[d], &sized))) {
+      ait_sample_free(&base);
+      base = sized;
+    }
+  }
+  if (st) {
+    ait_sample_free(&base);
     ait_module_free(m);
     return cli_fail(st, "cannot make inputs");
   }
-  ait_graph_spec spec;
-  ait_spec_detect(g, &base, 1, &spec);
   if (!batch) batch = tuned && m->batch > 0 ? m->batch : 1;
   if (batch != 1 && !spec.has_batch) {
     ait_sample_free(&base);
