@@ -19,19 +19,22 @@ double ait_node_flops(const ait_graph *g, const ait_node *n) {
   const ait_value *a = n->n_in && n->in[0] >= 0 ? &g->values[n->in[0]] : NULL;
   const ait_value *b = n->n_in > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
   if (!out || out->rank < 0) return 0;
-  if (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose")) {
+  /* the native engine's fused ops count as the op they were fused from */
+  const char *op = n->op_type;
+  if (!strcmp(n->domain, "ai.aitune") && !strncmp(op, "Fused", 5)) op += 5;
+  if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) {
     if (!b || b->rank < 2) return 0;
     double k = 1;
     for (int i = 1; i < b->rank; i++)
       k *= (double)dim_or_1(b, i);
     /* ConvTranspose: every input element meets C_out/group x kernel weights */
-    if (!strcmp(n->op_type, "ConvTranspose")) return a ? 2.0 * (double)numel_of(a) * k : 0;
+    if (!strcmp(op, "ConvTranspose")) return a ? 2.0 * (double)numel_of(a) * k : 0;
     return 2.0 * (double)numel_of(out) * k;
   }
-  if (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm")) {
+  if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) {
     if (!a || a->rank < 1) return 0;
     int64_t k = dim_or_1(a, a->rank - 1);
-    if (!strcmp(n->op_type, "Gemm") && ait_attr_int(n, "transA", 0)) k = dim_or_1(a, 0);
+    if (!strcmp(op, "Gemm") && ait_attr_int(n, "transA", 0)) k = dim_or_1(a, 0);
     return 2.0 * (double)numel_of(out) * (double)k;
   }
   return (double)numel_of(out); /* elementwise-ish: one op per output */

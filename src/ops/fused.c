@@ -10,9 +10,8 @@ ait_status ait_fused_conv_kernel(ait_kctx *ctx, const ait_node *node, const ait_
                                  int n_in, ait_tensor **out, int n_out);
 ait_status ait_fused_gemm_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                                  int n_in, ait_tensor **out, int n_out);
-ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node,
-                                   const ait_tensor *const *in, int n_in, ait_tensor **out,
-                                   int n_out);
+ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                   int n_in, ait_tensor **out, int n_out);
 
 const ait_op_def ait_ops_fused[] = {
     {AIT_FUSED_DOMAIN, "FusedConv", 1, AIT_DT_FLOATS, nn_conv_shape, ait_fused_conv_kernel},

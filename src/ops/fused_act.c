@@ -50,7 +50,7 @@ void ait_act_apply_f32(const ait_act *a, float *x, int64_t n) {
   case AIT_ACT_NONE: return;
   case AIT_ACT_RELU:
     for (int64_t i = 0; i < n; i++)
-      x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      x[i] = x[i] < 0.0f ? 0.0f : x[i];
     return;
   case AIT_ACT_CLIP: {
     float lo = a->p[0], hi = a->p[1];

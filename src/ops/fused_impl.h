@@ -58,11 +58,11 @@ ait_status ait_act_parse(const ait_node *n, ait_act *a);
 static inline float ait_act_f32(const ait_act *a, float x) {
   switch (a->kind) {
   case AIT_ACT_NONE: return x;
-  case AIT_ACT_RELU: return x > 0.0f ? x : 0.0f;
+  case AIT_ACT_RELU: return x < 0.0f ? 0.0f : x;
   case AIT_ACT_CLIP: return x < a->p[0] ? a->p[0] : x > a->p[1] ? a->p[1] : x;
   case AIT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
   case AIT_ACT_TANH: return tanhf(x);
-  case AIT_ACT_LEAKY_RELU: return x >= 0.0f ? x : a->p[0] * x;
+  case AIT_ACT_LEAKY_RELU: return x < 0.0f ? a->p[0] * x : x;
   case AIT_ACT_HARD_SIGMOID: {
     float v = a->p[0] * x + a->p[1];
     return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;

@@ -93,9 +93,8 @@ ait_status ait_fused_gemm_kernel(ait_kctx *ctx, const ait_node *node, const ait_
   return run_fused(ctx, node, nn_gemm_kernel, node, in, n_in, 3, 1.0f, out);
 }
 
-ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node,
-                                   const ait_tensor *const *in, int n_in, ait_tensor **out,
-                                   int n_out) {
+ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                   int n_in, ait_tensor **out, int n_out) {
   ait_node mm = plain_node(node, "MatMul", 13);
   return run_fused(ctx, node, nn_matmul_kernel, &mm, in, n_in, 2,
                    ait_attr_float(node, "alpha", 1.0f), out);

@@ -26,6 +26,7 @@ const ait_op_family ait_op_families[] = {{"elementwise", ait_ops_elementwise},
                                          {"image", ait_ops_image},
                                          {"misc", ait_ops_misc},
                                          {"control", ait_ops_control},
+                                         {"fused", ait_ops_fused},
                                          {NULL, NULL}};
 
 static int family_size(int f) {

@@ -12,6 +12,7 @@
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
+ *   native_math.c     vectorisable exp / erf and activations
  *
  * Ownership: the state owns its rewritten copy of the graph; the caller's
  * graph is never modified. */
@@ -29,8 +30,11 @@
 /* ---- graph editing (native_graph.c) ------------------------------------ */
 
 /* Deep copy of g (values, initializers, nodes, attributes, subgraphs, opset
- * imports), parented to `parent`. NULL with the last error set on failure. */
-ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent);
+ * imports), parented to `parent`. With `borrow`, initializer tensors of the
+ * copy are headers over g's data (g must outlive the copy; passes replace
+ * initializers, never write into them). NULL with the last error set on
+ * failure. */
+ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent, bool borrow);
 /* Set (add or replace) an attribute of node n. */
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
 ait_status nat_attr_set_float(ait_node *n, const char *name, float v);
@@ -140,6 +144,12 @@ typedef struct nat_plan {
   int64_t *size;   /* per value: bytes the plan holds */
   int64_t arena_bytes;
   int runs, misses;
+  /* shape computations (Shape -> Gather -> Concat -> Reshape ...) depend on
+   * the signature only: their results are kept and the nodes skipped, as
+   * long as every Shape/Size node still sees the input shape it saw */
+  ait_tensor **cache; /* per value, NULL when not cached; owned */
+  int64_t *seen;      /* per node: rank and dims of a Shape/Size input */
+  bool cached;
 } nat_plan;
 
 #define NAT_MAX_PLANS 8
@@ -150,6 +160,7 @@ typedef struct nat_state {
   bool fuse;         /* passes enabled */
   bool has_subgraph; /* control flow: runs through the reference executor */
   nat_node *nodes;   /* per node of g */
+  bool *shape_only;  /* per node: depends on input shapes and constants only */
   int *last;         /* per value: last node reading its storage (views extend it) */
   int *root;         /* per value: the value whose storage it views (itself if none) */
   int *free_at;      /* values whose storage dies after node i: free_list[free_at[i]..] */
@@ -169,6 +180,7 @@ typedef struct nat_state {
 /* Static analysis of s->g: dispatch, liveness, view roots. */
 ait_status nat_exec_prepare(nat_state *s);
 void nat_exec_release(nat_state *s); /* plans, arena, scratch, pool */
+void nat_exec_free(nat_state *s);    /* all of the above and the analysis */
 ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
 
 /* For kernels: output k of the running node, dtype/shape given; its data is
@@ -221,6 +233,33 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+
+/* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
+ * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under
+ * ThreadSanitizer, whose instrumented ifunc resolvers run before it is set
+ * up). */
+#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) &&           \
+    defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#define NAT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define NAT_CLONES
+#endif
+/* Helpers of a NAT_CLONES function must be inlined to run in its clone. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NAT_INLINE inline __attribute__((always_inline))
+#else
+#define NAT_INLINE inline
+#endif
+
+/* Vectorisable float32 math (native_math.c): exp, erf, and activations
+ * with fast Sigmoid and Gelu (others as ait_act_apply_f32). y may be x. */
+void nat_exp_f32(const float *x, float *y, int64_t n);
+void nat_erf_f32(const float *x, float *y, int64_t n);
+void nat_act_f32(const ait_act *a, float *x, int64_t n);
+
+/* Multiply-adds below which a GEMM runs on one thread: a hand-off to the
+ * pool costs a few microseconds, more when the machine is busy. */
+#define NAT_PAR_MIN_MACS 1048576.0
 
 /* Split n items into chunks for the pool: about `per_thread` chunks per
  * thread, each at least min_chunk items. Returns the chunk size. */

@@ -16,7 +16,7 @@ static char *dup_or_null(const char *s, bool *fail) {
   return d;
 }
 
-static bool attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner) {
+static bool attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner, bool borrow) {
   bool fail = false;
   memset(d, 0, sizeof *d);
   d->type = s->type;
@@ -26,7 +26,7 @@ static bool attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner) {
   d->name = dup_or_null(s->name, &fail);
   d->s = dup_or_null(s->s, &fail);
   if (s->t && !(d->t = ait_tensor_clone(s->t))) fail = true;
-  if (s->g && !(d->g = nat_graph_clone(s->g, owner))) fail = true;
+  if (s->g && !(d->g = nat_graph_clone(s->g, owner, borrow))) fail = true;
   if (s->floats && s->n > 0) {
     if ((d->floats = malloc(sizeof(float) * (size_t)s->n)))
       memcpy(d->floats, s->floats, sizeof(float) * (size_t)s->n);
@@ -74,7 +74,7 @@ void nat_node_clear(ait_node *n) {
   memset(n, 0, sizeof *n);
 }
 
-static bool value_copy(ait_value *d, const ait_value *s) {
+static bool value_copy(ait_value *d, const ait_value *s, bool borrow) {
   bool fail = false;
   *d = *s;
   d->init = NULL;
@@ -83,11 +83,16 @@ static bool value_copy(ait_value *d, const ait_value *s) {
   d->name = dup_or_null(s->name, &fail);
   for (int k = 0; k < AIT_MAX_RANK; k++)
     d->dims[k].sym = dup_or_null(s->dims[k].sym, &fail);
-  if (s->init && !(d->init = ait_tensor_clone(s->init))) fail = true;
+  if (s->init) {
+    const ait_tensor *t = s->init;
+    bool wrap = borrow && t->kind == AIT_KIND_TENSOR && t->dtype != AIT_STRING;
+    d->init = wrap ? ait_tensor_wrap(t->dtype, t->rank, t->dims, t->data) : ait_tensor_clone(t);
+    if (!d->init) fail = true;
+  }
   return !fail;
 }
 
-static bool node_copy(ait_node *d, const ait_node *s, ait_graph *owner) {
+static bool node_copy(ait_node *d, const ait_node *s, ait_graph *owner, bool borrow) {
   bool fail = false;
   memset(d, 0, sizeof *d);
   d->name = dup_or_null(s->name, &fail);
@@ -106,7 +111,7 @@ static bool node_copy(ait_node *d, const ait_node *s, ait_graph *owner) {
     if (!(d->attrs = calloc((size_t)s->n_attrs, sizeof *d->attrs))) return false;
     for (int k = 0; k < s->n_attrs; k++) {
       d->n_attrs = k + 1;
-      if (!attr_copy(&d->attrs[k], &s->attrs[k], owner)) return false;
+      if (!attr_copy(&d->attrs[k], &s->attrs[k], owner, borrow)) return false;
     }
   }
   return !fail;
@@ -122,7 +127,7 @@ static int *dup_ints(const int *v, int n, bool *fail) {
   return d;
 }
 
-ait_graph *nat_graph_clone(const ait_graph *s, ait_graph *parent) {
+ait_graph *nat_graph_clone(const ait_graph *s, ait_graph *parent, bool borrow) {
   ait_graph *g = ait_graph_new(s->name, parent);
   if (!g) return NULL;
   bool fail = false;
@@ -134,11 +139,11 @@ ait_graph *nat_graph_clone(const ait_graph *s, ait_graph *parent) {
   g->cap_nodes = s->n_nodes + 1;
   for (int i = 0; i < s->n_values; i++) {
     g->n_values = i + 1;
-    if (!value_copy(&g->values[i], &s->values[i])) goto nomem;
+    if (!value_copy(&g->values[i], &s->values[i], borrow)) goto nomem;
   }
   for (int i = 0; i < s->n_nodes; i++) {
     g->n_nodes = i + 1;
-    if (!node_copy(&g->nodes[i], &s->nodes[i], g)) goto nomem;
+    if (!node_copy(&g->nodes[i], &s->nodes[i], g, borrow)) goto nomem;
   }
   g->inputs = dup_ints(s->inputs, s->n_inputs, &fail);
   g->n_inputs = s->n_inputs;

@@ -21,8 +21,9 @@ static bool has_subgraph(const ait_node *n) {
 
 /* Ops whose result is not a function of their inputs. */
 static bool is_random(const ait_node *n) {
-  static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                    "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  static const char *const ops[] = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",     "Dropout"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(n->op_type, ops[i])) return true;
   return false;

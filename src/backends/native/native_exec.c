@@ -1,0 +1,530 @@
+/* The native executor. Nodes run in topological order:
+ *   NAT_FAST  a native kernel; its outputs live in the arena when the plan
+ *             has room for them, on the heap otherwise
+ *   NAT_VIEW  Reshape/Flatten/Squeeze/Unsqueeze/Identity: a new header over
+ *             the input's bytes, no copy
+ *   NAT_REF   the registry's reference kernel; it allocates its outputs on
+ *             the heap, which are freed after their last reader
+ * The first run of an input signature records how many bytes each fast
+ * output needs; the plan then gives each such value an arena offset by
+ * liveness. A later run that needs more than planned falls back to the heap
+ * for that value and re-plans afterwards. The second run keeps the results
+ * of shape-only nodes (Shape -> Gather -> Concat ...) in the plan; later runs
+ * skip those nodes while every Shape/Size node sees the shape it saw.
+ * Graphs with control flow run through the reference executor (their bodies
+ * need its run context). */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "runtime/eager.h"
+
+struct nat_run {
+  nat_state *s;
+  const ait_graph *g;
+  nat_plan *plan;         /* NULL on a signature's first run */
+  ait_tensor *hdr;        /* per value: header of arena / view tensors */
+  const ait_tensor **val; /* per value: its tensor in this run */
+  ait_tensor **heap;      /* per value: heap tensor this run owns */
+  int64_t *need;          /* per value: bytes a fast kernel asked for */
+  int node;               /* running node */
+  bool requested;         /* the running kernel asked for an output */
+  bool recording;         /* keeping shape-only results in the plan */
+  bool drop_cache;        /* the plan's shape-only results went stale */
+  bool miss;              /* some value did not fit its planned slot */
+};
+
+/* ---- static analysis ------------------------------------------------- */
+
+static bool is_shape_op(const ait_node *n) {
+  return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));
+}
+
+/* Nodes whose outputs follow from the input shapes and constants alone:
+ * Shape/Size, and deterministic nodes that read only such values (views of
+ * such values count as such values, though views themselves are not cached:
+ * they cost nothing). */
+static ait_status mark_shape_only(nat_state *s) {
+  const ait_graph *g = s->g;
+  static const char *const random_ops[] = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",     "Dropout"};
+  bool *sv = calloc((size_t)g->n_values + 1, sizeof *sv); /* per value */
+  if (!sv) return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  for (int v = 0; v < g->n_values; v++)
+    sv[v] = nat_is_const(g, v);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    bool ok = n->op && n->op->kernel;
+    for (size_t k = 0; ok && k < sizeof random_ops / sizeof random_ops[0]; k++)
+      ok = strcmp(n->op_type, random_ops[k]) != 0;
+    for (int k = 0; ok && k < n->n_attrs; k++)
+      ok = !n->attrs[k].g;
+    if (!is_shape_op(n))
+      for (int k = 0; ok && k < n->n_in; k++)
+        ok = n->in[k] < 0 || sv[n->in[k]];
+    for (int k = 0; ok && k < n->n_out; k++)
+      if (n->out[k] >= 0) sv[n->out[k]] = true;
+    s->shape_only[i] = ok && s->nodes[i].kind != NAT_VIEW;
+  }
+  free(sv);
+  return AIT_OK;
+}
+
+ait_status nat_exec_prepare(nat_state *s) {
+  const ait_graph *g = s->g;
+  int nv = g->n_values, nn = g->n_nodes;
+  s->nodes = calloc((size_t)nn + 1, sizeof *s->nodes);
+  s->last = malloc(sizeof(int) * ((size_t)nv + 1));
+  s->root = malloc(sizeof(int) * ((size_t)nv + 1));
+  s->free_at = calloc((size_t)nn + 2, sizeof(int));
+  s->free_list = malloc(sizeof(int) * ((size_t)nv + 1));
+  s->run = calloc(1, sizeof *s->run);
+  if (!s->nodes || !s->last || !s->root || !s->free_at || !s->free_list || !s->run)
+    return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  nat_run *r = s->run;
+  r->hdr = calloc((size_t)nv + 1, sizeof *r->hdr);
+  r->val = calloc((size_t)nv + 1, sizeof *r->val);
+  r->heap = calloc((size_t)nv + 1, sizeof *r->heap);
+  r->need = calloc((size_t)nv + 1, sizeof *r->need);
+  if (!r->hdr || !r->val || !r->heap || !r->need)
+    return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  for (int i = 0; i < nn; i++)
+    s->nodes[i] = nat_dispatch(g, &g->nodes[i]);
+  if (!(s->shape_only = calloc((size_t)nn + 1, sizeof *s->shape_only)))
+    return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  AIT_TRY(mark_shape_only(s));
+  for (int v = 0; v < nv; v++) {
+    s->last[v] = -1;
+    s->root[v] = v;
+  }
+  for (int i = 0; i < nn; i++) {
+    const ait_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] >= 0) s->last[n->in[k]] = i;
+    if (s->nodes[i].kind == NAT_VIEW) s->root[n->out[0]] = s->root[n->in[0]];
+  }
+  for (int k = 0; k < g->n_outputs; k++)
+    s->last[g->outputs[k]] = nn;
+  /* a view keeps its input's storage alive: extend backwards */
+  for (int i = nn - 1; i >= 0; i--) {
+    const ait_node *n = &g->nodes[i];
+    if (s->nodes[i].kind == NAT_VIEW && s->last[n->out[0]] > s->last[n->in[0]])
+      s->last[n->in[0]] = s->last[n->out[0]];
+  }
+  /* unread outputs die right after their node */
+  for (int i = 0; i < nn; i++) {
+    const ait_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] >= 0 && s->last[n->out[k]] < i) s->last[n->out[k]] = i;
+  }
+  /* free lists by node: counting sort of produced values by last use */
+  for (int v = 0; v < nv; v++)
+    if (g->values[v].producer >= 0 && s->last[v] < nn) s->free_at[s->last[v] + 1]++;
+  for (int i = 0; i < nn; i++)
+    s->free_at[i + 1] += s->free_at[i];
+  int *fill = calloc((size_t)nn + 1, sizeof(int));
+  if (!fill) return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  for (int v = 0; v < nv; v++)
+    if (g->values[v].producer >= 0 && s->last[v] < nn) {
+      int i = s->last[v];
+      s->free_list[s->free_at[i] + fill[i]++] = v;
+    }
+  free(fill);
+  return AIT_OK;
+}
+
+static void plan_drop_cache(nat_plan *p, int n_values) {
+  for (int v = 0; p->cache && v < n_values; v++) {
+    ait_tensor_free(p->cache[v]);
+    p->cache[v] = NULL;
+  }
+  p->cached = false;
+}
+
+static void plan_free(nat_plan *p, int n_values) {
+  if (!p) return;
+  plan_drop_cache(p, n_values);
+  free(p->cache);
+  free(p->seen);
+  free(p->sig);
+  free(p->offset);
+  free(p->size);
+  free(p);
+}
+
+void nat_exec_release(nat_state *s) {
+  for (int i = 0; i < s->n_plans; i++)
+    plan_free(s->plans[i], s->g->n_values);
+  s->n_plans = 0;
+  free(s->arena);
+  s->arena = NULL;
+  s->arena_cap = 0;
+  free(s->scratch);
+  s->scratch = NULL;
+  s->scratch_cap = 0;
+  nat_pool_free(s->pool);
+  s->pool = NULL;
+}
+
+void nat_exec_free(nat_state *s) {
+  nat_exec_release(s);
+  if (s->run) {
+    free(s->run->hdr);
+    free(s->run->val);
+    free(s->run->heap);
+    free(s->run->need);
+    free(s->run);
+    s->run = NULL;
+  }
+  free(s->nodes);
+  free(s->shape_only);
+  free(s->last);
+  free(s->root);
+  free(s->free_at);
+  free(s->free_list);
+  s->nodes = NULL;
+  s->shape_only = NULL;
+  s->last = s->root = s->free_at = s->free_list = NULL;
+}
+
+/* ---- services for kernels --------------------------------------------- */
+
+ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *dims,
+                      ait_tensor **t) {
+  const ait_node *n = &r->g->nodes[r->node];
+  int v = k < n->n_out ? n->out[k] : -1;
+  r->requested = true;
+  if (v < 0) return ait_err(AIT_E_INTERNAL, "fast kernel output %d is not used", k);
+  int64_t bytes = ait_shape_numel(rank, dims) * (int64_t)ait_elem_size(dt);
+  r->need[v] = bytes;
+  nat_plan *p = r->plan;
+  if (p && p->offset[v] >= 0 && bytes <= p->size[v]) {
+    ait_tensor *h = &r->hdr[v];
+    memset(h, 0, sizeof *h);
+    h->kind = AIT_KIND_TENSOR;
+    h->dtype = dt;
+    h->rank = rank;
+    memcpy(h->dims, dims, sizeof(int64_t) * (size_t)rank);
+    h->data = (char *)r->s->arena + p->offset[v];
+    r->val[v] = h;
+    *t = h;
+    return AIT_OK;
+  }
+  if (p) r->miss = true;
+  ait_tensor *h = ait_tensor_new(dt, rank, dims);
+  if (!h) return AIT_E_NOMEM;
+  r->heap[v] = h;
+  r->val[v] = h;
+  *t = h;
+  return AIT_OK;
+}
+
+void *nat_scratch(nat_run *r, int64_t bytes) {
+  nat_state *s = r->s;
+  if (bytes <= s->scratch_cap) return s->scratch;
+  free(s->scratch);
+  int64_t cap = (bytes + 4095) / 4096 * 4096;
+  s->scratch = aligned_alloc(64, (size_t)cap);
+  s->scratch_cap = s->scratch ? cap : 0;
+  if (!s->scratch)
+    ait_err(AIT_E_NOMEM, "out of memory for %lld bytes of scratch", (long long)bytes);
+  return s->scratch;
+}
+
+nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
+int nat_run_threads(nat_run *r) { return r->s->threads; }
+
+int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk) {
+  int64_t parts = (int64_t)r->s->threads * 4;
+  int64_t c = (n + parts - 1) / (parts ? parts : 1);
+  if (c < min_chunk) c = min_chunk;
+  return c < 1 ? 1 : c;
+}
+
+/* ---- running nodes --------------------------------------------------- */
+
+static ait_status run_view(nat_run *r, const ait_node *n, const ait_tensor *const *in, bool *done) {
+  int rank = 0;
+  int64_t dims[AIT_MAX_RANK];
+  *done = false;
+  const ait_tensor *x = in[0];
+  if (!x || x->kind != AIT_KIND_TENSOR || nat_view_shape(n, in, n->n_in, &rank, dims) != AIT_OK) {
+    ait_err_clear();
+    return AIT_OK;
+  }
+  int v = n->out[0];
+  ait_tensor *h = &r->hdr[v];
+  memset(h, 0, sizeof *h);
+  h->kind = AIT_KIND_TENSOR;
+  h->dtype = x->dtype;
+  h->rank = rank;
+  memcpy(h->dims, dims, sizeof(int64_t) * (size_t)rank);
+  h->data = x->data;
+  r->val[v] = h;
+  *done = true;
+  return AIT_OK;
+}
+
+static ait_status run_ref(nat_run *r, const ait_node *n, const ait_tensor *const *in) {
+  ait_tensor *out[64];
+  AIT_TRY(ait_eager_run_node(n, in, n->n_in, out));
+  for (int k = 0; k < n->n_out; k++) {
+    int v = n->out[k];
+    if (v < 0) {
+      ait_tensor_free(out[k]);
+      continue;
+    }
+    r->heap[v] = out[k];
+    r->val[v] = out[k];
+  }
+  return AIT_OK;
+}
+
+static ait_status run_node_uncached(nat_run *r, int i, const ait_node *n,
+                                    const ait_tensor *const *in);
+
+/* Keep the outputs of shape-only node i for later runs of this signature. */
+static void record(nat_run *r, int i, const ait_node *n, const ait_tensor *const *in) {
+  nat_plan *p = r->plan;
+  if (is_shape_op(n)) {
+    int64_t *seen = p->seen + (size_t)i * (AIT_MAX_RANK + 1);
+    seen[0] = in[0] ? in[0]->rank : -1;
+    if (in[0]) memcpy(seen + 1, in[0]->dims, sizeof(int64_t) * (size_t)in[0]->rank);
+  }
+  for (int k = 0; k < n->n_out; k++) {
+    int v = n->out[k];
+    const ait_tensor *t = v >= 0 ? r->val[v] : NULL;
+    if (!t || t->kind != AIT_KIND_TENSOR || p->cache[v]) continue;
+    p->cache[v] = ait_tensor_clone(t); /* NULL (out of memory) just means not cached */
+  }
+}
+
+static ait_status run_node(nat_run *r, int i) {
+  const ait_graph *g = r->g;
+  const ait_node *n = &g->nodes[i];
+  const ait_tensor *in[64];
+  if (n->n_in > 64 || n->n_out > 64)
+    return ait_err(AIT_E_UNSUPPORTED, "%s has more than 64 inputs or outputs", ait_node_desc(n));
+  for (int k = 0; k < n->n_in; k++) {
+    in[k] = n->in[k] >= 0 ? r->val[n->in[k]] : NULL;
+    if (n->in[k] >= 0 && !in[k])
+      return ait_err(AIT_E_INVALID_MODEL, "%s: input '%s' has no value", ait_node_desc(n),
+                     g->values[n->in[k]].name);
+  }
+  r->node = i;
+  if (r->s->shape_only[i] && r->plan && r->plan->cached) {
+    bool hit = true;
+    if (is_shape_op(n)) { /* the shape it reads must be the one it saw */
+      const int64_t *seen = r->plan->seen + (size_t)i * (AIT_MAX_RANK + 1);
+      hit = in[0] && in[0]->rank == seen[0] &&
+            !memcmp(in[0]->dims, seen + 1, sizeof(int64_t) * (size_t)in[0]->rank);
+    }
+    for (int k = 0; hit && k < n->n_out; k++)
+      hit = n->out[k] < 0 || r->plan->cache[n->out[k]];
+    if (hit) {
+      for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) r->val[n->out[k]] = r->plan->cache[n->out[k]];
+      return AIT_OK;
+    }
+    /* shapes moved: compute from here on; the cache goes after this run
+     * (earlier nodes of this run may still be reading it) */
+    r->plan->cached = false;
+    r->drop_cache = true;
+    r->recording = false;
+  }
+  AIT_TRY(run_node_uncached(r, i, n, in));
+  if (r->recording && r->s->shape_only[i]) record(r, i, n, in);
+  return AIT_OK;
+}
+
+static ait_status run_node_uncached(nat_run *r, int i, const ait_node *n,
+                                    const ait_tensor *const *in) {
+  const nat_node *nd = &r->s->nodes[i];
+  if (nd->kind == NAT_VIEW) {
+    bool done;
+    AIT_TRY(run_view(r, n, in, &done));
+    if (done) return AIT_OK;
+  } else if (nd->kind == NAT_FAST) {
+    r->requested = false;
+    ait_status st = nd->fast(r, n, in, n->n_in);
+    if (st == AIT_OK) return AIT_OK;
+    if (st != AIT_E_UNSUPPORTED || r->requested)
+      return ait_err_prefix(st, "%s (native kernel)", ait_node_desc(n));
+    ait_err_clear(); /* outside the fast kernel's cases: the reference runs it */
+  }
+  return run_ref(r, n, in);
+}
+
+/* Free what dies after node i (and everything at the end, i = -1). */
+static void release(nat_run *r, int i) {
+  nat_state *s = r->s;
+  if (i < 0) {
+    for (int v = 0; v < r->g->n_values; v++) {
+      ait_tensor_free(r->heap[v]);
+      r->heap[v] = NULL;
+      r->val[v] = NULL;
+    }
+    return;
+  }
+  for (int j = s->free_at[i]; j < s->free_at[i + 1]; j++) {
+    int v = s->free_list[j];
+    ait_tensor_free(r->heap[v]);
+    r->heap[v] = NULL;
+    r->val[v] = NULL;
+  }
+}
+
+/* Outputs: hand over heap tensors nobody else shares, copy the rest. */
+static ait_status take_outputs(nat_run *r, ait_tensor **out) {
+  const ait_graph *g = r->g;
+  nat_state *s = r->s;
+  for (int k = 0; k < g->n_outputs; k++) {
+    int v = g->outputs[k];
+    bool shared = false;
+    for (int j = 0; j < g->n_outputs; j++)
+      shared |= j != k && s->root[g->outputs[j]] == s->root[v];
+    if (r->heap[v] && !shared) {
+      out[k] = r->heap[v];
+      r->heap[v] = NULL;
+      r->val[v] = out[k]; /* still readable for a later duplicate */
+      continue;
+    }
+    if (!r->val[v]) {
+      out[k] = NULL;
+      return ait_err(AIT_E_INVALID_MODEL, "graph output '%s' has no value", g->values[v].name);
+    }
+    if (!(out[k] = ait_tensor_clone(r->val[v]))) return AIT_E_NOMEM;
+  }
+  return AIT_OK;
+}
+
+/* ---- plans ---------------------------------------------------------------- */
+
+static nat_plan *find_plan(nat_state *s, uint64_t h, const int64_t *sig, int n_sig) {
+  for (int i = 0; i < s->n_plans; i++) {
+    nat_plan *p = s->plans[i];
+    if (p->hash == h && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig))
+      return p;
+  }
+  return NULL;
+}
+
+/* (Re)compute plan p from the sizes this run needed. */
+static ait_status plan_update(nat_state *s, nat_plan *p, const int64_t *need) {
+  const ait_graph *g = s->g;
+  int nv = g->n_values;
+  int *first = malloc(sizeof(int) * ((size_t)nv + 1));
+  if (!first) return ait_err(AIT_E_NOMEM, "out of memory planning the arena");
+  for (int v = 0; v < nv; v++) {
+    first[v] = g->values[v].producer;
+    if (need[v] > p->size[v]) p->size[v] = need[v];
+    if (first[v] < 0) p->size[v] = 0;
+  }
+  ait_status st = nat_plan_assign(nv, p->size, first, s->last, p->offset, &p->arena_bytes);
+  free(first);
+  return st;
+}
+
+static ait_status plan_new(nat_state *s, uint64_t h, const int64_t *sig, int n_sig,
+                           const int64_t *need) {
+  const ait_graph *g = s->g;
+  nat_plan *p = calloc(1, sizeof *p);
+  if (!p) return ait_err(AIT_E_NOMEM, "out of memory for a plan");
+  p->hash = h;
+  p->n_sig = n_sig;
+  p->sig = malloc(sizeof(int64_t) * ((size_t)n_sig + 1));
+  p->offset = malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
+  p->size = calloc((size_t)g->n_values + 1, sizeof(int64_t));
+  p->cache = calloc((size_t)g->n_values + 1, sizeof *p->cache);
+  p->seen = calloc(((size_t)g->n_nodes + 1) * (AIT_MAX_RANK + 1), sizeof(int64_t));
+  ait_status st = AIT_OK;
+  if (!p->sig || !p->offset || !p->size || !p->cache || !p->seen)
+    st = ait_err(AIT_E_NOMEM, "out of memory for a plan");
+  if (!st) {
+    memcpy(p->sig, sig, sizeof(int64_t) * (size_t)n_sig);
+    st = plan_update(s, p, need);
+  }
+  if (st) {
+    plan_free(p, g->n_values);
+    return st;
+  }
+  if (s->n_plans == NAT_MAX_PLANS) { /* forget the oldest */
+    plan_free(s->plans[0], g->n_values);
+    memmove(s->plans, s->plans + 1, sizeof(s->plans[0]) * (NAT_MAX_PLANS - 1));
+    s->n_plans--;
+  }
+  s->plans[s->n_plans++] = p;
+  return AIT_OK;
+}
+
+static ait_status arena_reserve(nat_state *s, int64_t bytes) {
+  if (bytes <= s->arena_cap) return AIT_OK;
+  free(s->arena);
+  int64_t cap = (bytes + 4095) / 4096 * 4096;
+  s->arena = aligned_alloc(64, (size_t)cap);
+  s->arena_cap = s->arena ? cap : 0;
+  if (!s->arena)
+    return ait_err(AIT_E_NOMEM, "out of memory for an arena of %lld bytes", (long long)bytes);
+  return AIT_OK;
+}
+
+/* ---- a run ---------------------------------------------------------------- */
+
+ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  const ait_graph *g = s->g;
+  for (int k = 0; k < g->n_outputs; k++)
+    out[k] = NULL;
+  if (s->has_subgraph) return ait_eager_run(g, in, n_in, out);
+  if (n_in != g->n_inputs)
+    return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
+                   n_in);
+  if (!s->pool && s->threads > 1 && !(s->pool = nat_pool_new(s->threads))) return AIT_E_NOMEM;
+  openblas_set_num_threads(1); /* parallelism comes from our pool only */
+  int64_t sig[AIT_MAX_RANK * 64 + 128];
+  int n_sig = 0;
+  uint64_t h = 0;
+  bool sig_ok = n_in <= 64;
+  if (sig_ok) h = nat_signature(in, n_in, sig, &n_sig);
+  nat_run *r = s->run;
+  r->s = s;
+  r->g = g;
+  r->plan = sig_ok ? find_plan(s, h, sig, n_sig) : NULL;
+  r->miss = false;
+  r->recording = r->plan && !r->plan->cached;
+  r->drop_cache = false;
+  if (r->plan) AIT_TRY(arena_reserve(s, r->plan->arena_bytes));
+  for (int v = 0; v < g->n_values; v++) {
+    const ait_value *val = &g->values[v];
+    r->val[v] = val->init && val->producer < 0 ? val->init : NULL;
+    r->heap[v] = NULL;
+    r->need[v] = 0;
+  }
+  for (int i = 0; i < n_in; i++)
+    r->val[g->inputs[i]] = in[i];
+  ait_status st = AIT_OK;
+  for (int i = 0; i < g->n_nodes && !st; i++) {
+    st = run_node(r, i);
+    release(r, i);
+  }
+  if (!st) st = take_outputs(r, out);
+  release(r, -1);
+  if (r->plan && (r->drop_cache || (st && r->recording))) plan_drop_cache(r->plan, g->n_values);
+  if (st) {
+    for (int k = 0; k < g->n_outputs; k++) {
+      ait_tensor_free(out[k]);
+      out[k] = NULL;
+    }
+    return st;
+  }
+  if (!sig_ok) return AIT_OK;
+  if (!r->plan) return plan_new(s, h, sig, n_sig, r->need);
+  if (r->recording) r->plan->cached = true;
+  r->plan->runs++;
+  if (r->miss) {
+    r->plan->misses++;
+    return plan_update(s, r->plan, r->need);
+  }
+  return AIT_OK;
+}

@@ -1,0 +1,331 @@
+/* Fusion: a Conv, Gemm or MatMul absorbs the chain that follows it, in this
+ * order, each step only when the intermediate value has no other reader:
+ *   bias      Add of a per-channel (Conv) / per-column (MatMul) constant
+ *   scale     Mul / Div by a constant scalar (MatMul, before anything else)
+ *   residual  Add of another tensor Z (Conv, MatMul)
+ *   activation Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish,
+ *             and Gelu written out as x * 0.5 * (1 + erf(x / sqrt 2))
+ * The node becomes FusedConv / FusedGemm / FusedMatMul (domain ai.aitune,
+ * see src/ops/fused_impl.h) and keeps its name; the absorbed nodes die. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+
+typedef enum base_kind { B_NONE, B_CONV, B_GEMM, B_MATMUL } base_kind;
+
+static bool is_op(const ait_node *n, const char *op) {
+  return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static base_kind kind_of(const ait_node *n) {
+  if (is_op(n, "Conv")) return B_CONV;
+  if (is_op(n, "Gemm")) return B_GEMM;
+  if (is_op(n, "MatMul")) return B_MATMUL;
+  if (!strcmp(n->domain, AIT_FUSED_DOMAIN)) {
+    if (!strcmp(n->op_type, "FusedConv")) return B_CONV;
+    if (!strcmp(n->op_type, "FusedGemm")) return B_GEMM;
+    if (!strcmp(n->op_type, "FusedMatMul")) return B_MATMUL;
+  }
+  return B_NONE;
+}
+
+static int in_at(const ait_node *n, int k) { return k < n->n_in ? n->in[k] : -1; }
+
+static bool has_act(const ait_node *n) { return ait_attr_str(n, "activation", "")[0] != '\0'; }
+
+/* The other input of binary node c, given one of them is y; -1 if neither. */
+static int other_input(const ait_node *c, int y) {
+  if (c->n_in != 2) return -1;
+  if (c->in[0] == y) return c->in[1];
+  if (c->in[1] == y) return c->in[0];
+  return -1;
+}
+
+/* Scalar float32 constant value of v, if it is one. */
+static bool const_scalar(const ait_graph *g, int v, float *out) {
+  if (!nat_is_const(g, v)) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
+}
+
+/* Make p a fused node (first absorption) and grow its inputs to n_in. */
+static ait_status become_fused(ait_node *p, base_kind k, int n_in) {
+  static const char *const names[] = {"", "FusedConv", "FusedGemm", "FusedMatMul"};
+  if (strcmp(p->domain, AIT_FUSED_DOMAIN)) {
+    char *op = strdup(names[k]), *dom = strdup(AIT_FUSED_DOMAIN);
+    if (!op || !dom) {
+      free(op);
+      free(dom);
+      return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(p));
+    }
+    free(p->op_type);
+    free(p->domain);
+    p->op_type = op;
+    p->domain = dom;
+    p->opset = 1;
+    p->op = ait_fused_op(names[k]);
+  }
+  if (p->n_in < n_in) {
+    int *more = realloc(p->in, sizeof(int) * (size_t)n_in);
+    if (!more) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(p));
+    for (int k2 = p->n_in; k2 < n_in; k2++)
+      more[k2] = -1;
+    p->in = more;
+    p->n_in = n_in;
+  }
+  return AIT_OK;
+}
+
+/* p now writes what node c wrote; c dies. */
+static void absorb(nat_uses *u, int pi, int ci) {
+  ait_graph *g = u->g;
+  g->nodes[pi].out[0] = g->nodes[ci].out[0];
+  g->values[g->nodes[ci].out[0]].producer = pi;
+  u->dead[ci] = true;
+}
+
+/* Number of output channels (Conv) / columns (MatMul) of p, or -1. */
+static int64_t out_features(const ait_graph *g, const ait_node *p, base_kind k) {
+  int w = in_at(p, 1);
+  if (w < 0) return -1;
+  const ait_value *wv = &g->values[w];
+  if (k == B_CONV) return wv->rank >= 3 ? wv->dims[0].v : -1;
+  if (k == B_MATMUL) return wv->rank >= 2 ? wv->dims[wv->rank - 1].v : -1;
+  return -1;
+}
+
+/* A constant c that adds one value per feature: shape [.., F, 1 .. 1] with
+ * `trail` trailing 1s after the feature axis (Conv: spatial rank; MatMul: 0)
+ * or a scalar. New [F] float32 tensor, or NULL when it does not fit. */
+static ait_tensor *feature_bias(const ait_graph *g, int c, int64_t F, int trail, int out_rank) {
+  if (!nat_is_const(g, c) || F < 1) return NULL;
+  const ait_tensor *t = g->values[c].init;
+  if (t->dtype != AIT_FLOAT32 || t->rank > out_rank) return NULL;
+  int64_t n = ait_tensor_numel(t);
+  if (n != 1 && n != F) return NULL;
+  if (n == F && F > 1) {
+    int fa = t->rank - 1 - trail; /* the feature axis of t */
+    if (fa < 0 || t->dims[fa] != F) return NULL;
+  }
+  ait_tensor *b = ait_tensor_new(AIT_FLOAT32, 1, &F);
+  if (!b) return NULL;
+  const float *src = t->data;
+  float *dst = b->data;
+  for (int64_t i = 0; i < F; i++)
+    dst[i] = src[n == 1 ? 0 : i];
+  return b;
+}
+
+/* Add + constant bias into a Conv / MatMul without bias, residual or act. */
+static ait_status try_bias(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  int y = p->out[0], bias_at = 2;
+  if (!is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p)) return AIT_OK;
+  if (in_at(p, 3) >= 0 || in_at(p, bias_at) >= 0) return AIT_OK;
+  int o = other_input(c, y);
+  const ait_value *yv = &g->values[y];
+  if (o < 0 || o == y || yv->rank < 1) return AIT_OK;
+  int64_t F = out_features(g, p, k);
+  int trail = k == B_CONV ? yv->rank - 2 : 0;
+  if (k == B_CONV && yv->rank < 3) return AIT_OK;
+  if (k == B_MATMUL && g->values[in_at(p, 1)].rank < 2) return AIT_OK;
+  ait_tensor *b = feature_bias(g, o, F, trail, yv->rank);
+  if (!b) return AIT_OK;
+  const ait_value *cv = &g->values[c->out[0]];
+  if (cv->rank >= 0 && cv->rank != yv->rank) { /* the Add must not grow the shape */
+    ait_tensor_free(b);
+    return AIT_OK;
+  }
+  int bv = nat_add_initializer(g, g->values[o].name, "_fused", b);
+  if (bv < 0) return AIT_E_NOMEM;
+  p = &g->nodes[pi];
+  AIT_TRY(become_fused(p, k, 3));
+  p->in[bias_at] = bv;
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* Mul / Div by a constant scalar right after a MatMul: alpha. */
+static ait_status try_scale(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  int y = p->out[0];
+  if (k != B_MATMUL || has_act(p) || in_at(p, 2) >= 0 || in_at(p, 3) >= 0) return AIT_OK;
+  bool mul = is_op(c, "Mul"), div = is_op(c, "Div");
+  if ((!mul && !div) || c->opset < 7 || c->n_in != 2) return AIT_OK;
+  if (div && c->in[0] != y) return AIT_OK;
+  float v;
+  if (!const_scalar(g, other_input(c, y), &v) || (div && v == 0.0f)) return AIT_OK;
+  if (g->values[c->in[0] == y ? c->in[1] : c->in[0]].init->rank > g->values[y].rank) return AIT_OK;
+  float alpha = ait_attr_float(p, "alpha", 1.0f) * (mul ? v : 1.0f / v);
+  AIT_TRY(become_fused(p, k, 2));
+  AIT_TRY(nat_attr_set_float(p, "alpha", alpha));
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* Add of another float32 tensor: the residual input Z. */
+static ait_status try_residual(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  int y = p->out[0];
+  if (!is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p) || in_at(p, 3) >= 0)
+    return AIT_OK;
+  int z = other_input(c, y);
+  if (z < 0 || z == y || g->values[z].dtype != AIT_FLOAT32) return AIT_OK;
+  if (g->values[z].type != AIT_VT_TENSOR) return AIT_OK;
+  AIT_TRY(become_fused(p, k, 4));
+  p->in[3] = z;
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* Activation node c applied to p's output. */
+static bool act_of(const ait_graph *g, const ait_node *c, ait_act *a) {
+  memset(a, 0, sizeof *a);
+  if (c->domain[0] || c->n_in < 1) return false;
+  const char *op = c->op_type;
+  if (!strcmp(op, "Relu")) {
+    a->kind = AIT_ACT_RELU;
+  } else if (!strcmp(op, "Sigmoid")) {
+    a->kind = AIT_ACT_SIGMOID;
+  } else if (!strcmp(op, "Tanh")) {
+    a->kind = AIT_ACT_TANH;
+  } else if (!strcmp(op, "HardSwish")) {
+    a->kind = AIT_ACT_HARD_SWISH;
+  } else if (!strcmp(op, "LeakyRelu")) {
+    a->kind = AIT_ACT_LEAKY_RELU;
+    a->p[0] = ait_attr_float(c, "alpha", 0.01f);
+  } else if (!strcmp(op, "HardSigmoid")) {
+    a->kind = AIT_ACT_HARD_SIGMOID;
+    a->p[0] = ait_attr_float(c, "alpha", 0.2f);
+    a->p[1] = ait_attr_float(c, "beta", 0.5f);
+  } else if (!strcmp(op, "Clip")) {
+    a->kind = AIT_ACT_CLIP;
+    a->p[0] = -INFINITY;
+    a->p[1] = INFINITY;
+    if (c->opset < 11) {
+      a->p[0] = ait_attr_float(c, "min", -FLT_MAX);
+      a->p[1] = ait_attr_float(c, "max", FLT_MAX);
+    } else {
+      if (in_at(c, 1) >= 0 && !const_scalar(g, c->in[1], &a->p[0])) return false;
+      if (in_at(c, 2) >= 0 && !const_scalar(g, c->in[2], &a->p[1])) return false;
+    }
+    if (isnan(a->p[0]) || isnan(a->p[1])) return false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+static ait_status set_act(ait_node *p, const ait_act *a) {
+  AIT_TRY(nat_attr_set_str(p, "activation", ait_act_name(a->kind)));
+  int np = ait_act_n_params(a->kind);
+  return np ? nat_attr_set_floats(p, "activation_params", a->p, np) : AIT_OK;
+}
+
+static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  ait_act a;
+  if (has_act(p) || c->in[0] != p->out[0] || !act_of(g, c, &a)) return AIT_OK;
+  AIT_TRY(become_fused(p, k, p->n_in));
+  AIT_TRY(set_act(p, &a));
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* The only live reader of v, when it has exactly one and v is not an
+ * output; else -1. */
+static int sole_reader(const nat_uses *u, int v) {
+  return v >= 0 && u->uses[v] == 1 && !u->is_out[v] ? u->consumer[v] : -1;
+}
+
+static bool near(float a, float b) { return fabsf(a - b) <= 1e-6f * fabsf(b); }
+
+/* y -> Div(y, sqrt2) -> Erf -> Add(1) -> Mul(y, .) -> Mul(., 0.5): Gelu.
+ * (Mul by 1/sqrt2 instead of the Div is accepted too.) */
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi];
+  int y = p->out[0];
+  if (has_act(p) || u->uses[y] != 2 || u->is_out[y]) return AIT_OK;
+  int d = -1, m1 = -1; /* y's two readers */
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || i == pi) continue;
+    const ait_node *n = &g->nodes[i];
+    float v;
+    if ((is_op(n, "Div") && n->n_in == 2 && n->in[0] == y && const_scalar(g, n->in[1], &v) &&
+         near(v, 1.41421356f)) ||
+        (is_op(n, "Mul") && other_input(n, y) >= 0 && const_scalar(g, other_input(n, y), &v) &&
+         near(v, 0.70710678f)))
+      d = i;
+    else if (is_op(n, "Mul") && other_input(n, y) >= 0)
+      m1 = i;
+  }
+  if (d < 0 || m1 < 0) return AIT_OK;
+  int e = sole_reader(u, g->nodes[d].out[0]);
+  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return AIT_OK;
+  int a = sole_reader(u, g->nodes[e].out[0]);
+  float v;
+  if (a < 0 || !is_op(&g->nodes[a], "Add") ||
+      !const_scalar(g, other_input(&g->nodes[a], g->nodes[e].out[0]), &v) || v != 1.0f)
+    return AIT_OK;
+  if (sole_reader(u, g->nodes[a].out[0]) != m1 ||
+      other_input(&g->nodes[m1], y) != g->nodes[a].out[0])
+    return AIT_OK;
+  int m2 = sole_reader(u, g->nodes[m1].out[0]);
+  if (m2 < 0 || !is_op(&g->nodes[m2], "Mul") ||
+      !const_scalar(g, other_input(&g->nodes[m2], g->nodes[m1].out[0]), &v) || v != 0.5f)
+    return AIT_OK;
+  ait_act act = {AIT_ACT_GELU, {0, 0}};
+  AIT_TRY(become_fused(p, k, p->n_in));
+  AIT_TRY(set_act(p, &act));
+  absorb(u, pi, m2);
+  u->dead[d] = u->dead[e] = u->dead[a] = u->dead[m1] = true;
+  *done = true;
+  return AIT_OK;
+}
+
+/* Absorb as much of what follows node pi as the rules allow. */
+static ait_status fuse_from(nat_uses *u, int pi, int *count) {
+  ait_graph *g = u->g;
+  for (;;) {
+    ait_node *p = &g->nodes[pi];
+    base_kind k = kind_of(p);
+    int y = p->out[0];
+    if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
+    bool done = false;
+    AIT_TRY(try_gelu(u, pi, k, &done));
+    int ci = sole_reader(u, y);
+    if (!done && ci >= 0 && !u->dead[ci] && g->nodes[ci].n_out >= 1) {
+      if (!done) AIT_TRY(try_bias(u, pi, ci, k, &done));
+      if (!done) AIT_TRY(try_scale(u, pi, ci, k, &done));
+      if (!done) AIT_TRY(try_residual(u, pi, ci, k, &done));
+      if (!done) AIT_TRY(try_act(u, pi, ci, k, &done));
+    }
+    if (!done) return AIT_OK;
+    (*count)++;
+    AIT_TRY(nat_uses_refresh(u));
+  }
+}
+
+ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
+    if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
+    AIT_TRY(fuse_from(u, i, &s->fused));
+  }
+  return AIT_OK;
+}

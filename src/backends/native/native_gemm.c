@@ -1,0 +1,256 @@
+/* GEMM for the native backend: OpenBLAS SGEMM (single-threaded) on blocks of
+ * C that the pool runs in parallel, each block finished by the fused
+ * epilogue (bias, residual, activation) while it is still in cache. Gemm,
+ * MatMul and their fused forms are built on it. */
+#include <cblas.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+
+/* ---- epilogue ------------------------------------------------------------ */
+
+NAT_CLONES void nat_epilogue_apply(const nat_epilogue *e, float *c, int64_t ldc, int64_t i0,
+                                   int64_t i1, int64_t j0, int64_t j1) {
+  if (!e) return;
+  int64_t n = j1 - j0;
+  for (int64_t i = i0; i < i1; i++) {
+    float *row = c + i * ldc + j0;
+    if (e->row_bias) {
+      float b = e->row_bias[i];
+      for (int64_t j = 0; j < n; j++)
+        row[j] += b;
+    }
+    if (e->col_bias) {
+      const float *b = e->col_bias + j0;
+      for (int64_t j = 0; j < n; j++)
+        row[j] += b[j];
+    }
+    if (e->z) {
+      const float *z = e->z + i * e->ldz + j0;
+      for (int64_t j = 0; j < n; j++)
+        row[j] += z[j];
+    }
+    if (e->zb) {
+      const float *z = e->zb + i * e->zb_rs + j0 * e->zb_cs;
+      if (e->zb_cs == 1)
+        for (int64_t j = 0; j < n; j++)
+          row[j] += z[j];
+      else if (e->zb_cs == 0)
+        for (int64_t j = 0; j < n; j++)
+          row[j] += z[0];
+      else
+        for (int64_t j = 0; j < n; j++)
+          row[j] += z[j * e->zb_cs];
+    }
+    nat_act_f32(&e->act, row, n);
+  }
+}
+
+/* ---- parallel SGEMM ------------------------------------------------------ */
+
+typedef struct gemm_job {
+  bool ta, tb, split_rows;
+  int64_t M, N, K, step;
+  float alpha;
+  const float *A, *B;
+  int64_t lda, ldb, ldc;
+  float *C;
+  const nat_epilogue *e;
+} gemm_job;
+
+static void gemm_block(const gemm_job *j, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const float *a = j->A + (j->ta ? i0 : i0 * j->lda);
+  const float *b = j->B + (j->tb ? j0 * j->ldb : j0);
+  if (i1 > i0 && j1 > j0) {
+    if (j->K > 0)
+      cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans,
+                  j->tb ? CblasTrans : CblasNoTrans, (blasint)(i1 - i0), (blasint)(j1 - j0),
+                  (blasint)j->K, j->alpha, a, (blasint)j->lda, b, (blasint)j->ldb, 0.0f,
+                  j->C + i0 * j->ldc + j0, (blasint)j->ldc);
+    else
+      for (int64_t i = i0; i < i1; i++)
+        memset(j->C + i * j->ldc + j0, 0, sizeof(float) * (size_t)(j1 - j0));
+  }
+  nat_epilogue_apply(j->e, j->C, j->ldc, i0, i1, j0, j1);
+}
+
+static void gemm_task(void *arg, int64_t t, int tid) {
+  const gemm_job *j = arg;
+  int64_t lo = t * j->step;
+  if (j->split_rows) {
+    int64_t hi = lo + j->step < j->M ? lo + j->step : j->M;
+    gemm_block(j, lo, hi, 0, j->N);
+  } else {
+    int64_t hi = lo + j->step < j->N ? lo + j->step : j->N;
+    gemm_block(j, 0, j->M, lo, hi);
+  }
+}
+
+void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               const nat_epilogue *e) {
+  gemm_job j = {ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
+  int threads = r ? nat_run_threads(r) : 1;
+  double work = (double)M * (double)N * (double)(K > 0 ? K : 1);
+  if (threads <= 1 || work < NAT_PAR_MIN_MACS || M * N < 256) {
+    gemm_block(&j, 0, M, 0, N);
+    return;
+  }
+  /* split the longer side; blocks of at least 16 rows / 64 columns */
+  j.split_rows = M > N;
+  int64_t len = j.split_rows ? M : N, quantum = j.split_rows ? 16 : 64;
+  int64_t parts = threads * 2;
+  if (len / parts < quantum) parts = threads;
+  if (len / parts < quantum) parts = len / quantum > 1 ? len / quantum : 1;
+  int64_t step = (len + parts - 1) / parts;
+  j.step = step;
+  nat_pool_run(nat_run_pool(r), (len + step - 1) / step, gemm_task, &j);
+}
+
+/* ---- Gemm / FusedGemm ----------------------------------------------------- */
+
+ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *A = in[0], *B = n_in > 1 ? in[1] : NULL, *C = n_in > 2 ? in[2] : NULL;
+  if (!A || !B || A->dtype != AIT_FLOAT32 || B->dtype != AIT_FLOAT32 || A->rank != 2 ||
+      B->rank != 2 || (C && (C->dtype != AIT_FLOAT32 || C->kind != AIT_KIND_TENSOR)))
+    return AIT_E_UNSUPPORTED;
+  bool ta = ait_attr_int(n, "transA", 0) != 0, tb = ait_attr_int(n, "transB", 0) != 0;
+  float alpha = ait_attr_float(n, "alpha", 1.0f), beta = ait_attr_float(n, "beta", 1.0f);
+  int64_t M = A->dims[ta ? 1 : 0], K = A->dims[ta ? 0 : 1];
+  int64_t kb = B->dims[tb ? 1 : 0], N = B->dims[tb ? 0 : 1];
+  if (K != kb || (C && beta != 1.0f)) return AIT_E_UNSUPPORTED;
+  nat_epilogue e;
+  memset(&e, 0, sizeof e);
+  AIT_TRY(ait_act_parse(n, &e.act));
+  int64_t odims[2] = {M, N};
+  if (C) {
+    int64_t bd[AIT_MAX_RANK], st[2];
+    int rk;
+    if (ait_shape_broadcast(2, odims, C->rank, C->dims, &rk, bd) != AIT_OK || rk != 2 ||
+        bd[0] != M || bd[1] != N) {
+      ait_err_clear();
+      return AIT_E_UNSUPPORTED;
+    }
+    ait_broadcast_strides(C->rank, C->dims, 2, odims, st);
+    e.zb = C->data;
+    e.zb_rs = st[0];
+    e.zb_cs = st[1];
+  }
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 2, odims, &Y));
+  nat_sgemm(r, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data, B->dims[1], Y->data, N, &e);
+  return AIT_OK;
+}
+
+/* ---- MatMul / FusedMatMul ------------------------------------------------- */
+
+typedef struct mm_job {
+  nat_run *r;
+  int64_t M, N, K, batch;
+  int rb; /* batch rank */
+  int64_t bdims[AIT_MAX_RANK], sa[AIT_MAX_RANK], sb[AIT_MAX_RANK], sz[AIT_MAX_RANK];
+  const float *a, *b, *z;
+  float *c;
+  float alpha;
+  nat_epilogue e; /* z / zb filled per batch item */
+  int64_t zrs, zcs;
+  bool serial_items; /* parallel over items, each GEMM single-threaded */
+} mm_job;
+
+static void mm_item(const mm_job *j, int64_t q, nat_run *r) {
+  int64_t oa = 0, ob = 0, oz = 0, rem = q;
+  for (int i = j->rb - 1; i >= 0; i--) {
+    int64_t c = rem % j->bdims[i];
+    rem /= j->bdims[i];
+    oa += c * j->sa[i], ob += c * j->sb[i], oz += c * j->sz[i];
+  }
+  nat_epilogue e = j->e;
+  if (j->z) {
+    e.zb = j->z + oz;
+    e.zb_rs = j->zrs;
+    e.zb_cs = j->zcs;
+  }
+  nat_sgemm(r, false, false, j->M, j->N, j->K, j->alpha, j->a + oa * j->M * j->K, j->K,
+            j->b + ob * j->K * j->N, j->N, j->c + q * j->M * j->N, j->N, &e);
+}
+
+static void mm_task(void *arg, int64_t q, int tid) { mm_item(arg, q, NULL); }
+
+ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *A = in[0], *B = n_in > 1 ? in[1] : NULL;
+  const ait_tensor *bias = n_in > 2 ? in[2] : NULL, *Z = n_in > 3 ? in[3] : NULL;
+  if (!A || !B || A->dtype != AIT_FLOAT32 || B->dtype != AIT_FLOAT32 || A->rank < 2 || B->rank < 2)
+    return AIT_E_UNSUPPORTED;
+  mm_job j;
+  memset(&j, 0, sizeof j);
+  int ra = A->rank, rb = B->rank;
+  j.M = A->dims[ra - 2];
+  j.K = A->dims[ra - 1];
+  j.N = B->dims[rb - 1];
+  if (B->dims[rb - 2] != j.K) return AIT_E_UNSUPPORTED;
+  if (ait_shape_broadcast(ra - 2, A->dims, rb - 2, B->dims, &j.rb, j.bdims) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  ait_broadcast_strides(ra - 2, A->dims, j.rb, j.bdims, j.sa);
+  ait_broadcast_strides(rb - 2, B->dims, j.rb, j.bdims, j.sb);
+  j.batch = ait_shape_numel(j.rb, j.bdims);
+  int orank = j.rb + 2;
+  if (orank > AIT_MAX_RANK) return AIT_E_UNSUPPORTED;
+  int64_t odims[AIT_MAX_RANK];
+  memcpy(odims, j.bdims, sizeof(int64_t) * (size_t)j.rb);
+  odims[j.rb] = j.M;
+  odims[j.rb + 1] = j.N;
+  if (bias && (bias->dtype != AIT_FLOAT32 || bias->kind != AIT_KIND_TENSOR ||
+               ait_tensor_numel(bias) != j.N || bias->rank > orank ||
+               (bias->rank >= 1 && bias->dims[bias->rank - 1] != j.N)))
+    return AIT_E_UNSUPPORTED;
+  if (Z) { /* Z must broadcast to the product's shape without growing it */
+    int rk;
+    int64_t bd[AIT_MAX_RANK];
+    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank > orank ||
+        ait_shape_broadcast(orank, odims, Z->rank, Z->dims, &rk, bd) != AIT_OK || rk != orank ||
+        memcmp(bd, odims, sizeof(int64_t) * (size_t)orank)) {
+      ait_err_clear();
+      return AIT_E_UNSUPPORTED;
+    }
+    int64_t zs[AIT_MAX_RANK];
+    ait_broadcast_strides(Z->rank, Z->dims, orank, odims, zs);
+    memcpy(j.sz, zs, sizeof(int64_t) * (size_t)j.rb);
+    j.zrs = zs[orank - 2];
+    j.zcs = zs[orank - 1];
+    j.z = Z->data;
+  }
+  AIT_TRY(ait_act_parse(n, &j.e.act));
+  j.alpha = ait_attr_float(n, "alpha", 1.0f);
+  j.e.col_bias = bias ? bias->data : NULL;
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, orank, odims, &Y));
+  j.a = A->data;
+  j.b = B->data;
+  j.c = Y->data;
+  j.r = r;
+  bool b_shared = true; /* B is the same matrix for every item */
+  for (int i = 0; i < j.rb; i++)
+    b_shared = b_shared && j.sb[i] == 0;
+  /* items of A (and Z) follow each other in memory when nothing broadcasts */
+  bool a_dense = ait_shape_numel(ra - 2, A->dims) == j.batch;
+  bool z_rows = !j.z || ait_tensor_numel(Z) == j.batch * j.M * j.N;
+  if (b_shared && a_dense && z_rows && j.rb > 0 && j.batch > 1) {
+    /* one GEMM over all rows of A */
+    nat_epilogue e = j.e;
+    e.z = j.z;
+    e.ldz = j.N;
+    nat_sgemm(r, false, false, j.batch * j.M, j.N, j.K, j.alpha, j.a, j.K, j.b, j.N, j.c, j.N, &e);
+    return AIT_OK;
+  }
+  int threads = nat_run_threads(r);
+  double work = (double)j.batch * (double)j.M * (double)j.N * (double)j.K;
+  if (j.batch >= threads && threads > 1 && work >= NAT_PAR_MIN_MACS) {
+    nat_pool_run(nat_run_pool(r), j.batch, mm_task, &j);
+  } else {
+    for (int64_t q = 0; q < j.batch; q++)
+      mm_item(&j, q, r);
+  }
+  return AIT_OK;
+}

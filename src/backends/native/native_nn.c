@@ -1,0 +1,305 @@
+/* Other float32 kernels of the native backend: MaxPool (2-D, no Indices),
+ * GlobalAveragePool, Softmax over the last axis, LayerNormalization,
+ * BatchNormalization in inference mode, and Transpose. Planes or rows are
+ * spread over the pool; statistics are summed in double. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "ops/nn_impl.h"
+
+typedef struct rows_job {
+  const ait_node *n;
+  const float *x, *p0, *p1, *p2, *p3;
+  float *y;
+  int64_t rows, len, per_task, C;
+  double eps;
+  nn_win w;
+} rows_job;
+
+#define FOR_ROWS(j, t, row)                                                                        \
+  for (int64_t row = (t) * (j)->per_task; row < ((t) + 1) * (j)->per_task && row < (j)->rows; row++)
+
+/* ---- MaxPool ----------------------------------------------------------- */
+
+NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  const nn_win *w = &j->w;
+  int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
+  FOR_ROWS(j, t, plane) {
+    const float *x = j->x + plane * H * W;
+    float *y = j->y + plane * OH * OW;
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        float m = -INFINITY;
+        bool any = false;
+        for (int64_t ki = 0; ki < w->k[0]; ki++) {
+          int64_t ih = oh * w->s[0] - w->pb[0] + ki * w->d[0];
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kj = 0; kj < w->k[1]; kj++) {
+            int64_t iw = ow * w->s[1] - w->pb[1] + kj * w->d[1];
+            if (iw < 0 || iw >= W) continue;
+            float v = x[ih * W + iw];
+            if (!any || v > m) m = v;
+            any = true;
+          }
+        }
+        y[oh * OW + ow] = m;
+      }
+  }
+}
+
+ait_status nat_k_maxpool(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0];
+  if (!X || X->dtype != AIT_FLOAT32 || X->rank != 4) return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  bool ceil_mode = ait_attr_int(n, "ceil_mode", 0) != 0;
+  if (nn_win_conv(n, 2, X->dims + 2, NULL, ceil_mode, nn_pool_has_dilations(n), &j.w) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  int64_t od[4] = {X->dims[0], X->dims[1], j.w.out[0], j.w.out[1]};
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.rows = od[0] * od[1];
+  j.per_task = nat_chunk(r, j.rows, 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, maxpool_task, &j);
+  return AIT_OK;
+}
+
+/* ---- GlobalAveragePool ----------------------------------------------------- */
+
+static void gap_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  FOR_ROWS(j, t, row) {
+    const float *x = j->x + row * j->len;
+    double s = 0.0;
+    for (int64_t i = 0; i < j->len; i++)
+      s += x[i];
+    j->y[row] = (float)(s / (double)j->len);
+  }
+}
+
+ait_status nat_k_gap(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0];
+  if (!X || X->dtype != AIT_FLOAT32 || X->rank < 3) return AIT_E_UNSUPPORTED;
+  int64_t od[AIT_MAX_RANK];
+  od[0] = X->dims[0];
+  od[1] = X->dims[1];
+  for (int i = 2; i < X->rank; i++)
+    od[i] = 1;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.rows = od[0] * od[1];
+  j.len = j.rows ? ait_tensor_numel(X) / j.rows : 0;
+  if (j.len == 0) return AIT_E_UNSUPPORTED;
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, od, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.per_task = nat_chunk(r, j.rows, 16384 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, gap_task, &j);
+  return AIT_OK;
+}
+
+/* ---- Softmax --------------------------------------------------------------- */
+
+NAT_CLONES static void softmax_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  FOR_ROWS(j, t, row) {
+    const float *x = j->x + row * j->len;
+    float *y = j->y + row * j->len;
+    float m = -INFINITY;
+    for (int64_t i = 0; i < j->len; i++)
+      m = x[i] > m ? x[i] : m;
+    for (int64_t i = 0; i < j->len; i++)
+      y[i] = x[i] - m;
+    nat_exp_f32(y, y, j->len);
+    double s = 0.0;
+    for (int64_t i = 0; i < j->len; i++)
+      s += y[i];
+    float inv = (float)(1.0 / s);
+    for (int64_t i = 0; i < j->len; i++)
+      y[i] *= inv;
+  }
+}
+
+ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0];
+  if (!X || X->dtype != AIT_FLOAT32 || X->rank < 1) return AIT_E_UNSUPPORTED;
+  int64_t axis = ait_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += X->rank;
+  if (axis < 0 || axis >= X->rank || (n->opset >= 13 && axis != X->rank - 1))
+    return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.len = ait_shape_numel(X->rank - (int)axis, X->dims + axis);
+  if (j.len == 0) return AIT_E_UNSUPPORTED;
+  j.rows = ait_tensor_numel(X) / j.len;
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.per_task = nat_chunk(r, j.rows, 4096 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, softmax_task, &j);
+  return AIT_OK;
+}
+
+/* ---- LayerNormalization ------------------------------------------------------ */
+
+NAT_CLONES static void layernorm_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  const float *scale = j->p0, *bias = j->p1;
+  FOR_ROWS(j, t, row) {
+    const float *x = j->x + row * j->len;
+    float *y = j->y + row * j->len;
+    double s = 0.0, q = 0.0;
+    for (int64_t i = 0; i < j->len; i++)
+      s += x[i];
+    double mean = s / (double)j->len;
+    for (int64_t i = 0; i < j->len; i++) {
+      double d = x[i] - mean;
+      q += d * d;
+    }
+    float inv = (float)(1.0 / sqrt(q / (double)j->len + j->eps)), fm = (float)mean;
+    if (bias)
+      for (int64_t i = 0; i < j->len; i++)
+        y[i] = (x[i] - fm) * inv * scale[i] + bias[i];
+    else
+      for (int64_t i = 0; i < j->len; i++)
+        y[i] = (x[i] - fm) * inv * scale[i];
+  }
+}
+
+ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  if (!X || !S || X->dtype != AIT_FLOAT32 || S->dtype != AIT_FLOAT32 || X->rank < 1 ||
+      (B && B->dtype != AIT_FLOAT32))
+    return AIT_E_UNSUPPORTED;
+  int64_t axis = ait_attr_int(n, "axis", -1);
+  if (axis < 0) axis += X->rank;
+  if (axis < 0 || axis >= X->rank) return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.len = ait_shape_numel(X->rank - (int)axis, X->dims + axis);
+  if (j.len == 0 || ait_tensor_numel(S) != j.len || (B && ait_tensor_numel(B) != j.len))
+    return AIT_E_UNSUPPORTED;
+  j.rows = ait_tensor_numel(X) / j.len;
+  j.eps = ait_attr_float(n, "epsilon", 1e-5f);
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.p0 = S->data;
+  j.p1 = B ? B->data : NULL;
+  j.per_task = nat_chunk(r, j.rows, 4096 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, layernorm_task, &j);
+  return AIT_OK;
+}
+
+/* ---- BatchNormalization (inference) ------------------------------------------- */
+
+NAT_CLONES static void batchnorm_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  FOR_ROWS(j, t, plane) {
+    int64_t c = plane % j->C;
+    double sc = j->p0[c] / sqrt((double)j->p3[c] + j->eps);
+    float a = (float)sc, b = (float)(j->p1[c] - j->p2[c] * sc);
+    const float *x = j->x + plane * j->len;
+    float *y = j->y + plane * j->len;
+    for (int64_t i = 0; i < j->len; i++)
+      y[i] = x[i] * a + b;
+  }
+}
+
+ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0];
+  if (!X || X->dtype != AIT_FLOAT32 || X->rank < 2 || n_in < 5) return AIT_E_UNSUPPORTED;
+  if (n->opset >= 14 && ait_attr_int(n, "training_mode", 0) != 0) return AIT_E_UNSUPPORTED;
+  if (n->opset < 9 && ait_attr_int(n, "spatial", 1) == 0) return AIT_E_UNSUPPORTED;
+  if (n->opset < 7 && ait_attr_int(n, "is_test", 0) == 0) return AIT_E_UNSUPPORTED;
+  int64_t C = X->dims[1];
+  for (int k = 1; k < 5; k++)
+    if (!in[k] || in[k]->dtype != AIT_FLOAT32 || ait_tensor_numel(in[k]) != C)
+      return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.C = C;
+  j.rows = X->dims[0] * C;
+  j.len = j.rows ? ait_tensor_numel(X) / j.rows : 0;
+  j.eps = ait_attr_float(n, "epsilon", 1e-5f);
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  if (j.rows == 0 || j.len == 0) return AIT_OK;
+  j.x = X->data;
+  j.y = Y->data;
+  j.p0 = in[1]->data, j.p1 = in[2]->data, j.p2 = in[3]->data, j.p3 = in[4]->data;
+  j.per_task = nat_chunk(r, j.rows, 16384 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, batchnorm_task, &j);
+  return AIT_OK;
+}
+
+/* ---- Transpose --------------------------------------------------------------- */
+
+typedef struct tr_job {
+  int rank;
+  int64_t od[AIT_MAX_RANK], is[AIT_MAX_RANK]; /* output dims, input stride per output axis */
+  const float *x;
+  float *y;
+  int64_t rows, per_task;
+} tr_job;
+
+static void transpose_task(void *arg, int64_t t, int tid) {
+  const tr_job *j = arg;
+  int r = j->rank;
+  int64_t n = j->od[r - 1], s = j->is[r - 1];
+  for (int64_t row = t * j->per_task; row < (t + 1) * j->per_task && row < j->rows; row++) {
+    int64_t off = 0, rem = row;
+    for (int i = r - 2; i >= 0; i--) {
+      off += (rem % j->od[i]) * j->is[i];
+      rem /= j->od[i];
+    }
+    const float *x = j->x + off;
+    float *y = j->y + row * n;
+    if (s == 1)
+      memcpy(y, x, sizeof(float) * (size_t)n);
+    else
+      for (int64_t q = 0; q < n; q++)
+        y[q] = x[q * s];
+  }
+}
+
+ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0];
+  if (!X || X->kind != AIT_KIND_TENSOR || X->dtype != AIT_FLOAT32 || X->rank < 1)
+    return AIT_E_UNSUPPORTED;
+  tr_job j;
+  memset(&j, 0, sizeof j);
+  int rank = X->rank, np = 0;
+  const int64_t *perm = ait_attr_ints(n, "perm", &np);
+  if (perm && np != rank) return AIT_E_UNSUPPORTED;
+  int64_t st[AIT_MAX_RANK];
+  bool seen[AIT_MAX_RANK] = {false};
+  ait_shape_strides(rank, X->dims, st);
+  for (int i = 0; i < rank; i++) {
+    int64_t p = perm ? perm[i] : rank - 1 - i;
+    if (p < 0 || p >= rank || seen[p]) return AIT_E_UNSUPPORTED;
+    seen[p] = true;
+    j.od[i] = X->dims[p];
+    j.is[i] = st[p];
+  }
+  j.rank = rank;
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, j.od, &Y));
+  int64_t total = ait_tensor_numel(X);
+  if (total == 0) return AIT_OK;
+  j.x = X->data;
+  j.y = Y->data;
+  j.rows = total / j.od[rank - 1];
+  j.per_task = nat_chunk(r, j.rows, 4096 / j.od[rank - 1] + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, transpose_task, &j);
+  return AIT_OK;
+}

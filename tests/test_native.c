@@ -1,0 +1,453 @@
+/* The native backend: its graph passes on their own (eager on the original
+ * graph == eager on the rewritten graph, and the rewrite did what it should),
+ * the backend against the reference, its plan cache across input shapes,
+ * save/load, options, the thread pool and the arena planner. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/native/native.h"
+#include "check.h"
+#include "model_builder.h"
+#include "onnx/onnx_io.h"
+#include "runtime/eager.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint32_t rng = 12345;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+static void fill(float *v, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; i++)
+    v[i] = frand() * scale;
+}
+
+static ait_graph *parse(tb_model *m) {
+  size_t size = 0;
+  uint8_t *buf = tb_pack(m, &size);
+  ait_graph *g = NULL;
+  ait_status st = ait_onnx_parse_model(buf, size, ".", &g, NULL);
+  free(buf);
+  tb_free(m);
+  if (st) fprintf(stderr, "parse: %s\n", ait_last_error());
+  return g;
+}
+
+static ait_tensor *rand_tensor(int rank, const int64_t *dims) {
+  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);
+  fill(t->data, ait_tensor_numel(t), 1.0f);
+  return t;
+}
+
+/* Largest |a-b| / (1 + |b|) over two float32 tensors; INFINITY on a shape
+ * mismatch. */
+static double diff(const ait_tensor *a, const ait_tensor *b) {
+  if (!a || !b || a->dtype != AIT_FLOAT32 || b->dtype != AIT_FLOAT32 || a->rank != b->rank ||
+      memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return INFINITY;
+  double m = 0;
+  const float *x = a->data, *y = b->data;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+
+/* Build backend `spec` on g, run once, destroy. out[0] receives output 0. */
+static ait_status run_on(const char *spec, const ait_graph *g, const ait_tensor *const *in,
+                         int n_in, ait_tensor **out) {
+  ait_backend_config cfg;
+  AIT_TRY(ait_backend_config_parse(spec, &cfg));
+  void *state = NULL;
+  AIT_TRY(cfg.iface->build(&cfg, g, NULL, &state));
+  ait_tensor *outs[8] = {0};
+  ait_status st = cfg.iface->infer(state, in, n_in, outs);
+  cfg.iface->destroy(state);
+  *out = outs[0];
+  for (int k = 1; k < g->n_outputs; k++)
+    ait_tensor_free(outs[k]);
+  return st;
+}
+
+/* The rewritten copy of g and what the passes did. */
+static ait_graph *rewrite(const ait_graph *g, nat_pass_stats *stats) {
+  ait_graph *c = nat_graph_clone(g, NULL, true);
+  if (!c || nat_run_passes(c, stats) != AIT_OK) {
+    fprintf(stderr, "rewrite: %s\n", ait_last_error());
+    ait_graph_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static int count_op(const ait_graph *g, const char *op) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    n += !strcmp(g->nodes[i].op_type, op);
+  return n;
+}
+
+static const ait_node *find_node(const ait_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
+  return NULL;
+}
+
+/* eager(original) vs eager(rewritten) vs native, all on the same inputs. */
+static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_tensor *const *in,
+                             int n_in, double tol) {
+  ait_tensor *ref = NULL, *re = NULL, *nat = NULL, *nat1 = NULL, *off = NULL;
+  CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
+  CHECK(ait_eager_run(rw, in, n_in, &re) == AIT_OK);
+  CHECK(run_on("native", g, in, n_in, &nat) == AIT_OK);
+  CHECK(run_on("native:threads=1", g, in, n_in, &nat1) == AIT_OK);
+  CHECK(run_on("native:fuse=off,threads=3", g, in, n_in, &off) == AIT_OK);
+  double d1 = diff(re, ref), d2 = diff(nat, ref), d3 = diff(nat1, ref), d4 = diff(off, ref);
+  if (!(d1 <= tol && d2 <= tol && d3 <= tol && d4 <= tol))
+    fprintf(stderr, "differences: rewritten %g, native %g, threads=1 %g, fuse=off %g\n", d1, d2, d3,
+            d4);
+  CHECK(d1 <= tol);
+  CHECK(d2 <= tol);
+  CHECK(d3 <= tol);
+  CHECK(d4 <= tol);
+  ait_tensor_free(ref);
+  ait_tensor_free(re);
+  ait_tensor_free(nat);
+  ait_tensor_free(nat1);
+  ait_tensor_free(off);
+}
+
+#define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- a small CNN: Conv+BN+Relu, depthwise + Clip, pointwise + residual ---- */
+
+static ait_graph *cnn_model(void) {
+  static float w1[8 * 3 * 3 * 3], b1[8], sc[8], bb[8], mu[8], var[8], wd[8 * 9], w2[8 * 8],
+      w3[8 * 5], c3[5], lo = 0.0f, hi = 6.0f;
+  static const int64_t dx[4] = {-1, 3, 10, 10}, dw1[4] = {8, 3, 3, 3}, d8[1] = {8},
+                       dwd[4] = {8, 1, 3, 3}, dw2[4] = {8, 8, 1, 1}, dw3[2] = {8, 5}, d5[1] = {5},
+                       d0[1] = {0}, dy[2] = {-1, 5};
+  fill(w1, 8 * 27, 0.3f), fill(b1, 8, 0.1f), fill(sc, 8, 1.0f), fill(bb, 8, 0.2f);
+  fill(mu, 8, 0.2f), fill(wd, 72, 0.4f), fill(w2, 64, 0.3f), fill(w3, 40, 0.5f), fill(c3, 5, 0.1f);
+  for (int i = 0; i < 8; i++)
+    var[i] = 0.5f + 0.1f * (float)i;
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 2, dy);
+  tb_init_f32(m, "w1", 4, dw1, w1);
+  tb_init_f32(m, "b1", 1, d8, b1);
+  tb_init_f32(m, "scale", 1, d8, sc);
+  tb_init_f32(m, "bias", 1, d8, bb);
+  tb_init_f32(m, "mean", 1, d8, mu);
+  tb_init_f32(m, "var", 1, d8, var);
+  tb_init_f32(m, "wd", 4, dwd, wd);
+  tb_init_f32(m, "w2", 4, dw2, w2);
+  tb_init_f32(m, "w3", 2, dw3, w3);
+  tb_init_f32(m, "c3", 1, d5, c3);
+  tb_init_f32(m, "lo", 0, d0, &lo);
+  tb_init_f32(m, "hi", 0, d0, &hi);
+  tb_node(m, "Conv", "conv1", IN("x", "w1", "b1"), IN("c1"));
+  tb_node(m, "BatchNormalization", "bn1", IN("c1", "scale", "bias", "mean", "var"), IN("n1"));
+  tb_node(m, "Relu", "relu1", IN("n1"), IN("r1"));
+  int dw = tb_node(m, "Conv", "dw", IN("r1", "wd"), IN("d1"));
+  tb_attr_int(m, dw, "group", 8);
+  tb_node(m, "Clip", "relu6", IN("d1", "lo", "hi"), IN("d2"));
+  tb_node(m, "Conv", "pw", IN("d2", "w2"), IN("p1"));
+  tb_node(m, "Identity", "ident", IN("p1"), IN("p2"));
+  tb_node(m, "Add", "residual", IN("p2", "d2"), IN("s1"));
+  tb_node(m, "Relu", "relu2", IN("s1"), IN("s2"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("s2"), IN("g1"));
+  tb_node(m, "Flatten", "flat", IN("g1"), IN("f1"));
+  tb_node(m, "Gemm", "fc", IN("f1", "w3", "c3"), IN("h1"));
+  tb_node(m, "Sigmoid", "sig", IN("h1"), IN("y"));
+  return parse(m);
+}
+
+static void test_cnn(void) {
+  ait_graph *g = cnn_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st);
+  CHECK(rw != NULL);
+  if (!rw) {
+    ait_graph_free(g);
+    return;
+  }
+  CHECK(st.bn_folded == 1);
+  CHECK(st.removed == 1); /* the Identity */
+  CHECK(count_op(rw, "BatchNormalization") == 0);
+  CHECK(count_op(rw, "Relu") == 0 && count_op(rw, "Clip") == 0 && count_op(rw, "Add") == 0);
+  CHECK(count_op(rw, "Sigmoid") == 0 && count_op(rw, "Identity") == 0);
+  CHECK(count_op(rw, "FusedConv") == 3 && count_op(rw, "FusedGemm") == 1);
+  /* names survive: errors keep naming the user's nodes */
+  const ait_node *c1 = find_node(rw, "conv1"), *pw = find_node(rw, "pw"), *dw = find_node(rw, "dw");
+  CHECK(c1 && !strcmp(ait_attr_str(c1, "activation", ""), "Relu"));
+  CHECK(dw && !strcmp(ait_attr_str(dw, "activation", ""), "Clip"));
+  CHECK(pw && pw->n_in == 4 && pw->in[3] >= 0 &&
+        !strcmp(ait_attr_str(pw, "activation", ""), "Relu"));
+  CHECK(g->n_nodes == 13); /* the caller's graph is untouched */
+  CHECK(count_op(g, "BatchNormalization") == 1);
+  const int64_t d2[4] = {2, 3, 10, 10}, d1[4] = {1, 3, 10, 10};
+  ait_tensor *x2 = rand_tensor(4, d2), *x1 = rand_tensor(4, d1);
+  check_equivalent(g, rw, (const ait_tensor *const *)&x2, 1, 1e-5);
+  check_equivalent(g, rw, (const ait_tensor *const *)&x1, 1, 1e-5);
+  ait_tensor_free(x2);
+  ait_tensor_free(x1);
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* ---- a transformer-ish block: MatMul+bias+Gelu, scale, residual, LayerNorm -- */
+
+static ait_graph *mlp_model(void) {
+  static float w1[16 * 32], b1[32], w2[32 * 16], b2[16], sqrt2 = 1.41421356f, one = 1.0f,
+                                                         half = 0.5f, scale = 0.125f;
+  static const int64_t dx[3] = {-1, 6, 16}, dw1[2] = {16, 32}, d32[1] = {32}, dw2[2] = {32, 16},
+                       d16[1] = {16}, d0[1] = {0};
+  fill(w1, 16 * 32, 0.3f), fill(b1, 32, 0.1f), fill(w2, 32 * 16, 0.3f), fill(b2, 16, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 3, dx);
+  tb_output(m, "y", 1, 3, dx);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d32, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d16, b2);
+  tb_init_f32(m, "sqrt2", 0, d0, &sqrt2);
+  tb_init_f32(m, "one", 0, d0, &one);
+  tb_init_f32(m, "half", 0, d0, &half);
+  tb_init_f32(m, "scale", 0, d0, &scale);
+  tb_node(m, "MatMul", "ff1", IN("x", "w1"), IN("m1"));
+  tb_node(m, "Add", "ff1_bias", IN("b1", "m1"), IN("a1"));
+  tb_node(m, "Div", "gelu_div", IN("a1", "sqrt2"), IN("g1"));
+  tb_node(m, "Erf", "gelu_erf", IN("g1"), IN("g2"));
+  tb_node(m, "Add", "gelu_add", IN("g2", "one"), IN("g3"));
+  tb_node(m, "Mul", "gelu_mul", IN("a1", "g3"), IN("g4"));
+  tb_node(m, "Mul", "gelu_half", IN("g4", "half"), IN("g5"));
+  tb_node(m, "MatMul", "ff2", IN("g5", "w2"), IN("m2"));
+  tb_node(m, "Mul", "ff2_scale", IN("m2", "scale"), IN("m3"));
+  tb_node(m, "Add", "ff2_res", IN("x", "m3"), IN("a2"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("a2"), IN("s1"));
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "Dropout", "drop", IN("s1"), IN("y"));
+  return parse(m);
+}
+
+static void test_mlp(void) {
+  ait_graph *g = mlp_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st);
+  CHECK(rw != NULL);
+  if (!rw) {
+    ait_graph_free(g);
+    return;
+  }
+  CHECK(count_op(rw, "FusedMatMul") == 2 && count_op(rw, "MatMul") == 0);
+  CHECK(count_op(rw, "Erf") == 0 && count_op(rw, "Div") == 0 && count_op(rw, "Mul") == 0);
+  CHECK(count_op(rw, "Add") == 0 && count_op(rw, "Dropout") == 0);
+  CHECK(rw->n_nodes == 3);
+  const ait_node *ff1 = find_node(rw, "ff1"), *ff2 = find_node(rw, "ff2");
+  CHECK(ff1 && !strcmp(ait_attr_str(ff1, "activation", ""), "Gelu") && ff1->in[2] >= 0);
+  CHECK(ff2 && ait_attr_float(ff2, "alpha", 1.0f) == 0.125f && ff2->n_in == 4);
+  /* the graph output keeps its name though the Dropout that wrote it went */
+  CHECK(!strcmp(rw->values[rw->outputs[0]].name, "y"));
+  const int64_t d3[3] = {3, 6, 16};
+  ait_tensor *x = rand_tensor(3, d3);
+  check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-5);
+  ait_tensor_free(x);
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* ---- plans per input signature, activate/deactivate, save/load ------------ */
+
+static void test_state(void) {
+  ait_graph *g = cnn_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  ait_backend_config cfg;
+  CHECK(ait_backend_config_parse("native:threads=2", &cfg) == AIT_OK);
+  void *state = NULL;
+  CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  const int64_t batches[5] = {2, 3, 2, 1, 3};
+  for (int i = 0; state && i < 5; i++) {
+    const int64_t d[4] = {batches[i], 3, 10, 10};
+    ait_tensor *x = rand_tensor(4, d), *got = NULL, *want = NULL;
+    CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &got) == AIT_OK);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &want) == AIT_OK);
+    CHECK(diff(got, want) <= 1e-5);
+    if (i == 2) { /* big memory goes, comes back on the next run */
+      CHECK(cfg.iface->deactivate(state) == AIT_OK);
+      CHECK(((nat_state *)state)->n_plans == 0);
+      CHECK(cfg.iface->activate(state) == AIT_OK);
+    }
+    ait_tensor_free(x);
+    ait_tensor_free(got);
+    ait_tensor_free(want);
+  }
+  CHECK(state && ((nat_state *)state)->n_plans == 2); /* batches 1 and 3 since deactivate */
+  /* save, load, same answers; loading runs no passes */
+  char dir[] = "/tmp/ait_test_native_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(cfg.iface->save(state, dir) == AIT_OK);
+  void *loaded = NULL;
+  ait_status ls = cfg.iface->load(&cfg, g, dir, &loaded);
+  if (ls) fprintf(stderr, "load: %s\n", ait_last_error());
+  CHECK(ls == AIT_OK);
+  if (loaded) {
+    nat_state *s = loaded;
+    CHECK(s->stats.fused == 0 && count_op(s->g, "FusedConv") == 3);
+    const int64_t d[4] = {2, 3, 10, 10};
+    ait_tensor *x = rand_tensor(4, d), *a = NULL, *b = NULL;
+    CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &a) == AIT_OK);
+    CHECK(cfg.iface->infer(loaded, (const ait_tensor *const *)&x, 1, &b) == AIT_OK);
+    CHECK(diff(a, b) == 0.0);
+    ait_tensor_free(x);
+    ait_tensor_free(a);
+    ait_tensor_free(b);
+    cfg.iface->destroy(loaded);
+  }
+  char path[256];
+  snprintf(path, sizeof path, "%s/native.onnx", dir);
+  unlink(path);
+  rmdir(dir);
+  if (state) cfg.iface->destroy(state);
+  ait_graph_free(g);
+}
+
+/* ---- shape computations cached per signature ------------------------------- */
+
+/* y = Reshape(Relu(Flatten(x)), Shape(x)) + ConstantOfShape(Shape(x));
+ * n = Shape(NonZero(x)), whose value depends on the data, not the shape. */
+static ait_graph *shape_model(void) {
+  static const int64_t dx[3] = {-1, 4, 6}, dn[1] = {2};
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 3, dx);
+  tb_output(m, "y", 1, 3, dx);
+  tb_output(m, "n", 7, 1, dn);
+  tb_node(m, "Flatten", "flat", IN("x"), IN("f"));
+  tb_node(m, "Relu", "relu", IN("f"), IN("r"));
+  tb_node(m, "Shape", "shape", IN("x"), IN("s"));
+  tb_node(m, "Reshape", "reshape", IN("r", "s"), IN("y0"));
+  tb_node(m, "ConstantOfShape", "zeros", IN("s"), IN("z"));
+  tb_node(m, "Add", "add", IN("y0", "z"), IN("y"));
+  tb_node(m, "NonZero", "nonzero", IN("x"), IN("nz"));
+  tb_node(m, "Shape", "nz_shape", IN("nz"), IN("n"));
+  return parse(m);
+}
+
+static void test_shape_cache(void) {
+  ait_graph *g = shape_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  ait_backend_config cfg;
+  CHECK(ait_backend_config_parse("native", &cfg) == AIT_OK);
+  void *state = NULL;
+  CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  const int64_t batches[8] = {2, 2, 2, 3, 2, 2, 3, 3};
+  for (int i = 0; state && i < 8; i++) {
+    const int64_t d[3] = {batches[i], 4, 6};
+    ait_tensor *x = rand_tensor(3, d);
+    float *xv = x->data;
+    for (int k = 0; k < i; k++) /* a different number of zeros each time */
+      xv[k] = 0.0f;
+    ait_tensor *got[2] = {0}, *want[2] = {0};
+    CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, got) == AIT_OK);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, want) == AIT_OK);
+    CHECK(diff(got[0], want[0]) == 0.0);
+    CHECK(got[1] && want[1] && got[1]->dtype == AIT_INT64 && ait_tensor_numel(got[1]) == 2 &&
+          !memcmp(got[1]->data, want[1]->data, 2 * sizeof(int64_t)));
+    for (int k = 0; k < 2; k++) {
+      ait_tensor_free(got[k]);
+      ait_tensor_free(want[k]);
+    }
+    ait_tensor_free(x);
+  }
+  nat_state *s = state;
+  int so = 0;
+  for (int i = 0; s && i < s->g->n_nodes; i++)
+    so += s->shape_only[i];
+  CHECK(so == 3); /* shape, zeros, nz_shape */
+  if (state) cfg.iface->destroy(state);
+  ait_graph_free(g);
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+static void test_options(void) {
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse("native:threads=0", &cfg), AIT_E_INVALID_ARG, "threads");
+  CHECK_ERR(ait_backend_config_parse("native:fuse=maybe", &cfg), AIT_E_INVALID_ARG, "fuse");
+  CHECK(ait_backend_config_parse("native:threads=3,fuse=off", &cfg) == AIT_OK);
+  CHECK(ait_backend_config_int(&cfg, "threads", 0) == 3);
+  char why[128];
+  CHECK(cfg.iface->available(why, sizeof why));
+}
+
+/* ---- thread pool and arena planner ------------------------------------------- */
+
+typedef struct sum_job {
+  int64_t *slots;
+} sum_job;
+
+static void sum_task(void *arg, int64_t t, int tid) { ((sum_job *)arg)->slots[t] = t * 2 + 1; }
+
+static void test_pool(void) {
+  for (int threads = 1; threads <= 4; threads++) {
+    nat_pool *p = nat_pool_new(threads);
+    CHECK(p != NULL && nat_pool_threads(p) == threads);
+    int64_t slots[1000];
+    sum_job j = {slots};
+    for (int round = 0; round < 50; round++) {
+      memset(slots, 0, sizeof slots);
+      int64_t n = 1 + (round * 37) % 1000;
+      nat_pool_run(p, n, sum_task, &j);
+      int64_t bad = 0;
+      for (int64_t t = 0; t < n; t++)
+        bad += slots[t] != t * 2 + 1;
+      CHECK(bad == 0);
+    }
+    nat_pool_free(p);
+  }
+}
+
+static void test_planner(void) {
+  enum { N = 40 };
+  int64_t size[N], off[N], total = 0, sum = 0;
+  int first[N], last[N];
+  for (int v = 0; v < N; v++) {
+    size[v] = v % 7 == 3 ? 0 : 64 * (1 + (v * 13) % 9);
+    first[v] = v;
+    last[v] = v + (v * 7) % 5;
+    sum += size[v];
+  }
+  CHECK(nat_plan_assign(N, size, first, last, off, &total) == AIT_OK);
+  CHECK(total < sum); /* lifetimes are short: memory is reused */
+  for (int a = 0; a < N; a++) {
+    CHECK((size[a] == 0) == (off[a] < 0));
+    for (int b = a + 1; b < N; b++) {
+      if (!size[a] || !size[b] || first[a] > last[b] || first[b] > last[a]) continue;
+      bool apart = off[a] + size[a] <= off[b] || off[b] + size[b] <= off[a];
+      CHECK(apart);
+    }
+  }
+}
+
+int main(void) {
+  test_cnn();
+  test_mlp();
+  test_state();
+  test_shape_cache();
+  test_options();
+  test_pool();
+  test_planner();
+  return check_result("test_native");
+}
