@@ -86,6 +86,10 @@ typedef struct ait_backend_iface {
    * "int8", "fp8", "fp4". Reduced precisions are also judged by cosine
    * similarity and, for classifiers, top-1 agreement. */
   const char *(*precision)(const ait_backend_config *cfg);
+  /* Configurations the tuner tries as separate candidates when the user names
+   * no backends (tuning knobs: threads, GEMM provider, layout...), e.g.
+   * {"native", "native:threads=1", NULL}. NULL: just the defaults. */
+  const char *const *variants;
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */

@@ -421,7 +421,7 @@ static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
 static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
   const ait_tune_options *o = t->o;
-  int cap = (o->backends ? (int)o->n_backends : ait_backend_count()) + 1;
+  int cap = (o->backends ? (int)o->n_backends : 4 * ait_backend_count()) + 1;
   ait_candidate *c = calloc((size_t)cap + 1, sizeof *c);
   if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
   int k = 0;
@@ -440,9 +440,12 @@ static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
       const ait_backend_iface *b = ait_backend_at(i);
       char why[256];
       if (!strcmp(b->name, "eager") || !b->available(why, sizeof why)) continue;
-      ait_backend_config_parse(b->name, &c[k].cfg);
-      ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
-      k++;
+      for (int v = 0; k < cap - 1 && (v == 0 || (b->variants && b->variants[v])); v++) {
+        if (ait_backend_config_parse(b->variants ? b->variants[v] : b->name, &c[k].cfg) != AIT_OK)
+          continue;
+        ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
+        k++;
+      }
     }
   }
   /* under pressure, a quantized candidate joins (int8 weights first) */

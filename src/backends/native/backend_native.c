@@ -155,6 +155,10 @@ static ait_status native_load(const ait_backend_config *cfg, const ait_graph *g,
   return make_state(cfg, loaded, false, state);
 }
 
+/* Knobs the tuner searches: all cores, or one (on a busy machine a second
+ * thread can cost more than it brings). */
+static const char *const native_variants[] = {"native", "native:threads=1", NULL};
+
 const ait_backend_iface ait_backend_native = {
     .name = "native",
     .summary = "optimised CPU engine: graph passes and fusion, OpenBLAS GEMM/Conv, thread pool, "
@@ -170,4 +174,5 @@ const ait_backend_iface ait_backend_native = {
     .save = native_save,
     .load = native_load,
     .destroy = native_destroy,
+    .variants = native_variants,
 };
