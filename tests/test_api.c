@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "check.h"
 #include "model_builder.h"
 
@@ -61,6 +62,28 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+/* Backend configurations: text, canonical description, key, JSON both ways. */
+static void test_backend_configs(void) {
+  ait_backend_config c, d;
+  char buf[512], key1[64], key2[64];
+  CHECK_ERR(ait_backend_config_parse("native:threads=2,fuse=on", &c), AIT_OK, NULL);
+  CHECK(
+      !strcmp(ait_backend_describe(&c, buf, sizeof buf), "native:threads=2")); /* defaults hidden */
+  CHECK_ERR(ait_backend_config_from_json(ait_backend_config_json(&c, buf, sizeof buf), &d), AIT_OK,
+            NULL);
+  CHECK(!strcmp(ait_backend_key(&c, key1, sizeof key1), ait_backend_key(&d, key2, sizeof key2)));
+  CHECK_ERR(ait_backend_config_parse("native:threads=3", &d), AIT_OK, NULL);
+  CHECK(strcmp(ait_backend_key(&c, key1, sizeof key1), ait_backend_key(&d, key2, sizeof key2)));
+  CHECK_ERR(
+      ait_backend_config_from_json("{\"backend\":\"native\",\"options\":{\"threads\":4}}", &d),
+      AIT_OK, NULL);
+  CHECK(ait_backend_config_int(&d, "threads", 0) == 4);
+  CHECK_ERR(ait_backend_config_parse("native:threads=zero", &d), AIT_E_INVALID_ARG, "threads");
+  CHECK_ERR(ait_backend_config_parse("native:colour=red", &d), AIT_E_INVALID_ARG, "colour");
+  CHECK_ERR(ait_backend_config_parse("warp-drive", &d), AIT_E_NOT_FOUND, "warp-drive");
+  CHECK_ERR(ait_backend_config_from_json("[1,2]", &d), AIT_E_PARSE, NULL);
+}
+
 int main(void) {
   CHECK(!strcmp(ait_version(), AIT_VERSION_STRING));
   CHECK(!strcmp(ait_dtype_name(AIT_BFLOAT16), "bfloat16"));
@@ -68,6 +91,7 @@ int main(void) {
   CHECK(!strcmp(ait_strerror(AIT_E_SHAPE), "shape mismatch"));
   CHECK(!strcmp(ait_backend_names()[0], "eager"));
 
+  test_backend_configs();
   ait_model *m = linear_model();
   if (!m) return check_result("test_api");
   test_describe(m);

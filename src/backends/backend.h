@@ -117,5 +117,8 @@ const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_
 const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n);
 /* {"backend":"native","options":{"threads":"2"}} (explicit options only). */
 const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n);
+/* The reverse: a configuration from that JSON text (options validated as by
+ * ait_backend_config_parse). AIT_E_PARSE naming the problem otherwise. */
+ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg);
 
 #endif

@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "backends/backend.h"
+
 #include "core/error.h"
+#include <cjson/cJSON.h>
 
 extern const ait_backend_iface ait_backend_eager;
 extern const ait_backend_iface ait_backend_native;
@@ -184,4 +186,38 @@ const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, si
                            cfg->vals[idx[i]]);
   if (at < n) snprintf(buf + at, n - at, "}}");
   return buf;
+}
+
+ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg) {
+  cJSON *root = cJSON_Parse(json);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "backend");
+  const cJSON *opts = cJSON_GetObjectItemCaseSensitive(root, "options"), *o;
+  if (!cJSON_IsString(name) || (opts && !cJSON_IsObject(opts))) {
+    cJSON_Delete(root);
+    return ait_err(AIT_E_PARSE,
+                   "a backend configuration must be {\"backend\": NAME, \"options\": {...}}");
+  }
+  char spec[1200];
+  size_t at = (size_t)snprintf(spec, sizeof spec, "%s", name->valuestring);
+  int k = 0;
+  cJSON_ArrayForEach(o, opts) {
+    char val[64];
+    if (cJSON_IsString(o))
+      snprintf(val, sizeof val, "%s", o->valuestring);
+    else if (cJSON_IsNumber(o))
+      snprintf(val, sizeof val, "%g", o->valuedouble);
+    else if (cJSON_IsBool(o))
+      snprintf(val, sizeof val, "%s", cJSON_IsTrue(o) ? "on" : "off");
+    else {
+      cJSON_Delete(root);
+      return ait_err(AIT_E_PARSE, "backend option '%s' must be a string, number or boolean",
+                     o->string);
+    }
+    if (at < sizeof spec)
+      at +=
+          (size_t)snprintf(spec + at, sizeof spec - at, "%s%s=%s", k++ ? "," : ":", o->string, val);
+  }
+  cJSON_Delete(root);
+  if (at >= sizeof spec) return ait_err(AIT_E_INVALID_ARG, "backend configuration too long");
+  return ait_backend_config_parse(spec, cfg);
 }
