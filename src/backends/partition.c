@@ -49,18 +49,19 @@ static ait_status part_infer(void *p, const ait_tensor *const *in, int n_in, ait
   int nv = g->n_values;
   const ait_tensor **env = calloc((size_t)nv + 1, sizeof *env);
   ait_tensor **owned = calloc((size_t)nv + 1, sizeof *owned);
-  const ait_tensor *sin[64];
-  ait_tensor *sout[64];
-  ait_status st = env && owned ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  /* segment inputs/outputs, sized for the widest segment */
+  int wide = 1;
+  for (int k = 0; k < s->n_seg; k++) {
+    if (s->seg[k].sub->n_inputs > wide) wide = s->seg[k].sub->n_inputs;
+    if (s->seg[k].sub->n_outputs > wide) wide = s->seg[k].sub->n_outputs;
+  }
+  const ait_tensor **sin = calloc((size_t)wide, sizeof *sin);
+  ait_tensor **sout = calloc((size_t)wide, sizeof *sout);
+  ait_status st = env && owned && sin && sout ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
   for (int i = 0; !st && i < n_in && i < g->n_inputs; i++)
     env[g->inputs[i]] = in[i];
   for (int k = 0; !st && k < s->n_seg; k++) {
     segment *sg = &s->seg[k];
-    if (sg->sub->n_inputs > 64 || sg->sub->n_outputs > 64) {
-      st =
-          ait_err(AIT_E_UNSUPPORTED, "partition: segment %d has more than 64 inputs or outputs", k);
-      break;
-    }
     for (int i = 0; i < sg->sub->n_inputs; i++) {
       sin[i] = env[sg->in_map[i]];
       if (!sin[i])
@@ -104,6 +105,8 @@ static ait_status part_infer(void *p, const ait_tensor *const *in, int n_in, ait
     ait_tensor_free(owned[v]);
   free(env);
   free(owned);
+  free(sin);
+  free(sout);
   return st;
 }
 
