@@ -12,11 +12,14 @@ extern const ait_backend_iface ait_backend_eager;
 extern const ait_backend_iface ait_backend_native;
 extern const ait_backend_iface ait_backend_onednn;
 extern const ait_backend_iface ait_backend_xnnpack;
+extern const ait_backend_iface ait_backend_cuda;
 
-/* Built-ins in preference order; tests may append more at run time. */
-static const ait_backend_iface *table[32] = {&ait_backend_eager, &ait_backend_native,
-                                             &ait_backend_onednn, &ait_backend_xnnpack};
-static int n_table = 4;
+/* Built-ins in preference order (first-wins tries them in this order when
+ * the user names none: the GPU first); tests may append more at run time. */
+static const ait_backend_iface *table[32] = {&ait_backend_eager, &ait_backend_cuda,
+                                             &ait_backend_native, &ait_backend_onednn,
+                                             &ait_backend_xnnpack};
+static int n_table = 5;
 
 int ait_backend_count(void) { return n_table; }
 

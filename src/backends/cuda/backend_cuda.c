@@ -1,0 +1,267 @@
+/* Backend `cuda`: NVIDIA GPUs through cuBLASLt, cuDNN and kernels of its own
+ * (see cuda_impl.h for how the pieces fit). Variants: dtype=fp32 (strict
+ * float32: no TF32 anywhere), tf32 (float32 storage, TF32 Tensor Cores),
+ * bf16 and fp16 (weights converted once at build, activations stored in the
+ * reduced type, float32 accumulation; inputs and outputs keep their ONNX
+ * types); graphs=on|off (replay each input shape's plan as a CUDA graph).
+ *
+ * available() asks the CUDA runtime for a device; without a driver or a GPU
+ * it says why and the backend is skipped, so the same binary runs on
+ * machines with and without one. */
+#ifdef AIT_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_debug.h"
+#include "backends/cuda/cuda_impl.h"
+#include "core/fileio.h"
+#include "onnx/onnx_io.h"
+
+static const ait_option_def cuda_options[] = {
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16",
+     "compute precision: fp32 strict, tf32 Tensor Cores on float32, or bf16/fp16 storage with "
+     "float32 accumulation"},
+    {"graphs", AIT_OPT_BOOL, "on", NULL,
+     "capture each input shape's plan into a CUDA graph replayed per call"},
+    {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
+     "activation layout of convolutions (auto: nhwc except for fp32)"},
+    {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic",
+     "GEMM/conv algorithms: time the heuristic's best candidates, or take its first"},
+    {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms timed per GEMM/convolution"},
+    {"attention", AIT_OPT_BOOL, "on", NULL,
+     "fuse Softmax(Q.K^T*scale+mask).V: one kernel for bf16/fp16, a masked softmax otherwise"},
+    {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
+    {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
+};
+
+const char *cu_prec_name(cu_prec p) {
+  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
+  return p >= CU_FP32 && p <= CU_FP16 ? names[p] : "fp32";
+}
+
+ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
+  memset(o, 0, sizeof *o);
+  const char *dt = ait_backend_config_get(cfg, "dtype");
+  o->prec = CU_FP32;
+  for (int p = CU_FP32; p <= CU_FP16; p++)
+    if (dt && !strcmp(dt, cu_prec_name((cu_prec)p))) o->prec = (cu_prec)p;
+  const char *g = ait_backend_config_get(cfg, "graphs");
+  o->graphs = !g || strcmp(g, "off") != 0;
+  const char *lay = ait_backend_config_get(cfg, "layout");
+  o->nhwc = lay && !strcmp(lay, "nhwc")   ? true
+            : lay && !strcmp(lay, "nchw") ? false
+                                          : o->prec != CU_FP32;
+  const char *al = ait_backend_config_get(cfg, "algo");
+  o->measure = !al || strcmp(al, "heuristic") != 0;
+  o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
+  const char *at = ait_backend_config_get(cfg, "attention");
+  o->attention = !at || strcmp(at, "off") != 0;
+  o->ws_bytes = ait_backend_config_int(cfg, "workspace_mb", 256) << 20;
+  o->device = (int)ait_backend_config_int(cfg, "device", 0);
+  return AIT_OK;
+}
+
+static bool cuda_available(char *why, size_t n) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    snprintf(why, n, "not available: %s", cudaGetErrorString(e));
+    cudaGetLastError();
+    return false;
+  }
+  if (count < 1) {
+    snprintf(why, n, "not available: no CUDA device");
+    return false;
+  }
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+  if (major < 9) {
+    snprintf(why, n,
+             "not available: device 0 has compute capability %d.%d; this build has code for "
+             "sm_90 (Hopper) and newer only",
+             major, minor);
+    return false;
+  }
+  return true;
+}
+
+static bool cuda_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
+                          char *why, size_t n) {
+  return cu_supports_node(g, node, why, n);
+}
+
+static void cuda_destroy(void *state) {
+  cu_state *s = state;
+  if (!s) return;
+  cu_state_close(s);
+  free(s->algos);
+  ait_graph_free(s->g);
+  free(s);
+}
+
+/* A state over rewritten graph g (taken over; freed on failure). */
+static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool dry,
+                             cu_state **out) {
+  cu_state *s = calloc(1, sizeof *s);
+  if (!s) {
+    ait_graph_free(g);
+    return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  }
+  s->g = g;
+  s->dry = dry;
+  cu_opts_parse(cfg, &s->o);
+  s->fdt = s->o.prec == CU_BF16 ? AIT_BFLOAT16 : s->o.prec == CU_FP16 ? AIT_FLOAT16 : AIT_FLOAT32;
+  ait_status st = cu_state_open(s);
+  if (st) {
+    cuda_destroy(s);
+    return st;
+  }
+  *out = s;
+  return AIT_OK;
+}
+
+/* Check every node, copy g and rewrite the copy; a state over it. */
+static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *g, bool dry,
+                                cu_state **out) {
+  char why[256];
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!cu_supports_node(g, &g->nodes[i], why, sizeof why))
+      return ait_err(AIT_E_UNSUPPORTED, "cuda: %s: %s", ait_node_desc(&g->nodes[i]), why);
+  ait_graph *copy = nat_graph_clone(g, NULL, true);
+  if (!copy) return AIT_E_NOMEM;
+  nat_pass_stats stats;
+  ait_status st = nat_run_passes(copy, &stats);
+  if (st) {
+    ait_graph_free(copy);
+    return ait_err_prefix(st, "cuda: graph passes");
+  }
+  AIT_TRY(make_state(cfg, copy, dry, out));
+  (*out)->stats = stats;
+  return AIT_OK;
+}
+
+static ait_status cuda_build(const ait_backend_config *cfg, const ait_graph *g,
+                             const ait_build_info *info, void **state) {
+  char why[256];
+  if (!cuda_available(why, sizeof why)) return ait_err(AIT_E_UNSUPPORTED, "cuda: %s", why);
+  /* Plans (shapes, uploads, measured algorithms) are made by the first infer()
+   * of each input signature: the tuner's numeric check does that before any
+   * timing. info's samples are not used: a partition runner hands the whole
+   * model's samples to each segment, whose inputs differ. */
+  cu_state *s;
+  AIT_TRY(rewrite_state(cfg, g, false, &s));
+  *state = s;
+  return AIT_OK;
+}
+
+static ait_status cuda_infer(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  return cu_infer(state, in, n_in, out);
+}
+
+static ait_status cuda_activate(void *state) { return cu_state_open(state); }
+
+static ait_status cuda_deactivate(void *state) {
+  cu_state_close(state);
+  return AIT_OK;
+}
+
+static ait_status cuda_save(void *state, const char *dir) { return cu_save(state, dir); }
+
+static ait_status cuda_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                            void **state) {
+  char why[256];
+  if (!cuda_available(why, sizeof why)) return ait_err(AIT_E_UNSUPPORTED, "cuda: %s", why);
+  char *path = ait_path_join(dir, "cuda.onnx");
+  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  void *data = NULL;
+  size_t size = 0;
+  ait_status st = ait_read_file(path, &data, &size);
+  ait_graph *loaded = NULL;
+  if (!st) st = ait_onnx_parse_model(data, size, dir, &loaded, NULL);
+  free(data);
+  if (st) {
+    st = ait_err_prefix(st, "cuda: cannot load %s", path);
+    free(path);
+    return st;
+  }
+  free(path);
+  if (loaded->n_inputs != g->n_inputs || loaded->n_outputs != g->n_outputs) {
+    ait_graph_free(loaded);
+    return ait_err(AIT_E_INVALID_MODEL,
+                   "cuda: the saved graph has %d inputs and %d outputs, the model %d and %d",
+                   loaded->n_inputs, loaded->n_outputs, g->n_inputs, g->n_outputs);
+  }
+  for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+    bool in = i < g->n_inputs;
+    const ait_value *a = &loaded->values[in ? loaded->inputs[i] : loaded->outputs[i - g->n_inputs]];
+    const ait_value *b = &g->values[in ? g->inputs[i] : g->outputs[i - g->n_inputs]];
+    if (strcmp(a->name, b->name) || (a->dtype != b->dtype && b->dtype != AIT_UNDEFINED)) {
+      ait_graph_free(loaded);
+      return ait_err(AIT_E_INVALID_MODEL,
+                     "cuda: the saved graph's %s '%s' (%s) is the model's '%s' (%s)",
+                     in ? "input" : "output", a->name, ait_dtype_name(a->dtype), b->name,
+                     ait_dtype_name(b->dtype));
+    }
+  }
+  if ((st = nat_resolve_fused(loaded))) {
+    ait_graph_free(loaded);
+    return st;
+  }
+  cu_state *s;
+  AIT_TRY(make_state(cfg, loaded, false, &s));
+  st = cu_load_algos(s, dir);
+  if (st) {
+    cuda_destroy(s);
+    return st;
+  }
+  *state = s;
+  return AIT_OK;
+}
+
+ait_status ait_cuda_dry_plan(const char *spec, const ait_graph *g, const ait_tensor *const *in,
+                             int n_in, char **text) {
+  *text = NULL;
+  ait_backend_config cfg;
+  AIT_TRY(ait_backend_config_parse(spec, &cfg));
+  cu_state *s;
+  AIT_TRY(rewrite_state(&cfg, g, true, &s));
+  cu_plan *p = NULL;
+  ait_status st = cu_plan_create(s, in, n_in, &p);
+  if (!st && !(*text = cu_plan_describe(p))) st = ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  cu_plan_free(p);
+  cuda_destroy(s);
+  return st;
+}
+
+static const char *cuda_precision(const ait_backend_config *cfg) {
+  return ait_backend_config_get(cfg, "dtype");
+}
+
+/* What the tuner tries when the user names no backends: every precision;
+ * reduced ones win only if they pass the numeric check at their tolerance. */
+static const char *const cuda_variants[] = {"cuda", "cuda:dtype=tf32", "cuda:dtype=bf16",
+                                            "cuda:dtype=fp16", NULL};
+
+const ait_backend_iface ait_backend_cuda = {
+    .name = "cuda",
+    .summary = "NVIDIA GPUs: cuBLASLt GEMMs with fused epilogues, cuDNN convolutions, own kernels, "
+               "liveness-planned arena, CUDA graphs per input shape",
+    .options = cuda_options,
+    .n_options = (int)(sizeof cuda_options / sizeof cuda_options[0]),
+    .available = cuda_available,
+    .supports = cuda_supports,
+    .build = cuda_build,
+    .infer = cuda_infer,
+    .activate = cuda_activate,
+    .deactivate = cuda_deactivate,
+    .save = cuda_save,
+    .load = cuda_load,
+    .destroy = cuda_destroy,
+    .precision = cuda_precision,
+    .variants = cuda_variants,
+};
+
+#endif

@@ -1,0 +1,347 @@
+/* Attention in plan graphs: Softmax(scale * Q Kt + mask) V, as BERT-style
+ * exporters write it (after the native passes the scale and the additive
+ * mask sit in a FusedMatMul):
+ *
+ *   Q  = Transpose(X_q)  [B,H,S,D]      Kt = Transpose(X_k)  [B,H,D,Sk]
+ *   S  = FusedMatMul(Q, Kt, alpha=scale, Z=mask)   P = Softmax(S, axis=-1)
+ *   O  = MatMul(P, V)    [B,H,S,D]      Y  = Transpose(O)    (optional)
+ *
+ * With bfloat16 / float16 storage and a head size the kernel takes, the
+ * whole pattern, head transposes included, is one cuk_attention step
+ * reading X_q, X_k, X_v and writing Y through strides. Otherwise, when there
+ * is a mask, the mask moves from the scores GEMM into the Softmax
+ * (cuk_softmax_masked), saving one pass over the scores. */
+#ifdef AIT_HAVE_CUDA
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+
+static bool is_op(const ait_node *n, const char *domain, const char *op) {
+  return !strcmp(n->domain, domain) && !strcmp(n->op_type, op);
+}
+
+static bool dims4(const ait_graph *g, int v, int64_t *d) {
+  if (v < 0) return false;
+  const ait_value *val = &g->values[v];
+  if (val->rank != 4 || val->init) return false;
+  for (int k = 0; k < 4; k++)
+    if ((d[k] = val->dims[k].v) < 0) return false;
+  return true;
+}
+
+typedef struct uses {
+  int *n;      /* readers per value */
+  int *reader; /* one reader per value */
+  bool *out;   /* graph output */
+} uses;
+
+static bool single(const uses *u, int v) { return v >= 0 && u->n[v] == 1 && !u->out[v]; }
+
+/* v is read once, by nothing but a Transpose of rank 4? Then its input and
+ * the axis of that input for each axis of v. */
+static int transposed_from(const ait_graph *g, const uses *u, int v, int *ax) {
+  int p = v >= 0 ? g->values[v].producer : -1;
+  if (p < 0 || !single(u, v) || !is_op(&g->nodes[p], "", "Transpose")) return -1;
+  const ait_node *t = &g->nodes[p];
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(t, "perm", &cnt);
+  for (int k = 0; k < 4; k++) {
+    int64_t a = cnt == 4 ? perm[k] : 3 - k;
+    if (a < 0 || a > 3) return -1;
+    ax[k] = (int)a;
+  }
+  return p;
+}
+
+static ait_status add_match(cu_planner *pl, const cu_attn_match *m) {
+  cu_attn_match *more = realloc(pl->m, sizeof *more * (size_t)(pl->n_m + 1));
+  if (!more) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  pl->m = more;
+  pl->m[pl->n_m++] = *m;
+  return AIT_OK;
+}
+
+/* The mask broadcasts to [B, H, S, Sk]? */
+static bool mask_fits(const ait_graph *g, int mv, const int64_t *want) {
+  const ait_value *v = &g->values[mv];
+  if (v->rank < 0 || v->rank > 4) return false;
+  for (int k = 0; k < v->rank; k++) {
+    int64_t d = v->dims[k].v, w = want[k + 4 - v->rank];
+    if (d != 1 && d != w) return false;
+  }
+  return true;
+}
+
+/* Try the pattern ending at MatMul node i; *m is filled when it fits. */
+static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr) {
+  const ait_graph *g = pl->g;
+  const ait_node *pv = &g->nodes[i];
+  if (!is_op(pv, "", "MatMul") || pv->n_in < 2 || pv->out[0] < 0 || g->values[pv->out[0]].init)
+    return false;
+  memset(m, 0, sizeof *m);
+  m->pv = i;
+  int P = pv->in[0];
+  m->sm = P >= 0 ? g->values[P].producer : -1;
+  if (m->sm < 0 || !single(u, P) || !is_op(&g->nodes[m->sm], "", "Softmax")) return false;
+  const ait_node *sm = &g->nodes[m->sm];
+  int64_t axis = ait_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
+  if (axis != 3 && !(sm->opset >= 13 && axis == -1)) return false;
+  int S_v = sm->in[0];
+  m->sc = S_v >= 0 ? g->values[S_v].producer : -1;
+  if (m->sc < 0 || !single(u, S_v)) return false;
+  const ait_node *sc = &g->nodes[m->sc];
+  bool fmm = is_op(sc, AIT_FUSED_DOMAIN, "FusedMatMul");
+  if (!fmm && !is_op(sc, "", "MatMul")) return false;
+  if (fmm && ((sc->n_in > 2 && sc->in[2] >= 0) || ait_attr_str(sc, "activation", "")[0]))
+    return false;
+  m->scale = fmm ? ait_attr_float(sc, "alpha", 1.0f) : 1.0f;
+  m->mask = fmm && sc->n_in > 3 ? sc->in[3] : -1;
+  int64_t q[4], kt[4], v[4], o[4];
+  if (!dims4(g, sc->in[0], q) || !dims4(g, sc->in[1], kt) || !dims4(g, pv->in[1], v) ||
+      !dims4(g, pv->out[0], o))
+    return false;
+  for (int k = 0; k < 2; k++)
+    if (kt[k] != q[k] || v[k] != q[k] || o[k] != q[k]) return false;
+  if (kt[2] != q[3] || v[2] != kt[3] || v[3] != q[3] || o[2] != q[2] || o[3] != q[3]) return false;
+  int64_t sshape[4] = {q[0], q[1], q[2], kt[3]};
+  if (m->mask >= 0 && !mask_fits(g, m->mask, sshape)) return false;
+  /* the fused kernel, with the head transposes absorbed */
+  ait_dtype dt = pl->s->fdt;
+  m->fused = cuk_attention_ok(dt, (int)q[3]) != 0;
+  int qax[4], kax[4], vax[4];
+  tr[0] = transposed_from(g, u, sc->in[0], qax);
+  tr[1] = transposed_from(g, u, sc->in[1], kax);
+  tr[2] = transposed_from(g, u, pv->in[1], vax);
+  tr[3] = -1;
+  m->q = tr[0] >= 0 ? g->nodes[tr[0]].in[0] : sc->in[0];
+  m->k = tr[1] >= 0 ? g->nodes[tr[1]].in[0] : sc->in[1];
+  m->v = tr[2] >= 0 ? g->nodes[tr[2]].in[0] : pv->in[1];
+  for (int k = 0; k < 4; k++) {
+    m->qax[k] = tr[0] >= 0 ? qax[k] : k;
+    m->vax[k] = tr[2] >= 0 ? vax[k] : k;
+    m->oax[k] = k;
+  }
+  /* Kt is [b, h, d, s]; the kernel reads K as [b, h, s, d] */
+  int kt_ax[4] = {0, 1, 2, 3};
+  if (tr[1] >= 0) memcpy(kt_ax, kax, sizeof kt_ax);
+  m->kax[0] = kt_ax[0], m->kax[1] = kt_ax[1], m->kax[2] = kt_ax[3], m->kax[3] = kt_ax[2];
+  m->out = pv->out[0];
+  int ov = pv->out[0];
+  if (single(u, ov) && is_op(&g->nodes[u->reader[ov]], "", "Transpose")) {
+    int oax[4];
+    int t = u->reader[ov];
+    int cnt = 0;
+    const int64_t *perm = ait_attr_ints(&g->nodes[t], "perm", &cnt);
+    bool ok = true;
+    for (int k = 0; k < 4; k++) {
+      int64_t a = cnt == 4 ? perm[k] : 3 - k;
+      if (a < 0 || a > 3)
+        ok = false;
+      else
+        oax[a] = k; /* O's axis a is the transpose output's axis k */
+    }
+    if (ok && oax[3] == 3 && g->nodes[t].out[0] >= 0) {
+      tr[3] = t;
+      m->out = g->nodes[t].out[0];
+      memcpy(m->oax, oax, sizeof oax);
+    }
+  }
+  if (m->qax[3] != 3 || m->kax[3] != 3 || m->vax[3] != 3) m->fused = false;
+  if (!m->fused) {
+    m->q = sc->in[0];
+    m->k = sc->in[1];
+    m->v = pv->in[1];
+    m->out = pv->out[0];
+    return m->mask >= 0; /* a masked softmax is still worth it */
+  }
+  return true;
+}
+
+ait_status cu_find_attention(cu_planner *pl) {
+  const ait_graph *g = pl->g;
+  pl->role = calloc((size_t)g->n_nodes + 1, 1);
+  pl->match = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+  uses u = {calloc((size_t)g->n_values + 1, sizeof(int)),
+            calloc((size_t)g->n_values + 1, sizeof(int)),
+            calloc((size_t)g->n_values + 1, sizeof(bool))};
+  ait_status st = pl->role && pl->match && u.n && u.reader && u.out
+                      ? AIT_OK
+                      : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  for (int i = 0; !st && i < g->n_nodes; i++) {
+    pl->match[i] = -1;
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+      int v = g->nodes[i].in[k];
+      if (v < 0) continue;
+      u.n[v]++;
+      u.reader[v] = i;
+    }
+  }
+  for (int k = 0; !st && k < g->n_outputs; k++)
+    u.out[g->outputs[k]] = true;
+  for (int i = 0; !st && pl->s->o.attention && i < g->n_nodes; i++) {
+    cu_attn_match m;
+    int tr[4];
+    if (!match_at(pl, &u, i, &m, tr)) continue;
+    pl->match[i] = pl->match[m.sm] = pl->n_m;
+    if (m.fused) {
+      pl->role[i] = CU_ROLE_ATTN;
+      pl->role[m.sm] = pl->role[m.sc] = CU_ROLE_SKIP;
+      for (int k = 0; k < 4; k++)
+        if (tr[k] >= 0) pl->role[tr[k]] = CU_ROLE_SKIP;
+    } else {
+      pl->role[m.sc] = CU_ROLE_NO_Z;
+      pl->role[m.sm] = CU_ROLE_MASKED_SOFTMAX;
+    }
+    st = add_match(pl, &m);
+  }
+  free(u.n);
+  free(u.reader);
+  free(u.out);
+  return st;
+}
+
+/* ---- lowering ------------------------------------------------------------ */
+
+/* Strides of a [b, h, row, d] view of tensor t whose axes are ax[]. */
+static void view_strides(const cu_tensor *t, const int *ax, long long *st) {
+  int64_t L[AIT_MAX_RANK];
+  cu_strides(t, L);
+  for (int k = 0; k < 3; k++)
+    st[k] = L[ax[k]];
+}
+
+/* Mask strides broadcast to [B, H, S, Sk]. */
+static void mask_strides(const cu_tensor *t, long long *st) {
+  int64_t L[AIT_MAX_RANK];
+  cu_strides(t, L);
+  for (int k = 0; k < 4; k++) {
+    int km = k - (4 - t->rank);
+    st[k] = km < 0 || t->dims[km] == 1 ? 0 : L[km];
+  }
+}
+
+typedef struct attn_prm {
+  cuk_attn k;
+  int q, kk, v, mask, out;
+} attn_prm;
+
+static ait_status attn_prep(cu_state *s, cu_plan *p, cu_step *st) {
+  attn_prm *a = st->prm;
+  return cu_check(cuk_attention_prepare(a->k.dt, a->k.D), "preparing the attention kernel");
+}
+
+static ait_status attn_run(cu_state *s, cu_plan *p, cu_step *st) {
+  attn_prm *a = st->prm;
+  a->k.q = cu_ptr(p, a->q);
+  a->k.k = cu_ptr(p, a->kk);
+  a->k.v = cu_ptr(p, a->v);
+  a->k.mask = a->mask >= 0 ? cu_ptr(p, a->mask) : NULL;
+  a->k.o = cu_ptr(p, a->out);
+  return cu_check(cuk_attention(s->stream, &a->k), "attention");
+}
+
+ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
+  const cu_attn_match *m = &pl->m[pl->match[n - pl->g->nodes]];
+  attn_prm *a = calloc(1, sizeof *a);
+  if (!a) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  a->mask = -1;
+  ait_status st = cu_in(pl, m->q, CU_PLAIN, &a->q);
+  if (!st) st = cu_in(pl, m->k, CU_PLAIN, &a->kk);
+  if (!st) st = cu_in(pl, m->v, CU_PLAIN, &a->v);
+  if (!st && m->mask >= 0) st = cu_in(pl, m->mask, CU_PLAIN, &a->mask);
+  if (!st) st = cu_out(pl, m->out, CU_PLAIN, &a->out);
+  if (st) {
+    free(a);
+    return st;
+  }
+  const cu_plan *p = pl->p;
+  const cu_tensor *Q = &p->t[a->q], *K = &p->t[a->kk], *V = &p->t[a->v], *O = &p->t[a->out];
+  cuk_attn *k = &a->k;
+  k->dt = O->dt;
+  k->B = (int)Q->dims[m->qax[0]];
+  k->H = (int)Q->dims[m->qax[1]];
+  k->S = (int)Q->dims[m->qax[2]];
+  k->D = (int)Q->dims[m->qax[3]];
+  k->Sk = (int)K->dims[m->kax[2]];
+  k->scale = m->scale;
+  long long st3[3];
+  view_strides(Q, m->qax, st3);
+  k->qb = st3[0], k->qh = st3[1], k->qs = st3[2];
+  view_strides(K, m->kax, st3);
+  k->kb = st3[0], k->kh = st3[1], k->ks = st3[2];
+  view_strides(V, m->vax, st3);
+  k->vb = st3[0], k->vh = st3[1], k->vs = st3[2];
+  view_strides(O, m->oax, st3);
+  k->ob = st3[0], k->oh = st3[1], k->os = st3[2];
+  if (a->mask >= 0) {
+    long long ms[4];
+    mask_strides(&p->t[a->mask], ms);
+    k->mb = ms[0], k->mh = ms[1], k->mi = ms[2], k->mj = ms[3];
+  }
+  long long all[12] = {k->qb, k->qh, k->qs, k->kb, k->kh, k->ks,
+                       k->vb, k->vh, k->vs, k->ob, k->oh, k->os};
+  k->vec = 1;
+  for (int i = 0; i < 12; i++)
+    k->vec = k->vec && all[i] % 8 == 0;
+  if (Q->dt != O->dt || K->dt != O->dt || V->dt != O->dt ||
+      (a->mask >= 0 && p->t[a->mask].dt != O->dt)) {
+    free(a);
+    return ait_err(AIT_E_INTERNAL, "cuda: attention operands of different types");
+  }
+  int q = a->q, kk = a->kk, v = a->v, mask = a->mask, out = a->out;
+  cu_step *s;
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), "Attention", attn_run, a, &s));
+  s->prep = attn_prep;
+  cu_step_use(s, q);
+  cu_step_use(s, kk);
+  cu_step_use(s, v);
+  cu_step_use(s, mask);
+  cu_step_use(s, out);
+  return AIT_OK;
+}
+
+typedef struct msm_prm {
+  int x, y, mask;
+  int64_t rows, len, H, S;
+  long long ms[4];
+} msm_prm;
+
+static ait_status msm_run(cu_state *s, cu_plan *p, cu_step *st) {
+  msm_prm *q = st->prm;
+  return cu_check(cuk_softmax_masked(s->stream, p->t[q->x].dt, cu_ptr(p, q->x), cu_ptr(p, q->y),
+                                     q->rows, q->len, cu_ptr(p, q->mask), q->H, q->S, q->ms[0],
+                                     q->ms[1], q->ms[2], q->ms[3]),
+                  "masked Softmax");
+}
+
+ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n) {
+  const cu_attn_match *m = &pl->m[pl->match[n - pl->g->nodes]];
+  msm_prm *q = calloc(1, sizeof *q);
+  if (!q) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &q->x);
+  if (!st) st = cu_in(pl, m->mask, CU_PLAIN, &q->mask);
+  if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &q->y);
+  if (!st && (pl->p->t[q->x].rank != 4 || pl->p->t[q->mask].dt != pl->p->t[q->x].dt))
+    st = ait_err(AIT_E_INTERNAL, "cuda: masked softmax operands do not match");
+  if (st) {
+    free(q);
+    return st;
+  }
+  const cu_tensor *X = &pl->p->t[q->x];
+  q->H = X->dims[1];
+  q->S = X->dims[2];
+  q->len = X->dims[3];
+  q->rows = X->dims[0] * X->dims[1] * X->dims[2];
+  mask_strides(&pl->p->t[q->mask], q->ms);
+  int x = q->x, y = q->y, mask = q->mask;
+  cu_step *s;
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), "Softmax+mask", msm_run, q, &s));
+  cu_step_use(s, x);
+  cu_step_use(s, mask);
+  cu_step_use(s, y);
+  return AIT_OK;
+}
+
+#endif

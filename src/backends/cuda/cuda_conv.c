@@ -1,0 +1,373 @@
+/* Conv and FusedConv through cuDNN's convolution API.
+ *
+ * Y = act(conv(X, W) + bias + Z) runs as one cudnnConvolutionBiasActivation-
+ * Forward when the activation is ReLU or none (cuDNN fuses only those; the
+ * identity only with the implicit-precomputed-GEMM algorithm), or as
+ * cudnnConvolutionForward followed by one per-channel epilogue pass (bias,
+ * residual, any activation). Reduced precisions use NHWC activations and
+ * KRSC filters (what Tensor Cores want); float32 keeps NCHW by default and
+ * strict FMA math (no TF32) unless dtype=tf32. The algorithm and the form
+ * (fused or split) are chosen by timing cuDNN's heuristic candidates of both
+ * on the plan's buffers; with algo=heuristic the first that runs, fused
+ * first. */
+#ifdef AIT_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+
+typedef struct conv_prm {
+  int x, y, z, zero; /* tensors; z = residual (-1), zero = zeros bias (-1) */
+  void *w, *bias;    /* filter and bias in the storage type */
+  const float *bias_f32;
+  int act;
+  float ap[2];
+  int64_t N, C, H, W, K, R, S, OH, OW;
+  int group, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  bool nhwc;
+  bool can_fuse; /* cudnnConvolutionBiasActivationForward applies (ReLU or identity) */
+  /* chosen in prep */
+  cudnnTensorDescriptor_t xd, yd, bd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnActivationDescriptor_t ad;
+  int algo, math;
+  bool fused;
+  size_t ws;
+  char key[CU_KEY_LEN];
+} conv_prm;
+
+static void conv_release(void *prm) {
+  conv_prm *c = prm;
+  if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
+  if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
+  if (c->bd) cudnnDestroyTensorDescriptor(c->bd);
+  if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
+  if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+  if (c->ad) cudnnDestroyActivationDescriptor(c->ad);
+}
+
+static cudnnDataType_t dnn_type(ait_dtype dt) {
+  return dt == AIT_BFLOAT16  ? CUDNN_DATA_BFLOAT16
+         : dt == AIT_FLOAT16 ? CUDNN_DATA_HALF
+                             : CUDNN_DATA_FLOAT;
+}
+
+static ait_status make_descs(cu_state *s, cu_plan *p, conv_prm *c) {
+  cudnnDataType_t dt = dnn_type(p->t[c->y].dt);
+  cudnnTensorFormat_t fmt = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  AIT_TRY(cu_check_dnn(cudnnCreateTensorDescriptor(&c->xd), "tensor descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnCreateTensorDescriptor(&c->yd), "tensor descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnCreateTensorDescriptor(&c->bd), "tensor descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnCreateFilterDescriptor(&c->wd), "filter descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnCreateConvolutionDescriptor(&c->cd), "convolution descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnCreateActivationDescriptor(&c->ad), "activation descriptor"));
+  AIT_TRY(cu_check_dnn(
+      cudnnSetTensor4dDescriptor(c->xd, fmt, dt, (int)c->N, (int)c->C, (int)c->H, (int)c->W),
+      "input descriptor"));
+  AIT_TRY(cu_check_dnn(
+      cudnnSetTensor4dDescriptor(c->yd, fmt, dt, (int)c->N, (int)c->K, (int)c->OH, (int)c->OW),
+      "output descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetTensor4dDescriptor(c->bd, fmt, dt, 1, (int)c->K, 1, 1),
+                       "bias descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetFilter4dDescriptor(c->wd, dt, fmt, (int)c->K, (int)(c->C / c->group),
+                                                  (int)c->R, (int)c->S),
+                       "filter descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetConvolution2dDescriptor(c->cd, c->pad_h, c->pad_w, c->str_h,
+                                                       c->str_w, c->dil_h, c->dil_w,
+                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                       "convolution descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetConvolutionGroupCount(c->cd, c->group), "group count"));
+  AIT_TRY(cu_check_dnn(cudnnSetActivationDescriptor(c->ad,
+                                                    c->act == CUK_RELU ? CUDNN_ACTIVATION_RELU
+                                                                       : CUDNN_ACTIVATION_IDENTITY,
+                                                    CUDNN_PROPAGATE_NAN, 0.0),
+                       "activation descriptor"));
+  int n, k, h, w;
+  AIT_TRY(cu_check_dnn(cudnnGetConvolution2dForwardOutputDim(c->cd, c->xd, c->wd, &n, &k, &h, &w),
+                       "output dims"));
+  if (n != c->N || k != c->K || h != c->OH || w != c->OW)
+    return ait_err(AIT_E_SHAPE,
+                   "cuda: cuDNN computes a %dx%dx%dx%d output, the graph %lldx%lldx%lldx%lld", n, k,
+                   h, w, (long long)c->N, (long long)c->K, (long long)c->OH, (long long)c->OW);
+  return AIT_OK;
+}
+
+static ait_status conv_call(cu_state *s, cu_plan *p, conv_prm *c, bool fused, int algo, size_t ws) {
+  const float one = 1.0f, zero = 0.0f;
+  void *x = cu_ptr(p, c->x), *y = cu_ptr(p, c->y);
+  if (fused) {
+    void *z = c->z >= 0 ? cu_ptr(p, c->z) : y;
+    void *b = c->bias ? c->bias : cu_ptr(p, c->zero);
+    return cu_check_dnn(cudnnConvolutionBiasActivationForward(
+                            s->dnn, &one, c->xd, x, c->wd, c->w, c->cd,
+                            (cudnnConvolutionFwdAlgo_t)algo, s->ws, ws, c->z >= 0 ? &one : &zero,
+                            c->yd, z, c->bd, b, c->ad, c->yd, y),
+                        "cudnnConvolutionBiasActivationForward");
+  }
+  AIT_TRY(cu_check_dnn(cudnnConvolutionForward(s->dnn, &one, c->xd, x, c->wd, c->w, c->cd,
+                                               (cudnnConvolutionFwdAlgo_t)algo, s->ws, ws, &zero,
+                                               c->yd, y),
+                       "cudnnConvolutionForward"));
+  if (!c->bias_f32 && c->z < 0 && c->act == CUK_COPY) return AIT_OK;
+  const cu_tensor *Y = &p->t[c->y];
+  cuk_epi e = {.dt = Y->dt, .n = cu_numel(Y), .C = c->K, .x = y, .y = y};
+  e.inner = c->nhwc ? 1 : c->OH * c->OW;
+  e.shift = c->bias_f32;
+  e.z = c->z >= 0 ? cu_ptr(p, c->z) : NULL;
+  e.act = c->act;
+  e.ap[0] = c->ap[0];
+  e.ap[1] = c->ap[1];
+  return cu_check(cuk_epilogue(s->stream, &e), "convolution epilogue");
+}
+
+static ait_status conv_run(cu_state *s, cu_plan *p, cu_step *st) {
+  conv_prm *c = st->prm;
+  return conv_call(s, p, c, c->fused, c->algo, c->ws);
+}
+
+typedef struct trial {
+  cu_state *s;
+  cu_plan *p;
+  conv_prm *c;
+  bool fused;
+  int algo;
+  size_t ws;
+} trial;
+
+static ait_status trial_fn(void *arg) {
+  trial *t = arg;
+  return conv_call(t->s, t->p, t->c, t->fused, t->algo, t->ws);
+}
+
+/* The math type a candidate runs with: strict float32 always FMA (cuDNN's
+ * default math would allow TF32), else what the heuristic proposes. */
+static cudnnMathType_t math_for(const cu_state *s, cudnnMathType_t proposed) {
+  return s->o.prec == CU_FP32 ? CUDNN_FMA_MATH : proposed;
+}
+
+static ait_status conv_prep(cu_state *s, cu_plan *p, cu_step *st) {
+  conv_prm *c = st->prm;
+  AIT_TRY(cu_need_dnn(s));
+  AIT_TRY(make_descs(s, p, c));
+  cudnnMathType_t want = s->o.prec == CU_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  AIT_TRY(cu_check_dnn(cudnnSetConvolutionMathType(c->cd, want), "math type"));
+  const cu_algo *known = cu_algo_find(s, c->key);
+  if (known && (known->conv_fused == 0 || c->can_fuse)) {
+    size_t need = 0;
+    if (cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)known->conv_math) ==
+            CUDNN_STATUS_SUCCESS &&
+        cudnnGetConvolutionForwardWorkspaceSize(s->dnn, c->xd, c->wd, c->cd, c->yd,
+                                                (cudnnConvolutionFwdAlgo_t)known->conv_algo,
+                                                &need) == CUDNN_STATUS_SUCCESS &&
+        need <= (size_t)s->o.ws_bytes) {
+      c->algo = known->conv_algo;
+      c->math = known->conv_math;
+      c->fused = known->conv_fused != 0;
+      c->ws = need;
+      return AIT_OK;
+    }
+    cudnnSetConvolutionMathType(c->cd, want);
+  }
+  cudnnConvolutionFwdAlgoPerf_t perf[32];
+  int n_perf = 0;
+  AIT_TRY(cu_check_dnn(
+      cudnnGetConvolutionForwardAlgorithm_v7(s->dnn, c->xd, c->wd, c->cd, c->yd, 32, &n_perf, perf),
+      "convolution heuristics"));
+  int limit = s->o.measure ? (s->o.candidates < 1 ? 1 : s->o.candidates) : 1;
+  bool found = false;
+  float best_ms = 0.0f;
+  /* measuring: the best of fused and split; else the first that runs, fused first */
+  for (int pass = c->can_fuse ? 0 : 1; pass < 2 && !(found && limit == 1); pass++) {
+    bool fused = pass == 0;
+    int tried = 0;
+    unsigned seen = 0; /* (algorithm, math) pairs already timed: the list repeats algorithms */
+    for (int i = 0; i < n_perf && tried < limit; i++) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      /* cuDNN fuses the identity activation with this algorithm only */
+      if (fused && c->act != CUK_RELU &&
+          perf[i].algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        continue;
+      cudnnMathType_t math = math_for(s, perf[i].mathType);
+      unsigned bit = 1u << (((unsigned)perf[i].algo % 8u) * 4u + ((unsigned)math % 4u));
+      if (seen & bit) continue;
+      seen |= bit;
+      size_t need = 0;
+      if (cudnnSetConvolutionMathType(c->cd, math) != CUDNN_STATUS_SUCCESS ||
+          cudnnGetConvolutionForwardWorkspaceSize(s->dnn, c->xd, c->wd, c->cd, c->yd, perf[i].algo,
+                                                  &need) != CUDNN_STATUS_SUCCESS ||
+          need > (size_t)s->o.ws_bytes)
+        continue;
+      tried++;
+      trial t = {s, p, c, fused, perf[i].algo, need};
+      float ms = 0.0f;
+      ait_status r = limit > 1 ? cu_time(s, trial_fn, &t, 3, &ms) : trial_fn(&t);
+      if (r == AIT_OK && limit == 1) r = cu_check(cudaStreamSynchronize(s->stream), "convolution");
+      if (r != AIT_OK) {
+        ait_err_clear();
+        continue;
+      }
+      if (!found || ms < best_ms) {
+        found = true;
+        best_ms = ms;
+        c->algo = perf[i].algo;
+        c->math = math;
+        c->fused = fused;
+        c->ws = need;
+      }
+    }
+  }
+  if (!found) return ait_err(AIT_E_UNSUPPORTED, "cuda: no cuDNN algorithm runs %s", c->key);
+  AIT_TRY(cu_check_dnn(cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)c->math), "math type"));
+  if (limit > 1) s->n_measured++;
+  cu_algo a;
+  memset(&a, 0, sizeof a);
+  snprintf(a.key, sizeof a.key, "%s", c->key);
+  a.kind = CU_ALGO_CONV;
+  a.conv_algo = c->algo;
+  a.conv_math = c->math;
+  a.conv_fused = c->fused;
+  a.ws = (int64_t)c->ws;
+  a.ms = best_ms;
+  return cu_algo_put(s, &a);
+}
+
+/* ---- lowering ------------------------------------------------------------ */
+
+static int64_t attr_at(const ait_node *n, const char *name, int k, int64_t def) {
+  int cnt = 0;
+  const int64_t *v = ait_attr_ints(n, name, &cnt);
+  return v && k < cnt ? v[k] : def;
+}
+
+/* Symmetric padding of one spatial axis; AIT_E_UNSUPPORTED when it is not. */
+static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, int64_t k, int64_t s,
+                         int64_t d, int *pad) {
+  const char *ap = ait_attr_str(n, "auto_pad", "NOTSET");
+  int64_t b = 0, e = 0;
+  if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+    int64_t total = (out - 1) * s + (k - 1) * d + 1 - in;
+    total = total < 0 ? 0 : total;
+    b = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+    e = total - b;
+  } else if (strcmp(ap, "VALID")) {
+    b = attr_at(n, "pads", axis, 0);
+    e = attr_at(n, "pads", axis + 2, 0);
+  }
+  if (b != e)
+    return ait_err(AIT_E_UNSUPPORTED, "cuda: asymmetric padding (%lld, %lld) on axis %d",
+                   (long long)b, (long long)e, axis);
+  *pad = (int)b;
+  return AIT_OK;
+}
+
+ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
+  cu_state *s = pl->s;
+  const ait_value *wv = &pl->g->values[n->in[1]];
+  if (!wv->init || wv->init->rank != 4)
+    return ait_err(AIT_E_UNSUPPORTED, "cuda: Conv needs a constant 4-D filter");
+  conv_prm *c = calloc(1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  c->z = c->zero = -1;
+  c->act = CUK_COPY;
+  c->nhwc = s->o.nhwc;
+  cu_layout lay = c->nhwc ? CU_NHWC : CU_PLAIN;
+  ait_status st = cu_in(pl, n->in[0], lay, &c->x);
+  if (!st) st = cu_out(pl, n->out[0], lay, &c->y);
+  if (!st && (pl->p->t[c->x].rank != 4 || pl->p->t[c->y].rank != 4))
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: only 2-D convolutions");
+  if (!st) {
+    const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[c->y];
+    const ait_tensor *W = wv->init;
+    c->N = X->dims[0];
+    c->C = X->dims[1];
+    c->H = X->dims[2];
+    c->W = X->dims[3];
+    c->K = W->dims[0];
+    c->R = W->dims[2];
+    c->S = W->dims[3];
+    c->OH = Y->dims[2];
+    c->OW = Y->dims[3];
+    c->group = (int)ait_attr_int(n, "group", 1);
+    c->str_h = (int)attr_at(n, "strides", 0, 1);
+    c->str_w = (int)attr_at(n, "strides", 1, 1);
+    c->dil_h = (int)attr_at(n, "dilations", 0, 1);
+    c->dil_w = (int)attr_at(n, "dilations", 1, 1);
+    if (c->group < 1 || c->C % c->group || W->dims[1] * c->group != c->C || Y->dims[1] != c->K)
+      st = ait_err(AIT_E_SHAPE, "cuda: Conv channels do not match the filter and groups");
+  }
+  if (!st) st = pad_of(n, 0, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
+  if (!st) st = pad_of(n, 1, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  if (!st) st = cu_const_weight(pl, n->in[1], c->nhwc ? CU_W_KRSC : CU_W_STORE, &c->w);
+  if (!st && n->n_in > 2 && n->in[2] >= 0) {
+    const ait_tensor *b = pl->g->values[n->in[2]].init;
+    if (!b || ait_tensor_numel(b) != c->K)
+      st = ait_err(AIT_E_UNSUPPORTED, "cuda: Conv bias must be a constant of %lld values",
+                   (long long)c->K);
+    if (!st) st = cu_const_weight(pl, n->in[2], CU_W_STORE, &c->bias);
+    void *f = NULL;
+    if (!st) st = cu_const_weight(pl, n->in[2], CU_W_F32, &f);
+    c->bias_f32 = f;
+  }
+  bool fused_node = !strcmp(n->domain, AIT_FUSED_DOMAIN);
+  if (!st && fused_node) {
+    ait_act a;
+    st = ait_act_parse(n, &a);
+    if (!st) cu_act_code(&a, &c->act, c->ap);
+  }
+  int zb = -1; /* a residual that broadcasts: added after, with the activation */
+  if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
+    int z;
+    st = cu_in(pl, n->in[3], lay, &z);
+    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[c->y];
+    bool same = !st && Z->rank == 4 && Z->layout == Y->layout;
+    for (int k = 0; same && k < 4; k++)
+      same = Z->dims[k] == Y->dims[k];
+    if (same)
+      c->z = z;
+    else
+      zb = z;
+  }
+  int act = c->act;
+  float ap[2] = {c->ap[0], c->ap[1]};
+  if (zb >= 0) c->act = CUK_COPY; /* the residual step applies it */
+  c->can_fuse = c->act == CUK_RELU || (c->act == CUK_COPY && (c->bias || c->z >= 0));
+  if (!st && c->can_fuse && !c->bias) {
+    int64_t K = c->K;
+    size_t es = ait_elem_size(pl->p->t[c->y].dt);
+    void *zeros = calloc((size_t)K, es);
+    st = zeros ? cu_const_raw(pl, pl->p->t[c->y].dt, 1, &K, zeros, &c->zero)
+               : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+    free(zeros);
+  }
+  if (st) {
+    free(c);
+    return st;
+  }
+  snprintf(c->key, sizeof c->key,
+           "conv|%s|%s|%s|x%lldx%lldx%lldx%lld|w%lldx%lldx%lld|g%d|p%d,%d|s%d,%d|d%d,%d|%s",
+           cu_prec_name(s->o.prec), ait_dtype_name(pl->p->t[c->y].dt), c->nhwc ? "nhwc" : "nchw",
+           (long long)c->N, (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->K,
+           (long long)c->R, (long long)c->S, c->group, c->pad_h, c->pad_w, c->str_h, c->str_w,
+           c->dil_h, c->dil_w,
+           c->act == CUK_RELU ? "relu"
+           : c->can_fuse      ? "id"
+                              : "split");
+  int x = c->x, y = c->y, z = c->z, zero = c->zero;
+  cu_step *stp;
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), n->op_type, conv_run, c, &stp));
+  stp->prep = conv_prep;
+  stp->release = conv_release;
+  cu_step_use(stp, x);
+  cu_step_use(stp, y);
+  cu_step_use(stp, z);
+  cu_step_use(stp, zero);
+  if (zb < 0) return AIT_OK;
+  int in[2] = {y, zb};
+  return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,
+                         ap, 1.0f);
+}
+
+#endif

@@ -1,0 +1,224 @@
+/* Elementwise kernels of the cuda backend: n-ary broadcast elementwise ops
+ * with a fused activation, the per-channel epilogue of GEMMs and
+ * convolutions, strided copies (transpose, slice, expand, layout changes),
+ * gather and fill. */
+#include "backends/cuda/cuda_device.cuh"
+
+/* ---- n-ary elementwise ------------------------------------------------- */
+
+__device__ __forceinline__ float binary_f(int op, float a, float b) {
+  switch (op) {
+  case CUK_ADD: return a + b;
+  case CUK_SUB: return a - b;
+  case CUK_MUL: return a * b;
+  case CUK_DIV: return a / b;
+  case CUK_POW: return powf(a, b);
+  case CUK_MAX: return isnan(a) || isnan(b) ? a + b : fmaxf(a, b);
+  case CUK_MIN: return isnan(a) || isnan(b) ? a + b : fminf(a, b);
+  case CUK_PRELU: return a < 0.0f ? b * a : a;
+  case CUK_EQ: return a == b;
+  case CUK_LT: return a < b;
+  case CUK_GT: return a > b;
+  case CUK_LE: return a <= b;
+  case CUK_GE: return a >= b;
+  case CUK_AND: return (a != 0.0f) && (b != 0.0f);
+  case CUK_OR: return (a != 0.0f) || (b != 0.0f);
+  case CUK_XOR: return (a != 0.0f) != (b != 0.0f);
+  case CUK_FMOD: return fmodf(a, b);
+  case CUK_MOD: {
+    float r = fmodf(a, b);
+    return r != 0.0f && ((r < 0.0f) != (b < 0.0f)) ? r + b : r;
+  }
+  default: return a;
+  }
+}
+
+__device__ __forceinline__ long long binary_i(int op, long long a, long long b) {
+  switch (op) {
+  case CUK_ADD: return a + b;
+  case CUK_SUB: return a - b;
+  case CUK_MUL: return a * b;
+  case CUK_DIV: return b ? a / b : 0;
+  case CUK_MAX: return a > b ? a : b;
+  case CUK_MIN: return a < b ? a : b;
+  case CUK_EQ: return a == b;
+  case CUK_LT: return a < b;
+  case CUK_GT: return a > b;
+  case CUK_LE: return a <= b;
+  case CUK_GE: return a >= b;
+  case CUK_AND: return a && b;
+  case CUK_OR: return a || b;
+  case CUK_XOR: return (a != 0) != (b != 0);
+  case CUK_FMOD: return b ? a % b : 0;
+  case CUK_MOD: {
+    long long r = b ? a % b : 0;
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+  }
+  case CUK_POW: {
+    long long r = 1;
+    for (long long e = 0; e < b && e < 64; e++)
+      r *= a;
+    return r;
+  }
+  default: return a;
+  }
+}
+
+__device__ __forceinline__ long long unary_i(int op, long long x) {
+  switch (op) {
+  case CUK_NEG: return -x;
+  case CUK_ABS: return x < 0 ? -x : x;
+  case CUK_NOT: return !x;
+  case CUK_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+  case CUK_RELU: return x < 0 ? 0 : x;
+  default: return x;
+  }
+}
+
+__global__ void ew_kernel(cuk_ew p) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
+    int64_t off0 = 0, off1 = 0, off2 = 0, r = i;
+    for (int d = p.rank - 1; d >= 0; d--) {
+      int64_t c = r % p.dims[d];
+      r /= p.dims[d];
+      off0 += c * p.st[0][d];
+      off1 += c * p.st[1][d];
+      off2 += c * p.st[2][d];
+    }
+    if (p.int_math) {
+      long long a = cuk_ldi(p.in[0], p.dt[0], off0), v;
+      if (p.op == CUK_WHERE)
+        v = a ? cuk_ldi(p.in[1], p.dt[1], off1) : cuk_ldi(p.in[2], p.dt[2], off2);
+      else if (p.op >= CUK_ADD)
+        v = binary_i(p.op, a, cuk_ldi(p.in[1], p.dt[1], off1));
+      else
+        v = unary_i(p.op, a);
+      cuk_sti(p.out, p.out_dt, i, v);
+      continue;
+    }
+    float a = cuk_ldf(p.in[0], p.dt[0], off0), v;
+    if (p.op == CUK_WHERE)
+      v = a != 0.0f ? cuk_ldf(p.in[1], p.dt[1], off1) : cuk_ldf(p.in[2], p.dt[2], off2);
+    else if (p.op >= CUK_ADD) {
+      float b = cuk_ldf(p.in[1], p.dt[1], off1);
+      if (p.op == CUK_ADD || p.op == CUK_SUB) b *= p.beta;
+      v = binary_f(p.op, a, b);
+    } else
+      v = cuk_unary(p.op, a, p.p[0], p.p[1]);
+    if (p.act != CUK_COPY) v = cuk_unary(p.act, v, p.ap[0], p.ap[1]);
+    cuk_stf(p.out, p.out_dt, i, v);
+  }
+}
+
+extern "C" cudaError_t cuk_eltwise(cudaStream_t s, const cuk_ew *p) {
+  if (p->n <= 0) return cudaSuccess;
+  ew_kernel<<<cuk_blocks(p->n, 256), 256, 0, s>>>(*p);
+  return cudaGetLastError();
+}
+
+/* ---- per-channel epilogue ---------------------------------------------- */
+
+__global__ void epi_kernel(cuk_epi p) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
+    int64_t c = (i / p.inner) % p.C;
+    float v = cuk_ldf(p.x, p.dt, i);
+    if (p.scale) v *= p.scale[c];
+    if (p.shift) v += p.shift[c];
+    if (p.z) v += cuk_ldf(p.z, p.dt, i);
+    cuk_stf(p.y, p.dt, i, cuk_unary(p.act, v, p.ap[0], p.ap[1]));
+  }
+}
+
+extern "C" cudaError_t cuk_epilogue(cudaStream_t s, const cuk_epi *p) {
+  if (p->n <= 0) return cudaSuccess;
+  epi_kernel<<<cuk_blocks(p->n, 256), 256, 0, s>>>(*p);
+  return cudaGetLastError();
+}
+
+/* ---- strided copy -------------------------------------------------------- */
+
+template <typename T> __global__ void copy_kernel(cuk_copy p) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  const T *in = (const T *)p.in;
+  T *out = (T *)p.out;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
+    int64_t off = p.base, r = i;
+    for (int d = p.rank - 1; d >= 0; d--) {
+      off += (r % p.dims[d]) * p.st[d];
+      r /= p.dims[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+extern "C" cudaError_t cuk_strided_copy(cudaStream_t s, const cuk_copy *p) {
+  if (p->n <= 0) return cudaSuccess;
+  unsigned b = cuk_blocks(p->n, 256);
+  switch (p->esize) {
+  case 1: copy_kernel<uint8_t><<<b, 256, 0, s>>>(*p); break;
+  case 2: copy_kernel<uint16_t><<<b, 256, 0, s>>>(*p); break;
+  case 4: copy_kernel<uint32_t><<<b, 256, 0, s>>>(*p); break;
+  case 8: copy_kernel<unsigned long long><<<b, 256, 0, s>>>(*p); break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+/* ---- gather -------------------------------------------------------------- */
+
+template <typename T>
+__global__ void gather_kernel(const T *data, const void *idx, int idx_dt, T *out, int64_t outer,
+                              int64_t axis_len, int64_t n_idx, int64_t inner, int *err) {
+  int64_t n = outer * n_idx * inner, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t k = i % inner, j = (i / inner) % n_idx, o = i / (inner * n_idx);
+    long long x = cuk_ldi(idx, idx_dt, j);
+    if (x < 0) x += axis_len;
+    if (x < 0 || x >= axis_len) {
+      *err = 1;
+      out[i] = T();
+      continue;
+    }
+    out[i] = data[(o * axis_len + x) * inner + k];
+  }
+}
+
+extern "C" cudaError_t cuk_gather(cudaStream_t s, int esize, const void *data, const void *idx,
+                                  int idx_dt, void *out, int64_t outer, int64_t axis_len,
+                                  int64_t n_idx, int64_t inner, int *err) {
+  int64_t n = outer * n_idx * inner;
+  if (n <= 0) return cudaSuccess;
+  unsigned b = cuk_blocks(n, 256);
+#define GATHER(T)                                                                                  \
+  gather_kernel<T><<<b, 256, 0, s>>>((const T *)data, idx, idx_dt, (T *)out, outer, axis_len,      \
+                                     n_idx, inner, err)
+  switch (esize) {
+  case 1: GATHER(uint8_t); break;
+  case 2: GATHER(uint16_t); break;
+  case 4: GATHER(uint32_t); break;
+  case 8: GATHER(unsigned long long); break;
+  default: return cudaErrorInvalidValue;
+  }
+#undef GATHER
+  return cudaGetLastError();
+}
+
+/* ---- fill ---------------------------------------------------------------- */
+
+__global__ void fill_kernel(int dt, void *y, int64_t n, double v) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (dt == CUK_I64 || dt == CUK_I32 || dt == CUK_I8 || dt == CUK_U8 || dt == CUK_BOOL)
+      cuk_sti(y, dt, i, (long long)v);
+    else
+      cuk_stf(y, dt, i, (float)v);
+  }
+}
+
+extern "C" cudaError_t cuk_fill(cudaStream_t s, int dt, void *y, int64_t n, double v) {
+  if (n <= 0) return cudaSuccess;
+  fill_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(dt, y, n, v);
+  return cudaGetLastError();
+}

@@ -1,0 +1,183 @@
+/* Running plans of the cuda backend: the plan for the inputs' signature
+ * (made on first sight, least recently used one dropped past CU_MAX_PLANS),
+ * input uploads, the steps — or, from the second run of a plan on, one
+ * launch of the CUDA graph captured from them — output downloads, and the
+ * device error flag (bad Gather indices) checked after the run. */
+#ifdef AIT_HAVE_CUDA
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+
+ait_status cu_time(cu_state *s, ait_status (*fn)(void *arg), void *arg, int reps, float *ms) {
+  float t[16];
+  reps = reps < 1 ? 1 : reps > 16 ? 16 : reps;
+  AIT_TRY(fn(arg)); /* warm-up */
+  for (int r = 0; r < reps; r++) {
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[0], s->stream), "timing"));
+    ait_status st = fn(arg);
+    if (st) {
+      cudaStreamSynchronize(s->stream);
+      return st;
+    }
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[1], s->stream), "timing"));
+    AIT_TRY(cu_check(cudaEventSynchronize(s->ev[1]), "timing"));
+    AIT_TRY(cu_check(cudaEventElapsedTime(&t[r], s->ev[0], s->ev[1]), "timing"));
+  }
+  for (int i = 1; i < reps; i++) /* insertion sort: reps is small */
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      float x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+  *ms = t[reps / 2];
+  return AIT_OK;
+}
+
+static ait_status run_steps(cu_state *s, cu_plan *p) {
+  for (int i = 0; i < p->n_steps; i++) {
+    cu_step *st = &p->steps[i];
+    if (!st->run) continue;
+    ait_status r = st->run(s, p, st);
+    if (r)
+      return st->node >= 0 ? ait_err_prefix(r, "%s", ait_node_desc(&p->pg->nodes[st->node])) : r;
+  }
+  return AIT_OK;
+}
+
+/* Capture the steps into a CUDA graph; false (and nothing kept) when any
+ * step refuses to be captured, so the plan keeps running step by step. */
+static bool capture(cu_state *s, cu_plan *p) {
+  if (cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  ait_status st = run_steps(s, p);
+  cudaGraph_t g = NULL;
+  cudaError_t e = cudaStreamEndCapture(s->stream, &g);
+  if (st || e != cudaSuccess || !g) {
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    ait_err_clear();
+    return false;
+  }
+  if (cudaGraphInstantiate(&p->gexec, g, 0) != cudaSuccess) {
+    cudaGraphDestroy(g);
+    cudaGetLastError();
+    p->gexec = NULL;
+    return false;
+  }
+  p->graph = g;
+  return true;
+}
+
+ait_status cu_plan_run(cu_state *s, cu_plan *p) {
+  if (!p->gexec && s->o.graphs && p->runs >= 1 && !p->graph_failed && p->n_steps > 0)
+    p->graph_failed = !capture(s, p);
+  if (p->gexec) return cu_check(cudaGraphLaunch(p->gexec, s->stream), "launching the CUDA graph");
+  return run_steps(s, p);
+}
+
+static cu_plan *find_plan(cu_state *s, uint64_t h, const int64_t *sig, int n_sig) {
+  for (int i = 0; i < s->n_plans; i++) {
+    cu_plan *p = s->plans[i];
+    if (p->hash == h && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig))
+      return p;
+  }
+  return NULL;
+}
+
+/* The plan for these inputs, made and added when new. */
+static ait_status get_plan(cu_state *s, const ait_tensor *const *in, int n_in, cu_plan **out) {
+  int64_t *sig = malloc(sizeof(int64_t) * (size_t)cu_signature_cap(in, n_in));
+  if (!sig) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  int n_sig = 0;
+  uint64_t h = cu_signature(s->g, in, n_in, sig, &n_sig);
+  cu_plan *p = find_plan(s, h, sig, n_sig);
+  free(sig);
+  if (!p) {
+    AIT_TRY(cu_plan_create(s, in, n_in, &p));
+    if (s->n_plans == CU_MAX_PLANS) {
+      int lru = 0;
+      for (int i = 1; i < s->n_plans; i++)
+        if (s->plans[i]->used < s->plans[lru]->used) lru = i;
+      cu_plan_free(s->plans[lru]);
+      s->plans[lru] = s->plans[--s->n_plans];
+    }
+    s->plans[s->n_plans++] = p;
+  }
+  p->used = ++s->tick;
+  *out = p;
+  return AIT_OK;
+}
+
+static ait_status download(cu_state *s, cu_plan *p, ait_tensor **out) {
+  const ait_graph *g = p->pg;
+  for (int k = 0; k < g->n_outputs; k++) {
+    if (p->out_t[k] < 0) {
+      const ait_tensor *init = g->values[g->outputs[k]].init;
+      if (!init || !(out[k] = ait_tensor_clone(init)))
+        return ait_err(AIT_E_NOMEM, "cuda: out of memory copying output %d", k);
+      continue;
+    }
+    const cu_tensor *t = &p->t[p->out_t[k]];
+    if (!(out[k] = ait_tensor_new(t->dt, t->rank, t->dims)))
+      return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
+    if (t->bytes > 0)
+      AIT_TRY(cu_check(cudaMemcpyAsync(out[k]->data, t->ptr, (size_t)t->bytes,
+                                       cudaMemcpyDeviceToHost, s->stream),
+                       "downloading an output"));
+  }
+  return AIT_OK;
+}
+
+static ait_status run_once(cu_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  AIT_TRY(cu_state_open(s));
+  cu_plan *p = NULL;
+  AIT_TRY(get_plan(s, in, n_in, &p));
+  for (int i = 0; i < n_in; i++) {
+    if (p->in_t[i] < 0) continue;
+    const cu_tensor *t = &p->t[p->in_t[i]];
+    if ((int64_t)ait_tensor_nbytes(in[i]) != t->bytes)
+      return ait_err(AIT_E_INTERNAL, "cuda: input %d has %zu bytes, the plan expects %lld", i,
+                     ait_tensor_nbytes(in[i]), (long long)t->bytes);
+    if (t->bytes > 0)
+      AIT_TRY(cu_check(
+          cudaMemcpyAsync(t->ptr, in[i]->data, (size_t)t->bytes, cudaMemcpyHostToDevice, s->stream),
+          "uploading an input"));
+  }
+  AIT_TRY(
+      cu_check(cudaMemsetAsync(s->d_err, 0, sizeof(int), s->stream), "clearing the error flag"));
+  AIT_TRY(cu_plan_run(s, p));
+  AIT_TRY(download(s, p, out));
+  int err = 0;
+  AIT_TRY(cu_check(cudaMemcpyAsync(&err, s->d_err, sizeof err, cudaMemcpyDeviceToHost, s->stream),
+                   "reading the error flag"));
+  AIT_TRY(cu_check(cudaStreamSynchronize(s->stream), "running the model"));
+  p->runs++;
+  if (err) return ait_err(AIT_E_RUNTIME, "cuda: a Gather index is out of range");
+  return AIT_OK;
+}
+
+ait_status cu_infer(cu_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  for (int k = 0; k < s->g->n_outputs; k++)
+    out[k] = NULL;
+  if (n_in != s->g->n_inputs)
+    return ait_err(AIT_E_INVALID_ARG, "cuda: the model takes %d inputs, got %d", s->g->n_inputs,
+                   n_in);
+  for (int i = 0; i < n_in; i++)
+    if (!in[i] || in[i]->kind != AIT_KIND_TENSOR)
+      return ait_err(AIT_E_INVALID_ARG, "cuda: input %d is not a tensor", i);
+  ait_status st = run_once(s, in, n_in, out);
+  if (st) {
+    if (s->stream) cudaStreamSynchronize(s->stream);
+    for (int k = 0; k < s->g->n_outputs; k++) {
+      ait_tensor_free(out[k]);
+      out[k] = NULL;
+    }
+  }
+  return st;
+}
+
+#endif

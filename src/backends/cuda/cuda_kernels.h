@@ -1,0 +1,233 @@
+/* C interface of the cuda backend's own kernels (cuda_eltwise.cu, cuda_nn.cu,
+ * cuda_attn.cu): what cuBLASLt and cuDNN do not fuse. Every launcher
+ * enqueues work on `s` and returns the launch status (cudaGetLastError); none
+ * synchronises, allocates or reads host memory, so all are safe to capture
+ * into a CUDA graph. Element types are ONNX codes (the same numbers as
+ * ait_dtype); float tensors are float32, float16 or bfloat16 and kernels
+ * compute in float32. Pointers are device pointers. */
+#ifndef AIT_BACKENDS_CUDA_KERNELS_H
+#define AIT_BACKENDS_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  CUK_F32 = 1,
+  CUK_U8 = 2,
+  CUK_I8 = 3,
+  CUK_I32 = 6,
+  CUK_I64 = 7,
+  CUK_BOOL = 9,
+  CUK_F16 = 10,
+  CUK_BF16 = 16
+};
+
+#define CUK_MAX_DIMS 8
+
+/* Elementwise operations. Unary ops are also the activations of fused
+ * epilogues (CUK_COPY = none); p[0], p[1] are their parameters. */
+typedef enum cuk_op {
+  CUK_COPY = 0, /* y = x (a cast when the dtypes differ) */
+  CUK_RELU,
+  CUK_SIGMOID,
+  CUK_TANH,
+  CUK_ERF,
+  CUK_EXP,
+  CUK_LOG,
+  CUK_SQRT,
+  CUK_RECIP,
+  CUK_NEG,
+  CUK_ABS,
+  CUK_CEIL,
+  CUK_FLOOR,
+  CUK_ROUND,
+  CUK_SIN,
+  CUK_COS,
+  CUK_GELU,         /* exact, with erf */
+  CUK_GELU_TANH,    /* tanh approximation */
+  CUK_LEAKY_RELU,   /* p0 = alpha */
+  CUK_HARD_SIGMOID, /* max(0, min(1, p0 * x + p1)) */
+  CUK_HARD_SWISH,   /* x * hard_sigmoid(x; 1/6, 1/2) */
+  CUK_SOFTPLUS,
+  CUK_CLIP, /* p0 = min, p1 = max */
+  CUK_ELU,  /* p0 = alpha */
+  CUK_NOT,  /* bool */
+  CUK_SIGN,
+  CUK_SELU,             /* p0 = alpha, p1 = gamma */
+  CUK_THRESHOLDED_RELU, /* p0 = alpha */
+  CUK_ISNAN,
+  CUK_ISINF, /* p0: detect negative, p1: detect positive */
+  CUK_UNARY_END,
+  CUK_ADD = 64,
+  CUK_SUB,
+  CUK_MUL,
+  CUK_DIV,
+  CUK_POW,
+  CUK_MAX,
+  CUK_MIN,
+  CUK_PRELU, /* x < 0 ? slope * x : x */
+  CUK_EQ,
+  CUK_LT,
+  CUK_GT,
+  CUK_LE,
+  CUK_GE,
+  CUK_AND,
+  CUK_OR,
+  CUK_XOR,
+  CUK_MOD,  /* integer modulus with the divisor's sign (Python's %) */
+  CUK_FMOD, /* C fmod / truncated remainder */
+  CUK_BINARY_END,
+  CUK_WHERE = 128 /* in0 ? in1 : in2 */
+} cuk_op;
+
+/* out = act(op(in...)), iterating `dims` (outermost first) over the output,
+ * which is contiguous in that order; input i is read at sum(coord * st[i]).
+ * Binary ops see in1 scaled by `beta` for CUK_ADD / CUK_SUB (Gemm's C). With
+ * int_math the op runs on int64 values (integer inputs). */
+typedef struct cuk_ew {
+  int op, act;
+  float p[2], ap[2];
+  float beta;
+  int n_in; /* 1..3 */
+  int rank; /* >= 1 */
+  int int_math;
+  int64_t n;
+  int64_t dims[CUK_MAX_DIMS];
+  int64_t st[3][CUK_MAX_DIMS];
+  int dt[3];
+  const void *in[3];
+  int out_dt;
+  void *out;
+} cuk_ew;
+cudaError_t cuk_eltwise(cudaStream_t s, const cuk_ew *p);
+
+/* Per-channel epilogue, in place or not: y = act(x * scale[c] + shift[c] + z)
+ * with c = (i / inner) % C. scale, shift (float32) and z (dtype dt, same
+ * shape and layout as y) may be NULL. */
+typedef struct cuk_epi {
+  int dt;
+  int64_t n, C, inner;
+  const void *x;
+  void *y;
+  const float *scale, *shift;
+  const void *z;
+  int act;
+  float ap[2];
+} cuk_epi;
+cudaError_t cuk_epilogue(cudaStream_t s, const cuk_epi *p);
+
+/* out[i] = in[base + sum(coord_k * st[k])] over the contiguous output of
+ * shape dims: transposes, slices (negative steps too), broadcasts (stride
+ * 0), layout changes. esize: bytes per element (1, 2, 4 or 8). */
+typedef struct cuk_copy {
+  int esize, rank;
+  int64_t n, base;
+  int64_t dims[CUK_MAX_DIMS];
+  int64_t st[CUK_MAX_DIMS];
+  const void *in;
+  void *out;
+} cuk_copy;
+cudaError_t cuk_strided_copy(cudaStream_t s, const cuk_copy *p);
+
+/* Gather along one axis: out[o, j, k] = data[o, idx[j], k] for o < outer,
+ * j < n_idx, k < inner; negative indices count from the end; an index out of
+ * range writes zeros and sets *err to 1. */
+cudaError_t cuk_gather(cudaStream_t s, int esize, const void *data, const void *idx, int idx_dt,
+                       void *out, int64_t outer, int64_t axis_len, int64_t n_idx, int64_t inner,
+                       int *err);
+
+/* LayerNormalization over rows of `cols` contiguous elements:
+ * y = (x - mean) / sqrt(var + eps) * gamma + beta (beta may be NULL). With
+ * res != NULL, x + res is normalised (and written to sum when sum != NULL). */
+cudaError_t cuk_layernorm(cudaStream_t s, int dt, const void *x, const void *res, void *sum,
+                          void *y, int64_t rows, int64_t cols, const float *gamma,
+                          const float *beta, float eps);
+
+/* Softmax (log = 1: LogSoftmax) along an axis of length len with stride
+ * inner, for each of outer * inner lines. */
+cudaError_t cuk_softmax(cudaStream_t s, int dt, const void *x, void *y, int64_t outer, int64_t len,
+                        int64_t inner, int log);
+
+/* 2-D pooling over NCHW (nhwc = 0) or NHWC (nhwc = 1) tensors. mode 0: max,
+ * 1: average counting padding, 2: average over the real elements only. */
+typedef struct cuk_pool {
+  int dt, nhwc, mode;
+  int64_t N, C, H, W, OH, OW;
+  int kh, kw, sh, sw, ph, pw, ph_end, pw_end, dh, dw;
+  const void *x;
+  void *y;
+} cuk_pool;
+cudaError_t cuk_pool2d(cudaStream_t s, const cuk_pool *p);
+/* Global average (max = 0) or max pooling of [N, C, HW] (nhwc: [N, HW, C])
+ * into [N, C]. */
+cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x, void *y,
+                            int64_t N, int64_t C, int64_t HW);
+
+/* Reductions: for every output element (the kept axes, in order), op over
+ * the reduced axes; ARGMAX / ARGMIN reduce one axis and store int64 indices
+ * (select_last: the last of equal values). */
+enum {
+  CUK_R_SUM = 0,
+  CUK_R_MEAN,
+  CUK_R_MAX,
+  CUK_R_MIN,
+  CUK_R_PROD,
+  CUK_R_L1,
+  CUK_R_L2,
+  CUK_R_SUMSQ,
+  CUK_R_LOGSUM,
+  CUK_R_LOGSUMEXP,
+  CUK_R_ARGMAX,
+  CUK_R_ARGMIN
+};
+typedef struct cuk_reduce {
+  int op, dt, out_dt, select_last;
+  int n_keep, n_red;
+  int64_t n_out, n_red_total;
+  int64_t keep_dims[CUK_MAX_DIMS], keep_st[CUK_MAX_DIMS];
+  int64_t red_dims[CUK_MAX_DIMS], red_st[CUK_MAX_DIMS];
+  const void *x;
+  void *y;
+} cuk_reduce;
+cudaError_t cuk_reduce_run(cudaStream_t s, const cuk_reduce *p);
+
+/* y[0..n) = v, converted to dt. */
+cudaError_t cuk_fill(cudaStream_t s, int dt, void *y, int64_t n, double v);
+
+/* Attention out = softmax(scale * Q K^T + mask) V for bfloat16 / float16
+ * (dt), head size D a multiple of 16 up to 128. Every operand is addressed
+ * as [batch, head, row, d] with d contiguous and the strides below (in
+ * elements), so [B, S, H, D] activations are read and written in place:
+ * q/k/v/o at b * xb + h * xh + row * xs + d; the mask (may be NULL, same
+ * type) at b * mb + h * mh + i * mi + j * mj for query i and key j (0
+ * strides broadcast). vec: every stride is a multiple of 8 and every base
+ * 16-byte aligned (vector loads). cuk_attention_prepare() once per type
+ * before launches (raises the shared-memory limit; not capturable). */
+typedef struct cuk_attn {
+  int dt, vec;
+  int B, H, S, Sk, D;
+  float scale;
+  const void *q, *k, *v, *mask;
+  void *o;
+  long long qb, qh, qs, kb, kh, ks, vb, vh, vs, ob, oh, os, mb, mh, mi, mj;
+} cuk_attn;
+int cuk_attention_ok(int dt, int D);
+cudaError_t cuk_attention_prepare(int dt, int D);
+cudaError_t cuk_attention(cudaStream_t s, const cuk_attn *p);
+
+/* Softmax of x + mask along rows of len (rows = B * H * S, row r is query
+ * r % S of head (r / S) % H of batch r / (S * H)), the mask read at
+ * b * mb + h * mh + i * mi + j * mj. */
+cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y, int64_t rows,
+                               int64_t len, const void *mask, int64_t H, int64_t S, int64_t mb,
+                               int64_t mh, int64_t mi, int64_t mj);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

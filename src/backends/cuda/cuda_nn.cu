@@ -1,0 +1,262 @@
+/* Normalisation and pooling kernels of the cuda backend: LayerNormalization
+ * (optionally fused with the residual Add before it), Softmax/LogSoftmax,
+ * 2-D max/average pooling and global pooling, in NCHW or NHWC. All compute
+ * in float32 whatever the storage type. */
+#include <climits>
+
+#include "backends/cuda/cuda_device.cuh"
+
+/* ---- LayerNormalization -------------------------------------------------- */
+
+__global__ void ln_kernel(int dt, const void *x, const void *res, void *sum, void *y, int64_t cols,
+                          const float *gamma, const float *beta, float eps) {
+  __shared__ float sh[32];
+  int64_t base = (int64_t)blockIdx.x * cols;
+  float s = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float v = cuk_ldf(x, dt, base + j);
+    if (res) v += cuk_ldf(res, dt, base + j);
+    s += v;
+  }
+  float mean = cuk_block_sum(s, sh) / (float)cols;
+  float q = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float v = cuk_ldf(x, dt, base + j);
+    if (res) v += cuk_ldf(res, dt, base + j);
+    q += (v - mean) * (v - mean);
+  }
+  float rstd = rsqrtf(cuk_block_sum(q, sh) / (float)cols + eps);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float v = cuk_ldf(x, dt, base + j);
+    if (res) v += cuk_ldf(res, dt, base + j);
+    if (sum) cuk_stf(sum, dt, base + j, v);
+    float o = (v - mean) * rstd * gamma[j];
+    if (beta) o += beta[j];
+    cuk_stf(y, dt, base + j, o);
+  }
+}
+
+static int row_threads(int64_t cols) {
+  int64_t t = (cols + 31) / 32 * 32;
+  return t > 256 ? 256 : t < 32 ? 32 : (int)t;
+}
+
+extern "C" cudaError_t cuk_layernorm(cudaStream_t s, int dt, const void *x, const void *res,
+                                     void *sum, void *y, int64_t rows, int64_t cols,
+                                     const float *gamma, const float *beta, float eps) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (rows > 2147483647) return cudaErrorInvalidValue;
+  ln_kernel<<<(unsigned)rows, row_threads(cols), 0, s>>>(dt, x, res, sum, y, cols, gamma, beta,
+                                                         eps);
+  return cudaGetLastError();
+}
+
+/* ---- Softmax ------------------------------------------------------------- */
+
+/* One block per contiguous row (inner == 1). */
+__global__ void softmax_rows(int dt, const void *x, void *y, int64_t len, int log) {
+  __shared__ float sh[32];
+  int64_t base = (int64_t)blockIdx.x * len;
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+    m = fmaxf(m, cuk_ldf(x, dt, base + j));
+  m = cuk_block_max(m, sh);
+  float s = 0.0f;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+    s += expf(cuk_ldf(x, dt, base + j) - m);
+  s = cuk_block_sum(s, sh);
+  float inv = 1.0f / s, ls = logf(s);
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+    float v = cuk_ldf(x, dt, base + j) - m;
+    cuk_stf(y, dt, base + j, log ? v - ls : expf(v) * inv);
+  }
+}
+
+/* One thread per strided line (inner > 1). */
+__global__ void softmax_lines(int dt, const void *x, void *y, int64_t outer, int64_t len,
+                              int64_t inner, int log) {
+  int64_t n = outer * inner, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += stride) {
+    int64_t base = (t / inner) * len * inner + t % inner;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = 0; j < len; j++)
+      m = fmaxf(m, cuk_ldf(x, dt, base + j * inner));
+    for (int64_t j = 0; j < len; j++)
+      s += expf(cuk_ldf(x, dt, base + j * inner) - m);
+    float inv = 1.0f / s, ls = logf(s);
+    for (int64_t j = 0; j < len; j++) {
+      float v = cuk_ldf(x, dt, base + j * inner) - m;
+      cuk_stf(y, dt, base + j * inner, log ? v - ls : expf(v) * inv);
+    }
+  }
+}
+
+extern "C" cudaError_t cuk_softmax(cudaStream_t s, int dt, const void *x, void *y, int64_t outer,
+                                   int64_t len, int64_t inner, int log) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return cudaSuccess;
+  if (inner == 1) {
+    if (outer > 2147483647) return cudaErrorInvalidValue;
+    softmax_rows<<<(unsigned)outer, row_threads(len), 0, s>>>(dt, x, y, len, log);
+  } else {
+    softmax_lines<<<cuk_blocks(outer * inner, 128), 128, 0, s>>>(dt, x, y, outer, len, inner, log);
+  }
+  return cudaGetLastError();
+}
+
+/* ---- pooling ------------------------------------------------------------- */
+
+__global__ void pool_kernel(cuk_pool p) {
+  int64_t n_out = p.N * p.C * p.OH * p.OW, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_out; i += stride) {
+    int64_t n, c, oh, ow;
+    if (p.nhwc) {
+      c = i % p.C;
+      ow = (i / p.C) % p.OW;
+      oh = (i / (p.C * p.OW)) % p.OH;
+      n = i / (p.C * p.OW * p.OH);
+    } else {
+      ow = i % p.OW;
+      oh = (i / p.OW) % p.OH;
+      c = (i / (p.OW * p.OH)) % p.C;
+      n = i / (p.OW * p.OH * p.C);
+    }
+    float acc = p.mode == 0 ? -INFINITY : 0.0f;
+    int cnt = 0, cnt_pad = 0;
+    for (int a = 0; a < p.kh; a++) {
+      int64_t h = oh * p.sh - p.ph + (int64_t)a * p.dh;
+      bool h_in = h >= 0 && h < p.H, h_pad = h >= -p.ph && h < p.H + p.ph_end;
+      for (int b = 0; b < p.kw; b++) {
+        int64_t w = ow * p.sw - p.pw + (int64_t)b * p.dw;
+        bool w_in = w >= 0 && w < p.W, w_pad = w >= -p.pw && w < p.W + p.pw_end;
+        cnt_pad += h_pad && w_pad;
+        if (!h_in || !w_in) continue;
+        int64_t at =
+            p.nhwc ? ((n * p.H + h) * p.W + w) * p.C + c : ((n * p.C + c) * p.H + h) * p.W + w;
+        float v = cuk_ldf(p.x, p.dt, at);
+        acc = p.mode == 0 ? fmaxf(acc, v) : acc + v;
+        cnt++;
+      }
+    }
+    if (p.mode == 1) acc /= (float)(cnt_pad > 0 ? cnt_pad : 1);
+    if (p.mode == 2) acc /= (float)(cnt > 0 ? cnt : 1);
+    cuk_stf(p.y, p.dt, i, acc);
+  }
+}
+
+extern "C" cudaError_t cuk_pool2d(cudaStream_t s, const cuk_pool *p) {
+  int64_t n = p->N * p->C * p->OH * p->OW;
+  if (n <= 0) return cudaSuccess;
+  pool_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(*p);
+  return cudaGetLastError();
+}
+
+__global__ void gpool_kernel(int dt, int nhwc, int max, const void *x, void *y, int64_t N,
+                             int64_t C, int64_t HW) {
+  int64_t n_out = N * C, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_out; i += stride) {
+    int64_t n = i / C, c = i % C;
+    int64_t base = nhwc ? n * HW * C + c : i * HW, step = nhwc ? C : 1;
+    float acc = max ? -INFINITY : 0.0f;
+    for (int64_t j = 0; j < HW; j++) {
+      float v = cuk_ldf(x, dt, base + j * step);
+      acc = max ? fmaxf(acc, v) : acc + v;
+    }
+    cuk_stf(y, dt, i, max ? acc : acc / (float)HW);
+  }
+}
+
+extern "C" cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x,
+                                       void *y, int64_t N, int64_t C, int64_t HW) {
+  if (N * C <= 0) return cudaSuccess;
+  gpool_kernel<<<cuk_blocks(N * C, 128), 128, 0, s>>>(dt, nhwc, max, x, y, N, C, HW);
+  return cudaGetLastError();
+}
+
+/* ---- reductions ----------------------------------------------------------- */
+
+__device__ __forceinline__ int64_t red_offset(const cuk_reduce &p, int64_t j, int64_t base) {
+  for (int d = p.n_red - 1; d >= 0; d--) {
+    base += (j % p.red_dims[d]) * p.red_st[d];
+    j /= p.red_dims[d];
+  }
+  return base;
+}
+
+__global__ void reduce_kernel(cuk_reduce p) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  bool ints = p.dt == CUK_I64 || p.dt == CUK_I32 || p.dt == CUK_I8 || p.dt == CUK_U8;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n_out; i += stride) {
+    int64_t base = 0, r = i;
+    for (int d = p.n_keep - 1; d >= 0; d--) {
+      base += (r % p.keep_dims[d]) * p.keep_st[d];
+      r /= p.keep_dims[d];
+    }
+    if (p.op == CUK_R_ARGMAX || p.op == CUK_R_ARGMIN) {
+      bool mx = p.op == CUK_R_ARGMAX;
+      float best = 0.0f;
+      long long at = 0;
+      for (int64_t j = 0; j < p.n_red_total; j++) {
+        float v = cuk_ldf(p.x, p.dt, red_offset(p, j, base));
+        bool better = j == 0 || (mx ? (p.select_last ? v >= best : v > best)
+                                    : (p.select_last ? v <= best : v < best));
+        if (better) best = v, at = j;
+      }
+      cuk_sti(p.y, CUK_I64, i, at);
+      continue;
+    }
+    if (ints &&
+        (p.op == CUK_R_SUM || p.op == CUK_R_MAX || p.op == CUK_R_MIN || p.op == CUK_R_PROD)) {
+      long long acc = p.op == CUK_R_PROD  ? 1
+                      : p.op == CUK_R_MAX ? LLONG_MIN
+                      : p.op == CUK_R_MIN ? LLONG_MAX
+                                          : 0;
+      for (int64_t j = 0; j < p.n_red_total; j++) {
+        long long v = cuk_ldi(p.x, p.dt, red_offset(p, j, base));
+        acc = p.op == CUK_R_SUM    ? acc + v
+              : p.op == CUK_R_PROD ? acc * v
+              : p.op == CUK_R_MAX  ? (v > acc ? v : acc)
+                                   : (v < acc ? v : acc);
+      }
+      cuk_sti(p.y, p.out_dt, i, acc);
+      continue;
+    }
+    float m = 0.0f;
+    if (p.op == CUK_R_LOGSUMEXP) {
+      m = -INFINITY;
+      for (int64_t j = 0; j < p.n_red_total; j++)
+        m = fmaxf(m, cuk_ldf(p.x, p.dt, red_offset(p, j, base)));
+      if (m == -INFINITY) m = 0.0f;
+    }
+    float acc = p.op == CUK_R_MAX    ? -INFINITY
+                : p.op == CUK_R_MIN  ? INFINITY
+                : p.op == CUK_R_PROD ? 1.0f
+                                     : 0.0f;
+    for (int64_t j = 0; j < p.n_red_total; j++) {
+      float v = cuk_ldf(p.x, p.dt, red_offset(p, j, base));
+      switch (p.op) {
+      case CUK_R_MAX: acc = isnan(v) ? v : fmaxf(acc, v); break;
+      case CUK_R_MIN: acc = isnan(v) ? v : fminf(acc, v); break;
+      case CUK_R_PROD: acc *= v; break;
+      case CUK_R_L1: acc += fabsf(v); break;
+      case CUK_R_L2:
+      case CUK_R_SUMSQ: acc += v * v; break;
+      case CUK_R_LOGSUMEXP: acc += expf(v - m); break;
+      default: acc += v; break;
+      }
+    }
+    switch (p.op) {
+    case CUK_R_MEAN: acc /= (float)(p.n_red_total > 0 ? p.n_red_total : 1); break;
+    case CUK_R_L2: acc = sqrtf(acc); break;
+    case CUK_R_LOGSUM: acc = logf(acc); break;
+    case CUK_R_LOGSUMEXP: acc = m + logf(acc); break;
+    default: break;
+    }
+    cuk_stf(p.y, p.out_dt, i, acc);
+  }
+}
+
+extern "C" cudaError_t cuk_reduce_run(cudaStream_t s, const cuk_reduce *p) {
+  if (p->n_out <= 0) return cudaSuccess;
+  reduce_kernel<<<cuk_blocks(p->n_out, 128), 128, 0, s>>>(*p);
+  return cudaGetLastError();
+}

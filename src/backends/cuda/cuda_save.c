@@ -1,0 +1,149 @@
+/* save()/load() of the cuda backend. The folder holds
+ *   cuda.onnx        the rewritten graph (folded, fused; weights included),
+ *                    so load() runs no graph passes;
+ *   cuda_algos.bin   the algorithms chosen by measuring (cuBLASLt algorithm
+ *                    structs, cuDNN algorithm and math type) by problem key,
+ *                    with the precision, device and library versions they
+ *                    were measured on.
+ * load() checks the file whole (magic, version, sizes, terminated keys) and
+ * refuses a precision other than the configuration's; algorithms measured on
+ * another device or library version are dropped (they get measured again),
+ * and each kept one is re-validated by cuBLASLt / cuDNN when a plan uses it. */
+#ifdef AIT_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_impl.h"
+#include "core/fileio.h"
+#include "onnx/onnx_io.h"
+
+#define ALGO_MAGIC "AITCUDA"
+#define ALGO_VERSION 1u
+
+typedef struct file_head {
+  char magic[8];
+  uint32_t version, prec, nhwc, n_algos;
+  char device[128];
+  int32_t sm;
+  int32_t cudnn, cublaslt, reserved;
+} file_head;
+
+typedef struct file_algo {
+  char key[CU_KEY_LEN];
+  int32_t kind, conv_algo, conv_fused, conv_math;
+  uint64_t lt[8];
+  int64_t ws;
+  float ms;
+  uint32_t pad;
+} file_algo;
+
+static void head_of(const cu_state *s, file_head *h) {
+  memset(h, 0, sizeof *h);
+  memcpy(h->magic, ALGO_MAGIC, sizeof ALGO_MAGIC);
+  h->version = ALGO_VERSION;
+  h->prec = (uint32_t)s->o.prec;
+  h->nhwc = s->o.nhwc;
+  h->n_algos = (uint32_t)s->n_algos;
+  snprintf(h->device, sizeof h->device, "%s", s->device_name);
+  h->sm = s->sm;
+  h->cudnn = (int32_t)cudnnGetVersion();
+  h->cublaslt = (int32_t)cublasLtGetVersion();
+}
+
+ait_status cu_save(cu_state *s, const char *dir) {
+  char *gpath = ait_path_join(dir, "cuda.onnx"), *apath = ait_path_join(dir, "cuda_algos.bin");
+  size_t size = sizeof(file_head) + sizeof(file_algo) * (size_t)s->n_algos;
+  uint8_t *buf = calloc(1, size);
+  ait_status st = gpath && apath && buf ? AIT_OK : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  if (!st) st = ait_onnx_write_model(s->g, gpath);
+  if (!st) {
+    file_head h;
+    head_of(s, &h);
+    memcpy(buf, &h, sizeof h);
+    for (int i = 0; i < s->n_algos; i++) {
+      const cu_algo *a = &s->algos[i];
+      file_algo f;
+      memset(&f, 0, sizeof f);
+      snprintf(f.key, sizeof f.key, "%s", a->key);
+      f.kind = a->kind;
+      f.conv_algo = a->conv_algo;
+      f.conv_fused = a->conv_fused;
+      f.conv_math = a->conv_math;
+      memcpy(f.lt, a->lt, sizeof f.lt);
+      f.ws = a->ws;
+      f.ms = a->ms;
+      memcpy(buf + sizeof h + sizeof f * (size_t)i, &f, sizeof f);
+    }
+    st = ait_write_file_atomic(apath, buf, size);
+  }
+  free(buf);
+  free(gpath);
+  free(apath);
+  return st ? ait_err_prefix(st, "cuda: save") : AIT_OK;
+}
+
+ait_status cu_load_algos(cu_state *s, const char *dir) {
+  char *path = ait_path_join(dir, "cuda_algos.bin");
+  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  void *data = NULL;
+  size_t size = 0;
+  ait_status st = ait_read_file(path, &data, &size);
+  if (st) {
+    st = ait_err_prefix(st, "cuda: load");
+    free(path);
+    return st;
+  }
+  file_head h, mine;
+  const uint8_t *b = data;
+  if (size < sizeof h) {
+    st = ait_err(AIT_E_PARSE, "cuda: %s is truncated (%zu bytes)", path, size);
+  } else {
+    memcpy(&h, b, sizeof h);
+    head_of(s, &mine);
+    if (memcmp(h.magic, ALGO_MAGIC, sizeof ALGO_MAGIC))
+      st = ait_err(AIT_E_PARSE, "cuda: %s is not an algorithm file", path);
+    else if (h.version != ALGO_VERSION)
+      st = ait_err(AIT_E_PARSE, "cuda: %s has version %u, this build reads %u", path, h.version,
+                   ALGO_VERSION);
+    else if (size != sizeof h + sizeof(file_algo) * (size_t)h.n_algos)
+      st = ait_err(AIT_E_PARSE, "cuda: %s has %zu bytes, %u algorithms need %zu", path, size,
+                   h.n_algos, sizeof h + sizeof(file_algo) * (size_t)h.n_algos);
+    else if (h.prec != mine.prec || h.nhwc != mine.nhwc)
+      st = ait_err(AIT_E_INVALID_ARG,
+                   "cuda: %s was measured for dtype=%s layout=%s, the configuration is dtype=%s "
+                   "layout=%s",
+                   path, cu_prec_name((cu_prec)(h.prec <= CU_FP16 ? h.prec : 0)),
+                   h.nhwc ? "nhwc" : "nchw", cu_prec_name(s->o.prec), s->o.nhwc ? "nhwc" : "nchw");
+  }
+  bool same_machine = !st && h.sm == mine.sm && h.cudnn == mine.cudnn &&
+                      h.cublaslt == mine.cublaslt &&
+                      !strncmp(h.device, mine.device, sizeof h.device);
+  for (uint32_t i = 0; !st && i < h.n_algos; i++) {
+    file_algo f;
+    memcpy(&f, b + sizeof h + sizeof f * i, sizeof f);
+    if (!memchr(f.key, 0, sizeof f.key) || (f.kind != CU_ALGO_LT && f.kind != CU_ALGO_CONV) ||
+        f.ws < 0) {
+      st = ait_err(AIT_E_PARSE, "cuda: %s: algorithm %u is corrupted", path, i);
+      break;
+    }
+    if (!same_machine) continue; /* measured elsewhere: measure again */
+    cu_algo a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.key, f.key, sizeof a.key);
+    a.kind = f.kind;
+    a.conv_algo = f.conv_algo;
+    a.conv_fused = f.conv_fused;
+    a.conv_math = f.conv_math;
+    memcpy(a.lt, f.lt, sizeof a.lt);
+    a.ws = f.ws;
+    a.ms = f.ms;
+    st = cu_algo_put(s, &a);
+  }
+  free(data);
+  free(path);
+  return st;
+}
+
+#endif

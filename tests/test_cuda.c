@@ -1,0 +1,608 @@
+/* The cuda backend. Without a GPU (or without CUDA in the build) only what
+ * needs no device runs: options, precision, supports() answers and their
+ * reasons; then "SKIP: no CUDA device: <reason>" and exit 0. With a GPU:
+ * small models built here and the model folders given on the command line
+ * (model.onnx + test_data_set_0) against the reference for every precision,
+ * CUDA graphs on and off, several input shapes, save/load and bad inputs.
+ *
+ * usage: test_cuda [MODEL.onnx ...]   (each next to a test_data_set_0) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_debug.h"
+#include "check.h"
+#include "core/fileio.h"
+#include "model_builder.h"
+#include "onnx/onnx_io.h"
+#include "runtime/eager.h"
+#include "tune/tune.h"
+
+extern const ait_backend_iface ait_backend_cuda;
+
+#define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static const ait_backend_iface *cuda_iface(void) {
+  if (!ait_backend_find("cuda")) ait_backend_register(&ait_backend_cuda);
+  return ait_backend_find("cuda");
+}
+
+static uint32_t rng = 2024;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+static void fill(float *v, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; i++)
+    v[i] = frand() * scale;
+}
+
+static ait_graph *parse(tb_model *m) {
+  size_t size = 0;
+  uint8_t *buf = tb_pack(m, &size);
+  ait_graph *g = NULL;
+  ait_status st = ait_onnx_parse_model(buf, size, ".", &g, NULL);
+  free(buf);
+  tb_free(m);
+  if (st) fprintf(stderr, "parse: %s\n", ait_last_error());
+  return g;
+}
+
+static ait_graph *load_file(const char *path) {
+  void *data = NULL;
+  size_t size = 0;
+  ait_graph *g = NULL;
+  char *dir = ait_path_dir(path);
+  ait_status st = ait_read_file(path, &data, &size);
+  if (!st) st = ait_onnx_parse_model(data, size, dir, &g, NULL);
+  if (st) fprintf(stderr, "%s: %s\n", path, ait_last_error());
+  free(data);
+  free(dir);
+  return g;
+}
+
+static ait_tensor *rand_tensor(int rank, const int64_t *dims, float scale) {
+  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);
+  if (t) fill(t->data, ait_tensor_numel(t), scale);
+  return t;
+}
+
+static ait_dtype tol_dtype(const char *spec) {
+  if (strstr(spec, "bf16")) return AIT_BFLOAT16;
+  if (strstr(spec, "fp16") || strstr(spec, "tf32")) return AIT_FLOAT16;
+  return AIT_FLOAT32;
+}
+
+static void free_outs(ait_tensor **o, int n) {
+  for (int k = 0; k < n; k++) {
+    ait_tensor_free(o[k]);
+    o[k] = NULL;
+  }
+}
+
+/* Compare outputs with the tuner's own rule for the precision. */
+static bool outputs_ok(const char *what, const char *spec, ait_tensor **got, ait_tensor **want,
+                       int n) {
+  ait_tolerance tol = ait_tolerance_for(tol_dtype(spec), NULL);
+  bool ok = true;
+  for (int k = 0; k < n; k++) {
+    ait_error_stats st;
+    memset(&st, 0, sizeof st);
+    char why[256] = "";
+    if (!got[k] || !ait_outputs_match(got[k], want[k], &tol, &st, why, sizeof why)) {
+      fprintf(stderr, "%s on %s, output %d: %s\n", what, spec, k, got[k] ? why : "missing");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+/* Build `spec` on g, run each input set twice (the second run replays the
+ * CUDA graph) and compare with the reference. */
+static void check_backend(const char *what, const char *spec, const ait_graph *g,
+                          ait_tensor ***inputs, int n_sets) {
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse(spec, &cfg), AIT_OK, NULL);
+  void *state = NULL;
+  ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+  if (st) fprintf(stderr, "%s on %s: build: %s\n", what, spec, ait_last_error());
+  CHECK(st == AIT_OK);
+  if (st) return;
+  int n_out = g->n_outputs;
+  ait_tensor *want[16] = {0}, *got[16] = {0};
+  for (int s = 0; s < n_sets; s++) {
+    const ait_tensor *const *in = (const ait_tensor *const *)inputs[s];
+    CHECK_ERR(ait_eager_run(g, in, g->n_inputs, want), AIT_OK, NULL);
+    for (int rep = 0; rep < 2; rep++) {
+      st = cfg.iface->infer(state, in, g->n_inputs, got);
+      if (st) fprintf(stderr, "%s on %s: infer: %s\n", what, spec, ait_last_error());
+      CHECK(st == AIT_OK);
+      if (!st) CHECK(outputs_ok(what, spec, got, want, n_out));
+      free_outs(got, n_out);
+    }
+    free_outs(want, n_out);
+  }
+  CHECK_ERR(cfg.iface->deactivate(state), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->activate(state), AIT_OK, NULL);
+  const ait_tensor *const *in = (const ait_tensor *const *)inputs[0];
+  CHECK_ERR(cfg.iface->infer(state, in, g->n_inputs, got), AIT_OK, NULL); /* rebuilt lazily */
+  free_outs(got, n_out);
+  cfg.iface->destroy(state);
+}
+
+static const char *const specs[] = {"cuda",
+                                    "cuda:dtype=tf32",
+                                    "cuda:dtype=bf16",
+                                    "cuda:dtype=fp16",
+                                    "cuda:graphs=off",
+                                    "cuda:layout=nhwc",
+                                    "cuda:dtype=bf16,layout=nchw,algo=heuristic",
+                                    NULL};
+
+static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***inputs,
+                            int n_sets) {
+  for (int i = 0; specs[i]; i++)
+    check_backend(what, specs[i], g, inputs, n_sets);
+}
+
+/* ---- models ------------------------------------------------------------------ */
+
+/* Gemm + bias + Relu, Gemm with transB: y [N, 4]. */
+static ait_graph *mlp_model(void) {
+  static float w1[8 * 16], b1[16], w2[4 * 16], b2[4];
+  static const int64_t dx[2] = {-1, 8}, dy[2] = {-1, 4}, dw1[2] = {8, 16}, d16[1] = {16},
+                       dw2[2] = {4, 16}, d4[1] = {4};
+  fill(w1, 128, 0.4f), fill(b1, 16, 0.2f), fill(w2, 64, 0.4f), fill(b2, 4, 0.2f);
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", AIT_FLOAT32, 2, dx);
+  tb_output(m, "y", AIT_FLOAT32, 2, dy);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d16, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d4, b2);
+  tb_node(m, "Gemm", "fc1", IN("x", "w1", "b1"), IN("h"));
+  tb_node(m, "Relu", "relu", IN("h"), IN("r"));
+  int fc2 = tb_node(m, "Gemm", "fc2", IN("r", "w2", "b2"), IN("y"));
+  tb_attr_int(m, fc2, "transB", 1);
+  return parse(m);
+}
+
+/* Conv+BN+Relu, a 1x1 conv with a residual, a depthwise conv (no fused
+ * activation), global pooling, Flatten, Gemm, Softmax. */
+static ait_graph *cnn_model(void) {
+  static float w1[8 * 27], b1[8], sc[8], bb[8], mu[8], var[8], w2[64], wd[72], w3[40], c3[5];
+  static const int64_t dx[4] = {-1, 3, 12, 12}, dw1[4] = {8, 3, 3, 3}, d8[1] = {8},
+                       dw2[4] = {8, 8, 1, 1}, dwd[4] = {8, 1, 3, 3}, dw3[2] = {8, 5}, d5[1] = {5},
+                       dy[2] = {-1, 5};
+  fill(w1, 216, 0.3f), fill(b1, 8, 0.1f), fill(sc, 8, 1.0f), fill(bb, 8, 0.2f);
+  fill(mu, 8, 0.2f), fill(w2, 64, 0.3f), fill(wd, 72, 0.4f), fill(w3, 40, 0.5f), fill(c3, 5, 0.1f);
+  for (int i = 0; i < 8; i++)
+    var[i] = 0.5f + 0.1f * (float)i;
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 2, dy);
+  tb_init_f32(m, "w1", 4, dw1, w1);
+  tb_init_f32(m, "b1", 1, d8, b1);
+  tb_init_f32(m, "scale", 1, d8, sc);
+  tb_init_f32(m, "bias", 1, d8, bb);
+  tb_init_f32(m, "mean", 1, d8, mu);
+  tb_init_f32(m, "var", 1, d8, var);
+  tb_init_f32(m, "w2", 4, dw2, w2);
+  tb_init_f32(m, "wd", 4, dwd, wd);
+  tb_init_f32(m, "w3", 2, dw3, w3);
+  tb_init_f32(m, "c3", 1, d5, c3);
+  tb_node(m, "Conv", "conv1", IN("x", "w1", "b1"), IN("c1"));
+  tb_node(m, "BatchNormalization", "bn1", IN("c1", "scale", "bias", "mean", "var"), IN("n1"));
+  tb_node(m, "Relu", "relu1", IN("n1"), IN("r1"));
+  tb_node(m, "Conv", "pw", IN("r1", "w2"), IN("p1"));
+  tb_node(m, "Add", "residual", IN("p1", "r1"), IN("s1"));
+  tb_node(m, "Relu", "relu2", IN("s1"), IN("s2"));
+  int dw = tb_node(m, "Conv", "dw", IN("s2", "wd"), IN("d1"));
+  tb_attr_int(m, dw, "group", 8);
+  tb_node(m, "Sigmoid", "sig", IN("d1"), IN("d2"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("d2"), IN("g1"));
+  tb_node(m, "Flatten", "flat", IN("g1"), IN("f1"));
+  tb_node(m, "Gemm", "fc", IN("f1", "w3", "c3"), IN("h1"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("h1"), IN("y"));
+  tb_attr_int(m, sm, "axis", 1);
+  return parse(m);
+}
+
+/* Attention-like block: projections with bias, a batched MatMul of two
+ * activations scaled and masked (broadcast), Softmax, LayerNormalization and
+ * an erf GELU written out. x [N, 4, 6], kt [N, 6, 4], mask [N, 1, 4]. */
+static ait_graph *attn_model(void) {
+  static float wq[36], bq[6], wv[36], bv[6], w1[6 * 12], b1[12], ln_s[12], ln_b[12];
+  static float sqrt_d = 2.449f, sqrt2 = 1.41421356f, one = 1.0f, half = 0.5f;
+  static const int64_t dx[3] = {-1, 4, 6}, dk[3] = {-1, 6, 4}, dm[3] = {-1, 1, 4}, dw[2] = {6, 6},
+                       d6[1] = {6}, dw1[2] = {6, 12}, d12[1] = {12}, d0[1] = {0},
+                       dy[3] = {-1, 4, 12};
+  fill(wq, 36, 0.4f), fill(bq, 6, 0.1f), fill(wv, 36, 0.4f), fill(bv, 6, 0.1f);
+  fill(w1, 72, 0.4f), fill(b1, 12, 0.1f), fill(ln_s, 12, 1.0f), fill(ln_b, 12, 0.3f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_input(m, "kt", AIT_FLOAT32, 3, dk);
+  tb_input(m, "mask", AIT_FLOAT32, 3, dm);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "wq", 2, dw, wq);
+  tb_init_f32(m, "bq", 1, d6, bq);
+  tb_init_f32(m, "wv", 2, dw, wv);
+  tb_init_f32(m, "bv", 1, d6, bv);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d12, b1);
+  tb_init_f32(m, "ln_s", 1, d12, ln_s);
+  tb_init_f32(m, "ln_b", 1, d12, ln_b);
+  tb_init_f32(m, "sqrt_d", 0, d0, &sqrt_d);
+  tb_init_f32(m, "sqrt2", 0, d0, &sqrt2);
+  tb_init_f32(m, "one", 0, d0, &one);
+  tb_init_f32(m, "half", 0, d0, &half);
+  tb_node(m, "MatMul", "q_mm", IN("x", "wq"), IN("q0"));
+  tb_node(m, "Add", "q_add", IN("bq", "q0"), IN("q"));
+  tb_node(m, "MatMul", "v_mm", IN("x", "wv"), IN("v0"));
+  tb_node(m, "Add", "v_add", IN("v0", "bv"), IN("v"));
+  tb_node(m, "MatMul", "scores", IN("q", "kt"), IN("s0"));
+  tb_node(m, "Div", "scale", IN("s0", "sqrt_d"), IN("s1"));
+  tb_node(m, "Add", "masked", IN("s1", "mask"), IN("s2"));
+  tb_node(m, "Softmax", "softmax", IN("s2"), IN("p"));
+  tb_node(m, "MatMul", "ctx", IN("p", "v"), IN("c"));
+  tb_node(m, "MatMul", "ff_mm", IN("c", "w1"), IN("f0"));
+  tb_node(m, "Add", "ff_add", IN("f0", "b1"), IN("f"));
+  tb_node(m, "Div", "g_div", IN("f", "sqrt2"), IN("g1"));
+  tb_node(m, "Erf", "g_erf", IN("g1"), IN("g2"));
+  tb_node(m, "Add", "g_add", IN("g2", "one"), IN("g3"));
+  tb_node(m, "Mul", "g_mul", IN("f", "g3"), IN("g4"));
+  tb_node(m, "Mul", "g_half", IN("g4", "half"), IN("g5"));
+  tb_node(m, "LayerNormalization", "ln", IN("g5", "ln_s", "ln_b"), IN("y"));
+  return parse(m);
+}
+
+/* Embedding lookup with int64 ids, a Cast of the ids, Where on a bool. */
+static ait_graph *gather_model(void) {
+  static float emb[10 * 8], three = 3.0f;
+  static const int64_t di[2] = {-1, 5}, de[2] = {10, 8}, dy[3] = {-1, 5, 8}, d0[1] = {0};
+  fill(emb, 80, 1.0f);
+  tb_model *m = tb_new(13);
+  tb_input(m, "ids", AIT_INT64, 2, di);
+  tb_input(m, "cond", AIT_BOOL, 2, di);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_output(m, "z", AIT_FLOAT32, 2, di);
+  tb_init_f32(m, "emb", 2, de, emb);
+  tb_init_f32(m, "three", 0, d0, &three);
+  tb_node(m, "Gather", "embed", IN("emb", "ids"), IN("y"));
+  int c = tb_node(m, "Cast", "cast", IN("ids"), IN("f"));
+  tb_attr_int(m, c, "to", AIT_FLOAT32);
+  tb_node(m, "Mul", "mul", IN("f", "three"), IN("f3"));
+  tb_node(m, "Where", "where", IN("cond", "f3", "f"), IN("z"));
+  return parse(m);
+}
+
+/* Reshape to a shape given as an input (a host input: its values are part
+ * of the plan's signature), then Relu. */
+static ait_graph *reshape_model(void) {
+  static const int64_t dx[2] = {2, 6}, ds[1] = {2}, dy[2] = {-1, -1};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", AIT_FLOAT32, 2, dx);
+  tb_input(m, "shape", AIT_INT64, 1, ds);
+  tb_output(m, "y", AIT_FLOAT32, 2, dy);
+  tb_node(m, "Reshape", "reshape", IN("x", "shape"), IN("r"));
+  tb_node(m, "Relu", "relu", IN("r"), IN("y"));
+  return parse(m);
+}
+
+static void reshape_inputs(ait_tensor **in, int64_t a, int64_t b) {
+  const int64_t dx[2] = {2, 6}, ds[1] = {2};
+  in[0] = rand_tensor(2, dx, 1.0f);
+  in[1] = ait_tensor_new(AIT_INT64, 1, ds);
+  ((int64_t *)in[1]->data)[0] = a;
+  ((int64_t *)in[1]->data)[1] = b;
+}
+
+/* ---- tests without a device ------------------------------------------------ */
+
+static void test_config(void) {
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=bf16,graphs=off", &cfg), AIT_OK, NULL);
+  CHECK(cfg.iface == cuda_iface());
+  CHECK(cfg.iface->precision && !strcmp(cfg.iface->precision(&cfg), "bf16"));
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp64", &cfg), AIT_E_INVALID_ARG, "dtype");
+  CHECK_ERR(ait_backend_config_parse("cuda:graphs=maybe", &cfg), AIT_E_INVALID_ARG, "graphs");
+  CHECK_ERR(ait_backend_config_parse("cuda", &cfg), AIT_OK, NULL);
+  CHECK(!strcmp(cfg.iface->precision(&cfg), "fp32"));
+}
+
+/* Count the nodes of g the backend takes; print the reasons for the rest. */
+static int supported(const char *what, const ait_graph *g) {
+  const ait_backend_iface *b = cuda_iface();
+  ait_backend_config cfg;
+  ait_backend_config_parse("cuda", &cfg);
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    char why[256] = "";
+    if (b->supports(&cfg, g, &g->nodes[i], why, sizeof why))
+      n++;
+    else
+      fprintf(stderr, "%s: %s not supported: %s\n", what, ait_node_desc(&g->nodes[i]), why);
+  }
+  return n;
+}
+
+static void test_supports(void) {
+  ait_graph *gs[5] = {mlp_model(), cnn_model(), attn_model(), gather_model(), reshape_model()};
+  for (int i = 0; i < 5; i++) {
+    CHECK(gs[i] != NULL);
+    if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
+    ait_graph_free(gs[i]);
+  }
+  /* shape arithmetic runs on the host; an op without a kernel is named */
+  static const int64_t dx[2] = {-1, 4}, ds[1] = {2};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", AIT_FLOAT32, 2, dx);
+  tb_output(m, "s", AIT_INT64, 1, ds);
+  tb_output(m, "y", AIT_FLOAT32, 2, dx);
+  tb_node(m, "Shape", "shape", IN("x"), IN("s"));
+  tb_node(m, "Hardmax", "hardmax", IN("x"), IN("y"));
+  ait_graph *g = parse(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  const ait_backend_iface *b = cuda_iface();
+  ait_backend_config cfg;
+  ait_backend_config_parse("cuda", &cfg);
+  char why[256] = "";
+  for (int i = 0; i < g->n_nodes; i++) {
+    bool ok = b->supports(&cfg, g, &g->nodes[i], why, sizeof why);
+    if (!strcmp(g->nodes[i].op_type, "Shape")) CHECK(ok);
+    if (!strcmp(g->nodes[i].op_type, "Hardmax")) CHECK(!ok && strstr(why, "Hardmax"));
+  }
+  ait_graph_free(g);
+}
+
+/* Plan g for inputs without a device under every configuration: the whole
+ * planner runs (shapes, folding, lowering, layouts, liveness). */
+static void check_dry(const char *what, const ait_graph *g, ait_tensor **in) {
+  for (int i = 0; specs[i]; i++) {
+    char *text = NULL;
+    ait_status st =
+        ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)in, g->n_inputs, &text);
+    if (st) fprintf(stderr, "%s on %s: dry plan: %s\n", what, specs[i], ait_last_error());
+    CHECK(st == AIT_OK && text);
+    if (text && getenv("AIT_CUDA_DUMP")) printf("== %s on %s\n%s", what, specs[i], text);
+    free(text);
+  }
+}
+
+static void test_dry_small(void) {
+  ait_graph *r = reshape_model();
+  ait_tensor *ri[2];
+  reshape_inputs(ri, 3, 4);
+  if (r) check_dry("reshape", r, ri);
+  ait_tensor_free(ri[0]);
+  ait_tensor_free(ri[1]);
+  ait_graph_free(r);
+  ait_graph *g = mlp_model();
+  const int64_t d3[2] = {3, 8};
+  ait_tensor *a = rand_tensor(2, d3, 1.0f);
+  if (g) check_dry("mlp", g, &a);
+  ait_tensor_free(a);
+  ait_graph_free(g);
+  g = cnn_model();
+  const int64_t dc[4] = {2, 3, 12, 12};
+  a = rand_tensor(4, dc, 1.0f);
+  if (g) check_dry("cnn", g, &a);
+  ait_tensor_free(a);
+  ait_graph_free(g);
+  g = attn_model();
+  const int64_t dx[3] = {2, 4, 6}, dk[3] = {2, 6, 4}, dm[3] = {2, 1, 4};
+  ait_tensor *in[3] = {rand_tensor(3, dx, 1.0f), rand_tensor(3, dk, 1.0f),
+                       rand_tensor(3, dm, 1.0f)};
+  if (g) check_dry("attention", g, in);
+  for (int i = 0; i < 3; i++)
+    ait_tensor_free(in[i]);
+  ait_graph_free(g);
+  g = gather_model();
+  const int64_t di[2] = {2, 5};
+  ait_tensor *gin[2] = {ait_tensor_new(AIT_INT64, 2, di), ait_tensor_new(AIT_BOOL, 2, di)};
+  if (g) check_dry("gather", g, gin);
+  ait_tensor_free(gin[0]);
+  ait_tensor_free(gin[1]);
+  ait_graph_free(g);
+}
+
+/* ---- tests on a device ------------------------------------------------------- */
+
+static void test_small_models(void) {
+  /* a shape input: one plan per shape value */
+  ait_graph *r = reshape_model();
+  ait_tensor *r1[2], *r2[2];
+  reshape_inputs(r1, 3, 4);
+  reshape_inputs(r2, 4, -1);
+  ait_tensor **rsets[3] = {r1, r2, r1};
+  if (r) check_all_specs("reshape", r, rsets, 3);
+  for (int i = 0; i < 2; i++) {
+    ait_tensor_free(r1[i]);
+    ait_tensor_free(r2[i]);
+  }
+  ait_graph_free(r);
+
+  /* mlp at batch 1, 3, 1 again: two plans, the first reused */
+  ait_graph *g = mlp_model();
+  const int64_t d1[2] = {1, 8}, d3[2] = {3, 8};
+  ait_tensor *a = rand_tensor(2, d1, 1.0f), *b = rand_tensor(2, d3, 1.0f);
+  ait_tensor **sets[3] = {&a, &b, &a};
+  if (g) check_all_specs("mlp", g, sets, 3);
+  ait_tensor_free(a);
+  ait_tensor_free(b);
+  ait_graph_free(g);
+
+  g = cnn_model();
+  const int64_t dc[4] = {2, 3, 12, 12};
+  ait_tensor *x = rand_tensor(4, dc, 1.0f);
+  ait_tensor **one[1] = {&x};
+  if (g) check_all_specs("cnn", g, one, 1);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+
+  g = attn_model();
+  const int64_t dx[3] = {2, 4, 6}, dk[3] = {2, 6, 4}, dm[3] = {2, 1, 4};
+  ait_tensor *in[3] = {rand_tensor(3, dx, 1.0f), rand_tensor(3, dk, 1.0f),
+                       rand_tensor(3, dm, 1.0f)};
+  float *mask = in[2]->data;
+  mask[3] = -1e9f;    /* a masked position */
+  mask[5] = -3.4e38f; /* PyTorch's finfo.min mask: must stay finite in fp16 */
+  ait_tensor **ai[1] = {in};
+  if (g) check_all_specs("attention", g, ai, 1);
+  for (int i = 0; i < 3; i++)
+    ait_tensor_free(in[i]);
+  ait_graph_free(g);
+
+  g = gather_model();
+  const int64_t di[2] = {2, 5};
+  ait_tensor *ids = ait_tensor_new(AIT_INT64, 2, di), *cond = ait_tensor_new(AIT_BOOL, 2, di);
+  int64_t *iv = ids->data;
+  uint8_t *cv = cond->data;
+  for (int i = 0; i < 10; i++)
+    iv[i] = (i * 7) % 10 - (i == 4 ? 10 : 0), cv[i] = (uint8_t)(i % 3 == 0); /* one negative */
+  ait_tensor *gin[2] = {ids, cond};
+  ait_tensor **gi[1] = {gin};
+  if (g) check_all_specs("gather", g, gi, 1);
+  /* a bad index is an error, not a crash, and outputs stay NULL */
+  if (g) {
+    ait_backend_config cfg;
+    ait_backend_config_parse("cuda", &cfg);
+    void *state = NULL;
+    CHECK_ERR(cfg.iface->build(&cfg, g, NULL, &state), AIT_OK, NULL);
+    iv[3] = 12;
+    ait_tensor *out[2] = {0};
+    CHECK_ERR(cfg.iface->infer(state, (const ait_tensor *const *)gin, 2, out), AIT_E_RUNTIME,
+              "out of range");
+    CHECK(!out[0] && !out[1]);
+    ait_tensor *wrong = ait_tensor_new(AIT_FLOAT32, 2, di);
+    const ait_tensor *bad[2] = {wrong, cond};
+    CHECK_ERR(cfg.iface->infer(state, bad, 2, out), AIT_E_DTYPE, "int64");
+    CHECK(!out[0] && !out[1]);
+    ait_tensor_free(wrong);
+    iv[3] = 1;
+    CHECK_ERR(cfg.iface->infer(state, (const ait_tensor *const *)gin, 2, out), AIT_OK, NULL);
+    free_outs(out, 2);
+    cfg.iface->destroy(state);
+  }
+  ait_tensor_free(ids);
+  ait_tensor_free(cond);
+  ait_graph_free(g);
+}
+
+static void test_save_load(void) {
+  ait_graph *g = cnn_model();
+  if (!g) return;
+  const int64_t dc[4] = {3, 3, 12, 12};
+  ait_tensor *x = rand_tensor(4, dc, 1.0f);
+  char dir[] = "/tmp/aitune_cuda_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  ait_backend_config cfg;
+  ait_backend_config_parse("cuda:dtype=bf16", &cfg);
+  void *state = NULL, *loaded = NULL;
+  ait_tensor *o1 = NULL, *o2 = NULL;
+  const ait_tensor *in[1] = {x};
+  CHECK_ERR(cfg.iface->build(&cfg, g, NULL, &state), AIT_OK, NULL);
+  if (!state) {
+    ait_tensor_free(x);
+    ait_graph_free(g);
+    return;
+  }
+  /* the first infer plans and measures the algorithms save() records */
+  CHECK_ERR(cfg.iface->infer(state, in, 1, &o1), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->save(state, dir), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_OK, NULL);
+  CHECK_ERR(loaded ? cfg.iface->infer(loaded, in, 1, &o2) : AIT_E_INTERNAL, AIT_OK, NULL);
+  if (o1 && o2) CHECK(outputs_ok("save/load", "cuda:dtype=bf16", &o2, &o1, 1));
+  ait_tensor_free(o1);
+  ait_tensor_free(o2);
+  if (loaded) cfg.iface->destroy(loaded);
+  /* another precision is refused; a corrupted file is an error, not a crash */
+  ait_backend_config other;
+  ait_backend_config_parse("cuda:dtype=fp16", &other);
+  loaded = NULL;
+  CHECK_ERR(other.iface->load(&other, g, dir, &loaded), AIT_E_INVALID_ARG, "dtype=bf16");
+  char *path = ait_path_join(dir, "cuda_algos.bin");
+  void *data = NULL;
+  size_t size = 0;
+  if (path && !ait_read_file(path, &data, &size) && size > 100) {
+    CHECK_ERR(ait_write_file_atomic(path, data, size - 7), AIT_OK, NULL);
+    loaded = NULL;
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "cuda_algos.bin");
+    memset((char *)data + 8, 0x7f, 4); /* version */
+    CHECK_ERR(ait_write_file_atomic(path, data, size), AIT_OK, NULL);
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "version");
+  }
+  free(data);
+  if (path) unlink(path);
+  free(path);
+  path = ait_path_join(dir, "cuda.onnx");
+  if (path) unlink(path);
+  free(path);
+  rmdir(dir);
+  cfg.iface->destroy(state);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+}
+
+/* A model folder: model.onnx plus test_data_set_0/input_K.pb. */
+static void test_model_file(const char *path, bool device) {
+  ait_graph *g = load_file(path);
+  CHECK(g != NULL);
+  if (!g) return;
+  int n_sup = supported(path, g);
+  printf("%s: %d of %d nodes supported\n", path, n_sup, g->n_nodes);
+  char *dir = ait_path_dir(path);
+  ait_tensor *in[16] = {0};
+  bool ok = g->n_inputs <= 16;
+  for (int i = 0; ok && i < g->n_inputs; i++) {
+    char name[512];
+    snprintf(name, sizeof name, "%s/test_data_set_0/input_%d.pb", dir, i);
+    ok = ait_tensor_file_read(name, &in[i], NULL) == AIT_OK;
+    if (!ok) fprintf(stderr, "%s: %s\n", name, ait_last_error());
+  }
+  free(dir);
+  ait_tensor **sets[1] = {in};
+  if (ok && n_sup == g->n_nodes && !device) check_dry(path, g, in);
+  if (ok && n_sup == g->n_nodes && device) {
+    static const char *const model_specs[] = {"cuda", "cuda:dtype=tf32", "cuda:dtype=bf16",
+                                              "cuda:dtype=fp16", NULL};
+    for (int i = 0; model_specs[i]; i++)
+      check_backend(path, model_specs[i], g, sets, 1);
+  }
+  for (int i = 0; i < 16; i++)
+    ait_tensor_free(in[i]);
+  ait_graph_free(g);
+}
+
+int main(int argc, char **argv) {
+  if (!cuda_iface()) {
+    fprintf(stderr, "the cuda backend is not registered\n");
+    return 1;
+  }
+  test_config();
+  char why[256] = "";
+  if (!cuda_iface()->available(why, sizeof why)) {
+    /* supports() answers on the small models need no device */
+    if (strstr(why, "built without CUDA") == NULL) {
+      test_supports();
+      test_dry_small();
+      for (int i = 1; i < argc; i++)
+        test_model_file(argv[i], false);
+    }
+    printf("SKIP: no CUDA device: %s\n", why);
+    return check_result("test_cuda (no device)");
+  }
+  test_supports();
+  test_dry_small();
+  test_small_models();
+  test_save_load();
+  for (int i = 1; i < argc; i++)
+    test_model_file(argv[i], true);
+  return check_result("test_cuda");
+}
