@@ -180,17 +180,21 @@ typedef struct ait_tune_options {
   double min_speedup_ratio; /* a candidate must reach (1 + r) x baseline throughput; default 0.01 */
   int perf_validation;      /* 1 (default): candidates must beat the baseline */
   double rtol, atol;        /* float tolerance vs the reference; 0 = per-precision default */
-  double min_cosine;        /* cosine similarity floor; 0 = per-precision default (docs/tuning.md) */
-  int warmup;               /* profiling: warm-up runs (default 3) */
-  int min_runs, max_runs;   /* profiling: runs per measurement (default 10..200) */
-  double cv_target;         /* stop when the coefficient of variation of the last
-                               min_runs runs is below this (default 0.05); 0 = fixed min_runs */
-  double time_budget_s;     /* profiling time per candidate and batch size (default 2 s) */
-  const char *cache_dir; /* cache folder (decisions, batch history); NULL: $AITUNE_CACHE_DIR
-                            or ~/.cache/aitune; "" = off */
+  double min_cosine;      /* cosine similarity floor; 0 = per-precision default (docs/tuning.md) */
+  double min_top1;        /* classifier outputs: row top-1 agreement floor; 0 = 0.99 */
+  const char *precision;  /* automatic candidates: "fp32" (NULL, default) float32 only;
+                             "auto" adds bf16/fp16/int8 variants when the strategy is after
+                             speed or memory is under pressure; "any" always adds them */
+  int warmup;             /* profiling: warm-up runs (default 3) */
+  int min_runs, max_runs; /* profiling: runs per measurement (default 10..200) */
+  double cv_target;       /* stop when the coefficient of variation of the last
+                             min_runs runs is below this (default 0.05); 0 = fixed min_runs */
+  double time_budget_s;   /* profiling time per candidate and batch size (default 2 s) */
+  const char *cache_dir;  /* cache folder (decisions, batch history); NULL: $AITUNE_CACHE_DIR
+                             or ~/.cache/aitune; "" = off */
   int use_decision_cache; /* 1 (default): reuse and store decisions; 0: tune afresh (the batch
                              history under cache_dir still learns) */
-  ait_log_fn log;        /* progress and warnings; NULL = silent */
+  ait_log_fn log;         /* progress and warnings; NULL = silent */
   void *log_user;
   /* Which nodes a quantizing backend may quantize: nonzero allows node
    * `name` of type `op_type`. NULL: the backend's default filter. */

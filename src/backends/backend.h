@@ -23,7 +23,13 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 
-typedef enum ait_opt_type { AIT_OPT_INT, AIT_OPT_BOOL, AIT_OPT_ENUM, AIT_OPT_FLOAT } ait_opt_type;
+typedef enum ait_opt_type {
+  AIT_OPT_INT,
+  AIT_OPT_BOOL,
+  AIT_OPT_ENUM,
+  AIT_OPT_FLOAT,
+  AIT_OPT_STRING /* free text without commas (a path, a pattern) */
+} ait_opt_type;
 
 typedef struct ait_option_def {
   const char *name;
@@ -43,7 +49,7 @@ typedef struct ait_backend_config {
   const struct ait_backend_iface *iface;
   int n;
   char keys[AIT_MAX_OPTS][32];
-  char vals[AIT_MAX_OPTS][64];
+  char vals[AIT_MAX_OPTS][256];
 } ait_backend_config;
 
 /* What the tuner knows when it asks for a build. */
@@ -88,7 +94,9 @@ typedef struct ait_backend_iface {
   const char *(*precision)(const ait_backend_config *cfg);
   /* Configurations the tuner tries as separate candidates when the user names
    * no backends (tuning knobs: threads, GEMM provider, layout...), e.g.
-   * {"native", "native:threads=1", NULL}. NULL: just the defaults. */
+   * {"native", "native:threads=1", NULL}. NULL: just the defaults; an empty
+   * list ({NULL}): never by default, only when named (backends that change
+   * numerics on purpose, such as quantization). */
   const char *const *variants;
 } ait_backend_iface;
 

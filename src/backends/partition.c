@@ -13,7 +13,7 @@
 
 typedef struct segment {
   ait_backend_config cfg;
-  char desc[160];
+  char desc[600];
   ait_graph *sub; /* owned; borrows g's constants */
   void *state;
   int *in_map, *out_map; /* sub input/output i -> value in g */

@@ -13,13 +13,14 @@ extern const ait_backend_iface ait_backend_native;
 extern const ait_backend_iface ait_backend_onednn;
 extern const ait_backend_iface ait_backend_xnnpack;
 extern const ait_backend_iface ait_backend_cuda;
+extern const ait_backend_iface ait_backend_quant;
 
 /* Built-ins in preference order (first-wins tries them in this order when
  * the user names none: the GPU first); tests may append more at run time. */
-static const ait_backend_iface *table[32] = {&ait_backend_eager, &ait_backend_cuda,
-                                             &ait_backend_native, &ait_backend_onednn,
-                                             &ait_backend_xnnpack};
-static int n_table = 5;
+static const ait_backend_iface *table[32] = {&ait_backend_eager,   &ait_backend_cuda,
+                                             &ait_backend_native,  &ait_backend_onednn,
+                                             &ait_backend_xnnpack, &ait_backend_quant};
+static int n_table = 6;
 
 int ait_backend_count(void) { return n_table; }
 
@@ -67,6 +68,7 @@ static ait_status check_value(const ait_backend_iface *b, const ait_option_def *
   case AIT_OPT_BOOL:
     if (!strcmp(v, "on") || !strcmp(v, "off")) return AIT_OK;
     break;
+  case AIT_OPT_STRING: return AIT_OK; /* commas end the value; anything else goes */
   case AIT_OPT_ENUM: {
     size_t n = strlen(v);
     for (const char *c = o->choices; c && *c;) {
@@ -112,7 +114,7 @@ ait_status ait_backend_config_parse(const char *spec, ait_backend_config *cfg) {
     size_t kl = (size_t)(eq - p), vl = len - kl - 1;
     if (kl >= sizeof cfg->keys[0] || vl >= sizeof cfg->vals[0] || cfg->n == AIT_MAX_OPTS)
       return ait_err(AIT_E_INVALID_ARG, "%s: option '%.*s' is too long", name, (int)len, p);
-    char key[32], val[64];
+    char key[32], val[sizeof cfg->vals[0]];
     memcpy(key, p, kl);
     key[kl] = '\0';
     memcpy(val, eq + 1, vl);
@@ -171,7 +173,7 @@ const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_
 }
 
 const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n) {
-  char desc[1024];
+  char desc[4200];
   ait_backend_describe(cfg, desc, sizeof desc);
   uint32_t h = 2166136261u; /* FNV-1a of the canonical description */
   for (const char *p = desc; *p; p++)
@@ -204,7 +206,7 @@ ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cf
   size_t at = (size_t)snprintf(spec, sizeof spec, "%s", name->valuestring);
   int k = 0;
   cJSON_ArrayForEach(o, opts) {
-    char val[64];
+    char val[256];
     if (cJSON_IsString(o))
       snprintf(val, sizeof val, "%s", o->valuestring);
     else if (cJSON_IsNumber(o))

@@ -35,7 +35,7 @@ static ait_status write_text(const char *dir, const char *name, const char *text
 
 static char *decision_json(const ait_module *m) {
   cJSON *d = cJSON_CreateObject();
-  char fp[2048], cfg[1024];
+  char fp[2048], cfg[4200];
   cJSON_AddStringToObject(d, "format", "aitune-decision");
   cJSON_AddNumberToObject(d, "version", AIT_DECISION_VERSION);
   cJSON_AddStringToObject(d, "aitune", AIT_VERSION_STRING);

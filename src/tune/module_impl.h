@@ -19,7 +19,7 @@ struct ait_module {
   /* after tuning or loading */
   bool tuned;
   ait_backend_config cfg; /* the selected backend */
-  char desc[160];
+  char desc[600];
   ait_runner run;    /* its built state (whole graph or partitioned), owned */
   int batch;         /* the selected batch size */
   char *report_json; /* owned */

@@ -43,7 +43,7 @@ static void add_sweep(cJSON *o, const ait_candidate *c) {
 
 static cJSON *candidate_json(const ait_candidate *c) {
   cJSON *o = cJSON_CreateObject();
-  char key[128], cfg[1024];
+  char key[128], cfg[4200];
   cJSON_AddStringToObject(o, "backend", c->desc);
   cJSON_AddStringToObject(o, "key", ait_backend_key(&c->cfg, key, sizeof key));
   cJSON_AddItemToObject(o, "config",
@@ -68,6 +68,7 @@ static cJSON *candidate_json(const ait_candidate *c) {
   cJSON_AddNumberToObject(v, "min_cosine", c->err.checked ? c->err.min_cosine : 0);
   cJSON_AddNumberToObject(v, "mismatches", (double)c->err.mismatches);
   cJSON_AddNumberToObject(v, "nan_inf", (double)c->err.bad_values);
+  if (c->err.checked && c->err.top1 >= 0) cJSON_AddNumberToObject(v, "top1_agreement", c->err.top1);
   cJSON_AddItemToObject(o, "profile", profile_json(c));
   add_sweep(o, c);
   return o;

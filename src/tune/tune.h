@@ -58,6 +58,9 @@ char *ait_spec_json(const ait_graph_spec *spec);
 
 typedef struct ait_tolerance {
   double rtol, atol, min_cosine;
+  bool elementwise; /* judge each element by rtol/atol (off for quantized precisions,
+                       judged by cosine and top-1 agreement, with errors reported) */
+  double min_top1;  /* classifier outputs (float, rank 2, >= 2 classes): row argmax agreement */
 } ait_tolerance;
 
 typedef struct ait_error_stats {
@@ -66,6 +69,7 @@ typedef struct ait_error_stats {
   double min_cosine;       /* lowest cosine similarity over float outputs */
   long long mismatches;    /* elements outside tolerance */
   long long bad_values;    /* NaN/Inf where the reference has finite values */
+  double top1;             /* lowest row-argmax agreement over classifier outputs; -1 when none */
 } ait_error_stats;
 
 /* Default tolerance for a backend whose compute precision is `dt`. */
@@ -92,7 +96,7 @@ const char *ait_cand_status_name(ait_cand_status s);
 
 typedef struct ait_candidate {
   ait_backend_config cfg;
-  char desc[160];
+  char desc[600];
   ait_cand_status status;
   char error[768];
   double build_s;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "hw/hw_impl.h"
 #include "runtime/eager.h"
 #include "tune/history.h"
 #include "tune/module_impl.h"
@@ -121,6 +122,7 @@ static ait_dtype compute_dtype(const ait_backend_config *cfg) {
 }
 
 static bool validate(tuner *t, ait_candidate *c) {
+  c->err.top1 = -1; /* until a classifier output is compared */
   const ait_graph *g = t->m->model->graph;
   ait_tolerance tol = ait_tolerance_for(compute_dtype(&c->cfg), t->o);
   ait_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
@@ -297,7 +299,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
  * latency exceeds it. */
 static ait_status profile_candidate(tuner *t, ait_candidate *c, bool batch1_only) {
   ait_module *m = t->m;
-  char desc[160];
+  char desc[600];
   snprintf(desc, sizeof desc, "%s", c->desc);
   c->n_prof = 0;
   int64_t own = ait_sample_batch(&m->samples[0], &m->spec);
@@ -419,6 +421,27 @@ static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
 /* ---- the strategies ---------------------------------------------------------- */
 
+/* The CPU has int8 dot products (VNNI or AMX-INT8), which int8 candidates need
+ * to pay off. */
+static bool cpu_has_int8_dot(void) {
+  char flags[8192];
+  ait_hw_cpuinfo_field("flags", flags, sizeof flags);
+  uint32_t f = ait_hw_cpu_features_from_flags(flags);
+  return f & (AIT_CPU_AVX512_VNNI | AIT_CPU_AVX_VNNI | AIT_CPU_AMX_INT8);
+}
+
+/* --precision: fp32 (default) keeps automatic candidates in float32; auto
+ * adds reduced-precision variants when the strategy is after speed or memory
+ * is under pressure (hardware support is each backend's supports() to say);
+ * any always adds them. Backends the user names are always tried. */
+static bool reduced_ok(const tuner *t) {
+  const char *p = t->o->precision ? t->o->precision : "fp32";
+  if (!strcmp(p, "any")) return true;
+  if (strcmp(p, "auto")) return false;
+  bool pressure = t->res.mem_policy && t->res.mem_policy->level >= AIT_MEM_MEDIUM;
+  return pressure || t->o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT;
+}
+
 static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
   const ait_tune_options *o = t->o;
   int cap = (o->backends ? (int)o->n_backends : 4 * ait_backend_count()) + 1;
@@ -440,22 +463,29 @@ static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
       const ait_backend_iface *b = ait_backend_at(i);
       char why[256];
       if (!strcmp(b->name, "eager") || !b->available(why, sizeof why)) continue;
+      if (b->variants && !b->variants[0]) continue; /* only when named */
       for (int v = 0; k < cap - 1 && (v == 0 || (b->variants && b->variants[v])); v++) {
         if (ait_backend_config_parse(b->variants ? b->variants[v] : b->name, &c[k].cfg) != AIT_OK)
           continue;
+        if (compute_dtype(&c[k].cfg) != AIT_FLOAT32 && !reduced_ok(t)) continue;
         ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
         k++;
       }
     }
   }
-  /* under pressure, a quantized candidate joins (int8 weights first) */
+  /* quantized candidates join under memory pressure (int8 weights first),
+   * and with --precision auto where the CPU has int8 dot products */
   const ait_backend_iface *q = ait_backend_find("quant");
   char qwhy[128];
-  if (!o->backends && t->res.mem_policy && t->res.mem_policy->add_quantized && q &&
-      q->available(qwhy, sizeof qwhy) &&
-      ait_backend_config_parse("quant:preset=int8wo", &c[k].cfg) == AIT_OK) {
+  bool pressure = t->res.mem_policy && t->res.mem_policy->add_quantized;
+  const char *const auto_q[] = {"quant:preset=int8wo", "quant:preset=int8dq", NULL};
+  for (int i = 0; !o->backends && q && q->available(qwhy, sizeof qwhy) && auto_q[i] && k < cap;
+       i++) {
+    bool want = (pressure && i == 0) || (reduced_ok(t) && cpu_has_int8_dot());
+    if (!want || ait_backend_config_parse(auto_q[i], &c[k].cfg) != AIT_OK) continue;
     ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
-    ait_module_logf(t->m, 0, "memory pressure: adding %s", c[k].desc);
+    ait_module_logf(t->m, 0, "%s: adding %s", pressure ? "memory pressure" : "precision auto",
+                    c[k].desc);
     k++;
   }
   *out = c;

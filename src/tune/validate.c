@@ -8,12 +8,13 @@
 ait_tolerance ait_tolerance_for(ait_dtype compute, const ait_tune_options *o) {
   ait_tolerance t;
   switch (compute) {
-  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.999}; break;
-  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.99}; break;
-  case AIT_INT8:
-  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99}; break;
-  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999}; break;
+  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.999, true, 0.99}; break;
+  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.99, true, 0.99}; break;
+  case AIT_INT8: /* quantized (int8, fp8, fp4): cosine and top-1, errors reported */
+  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99, false, 0.99}; break;
+  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999, true, 0.99}; break;
   }
+  if (o && o->min_top1 > 0) t.min_top1 = o->min_top1;
   if (o && o->rtol > 0) t.rtol = o->rtol;
   if (o && o->atol > 0) t.atol = o->atol;
   if (o && o->min_cosine > 0) t.min_cosine = o->min_cosine;
@@ -77,7 +78,7 @@ bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_
     dot += x * y;
     ng += x * x;
     nw += y * y;
-    if (d > tol->atol + tol->rtol * fabs(y)) {
+    if (tol->elementwise && d > tol->atol + tol->rtol * fabs(y)) {
       if (first_bad < 0) first_bad = i;
       mism++;
     }
@@ -99,6 +100,28 @@ bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_
              "cosine %.6f)",
              mism, (long long)cnt, tol->rtol, tol->atol, (long long)first_bad, max_abs, cosine);
     return false;
+  }
+  /* classifiers: do the rows still pick the same class? */
+  if (got->rank == 2 && got->dims[1] >= 2 && got->dims[0] >= 1) {
+    int64_t rows = got->dims[0], cls = got->dims[1], agree = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t bg = 0, bw = 0;
+      for (int64_t k = 1; k < cls; k++) {
+        if (ait_load_f64(tr, got->data, r * cls + k) > ait_load_f64(tr, got->data, r * cls + bg))
+          bg = k;
+        if (ait_load_f64(tr, want->data, r * cls + k) > ait_load_f64(tr, want->data, r * cls + bw))
+          bw = k;
+      }
+      agree += bg == bw;
+    }
+    double frac = (double)agree / (double)rows;
+    if (st->top1 < 0 || frac < st->top1) st->top1 = frac;
+    if (frac < tol->min_top1) {
+      snprintf(why, n,
+               "top-1 agreement %.3f is below %g (%lld of %lld rows pick the reference's class)",
+               frac, tol->min_top1, (long long)agree, (long long)rows);
+      return false;
+    }
   }
   if (cosine < tol->min_cosine) {
     snprintf(why, n, "cosine similarity %.6f is below %g", cosine, tol->min_cosine);

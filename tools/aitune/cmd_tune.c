@@ -1,6 +1,7 @@
 /* aitune tune / aitune report. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,14 @@ static const char usage[] =
     "  --no-perf-validation    do not require candidates to beat the baseline\n"
     "  --samples DIR           a folder of input_K.pb files; repeat for more samples\n"
     "  --rtol X --atol X       float tolerance against the reference\n"
+    "  --precision P           fp32 (default): automatic candidates compute in float32;\n"
+    "                          auto: add bf16/fp16/int8 variants where the hardware has\n"
+    "                          them and the strategy or memory pressure calls for them;\n"
+    "                          any: always add them (each must pass the numeric check)\n"
+    "  --min-cosine X --min-top1 X   floors for cosine similarity and classifier top-1\n"
+    "                          agreement (quantized candidates are judged by these)\n"
+    "  --backend-config FILE   JSON config for the named backends that take one, e.g.\n"
+    "                          {\"quantization\": \"int8dq\"} with --backends quant\n"
     "  --warmup N --min-runs N --max-runs N --cv X --time-budget S   profiling\n"
     "  --cache-dir DIR         cache folder (default $AITUNE_CACHE_DIR or ~/.cache/aitune)\n"
     "  --no-cache              tune afresh: do not reuse or store the decision\n"
@@ -83,7 +92,7 @@ static ait_status add_samples_from(ait_module *m, const char *dir) {
 }
 
 int cmd_tune(int argc, char **argv) {
-  const char *model = NULL, *out = NULL;
+  const char *model = NULL, *out = NULL, *backend_config = NULL;
   const char *sample_dirs[16];
   int n_samples = 0;
   char *backends[32];
@@ -121,6 +130,16 @@ int cmd_tune(int argc, char **argv) {
       o.latency_budget_ms = atof(argv[++i]);
     else if (!strcmp(a, "--min-speedup") && v)
       o.min_speedup_ratio = atof(argv[++i]);
+    else if (!strcmp(a, "--precision") && v) {
+      o.precision = argv[++i];
+      if (strcmp(o.precision, "fp32") && strcmp(o.precision, "auto") && strcmp(o.precision, "any"))
+        return cli_usage(usage, "--precision expects fp32, auto or any, got '%s'", o.precision);
+    } else if (!strcmp(a, "--min-cosine") && v)
+      o.min_cosine = atof(argv[++i]);
+    else if (!strcmp(a, "--min-top1") && v)
+      o.min_top1 = atof(argv[++i]);
+    else if (!strcmp(a, "--backend-config") && v)
+      backend_config = argv[++i];
     else if (!strcmp(a, "--no-perf-validation"))
       o.perf_validation = 0;
     else if (!strcmp(a, "--samples") && v && n_samples < 16)
@@ -158,6 +177,29 @@ int cmd_tune(int argc, char **argv) {
   }
   if (!model) return cli_usage(usage, "tune needs a MODEL");
   if (!out) return cli_usage(usage, "tune needs --out DIR");
+  /* --backend-config FILE: a JSON config for every named backend that takes
+   * one ({"quantization": "int8wo"} or the full form, for quant) */
+  char with_cfg[32][1200];
+  if (backend_config) {
+    char abs[1024];
+    if (!realpath(backend_config, abs))
+      return cli_fail(ait_err(AIT_E_IO, "cannot find --backend-config %s", backend_config), "tune");
+    int changed = 0;
+    for (int i = 0; i < n_backends; i++) {
+      ait_backend_config probe;
+      if (ait_backend_config_parse(backends[i], &probe) ||
+          !ait_backend_config_get(&probe, "config"))
+        continue;
+      snprintf(with_cfg[i], sizeof with_cfg[i], "%s%sconfig=%s", backends[i],
+               strchr(backends[i], ':') ? "," : ":", abs);
+      backends[i] = with_cfg[i];
+      changed++;
+    }
+    if (!changed)
+      return cli_usage(
+          usage,
+          "--backend-config needs a named backend that takes a config (e.g. --backends quant)");
+  }
   if (n_backends) {
     o.backends = (const char *const *)backends;
     o.n_backends = (size_t)n_backends;

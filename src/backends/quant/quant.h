@@ -1,0 +1,247 @@
+/* Backend `quant`: post-training weight quantization on the CPU.
+ *
+ * build() picks the MatMul/Gemm/Conv nodes with constant weights that the
+ * filter allows (quant_select.c), quantizes each weight once (per output
+ * channel, tensor or group; int8 or fp8 e4m3: quant_weights.c), and rewrites
+ * its own copy of the graph so those nodes become ai.aitune.quant ops run by
+ * the kernels here (quant_ops.c, quant_gemm.c, quant_avx512.c). Every other
+ * node runs its reference kernel (quant_exec.c). save() stores the quantized
+ * codes and scales plus the full configuration as JSON (quant_io.c), so
+ * load() never quantizes again.
+ *
+ * The quantized weight is kept in one of two forms: the canonical rows
+ * [N][K] (N output channels, K the reduction length; what is saved and what
+ * the portable kernels read) or a packed layout for the AVX-512 kernels,
+ * derived from the rows at build/load time. */
+#ifndef AIT_BACKENDS_QUANT_QUANT_H
+#define AIT_BACKENDS_QUANT_QUANT_H
+
+#include <pthreadpool.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+
+#define QNT_DOMAIN "ai.aitune.quant"
+#define QNT_MAX_EXCLUDE 8
+#define QNT_PANEL 64 /* output channels per packed panel */
+#define QNT_E4M3_MAX 448.0f
+
+/* ---- configuration (quant_config.c) ------------------------------------ */
+
+typedef enum qnt_wtype { QNT_INT8, QNT_FP8, QNT_MXFP8, QNT_NVFP4 } qnt_wtype;
+typedef enum qnt_gran { QNT_TENSOR, QNT_CHANNEL, QNT_GROUP } qnt_gran;
+enum { QNT_OP_MATMUL = 1, QNT_OP_GEMM = 2, QNT_OP_CONV = 4, QNT_OP_ALL = 7 };
+typedef enum qnt_isa { QNT_ISA_AUTO, QNT_ISA_AVX512, QNT_ISA_PORTABLE } qnt_isa;
+
+typedef struct qnt_config {
+  char preset[16]; /* the preset it came from; "" for a custom configuration */
+  qnt_wtype weights;
+  qnt_gran gran;
+  int64_t group;   /* group length along the reduction axis (QNT_GROUP) */
+  bool symmetric;  /* false: int8 weights with a zero point */
+  bool percentile; /* scale from a percentile of |w| instead of max |w| */
+  double pct;      /* that percentile, in (50, 100] */
+  bool act;        /* dynamic per-row activation quantization */
+  unsigned ops;    /* QNT_OP_* mask of the op types the filter admits */
+  int n_exclude;
+  char exclude[QNT_MAX_EXCLUDE][64]; /* fnmatch patterns on node names */
+  int64_t min_weight;                /* weights with fewer elements stay float */
+  /* run time, not part of the quantization */
+  int threads;
+  qnt_isa isa;
+} qnt_config;
+
+/* Resolve a backend configuration (a preset, custom options or config=FILE,
+ * plus the filter options) into *out. AIT_E_INVALID_ARG with a message
+ * naming the clash for a preset together with custom settings. */
+ait_status qnt_config_resolve(const ait_backend_config *cfg, qnt_config *out);
+/* Only the run-time options (threads, kernels) of cfg into c. */
+void qnt_config_runtime(const ait_backend_config *cfg, qnt_config *c);
+/* Whether a and b quantize the same way (format, granularity, scales,
+ * activations; not the filter). */
+bool qnt_config_same_quant(const qnt_config *a, const qnt_config *b);
+/* Parse JSON text in the user form {"quantization": "int8wo"} or the full
+ * form (see docs/quantization.md) into *out (run-time fields untouched).
+ * `what` names the source in messages. *has_filter tells whether the text
+ * gave a "filter" object. */
+ait_status qnt_config_parse_json(const char *text, const char *what, qnt_config *out,
+                                 bool *has_filter);
+/* The full form as JSON: a new string the caller frees, NULL on no memory. */
+char *qnt_config_to_json(const qnt_config *c);
+/* "int8", "fp8" or "fp4": the precision the tuner's check should assume. */
+const char *qnt_config_precision(const qnt_config *c);
+/* "int8dq" or "custom int8 per-group(128)" for messages, into buf. */
+const char *qnt_config_label(const qnt_config *c, char *buf, size_t n);
+const char *qnt_wtype_name(qnt_wtype t);
+
+/* ---- node selection and pre-flight checks (quant_select.c) -------------- */
+
+typedef enum qnt_kind { QNT_K_MATMUL, QNT_K_GEMM, QNT_K_CONV } qnt_kind;
+
+/* What a selected node needs to run quantized. */
+typedef struct qnt_site {
+  int node; /* index in the graph */
+  qnt_kind kind;
+  int wval;  /* value index of the constant weight */
+  int64_t N; /* output channels (rows of the canonical weight) */
+  int64_t K; /* reduction length (per conv group) */
+  int wrank;
+  int64_t wdims[AIT_MAX_RANK]; /* the float weight's shape, checked on load */
+} qnt_site;
+
+/* Nodes of g that c's filter and info->node_filter (may be NULL) select,
+ * in graph order, after the pre-flight checks for c's format. *sites is a
+ * new array the caller frees. A failed check, or no node selected, is
+ * AIT_E_UNSUPPORTED naming the requirement and the node. */
+ait_status qnt_select(const qnt_config *c, const ait_graph *g, const ait_build_info *info,
+                      qnt_site **sites, int *n);
+/* Fill a site for node k of g if it has the structure quant can rewrite
+ * (op type, constant float weight of a usable rank); false otherwise. */
+bool qnt_site_of(const ait_graph *g, int k, qnt_site *s);
+
+/* ---- quantized weights (quant_weights.c) -------------------------------- */
+
+typedef enum qnt_layout {
+  QNT_L_ROWS,  /* [N][K] codes */
+  QNT_L_PANEL, /* per panel of 64 channels: [K][64] (weight-only kernels) */
+  QNT_L_PAIR,  /* per panel: [ceil(K/2)][64][2] (fp8 x fp8 on AVX512-BF16) */
+  QNT_L_QUAD   /* per panel: [ceil(K/4)][64][4] (int8 x int8 on VNNI) */
+} qnt_layout;
+
+typedef struct qnt_weight {
+  qnt_wtype type; /* QNT_INT8 or QNT_FP8 */
+  int64_t N, K;
+  int64_t gsize, G; /* group length along K and groups per row (gsize = K: one) */
+  bool asym;        /* int8 with zero points */
+  float *scale;     /* [N][G]: w ~ scale * (q - zero) */
+  int8_t *zero;     /* [N][G], asym only, else NULL */
+  qnt_layout layout;
+  uint8_t *codes; /* in `layout` */
+  size_t n_codes;
+  /* packed layouts only: per (panel, group) rows of 64, padded with zeros */
+  float *pscale, *pbias; /* scale and -scale*zero */
+  int32_t *pwsum;        /* QUAD: sum of the codes over the group */
+  int8_t *pzero;         /* QUAD, asym */
+} qnt_weight;
+
+/* Quantize the N x K float matrix w (element (n, k) at w[n*rs_n + k*rs_k])
+ * with c's format, granularity and scale method into canonical rows. */
+ait_status qnt_weight_quantize(const qnt_config *c, const float *w, int64_t N, int64_t K,
+                               int64_t rs_n, int64_t rs_k, qnt_weight *out);
+/* Repack canonical rows into `to` (frees the rows). */
+ait_status qnt_weight_pack(qnt_weight *w, qnt_layout to);
+/* Code of element (n, k) in any layout. */
+uint8_t qnt_weight_code(const qnt_weight *w, int64_t n, int64_t k);
+/* Dequantized value of element (n, k). */
+float qnt_weight_value(const qnt_weight *w, int64_t n, int64_t k);
+void qnt_weight_free(qnt_weight *w);
+/* Bytes of codes and scales (what the quantized weight costs in memory). */
+size_t qnt_weight_bytes(const qnt_weight *w);
+
+/* fp8 e4m3 (OCP "e4m3fn": no infinities, max 448): encode with round to
+ * nearest even and saturation, decode, and round a float to the nearest
+ * e4m3 value. */
+uint8_t qnt_e4m3_encode(float x);
+float qnt_e4m3_decode(uint8_t b);
+float qnt_e4m3_round(float x);
+
+/* ---- kernels (quant_gemm.c, quant_avx512.c) ----------------------------- */
+
+/* y[m][j] = sum_k x[m][k] * w[n0 + j][k] (+ bias[j]) for rows m < M and
+ * j < nn (packed weights run whole: n0 = 0, nn = N), K = w->K. With `act`,
+ * each row of x is quantized on the fly (int8: symmetric per row; fp8: e4m3
+ * per row) and the products are summed in int32 (int8) or float. */
+typedef struct qnt_mm {
+  const qnt_weight *w;
+  bool act;
+  const float *x;
+  int64_t M, ldx;
+  float *y;
+  int64_t ldy;
+  int64_t n0, nn;
+  const float *bias;
+} qnt_mm;
+
+ait_status qnt_matmul(const qnt_mm *p, pthreadpool_t pool);
+
+/* CPU features the AVX-512 kernels need (checked at run time). */
+typedef struct qnt_cpu {
+  bool avx512; /* avx512f + avx512bw + avx512vl: weight-only kernels */
+  bool vnni;   /* avx512vnni: int8 x int8 */
+  bool bf16;   /* avx512bf16: fp8 x fp8 */
+} qnt_cpu;
+qnt_cpu qnt_cpu_detect(void);
+
+/* The layout a weight should use for (type, act) on cpu; ROWS when no
+ * AVX-512 kernel applies. */
+qnt_layout qnt_layout_for(qnt_wtype t, bool act, qnt_cpu cpu);
+
+/* AVX-512 pieces (quant_avx512.c), called by quant_gemm.c only when the CPU
+ * has the features. Panel p covers channels [64p, 64p + 64). */
+#define QNT_MR 6
+void qnt_x86_dequant_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, float *buf);
+void qnt_x86_tile_f32(int mr, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                      int64_t ldc, int ncols, bool acc, const float *bias);
+void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
+                           int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum);
+void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
+                       float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,
+                       const int32_t *wsum, const int8_t *zw, const int32_t *asum, int64_t asum_ld,
+                       const float *bias);
+void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
+                             int64_t ldq, float *sa);
+void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf);
+/* b: a panel buffer from qnt_x86_pair_panel, or with `codes` the packed
+ * pairs themselves (converted in registers; few rows). */
+void qnt_x86_tile_bf16(int mr, bool codes, int64_t k2, const uint16_t *a, int64_t lda,
+                       const void *b, float *c, int64_t ldc, int ncols, bool acc, const float *sa,
+                       const float *sw, const float *bias);
+/* dst[c][r] = src[r][c] for an R x C matrix. */
+void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds, float *dst,
+                       int64_t ldd);
+/* Weight-only tile over the whole reduction axis, dequantizing in registers. */
+void qnt_x86_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, int64_t lda, float *c,
+                     int64_t ldc, int ncols, const float *bias);
+
+/* ---- the rewritten graph and its executor (quant_exec.c) ---------------- */
+
+typedef struct qnt_node {
+  qnt_site site;
+  qnt_weight w;
+} qnt_node;
+
+typedef struct qnt_state {
+  qnt_config cfg;
+  ait_graph *g; /* rewritten copy; constant data borrowed from the model */
+  qnt_node *q;  /* the quantized nodes */
+  int n_q;
+  int *node_q; /* per node of g: index into q, or -1 */
+  int *last;   /* per value: the last node that reads it */
+  qnt_cpu cpu; /* features the kernels may use (none with kernels=portable) */
+  pthreadpool_t pool;
+  int n_quantized;    /* weights this state quantized itself (0 after load) */
+  size_t qbytes;      /* memory of the quantized weights */
+  size_t float_bytes; /* what they took as float32 */
+} qnt_state;
+
+/* Copy g (borrowing its constant data), rewrite the nodes q[0..n) into
+ * quantized ops and prepare the executor. Takes ownership of q on success
+ * and failure. */
+ait_status qnt_state_make(const qnt_config *c, const ait_graph *g, qnt_node *q, int n,
+                          qnt_state **out);
+void qnt_state_free(qnt_state *s);
+ait_status qnt_state_run(qnt_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
+
+/* Run quantized node qn (its rewritten graph node is `node`). */
+ait_status qnt_op_run(qnt_state *s, const qnt_node *qn, const ait_node *node,
+                      const ait_tensor *const *in, int n_in, ait_tensor **out);
+
+/* ---- persistence (quant_io.c) ------------------------------------------- */
+
+ait_status qnt_save(const qnt_state *s, const char *dir);
+/* Read the configuration and weights saved in dir for graph g; *c receives
+ * the saved configuration, *q / *n the nodes (caller owns). */
+ait_status qnt_load(const ait_graph *g, const char *dir, qnt_config *c, qnt_node **q, int *n);
+
+#endif

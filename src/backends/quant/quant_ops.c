@@ -1,0 +1,268 @@
+/* The quantized ops: MatMul, Gemm and Conv with their weight replaced by a
+ * quantized one. Each reduces to y = x * w^T (qnt_matmul): MatMul and Gemm
+ * directly, Conv per image and group on the im2row matrix (one row per
+ * output position), whose result is transposed back into NCHW. The
+ * geometry (pads, strides, dilations, auto_pad) comes from the reference
+ * ops' own helper, so it matches eager exactly. Conv weights are quantized
+ * with the reduction axis in (kernel offset, channel) order, so that the
+ * im2row rows are built from a channel-last copy of the image with one
+ * contiguous copy per kernel offset. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/quant/quant.h"
+#include "core/error.h"
+#include "ops/nn_impl.h"
+
+static ait_status need_f32(const ait_tensor *t, const char *what) {
+  if (!t || t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_INVALID_ARG, "input %s is required", what);
+  if (t->dtype != AIT_FLOAT32)
+    return ait_err(AIT_E_DTYPE, "input %s is %s; quantized ops take float32", what,
+                   ait_dtype_name(t->dtype));
+  return AIT_OK;
+}
+
+/* dst[c][r] = src[r][c] for an R x C matrix, in cache-sized blocks. */
+static void transpose(const qnt_state *s, const float *src, int64_t R, int64_t C, int64_t lds,
+                      float *dst, int64_t ldd) {
+  enum { B = 32 };
+  if (s->cpu.avx512) {
+    qnt_x86_transpose(src, R, C, lds, dst, ldd);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < R; r0 += B)
+    for (int64_t c0 = 0; c0 < C; c0 += B) {
+      int64_t r1 = r0 + B < R ? r0 + B : R, c1 = c0 + B < C ? c0 + B : C;
+      for (int64_t c = c0; c < c1; c++)
+        for (int64_t r = r0; r < r1; r++)
+          dst[c * ldd + r] = src[r * lds + c];
+    }
+}
+
+static ait_status run_matmul(qnt_state *s, const qnt_node *qn, const ait_tensor *const *in,
+                             int n_in, ait_tensor **out) {
+  const ait_tensor *X = n_in > 0 ? in[0] : NULL;
+  AIT_TRY(need_f32(X, "A"));
+  int64_t K = qn->w.K, N = qn->w.N;
+  if (X->rank < 1 || X->dims[X->rank - 1] != K)
+    return ait_err(AIT_E_SHAPE, "A's last dimension must be %lld", (long long)K);
+  int64_t dims[AIT_MAX_RANK];
+  int rank = X->rank;
+  memcpy(dims, X->dims, sizeof(int64_t) * (size_t)rank);
+  dims[rank - 1] = N;
+  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, rank, dims);
+  if (!Y) return AIT_E_NOMEM;
+  qnt_mm p = {&qn->w, s->cfg.act, X->data, ait_tensor_numel(X) / K, K, Y->data, N, 0, N, NULL};
+  ait_status st = qnt_matmul(&p, s->pool);
+  if (st)
+    ait_tensor_free(Y);
+  else
+    out[0] = Y;
+  return st;
+}
+
+/* y += beta * C broadcast unidirectionally to [M, N]. */
+static ait_status add_c(const ait_tensor *C, float beta, float *y, int64_t M, int64_t N) {
+  AIT_TRY(need_f32(C, "C"));
+  int64_t od[2] = {M, N}, cs[2];
+  if (C->rank > 2) return ait_err(AIT_E_SHAPE, "C has rank %d", C->rank);
+  for (int i = 0; i < C->rank; i++) {
+    int64_t d = C->dims[i], want = od[2 - C->rank + i];
+    if (d != 1 && d != want)
+      return ait_err(AIT_E_SHAPE, "C does not broadcast to [%lld, %lld]", (long long)M,
+                     (long long)N);
+  }
+  ait_broadcast_strides(C->rank, C->dims, 2, od, cs);
+  const float *c = C->data;
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++)
+      y[m * N + n] += beta * c[m * cs[0] + n * cs[1]];
+  return AIT_OK;
+}
+
+/* Gemm: alpha is folded into the weight scales when quantizing. */
+static ait_status run_gemm(qnt_state *s, const qnt_node *qn, const ait_node *node,
+                           const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  const ait_tensor *A = n_in > 0 ? in[0] : NULL, *C = n_in > 2 ? in[2] : NULL;
+  AIT_TRY(need_f32(A, "A"));
+  int64_t K = qn->w.K, N = qn->w.N;
+  bool ta = ait_attr_int(node, "transA", 0) != 0;
+  float beta = ait_attr_float(node, "beta", 1.0f);
+  if (A->rank != 2 || A->dims[ta ? 0 : 1] != K)
+    return ait_err(AIT_E_SHAPE, "A must be 2-D with %lld on its %s axis", (long long)K,
+                   ta ? "first" : "second");
+  int64_t M = A->dims[ta ? 1 : 0], dims[2] = {M, N};
+  float *at = NULL;
+  const float *x = A->data;
+  if (ta) {
+    if (!(at = malloc(sizeof(float) * (size_t)(M > 0 && K > 0 ? M * K : 1))))
+      return ait_err(AIT_E_NOMEM, "out of memory");
+    transpose(s, A->data, K, M, M, at, K);
+    x = at;
+  }
+  bool c_bias = C && C->kind == AIT_KIND_TENSOR && C->dtype == AIT_FLOAT32 && C->rank == 1 &&
+                C->dims[0] == N && beta == 1.0f;
+  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, 2, dims);
+  ait_status st = Y ? AIT_OK : AIT_E_NOMEM;
+  qnt_mm p = {&qn->w, s->cfg.act, x, M, K, Y ? Y->data : NULL, N, 0, N, c_bias ? C->data : NULL};
+  if (!st) st = qnt_matmul(&p, s->pool);
+  if (!st && C && !c_bias && beta != 0.0f) st = add_c(C, beta, Y->data, M, N);
+  free(at);
+  if (st)
+    ait_tensor_free(Y);
+  else
+    out[0] = Y;
+  return st;
+}
+
+/* rows[pos][kk * Cg + c] = input channel c under kernel offset kk of output
+ * position pos (0 in the padding), from the image in channel-last order
+ * (xt[spatial][Cg]): each kernel offset is one contiguous copy. */
+static void im2row(const float *xt, int64_t Cg, const nn_win *w, int64_t out_n, int64_t kn,
+                   const int64_t *koff, float *rows) {
+  int nsp = w->nsp;
+  int64_t o[NN_MAX_SP] = {0}, K = Cg * kn, istride[NN_MAX_SP];
+  istride[nsp - 1] = 1;
+  for (int i = nsp - 2; i >= 0; i--)
+    istride[i] = istride[i + 1] * w->in[i + 1];
+  for (int64_t pos = 0; pos < out_n; pos++) {
+    float *row = rows + pos * K;
+    int64_t start[NN_MAX_SP], base = 0;
+    bool inside = true;
+    for (int i = 0; i < nsp; i++) {
+      start[i] = o[i] * w->s[i] - w->pb[i];
+      base += start[i] * istride[i];
+      inside = inside && start[i] >= 0 && start[i] + (w->k[i] - 1) * w->d[i] < w->in[i];
+    }
+    for (int64_t kk = 0; kk < kn; kk++) {
+      const int64_t *ko = koff + kk * (nsp + 1); /* spatial offsets, then linear */
+      bool ok = true;
+      for (int i = 0; i < nsp && ok && !inside; i++) {
+        int64_t at = start[i] + ko[i];
+        ok = at >= 0 && at < w->in[i];
+      }
+      float *dst = row + kk * Cg;
+      if (!ok) {
+        memset(dst, 0, sizeof(float) * (size_t)Cg);
+      } else {
+        const float *src = xt + (base + ko[nsp]) * Cg;
+        if (Cg >= 16)
+          memcpy(dst, src, sizeof(float) * (size_t)Cg);
+        else
+          for (int64_t c = 0; c < Cg; c++)
+            dst[c] = src[c];
+      }
+    }
+    for (int i = nsp - 1; i >= 0; i--) {
+      if (++o[i] < w->out[i]) break;
+      o[i] = 0;
+    }
+  }
+}
+
+typedef struct conv_geo {
+  nn_win w;
+  int64_t N, C, M, group, Cg, Mg, in_n, out_n, kn;
+  bool pointwise;
+} conv_geo;
+
+static ait_status conv_geometry(const qnt_node *qn, const ait_node *node, const ait_tensor *X,
+                                conv_geo *c) {
+  const qnt_site *site = &qn->site;
+  if (X->rank != site->wrank)
+    return ait_err(AIT_E_SHAPE, "X has rank %d, the weight %d", X->rank, site->wrank);
+  int nsp = X->rank - 2;
+  c->group = ait_attr_int(node, "group", 1);
+  c->N = X->dims[0];
+  c->C = X->dims[1];
+  c->M = site->wdims[0];
+  c->Cg = site->wdims[1];
+  if (c->group < 1 || c->C != c->Cg * c->group || c->M % c->group)
+    return ait_err(AIT_E_SHAPE, "X has %lld channels; the weight expects %lld x %lld groups",
+                   (long long)c->C, (long long)c->Cg, (long long)c->group);
+  c->Mg = c->M / c->group;
+  AIT_TRY(nn_win_conv(node, nsp, X->dims + 2, site->wdims + 2, false, true, &c->w));
+  c->in_n = nn_win_in_numel(&c->w);
+  c->out_n = nn_win_out_numel(&c->w);
+  c->kn = nn_win_k_numel(&c->w);
+  c->pointwise = c->group == 1;
+  for (int i = 0; i < nsp; i++)
+    c->pointwise =
+        c->pointwise && c->w.k[i] == 1 && c->w.s[i] == 1 && c->w.pb[i] == 0 && c->w.pe[i] == 0;
+  return AIT_OK;
+}
+
+/* Per kernel offset: its spatial offsets and its linear offset. */
+static int64_t *kernel_offsets(const conv_geo *c) {
+  int nsp = c->w.nsp;
+  int64_t *t = malloc(sizeof(int64_t) * (size_t)(c->kn * (nsp + 1)));
+  if (!t) return NULL;
+  for (int64_t kk = 0; kk < c->kn; kk++) {
+    int64_t rem = kk, lin = 0, stride = 1, *ko = t + kk * (nsp + 1);
+    for (int i = nsp - 1; i >= 0; i--) {
+      ko[i] = (rem % c->w.k[i]) * c->w.d[i];
+      rem /= c->w.k[i];
+    }
+    for (int i = nsp - 1; i >= 0; i--) {
+      lin += ko[i] * stride;
+      stride *= c->w.in[i];
+    }
+    ko[nsp] = lin;
+  }
+  return t;
+}
+
+static ait_status run_conv(qnt_state *s, const qnt_node *qn, const ait_node *node,
+                           const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  const ait_tensor *X = n_in > 0 ? in[0] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  AIT_TRY(need_f32(X, "X"));
+  if (B) AIT_TRY(need_f32(B, "B"));
+  conv_geo c;
+  AIT_TRY(conv_geometry(qn, node, X, &c));
+  if (B && (B->rank != 1 || B->dims[0] != c.M))
+    return ait_err(AIT_E_SHAPE, "bias B must have shape [%lld]", (long long)c.M);
+  int64_t dims[AIT_MAX_RANK] = {c.N, c.M}, K = qn->w.K;
+  memcpy(dims + 2, c.w.out, sizeof(int64_t) * (size_t)c.w.nsp);
+  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, c.w.nsp + 2, dims);
+  if (!Y) return AIT_E_NOMEM;
+  size_t xt_n = (size_t)(c.in_n * c.Cg), tmp_n = (size_t)(c.out_n * c.Mg);
+  size_t rows_n = c.pointwise ? 1 : (size_t)(c.out_n * K);
+  float *xt = malloc(sizeof(float) * (xt_n ? xt_n : 1));
+  float *rows = malloc(sizeof(float) * (rows_n ? rows_n : 1));
+  float *tmp = malloc(sizeof(float) * (tmp_n ? tmp_n : 1));
+  int64_t *koff = kernel_offsets(&c);
+  ait_status st = xt && rows && tmp && koff ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  const float *x = X->data, *bias = B ? B->data : NULL;
+  float *y = Y->data;
+  for (int64_t n = 0; n < c.N && !st; n++)
+    for (int64_t g = 0; g < c.group && !st; g++) {
+      transpose(s, x + (n * c.C + g * c.Cg) * c.in_n, c.Cg, c.in_n, c.in_n, xt, c.Cg);
+      if (!c.pointwise) im2row(xt, c.Cg, &c.w, c.out_n, c.kn, koff, rows);
+      bool whole = qn->w.layout != QNT_L_ROWS;
+      qnt_mm p = {
+          &qn->w, s->cfg.act, c.pointwise ? xt : rows, c.out_n, K,
+          tmp,    c.Mg,       whole ? 0 : g * c.Mg,    c.Mg,    bias ? bias + g * c.Mg : NULL};
+      st = qnt_matmul(&p, s->pool);
+      if (!st) transpose(s, tmp, c.out_n, c.Mg, c.Mg, y + (n * c.M + g * c.Mg) * c.out_n, c.out_n);
+    }
+  free(xt);
+  free(rows);
+  free(tmp);
+  free(koff);
+  if (st)
+    ait_tensor_free(Y);
+  else
+    out[0] = Y;
+  return st;
+}
+
+ait_status qnt_op_run(qnt_state *s, const qnt_node *qn, const ait_node *node,
+                      const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  switch (qn->site.kind) {
+  case QNT_K_MATMUL: return run_matmul(s, qn, in, n_in, out);
+  case QNT_K_GEMM: return run_gemm(s, qn, node, in, n_in, out);
+  case QNT_K_CONV: return run_conv(s, qn, node, in, n_in, out);
+  }
+  return ait_err(AIT_E_INTERNAL, "quant: unknown quantized op");
+}

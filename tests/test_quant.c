@@ -1,0 +1,700 @@
+/* Backend `quant`: every preset and custom configuration against eager
+ * (cosine >= 0.99, the tuner's floor for quantized candidates) on an MLP and
+ * a convolutional model, AVX-512 and portable kernels; fp8 e4m3 encoding;
+ * pre-flight failures of the microscaling presets on the CPU; the filter
+ * (op types, patterns, minimum size, the C callback); configuration errors;
+ * both JSON forms; save/load without re-quantizing, corrupted files; bad
+ * inputs; and a tuning run through the public API with a node filter. */
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/model_impl.h"
+#include "backends/quant/quant.h"
+#include "check.h"
+#include "core/error.h"
+#include "model_builder.h"
+#include "runtime/eager.h"
+
+extern const ait_backend_iface ait_backend_quant;
+static const ait_backend_iface *Q = &ait_backend_quant;
+
+static float frand(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return (float)((*s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+static void fill(float *v, int64_t n, float scale, uint32_t seed) {
+  for (int64_t i = 0; i < n; i++)
+    v[i] = frand(&seed) * scale;
+}
+
+static ait_model *load_tb(tb_model *tb, uint8_t **bytes, size_t *nbytes) {
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  if (bytes) {
+    *bytes = buf;
+    *nbytes = size;
+  } else {
+    free(buf);
+  }
+  return m;
+}
+
+/* x[N,70] -> MatMul fc1 [70,96] -> Add -> Relu -> Gemm fc2 [96,80] (alpha
+ * 0.5) -> Relu -> Gemm classifier [10,80] (transB) -> y[N,10]. K = 70 is
+ * no multiple of 4, 16 or 32, so every padding path runs. */
+enum { K1 = 70, H1 = 96, H2 = 80, NCLS = 10 };
+static ait_model *mlp_model(uint8_t **bytes, size_t *nbytes) {
+  static float w1[K1 * H1], b1[H1], w2[H1 * H2], b2[H2], w3[NCLS * H2], b3[NCLS];
+  fill(w1, K1 * H1, 0.2f, 1), fill(b1, H1, 0.1f, 2), fill(w2, H1 * H2, 0.15f, 3);
+  fill(b2, H2, 0.1f, 4), fill(w3, NCLS * H2, 0.2f, 5), fill(b3, NCLS, 0.1f, 6);
+  w2[17] = 1.5f; /* an outlier, for the percentile scale */
+  const int64_t dx[2] = {-1, K1}, dy[2] = {-1, NCLS}, dw1[2] = {K1, H1}, db1[1] = {H1};
+  const int64_t dw2[2] = {H1, H2}, db2[1] = {H2}, dw3[2] = {NCLS, H2}, db3[1] = {NCLS};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dy);
+  tb_init_f32(tb, "W1", 2, dw1, w1), tb_init_f32(tb, "b1", 1, db1, b1);
+  tb_init_f32(tb, "W2", 2, dw2, w2), tb_init_f32(tb, "b2", 1, db2, b2);
+  tb_init_f32(tb, "W3", 2, dw3, w3), tb_init_f32(tb, "b3", 1, db3, b3);
+  tb_node(tb, "MatMul", "fc1", (const char *[]){"x", "W1", NULL}, (const char *[]){"h", NULL});
+  tb_node(tb, "Add", "add1", (const char *[]){"h", "b1", NULL}, (const char *[]){"hb", NULL});
+  tb_node(tb, "Relu", "relu1", (const char *[]){"hb", NULL}, (const char *[]){"r1", NULL});
+  tb_node(tb, "Gemm", "fc2", (const char *[]){"r1", "W2", "b2", NULL},
+          (const char *[]){"h2", NULL});
+  tb_node(tb, "Relu", "relu2", (const char *[]){"h2", NULL}, (const char *[]){"r2", NULL});
+  int cls = tb_node(tb, "Gemm", "classifier", (const char *[]){"r2", "W3", "b3", NULL},
+                    (const char *[]){"y", NULL});
+  tb_attr_int(tb, cls, "transB", 1);
+  return load_tb(tb, bytes, nbytes);
+}
+
+/* An INTS attribute added after loading (the test builder sets ints only). */
+static void add_ints(ait_node *n, const char *name, const int64_t *v, int cnt) {
+  ait_attr *a = realloc(n->attrs, sizeof *a * (size_t)(n->n_attrs + 1));
+  if (!a) return;
+  n->attrs = a;
+  a = &n->attrs[n->n_attrs++];
+  memset(a, 0, sizeof *a);
+  a->name = strdup(name);
+  a->type = AIT_ATTR_INTS;
+  a->n = cnt;
+  a->ints = malloc(sizeof(int64_t) * (size_t)cnt);
+  memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+}
+
+static ait_node *find_node(const ait_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
+  return NULL;
+}
+
+/* x[N,4,12,12] -> Conv conv1 [16,4,3,3] + bias, pads 1, strides 2 -> Relu
+ * -> Conv pw [24,16,1,1] -> Relu -> Conv grouped [24,12,3,3] group 2, pads
+ * 2, dilations 2 -> y */
+static ait_model *conv_model(void) {
+  static float w1[16 * 4 * 9], b1[16], w2[24 * 16], w3[24 * 12 * 9];
+  fill(w1, 16 * 4 * 9, 0.3f, 11), fill(b1, 16, 0.1f, 12), fill(w2, 24 * 16, 0.3f, 13);
+  fill(w3, 24 * 12 * 9, 0.2f, 14);
+  const int64_t dx[4] = {-1, 4, 12, 12}, dy[4] = {-1, 24, -1, -1};
+  const int64_t dw1[4] = {16, 4, 3, 3}, db1[1] = {16}, dw2[4] = {24, 16, 1, 1},
+                dw3[4] = {24, 12, 3, 3};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 4, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 4, dy);
+  tb_init_f32(tb, "W1", 4, dw1, w1), tb_init_f32(tb, "B1", 1, db1, b1);
+  tb_init_f32(tb, "W2", 4, dw2, w2), tb_init_f32(tb, "W3", 4, dw3, w3);
+  tb_node(tb, "Conv", "conv1", (const char *[]){"x", "W1", "B1", NULL},
+          (const char *[]){"c1", NULL});
+  tb_node(tb, "Relu", "r1", (const char *[]){"c1", NULL}, (const char *[]){"a1", NULL});
+  tb_node(tb, "Conv", "pw", (const char *[]){"a1", "W2", NULL}, (const char *[]){"c2", NULL});
+  tb_node(tb, "Relu", "r2", (const char *[]){"c2", NULL}, (const char *[]){"a2", NULL});
+  int g3 = tb_node(tb, "Conv", "grouped", (const char *[]){"a2", "W3", NULL},
+                   (const char *[]){"y", NULL});
+  tb_attr_int(tb, g3, "group", 2);
+  ait_model *m = load_tb(tb, NULL, NULL);
+  if (!m) return NULL;
+  ait_graph *g = m->graph;
+  const int64_t one[4] = {1, 1, 1, 1}, two[4] = {2, 2, 2, 2};
+  add_ints(find_node(g, "conv1"), "pads", one, 4);
+  add_ints(find_node(g, "conv1"), "strides", two, 2);
+  add_ints(find_node(g, "grouped"), "pads", two, 4);
+  add_ints(find_node(g, "grouped"), "dilations", two, 2);
+  return m;
+}
+
+/* Parse spec, then set key=val directly (options that take free text may
+ * not parse in every registry version). */
+static ait_status config(const char *spec, const char *key, const char *val,
+                         ait_backend_config *cfg) {
+  AIT_TRY(ait_backend_config_parse(spec, cfg));
+  if (key) {
+    snprintf(cfg->keys[cfg->n], sizeof cfg->keys[0], "%s", key);
+    snprintf(cfg->vals[cfg->n], sizeof cfg->vals[0], "%s", val);
+    cfg->n++;
+  }
+  return AIT_OK;
+}
+
+static ait_status build(const char *spec, const char *key, const char *val, const ait_graph *g,
+                        const ait_build_info *info, qnt_state **st) {
+  ait_backend_config cfg;
+  *st = NULL;
+  AIT_TRY(config(spec, key, val, &cfg));
+  return Q->build(&cfg, g, info, (void **)st);
+}
+
+static ait_tensor *input(const ait_graph *g, int64_t batch, uint32_t seed) {
+  const ait_value *v = &g->values[g->inputs[0]];
+  int64_t dims[AIT_MAX_RANK];
+  for (int i = 0; i < v->rank; i++)
+    dims[i] = i == 0 ? batch : v->dims[i].v;
+  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, v->rank, dims);
+  if (t) fill(t->data, ait_tensor_numel(t), 1.0f, seed);
+  return t;
+}
+
+static double cosine(const ait_tensor *a, const ait_tensor *b, double *max_rel) {
+  const float *x = a->data, *y = b->data;
+  double dot = 0, nx = 0, ny = 0, ma = 0, sc = 0;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    dot += (double)x[i] * y[i], nx += (double)x[i] * x[i], ny += (double)y[i] * y[i];
+    ma = fabs(x[i] - y[i]) > ma ? fabs(x[i] - y[i]) : ma;
+    sc = fabs(y[i]) > sc ? fabs(y[i]) : sc;
+  }
+  if (max_rel) *max_rel = ma / sc;
+  return dot / sqrt(nx * ny);
+}
+
+/* Run state s and eager on one input; cosine of the output (-1 on failure). */
+static double vs_eager(qnt_state *s, const ait_graph *g, const ait_tensor *x, double *max_rel,
+                       ait_tensor **keep) {
+  ait_tensor *got = NULL, *want = NULL;
+  const ait_tensor *in[1] = {x};
+  CHECK_ERR(Q->infer(s, in, 1, &got), AIT_OK, NULL);
+  CHECK_ERR(ait_eager_run(g, in, 1, &want), AIT_OK, NULL);
+  double c = -1;
+  if (got && want && got->rank == want->rank && !memcmp(got->dims, want->dims, sizeof got->dims))
+    c = cosine(got, want, max_rel);
+  if (keep)
+    *keep = got;
+  else
+    ait_tensor_free(got);
+  ait_tensor_free(want);
+  return c;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_e4m3(void) {
+  for (int b = 0; b < 256; b++) {
+    if ((b & 0x7F) == 0x7F) {
+      CHECK(isnan(qnt_e4m3_decode((uint8_t)b)));
+      continue;
+    }
+    float v = qnt_e4m3_decode((uint8_t)b);
+    CHECK(qnt_e4m3_encode(v) == b || (v == 0 && (b & 0x7F) == 0));
+  }
+  CHECK(qnt_e4m3_encode(448.0f) == 0x7E && qnt_e4m3_encode(1e6f) == 0x7E);
+  CHECK(qnt_e4m3_encode(-1e6f) == 0xFE && qnt_e4m3_encode(460.0f) == 0x7E);
+  CHECK(qnt_e4m3_encode(1.0625f) == 0x38); /* tie between 1 and 1.125: even */
+  CHECK(qnt_e4m3_encode(1.1875f) == 0x3A); /* tie between 1.125 and 1.25: even */
+  CHECK(qnt_e4m3_encode(ldexpf(1, -9)) == 0x01 && qnt_e4m3_decode(0x01) == ldexpf(1, -9));
+  CHECK(qnt_e4m3_decode(0x08) == ldexpf(1, -6) && qnt_e4m3_round(3.3f) == 3.25f);
+}
+
+static void test_transpose(void) {
+  if (!qnt_cpu_detect().avx512) return;
+  const int64_t sizes[][2] = {{16, 16}, {33, 70}, {49, 256}, {5, 3}, {128, 17}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    int64_t R = sizes[i][0], C = sizes[i][1];
+    float *src = malloc(sizeof(float) * (size_t)(R * (C + 3)));
+    float *dst = malloc(sizeof(float) * (size_t)(C * (R + 5)));
+    fill(src, R * (C + 3), 1.0f, (uint32_t)i);
+    qnt_x86_transpose(src, R, C, C + 3, dst, R + 5);
+    int bad = 0;
+    for (int64_t r = 0; r < R; r++)
+      for (int64_t c = 0; c < C; c++)
+        bad += dst[c * (R + 5) + r] != src[r * (C + 3) + c];
+    CHECK(bad == 0);
+    free(src), free(dst);
+  }
+}
+
+/* Dequantized weights lie within half a step of the originals, and every
+ * packed layout holds the same codes. */
+static void test_quantize(void) {
+  enum { N = 70, K = 45 };
+  static float w[N * K];
+  fill(w, N * K, 1.0f, 99);
+  for (int n = 0; n < N; n++)
+    w[n * K + n % K] *= 8; /* a large value per row */
+  struct {
+    qnt_wtype t;
+    qnt_gran g;
+    int64_t group;
+    bool sym;
+  } cases[] = {{QNT_INT8, QNT_CHANNEL, 0, true},
+               {QNT_INT8, QNT_TENSOR, 0, true},
+               {QNT_INT8, QNT_GROUP, 16, false},
+               {QNT_FP8, QNT_CHANNEL, 0, true},
+               {QNT_FP8, QNT_GROUP, 32, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    qnt_config cfg = {.weights = cases[c].t,
+                      .gran = cases[c].g,
+                      .group = cases[c].group,
+                      .symmetric = cases[c].sym};
+    qnt_weight q;
+    CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
+    CHECK(q.G == (cases[c].g == QNT_GROUP ? (K + cases[c].group - 1) / cases[c].group : 1));
+    int bad = 0;
+    for (int n = 0; n < N; n++)
+      for (int k = 0; k < K; k++) {
+        float s = q.scale[n * q.G + k / q.gsize], v = qnt_weight_value(&q, n, k), x = w[n * K + k];
+        float tol = cases[c].t == QNT_INT8 ? 0.5001f * s : fabsf(x) / 16 + s / 512;
+        bad += fabsf(v - x) > tol;
+      }
+    CHECK(bad == 0);
+    uint8_t *rows = malloc(N * K);
+    memcpy(rows, q.codes, N * K);
+    for (int l = QNT_L_PANEL; l <= QNT_L_QUAD; l++) {
+      qnt_weight p = q;
+      p.codes = malloc(N * K);
+      memcpy(p.codes, rows, N * K);
+      p.scale = malloc(sizeof(float) * (size_t)(N * q.G));
+      memcpy(p.scale, q.scale, sizeof(float) * (size_t)(N * q.G));
+      if (q.zero) {
+        p.zero = malloc((size_t)(N * q.G));
+        memcpy(p.zero, q.zero, (size_t)(N * q.G));
+      }
+      CHECK_ERR(qnt_weight_pack(&p, (qnt_layout)l), AIT_OK, NULL);
+      int diff = 0;
+      for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++)
+          diff += qnt_weight_code(&p, n, k) != rows[n * K + k];
+      CHECK(diff == 0 && p.layout == (qnt_layout)l);
+      qnt_weight_free(&p);
+    }
+    free(rows);
+    qnt_weight_free(&q);
+  }
+}
+
+static const char *const presets[] = {"int8wo", "int8dq", "fp8wo", "fp8dq"};
+
+static void check_configs(const ait_graph *g, const char *const *specs, int n, int expect_q,
+                          int64_t batch) {
+  ait_tensor *x = input(g, batch, 42);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) {
+      char spec[160];
+      snprintf(spec, sizeof spec, "%s%s", specs[i],
+               !k                      ? ""
+               : strchr(specs[i], ':') ? ",kernels=portable"
+                                       : ":kernels=portable");
+      qnt_state *s = NULL;
+      CHECK_ERR(build(spec, NULL, NULL, g, NULL, &s), AIT_OK, NULL);
+      if (!s) continue;
+      double rel = 1, c = vs_eager(s, g, x, &rel, NULL);
+      if (c < 0.99 || rel > 0.1) fprintf(stderr, "%s: cosine %.6f, max rel %.4f\n", spec, c, rel);
+      CHECK(c >= 0.99 && rel <= 0.1);
+      CHECK(s->n_q == expect_q && s->n_quantized == expect_q);
+      /* a quarter of float32 plus scales (packed panels pad small layers) */
+      if (k) CHECK(s->qbytes * 3 < s->float_bytes);
+      Q->destroy(s);
+    }
+  ait_tensor_free(x);
+}
+
+static void test_presets(const ait_graph *mlp, const ait_graph *conv) {
+  char specs[4][64];
+  const char *p[4];
+  for (int i = 0; i < 4; i++) {
+    snprintf(specs[i], sizeof specs[i], "quant:preset=%s", presets[i]);
+    p[i] = specs[i];
+  }
+  check_configs(mlp, p, 4, 3, 5);
+  check_configs(mlp, p, 4, 3, 13); /* more rows than one tile */
+  check_configs(conv, p, 4, 3, 2);
+  const char *def[1] = {"quant"};
+  check_configs(mlp, def, 1, 3, 3);
+  /* AVX-512 and portable kernels compute the same thing */
+  ait_tensor *x = input(mlp, 7, 3);
+  for (int i = 0; i < 4; i++) {
+    qnt_state *a = NULL, *b = NULL;
+    char spec[96];
+    snprintf(spec, sizeof spec, "%s,kernels=portable", specs[i]);
+    CHECK_ERR(build(specs[i], NULL, NULL, mlp, NULL, &a), AIT_OK, NULL);
+    CHECK_ERR(build(spec, NULL, NULL, mlp, NULL, &b), AIT_OK, NULL);
+    ait_tensor *ya = NULL, *yb = NULL;
+    const ait_tensor *in[1] = {x};
+    if (a && b && !Q->infer(a, in, 1, &ya) && !Q->infer(b, in, 1, &yb))
+      CHECK(cosine(ya, yb, NULL) > 0.9999);
+    ait_tensor_free(ya), ait_tensor_free(yb);
+    Q->destroy(a), Q->destroy(b);
+  }
+  ait_tensor_free(x);
+}
+
+static void test_custom(const ait_graph *mlp, const ait_graph *conv) {
+  const char *const specs[] = {
+      "quant:weights=int8,granularity=group,group=32",
+      "quant:weights=int8,granularity=tensor",
+      "quant:symmetric=off",
+      "quant:scale=percentile,percentile=99.9",
+      "quant:symmetric=off,act=on",
+      "quant:granularity=group,group=16,act=on",
+      "quant:granularity=group,group=32,symmetric=off,act=on",
+      "quant:weights=fp8,granularity=group,group=16",
+      "quant:weights=fp8,granularity=group,group=32,act=on",
+      "quant:weights=fp8,granularity=tensor,act=on",
+  };
+  int n = (int)(sizeof specs / sizeof specs[0]);
+  check_configs(mlp, specs, n, 3, 9);
+  check_configs(conv, specs, n, 3, 1);
+  /* what the custom options resolve to */
+  ait_backend_config cfg;
+  qnt_config c;
+  CHECK_ERR(config("quant:granularity=group,group=64,symmetric=off,act=on", NULL, NULL, &cfg),
+            AIT_OK, NULL);
+  CHECK_ERR(qnt_config_resolve(&cfg, &c), AIT_OK, NULL);
+  CHECK(!c.preset[0] && c.weights == QNT_INT8 && c.gran == QNT_GROUP && c.group == 64);
+  CHECK(!c.symmetric && c.act && c.ops == QNT_OP_ALL);
+}
+
+static void test_preflight(const ait_graph *mlp) {
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=mxfp8dq", NULL, NULL, mlp, NULL, &s), AIT_E_UNSUPPORTED,
+            "compute capability 10.0");
+  const char *msg = ait_last_error();
+  CHECK(strstr(msg, "mxfp8dq") && strstr(msg, "MatMul node 'fc1'"));
+  CHECK(strstr(msg, "bfloat16") && strstr(msg, "70 is not divisible by 32"));
+  CHECK_ERR(build("quant:preset=nvfp4dq", NULL, NULL, mlp, NULL, &s), AIT_E_UNSUPPORTED,
+            "NVFP4 support (NVIDIA compute capability 10.0");
+  CHECK(strstr(ait_last_error(), "not both divisible by 16"));
+  /* the checks apply to the selected nodes only: the classifier alone has
+   * K = 80, divisible by 16 (not by 32) */
+  CHECK_ERR(build("quant:preset=mxfp8dq", "exclude", "fc*", mlp, NULL, &s), AIT_E_UNSUPPORTED,
+            "Gemm node 'classifier'");
+  CHECK(!strstr(ait_last_error(), "fc1"));
+  CHECK(s == NULL);
+  ait_backend_config cfg;
+  const char *want[][2] = {{"quant:preset=int8dq", "int8"},
+                           {"quant:preset=fp8wo", "fp8"},
+                           {"quant:preset=mxfp8dq", "fp8"},
+                           {"quant:preset=nvfp4dq", "fp4"},
+                           {"quant", "fp8"},
+                           {"quant:weights=int8", "int8"}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    CHECK_ERR(config(want[i][0], NULL, NULL, &cfg), AIT_OK, NULL);
+    CHECK(!strcmp(Q->precision(&cfg), want[i][1]));
+  }
+}
+
+static int filter_calls, filter_saw_matmul;
+static int reject_fc2(void *user, const char *op_type, const char *name) {
+  filter_calls++;
+  if (!strcmp(op_type, "MatMul")) filter_saw_matmul++;
+  return strcmp(name, (const char *)user) != 0;
+}
+static int reject_all(void *user, const char *op_type, const char *name) { return 0; }
+
+static int count_q(const char *spec, const char *key, const char *val, const ait_graph *g,
+                   const ait_build_info *info) {
+  qnt_state *s = NULL;
+  CHECK_ERR(build(spec, key, val, g, info, &s), AIT_OK, NULL);
+  int n = s ? s->n_q : -1;
+  Q->destroy(s);
+  return n;
+}
+
+static void test_filter(const ait_graph *mlp) {
+  CHECK(count_q("quant:preset=int8dq", "exclude", "*classif*", mlp, NULL) == 2);
+  CHECK(count_q("quant:preset=int8dq", "exclude", "fc1+classifier", mlp, NULL) == 1);
+  CHECK(count_q("quant:preset=int8dq,ops=Gemm", NULL, NULL, mlp, NULL) == 2);
+  CHECK(count_q("quant:ops=MatMul", NULL, NULL, mlp, NULL) == 1);
+  CHECK(count_q("quant:preset=fp8wo,min_weight=1000", NULL, NULL, mlp, NULL) == 2);
+  ait_build_info info = {0};
+  info.node_filter = reject_fc2;
+  info.node_filter_user = (void *)"fc2";
+  CHECK(count_q("quant:preset=int8wo", NULL, NULL, mlp, &info) == 2);
+  CHECK(filter_calls == 3 && filter_saw_matmul == 1);
+  /* the excluded node keeps its float op */
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, mlp, &info, &s), AIT_OK, NULL);
+  if (s) {
+    const ait_node *fc2 = find_node(s->g, "fc2"), *fc1 = find_node(s->g, "fc1");
+    CHECK(fc2 && !strcmp(fc2->op_type, "Gemm") && fc2->op != NULL);
+    CHECK(fc1 && !strcmp(fc1->op_type, "QMatMul") && !strcmp(fc1->domain, QNT_DOMAIN));
+    Q->destroy(s);
+  }
+  info.node_filter = reject_all;
+  CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, mlp, &info, &s), AIT_E_UNSUPPORTED,
+            "no node to quantize");
+  CHECK_ERR(build("quant:preset=int8dq,min_weight=100000", NULL, NULL, mlp, NULL, &s),
+            AIT_E_UNSUPPORTED, "no node to quantize");
+}
+
+static void test_config_errors(const ait_graph *mlp) {
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=int8wo,granularity=group", NULL, NULL, mlp, NULL, &s),
+            AIT_E_INVALID_ARG, "preset=int8wo and the custom option granularity=group together");
+  CHECK_ERR(build("quant:act=on,preset=fp8dq", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "a preset fixes every quantization setting");
+  CHECK_ERR(build("quant:group=64", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "group=64 needs granularity=group");
+  CHECK_ERR(build("quant:granularity=group,group=24", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "multiple of 16");
+  CHECK_ERR(build("quant:weights=fp8,symmetric=off", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "needs int8 weights");
+  CHECK_ERR(build("quant:percentile=99", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "needs scale=percentile");
+  CHECK_ERR(build("quant:preset=int4", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG, "not one of");
+  CHECK_ERR(build("quant:ops=Softmax", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG, NULL);
+  CHECK(s == NULL);
+  ait_backend_config cfg;
+  CHECK_ERR(config("quant:preset=int8wo,scale=percentile", NULL, NULL, &cfg), AIT_OK, NULL);
+  CHECK(!strcmp(Q->precision(&cfg), "int8")); /* no crash on a bad combination */
+}
+
+static char tmpdir[64];
+
+static void write_text(const char *name, const char *text, char *path, size_t n) {
+  snprintf(path, n, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_json(const ait_graph *mlp) {
+  char path[128];
+  qnt_state *s = NULL;
+  write_text("user.json", "{\"quantization\": \"int8dq\"}", path, sizeof path);
+  CHECK_ERR(build("quant", "config", path, mlp, NULL, &s), AIT_OK, NULL);
+  if (s) {
+    CHECK(s->cfg.weights == QNT_INT8 && s->cfg.act && !strcmp(s->cfg.preset, "int8dq"));
+    CHECK(s->n_q == 3);
+    Q->destroy(s);
+  }
+  write_text("full.json",
+             "{\"quantization\": {\"weights\": \"fp8\", \"granularity\": \"group\", "
+             "\"group_size\": 32, \"activations\": \"dynamic\"}, "
+             "\"filter\": {\"exclude\": [\"classifier\"], \"ops\": [\"MatMul\", \"Gemm\"]}}",
+             path, sizeof path);
+  CHECK_ERR(build("quant", "config", path, mlp, NULL, &s), AIT_OK, NULL);
+  if (s) {
+    CHECK(s->cfg.weights == QNT_FP8 && s->cfg.gran == QNT_GROUP && s->cfg.group == 32);
+    CHECK(s->cfg.act && s->n_q == 2 && !s->cfg.preset[0]);
+    /* the full form written back parses to the same configuration */
+    char *json = qnt_config_to_json(&s->cfg);
+    qnt_config back = s->cfg;
+    bool has_filter = false;
+    CHECK_ERR(qnt_config_parse_json(json, "round trip", &back, &has_filter), AIT_OK, NULL);
+    CHECK(has_filter && qnt_config_same_quant(&back, &s->cfg) && back.ops == s->cfg.ops);
+    CHECK(back.n_exclude == 1 && !strcmp(back.exclude[0], "classifier"));
+    free(json);
+    Q->destroy(s);
+  }
+  /* filter options on the backend string override the file's */
+  CHECK_ERR(build("quant:ops=MatMul", "config", path, mlp, NULL, &s), AIT_OK, NULL);
+  if (s) CHECK(s->n_q == 1);
+  Q->destroy(s);
+  s = NULL;
+  CHECK_ERR(build("quant:preset=int8wo", "config", path, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "gives the quantization; do not also set preset=int8wo");
+  CHECK_ERR(build("quant:act=on", "config", path, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "do not also set act=on");
+  const char *bad[][2] = {
+      {"{\"quantization\": ", "is not valid JSON"},
+      {"{\"quantization\": \"int4\"}", "unknown preset"},
+      {"{\"quantisation\": \"int8dq\"}", "unknown key quantisation"},
+      {"{\"preset\": \"int8dq\", \"quantization\": {\"weights\": \"int8\"}}",
+       "would mix a preset with a custom configuration"},
+      {"{\"quantization\": {\"weights\": \"int4\"}}", "weights must be int8, fp8"},
+      {"{\"quantization\": {\"granularity\": \"row\"}}", "granularity must be"},
+      {"{\"quantization\": {\"weights\": \"fp8\", \"symmetric\": false}}", "needs int8 weights"},
+      {"{\"quantization\": \"int8wo\", \"filter\": {\"ops\": [\"Relu\"]}}", "not one of MatMul"},
+      {"[1, 2]", "must be a JSON object"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_text("bad.json", bad[i][0], path, sizeof path);
+    CHECK_ERR(build("quant", "config", path, mlp, NULL, &s), AIT_E_INVALID_ARG, bad[i][1]);
+  }
+  CHECK_ERR(build("quant", "config", "/nonexistent/q.json", mlp, NULL, &s), AIT_E_IO,
+            "quant: config=/nonexistent/q.json");
+  CHECK(s == NULL);
+}
+
+static void corrupt(const char *path, long at, int truncate_to) {
+  FILE *f = fopen(path, "r+b");
+  if (!f) return;
+  if (truncate_to >= 0) {
+    fclose(f);
+    CHECK(truncate(path, truncate_to) == 0);
+    return;
+  }
+  fseek(f, at, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, at, SEEK_SET);
+  fputc(c ^ 0x5A, f);
+  fclose(f);
+}
+
+static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
+  const char *specs[] = {"quant:preset=int8dq", "quant:preset=fp8wo",
+                         "quant:symmetric=off,act=on,granularity=group,group=32",
+                         "quant:weights=fp8,act=on"};
+  for (int i = 0; i < 4; i++)
+    for (int which = 0; which < 2; which++) {
+      const ait_graph *g = which ? conv : mlp;
+      char dir[128];
+      snprintf(dir, sizeof dir, "%s/state%d%d", tmpdir, i, which);
+      mkdir(dir, 0755);
+      ait_backend_config cfg;
+      CHECK_ERR(config(specs[i], NULL, NULL, &cfg), AIT_OK, NULL);
+      qnt_state *a = NULL, *b = NULL;
+      CHECK_ERR(Q->build(&cfg, g, NULL, (void **)&a), AIT_OK, NULL);
+      if (!a) continue;
+      ait_tensor *x = input(g, 3, 7), *ya = NULL, *yb = NULL;
+      const ait_tensor *in[1] = {x};
+      CHECK_ERR(Q->infer(a, in, 1, &ya), AIT_OK, NULL);
+      CHECK_ERR(Q->save(a, dir), AIT_OK, NULL);
+      CHECK_ERR(Q->load(&cfg, g, dir, (void **)&b), AIT_OK, NULL);
+      if (b) {
+        CHECK(b->n_quantized == 0 && b->n_q == a->n_q); /* nothing quantized again */
+        CHECK_ERR(Q->infer(b, in, 1, &yb), AIT_OK, NULL);
+        CHECK(ya && yb && !memcmp(ya->data, yb->data, ait_tensor_nbytes(ya)));
+      }
+      ait_tensor_free(yb);
+      Q->destroy(b);
+      b = NULL;
+      /* the same saved weights on the portable kernels */
+      char spec[160];
+      snprintf(spec, sizeof spec, "%s,kernels=portable", specs[i]);
+      ait_backend_config port;
+      CHECK_ERR(config(spec, NULL, NULL, &port), AIT_OK, NULL);
+      CHECK_ERR(Q->load(&port, g, dir, (void **)&b), AIT_OK, NULL);
+      yb = NULL;
+      if (b && !Q->infer(b, in, 1, &yb)) CHECK(cosine(ya, yb, NULL) > 0.9999);
+      ait_tensor_free(yb);
+      Q->destroy(b);
+      ait_tensor_free(ya);
+      ait_tensor_free(x);
+      Q->destroy(a);
+    }
+  /* a configuration that disagrees with the saved one, and damaged files */
+  char dir[128], wpath[160], cpath[160];
+  snprintf(dir, sizeof dir, "%s/state00", tmpdir);
+  snprintf(wpath, sizeof wpath, "%s/quant_weights.bin", dir);
+  snprintf(cpath, sizeof cpath, "%s/quant_config.json", dir);
+  ait_backend_config cfg;
+  void *b = NULL;
+  CHECK_ERR(config("quant:preset=fp8wo", NULL, NULL, &cfg), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_ARG, "quantized as int8dq");
+  CHECK_ERR(config("quant:preset=int8dq", NULL, NULL, &cfg), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, conv, dir, &b), AIT_E_INVALID_MODEL, "not for this model");
+  struct stat st;
+  CHECK(stat(wpath, &st) == 0);
+  corrupt(wpath, (long)st.st_size / 2, -1);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  corrupt(wpath, 0, 100);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  corrupt(wpath, 0, 3);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "not a quant weights file");
+  write_text("state00/quant_config.json", "{\"quantization\": 5}", cpath, sizeof cpath);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_ARG, "preset name or an object");
+  CHECK_ERR(Q->load(&cfg, mlp, "/nonexistent/dir", &b), AIT_E_IO, NULL);
+  CHECK(b == NULL);
+}
+
+static void test_bad_input(const ait_graph *mlp) {
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, mlp, NULL, &s), AIT_OK, NULL);
+  if (!s) return;
+  const int64_t d[2] = {2, K1 + 1};
+  ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 2, d), *y = (ait_tensor *)1;
+  const ait_tensor *in[1] = {x};
+  CHECK_ERR(Q->infer(s, in, 1, &y), AIT_E_SHAPE, "QMatMul node 'fc1': A's last dimension");
+  CHECK(y == NULL);
+  CHECK_ERR(Q->infer(s, in, 0, &y), AIT_E_INVALID_ARG, "takes 1 inputs");
+  char why[128];
+  CHECK(Q->supports(NULL, mlp, &mlp->nodes[0], why, sizeof why));
+  ait_tensor_free(x);
+  Q->destroy(s);
+}
+
+static int tune_calls;
+static int count_filter(void *user, const char *op_type, const char *name) {
+  tune_calls++;
+  return strcmp(name, "classifier") != 0;
+}
+
+/* The public API: the tuner passes ait_tune_options.node_filter to build. */
+static void test_tune(const uint8_t *bytes, size_t n) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/mlp.onnx", tmpdir);
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fwrite(bytes, 1, n, f);
+  fclose(f);
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(path, "mlp", &m), AIT_OK, NULL);
+  if (!m) return;
+  const char *cands[1] = {"quant:preset=int8dq"};
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  o.strategy = AIT_STRATEGY_ONE_BACKEND;
+  o.backends = cands;
+  o.n_backends = 1;
+  o.batch_sizes = (const int[]){4};
+  o.n_batch_sizes = 1;
+  o.perf_validation = 0;
+  o.min_runs = o.max_runs = 3;
+  o.cv_target = 0;
+  o.time_budget_s = 0.2;
+  o.cache_dir = "";
+  o.node_filter = count_filter;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK(tune_calls >= 3);
+  char *json = NULL;
+  CHECK_ERR(ait_module_report_json(m, &json), AIT_OK, NULL);
+  CHECK(json && strstr(json, "quant"));
+  if (json && !strstr(json, "\"selected\"")) fprintf(stderr, "report: %s\n", json);
+  ait_free(json);
+  ait_module_free(m);
+}
+
+int main(void) {
+  if (!ait_backend_find("quant")) CHECK_ERR(ait_backend_register(Q), AIT_OK, NULL);
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/test_quant.XXXXXX");
+  if (!mkdtemp(tmpdir)) return 1;
+  uint8_t *bytes = NULL;
+  size_t nbytes = 0;
+  ait_model *mlp = mlp_model(&bytes, &nbytes), *conv = conv_model();
+  if (!mlp || !conv) return check_result("test_quant");
+  test_e4m3();
+  test_transpose();
+  test_quantize();
+  test_presets(mlp->graph, conv->graph);
+  test_custom(mlp->graph, conv->graph);
+  test_preflight(mlp->graph);
+  test_filter(mlp->graph);
+  test_config_errors(mlp->graph);
+  test_json(mlp->graph);
+  test_save_load(mlp->graph, conv->graph);
+  test_bad_input(mlp->graph);
+  test_tune(bytes, nbytes);
+  free(bytes);
+  ait_model_free(mlp);
+  ait_model_free(conv);
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  return check_result("test_quant");
+}
