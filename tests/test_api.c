@@ -81,6 +81,12 @@ static void test_backend_configs(void) {
   CHECK_ERR(ait_backend_config_parse("native:threads=zero", &d), AIT_E_INVALID_ARG, "threads");
   CHECK_ERR(ait_backend_config_parse("native:colour=red", &d), AIT_E_INVALID_ARG, "colour");
   CHECK_ERR(ait_backend_config_parse("warp-drive", &d), AIT_E_NOT_FOUND, "warp-drive");
+  /* a bare value picks the enum option that offers it: quant:int8dq */
+  CHECK_ERR(ait_backend_config_parse("quant:int8dq", &d), AIT_OK, NULL);
+  CHECK(!strcmp(ait_backend_config_get(&d, "preset"), "int8dq"));
+  CHECK_ERR(ait_backend_config_parse("onednn:bf16,threads=1", &d), AIT_OK, NULL);
+  CHECK(!strcmp(ait_backend_config_get(&d, "dtype"), "bf16"));
+  CHECK_ERR(ait_backend_config_parse("native:turbo", &d), AIT_E_INVALID_ARG, "turbo");
   CHECK_ERR(ait_backend_config_from_json("[1,2]", &d), AIT_E_PARSE, NULL);
 }
 

@@ -47,6 +47,22 @@ static const ait_option_def *find_opt(const ait_backend_iface *b, const char *ke
   return NULL;
 }
 
+/* The first enum option that lists `v` among its choices ("a|b|c"). */
+static const ait_option_def *enum_with_choice(const ait_backend_iface *b, const char *v) {
+  size_t n = strlen(v);
+  for (int i = 0; i < b->n_options; i++) {
+    const ait_option_def *o = &b->options[i];
+    if (o->type != AIT_OPT_ENUM) continue;
+    for (const char *c = o->choices; c && *c;) {
+      const char *bar = strchr(c, '|');
+      size_t len = bar ? (size_t)(bar - c) : strlen(c);
+      if (len == n && !strncmp(c, v, n)) return o;
+      c = bar ? bar + 1 : c + len;
+    }
+  }
+  return NULL;
+}
+
 /* Check value text against the option's type and choices. */
 static ait_status check_value(const ait_backend_iface *b, const ait_option_def *o, const char *v) {
   char *end = NULL;
@@ -109,16 +125,29 @@ ait_status ait_backend_config_parse(const char *spec, ait_backend_config *cfg) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
     const char *eq = memchr(p, '=', len);
-    if (!eq || eq == p)
+    if (eq == p)
       return ait_err(AIT_E_INVALID_ARG, "%s: expected key=value in '%.*s'", name, (int)len, p);
-    size_t kl = (size_t)(eq - p), vl = len - kl - 1;
-    if (kl >= sizeof cfg->keys[0] || vl >= sizeof cfg->vals[0] || cfg->n == AIT_MAX_OPTS)
-      return ait_err(AIT_E_INVALID_ARG, "%s: option '%.*s' is too long", name, (int)len, p);
     char key[32], val[sizeof cfg->vals[0]];
-    memcpy(key, p, kl);
-    key[kl] = '\0';
-    memcpy(val, eq + 1, vl);
-    val[vl] = '\0';
+    if (!eq) { /* a bare value names an enum choice: "quant:int8dq", "onednn:bf16" */
+      if (len >= sizeof val)
+        return ait_err(AIT_E_INVALID_ARG, "%s: option '%.*s' is too long", name, (int)len, p);
+      memcpy(val, p, len);
+      val[len] = '\0';
+      const ait_option_def *o = enum_with_choice(b, val);
+      if (!o)
+        return ait_err(AIT_E_INVALID_ARG, "%s: '%s' is not key=value nor a choice of any option",
+                       name, val);
+      snprintf(key, sizeof key, "%s", o->name);
+    } else {
+      size_t kl = (size_t)(eq - p), vl = len - kl - 1;
+      if (kl >= sizeof cfg->keys[0] || vl >= sizeof cfg->vals[0] || cfg->n == AIT_MAX_OPTS)
+        return ait_err(AIT_E_INVALID_ARG, "%s: option '%.*s' is too long", name, (int)len, p);
+      memcpy(key, p, kl);
+      key[kl] = '\0';
+      memcpy(val, eq + 1, vl);
+      val[vl] = '\0';
+    }
+    if (cfg->n == AIT_MAX_OPTS) return ait_err(AIT_E_INVALID_ARG, "%s: too many options", name);
     const ait_option_def *o = find_opt(b, key);
     if (!o) return ait_err(AIT_E_INVALID_ARG, "backend %s has no option '%s'", name, key);
     AIT_TRY(check_value(b, o, val));
