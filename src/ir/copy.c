@@ -25,7 +25,7 @@ void ait_attr_clear(ait_attr *a) {
   memset(a, 0, sizeof *a);
 }
 
-bool ait_attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner) {
+bool ait_attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner, bool borrow) {
   bool fail = false;
   memset(d, 0, sizeof *d);
   d->type = s->type;
@@ -35,7 +35,7 @@ bool ait_attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner) {
   d->name = dup_or_null(s->name, &fail);
   d->s = dup_or_null(s->s, &fail);
   if (s->t && !(d->t = ait_tensor_clone(s->t))) fail = true;
-  if (s->g && !(d->g = ait_graph_clone(s->g, owner))) fail = true;
+  if (s->g && !(d->g = ait_graph_clone(s->g, owner, borrow))) fail = true;
   if (s->floats && s->n > 0 && (d->floats = malloc(sizeof(float) * (size_t)s->n)))
     memcpy(d->floats, s->floats, sizeof(float) * (size_t)s->n);
   else if (s->floats && s->n > 0)
@@ -67,7 +67,7 @@ void ait_node_clear(ait_node *n) {
   memset(n, 0, sizeof *n);
 }
 
-bool ait_node_copy(ait_node *d, const ait_node *s, ait_graph *owner) {
+bool ait_node_copy(ait_node *d, const ait_node *s, ait_graph *owner, bool borrow) {
   bool fail = false;
   memset(d, 0, sizeof *d);
   d->name = dup_or_null(s->name, &fail);
@@ -87,7 +87,7 @@ bool ait_node_copy(ait_node *d, const ait_node *s, ait_graph *owner) {
   memcpy(d->in, s->in, sizeof(int) * (size_t)s->n_in);
   memcpy(d->out, s->out, sizeof(int) * (size_t)s->n_out);
   for (int k = 0; k < s->n_attrs; k++) {
-    if (!ait_attr_copy(&d->attrs[k], &s->attrs[k], owner)) {
+    if (!ait_attr_copy(&d->attrs[k], &s->attrs[k], owner, borrow)) {
       ait_node_clear(d);
       return false;
     }
@@ -106,7 +106,7 @@ static bool value_copy(ait_value *d, const ait_value *s, bool borrow) {
     d->dims[k].sym = dup_or_null(s->dims[k].sym, &fail);
   if (s->init) {
     const ait_tensor *t = s->init;
-    d->init = borrow && t->kind == AIT_KIND_TENSOR
+    d->init = borrow && t->kind == AIT_KIND_TENSOR && t->dtype != AIT_STRING
                   ? ait_tensor_wrap(t->dtype, t->rank, t->dims, t->data)
                   : ait_tensor_clone(t);
     if (!d->init) fail = true;
@@ -128,7 +128,7 @@ static ait_status copy_opsets(ait_graph *g, const ait_graph *s) {
   return AIT_OK;
 }
 
-ait_graph *ait_graph_clone(const ait_graph *s, ait_graph *parent) {
+ait_graph *ait_graph_clone(const ait_graph *s, ait_graph *parent, bool borrow) {
   ait_graph *g = ait_graph_new(s->name, parent);
   if (!g) return NULL;
   g->ir_version = s->ir_version;
@@ -140,14 +140,14 @@ ait_graph *ait_graph_clone(const ait_graph *s, ait_graph *parent) {
   g->cap_values = s->n_values + 1;
   g->cap_nodes = s->n_nodes + 1;
   for (int i = 0; i < s->n_values; i++) {
-    if (!value_copy(&g->values[i], &s->values[i], false)) {
+    if (!value_copy(&g->values[i], &s->values[i], borrow)) {
       g->n_values = i + 1; /* the partial value is freed with the graph */
       goto nomem;
     }
     g->n_values = i + 1;
   }
   for (int i = 0; i < s->n_nodes; i++) {
-    if (!ait_node_copy(&g->nodes[i], &s->nodes[i], g)) goto nomem;
+    if (!ait_node_copy(&g->nodes[i], &s->nodes[i], g, borrow)) goto nomem;
     g->n_nodes = i + 1;
   }
   memcpy(g->inputs, s->inputs, sizeof(int) * (size_t)s->n_inputs);
@@ -248,7 +248,7 @@ ait_status ait_graph_extract(const ait_graph *g, const int *nodes, int n, ait_gr
   }
   for (int i = 0; i < n; i++) {
     ait_node *d = &s->nodes[i];
-    if (!ait_node_copy(d, &g->nodes[nodes[i]], s)) {
+    if (!ait_node_copy(d, &g->nodes[nodes[i]], s, true)) {
       st = ait_err(AIT_E_NOMEM, "out of memory partitioning the graph");
       goto out;
     }

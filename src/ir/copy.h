@@ -6,13 +6,16 @@
 
 #include "ir/graph.h"
 
-/* Deep copies. Subgraph attributes get `owner` as their parent. On failure
- * (out of memory) return false / NULL; partial copies are freed. */
-bool ait_attr_copy(ait_attr *dst, const ait_attr *src, ait_graph *owner);
+/* Deep copies. Subgraph attributes get `owner` as their parent. With
+ * `borrow`, constant tensors (initializers, folded values) of the copy and
+ * its subgraphs borrow the source's data instead of copying it, so the source
+ * must outlive the copy (backends rewriting a model they were handed). On
+ * failure (out of memory) return false / NULL; partial copies are freed. */
+bool ait_attr_copy(ait_attr *dst, const ait_attr *src, ait_graph *owner, bool borrow);
 void ait_attr_clear(ait_attr *a);
-bool ait_node_copy(ait_node *dst, const ait_node *src, ait_graph *owner);
+bool ait_node_copy(ait_node *dst, const ait_node *src, ait_graph *owner, bool borrow);
 void ait_node_clear(ait_node *n);
-ait_graph *ait_graph_clone(const ait_graph *src, ait_graph *parent);
+ait_graph *ait_graph_clone(const ait_graph *src, ait_graph *parent, bool borrow);
 
 /* The nodes nodes[0..n) of top-level graph g (in topological order) as a new
  * standalone graph. Its inputs are the values those nodes read that are

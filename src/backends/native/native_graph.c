@@ -6,164 +6,16 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "ir/copy.h"
 
 /* ---- copy ------------------------------------------------------------- */
 
-static char *dup_or_null(const char *s, bool *fail) {
-  if (!s) return NULL;
-  char *d = strdup(s);
-  if (!d) *fail = true;
-  return d;
-}
-
-static bool attr_copy(ait_attr *d, const ait_attr *s, ait_graph *owner, bool borrow) {
-  bool fail = false;
-  memset(d, 0, sizeof *d);
-  d->type = s->type;
-  d->f = s->f;
-  d->i = s->i;
-  d->n = s->n;
-  d->name = dup_or_null(s->name, &fail);
-  d->s = dup_or_null(s->s, &fail);
-  if (s->t && !(d->t = ait_tensor_clone(s->t))) fail = true;
-  if (s->g && !(d->g = nat_graph_clone(s->g, owner, borrow))) fail = true;
-  if (s->floats && s->n > 0) {
-    if ((d->floats = malloc(sizeof(float) * (size_t)s->n)))
-      memcpy(d->floats, s->floats, sizeof(float) * (size_t)s->n);
-    else
-      fail = true;
-  }
-  if (s->ints && s->n > 0) {
-    if ((d->ints = malloc(sizeof(int64_t) * (size_t)s->n)))
-      memcpy(d->ints, s->ints, sizeof(int64_t) * (size_t)s->n);
-    else
-      fail = true;
-  }
-  if (s->strings && s->n > 0) {
-    if ((d->strings = calloc((size_t)s->n, sizeof(char *))))
-      for (int k = 0; k < s->n; k++)
-        d->strings[k] = dup_or_null(s->strings[k], &fail);
-    else
-      fail = true;
-  }
-  return !fail;
-}
-
-static void attr_clear(ait_attr *a) {
-  free(a->name);
-  free(a->s);
-  ait_tensor_free(a->t);
-  ait_graph_free(a->g);
-  free(a->floats);
-  free(a->ints);
-  for (int i = 0; a->strings && i < a->n; i++)
-    free(a->strings[i]);
-  free(a->strings);
-  memset(a, 0, sizeof *a);
-}
-
-void nat_node_clear(ait_node *n) {
-  free(n->name);
-  free(n->op_type);
-  free(n->domain);
-  free(n->in);
-  free(n->out);
-  for (int k = 0; k < n->n_attrs; k++)
-    attr_clear(&n->attrs[k]);
-  free(n->attrs);
-  memset(n, 0, sizeof *n);
-}
-
-static bool value_copy(ait_value *d, const ait_value *s, bool borrow) {
-  bool fail = false;
-  *d = *s;
-  d->init = NULL;
-  for (int k = 0; k < AIT_MAX_RANK; k++)
-    d->dims[k].sym = NULL;
-  d->name = dup_or_null(s->name, &fail);
-  for (int k = 0; k < AIT_MAX_RANK; k++)
-    d->dims[k].sym = dup_or_null(s->dims[k].sym, &fail);
-  if (s->init) {
-    const ait_tensor *t = s->init;
-    bool wrap = borrow && t->kind == AIT_KIND_TENSOR && t->dtype != AIT_STRING;
-    d->init = wrap ? ait_tensor_wrap(t->dtype, t->rank, t->dims, t->data) : ait_tensor_clone(t);
-    if (!d->init) fail = true;
-  }
-  return !fail;
-}
-
-static bool node_copy(ait_node *d, const ait_node *s, ait_graph *owner, bool borrow) {
-  bool fail = false;
-  memset(d, 0, sizeof *d);
-  d->name = dup_or_null(s->name, &fail);
-  d->op_type = dup_or_null(s->op_type, &fail);
-  d->domain = dup_or_null(s->domain ? s->domain : "", &fail);
-  d->opset = s->opset;
-  d->op = s->op;
-  d->in = malloc(sizeof(int) * (size_t)(s->n_in + 1));
-  d->out = malloc(sizeof(int) * (size_t)(s->n_out + 1));
-  if (!d->in || !d->out) return false;
-  d->n_in = s->n_in;
-  d->n_out = s->n_out;
-  memcpy(d->in, s->in, sizeof(int) * (size_t)s->n_in);
-  memcpy(d->out, s->out, sizeof(int) * (size_t)s->n_out);
-  if (s->n_attrs > 0) {
-    if (!(d->attrs = calloc((size_t)s->n_attrs, sizeof *d->attrs))) return false;
-    for (int k = 0; k < s->n_attrs; k++) {
-      d->n_attrs = k + 1;
-      if (!attr_copy(&d->attrs[k], &s->attrs[k], owner, borrow)) return false;
-    }
-  }
-  return !fail;
-}
-
-static int *dup_ints(const int *v, int n, bool *fail) {
-  int *d = malloc(sizeof(int) * (size_t)(n + 1));
-  if (!d) {
-    *fail = true;
-    return NULL;
-  }
-  if (n > 0) memcpy(d, v, sizeof(int) * (size_t)n);
-  return d;
-}
-
+/* The copy itself is src/ir/copy.c's; these names keep the passes short. */
 ait_graph *nat_graph_clone(const ait_graph *s, ait_graph *parent, bool borrow) {
-  ait_graph *g = ait_graph_new(s->name, parent);
-  if (!g) return NULL;
-  bool fail = false;
-  g->ir_version = s->ir_version;
-  g->values = calloc((size_t)s->n_values + 1, sizeof *g->values);
-  g->nodes = calloc((size_t)s->n_nodes + 1, sizeof *g->nodes);
-  if (!g->values || !g->nodes) goto nomem;
-  g->cap_values = s->n_values + 1;
-  g->cap_nodes = s->n_nodes + 1;
-  for (int i = 0; i < s->n_values; i++) {
-    g->n_values = i + 1;
-    if (!value_copy(&g->values[i], &s->values[i], borrow)) goto nomem;
-  }
-  for (int i = 0; i < s->n_nodes; i++) {
-    g->n_nodes = i + 1;
-    if (!node_copy(&g->nodes[i], &s->nodes[i], g, borrow)) goto nomem;
-  }
-  g->inputs = dup_ints(s->inputs, s->n_inputs, &fail);
-  g->n_inputs = s->n_inputs;
-  g->outputs = dup_ints(s->outputs, s->n_outputs, &fail);
-  g->n_outputs = s->n_outputs;
-  if (fail) goto nomem;
-  if (s->n_opsets > 0) {
-    if (!(g->opsets = calloc((size_t)s->n_opsets, sizeof *g->opsets))) goto nomem;
-    for (int i = 0; i < s->n_opsets; i++) {
-      g->n_opsets = i + 1;
-      g->opsets[i].version = s->opsets[i].version;
-      if (!(g->opsets[i].domain = strdup(s->opsets[i].domain))) goto nomem;
-    }
-  }
-  return g;
-nomem:
-  ait_graph_free(g);
-  ait_err(AIT_E_NOMEM, "out of memory copying graph '%s'", s->name);
-  return NULL;
+  return ait_graph_clone(s, parent, borrow);
 }
+
+void nat_node_clear(ait_node *n) { ait_node_clear(n); }
 
 /* ---- attributes and initializers --------------------------------------- */
 
@@ -175,7 +27,7 @@ static ait_attr *attr_slot(ait_node *n, const char *name, ait_attr_type type) {
   char *nm = strdup(name);
   if (!nm) return NULL;
   if (a) {
-    attr_clear(a);
+    ait_attr_clear(a);
   } else {
     ait_attr *more = realloc(n->attrs, sizeof *more * (size_t)(n->n_attrs + 1));
     if (!more) {

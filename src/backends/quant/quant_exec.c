@@ -46,7 +46,7 @@ static ait_graph *clone_borrowing(const ait_graph *s) {
     if (!copy_value(&g->values[i], &s->values[i])) goto fail;
   }
   for (int i = 0; i < s->n_nodes; i++) {
-    if (!ait_node_copy(&g->nodes[i], &s->nodes[i], g)) goto fail;
+    if (!ait_node_copy(&g->nodes[i], &s->nodes[i], g, false)) goto fail;
     g->n_nodes = i + 1;
   }
   memcpy(g->inputs, s->inputs, sizeof(int) * (size_t)s->n_inputs);
