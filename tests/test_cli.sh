@@ -97,6 +97,10 @@ if ! grep -q "sweep fresh" <<<"$first" || ! grep -q "sweep learned" <<<"$second"
   echo "$second"
   fails=$((fails + 1))
 fi
+# per-node profile on the executors that time nodes
+expect 0 "per op type" -- "$AITUNE" profile "$BERT/model.onnx" --backend eager --iters 2 --inputs "$BERT/test_data_set_0"
+expect 0 "LayerNormalization" -- "$AITUNE" profile "$BERT/model.onnx" --backend native --iters 2 --inputs "$BERT/test_data_set_0"
+expect 2 "NAME=VALUE" -- "$AITUNE" profile "$BERT/model.onnx" --dim seq
 if [ "$fails" -ne 0 ]; then
   echo "test_cli: $fails failure(s)"
   exit 1

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "runtime/observe.h"
 
 /* One graph run in progress: the graph, the value table, and the run that
  * encloses it (for subgraphs reading outer-scope values). */
@@ -140,7 +141,10 @@ static ait_status run_graph(ait_kctx *parent, const ait_graph *g, const ait_tens
         st = ait_err(AIT_E_INVALID_MODEL, "%s: input '%s' has no value", ait_node_desc(n),
                      g->values[n->in[k]].name);
     }
-    if (st || (st = call_kernel(&ctx, n, in, n->n_in, out)) != AIT_OK) break;
+    if (st) break;
+    double t0 = ait_observing() ? ait_observe_now() : 0;
+    if ((st = call_kernel(&ctx, n, in, n->n_in, out)) != AIT_OK) break;
+    if (t0 > 0) ait_observe_node(n, ait_observe_now() - t0);
     for (int k = 0; k < n->n_out; k++) {
       int v = n->out[k];
       if (v < 0 || last[v] < 0) { /* unused output */

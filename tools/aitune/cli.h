@@ -19,6 +19,17 @@ int cmd_bench(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+
+struct ait_graph;
+struct ait_sample;
+struct ait_graph_spec;
+/* Inputs for timing: input_K.pb files of in_dir, or seeded random values of
+ * the declared shapes; then symbolic axes named in dim_name sized to
+ * dim_value (--dim seq=128). *spec receives the dynamic axes. */
+ait_status cli_make_sample(const struct ait_graph *g, const char *in_dir, char (*dim_name)[64],
+                           const int64_t *dim_value, int n_dims, struct ait_sample *base,
+                           struct ait_graph_spec *spec);
 
 /* Print a tuning report (JSON text) as a table; 1 when it is not a report. */
 int cli_print_report(FILE *f, const char *json);

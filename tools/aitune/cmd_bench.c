@@ -40,6 +40,28 @@ static ait_status read_sample(const ait_graph *g, const char *dir, ait_sample *o
   return AIT_OK;
 }
 
+ait_status cli_make_sample(const ait_graph *g, const char *in_dir, char (*dim_name)[64],
+                           const int64_t *dim_value, int n_dims, ait_sample *base,
+                           ait_graph_spec *spec) {
+  ait_status st = in_dir ? read_sample(g, in_dir, base) : ait_sample_random(g, 1, base);
+  if (st) return st;
+  ait_spec_detect(g, base, 1, spec);
+  /* --dim NAME=VALUE sizes a symbolic axis (e.g. seq=128) */
+  for (int d = 0; d < n_dims; d++) {
+    int axis = -1;
+    for (int a = 0; a < spec->n_axes && axis < 0; a++)
+      if (!strcmp(spec->axes[a].sym, dim_name[d])) axis = a;
+    if (axis < 0)
+      return ait_err(AIT_E_INVALID_ARG, "--dim %s: the model has no dynamic axis named '%s'",
+                     dim_name[d], dim_name[d]);
+    ait_sample sized = {0};
+    AIT_TRY(ait_sample_resize(base, spec, axis, dim_value[d], &sized));
+    ait_sample_free(base);
+    *base = sized;
+  }
+  return AIT_OK;
+}
+
 typedef struct bench_ctx {
   const ait_backend_iface *b;
   void *state;
@@ -130,25 +152,8 @@ int cmd_bench(int argc, char **argv) {
   }
   const ait_graph *g = m->model->graph;
   ait_sample base = {0}, in = {0};
-  st = in_dir ? read_sample(g, in_dir, &base) : ait_sample_random(g, 1, &base);
   ait_graph_spec spec;
-  ait_spec_detect(g, &base, 1, &spec);
-  /* --dim NAME=VALUE sizes a symbolic axis (e.g. seq=128) */
-  for (int d = 0; !st && d < n_dims; d++) {
-    int axis = -1;
-    for (int a = 0; a < spec.n_axes && axis < 0; a++)
-      if (!strcmp(spec.axes[a].sym, dim_name[d])) axis = a;
-    if (axis < 0) {
-      st = ait_err(AIT_E_INVALID_ARG, "--dim %s: the model has no dynamic axis named '%s'",
-                   dim_name[d], dim_name[d]);
-      break;
-    }
-    ait_sample sized = {0};
-    if (!(st = ait_sample_resize(&base, &spec, axis, dim_value[d], &sized))) {
-      ait_sample_free(&base);
-      base = sized;
-    }
-  }
+  st = cli_make_sample(g, in_dir, dim_name, dim_value, n_dims, &base, &spec);
   if (st) {
     ait_sample_free(&base);
     ait_module_free(m);

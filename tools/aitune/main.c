@@ -20,6 +20,7 @@ static const char usage[] =
     "  backends                  list backends, their availability and options\n"
     "  batch MODEL               best batch size for a backend, learned across runs\n"
     "  hw [--json]               CPU, RAM, GPUs, memory pressure and the fingerprint\n"
+    "  profile MODEL             time per node and per op type on a backend\n"
     "  version                   print the version\n"
     "\n"
     "Run 'aitune <command> --help' for a command's options.\n";
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "backends")) return cmd_backends(argc - 1, argv + 1);
   if (!strcmp(cmd, "batch")) return cmd_batch(argc - 1, argv + 1);
   if (!strcmp(cmd, "hw")) return cmd_hw(argc - 1, argv + 1);
+  if (!strcmp(cmd, "profile")) return cmd_profile(argc - 1, argv + 1);
   fprintf(stderr, "aitune: unknown command '%s'\n%s", cmd, usage);
   return 2;
 }

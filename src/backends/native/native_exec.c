@@ -19,6 +19,7 @@
 
 #include "backends/native/native.h"
 #include "runtime/eager.h"
+#include "runtime/observe.h"
 
 struct nat_run {
   nat_state *s;
@@ -505,7 +506,9 @@ ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait
     r->val[g->inputs[i]] = in[i];
   ait_status st = AIT_OK;
   for (int i = 0; i < g->n_nodes && !st; i++) {
+    double t0 = ait_observing() ? ait_observe_now() : 0;
     st = run_node(r, i);
+    if (t0 > 0) ait_observe_node(&g->nodes[i], ait_observe_now() - t0);
     release(r, i);
   }
   if (!st) st = take_outputs(r, out);

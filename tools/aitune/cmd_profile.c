@@ -1,0 +1,172 @@
+/* aitune profile: where the time goes, per node and per op type. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "runtime/observe.h"
+#include "tune/module_impl.h"
+
+static const char usage[] =
+    "usage: aitune profile MODEL [--backend B] [--inputs DIR] [--dim NAME=VALUE]... [--batch N]\n"
+    "                      [--iters N] [--top N]\n"
+    "  time every node of MODEL on backend B (default native when available, else eager)\n"
+    "  over N runs (default 10, after 2 warm-up runs) and print the time per node and per op\n"
+    "  type, sorted. Per-node times come from the eager and native executors (also as\n"
+    "  partition segments); other backends time only as a whole.\n";
+
+typedef struct entry {
+  char name[200];
+  char op[64];
+  double seconds;
+  long calls;
+} entry;
+
+typedef struct tally {
+  entry *e;
+  int n, cap;
+} tally;
+
+static entry *find(tally *t, const char *name, const char *op) {
+  for (int i = 0; i < t->n; i++)
+    if (!strcmp(t->e[i].name, name) && !strcmp(t->e[i].op, op)) return &t->e[i];
+  if (t->n == t->cap) {
+    int cap = t->cap ? t->cap * 2 : 256;
+    entry *m = realloc(t->e, sizeof *m * (size_t)cap);
+    if (!m) return NULL;
+    t->e = m;
+    t->cap = cap;
+  }
+  entry *x = &t->e[t->n++];
+  memset(x, 0, sizeof *x);
+  snprintf(x->name, sizeof x->name, "%s", name);
+  snprintf(x->op, sizeof x->op, "%s", op);
+  return x;
+}
+
+static void observe(void *user, const ait_node *n, double s) {
+  tally *t = user;
+  entry *x = find(t, n->name[0] ? n->name : "(unnamed)", n->op_type);
+  if (x) {
+    x->seconds += s;
+    x->calls++;
+  }
+}
+
+static int by_time(const void *a, const void *b) {
+  double x = ((const entry *)a)->seconds, y = ((const entry *)b)->seconds;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int cmd_profile(int argc, char **argv) {
+  const char *model = NULL, *backend = NULL, *in_dir = NULL;
+  int iters = 10, top = 25, batch = 1;
+  char dim_name[8][64];
+  int64_t dim_value[8];
+  int n_dims = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool v = i + 1 < argc;
+    if (cli_is_help(a)) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--backend") && v)
+      backend = argv[++i];
+    else if (!strcmp(a, "--inputs") && v)
+      in_dir = argv[++i];
+    else if (!strcmp(a, "--iters") && v)
+      iters = atoi(argv[++i]);
+    else if (!strcmp(a, "--top") && v)
+      top = atoi(argv[++i]);
+    else if (!strcmp(a, "--batch") && v)
+      batch = atoi(argv[++i]);
+    else if (!strcmp(a, "--dim") && v) {
+      const char *spec = argv[++i], *eq = strchr(spec, '=');
+      if (!eq || eq == spec || eq - spec >= 64 || n_dims == 8 || atoll(eq + 1) < 1)
+        return cli_usage(usage, "--dim expects NAME=VALUE with VALUE >= 1, got '%s'", spec);
+      snprintf(dim_name[n_dims], 64, "%.*s", (int)(eq - spec), spec);
+      dim_value[n_dims++] = atoll(eq + 1);
+    } else if (a[0] == '-')
+      return cli_usage(usage, "unknown or incomplete option '%s'", a);
+    else if (!model)
+      model = a;
+    else
+      return cli_usage(usage, "unexpected argument '%s'", a);
+  }
+  if (!model) return cli_usage(usage, "profile needs a MODEL");
+  if (iters < 1 || batch < 1) return cli_usage(usage, "--iters and --batch must be >= 1");
+  if (!backend) {
+    char why[128];
+    const ait_backend_iface *nb = ait_backend_find("native");
+    backend = nb && nb->available(why, sizeof why) ? "native" : "eager";
+  }
+  ait_module *m = NULL;
+  ait_backend_config cfg;
+  ait_status st = ait_module_create(model, NULL, &m);
+  if (!st) st = ait_backend_config_parse(backend, &cfg);
+  if (!st) st = ait_runner_build(&cfg, m->model->graph, NULL, &m->run);
+  const ait_graph *g = m ? m->model->graph : NULL;
+  ait_sample base = {0}, in = {0};
+  ait_graph_spec spec;
+  if (!st) st = cli_make_sample(g, in_dir, dim_name, dim_value, n_dims, &base, &spec);
+  if (!st && batch != 1)
+    st = spec.has_batch ? ait_sample_resize(&base, &spec, -1, batch, &in)
+                        : ait_err(AIT_E_INVALID_ARG, "the model has no batch axis");
+  else if (!st)
+    st = ait_sample_clone(&base, &in);
+  ait_tensor **outs = g ? calloc((size_t)g->n_outputs + 1, sizeof *outs) : NULL;
+  tally t = {0};
+  double wall = 0;
+  for (int r = 0; !st && r < iters + 2; r++) {
+    if (r == 2) ait_observe_set(observe, &t); /* after two warm-up runs */
+    double t0 = ait_observe_now();
+    st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)in.inputs, in.n_inputs, outs);
+    if (r >= 2) wall += ait_observe_now() - t0;
+    for (int k = 0; outs && k < g->n_outputs; k++) {
+      ait_tensor_free(outs[k]);
+      outs[k] = NULL;
+    }
+  }
+  ait_observe_set(NULL, NULL);
+  int rc = 0;
+  if (st)
+    rc = cli_fail(st, "profile failed");
+  else {
+    double timed = 0;
+    for (int i = 0; i < t.n; i++)
+      timed += t.e[i].seconds;
+    printf("%s on %s, batch %d: %.3f ms per run (%d runs); nodes timed: %.3f ms (%.0f%%)\n", model,
+           backend, batch, wall / iters * 1e3, iters, timed / iters * 1e3,
+           wall > 0 ? 100 * timed / wall : 0);
+    if (t.n == 0) printf("(this backend reports no per-node times; try --backend native)\n");
+    /* per op type */
+    tally ops = {0};
+    for (int i = 0; i < t.n; i++) {
+      entry *x = find(&ops, t.e[i].op, "");
+      if (x) {
+        x->seconds += t.e[i].seconds;
+        x->calls += 1;
+      }
+    }
+    qsort(ops.e, (size_t)ops.n, sizeof *ops.e, by_time);
+    printf("\nper op type:\n  %-28s %6s %10s %6s\n", "op", "nodes", "ms/run", "%");
+    for (int i = 0; i < ops.n; i++)
+      printf("  %-28s %6ld %10.3f %5.1f%%\n", ops.e[i].name, ops.e[i].calls,
+             ops.e[i].seconds / iters * 1e3, timed > 0 ? 100 * ops.e[i].seconds / timed : 0);
+    qsort(t.e, (size_t)t.n, sizeof *t.e, by_time);
+    printf("\nslowest nodes:\n  %-40s %-20s %10s %6s\n", "node", "op", "ms/run", "%");
+    for (int i = 0; i < t.n && i < top; i++)
+      printf("  %-40.40s %-20.20s %10.3f %5.1f%%\n", t.e[i].name, t.e[i].op,
+             t.e[i].seconds / iters * 1e3, timed > 0 ? 100 * t.e[i].seconds / timed : 0);
+    free(ops.e);
+  }
+  free(t.e);
+  free(outs);
+  ait_sample_free(&in);
+  ait_sample_free(&base);
+  ait_module_free(m);
+  return rc;
+}
