@@ -315,9 +315,18 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
     start = end;
   }
   out->n_segments = s->n_seg;
+  /* a segment's inputs are cut tensors, not the model's: the model's samples
+   * and graph spec do not describe them, so segments get neither (the node
+   * filter and cache folder still apply) */
+  ait_build_info seg_info = {0};
+  if (info) {
+    seg_info.cache_dir = info->cache_dir;
+    seg_info.node_filter = info->node_filter;
+    seg_info.node_filter_user = info->node_filter_user;
+  }
   for (int k = 0; k < s->n_seg && !st; k++) {
     segment *sg = &s->seg[k];
-    if ((st = sg->cfg.iface->build(&sg->cfg, sg->sub, info, &sg->state)))
+    if ((st = sg->cfg.iface->build(&sg->cfg, sg->sub, &seg_info, &sg->state)))
       ait_err_prefix(st, "segment %d (%d nodes) on %s", k, sg->n_nodes, sg->desc);
   }
   if (!st) st = finish_state(s);
