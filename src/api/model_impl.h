@@ -22,6 +22,10 @@ struct ait_session {
   int n_outputs;
 };
 
+/* Check caller input i against its declaration: dtype, rank, every dim the
+ * model fixes, and data present. Shared by sessions and modules. */
+ait_status ait_api_check_input(const ait_value *decl, const ait_tensor_view *in, size_t i);
+
 /* The graph of a model (for the CLI's info and conformance commands). */
 const ait_graph *ait_model_graph(const ait_model *m);
 

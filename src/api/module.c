@@ -131,21 +131,9 @@ static ait_status wrap_inputs(const ait_module *m, const ait_tensor_view *in, si
   if (n != (size_t)g->n_inputs || (n && !in))
     return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n);
   for (size_t i = 0; i < n; i++) {
-    const ait_value *d = &g->values[g->inputs[i]];
-    if (d->dtype != AIT_UNDEFINED && in[i].dtype != d->dtype)
-      return ait_err(AIT_E_DTYPE, "input %zu ('%s'): expected dtype %s, got %s", i, d->name,
-                     ait_dtype_name(d->dtype), ait_dtype_name(in[i].dtype));
-    if (d->rank >= 0 && in[i].rank != d->rank)
-      return ait_err(AIT_E_SHAPE, "input %zu ('%s'): expected rank %d, got %d", i, d->name, d->rank,
-                     in[i].rank);
-    for (int k = 0; d->rank >= 0 && k < d->rank; k++)
-      if (d->dims[k].v >= 0 && d->dims[k].v != in[i].dims[k])
-        return ait_err(AIT_E_SHAPE, "input %zu ('%s'): dim %d must be %lld, got %lld", i, d->name,
-                       k, (long long)d->dims[k].v, (long long)in[i].dims[k]);
+    AIT_TRY(ait_api_check_input(&g->values[g->inputs[i]], &in[i], i));
     if (!(wrapped[i] = ait_tensor_wrap(in[i].dtype, in[i].rank, in[i].dims, in[i].data)))
       return ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
-    if (!in[i].data && ait_tensor_numel(wrapped[i]) > 0)
-      return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): data is NULL", i, d->name);
   }
   return AIT_OK;
 }

@@ -54,7 +54,7 @@ void ait_session_free(ait_session *s) {
 
 /* An input must match its declaration: dtype exactly, rank, and every dim
  * that the model fixes (symbolic and unknown dims take any size). */
-static ait_status check_input(const ait_value *decl, const ait_tensor_view *in, size_t i) {
+ait_status ait_api_check_input(const ait_value *decl, const ait_tensor_view *in, size_t i) {
   if (in->rank < 0 || in->rank > AIT_MAX_RANK)
     return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): rank %d is outside 0..%d", i, decl->name,
                    in->rank, AIT_MAX_RANK);
@@ -87,7 +87,7 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
   ait_status st = AIT_OK;
   if (!wrapped || !outs) st = ait_err(AIT_E_NOMEM, "out of memory");
   for (size_t i = 0; !st && i < n_inputs; i++) {
-    st = check_input(&g->values[g->inputs[i]], &inputs[i], i);
+    st = ait_api_check_input(&g->values[g->inputs[i]], &inputs[i], i);
     if (!st && !(wrapped[i] = ait_tensor_wrap(inputs[i].dtype, inputs[i].rank, inputs[i].dims,
                                               inputs[i].data)))
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
