@@ -26,6 +26,11 @@ struct ait_session {
  * model fixes, and data present. Shared by sessions and modules. */
 ait_status ait_api_check_input(const ait_value *decl, const ait_tensor_view *in, size_t i);
 
+/* View of output i of a run's outputs (n of them); `what` names the owner
+ * ("session", "module") in the error. Shared by sessions and modules. */
+ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const char *what,
+                               ait_tensor_view *out);
+
 /* The graph of a model (for the CLI's info and conformance commands). */
 const ait_graph *ait_model_graph(const ait_model *m);
 

@@ -219,17 +219,8 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
 }
 
 ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out) {
-  if (!m || !out || i >= (size_t)m->n_outputs)
-    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (run the module first)", i);
-  const ait_tensor *t = m->outputs[i];
-  if (t->kind != AIT_KIND_TENSOR)
-    return ait_err(AIT_E_UNSUPPORTED, "output %zu is not a tensor", i);
-  memset(out, 0, sizeof *out);
-  out->dtype = t->dtype;
-  out->rank = t->rank;
-  memcpy(out->dims, t->dims, sizeof out->dims);
-  out->data = t->data;
-  return AIT_OK;
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_api_output_view(m->outputs, m->n_outputs, i, "module", out);
 }
 
 void ait_module_set_log(ait_module *m, ait_log_fn log, void *user) {

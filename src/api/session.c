@@ -106,10 +106,11 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
   return AIT_OK;
 }
 
-ait_status ait_session_output(const ait_session *s, size_t i, ait_tensor_view *out) {
-  if (!s || !out || i >= (size_t)s->n_outputs)
-    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (run the session first)", i);
-  const ait_tensor *t = s->outputs[i];
+ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const char *what,
+                               ait_tensor_view *out) {
+  if (!out || i >= (size_t)n)
+    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (run the %s first)", i, what);
+  const ait_tensor *t = outs[i];
   if (t->kind != AIT_KIND_TENSOR)
     return ait_err(AIT_E_UNSUPPORTED, "output %zu is a sequence or optional, not a tensor", i);
   memset(out, 0, sizeof *out);
@@ -118,4 +119,9 @@ ait_status ait_session_output(const ait_session *s, size_t i, ait_tensor_view *o
   memcpy(out->dims, t->dims, sizeof out->dims);
   out->data = t->data;
   return AIT_OK;
+}
+
+ait_status ait_session_output(const ait_session *s, size_t i, ait_tensor_view *out) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
+  return ait_api_output_view(s->outputs, s->n_outputs, i, "session", out);
 }

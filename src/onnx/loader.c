@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "ir/shape.h"
 #include "onnx/onnx_priv.h"
 #include "ops/op.h"
@@ -303,4 +304,38 @@ out:
   }
   *out = g;
   return AIT_OK;
+}
+
+ait_status ait_onnx_load_saved_graph(const char *dir, const char *file, const ait_graph *model,
+                                     ait_graph **out) {
+  *out = NULL;
+  char *path = ait_path_join(dir, file);
+  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
+  void *data = NULL;
+  size_t size = 0;
+  ait_graph *g = NULL;
+  ait_status st = ait_read_file(path, &data, &size);
+  if (!st) st = ait_onnx_parse_model(data, size, dir, &g, NULL);
+  free(data);
+  if (!st && (g->n_inputs != model->n_inputs || g->n_outputs != model->n_outputs))
+    st = ait_err(AIT_E_INVALID_MODEL, "it has %d inputs and %d outputs, the model %d and %d",
+                 g->n_inputs, g->n_outputs, model->n_inputs, model->n_outputs);
+  for (int i = 0; !st && i < model->n_inputs + model->n_outputs; i++) {
+    bool in = i < model->n_inputs;
+    const ait_value *a = &g->values[in ? g->inputs[i] : g->outputs[i - model->n_inputs]];
+    const ait_value *b =
+        &model->values[in ? model->inputs[i] : model->outputs[i - model->n_inputs]];
+    if (strcmp(a->name, b->name) || (a->dtype != b->dtype && b->dtype != AIT_UNDEFINED))
+      st = ait_err(AIT_E_INVALID_MODEL, "its %s '%s' (%s) is the model's '%s' (%s)",
+                   in ? "input" : "output", a->name, ait_dtype_name(a->dtype), b->name,
+                   ait_dtype_name(b->dtype));
+  }
+  if (st) {
+    ait_graph_free(g);
+    ait_err_prefix(st, "saved graph %s", path);
+  } else {
+    *out = g;
+  }
+  free(path);
+  return st;
 }

@@ -31,6 +31,12 @@ void ait_onnx_meta_clear(ait_onnx_meta *meta);
  * back with ait_onnx_parse_model gives an equivalent graph. */
 ait_status ait_onnx_write_model(const ait_graph *g, const char *path);
 
+/* Load a graph a backend saved (with ait_onnx_write_model) as dir/file and
+ * check it still fits `model`: the same inputs and outputs, by name and
+ * dtype, in order. Errors name the file and the mismatch. */
+ait_status ait_onnx_load_saved_graph(const char *dir, const char *file, const ait_graph *model,
+                                     ait_graph **out);
+
 /* Read a serialized TensorProto file (the test layout's input_K.pb) into a
  * new tensor; *name (may be NULL) receives a new copy of its name. */
 ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name);

@@ -174,38 +174,9 @@ static ait_status cuda_load(const ait_backend_config *cfg, const ait_graph *g, c
                             void **state) {
   char why[256];
   if (!cuda_available(why, sizeof why)) return ait_err(AIT_E_UNSUPPORTED, "cuda: %s", why);
-  char *path = ait_path_join(dir, "cuda.onnx");
-  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  void *data = NULL;
-  size_t size = 0;
-  ait_status st = ait_read_file(path, &data, &size);
   ait_graph *loaded = NULL;
-  if (!st) st = ait_onnx_parse_model(data, size, dir, &loaded, NULL);
-  free(data);
-  if (st) {
-    st = ait_err_prefix(st, "cuda: cannot load %s", path);
-    free(path);
-    return st;
-  }
-  free(path);
-  if (loaded->n_inputs != g->n_inputs || loaded->n_outputs != g->n_outputs) {
-    ait_graph_free(loaded);
-    return ait_err(AIT_E_INVALID_MODEL,
-                   "cuda: the saved graph has %d inputs and %d outputs, the model %d and %d",
-                   loaded->n_inputs, loaded->n_outputs, g->n_inputs, g->n_outputs);
-  }
-  for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
-    bool in = i < g->n_inputs;
-    const ait_value *a = &loaded->values[in ? loaded->inputs[i] : loaded->outputs[i - g->n_inputs]];
-    const ait_value *b = &g->values[in ? g->inputs[i] : g->outputs[i - g->n_inputs]];
-    if (strcmp(a->name, b->name) || (a->dtype != b->dtype && b->dtype != AIT_UNDEFINED)) {
-      ait_graph_free(loaded);
-      return ait_err(AIT_E_INVALID_MODEL,
-                     "cuda: the saved graph's %s '%s' (%s) is the model's '%s' (%s)",
-                     in ? "input" : "output", a->name, ait_dtype_name(a->dtype), b->name,
-                     ait_dtype_name(b->dtype));
-    }
-  }
+  ait_status st = ait_onnx_load_saved_graph(dir, "cuda.onnx", g, &loaded);
+  if (st) return ait_err_prefix(st, "cuda");
   if ((st = nat_resolve_fused(loaded))) {
     ait_graph_free(loaded);
     return st;

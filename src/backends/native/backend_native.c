@@ -132,26 +132,9 @@ static ait_status native_save(void *state, const char *dir) {
 
 static ait_status native_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                               void **state) {
-  char *path = ait_path_join(dir, "native.onnx");
-  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
-  void *data = NULL;
-  size_t size = 0;
-  ait_status st = ait_read_file(path, &data, &size);
   ait_graph *loaded = NULL;
-  if (!st) st = ait_onnx_parse_model(data, size, dir, &loaded, NULL);
-  free(data);
-  if (st) {
-    st = ait_err_prefix(st, "native: cannot load %s", path);
-    free(path);
-    return st;
-  }
-  free(path);
-  if (loaded->n_inputs != g->n_inputs || loaded->n_outputs != g->n_outputs) {
-    ait_graph_free(loaded);
-    return ait_err(AIT_E_INVALID_MODEL,
-                   "native: the saved graph has %d inputs and %d outputs, the model %d and %d",
-                   loaded->n_inputs, loaded->n_outputs, g->n_inputs, g->n_outputs);
-  }
+  ait_status st = ait_onnx_load_saved_graph(dir, "native.onnx", g, &loaded);
+  if (st) return ait_err_prefix(st, "native");
   return make_state(cfg, loaded, false, state);
 }
 
