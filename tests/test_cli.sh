@@ -57,6 +57,9 @@ expect 1 "exactly one backend" -- "$AITUNE" tune "$BERT/model.onnx" --strategy o
 fast=(--warmup 1 --min-runs 3 --max-runs 5 --cv 0 --time-budget 0.2)
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1,2 \
   --cache-dir "$tmp/cache" --out "$tmp/tuned" "${fast[@]}"
+# --out may name a folder whose parents do not exist yet
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1 \
+  --no-cache --out "$tmp/new/parents/tuned" "${fast[@]}"
 for f in decision.json report.json model.onnx backend; do
   [ -e "$tmp/tuned/$f" ] || { echo "FAIL: tuned folder lacks $f"; fails=$((fails + 1)); }
 done

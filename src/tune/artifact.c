@@ -71,6 +71,10 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir) {
   char *dec = NULL, *model_copy = NULL, *backend_dir = NULL;
   void *bytes = NULL;
   size_t size = 0;
+  char *parent = ait_path_dir(dir); /* --out build/tuned/x: build/tuned may not exist yet */
+  st = parent ? ait_mkdir_p(parent) : ait_err(AIT_E_NOMEM, "out of memory");
+  free(parent);
+  if (st) goto out;
   if (mkdir(tmp, 0777) != 0) {
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
     goto out;
