@@ -45,7 +45,7 @@ static bool native_supports(const ait_backend_config *cfg, const ait_graph *g, c
 
 /* "auto": the cores this process may run on (its affinity mask), else the
  * online cores. */
-static int auto_threads(void) {
+int nat_auto_threads(void) {
 #ifdef CPU_COUNT
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -55,7 +55,7 @@ static int auto_threads(void) {
 }
 
 static int resolve_threads(const ait_backend_config *cfg) {
-  int64_t t = ait_backend_config_int(cfg, "threads", auto_threads());
+  int64_t t = ait_backend_config_int(cfg, "threads", nat_auto_threads());
   return t < 1 ? 1 : t > 256 ? 256 : (int)t;
 }
 
@@ -66,37 +66,62 @@ static bool graph_has_subgraph(const ait_graph *g) {
   return false;
 }
 
-static void native_destroy(void *state) {
-  nat_state *s = state;
+void nat_state_free(nat_state *s) {
   if (!s) return;
   nat_exec_free(s);
   ait_graph_free(s->g);
   free(s);
 }
 
-/* A state over rewritten graph g (taken over, freed on failure). */
-static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool run_passes,
-                             void **state) {
+static void native_destroy(void *state) { nat_state_free(state); }
+
+/* Every node has a kernel: the registry's, or the extension's. */
+static ait_status check_kernels(const ait_graph *g, const nat_ext *ext) {
+  if (!ext || !ext->kernel) return ait_eager_check(g);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    if (ext->kernel(ext->user, g, n)) continue;
+    if (!n->op || !n->op->kernel)
+      return ait_err(AIT_E_UNSUPPORTED, "%s has no kernel", ait_node_desc(n));
+  }
+  return AIT_OK;
+}
+
+ait_status nat_state_new(ait_graph *g, int threads, bool passes, const nat_ext *ext,
+                         nat_state **out) {
+  *out = NULL;
   nat_state *s = calloc(1, sizeof *s);
   if (!s) {
     ait_graph_free(g);
     return ait_err(AIT_E_NOMEM, "out of memory");
   }
   s->g = g;
-  s->threads = resolve_threads(cfg);
-  const char *fuse = ait_backend_config_get(cfg, "fuse");
-  s->fuse = !fuse || strcmp(fuse, "off") != 0;
+  s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
+  s->fuse = passes;
+  if (ext) s->ext = *ext;
   ait_status st = AIT_OK;
-  if (run_passes && s->fuse) st = nat_run_passes(g, &s->stats);
+  if (passes) st = nat_run_passes(g, &s->stats);
   if (!st) st = nat_resolve_fused(g);
-  if (!st) st = ait_eager_check(g);
+  if (!st) st = check_kernels(g, ext);
   s->has_subgraph = graph_has_subgraph(g);
   if (!st) st = nat_exec_prepare(s);
   if (st) {
-    native_destroy(s);
+    nat_state_free(s);
     return st;
   }
   openblas_set_num_threads(1);
+  *out = s;
+  return AIT_OK;
+}
+
+/* A state over rewritten graph g (taken over, freed on failure). */
+static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool run_passes,
+                             void **state) {
+  const char *fuse = ait_backend_config_get(cfg, "fuse");
+  bool on = !fuse || strcmp(fuse, "off") != 0;
+  nat_state *s = NULL;
+  AIT_TRY(nat_state_new(g, resolve_threads(cfg), run_passes && on, NULL, &s));
+  s->fuse = on;
   *state = s;
   return AIT_OK;
 }

@@ -126,6 +126,17 @@ typedef struct nat_node {
   nat_kernel fast;
 } nat_node;
 
+/* Another backend running its rewritten graph on this executor (quant: its
+ * ai.aitune.quant ops beside native's kernels for everything else). kernel()
+ * claims a node by returning the kernel that runs it (NULL: not claimed);
+ * claimed nodes need no registry row, and their kernels must not decline
+ * (there is no reference to fall back to). Kernels reach `user` through
+ * nat_run_user(). */
+typedef struct nat_ext {
+  nat_kernel (*kernel)(void *user, const ait_graph *g, const ait_node *n);
+  void *user;
+} nat_ext;
+
 /* How native runs node n of g. */
 nat_node nat_dispatch(const ait_graph *g, const ait_node *n);
 /* Output shape of a view node (Reshape, Flatten, Squeeze, Unsqueeze,
@@ -175,7 +186,16 @@ typedef struct nat_state {
   void *scratch;
   int64_t scratch_cap;
   nat_pass_stats stats;
+  nat_ext ext; /* zero for native itself */
 } nat_state;
+
+/* A state over graph g (taken over; freed on failure): with `passes`, the
+ * graph passes run first. ext may be NULL. */
+ait_status nat_state_new(ait_graph *g, int threads, bool passes, const nat_ext *ext,
+                         nat_state **out);
+void nat_state_free(nat_state *s);
+/* "auto" threads: the cores this process may run on. */
+int nat_auto_threads(void);
 
 /* Static analysis of s->g: dispatch, liveness, view roots. */
 ait_status nat_exec_prepare(nat_state *s);
@@ -191,6 +211,7 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
  * the last error set on failure. */
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
+void *nat_run_user(nat_run *r); /* the running state's ext.user */
 int nat_run_threads(nat_run *r);
 
 /* ---- plans (native_plan.c) ------------------------------------------- */

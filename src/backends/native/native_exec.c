@@ -91,8 +91,10 @@ ait_status nat_exec_prepare(nat_state *s) {
   r->need = calloc((size_t)nv + 1, sizeof *r->need);
   if (!r->hdr || !r->val || !r->heap || !r->need)
     return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
-  for (int i = 0; i < nn; i++)
-    s->nodes[i] = nat_dispatch(g, &g->nodes[i]);
+  for (int i = 0; i < nn; i++) {
+    nat_kernel k = s->ext.kernel ? s->ext.kernel(s->ext.user, g, &g->nodes[i]) : NULL;
+    s->nodes[i] = k ? (nat_node){NAT_FAST, k} : nat_dispatch(g, &g->nodes[i]);
+  }
   if (!(s->shape_only = calloc((size_t)nn + 1, sizeof *s->shape_only)))
     return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
   AIT_TRY(mark_shape_only(s));
@@ -235,6 +237,7 @@ void *nat_scratch(nat_run *r, int64_t bytes) {
 }
 
 nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
+void *nat_run_user(nat_run *r) { return r->s->ext.user; }
 int nat_run_threads(nat_run *r) { return r->s->threads; }
 
 int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk) {

@@ -57,8 +57,8 @@ static bool quant_supports(const ait_backend_config *cfg, const ait_graph *g, co
   const char *reason = "unknown op";
   ait_op_lookup(node->domain, node->op_type, node->opset, &reason);
   snprintf(why, n,
-           "%s at opset %d: %s (quant runs the reference kernel of every op it does "
-           "not quantize)",
+           "%s at opset %d: %s (quant runs every op it does not quantize on native, which "
+           "runs the ops the reference runs)",
            node->op_type, node->opset, reason);
   return false;
 }
@@ -92,7 +92,7 @@ static ait_status quantize_site(const qnt_config *c, const ait_graph *g, const q
                                       rows_major ? 1 : s->N, w);
   free(kc);
   if (st) return ait_err_prefix(st, "%s", ait_node_desc(n));
-  if (s->kind == QNT_K_GEMM) {
+  if (s->kind == QNT_K_GEMM || (s->kind == QNT_K_MATMUL && s->fused)) {
     float alpha = ait_attr_float(n, "alpha", 1.0f);
     for (int64_t i = 0; i < w->N * w->G; i++)
       w->scale[i] *= alpha;
@@ -111,24 +111,35 @@ static ait_status quant_build(const ait_backend_config *cfg, const ait_graph *g,
                      "quant: %s has a subgraph; quant runs graphs without "
                      "control flow",
                      ait_node_desc(&g->nodes[i]));
+  /* the microscaling formats fail their pre-flight check on this CPU:
+   * report it before any work */
   qnt_site *sites = NULL;
   int n = 0;
-  AIT_TRY(qnt_select(&c, g, info, &sites, &n));
-  qnt_node *q = calloc((size_t)n, sizeof *q);
-  ait_status st = q ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  if (c.weights == QNT_MXFP8 || c.weights == QNT_NVFP4) {
+    AIT_TRY(qnt_select(&c, g, info, &sites, &n));
+    free(sites);
+    return ait_err(AIT_E_INTERNAL, "quant: %s passed its pre-flight check on a CPU",
+                   qnt_wtype_name(c.weights));
+  }
+  ait_graph *pg = NULL;
+  AIT_TRY(qnt_graph_prepare(g, &pg));
+  ait_status st = qnt_select(&c, pg, info, &sites, &n);
+  qnt_node *q = st ? NULL : calloc((size_t)n, sizeof *q);
+  if (!st && !q) st = ait_err(AIT_E_NOMEM, "out of memory");
   for (int i = 0; i < n && !st; i++) {
     q[i].site = sites[i];
-    st = quantize_site(&c, g, &sites[i], &q[i].w);
+    st = quantize_site(&c, pg, &sites[i], &q[i].w);
   }
   free(sites);
   if (st) {
     for (int i = 0; q && i < n; i++)
       qnt_weight_free(&q[i].w);
     free(q);
+    ait_graph_free(pg);
     return st;
   }
   qnt_state *s = NULL;
-  AIT_TRY(qnt_state_make(&c, g, q, n, &s));
+  AIT_TRY(qnt_state_make(&c, pg, q, n, &s));
   s->n_quantized = n;
   *state = s;
   return AIT_OK;
@@ -151,7 +162,13 @@ static ait_status quant_load(const ait_backend_config *cfg, const ait_graph *g, 
   memset(&saved, 0, sizeof saved);
   qnt_node *q = NULL;
   int n = 0;
-  AIT_TRY(qnt_load(g, dir, &saved, &q, &n));
+  ait_graph *pg = NULL;
+  AIT_TRY(qnt_graph_prepare(g, &pg));
+  ait_status st = qnt_load(pg, dir, &saved, &q, &n);
+  if (st) {
+    ait_graph_free(pg);
+    return st;
+  }
   qnt_config_runtime(cfg, &saved);
   /* a config file may be gone by now: the saved form is authoritative, but
    * a configuration that resolves must agree with it */
@@ -160,13 +177,14 @@ static ait_status quant_load(const ait_backend_config *cfg, const ait_graph *g, 
     for (int i = 0; i < n; i++)
       qnt_weight_free(&q[i].w);
     free(q);
+    ait_graph_free(pg);
     return ait_err(AIT_E_INVALID_ARG,
                    "quant: %s holds weights quantized as %s; the configuration asks for %s", dir,
                    qnt_config_label(&saved, a, sizeof a), qnt_config_label(&asked, b, sizeof b));
   }
   ait_err_clear();
   qnt_state *s = NULL;
-  AIT_TRY(qnt_state_make(&saved, g, q, n, &s));
+  AIT_TRY(qnt_state_make(&saved, pg, q, n, &s));
   *state = s;
   return AIT_OK;
 }
@@ -189,7 +207,7 @@ static const char *const quant_variants[] = {NULL};
 const ait_backend_iface ait_backend_quant = {
     .name = "quant",
     .summary = "int8/fp8 weight quantization (presets int8wo, int8dq, fp8wo, fp8dq): VNNI and "
-               "AVX512-BF16 kernels, reference kernels for the rest",
+               "AVX512-BF16 kernels on native's executor, native's kernels for the rest",
     .options = quant_options,
     .n_options = (int)(sizeof quant_options / sizeof quant_options[0]),
     .available = quant_available,

@@ -16,11 +16,11 @@
 #ifndef AIT_BACKENDS_QUANT_QUANT_H
 #define AIT_BACKENDS_QUANT_QUANT_H
 
-#include <pthreadpool.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "backends/native/native.h"
 
 #define QNT_DOMAIN "ai.aitune.quant"
 #define QNT_MAX_EXCLUDE 8
@@ -83,9 +83,10 @@ typedef enum qnt_kind { QNT_K_MATMUL, QNT_K_GEMM, QNT_K_CONV } qnt_kind;
 typedef struct qnt_site {
   int node; /* index in the graph */
   qnt_kind kind;
-  int wval;  /* value index of the constant weight */
-  int64_t N; /* output channels (rows of the canonical weight) */
-  int64_t K; /* reduction length (per conv group) */
+  bool fused; /* native's FusedMatMul/FusedGemm/FusedConv: an epilogue follows */
+  int wval;   /* value index of the constant weight */
+  int64_t N;  /* output channels (rows of the canonical weight) */
+  int64_t K;  /* reduction length (per conv group) */
   int wrank;
   int64_t wdims[AIT_MAX_RANK]; /* the float weight's shape, checked on load */
 } qnt_site;
@@ -99,6 +100,9 @@ ait_status qnt_select(const qnt_config *c, const ait_graph *g, const ait_build_i
 /* Fill a site for node k of g if it has the structure quant can rewrite
  * (op type, constant float weight of a usable rank); false otherwise. */
 bool qnt_site_of(const ait_graph *g, int k, qnt_site *s);
+/* "MatMul" for MatMul and native's FusedMatMul (likewise Gemm, Conv): what
+ * filters, callbacks and messages call a site's node. */
+const char *qnt_site_op(const qnt_site *s);
 
 /* ---- quantized weights (quant_weights.c) -------------------------------- */
 
@@ -161,9 +165,13 @@ typedef struct qnt_mm {
   int64_t ldy;
   int64_t n0, nn;
   const float *bias;
+  /* applied to each finished block of y (residual, activation), or NULL;
+   * packed weights only (n0 = 0) */
+  const nat_epilogue *e;
 } qnt_mm;
 
-ait_status qnt_matmul(const qnt_mm *p, pthreadpool_t pool);
+/* Runs on native's pool (may be NULL: the calling thread). */
+ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool);
 
 /* CPU features the AVX-512 kernels need (checked at run time). */
 typedef struct qnt_cpu {
@@ -204,7 +212,7 @@ void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds, floa
 void qnt_x86_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, int64_t lda, float *c,
                      int64_t ldc, int ncols, const float *bias);
 
-/* ---- the rewritten graph and its executor (quant_exec.c) ---------------- */
+/* ---- the rewritten graph on native's executor (quant_exec.c) ---------- */
 
 typedef struct qnt_node {
   qnt_site site;
@@ -213,34 +221,36 @@ typedef struct qnt_node {
 
 typedef struct qnt_state {
   qnt_config cfg;
-  ait_graph *g; /* rewritten copy; constant data borrowed from the model */
-  qnt_node *q;  /* the quantized nodes */
+  nat_state *ns; /* native's executor over the rewritten graph, owned */
+  ait_graph *g;  /* ns's graph (not owned here) */
+  qnt_node *q;   /* the quantized nodes */
   int n_q;
-  int *node_q; /* per node of g: index into q, or -1 */
-  int *last;   /* per value: the last node that reads it */
-  qnt_cpu cpu; /* features the kernels may use (none with kernels=portable) */
-  pthreadpool_t pool;
+  qnt_cpu cpu;        /* features the kernels may use (none with kernels=portable) */
   int n_quantized;    /* weights this state quantized itself (0 after load) */
   size_t qbytes;      /* memory of the quantized weights */
   size_t float_bytes; /* what they took as float32 */
 } qnt_state;
 
-/* Copy g (borrowing its constant data), rewrite the nodes q[0..n) into
- * quantized ops and prepare the executor. Takes ownership of q on success
+/* The graph quant selects nodes from and runs: a copy of g (borrowing its
+ * constant data) after native's passes (folding, Conv+BatchNormalization,
+ * bias/activation/residual fusion). A new graph in *out. */
+ait_status qnt_graph_prepare(const ait_graph *g, ait_graph **out);
+/* Rewrite the nodes q[0..n) of prepared graph g (taken over) into quantized
+ * ops and put g on native's executor. Takes ownership of g and q on success
  * and failure. */
-ait_status qnt_state_make(const qnt_config *c, const ait_graph *g, qnt_node *q, int n,
-                          qnt_state **out);
+ait_status qnt_state_make(const qnt_config *c, ait_graph *g, qnt_node *q, int n, qnt_state **out);
 void qnt_state_free(qnt_state *s);
 ait_status qnt_state_run(qnt_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
 
-/* Run quantized node qn (its rewritten graph node is `node`). */
-ait_status qnt_op_run(qnt_state *s, const qnt_node *qn, const ait_node *node,
-                      const ait_tensor *const *in, int n_in, ait_tensor **out);
+/* The native kernel of the quantized ops (quant_ops.c). The node carries
+ * attribute `qidx`, its index in the state's q[]. */
+ait_status qnt_k_op(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 
 /* ---- persistence (quant_io.c) ------------------------------------------- */
 
 ait_status qnt_save(const qnt_state *s, const char *dir);
-/* Read the configuration and weights saved in dir for graph g; *c receives
+/* Read the configuration and weights saved in dir for prepared graph g
+ * (qnt_graph_prepare of the model); *c receives
  * the saved configuration, *q / *n the nodes (caller owns). */
 ait_status qnt_load(const ait_graph *g, const char *dir, qnt_config *c, qnt_node **q, int *n);
 

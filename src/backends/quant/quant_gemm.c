@@ -13,7 +13,6 @@
  * and the row count up to which weights are converted in registers instead
  * (too few rows to pay for writing a buffer). */
 enum { KC_F32 = 256, KC_BF16 = 256, SMALL_M = 12 };
-#define PARALLEL_MACS 4.0e6
 
 qnt_cpu qnt_cpu_detect(void) {
   qnt_cpu c = {false, false, false};
@@ -95,6 +94,10 @@ static ait_status matmul_port(const qnt_mm *p) {
     return ait_err(AIT_E_NOMEM, "out of memory in a quantized matmul");
   }
   if (p->act) quant_rows_port(p, q8, qf, sa);
+  if (p->e && p->n0 != 0) {
+    free(row), free(sa), free(q8), free(qf);
+    return ait_err(AIT_E_INTERNAL, "quant: an epilogue needs the whole product");
+  }
   for (int64_t j = 0; j < p->nn; j++) {
     int64_t n = p->n0 + j;
     const uint8_t *codes = w->codes + n * K;
@@ -132,6 +135,7 @@ static ait_status matmul_port(const qnt_mm *p) {
       p->y[m * p->ldy + j] = sa[m] * acc + b;
     }
   }
+  if (p->e) nat_epilogue_apply(p->e, p->y, p->ldy, 0, M, 0, p->nn);
   free(row), free(sa), free(q8), free(qf);
   return AIT_OK;
 }
@@ -155,6 +159,11 @@ static void rows_of(const job *j, size_t mc, int64_t *m0, int64_t *m1) {
 
 static int panel_cols(const qnt_weight *w, int64_t p) { return (int)min64(64, w->N - 64 * p); }
 
+/* The fused epilogue on a finished block, while it is in cache. */
+static void finish(const qnt_mm *p, int64_t P, int64_t m0, int64_t m1, int ncols) {
+  if (p->e) nat_epilogue_apply(p->e, p->y, p->ldy, m0, m1, 64 * P, 64 * P + ncols);
+}
+
 static void task_f32(void *ctx, size_t pi, size_t mc) {
   const job *j = ctx;
   const qnt_mm *p = j->p;
@@ -166,6 +175,7 @@ static void task_f32(void *ctx, size_t pi, size_t mc) {
     for (int64_t r = m0; r < m1; r += QNT_MR)
       qnt_x86_tile_wo((int)min64(QNT_MR, m1 - r), w, P, p->x + r * p->ldx, p->ldx,
                       p->y + r * p->ldy + 64 * P, p->ldy, ncols, p->bias ? p->bias + 64 * P : NULL);
+    finish(p, P, m0, m1, ncols);
     return;
   }
   float buf[KC_F32 * QNT_PANEL] __attribute__((aligned(64)));
@@ -177,6 +187,7 @@ static void task_f32(void *ctx, size_t pi, size_t mc) {
       qnt_x86_tile_f32((int)min64(QNT_MR, m1 - r), kc, p->x + r * p->ldx + k0, p->ldx, buf,
                        p->y + r * p->ldy + 64 * P, p->ldy, ncols, k0 > 0, bias);
   }
+  finish(p, P, m0, m1, ncols);
 }
 
 static void task_vnni(void *ctx, size_t pi, size_t mc) {
@@ -197,6 +208,7 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                         w->pscale + par, w->pwsum + par, w->pzero ? w->pzero + par : NULL,
                         j->asum ? j->asum + r * w->G + g : NULL, w->G, bias);
   }
+  finish(p, P, m0, m1, ncols);
 }
 
 static void task_bf16(void *ctx, size_t pi, size_t mc) {
@@ -225,30 +237,41 @@ static void task_bf16(void *ctx, size_t pi, size_t mc) {
                         ncols, k0 > 0, j->sa + r, sw, bias);
     k0 = k1;
   }
+  finish(p, P, m0, m1, ncols);
 }
 
-static void run_tasks(pthreadpool_t pool, pthreadpool_task_2d_t fn, job *j, int64_t P) {
+typedef void (*task_fn)(void *ctx, size_t panel, size_t chunk);
+
+typedef struct task_run {
+  task_fn fn;
+  job *j;
+  int64_t chunks;
+} task_run;
+
+static void pool_task(void *arg, int64_t t, int tid) {
+  const task_run *tr = arg;
+  tr->fn(tr->j, (size_t)(t / tr->chunks), (size_t)(t % tr->chunks));
+}
+
+static void run_tasks(nat_pool *pool, task_fn fn, job *j, int64_t P) {
   int64_t M = j->p->M;
-  size_t threads = pool ? pthreadpool_get_threads_count(pool) : 1;
-  /* Workers sleep after each product (PTHREADPOOL_FLAG_YIELD_WORKERS): the
-   * reference kernels in between run on one thread, and spinning workers
-   * would take the cores they need. */
+  int64_t threads = pool ? nat_pool_threads(pool) : 1;
   /* whole panels per task when there are enough; else also split rows, in
    * chunks big enough to pay for dequantizing the panel again */
   int64_t chunks = 1;
-  if ((size_t)P < 2 * threads && M >= 8 * QNT_MR) {
-    chunks = (int64_t)(2 * threads + (size_t)P - 1) / P;
+  if (P < 2 * threads && M >= 8 * QNT_MR) {
+    chunks = (2 * threads + P - 1) / P;
     chunks = min64(chunks, M / (4 * QNT_MR));
   }
   j->mchunk = (M + chunks - 1) / chunks;
   j->mchunk = (j->mchunk + QNT_MR - 1) / QNT_MR * QNT_MR;
   chunks = (M + j->mchunk - 1) / j->mchunk;
   if (M == 0) return;
-  /* waking the workers costs tens of microseconds: small products run here */
+  /* waking the workers costs microseconds: small products run here */
   double macs = (double)M * (double)j->p->w->K * (double)j->p->nn;
-  if (pool && threads > 1 && P * chunks > 1 && macs >= PARALLEL_MACS) {
-    pthreadpool_parallelize_2d(pool, fn, j, (size_t)P, (size_t)chunks,
-                               PTHREADPOOL_FLAG_YIELD_WORKERS);
+  if (pool && threads > 1 && P * chunks > 1 && macs >= NAT_PAR_MIN_MACS) {
+    task_run tr = {fn, j, chunks};
+    nat_pool_run(pool, P * chunks, pool_task, &tr);
     return;
   }
   for (int64_t a = 0; a < P; a++)
@@ -256,7 +279,7 @@ static void run_tasks(pthreadpool_t pool, pthreadpool_task_2d_t fn, job *j, int6
       fn(j, (size_t)a, (size_t)b);
 }
 
-ait_status qnt_matmul(const qnt_mm *p, pthreadpool_t pool) {
+ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   const qnt_weight *w = p->w;
   if (w->layout == QNT_L_ROWS) return matmul_port(p);
   if (p->n0 != 0 || p->nn != w->N)

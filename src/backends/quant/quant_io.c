@@ -1,7 +1,7 @@
 /* Saving and loading the quantized state: quant_config.json (the full
  * configuration) and quant_weights.bin, a little-endian binary file:
  *
- *   "AITQNTW\0", u32 version = 1, u32 node count, u32 graph node count, u32 0
+ *   "AITQNTW\0", u32 version = 2, u32 node count, u32 graph node count, u32 0
  *   per node: u32 node index, kind, weight type, flags (1 = zero points),
  *             i64 N, K, group length, u32 weight rank, u32 name length,
  *             i64 weight dims[rank], name bytes,
@@ -23,7 +23,7 @@
 #include "core/fileio.h"
 
 #define QNT_MAGIC "AITQNTW"
-#define QNT_VERSION 1u
+#define QNT_VERSION 2u /* 2: node indices of the graph after native's passes */
 #define QNT_MAX_NAME 4096u
 
 typedef struct bfile {

@@ -1,5 +1,8 @@
-/* The quantized ops: MatMul, Gemm and Conv with their weight replaced by a
- * quantized one. Each reduces to y = x * w^T (qnt_matmul): MatMul and Gemm
+/* The quantized ops: MatMul, Gemm and Conv (and native's fused forms of
+ * them) with their weight replaced by a quantized one, as kernels of native's
+ * executor: outputs come from its arena, products run on its pool, and a
+ * fused node's residual and activation are applied to each finished block
+ * while it is in cache. Each reduces to y = x * w^T (qnt_matmul): MatMul and Gemm
  * directly, Conv per image and group on the im2row matrix (one row per
  * output position), whose result is transposed back into NCHW. The
  * geometry (pads, strides, dilations, auto_pad) comes from the reference
@@ -12,6 +15,7 @@
 
 #include "backends/quant/quant.h"
 #include "core/error.h"
+#include "ops/fused_impl.h"
 #include "ops/nn_impl.h"
 
 static ait_status need_f32(const ait_tensor *t, const char *what) {
@@ -40,26 +44,85 @@ static void transpose(const qnt_state *s, const float *src, int64_t R, int64_t C
     }
 }
 
-static ait_status run_matmul(qnt_state *s, const qnt_node *qn, const ait_tensor *const *in,
-                             int n_in, ait_tensor **out) {
+/* y (shape rank/dims) += Z broadcast to it, then the activation: the
+ * general path for addends that are not laid out like y. */
+static ait_status post_generic(const ait_tensor *Z, const ait_act *act, float *y, int rank,
+                               const int64_t *dims) {
+  int64_t n = ait_shape_numel(rank, dims);
+  if (Z) {
+    AIT_TRY(need_f32(Z, "Z"));
+    int64_t st[AIT_MAX_RANK], bd[AIT_MAX_RANK], idx[AIT_MAX_RANK] = {0};
+    int rk;
+    if (Z->rank > rank || ait_shape_broadcast(rank, dims, Z->rank, Z->dims, &rk, bd) != AIT_OK ||
+        rk != rank || memcmp(bd, dims, sizeof(int64_t) * (size_t)rank))
+      return ait_err(AIT_E_SHAPE, "the residual input does not broadcast to the output");
+    ait_broadcast_strides(Z->rank, Z->dims, rank, dims, st);
+    const float *z = Z->data;
+    for (int64_t e = 0; e < n; e++) {
+      int64_t off = 0;
+      for (int d = 0; d < rank; d++)
+        off += idx[d] * st[d];
+      y[e] += z[off];
+      for (int d = rank - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  if (act->kind != AIT_ACT_NONE) nat_act_f32(act, y, n);
+  return AIT_OK;
+}
+
+/* Whether Z has y's shape exactly (the usual residual: read in place). */
+static bool same_shape(const ait_tensor *Z, int rank, const int64_t *dims) {
+  return Z->kind == AIT_KIND_TENSOR && Z->dtype == AIT_FLOAT32 && Z->rank == rank &&
+         !memcmp(Z->dims, dims, sizeof(int64_t) * (size_t)rank);
+}
+
+/* MatMul over the rows of A; FusedMatMul(A, -, bias?, Z?) adds the bias in
+ * the tiles and Z and the activation per finished block (alpha is in the
+ * weight scales). */
+static ait_status run_matmul(nat_run *r, qnt_state *s, const qnt_node *qn, const ait_node *node,
+                             const ait_tensor *const *in, int n_in) {
   const ait_tensor *X = n_in > 0 ? in[0] : NULL;
+  const ait_tensor *bias = qn->site.fused && n_in > 2 ? in[2] : NULL;
+  const ait_tensor *Z = qn->site.fused && n_in > 3 ? in[3] : NULL;
   AIT_TRY(need_f32(X, "A"));
   int64_t K = qn->w.K, N = qn->w.N;
   if (X->rank < 1 || X->dims[X->rank - 1] != K)
     return ait_err(AIT_E_SHAPE, "A's last dimension must be %lld", (long long)K);
+  if (bias) {
+    AIT_TRY(need_f32(bias, "bias"));
+    if (ait_tensor_numel(bias) != N)
+      return ait_err(AIT_E_SHAPE, "the bias must have %lld elements", (long long)N);
+  }
+  nat_epilogue e;
+  memset(&e, 0, sizeof e);
+  if (qn->site.fused) AIT_TRY(ait_act_parse(node, &e.act));
   int64_t dims[AIT_MAX_RANK];
   int rank = X->rank;
   memcpy(dims, X->dims, sizeof(int64_t) * (size_t)rank);
   dims[rank - 1] = N;
-  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, rank, dims);
-  if (!Y) return AIT_E_NOMEM;
-  qnt_mm p = {&qn->w, s->cfg.act, X->data, ait_tensor_numel(X) / K, K, Y->data, N, 0, N, NULL};
-  ait_status st = qnt_matmul(&p, s->pool);
-  if (st)
-    ait_tensor_free(Y);
-  else
-    out[0] = Y;
-  return st;
+  bool in_tiles = !Z || same_shape(Z, rank, dims);
+  if (Z && in_tiles) {
+    e.z = Z->data;
+    e.ldz = N;
+  }
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, dims, &Y));
+  qnt_mm p = {&qn->w,
+              s->cfg.act,
+              X->data,
+              ait_tensor_numel(X) / K,
+              K,
+              Y->data,
+              N,
+              0,
+              N,
+              bias ? bias->data : NULL,
+              in_tiles ? &e : NULL};
+  AIT_TRY(qnt_matmul(&p, nat_run_pool(r)));
+  return in_tiles ? AIT_OK : post_generic(Z, &e.act, Y->data, rank, dims);
 }
 
 /* y += beta * C broadcast unidirectionally to [M, N]. */
@@ -81,9 +144,10 @@ static ait_status add_c(const ait_tensor *C, float beta, float *y, int64_t M, in
   return AIT_OK;
 }
 
-/* Gemm: alpha is folded into the weight scales when quantizing. */
-static ait_status run_gemm(qnt_state *s, const qnt_node *qn, const ait_node *node,
-                           const ait_tensor *const *in, int n_in, ait_tensor **out) {
+/* Gemm (and FusedGemm: then the activation last): alpha is folded into the
+ * weight scales when quantizing. */
+static ait_status run_gemm(nat_run *r, qnt_state *s, const qnt_node *qn, const ait_node *node,
+                           const ait_tensor *const *in, int n_in) {
   const ait_tensor *A = n_in > 0 ? in[0] : NULL, *C = n_in > 2 ? in[2] : NULL;
   AIT_TRY(need_f32(A, "A"));
   int64_t K = qn->w.K, N = qn->w.N;
@@ -92,7 +156,16 @@ static ait_status run_gemm(qnt_state *s, const qnt_node *qn, const ait_node *nod
   if (A->rank != 2 || A->dims[ta ? 0 : 1] != K)
     return ait_err(AIT_E_SHAPE, "A must be 2-D with %lld on its %s axis", (long long)K,
                    ta ? "first" : "second");
+  nat_epilogue e;
+  memset(&e, 0, sizeof e);
+  if (qn->site.fused) AIT_TRY(ait_act_parse(node, &e.act));
   int64_t M = A->dims[ta ? 1 : 0], dims[2] = {M, N};
+  bool c_bias = C && C->kind == AIT_KIND_TENSOR && C->dtype == AIT_FLOAT32 && C->rank == 1 &&
+                C->dims[0] == N && beta == 1.0f;
+  bool c_add = C && !c_bias && beta != 0.0f;
+  if (c_add) AIT_TRY(need_f32(C, "C"));
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 2, dims, &Y));
   float *at = NULL;
   const float *x = A->data;
   if (ta) {
@@ -101,18 +174,12 @@ static ait_status run_gemm(qnt_state *s, const qnt_node *qn, const ait_node *nod
     transpose(s, A->data, K, M, M, at, K);
     x = at;
   }
-  bool c_bias = C && C->kind == AIT_KIND_TENSOR && C->dtype == AIT_FLOAT32 && C->rank == 1 &&
-                C->dims[0] == N && beta == 1.0f;
-  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, 2, dims);
-  ait_status st = Y ? AIT_OK : AIT_E_NOMEM;
-  qnt_mm p = {&qn->w, s->cfg.act, x, M, K, Y ? Y->data : NULL, N, 0, N, c_bias ? C->data : NULL};
-  if (!st) st = qnt_matmul(&p, s->pool);
-  if (!st && C && !c_bias && beta != 0.0f) st = add_c(C, beta, Y->data, M, N);
+  qnt_mm p = {&qn->w,           s->cfg.act, x, M, K, Y->data, N, 0, N, c_bias ? C->data : NULL,
+              c_add ? NULL : &e};
+  ait_status st = qnt_matmul(&p, nat_run_pool(r));
   free(at);
-  if (st)
-    ait_tensor_free(Y);
-  else
-    out[0] = Y;
+  if (!st && c_add) st = add_c(C, beta, Y->data, M, N);
+  if (!st && c_add && e.act.kind != AIT_ACT_NONE) nat_act_f32(&e.act, Y->data, M * N);
   return st;
 }
 
@@ -213,19 +280,28 @@ static int64_t *kernel_offsets(const conv_geo *c) {
   return t;
 }
 
-static ait_status run_conv(qnt_state *s, const qnt_node *qn, const ait_node *node,
-                           const ait_tensor *const *in, int n_in, ait_tensor **out) {
+/* Conv per image and group on the im2row matrix; FusedConv(X, -, B?, Z?)
+ * adds Z and applies the activation to each image's channels once they are
+ * back in NCHW. */
+static ait_status run_conv(nat_run *r, qnt_state *s, const qnt_node *qn, const ait_node *node,
+                           const ait_tensor *const *in, int n_in) {
   const ait_tensor *X = n_in > 0 ? in[0] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  const ait_tensor *Z = qn->site.fused && n_in > 3 ? in[3] : NULL;
   AIT_TRY(need_f32(X, "X"));
   if (B) AIT_TRY(need_f32(B, "B"));
   conv_geo c;
   AIT_TRY(conv_geometry(qn, node, X, &c));
   if (B && (B->rank != 1 || B->dims[0] != c.M))
     return ait_err(AIT_E_SHAPE, "bias B must have shape [%lld]", (long long)c.M);
+  nat_epilogue e;
+  memset(&e, 0, sizeof e);
+  if (qn->site.fused) AIT_TRY(ait_act_parse(node, &e.act));
   int64_t dims[AIT_MAX_RANK] = {c.N, c.M}, K = qn->w.K;
+  int rank = c.w.nsp + 2;
   memcpy(dims + 2, c.w.out, sizeof(int64_t) * (size_t)c.w.nsp);
-  ait_tensor *Y = ait_tensor_new(AIT_FLOAT32, c.w.nsp + 2, dims);
-  if (!Y) return AIT_E_NOMEM;
+  bool in_place = !Z || same_shape(Z, rank, dims);
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, dims, &Y));
   size_t xt_n = (size_t)(c.in_n * c.Cg), tmp_n = (size_t)(c.out_n * c.Mg);
   size_t rows_n = c.pointwise ? 1 : (size_t)(c.out_n * K);
   float *xt = malloc(sizeof(float) * (xt_n ? xt_n : 1));
@@ -242,27 +318,37 @@ static ait_status run_conv(qnt_state *s, const qnt_node *qn, const ait_node *nod
       bool whole = qn->w.layout != QNT_L_ROWS;
       qnt_mm p = {
           &qn->w, s->cfg.act, c.pointwise ? xt : rows, c.out_n, K,
-          tmp,    c.Mg,       whole ? 0 : g * c.Mg,    c.Mg,    bias ? bias + g * c.Mg : NULL};
-      st = qnt_matmul(&p, s->pool);
-      if (!st) transpose(s, tmp, c.out_n, c.Mg, c.Mg, y + (n * c.M + g * c.Mg) * c.out_n, c.out_n);
+          tmp,    c.Mg,       whole ? 0 : g * c.Mg,    c.Mg,    bias ? bias + g * c.Mg : NULL,
+          NULL};
+      st = qnt_matmul(&p, nat_run_pool(r));
+      if (st) break;
+      int64_t off = (n * c.M + g * c.Mg) * c.out_n;
+      transpose(s, tmp, c.out_n, c.Mg, c.Mg, y + off, c.out_n);
+      if (in_place && (Z || e.act.kind != AIT_ACT_NONE)) {
+        nat_epilogue eb = e;
+        eb.z = Z ? (const float *)Z->data + off : NULL;
+        eb.ldz = c.out_n;
+        nat_epilogue_apply(&eb, y + off, c.out_n, 0, c.Mg, 0, c.out_n);
+      }
     }
   free(xt);
   free(rows);
   free(tmp);
   free(koff);
-  if (st)
-    ait_tensor_free(Y);
-  else
-    out[0] = Y;
+  if (!st && !in_place) st = post_generic(Z, &e.act, y, rank, dims);
   return st;
 }
 
-ait_status qnt_op_run(qnt_state *s, const qnt_node *qn, const ait_node *node,
-                      const ait_tensor *const *in, int n_in, ait_tensor **out) {
+ait_status qnt_k_op(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  qnt_state *s = nat_run_user(r);
+  int64_t k = ait_attr_int(n, "qidx", -1);
+  if (!s || k < 0 || k >= s->n_q)
+    return ait_err(AIT_E_INTERNAL, "quant: %s has no quantized weight", ait_node_desc(n));
+  const qnt_node *qn = &s->q[k];
   switch (qn->site.kind) {
-  case QNT_K_MATMUL: return run_matmul(s, qn, in, n_in, out);
-  case QNT_K_GEMM: return run_gemm(s, qn, node, in, n_in, out);
-  case QNT_K_CONV: return run_conv(s, qn, node, in, n_in, out);
+  case QNT_K_MATMUL: return run_matmul(r, s, qn, n, in, n_in);
+  case QNT_K_GEMM: return run_gemm(r, s, qn, n, in, n_in);
+  case QNT_K_CONV: return run_conv(r, s, qn, n, in, n_in);
   }
   return ait_err(AIT_E_INTERNAL, "quant: unknown quantized op");
 }

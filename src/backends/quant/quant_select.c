@@ -9,6 +9,7 @@
 
 #include "backends/quant/quant.h"
 #include "core/error.h"
+#include "ops/fused_impl.h"
 
 static const char *node_name(const ait_node *n) { return n->name ? n->name : ""; }
 
@@ -25,22 +26,28 @@ static const ait_value *const_weight(const ait_graph *g, const ait_node *n, int 
 
 bool qnt_site_of(const ait_graph *g, int k, qnt_site *s) {
   const ait_node *n = &g->nodes[k];
-  if (n->domain && n->domain[0]) return false;
   memset(s, 0, sizeof *s);
   s->node = k;
+  const char *op = n->op_type;
+  if (n->domain && n->domain[0]) {
+    /* native's fused ops: the product, then bias / residual / activation */
+    if (strcmp(n->domain, AIT_FUSED_DOMAIN) || strncmp(op, "Fused", 5)) return false;
+    op += 5;
+    s->fused = true;
+  }
   const ait_value *w = NULL;
-  if (!strcmp(n->op_type, "MatMul")) {
+  if (!strcmp(op, "MatMul")) {
     s->kind = QNT_K_MATMUL;
     if (!(w = const_weight(g, n, 1, 2, 2))) return false;
     s->K = w->init->dims[0];
     s->N = w->init->dims[1];
-  } else if (!strcmp(n->op_type, "Gemm")) {
+  } else if (!strcmp(op, "Gemm")) {
     s->kind = QNT_K_GEMM;
     if (!(w = const_weight(g, n, 1, 2, 2))) return false;
     bool tb = ait_attr_int(n, "transB", 0) != 0;
     s->K = w->init->dims[tb ? 1 : 0];
     s->N = w->init->dims[tb ? 0 : 1];
-  } else if (!strcmp(n->op_type, "Conv")) {
+  } else if (!strcmp(op, "Conv")) {
     s->kind = QNT_K_CONV;
     if (!(w = const_weight(g, n, 1, 3, AIT_MAX_RANK))) return false;
     int64_t group = ait_attr_int(n, "group", 1);
@@ -59,6 +66,16 @@ bool qnt_site_of(const ait_graph *g, int k, qnt_site *s) {
   return true;
 }
 
+const char *qnt_site_op(const qnt_site *s) {
+  return s->kind == QNT_K_MATMUL ? "MatMul" : s->kind == QNT_K_GEMM ? "Gemm" : "Conv";
+}
+
+/* "MatMul node 'fc1'": named by the op the user wrote, not native's fused form. */
+static const char *site_desc(const ait_graph *g, const qnt_site *s, char *buf, size_t n) {
+  snprintf(buf, n, "%s node '%s'", qnt_site_op(s), node_name(&g->nodes[s->node]));
+  return buf;
+}
+
 static unsigned op_bit(qnt_kind k) {
   return k == QNT_K_MATMUL ? QNT_OP_MATMUL : k == QNT_K_GEMM ? QNT_OP_GEMM : QNT_OP_CONV;
 }
@@ -71,7 +88,7 @@ static bool filter_admits(const qnt_config *c, const ait_graph *g, const qnt_sit
     if (fnmatch(c->exclude[i], node_name(n), 0) == 0) return false;
   if (ait_tensor_numel(g->values[s->wval].init) < c->min_weight) return false;
   if (info && info->node_filter &&
-      !info->node_filter(info->node_filter_user, n->op_type, node_name(n)))
+      !info->node_filter(info->node_filter_user, qnt_site_op(s), node_name(n)))
     return false;
   return true;
 }
@@ -107,13 +124,13 @@ static ait_status mx_preflight(const qnt_config *c, const ait_graph *g, const qn
   for (int i = 0; i < n && !first_bad; i++) {
     mx_node_problems(c, g, &sites[i], why, sizeof why);
     if (why[0]) {
+      char d[160];
       first_bad = &g->nodes[sites[i].node];
-      snprintf(bad, sizeof bad, "; %s fails too%s", ait_node_desc(first_bad), why);
+      snprintf(bad, sizeof bad, "; %s fails too%s", site_desc(g, &sites[i], d, sizeof d), why);
     }
   }
-  const ait_node *first = &g->nodes[sites[0].node];
   char first_desc[160];
-  snprintf(first_desc, sizeof first_desc, "%s", ait_node_desc(first));
+  site_desc(g, &sites[0], first_desc, sizeof first_desc);
   return ait_err(AIT_E_UNSUPPORTED,
                  "quant: %s needs hardware with native %s support (NVIDIA compute capability 10.0 "
                  "or newer) and bfloat16 weights; this backend runs on the CPU, which has none "
@@ -147,12 +164,12 @@ ait_status qnt_select(const qnt_config *c, const ait_graph *g, const ait_build_i
   } else {
     for (int i = 0; i < *n && !st; i++) {
       const ait_value *w = &g->values[out[i].wval];
+      char d[160];
       if (w->init->dtype != AIT_FLOAT32)
-        st =
-            ait_err(AIT_E_UNSUPPORTED,
-                    "quant: %s: %s weight '%s' is %s; the CPU kernels quantize float32 weights",
-                    qnt_config_label(c, label, sizeof label), ait_node_desc(&g->nodes[out[i].node]),
-                    w->name, ait_dtype_name(w->init->dtype));
+        st = ait_err(AIT_E_UNSUPPORTED,
+                     "quant: %s: %s weight '%s' is %s; the CPU kernels quantize float32 weights",
+                     qnt_config_label(c, label, sizeof label), site_desc(g, &out[i], d, sizeof d),
+                     w->name, ait_dtype_name(w->init->dtype));
     }
   }
   if (st) {
