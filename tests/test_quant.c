@@ -614,6 +614,61 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
   CHECK(b == NULL);
 }
 
+/* int8dq's activation outliers: a row with a few large elements keeps its
+ * small ones, which an absmax scale would round to a few levels; the
+ * AVX-512 and portable kernels agree; a row with more large elements than
+ * the cap falls back to absmax. */
+static void test_outliers(const ait_graph *mlp) {
+  ait_tensor *x = input(mlp, 7, 11);
+  if (!x) return;
+  float *d = x->data;
+  for (int m = 0; m < 6; m++)
+    d[m * K1 + (m * 13) % K1] = m % 2 ? 60.0f : -45.0f;
+  for (int k = 0; k < 20; k++) /* row 6: more large values than the cap */
+    d[6 * K1 + 3 * k] = 30.0f;
+  const char *specs[] = {"quant:preset=int8dq", "quant:preset=int8dq,kernels=portable",
+                         "quant:weights=int8,act=on", "quant:weights=int8,act=on,outliers=4"};
+  double c[4] = {0}, rel[4] = {1, 1, 1, 1};
+  ait_tensor *y[4] = {NULL};
+  for (int i = 0; i < 4; i++) {
+    qnt_state *s = NULL;
+    CHECK_ERR(build(specs[i], NULL, NULL, mlp, NULL, &s), AIT_OK, NULL);
+    if (!s) continue;
+    CHECK((i == 2) == (s->cfg.outliers == 0));
+    c[i] = vs_eager(s, mlp, x, &rel[i], &y[i]);
+    Q->destroy(s);
+  }
+  fprintf(stderr, "outliers: cosine %.6f / %.6f (portable) / %.6f (absmax), max rel %.4f / %.4f\n",
+          c[0], c[1], c[2], rel[0], rel[2]);
+  CHECK(c[0] > c[2] && rel[0] < rel[2]);
+  CHECK(c[0] > 0.999);
+  if (y[0] && y[1]) CHECK(cosine(y[0], y[1], NULL) > 0.99999);
+  if (y[0] && y[3]) CHECK(cosine(y[0], y[3], NULL) == 1.0 || cosine(y[0], y[3], NULL) > 0.9999999);
+  for (int i = 0; i < 4; i++)
+    ait_tensor_free(y[i]);
+  ait_tensor_free(x);
+  /* the option needs int8 activations */
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:weights=int8,outliers=4", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "act=on with int8 weights");
+  CHECK_ERR(build("quant:weights=fp8,act=on,outliers=4", NULL, NULL, mlp, NULL, &s),
+            AIT_E_INVALID_ARG, "activation outliers");
+  CHECK_ERR(build("quant:preset=int8dq,outliers=3", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG,
+            "preset=int8dq");
+  /* the JSON forms carry it */
+  qnt_config cf, back;
+  ait_backend_config cfg;
+  CHECK_ERR(config("quant:preset=int8dq", NULL, NULL, &cfg), AIT_OK, NULL);
+  CHECK_ERR(qnt_config_resolve(&cfg, &cf), AIT_OK, NULL);
+  char *json = qnt_config_to_json(&cf);
+  bool has_filter = false;
+  CHECK(json && strstr(json, "\"activation_outliers\""));
+  memset(&back, 0, sizeof back);
+  if (json) CHECK_ERR(qnt_config_parse_json(json, "test", &back, &has_filter), AIT_OK, NULL);
+  CHECK(back.outliers == cf.outliers && qnt_config_same_quant(&back, &cf));
+  free(json);
+}
+
 static void test_bad_input(const ait_graph *mlp) {
   qnt_state *s = NULL;
   CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, mlp, NULL, &s), AIT_OK, NULL);
@@ -691,6 +746,7 @@ int main(void) {
   test_json(mlp->graph);
   test_save_load(mlp->graph, conv->graph);
   test_bad_input(mlp->graph);
+  test_outliers(mlp->graph);
   test_tune(bytes, nbytes);
   free(bytes);
   ait_model_free(mlp);

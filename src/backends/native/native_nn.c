@@ -107,21 +107,56 @@ ait_status nat_k_gap(nat_run *r, const ait_node *n, const ait_tensor *const *in,
 
 /* ---- Softmax --------------------------------------------------------------- */
 
+/* Sums and maxima in 16 independent lanes: a single accumulator is a chain
+ * of dependent adds (4 cycles each) that no vector unit can shorten, and
+ * without -ffast-math the compiler keeps the order it was written in. */
+enum { LANES = 16 };
+
+static NAT_INLINE float lanes_max(const float *x, int64_t n) {
+  float m[LANES];
+  for (int l = 0; l < LANES; l++)
+    m[l] = -INFINITY;
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int l = 0; l < LANES; l++)
+      m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
+  for (; i < n; i++)
+    m[0] = x[i] > m[0] ? x[i] : m[0];
+  float r = m[0];
+  for (int l = 1; l < LANES; l++)
+    r = m[l] > r ? m[l] : r;
+  return r;
+}
+
+/* sum of (x[i] - c)^p for p = 1 or 2 */
+static NAT_INLINE float lanes_sum(const float *x, int64_t n, float c, int p) {
+  float s[LANES] = {0};
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int l = 0; l < LANES; l++) {
+      float d = x[i + l] - c;
+      s[l] += p == 2 ? d * d : d;
+    }
+  for (; i < n; i++) {
+    float d = x[i] - c;
+    s[0] += p == 2 ? d * d : d;
+  }
+  for (int w = LANES / 2; w > 0; w /= 2) /* pairwise: error grows with log n */
+    for (int l = 0; l < w; l++)
+      s[l] += s[l + w];
+  return s[0];
+}
+
 NAT_CLONES static void softmax_task(void *arg, int64_t t, int tid) {
   const rows_job *j = arg;
   FOR_ROWS(j, t, row) {
     const float *x = j->x + row * j->len;
     float *y = j->y + row * j->len;
-    float m = -INFINITY;
-    for (int64_t i = 0; i < j->len; i++)
-      m = x[i] > m ? x[i] : m;
+    float m = lanes_max(x, j->len);
     for (int64_t i = 0; i < j->len; i++)
       y[i] = x[i] - m;
     nat_exp_f32(y, y, j->len);
-    double s = 0.0;
-    for (int64_t i = 0; i < j->len; i++)
-      s += y[i];
-    float inv = (float)(1.0 / s);
+    float inv = 1.0f / lanes_sum(y, j->len, 0.0f, 1);
     for (int64_t i = 0; i < j->len; i++)
       y[i] *= inv;
   }
@@ -156,21 +191,16 @@ NAT_CLONES static void layernorm_task(void *arg, int64_t t, int tid) {
   FOR_ROWS(j, t, row) {
     const float *x = j->x + row * j->len;
     float *y = j->y + row * j->len;
-    double s = 0.0, q = 0.0;
-    for (int64_t i = 0; i < j->len; i++)
-      s += x[i];
-    double mean = s / (double)j->len;
-    for (int64_t i = 0; i < j->len; i++) {
-      double d = x[i] - mean;
-      q += d * d;
-    }
-    float inv = (float)(1.0 / sqrt(q / (double)j->len + j->eps)), fm = (float)mean;
+    /* two passes (mean, then squared deviations): no cancellation */
+    float mean = lanes_sum(x, j->len, 0.0f, 1) / (float)j->len;
+    float var = lanes_sum(x, j->len, mean, 2) / (float)j->len;
+    float inv = (float)(1.0 / sqrt((double)var + j->eps));
     if (bias)
       for (int64_t i = 0; i < j->len; i++)
-        y[i] = (x[i] - fm) * inv * scale[i] + bias[i];
+        y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
     else
       for (int64_t i = 0; i < j->len; i++)
-        y[i] = (x[i] - fm) * inv * scale[i];
+        y[i] = (x[i] - mean) * inv * scale[i];
   }
 }
 

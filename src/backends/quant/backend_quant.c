@@ -25,6 +25,9 @@ static const ait_option_def quant_options[] = {
     {"percentile", AIT_OPT_FLOAT, "99.99", NULL, "custom: the percentile of scale=percentile"},
     {"act", AIT_OPT_BOOL, "off", NULL,
      "custom: quantize activations per row at run time (int8 or fp8, as the weights)"},
+    {"outliers", AIT_OPT_FLOAT, "0", NULL,
+     "custom, int8 with act=on: clip each activation row at this many times its rms and add "
+     "the (at most 8) elements above back in float (int8dq uses 4; 0: absmax per row)"},
     {"ops", AIT_OPT_ENUM, "MatMul+Gemm+Conv",
      "MatMul+Gemm+Conv|MatMul+Gemm|MatMul+Conv|Gemm+Conv|MatMul|Gemm|Conv",
      "filter: op types to quantize (those with constant weights)"},

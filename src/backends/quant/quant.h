@@ -26,6 +26,8 @@
 #define QNT_MAX_EXCLUDE 8
 #define QNT_PANEL 64 /* output channels per packed panel */
 #define QNT_E4M3_MAX 448.0f
+#define QNT_MAX_OUTLIERS 8 /* per activation row */
+#define QNT_OUTLIERS 4.0f  /* int8dq's threshold, in row rms */
 
 /* ---- configuration (quant_config.c) ------------------------------------ */
 
@@ -43,7 +45,11 @@ typedef struct qnt_config {
   bool percentile; /* scale from a percentile of |w| instead of max |w| */
   double pct;      /* that percentile, in (50, 100] */
   bool act;        /* dynamic per-row activation quantization */
-  unsigned ops;    /* QNT_OP_* mask of the op types the filter admits */
+  /* int8 activations: a row's scale covers |x| <= outliers * rms(row) and
+   * the few elements above (at most QNT_MAX_OUTLIERS) are added back in
+   * float; 0 = plain absmax per row */
+  float outliers;
+  unsigned ops; /* QNT_OP_* mask of the op types the filter admits */
   int n_exclude;
   char exclude[QNT_MAX_EXCLUDE][64]; /* fnmatch patterns on node names */
   int64_t min_weight;                /* weights with fewer elements stay float */
@@ -165,9 +171,11 @@ typedef struct qnt_mm {
   int64_t ldy;
   int64_t n0, nn;
   const float *bias;
+  float outliers; /* int8 activations: see qnt_config.outliers */
   /* applied to each finished block of y (residual, activation), or NULL;
    * packed weights only (n0 = 0) */
   const nat_epilogue *e;
+  nat_run *r; /* the running executor (its scratch memory), or NULL */
 } qnt_mm;
 
 /* Runs on native's pool (may be NULL: the calling thread). */
@@ -191,12 +199,25 @@ qnt_layout qnt_layout_for(qnt_wtype t, bool act, qnt_cpu cpu);
 void qnt_x86_dequant_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, float *buf);
 void qnt_x86_tile_f32(int mr, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
                       int64_t ldc, int ncols, bool acc, const float *bias);
+/* Rows quantized to u8 (code + 128) with their scale in sa; with outliers > 0
+ * the elements above the row's threshold go to oidx/ores (their index and
+ * what the clipped code misses), ocnt per row (QNT_MAX_OUTLIERS a row). */
 void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
-                           int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum);
+                           int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
+                           float outliers, int32_t *oidx, float *ores, int32_t *ocnt);
+/* The clip threshold of a row from its max |x| and sum of squares: outliers
+ * * rms when that is below amax, else amax (callers fall back to amax when
+ * more than QNT_MAX_OUTLIERS elements lie above it). */
+float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers);
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                        float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,
                        const int32_t *wsum, const int8_t *zw, const int32_t *asum, int64_t asum_ld,
                        const float *bias);
+/* y[c] += r * w[c] for the ncols channels of a QUAD panel at one reduction
+ * index: b points at its 4-byte group (+ 4c per channel), k4 = index % 4;
+ * w = sw * (code - zw). */
+void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
+                         float *y, int ncols);
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa);
 void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf);

@@ -14,6 +14,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define T_F32 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -249,14 +250,60 @@ INLINE T_BASE float hmax_abs(const float *x, int64_t K) {
   return _mm512_reduce_max_ps(m);
 }
 
+/* max |x| and the sum of squares in one pass */
+INLINE T_BASE float row_stats(const float *x, int64_t K, double *sumsq) {
+  __m512 m = _mm512_setzero_ps(), q = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    __mmask16 mk = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(mk, x + k);
+    m = _mm512_max_ps(m, _mm512_abs_ps(v));
+    q = _mm512_fmadd_ps(v, v, q);
+  }
+  *sumsq = _mm512_reduce_add_ps(q);
+  return _mm512_reduce_max_ps(m);
+}
+
+/* Indices of the elements with |x| > t, up to cap + 1 of them. */
+INLINE T_BASE int collect_above(const float *x, int64_t K, float t, int32_t *idx, int cap) {
+  __m512 tv = _mm512_set1_ps(t);
+  int n = 0;
+  for (int64_t k = 0; k < K && n <= cap; k += 16) {
+    __mmask16 mk = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+    __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + k));
+    unsigned bits = (unsigned)_mm512_mask_cmp_ps_mask(mk, v, tv, _CMP_GT_OQ);
+    for (; bits && n <= cap; bits &= bits - 1)
+      idx[n++] = (int32_t)(k + __builtin_ctz(bits));
+  }
+  return n;
+}
+
 T_VNNI void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
-                                  int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum) {
+                                  int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
+                                  float outliers, int32_t *oidx, float *ores, int32_t *ocnt) {
   for (int64_t m = 0; m < M; m++) {
     const float *xr = x + m * ldx;
     uint8_t *qr = q + m * ldq;
-    float amax = hmax_abs(xr, K);
-    float s = amax > 0 && amax < 3.0e38f ? amax / 127.0f : 1.0f;
+    double sumsq = 0;
+    float amax = outliers > 0 ? row_stats(xr, K, &sumsq) : hmax_abs(xr, K), t = amax;
+    int n = 0;
+    int32_t idx[QNT_MAX_OUTLIERS + 1];
+    if (outliers > 0 && (t = qnt_row_threshold(amax, sumsq, K, outliers)) < amax) {
+      n = collect_above(xr, K, t, idx, QNT_MAX_OUTLIERS);
+      if (n > QNT_MAX_OUTLIERS) { /* too many to add back: absmax */
+        t = amax;
+        n = 0;
+      }
+    }
+    float s = t > 0 && t < 3.0e38f ? t / 127.0f : 1.0f;
     sa[m] = s;
+    if (ocnt) { /* what the clipped codes miss */
+      for (int o = 0; o < n; o++) {
+        float v = xr[idx[o]];
+        oidx[m * QNT_MAX_OUTLIERS + o] = idx[o];
+        ores[m * QNT_MAX_OUTLIERS + o] = v - copysignf(127.0f * s, v);
+      }
+      ocnt[m] = n;
+    }
     __m512 inv = _mm512_set1_ps(1.0f / s);
     __m512i off = _mm512_set1_epi32(128), lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
     __m512i gsum = _mm512_setzero_si512();
@@ -275,6 +322,26 @@ T_VNNI void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t 
     }
     for (int64_t k = K; k < ldq; k++)
       qr[k] = 128; /* code 0: the padded weights are 0 too */
+  }
+}
+
+T_VNNI void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw,
+                                const int8_t *zw, float *y, int ncols) {
+  /* column c's code is byte k4 of 32-bit lane c: shift it to the top, then
+   * back down with its sign */
+  __m128i up = _mm_cvtsi32_si128(24 - 8 * k4);
+  __m128i down = _mm_cvtsi32_si128(24);
+  __m512 rv = _mm512_set1_ps(r);
+  for (int c = 0; c < ncols; c += 16) {
+    __mmask16 m = col_mask(ncols, c / 16);
+    __m512i v = _mm512_loadu_si512(b + 4 * c);
+    v = _mm512_sra_epi32(_mm512_sll_epi32(v, up), down);
+    __m512 w = _mm512_cvtepi32_ps(v);
+    if (zw)
+      w = _mm512_sub_ps(w, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                               _mm_maskz_loadu_epi8(m, (const __m128i *)(zw + c)))));
+    w = _mm512_mul_ps(w, _mm512_maskz_loadu_ps(m, sw + c));
+    _mm512_mask_storeu_ps(y + c, m, _mm512_fmadd_ps(rv, w, _mm512_maskz_loadu_ps(m, y + c)));
   }
 }
 
@@ -496,11 +563,14 @@ void qnt_x86_dequant_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t k
 void qnt_x86_tile_f32(int mr, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
                       int64_t ldc, int ncols, bool acc, const float *bias) {}
 void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
-                           int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum) {}
+                           int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
+                           float outliers, int32_t *oidx, float *ores, int32_t *ocnt) {}
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                        float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,
                        const int32_t *wsum, const int8_t *zw, const int32_t *asum, int64_t asum_ld,
                        const float *bias) {}
+void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
+                         float *y, int ncols) {}
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa) {}
 void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf) {}

@@ -18,14 +18,18 @@ typedef struct preset {
   qnt_gran gran;
   int64_t group;
   bool act;
+  float outliers;
 } preset;
 
 /* As torchao's configs: per-channel symmetric absmax weights. The
  * microscaling formats have their block size built in. */
 static const preset presets[] = {
-    {"int8wo", QNT_INT8, QNT_CHANNEL, 0, false}, {"int8dq", QNT_INT8, QNT_CHANNEL, 0, true},
-    {"fp8wo", QNT_FP8, QNT_CHANNEL, 0, false},   {"fp8dq", QNT_FP8, QNT_CHANNEL, 0, true},
-    {"mxfp8dq", QNT_MXFP8, QNT_GROUP, 32, true}, {"nvfp4dq", QNT_NVFP4, QNT_GROUP, 16, true},
+    {"int8wo", QNT_INT8, QNT_CHANNEL, 0, false, 0},
+    {"int8dq", QNT_INT8, QNT_CHANNEL, 0, true, QNT_OUTLIERS},
+    {"fp8wo", QNT_FP8, QNT_CHANNEL, 0, false, 0},
+    {"fp8dq", QNT_FP8, QNT_CHANNEL, 0, true, 0},
+    {"mxfp8dq", QNT_MXFP8, QNT_GROUP, 32, true, 0},
+    {"nvfp4dq", QNT_NVFP4, QNT_GROUP, 16, true, 0},
 };
 
 static const char *const wtype_names[] = {"int8", "fp8", "mxfp8", "nvfp4"};
@@ -35,7 +39,7 @@ static const char *const op_names[] = {"MatMul", "Gemm", "Conv"};
 /* Options that describe the quantization itself (as opposed to the filter
  * and run-time options): any of them makes a custom configuration. */
 static const char *const custom_keys[] = {"weights", "granularity", "group", "symmetric",
-                                          "scale",   "percentile",  "act"};
+                                          "scale",   "percentile",  "act",   "outliers"};
 
 const char *qnt_wtype_name(qnt_wtype t) { return wtype_names[t]; }
 
@@ -60,6 +64,7 @@ static void apply_preset(const preset *p, qnt_config *c) {
   c->percentile = false;
   c->pct = 99.99;
   c->act = p->act;
+  c->outliers = p->outliers;
 }
 
 static void filter_defaults(qnt_config *c) {
@@ -90,6 +95,14 @@ static ait_status check_custom(qnt_config *c, const char *what) {
   if (c->gran != QNT_GROUP) c->group = 0;
   if (c->percentile && !(c->pct > 50 && c->pct <= 100))
     return ait_err(AIT_E_INVALID_ARG, "%s: percentile %g must lie in (50, 100]", what, c->pct);
+  if (c->outliers != 0 && (!c->act || c->weights != QNT_INT8))
+    return ait_err(AIT_E_INVALID_ARG,
+                   "%s: activation outliers apply to dynamically quantized int8 activations "
+                   "(act=on with int8 weights)",
+                   what);
+  if (c->outliers != 0 && !(c->outliers >= 1 && c->outliers <= 1000))
+    return ait_err(AIT_E_INVALID_ARG, "%s: outliers %g must lie in [1, 1000] (0: off)", what,
+                   (double)c->outliers);
   return AIT_OK;
 }
 
@@ -135,6 +148,7 @@ static ait_status custom_from_options(const ait_backend_config *cfg, qnt_config 
   const char *sym = ait_backend_config_get(cfg, "symmetric");
   const char *act = ait_backend_config_get(cfg, "act");
   const char *pct = ait_backend_config_get(cfg, "percentile");
+  const char *outl = ait_backend_config_get(cfg, "outliers");
   int wi = find_name(wtype_names, 4, w), gi = find_name(gran_names, 3, gr);
   if (wi < 0 || gi < 0)
     return ait_err(AIT_E_INVALID_ARG, "quant: weights=%s / granularity=%s not understood",
@@ -146,6 +160,7 @@ static ait_status custom_from_options(const ait_backend_config *cfg, qnt_config 
   c->percentile = sc && !strcmp(sc, "percentile");
   c->pct = pct ? strtod(pct, NULL) : 99.99;
   c->act = act && !strcmp(act, "on");
+  c->outliers = outl ? strtof(outl, NULL) : 0.0f;
   if (is_explicit(cfg, "group") && c->gran != QNT_GROUP)
     return ait_err(AIT_E_INVALID_ARG, "quant: group=%s needs granularity=group (it is %s)",
                    ait_backend_config_get(cfg, "group"), gran_names[c->gran]);
@@ -224,7 +239,7 @@ void qnt_config_runtime(const ait_backend_config *cfg, qnt_config *c) {
 bool qnt_config_same_quant(const qnt_config *a, const qnt_config *b) {
   return a->weights == b->weights && a->gran == b->gran && a->group == b->group &&
          a->symmetric == b->symmetric && a->percentile == b->percentile &&
-         (!a->percentile || a->pct == b->pct) && a->act == b->act;
+         (!a->percentile || a->pct == b->pct) && a->act == b->act && a->outliers == b->outliers;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -277,6 +292,7 @@ static ait_status parse_custom(const cJSON *q, const char *what, qnt_config *c) 
   c->percentile = false;
   c->pct = 99.99;
   c->act = false;
+  c->outliers = 0;
   bool gran_set = false;
   for (const cJSON *it = q->child; it; it = it->next) {
     const char *k = it->string, *s = cJSON_IsString(it) ? it->valuestring : NULL;
@@ -308,6 +324,10 @@ static ait_status parse_custom(const cJSON *q, const char *what, qnt_config *c) 
       if (!s || (strcmp(s, "dynamic") && strcmp(s, "none")))
         return json_err(what, "activations must be dynamic or none, not", s ? s : "?");
       c->act = !strcmp(s, "dynamic");
+    } else if (!strcmp(k, "activation_outliers")) {
+      if (!cJSON_IsNumber(it))
+        return json_err(what, "activation_outliers must be a number (0: off)", NULL);
+      c->outliers = (float)it->valuedouble;
     } else {
       return json_err(what, "unknown key in \"quantization\":", k);
     }
@@ -380,6 +400,7 @@ char *qnt_config_to_json(const qnt_config *c) {
   cJSON_AddStringToObject(q, "scale", c->percentile ? "percentile" : "absmax");
   if (c->percentile) cJSON_AddNumberToObject(q, "percentile", c->pct);
   cJSON_AddStringToObject(q, "activations", c->act ? "dynamic" : "none");
+  if (c->outliers > 0) cJSON_AddNumberToObject(q, "activation_outliers", c->outliers);
   cJSON_AddItemToObject(root, "quantization", q);
   q = NULL;
   for (int k = 0; k < 3; k++)
@@ -420,8 +441,10 @@ const char *qnt_config_label(const qnt_config *c, char *buf, size_t n) {
   }
   char g[32] = "";
   if (c->gran == QNT_GROUP) snprintf(g, sizeof g, "(%lld)", (long long)c->group);
-  snprintf(buf, n, "custom %s per-%s%s%s%s%s", wtype_names[c->weights], gran_names[c->gran], g,
+  char o[32] = "";
+  if (c->outliers > 0) snprintf(o, sizeof o, " outliers(%g)", (double)c->outliers);
+  snprintf(buf, n, "custom %s per-%s%s%s%s%s%s", wtype_names[c->weights], gran_names[c->gran], g,
            c->symmetric ? "" : " asymmetric", c->percentile ? " percentile" : "",
-           c->act ? " dynamic-activations" : "");
+           c->act ? " dynamic-activations" : "", o);
   return buf;
 }

@@ -50,18 +50,47 @@ static float dot(const float *a, const float *b, int64_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers) {
+  if (!(outliers > 0) || K <= 0) return amax;
+  float t = (float)(outliers * sqrt(sumsq / (double)K));
+  return t > 0 && t < amax ? t : amax;
+}
+
 /* Per-row dynamic quantization of x: int8 codes (q8) or e4m3-rounded
- * values (qf), with the row scale in sa. */
-static void quant_rows_port(const qnt_mm *p, int8_t *q8, float *qf, float *sa) {
+ * values (qf), with the row scale in sa; int8 rows with outliers record
+ * them in oidx/ores/ocnt as the AVX-512 path does. */
+static void quant_rows_port(const qnt_mm *p, int8_t *q8, float *qf, float *sa, int32_t *oidx,
+                            float *ores, int32_t *ocnt) {
   int64_t K = p->w->K;
   float qmax = p->w->type == QNT_INT8 ? 127.0f : QNT_E4M3_MAX;
   for (int64_t m = 0; m < p->M; m++) {
     const float *x = p->x + m * p->ldx;
     float amax = 0;
-    for (int64_t k = 0; k < K; k++)
+    double sumsq = 0;
+    for (int64_t k = 0; k < K; k++) {
       amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-    float s = amax > 0 && isfinite(amax) ? amax / qmax : 1.0f;
+      sumsq += (double)x[k] * x[k];
+    }
+    float t = amax;
+    if (ocnt) {
+      t = qnt_row_threshold(amax, sumsq, K, p->outliers);
+      int64_t above = 0;
+      for (int64_t k = 0; t < amax && k < K; k++)
+        above += fabsf(x[k]) > t;
+      if (above > QNT_MAX_OUTLIERS) t = amax;
+    }
+    float s = t > 0 && isfinite(t) ? t / qmax : 1.0f;
     sa[m] = s;
+    if (ocnt) {
+      int32_t n = 0;
+      for (int64_t k = 0; t < amax && k < K; k++)
+        if (fabsf(x[k]) > t) {
+          oidx[m * QNT_MAX_OUTLIERS + n] = (int32_t)k;
+          ores[m * QNT_MAX_OUTLIERS + n] = x[k] - copysignf(127.0f * s, x[k]);
+          n++;
+        }
+      ocnt[m] = n;
+    }
     for (int64_t k = 0; k < K; k++) {
       float v = x[k] / s;
       if (q8) {
@@ -77,8 +106,10 @@ static void quant_rows_port(const qnt_mm *p, int8_t *q8, float *qf, float *sa) {
 static ait_status matmul_port(const qnt_mm *p) {
   const qnt_weight *w = p->w;
   int64_t K = w->K, M = p->M;
-  float *row = malloc(sizeof(float) * (size_t)K), *sa = NULL, *qf = NULL;
+  float *row = malloc(sizeof(float) * (size_t)K), *sa = NULL, *qf = NULL, *ores = NULL;
   int8_t *q8 = NULL;
+  int32_t *oidx = NULL, *ocnt = NULL;
+  bool outl = p->act && w->type == QNT_INT8 && p->outliers > 0;
   float lut[256];
   for (int i = 0; i < 256; i++)
     lut[i] = w->type == QNT_FP8 ? qnt_e4m3_decode((uint8_t)i) : (float)(int8_t)i;
@@ -89,15 +120,22 @@ static ait_status matmul_port(const qnt_mm *p) {
     else
       qf = malloc(sizeof(float) * nz(M * K));
   }
-  if (!row || (p->act && (!sa || (!q8 && !qf)))) {
-    free(row), free(sa), free(q8), free(qf);
-    return ait_err(AIT_E_NOMEM, "out of memory in a quantized matmul");
+  if (outl) {
+    size_t no = nz(M * QNT_MAX_OUTLIERS);
+    oidx = malloc(sizeof(int32_t) * no);
+    ores = malloc(sizeof(float) * no);
+    ocnt = malloc(sizeof(int32_t) * nz(M));
   }
-  if (p->act) quant_rows_port(p, q8, qf, sa);
-  if (p->e && p->n0 != 0) {
-    free(row), free(sa), free(q8), free(qf);
-    return ait_err(AIT_E_INTERNAL, "quant: an epilogue needs the whole product");
+  ait_status st = AIT_OK;
+  if (!row || (p->act && (!sa || (!q8 && !qf))) || (outl && (!oidx || !ores || !ocnt)))
+    st = ait_err(AIT_E_NOMEM, "out of memory in a quantized matmul");
+  else if (p->e && p->n0 != 0)
+    st = ait_err(AIT_E_INTERNAL, "quant: an epilogue needs the whole product");
+  if (st) {
+    free(row), free(sa), free(q8), free(qf), free(oidx), free(ores), free(ocnt);
+    return st;
   }
+  if (p->act) quant_rows_port(p, q8, qf, sa, oidx, ores, ocnt);
   for (int64_t j = 0; j < p->nn; j++) {
     int64_t n = p->n0 + j;
     const uint8_t *codes = w->codes + n * K;
@@ -132,11 +170,17 @@ static ait_status matmul_port(const qnt_mm *p) {
           acc += sc[g] * dot(qf + m * K + k0, row + k0, k1 - k0);
         }
       }
-      p->y[m * p->ldy + j] = sa[m] * acc + b;
+      float fix = 0; /* outliers: their residual times the weight */
+      for (int32_t o = 0; ocnt && o < ocnt[m]; o++) {
+        int64_t k = oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
+        fix += ores[m * QNT_MAX_OUTLIERS + o] * sc[g] *
+               ((float)(int8_t)codes[k] - (zp ? (float)zp[g] : 0.0f));
+      }
+      p->y[m * p->ldy + j] = sa[m] * acc + b + fix;
     }
   }
   if (p->e) nat_epilogue_apply(p->e, p->y, p->ldy, 0, M, 0, p->nn);
-  free(row), free(sa), free(q8), free(qf);
+  free(row), free(sa), free(q8), free(qf), free(oidx), free(ores), free(ocnt);
   return AIT_OK;
 }
 
@@ -150,6 +194,9 @@ typedef struct job {
   int64_t lda;
   const float *sa;
   const int32_t *asum; /* [M][G] sums of activation codes (asymmetric weights) */
+  /* int8 activation outliers per row (QNT_MAX_OUTLIERS a row), or NULL */
+  int32_t *oidx, *ocnt;
+  float *ores;
 } job;
 
 static void rows_of(const job *j, size_t mc, int64_t *m0, int64_t *m1) {
@@ -208,6 +255,14 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                         w->pscale + par, w->pwsum + par, w->pzero ? w->pzero + par : NULL,
                         j->asum ? j->asum + r * w->G + g : NULL, w->G, bias);
   }
+  for (int64_t m = m0; j->ocnt && m < m1; m++) /* outliers: residual x weight */
+    for (int32_t o = 0; o < j->ocnt[m]; o++) {
+      int64_t k = j->oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
+      size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
+      qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4),
+                          j->ores[m * QNT_MAX_OUTLIERS + o], w->pscale + par,
+                          w->pzero ? w->pzero + par : NULL, p->y + m * p->ldy + 64 * P, ncols);
+    }
   finish(p, P, m0, m1, ncols);
 }
 
@@ -279,43 +334,84 @@ static void run_tasks(nat_pool *pool, task_fn fn, job *j, int64_t P) {
       fn(j, (size_t)a, (size_t)b);
 }
 
+typedef struct rows_run {
+  job *j;
+  uint8_t *q;
+  float *sa;
+  int32_t *asum;
+  int64_t chunk;
+} rows_run;
+
+static void rows_task(void *arg, int64_t t, int tid) {
+  const rows_run *rr = arg;
+  const job *j = rr->j;
+  const qnt_mm *p = j->p;
+  int64_t m0 = t * rr->chunk, m1 = min64(p->M, m0 + rr->chunk), G = p->w->G;
+  qnt_x86_quant_rows_u8(p->x + m0 * p->ldx, m1 - m0, p->w->K, p->ldx, rr->q + m0 * j->lda, j->lda,
+                        rr->sa + m0, p->w, rr->asum ? rr->asum + m0 * G : NULL, p->outliers,
+                        j->oidx ? j->oidx + m0 * QNT_MAX_OUTLIERS : NULL,
+                        j->ores ? j->ores + m0 * QNT_MAX_OUTLIERS : NULL,
+                        j->ocnt ? j->ocnt + m0 : NULL);
+}
+
+/* The int8 activation rows, split over the pool when there are many. */
+static void quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum) {
+  int64_t M = j->p->M, threads = pool ? nat_pool_threads(pool) : 1;
+  rows_run rr = {j, (uint8_t *)j->qa, sa, asum, M};
+  if (threads > 1 && M * j->p->w->K >= 65536) {
+    rr.chunk = (M + 2 * threads - 1) / (2 * threads);
+    nat_pool_run(pool, (M + rr.chunk - 1) / rr.chunk, rows_task, &rr);
+    return;
+  }
+  if (M > 0) rows_task(&rr, 0, 0);
+}
+
+/* Bytes of n elements of size sz, rounded up to a cache line. */
+static size_t line(int64_t n, size_t sz) { return ((size_t)(n > 0 ? n : 1) * sz + 63) / 64 * 64; }
+
 ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   const qnt_weight *w = p->w;
   if (w->layout == QNT_L_ROWS) return matmul_port(p);
   if (p->n0 != 0 || p->nn != w->N)
     return ait_err(AIT_E_INTERNAL, "quant: a packed weight runs whole");
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL, M = p->M, K = w->K;
-  job j = {p, 0, NULL, NULL, 0, NULL, NULL};
+  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL};
   if (w->layout == QNT_L_PANEL) {
     run_tasks(pool, task_f32, &j, P);
     return AIT_OK;
   }
-  void *act = NULL;
-  float *sa = malloc(sizeof(float) * (size_t)(M ? M : 1));
-  int32_t *asum = NULL;
-  if (w->layout == QNT_L_QUAD) {
-    j.lda = (K + 3) / 4 * 4;
-    act = malloc(nz(M * j.lda));
-    if (w->asym) asum = malloc(sizeof(int32_t) * nz(M * w->G));
-  } else {
-    j.lda = (K + 1) / 2 * 2;
-    act = malloc(sizeof(uint16_t) * nz(M * j.lda));
-  }
-  if (!sa || !act || (w->asym && w->layout == QNT_L_QUAD && !asum)) {
-    free(sa), free(act), free(asum);
+  /* one block for the quantized rows and their side tables: the executor's
+   * scratch when there is one (no fresh pages per call), else the heap */
+  bool quad = w->layout == QNT_L_QUAD, outl = quad && p->outliers > 0;
+  j.lda = quad ? (K + 3) / 4 * 4 : (K + 1) / 2 * 2;
+  size_t s_sa = line(M, sizeof(float)), s_act = line(M * j.lda, quad ? 1 : sizeof(uint16_t));
+  size_t s_asum = quad && w->asym ? line(M * w->G, sizeof(int32_t)) : 0;
+  size_t s_out = outl ? line(M * QNT_MAX_OUTLIERS, sizeof(int32_t)) : 0;
+  size_t s_cnt = outl ? line(M, sizeof(int32_t)) : 0;
+  size_t total = s_sa + s_act + s_asum + 2 * s_out + s_cnt;
+  char *heap = NULL, *base = p->r ? nat_scratch(p->r, (int64_t)total) : NULL;
+  if (!base && !(base = heap = aligned_alloc(64, total)))
     return ait_err(AIT_E_NOMEM, "out of memory quantizing %lld activation rows", (long long)M);
+  float *sa = (float *)base;
+  void *act = base + s_sa;
+  int32_t *asum = s_asum ? (int32_t *)(base + s_sa + s_act) : NULL;
+  if (outl) {
+    char *o = base + s_sa + s_act + s_asum;
+    j.oidx = (int32_t *)o;
+    j.ores = (float *)(o + s_out);
+    j.ocnt = (int32_t *)(o + 2 * s_out);
   }
   j.sa = sa;
   j.asum = asum;
-  if (w->layout == QNT_L_QUAD) {
-    qnt_x86_quant_rows_u8(p->x, M, K, p->ldx, act, j.lda, sa, w, asum);
+  if (quad) {
     j.qa = act;
+    quant_rows(pool, &j, sa, asum);
     run_tasks(pool, task_vnni, &j, P);
   } else {
     qnt_x86_quant_rows_bf16(p->x, M, K, p->ldx, act, j.lda, sa);
     j.ba = act;
     run_tasks(pool, task_bf16, &j, P);
   }
-  free(sa), free(act), free(asum);
+  free(heap);
   return AIT_OK;
 }

@@ -120,7 +120,9 @@ static ait_status run_matmul(nat_run *r, qnt_state *s, const qnt_node *qn, const
               0,
               N,
               bias ? bias->data : NULL,
-              in_tiles ? &e : NULL};
+              s->cfg.outliers,
+              in_tiles ? &e : NULL,
+              r};
   AIT_TRY(qnt_matmul(&p, nat_run_pool(r)));
   return in_tiles ? AIT_OK : post_generic(Z, &e.act, Y->data, rank, dims);
 }
@@ -174,8 +176,9 @@ static ait_status run_gemm(nat_run *r, qnt_state *s, const qnt_node *qn, const a
     transpose(s, A->data, K, M, M, at, K);
     x = at;
   }
-  qnt_mm p = {&qn->w,           s->cfg.act, x, M, K, Y->data, N, 0, N, c_bias ? C->data : NULL,
-              c_add ? NULL : &e};
+  qnt_mm p = {
+      &qn->w,          s->cfg.act,        x, M, K, Y->data, N, 0, N, c_bias ? C->data : NULL,
+      s->cfg.outliers, c_add ? NULL : &e, r};
   ait_status st = qnt_matmul(&p, nat_run_pool(r));
   free(at);
   if (!st && c_add) st = add_c(C, beta, Y->data, M, N);
@@ -316,10 +319,19 @@ static ait_status run_conv(nat_run *r, qnt_state *s, const qnt_node *qn, const a
       transpose(s, x + (n * c.C + g * c.Cg) * c.in_n, c.Cg, c.in_n, c.in_n, xt, c.Cg);
       if (!c.pointwise) im2row(xt, c.Cg, &c.w, c.out_n, c.kn, koff, rows);
       bool whole = qn->w.layout != QNT_L_ROWS;
-      qnt_mm p = {
-          &qn->w, s->cfg.act, c.pointwise ? xt : rows, c.out_n, K,
-          tmp,    c.Mg,       whole ? 0 : g * c.Mg,    c.Mg,    bias ? bias + g * c.Mg : NULL,
-          NULL};
+      qnt_mm p = {&qn->w,
+                  s->cfg.act,
+                  c.pointwise ? xt : rows,
+                  c.out_n,
+                  K,
+                  tmp,
+                  c.Mg,
+                  whole ? 0 : g * c.Mg,
+                  c.Mg,
+                  bias ? bias + g * c.Mg : NULL,
+                  s->cfg.outliers,
+                  NULL,
+                  r};
       st = qnt_matmul(&p, nat_run_pool(r));
       if (st) break;
       int64_t off = (n * c.M + g * c.Mg) * c.out_n;
