@@ -74,6 +74,22 @@ static ait_model *mlp_model(uint8_t **bytes, size_t *nbytes) {
   return load_tb(tb, bytes, nbytes);
 }
 
+/* ids[N,L] (int64) -> Gather embed [V,D] -> MatMul proj [D,P] -> y[N,L,P]:
+ * an embedding table looked up by index, then a product. */
+enum { EV = 50, ED = 40, EP = 24, EL = 5 };
+static float embed_w[EV * ED], proj_w[ED * EP];
+static ait_model *embed_model(void) {
+  fill(embed_w, EV * ED, 1.0f, 21), fill(proj_w, ED * EP, 0.3f, 22);
+  const int64_t dx[2] = {-1, EL}, dy[3] = {-1, EL, EP}, de[2] = {EV, ED}, dp[2] = {ED, EP};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "ids", AIT_INT64, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(tb, "E", 2, de, embed_w), tb_init_f32(tb, "P", 2, dp, proj_w);
+  tb_node(tb, "Gather", "embed", (const char *[]){"E", "ids", NULL}, (const char *[]){"e", NULL});
+  tb_node(tb, "MatMul", "proj", (const char *[]){"e", "P", NULL}, (const char *[]){"y", NULL});
+  return load_tb(tb, NULL, NULL);
+}
+
 /* An INTS attribute added after loading (the test builder sets ints only). */
 static void add_ints(ait_node *n, const char *name, const int64_t *v, int cnt) {
   ait_attr *a = realloc(n->attrs, sizeof *a * (size_t)(n->n_attrs + 1));
@@ -669,6 +685,63 @@ static void test_outliers(const ait_graph *mlp) {
   free(json);
 }
 
+/* Embedding tables: quantized per row by default (Gather is in the default
+ * ops), looked up exactly as the float table would be, saved and loaded;
+ * ops= without Gather keeps the table float; a bad index is an error. */
+static void test_gather(void) {
+  ait_model *m = embed_model();
+  if (!m) return;
+  const ait_graph *g = m->graph;
+  const int64_t d[2] = {3, EL};
+  ait_tensor *ids = ait_tensor_new(AIT_INT64, 2, d);
+  for (int i = 0; ids && i < 3 * EL; i++)
+    ((int64_t *)ids->data)[i] = (i * 17) % EV - (i == 4 ? EV : 0); /* one negative index */
+  const char *specs[] = {"quant:preset=int8wo", "quant:preset=int8dq", "quant:preset=fp8wo",
+                         "quant:preset=int8dq,kernels=portable"};
+  for (int i = 0; i < 4 && ids; i++) {
+    qnt_state *s = NULL;
+    CHECK_ERR(build(specs[i], NULL, NULL, g, NULL, &s), AIT_OK, NULL);
+    if (!s) continue;
+    CHECK(s->n_q == 2 && s->q[0].site.kind == QNT_K_GATHER && s->q[0].w.N == EV);
+    double rel = 1, c = vs_eager(s, g, ids, &rel, NULL);
+    if (c < 0.999) fprintf(stderr, "%s on the embedding model: cosine %.6f\n", specs[i], c);
+    CHECK(c >= 0.999 && rel < 0.05);
+    /* a quarter of the float table, plus one scale per row */
+    CHECK(qnt_weight_bytes(&s->q[0].w) * 3 < sizeof embed_w);
+    if (i == 1) {
+      char dir[128];
+      snprintf(dir, sizeof dir, "%s/gather", tmpdir);
+      mkdir(dir, 0755);
+      ait_backend_config cfg;
+      void *b = NULL;
+      ait_tensor *ya = NULL, *yb = NULL;
+      const ait_tensor *in[1] = {ids};
+      CHECK_ERR(config(specs[i], NULL, NULL, &cfg), AIT_OK, NULL);
+      CHECK_ERR(Q->save(s, dir), AIT_OK, NULL);
+      CHECK_ERR(Q->load(&cfg, g, dir, &b), AIT_OK, NULL);
+      if (b && !Q->infer(s, in, 1, &ya) && !Q->infer(b, in, 1, &yb))
+        CHECK(!memcmp(ya->data, yb->data, ait_tensor_nbytes(ya)));
+      ait_tensor_free(ya), ait_tensor_free(yb);
+      Q->destroy(b);
+      /* an index outside the table */
+      ((int64_t *)ids->data)[3] = EV;
+      ya = (ait_tensor *)1;
+      CHECK_ERR(Q->infer(s, in, 1, &ya), AIT_E_INVALID_ARG, "index 50 is out of range for 50 rows");
+      CHECK(ya == NULL);
+      ((int64_t *)ids->data)[3] = 1;
+    }
+    Q->destroy(s);
+  }
+  CHECK(count_q("quant:preset=int8dq,ops=MatMul", NULL, NULL, g, NULL) == 1);
+  CHECK(count_q("quant:preset=int8wo,ops=Gather", NULL, NULL, g, NULL) == 1);
+  CHECK(count_q("quant:preset=int8wo", "exclude", "embed", g, NULL) == 1);
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:ops=Gather+Softmax", NULL, NULL, g, NULL, &s), AIT_E_INVALID_ARG,
+            "'Softmax' is not one of MatMul, Gemm, Conv, Gather");
+  ait_tensor_free(ids);
+  ait_model_free(m);
+}
+
 static void test_bad_input(const ait_graph *mlp) {
   qnt_state *s = NULL;
   CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, mlp, NULL, &s), AIT_OK, NULL);
@@ -747,6 +820,7 @@ int main(void) {
   test_save_load(mlp->graph, conv->graph);
   test_bad_input(mlp->graph);
   test_outliers(mlp->graph);
+  test_gather();
   test_tune(bytes, nbytes);
   free(bytes);
   ait_model_free(mlp);

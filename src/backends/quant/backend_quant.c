@@ -28,9 +28,9 @@ static const ait_option_def quant_options[] = {
     {"outliers", AIT_OPT_FLOAT, "0", NULL,
      "custom, int8 with act=on: clip each activation row at this many times its rms and add "
      "the (at most 8) elements above back in float (int8dq uses 4; 0: absmax per row)"},
-    {"ops", AIT_OPT_ENUM, "MatMul+Gemm+Conv",
-     "MatMul+Gemm+Conv|MatMul+Gemm|MatMul+Conv|Gemm+Conv|MatMul|Gemm|Conv",
-     "filter: op types to quantize (those with constant weights)"},
+    {"ops", AIT_OPT_STRING, "MatMul+Gemm+Conv+Gather", NULL,
+     "filter: op types to quantize, joined by + (products with constant weights; Gather: "
+     "embedding tables)"},
     {"exclude", AIT_OPT_STRING, "", NULL,
      "filter: node-name patterns (fnmatch, joined by +) kept in float, e.g. *classifier*"},
     {"min_weight", AIT_OPT_INT, "0", "0..1000000000000",
@@ -88,8 +88,8 @@ static ait_status quantize_site(const qnt_config *c, const ait_graph *g, const q
   float *kc = NULL;
   if (s->kind == QNT_K_CONV && !(kc = conv_weight_kc(W, s)))
     return ait_err(AIT_E_NOMEM, "out of memory");
-  bool rows_major =
-      s->kind == QNT_K_CONV || (s->kind == QNT_K_GEMM && ait_attr_int(n, "transB", 0) != 0);
+  bool rows_major = s->kind == QNT_K_CONV || s->kind == QNT_K_GATHER ||
+                    (s->kind == QNT_K_GEMM && ait_attr_int(n, "transB", 0) != 0);
   /* MatMul/Gemm weights are [K, N]: element (n, k) at k*N + n */
   ait_status st = qnt_weight_quantize(c, kc ? kc : W->data, s->N, s->K, rows_major ? s->K : 1,
                                       rows_major ? 1 : s->N, w);

@@ -33,7 +33,7 @@
 
 typedef enum qnt_wtype { QNT_INT8, QNT_FP8, QNT_MXFP8, QNT_NVFP4 } qnt_wtype;
 typedef enum qnt_gran { QNT_TENSOR, QNT_CHANNEL, QNT_GROUP } qnt_gran;
-enum { QNT_OP_MATMUL = 1, QNT_OP_GEMM = 2, QNT_OP_CONV = 4, QNT_OP_ALL = 7 };
+enum { QNT_OP_MATMUL = 1, QNT_OP_GEMM = 2, QNT_OP_CONV = 4, QNT_OP_GATHER = 8, QNT_OP_ALL = 15 };
 typedef enum qnt_isa { QNT_ISA_AUTO, QNT_ISA_AVX512, QNT_ISA_PORTABLE } qnt_isa;
 
 typedef struct qnt_config {
@@ -83,7 +83,9 @@ const char *qnt_wtype_name(qnt_wtype t);
 
 /* ---- node selection and pre-flight checks (quant_select.c) -------------- */
 
-typedef enum qnt_kind { QNT_K_MATMUL, QNT_K_GEMM, QNT_K_CONV } qnt_kind;
+/* GATHER: an embedding table (constant [rows, width]) looked up by index,
+ * quantized per row; the others are products */
+typedef enum qnt_kind { QNT_K_MATMUL, QNT_K_GEMM, QNT_K_CONV, QNT_K_GATHER } qnt_kind;
 
 /* What a selected node needs to run quantized. */
 typedef struct qnt_site {

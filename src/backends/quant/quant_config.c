@@ -34,7 +34,7 @@ static const preset presets[] = {
 
 static const char *const wtype_names[] = {"int8", "fp8", "mxfp8", "nvfp4"};
 static const char *const gran_names[] = {"tensor", "channel", "group"};
-static const char *const op_names[] = {"MatMul", "Gemm", "Conv"};
+static const char *const op_names[] = {"MatMul", "Gemm", "Conv", "Gather"};
 
 /* Options that describe the quantization itself (as opposed to the filter
  * and run-time options): any of them makes a custom configuration. */
@@ -118,9 +118,10 @@ static ait_status parse_ops(const char *s, unsigned *mask) {
   char buf[64];
   snprintf(buf, sizeof buf, "%s", s);
   for (char *save = NULL, *t = strtok_r(buf, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
-    int k = find_name(op_names, 3, t);
+    int k = find_name(op_names, 4, t);
     if (k < 0)
-      return ait_err(AIT_E_INVALID_ARG, "quant: ops: '%s' is not one of MatMul, Gemm, Conv", t);
+      return ait_err(AIT_E_INVALID_ARG, "quant: ops: '%s' is not one of MatMul, Gemm, Conv, Gather",
+                     t);
     *mask |= 1u << k;
   }
   if (!*mask) return ait_err(AIT_E_INVALID_ARG, "quant: ops names no op type");
@@ -255,9 +256,10 @@ static ait_status parse_filter(const cJSON *f, const char *what, qnt_config *c) 
       if (!cJSON_IsArray(it)) return json_err(what, "filter.ops must be an array of", "op names");
       c->ops = 0;
       for (const cJSON *o = it->child; o; o = o->next) {
-        int k = cJSON_IsString(o) ? find_name(op_names, 3, o->valuestring) : -1;
+        int k = cJSON_IsString(o) ? find_name(op_names, 4, o->valuestring) : -1;
         if (k < 0)
-          return json_err(what, "filter.ops: not one of MatMul, Gemm, Conv:", o->valuestring);
+          return json_err(what,
+                          "filter.ops: not one of MatMul, Gemm, Conv, Gather:", o->valuestring);
         c->ops |= 1u << k;
       }
       if (!c->ops) return json_err(what, "filter.ops is empty", NULL);
@@ -403,7 +405,7 @@ char *qnt_config_to_json(const qnt_config *c) {
   if (c->outliers > 0) cJSON_AddNumberToObject(q, "activation_outliers", c->outliers);
   cJSON_AddItemToObject(root, "quantization", q);
   q = NULL;
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < 4; k++)
     if (c->ops & (1u << k)) cJSON_AddItemToArray(ops, cJSON_CreateString(op_names[k]));
   cJSON_AddItemToObject(f, "ops", ops);
   ops = NULL;

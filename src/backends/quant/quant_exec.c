@@ -46,6 +46,10 @@ static ait_status rewrite_node(ait_node *n, const qnt_site *site, int k) {
   n->op_type = t;
   n->domain = d;
   n->op = NULL;
+  if (site->kind == QNT_K_GATHER) { /* QGather(indices) */
+    n->in[0] = n->in[1];
+    n->n_in = 1;
+  }
   n->in[1] = -1;
   /* qidx: which quantized weight the kernel runs (native_graph's setters
    * take strings and floats only) */
@@ -92,7 +96,9 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
     /* grouped convolutions run per group on rows; the packed panels hold
      * whole matrices */
     bool grouped = q->site.kind == QNT_K_CONV && ait_attr_int(n, "group", 1) != 1;
-    qnt_layout l = grouped ? QNT_L_ROWS : qnt_layout_for(q->w.type, s->cfg.act, s->cpu);
+    /* tables are read a row at a time: canonical rows */
+    bool rows = grouped || q->site.kind == QNT_K_GATHER;
+    qnt_layout l = rows ? QNT_L_ROWS : qnt_layout_for(q->w.type, s->cfg.act, s->cpu);
     if (q->w.layout == QNT_L_ROWS) st = qnt_weight_pack(&q->w, l);
     if (!st) st = rewrite_node(n, &q->site, i);
     s->qbytes += qnt_weight_bytes(&q->w);

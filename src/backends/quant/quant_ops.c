@@ -351,6 +351,48 @@ static ait_status run_conv(nat_run *r, qnt_state *s, const qnt_node *qn, const a
   return st;
 }
 
+/* Gather from a quantized table: output = indices' shape + [width], each
+ * row dequantized (scale * (code - zero) per group). */
+static ait_status run_gather(nat_run *r, const qnt_node *qn, const ait_tensor *const *in,
+                             int n_in) {
+  const ait_tensor *I = n_in > 0 ? in[0] : NULL;
+  const qnt_weight *w = &qn->w;
+  if (!I || I->kind != AIT_KIND_TENSOR || (I->dtype != AIT_INT64 && I->dtype != AIT_INT32))
+    return ait_err(AIT_E_DTYPE, "the indices must be int64 or int32");
+  if (I->rank + 1 > AIT_MAX_RANK) return ait_err(AIT_E_SHAPE, "the indices have rank %d", I->rank);
+  int64_t dims[AIT_MAX_RANK], n = ait_tensor_numel(I), K = w->K;
+  memcpy(dims, I->dims, sizeof(int64_t) * (size_t)I->rank);
+  dims[I->rank] = K;
+  for (int64_t i = 0; i < n; i++) { /* every index first: no output on error */
+    int64_t v =
+        I->dtype == AIT_INT64 ? ((const int64_t *)I->data)[i] : ((const int32_t *)I->data)[i];
+    if (v < -w->N || v >= w->N)
+      return ait_err(AIT_E_INVALID_ARG, "index %lld is out of range for %lld rows", (long long)v,
+                     (long long)w->N);
+  }
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, I->rank + 1, dims, &Y));
+  float lut[256];
+  for (int c = 0; c < 256; c++)
+    lut[c] = w->type == QNT_FP8 ? qnt_e4m3_decode((uint8_t)c) : (float)(int8_t)c;
+  float *y = Y->data;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v =
+        I->dtype == AIT_INT64 ? ((const int64_t *)I->data)[i] : ((const int32_t *)I->data)[i];
+    if (v < 0) v += w->N;
+    const uint8_t *c = w->codes + v * K;
+    const float *sc = w->scale + v * w->G;
+    const int8_t *zp = w->zero ? w->zero + v * w->G : NULL;
+    for (int64_t g = 0; g < w->G; g++) {
+      int64_t k0 = g * w->gsize, k1 = k0 + w->gsize < K ? k0 + w->gsize : K;
+      float s = sc[g], z = zp ? (float)zp[g] : 0.0f;
+      for (int64_t k = k0; k < k1; k++)
+        y[i * K + k] = s * (lut[c[k]] - z);
+    }
+  }
+  return AIT_OK;
+}
+
 ait_status qnt_k_op(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   qnt_state *s = nat_run_user(r);
   int64_t k = ait_attr_int(n, "qidx", -1);
@@ -361,6 +403,7 @@ ait_status qnt_k_op(nat_run *r, const ait_node *n, const ait_tensor *const *in, 
   case QNT_K_MATMUL: return run_matmul(r, s, qn, n, in, n_in);
   case QNT_K_GEMM: return run_gemm(r, s, qn, n, in, n_in);
   case QNT_K_CONV: return run_conv(r, s, qn, n, in, n_in);
+  case QNT_K_GATHER: return run_gather(r, qn, in, n_in);
   }
   return ait_err(AIT_E_INTERNAL, "quant: unknown quantized op");
 }

@@ -47,6 +47,14 @@ bool qnt_site_of(const ait_graph *g, int k, qnt_site *s) {
     bool tb = ait_attr_int(n, "transB", 0) != 0;
     s->K = w->init->dims[tb ? 1 : 0];
     s->N = w->init->dims[tb ? 0 : 1];
+  } else if (!strcmp(op, "Gather") && !s->fused) {
+    /* an embedding table: constant [rows, width], rows looked up */
+    s->kind = QNT_K_GATHER;
+    int64_t axis = ait_attr_int(n, "axis", 0);
+    if ((axis != 0 && axis != -2) || !(w = const_weight(g, n, 0, 2, 2))) return false;
+    if (n->n_in < 2 || n->in[1] < 0 || nat_is_const(g, n->in[1])) return false;
+    s->N = w->init->dims[0];
+    s->K = w->init->dims[1];
   } else if (!strcmp(op, "Conv")) {
     s->kind = QNT_K_CONV;
     if (!(w = const_weight(g, n, 1, 3, AIT_MAX_RANK))) return false;
@@ -67,7 +75,8 @@ bool qnt_site_of(const ait_graph *g, int k, qnt_site *s) {
 }
 
 const char *qnt_site_op(const qnt_site *s) {
-  return s->kind == QNT_K_MATMUL ? "MatMul" : s->kind == QNT_K_GEMM ? "Gemm" : "Conv";
+  static const char *const names[] = {"MatMul", "Gemm", "Conv", "Gather"};
+  return names[s->kind];
 }
 
 /* "MatMul node 'fc1'": named by the op the user wrote, not native's fused form. */
@@ -77,7 +86,8 @@ static const char *site_desc(const ait_graph *g, const qnt_site *s, char *buf, s
 }
 
 static unsigned op_bit(qnt_kind k) {
-  return k == QNT_K_MATMUL ? QNT_OP_MATMUL : k == QNT_K_GEMM ? QNT_OP_GEMM : QNT_OP_CONV;
+  static const unsigned bits[] = {QNT_OP_MATMUL, QNT_OP_GEMM, QNT_OP_CONV, QNT_OP_GATHER};
+  return bits[k];
 }
 
 static bool filter_admits(const qnt_config *c, const ait_graph *g, const qnt_site *s,
@@ -156,8 +166,8 @@ ait_status qnt_select(const qnt_config *c, const ait_graph *g, const ait_build_i
   char label[64];
   if (*n == 0) {
     st = ait_err(AIT_E_UNSUPPORTED,
-                 "quant: no node to quantize: the filter keeps none of the %d MatMul/Gemm/Conv "
-                 "nodes with constant weights",
+                 "quant: no node to quantize: the filter keeps none of the %d MatMul/Gemm/Conv/"
+                 "Gather nodes with constant weights",
                  candidates);
   } else if (c->weights == QNT_MXFP8 || c->weights == QNT_NVFP4) {
     st = mx_preflight(c, g, out, *n);
