@@ -23,6 +23,7 @@
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
+#include "tune/tune.h"
 
 #define WIDTH 64
 #define N_ADDS 24
@@ -1091,7 +1092,43 @@ typedef struct test_case {
   void (*fn)(void);
 } test_case;
 
+/* Reduced precisions are judged by cosine, top-1 and a normwise bound, not
+ * per element: errors proportional to each value pass (they fail rtol/atol
+ * on large values), one error large against the whole tensor does not, and
+ * a user's rtol turns the per-element check back on. */
+static void test_reduced_precision_policy(void) {
+  enum { N = 1000 };
+  const int64_t d[1] = {N};
+  ait_tensor *want = ait_tensor_new(AIT_FLOAT32, 1, d), *got = ait_tensor_new(AIT_FLOAT32, 1, d);
+  if (!want || !got) return;
+  float *w = want->data, *g = got->data;
+  for (int i = 0; i < N; i++) {
+    w[i] = 100.0f * sinf((float)i * 0.7f);
+    /* 6% off on every 20th value below 50 in magnitude */
+    g[i] = w[i] * (i % 20 == 0 && fabsf(w[i]) < 50 ? 1.06f : 1.0f);
+  }
+  char why[256] = "";
+  ait_error_stats st = {0};
+  st.top1 = -1;
+  ait_tolerance bf = ait_tolerance_for(AIT_BFLOAT16, NULL),
+                f32 = ait_tolerance_for(AIT_FLOAT32, NULL);
+  CHECK(!bf.elementwise && f32.elementwise && bf.max_rel > 0);
+  CHECK(ait_outputs_match(got, want, &bf, &st, why, sizeof why));
+  CHECK(!ait_outputs_match(got, want, &f32, &st, why, sizeof why) && strstr(why, "outside rtol"));
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  o.rtol = 0.05;
+  ait_tolerance user = ait_tolerance_for(AIT_BFLOAT16, &o);
+  CHECK(user.elementwise && !ait_outputs_match(got, want, &user, &st, why, sizeof why));
+  g[7] = w[7] + 10.0f; /* one error of a tenth of the largest value */
+  CHECK(!ait_outputs_match(got, want, &bf, &st, why, sizeof why));
+  CHECK(strstr(why, "of the largest reference value"));
+  ait_tensor_free(want);
+  ait_tensor_free(got);
+}
+
 static const test_case tests[] = {
+    {"reduced_precision_policy", test_reduced_precision_policy},
     {"defaults", test_defaults},
     {"before_tuning", test_before_tuning},
     {"one_backend_build_error", test_one_backend_build_error},

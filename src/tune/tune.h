@@ -58,9 +58,10 @@ char *ait_spec_json(const ait_graph_spec *spec);
 
 typedef struct ait_tolerance {
   double rtol, atol, min_cosine;
-  bool elementwise; /* judge each element by rtol/atol (off for quantized precisions,
-                       judged by cosine and top-1 agreement, with errors reported) */
+  bool elementwise; /* judge each element by rtol/atol (off for reduced precisions,
+                       judged by cosine, top-1 agreement and max_rel, errors reported) */
   double min_top1;  /* classifier outputs (float, rank 2, >= 2 classes): row argmax agreement */
+  double max_rel;   /* max |got - want| / max |want| per tensor (normwise); 0: not checked */
 } ait_tolerance;
 
 typedef struct ait_error_stats {

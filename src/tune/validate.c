@@ -5,19 +5,30 @@
 
 #include "tune/tune.h"
 
+/* float32 is judged element by element. Reduced precisions are not: a
+ * 16-bit or 8-bit result differs from float32 by a fraction of each value's
+ * own magnitude, so large outputs (ResNet-50's logits reach ~100) fail any
+ * per-element bound that small outputs would pass, while the result is as
+ * good (bf16 ResNet-50: 39 of 1000 logits outside 5e-2, cosine 0.99999,
+ * top-1 kept). They are judged by cosine similarity, top-1 agreement and a
+ * normwise bound (max error over the tensor's largest value); fp16 and bf16
+ * tighter than the quantized formats. A user's rtol/atol turns the
+ * per-element check back on for fp16/bf16. */
 ait_tolerance ait_tolerance_for(ait_dtype compute, const ait_tune_options *o) {
   ait_tolerance t;
   switch (compute) {
-  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.999, true, 0.99}; break;
-  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.99, true, 0.99}; break;
+  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.9995, false, 0.99, 1e-2}; break;
+  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.999, false, 0.99, 5e-2}; break;
   case AIT_INT8: /* quantized (int8, fp8, fp4): cosine and top-1, errors reported */
-  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99, false, 0.99}; break;
-  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999, true, 0.99}; break;
+  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99, false, 0.99, 0}; break;
+  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999, true, 0.99, 0}; break;
   }
   if (o && o->min_top1 > 0) t.min_top1 = o->min_top1;
   if (o && o->rtol > 0) t.rtol = o->rtol;
   if (o && o->atol > 0) t.atol = o->atol;
   if (o && o->min_cosine > 0) t.min_cosine = o->min_cosine;
+  if (o && (o->rtol > 0 || o->atol > 0) && (compute == AIT_FLOAT16 || compute == AIT_BFLOAT16))
+    t.elementwise = true;
   return t;
 }
 
@@ -125,6 +136,12 @@ bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_
   }
   if (cosine < tol->min_cosine) {
     snprintf(why, n, "cosine similarity %.6f is below %g", cosine, tol->min_cosine);
+    return false;
+  }
+  if (tol->max_rel > 0 && rel > tol->max_rel) {
+    snprintf(why, n,
+             "max error %.3g is %.3g of the largest reference value, above %g (cosine %.6f)",
+             max_abs, rel, tol->max_rel, cosine);
     return false;
   }
   return true;
