@@ -256,9 +256,11 @@ def weights(aitune, out, res):
     for n in m.graph.node:
         for k, x in enumerate(n.input):
             consumers.setdefault(x, []).append((n.op_type, k))
-    # the weights the quant filter selects: constant 2-D second input of MatMul, B of Gemm
+    # the weights the quant filter selects: constant 2-D second input of MatMul, B of Gemm,
+    # and the embedding tables (constant 2-D data of Gather)
     qnames = [n for n, a in inits.items() if a.ndim == 2 and a.dtype == np.float32
-              and any(op in ("MatMul", "Gemm") and k == 1 for op, k in consumers.get(n, []))]
+              and any((op in ("MatMul", "Gemm") and k == 1) or (op == "Gather" and k == 0)
+                      for op, k in consumers.get(n, []))]
     qbytes = sum(inits[n].nbytes for n in qnames)
     w = dict(fp32_all=int(total), fp32_quantizable=int(qbytes), n_quantizable=len(qnames),
              fp32_rest=int(total - qbytes), presets={})
@@ -302,9 +304,7 @@ def speed(aitune, out, res, rounds, iters, warmup):
     model = os.path.join(out, "model.onnx")
     inp = batch_dirs(out)[0]
     feeds = dict(input_ids=load_pb(os.path.join(inp, "input_0.pb")), attention_mask=load_pb(os.path.join(inp, "input_1.pb")))
-    backends = ["native", "native:threads=1"]
-    for p in PRESETS:
-        backends += [f"quant:preset={p}", f"quant:preset={p},threads=1"]
+    backends = ["native", "native:threads=1"] + [f"quant:preset={p}" for p in PRESETS]
     ort = {"ort fp32": ort_session(model), "ort dynamic int8": ort_session(ort_int8(out))}
     times = {b: [] for b in backends + list(ort)}
     for r in range(rounds):
@@ -331,7 +331,8 @@ def report(res, out):
     if "weights" in res:
         w = res["weights"]
         print(f"\nfp32: all float initializers {w['fp32_all']} B; the {w['n_quantizable']} quantizable MatMul "
-              f"weights {w['fp32_quantizable']} B; the rest (embeddings, biases, LayerNorm) {w['fp32_rest']} B")
+              f"weights and embedding tables {w['fp32_quantizable']} B; the rest (biases, LayerNorm) "
+              f"{w['fp32_rest']} B")
         print("| preset | quant_weights.bin | / quantizable fp32 | (state + float rest) / all fp32 |\n|---|---|---|---|")
         for p, v in w["presets"].items():
             s = v["state"]
@@ -342,13 +343,23 @@ def report(res, out):
     if "speed" in res:
         t = res["speed"]["rounds"]
         nat = [x for x in t["native"]]
-        print("\n| backend | " + " | ".join(f"round {i + 1}" for i in range(len(nat))) + " | best | native/best |")
-        print("|---|" + "---|" * (len(nat) + 2))
+        print("\n| backend | " + " | ".join(f"round {i + 1}" for i in range(len(nat)))
+              + " | best | best native / best | best ORT int8 / best |")
+        print("|---|" + "---|" * (len(nat) + 3))
         best_nat = min(x for x in nat if x)
+        best_oq = min(x for x in t["ort dynamic int8"] if x)
         for k, v in t.items():
             ok = [x for x in v if x]
             b = min(ok) if ok else float("nan")
-            print(f"| {k} | " + " | ".join(f"{x:.1f}" if x else "fail" for x in v) + f" | {b:.1f} | {best_nat / b:.2f}× |")
+            print(f"| {k} | " + " | ".join(f"{x:.1f}" if x else "fail" for x in v)
+                  + f" | {b:.1f} | {best_nat / b:.2f}× | {best_oq / b:.2f}× |")
+        # per round: the ratios within one round (same load for all)
+        print("\nper round, int8dq against native and ORT dynamic int8 (>1: int8dq faster):")
+        for i in range(len(nat)):
+            q = t["quant:preset=int8dq"][i]
+            if q and nat[i] and t["ort dynamic int8"][i]:
+                print(f"  round {i + 1}: native/int8dq {nat[i] / q:.2f}, ORT int8/int8dq "
+                      f"{t['ort dynamic int8'][i] / q:.2f}")
 
 
 def main():

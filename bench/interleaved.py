@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Interleaved latency: aitune backends and ONNX Runtime in one process, one run each in turn.
+
+    python3 bench/interleaved.py --model M.onnx --inputs DIR [--backend B]... [--ort M.onnx]...
+                                 [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
+
+Every iteration runs each engine once, in the same order, with a short pause between
+engines (so the thread pools that spin after a run, ONNX Runtime's and aitune's, have
+gone quiet). Load from other processes then hits all engines alike within an iteration,
+which a benchmark that runs one engine after the other cannot promise on a shared
+machine. Reported per engine: median, min and p90 latency in ms, and against the first
+engine the median of the per-iteration ratios (paired, so slow drifts of the machine's
+load cancel).
+
+aitune runs through its C API (libaitune.so: ait_session_create / ait_session_run) on
+the same inputs (input_K.pb files of DIR, in the model's input order); ONNX Runtime with
+intra_op_num_threads = the cores this process may use and all graph optimizations.
+"""
+import argparse
+import ctypes
+import glob
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+
+AIT_MAX_RANK = 8
+DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3, np.dtype(np.int32): 6,
+          np.dtype(np.int64): 7, np.dtype(np.bool_): 9, np.dtype(np.float16): 10, np.dtype(np.float64): 11}
+
+
+class View(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("dims", ctypes.c_int64 * AIT_MAX_RANK),
+                ("data", ctypes.c_void_p)]
+
+
+def load_inputs(d):
+    import onnx
+    from onnx import numpy_helper
+    files = sorted(glob.glob(os.path.join(d, "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))
+    out = []
+    for f in files:
+        t = onnx.TensorProto()
+        with open(f, "rb") as fh:
+            t.ParseFromString(fh.read())
+        out.append(np.ascontiguousarray(numpy_helper.to_array(t)))
+    return out
+
+
+class Aitune:
+    def __init__(self, lib, model, backend, inputs):
+        self.lib = lib
+        self.name = f"aitune {backend}"
+        self.model = ctypes.c_void_p()
+        self.sess = ctypes.c_void_p()
+        if lib.ait_model_load(model.encode(), ctypes.byref(self.model)):
+            raise RuntimeError(lib.ait_last_error().decode())
+        if lib.ait_session_create(self.model, backend.encode(), ctypes.byref(self.sess)):
+            raise RuntimeError(f"{backend}: {lib.ait_last_error().decode()}")
+        self.keep = inputs
+        self.views = (View * len(inputs))()
+        for i, a in enumerate(inputs):
+            v = self.views[i]
+            v.dtype = DTYPES[a.dtype]
+            v.rank = a.ndim
+            for k, n in enumerate(a.shape):
+                v.dims[k] = n
+            v.data = a.ctypes.data
+
+    def run(self):
+        if self.lib.ait_session_run(self.sess, self.views, len(self.keep)):
+            raise RuntimeError(f"{self.name}: {self.lib.ait_last_error().decode()}")
+
+    def close(self):
+        self.lib.ait_session_free(self.sess)
+        self.lib.ait_model_free(self.model)
+
+
+class Ort:
+    def __init__(self, path, inputs, label):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = len(os.sched_getaffinity(0))
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        self.feed = {i.name: a for i, a in zip(self.s.get_inputs(), inputs)}
+        self.name = label
+
+    def run(self):
+        self.s.run(None, self.feed)
+
+    def close(self):
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--inputs", required=True)
+    ap.add_argument("--backend", action="append", default=[])
+    ap.add_argument("--ort", action="append", default=[], help="an ONNX file for ONNX Runtime "
+                    "(LABEL=PATH to name it)")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--pause-ms", type=float, default=20)
+    ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libaitune.so"))
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    lib = ctypes.CDLL(os.path.abspath(a.lib))
+    lib.ait_last_error.restype = ctypes.c_char_p
+    lib.ait_session_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(View), ctypes.c_size_t]
+    lib.ait_session_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.ait_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.ait_session_free.argtypes = [ctypes.c_void_p]
+    lib.ait_model_free.argtypes = [ctypes.c_void_p]
+    inputs = load_inputs(a.inputs)
+    engines = [Aitune(lib, a.model, b, inputs) for b in a.backend]
+    for o in a.ort:
+        label, path = o.split("=", 1) if "=" in o else (f"ort {os.path.basename(o)}", o)
+        engines.append(Ort(path, inputs, label))
+    times = {e.name: [] for e in engines}
+    for it in range(a.warmup + a.iters):
+        for e in engines:
+            time.sleep(a.pause_ms / 1e3)
+            t = time.perf_counter()
+            e.run()
+            dt = (time.perf_counter() - t) * 1e3
+            if it >= a.warmup:
+                times[e.name].append(dt)
+    base = engines[0].name
+    res = {"iters": a.iters, "loadavg": os.getloadavg(), "engines": {}}
+    print(f"| engine | median ms | min ms | p90 ms | {base} / engine (median of paired ratios) |")
+    print("|---|---|---|---|---|")
+    for e in engines:
+        t = times[e.name]
+        ratio = statistics.median(b / x for b, x in zip(times[base], t))
+        p90 = sorted(t)[int(0.9 * (len(t) - 1))]
+        res["engines"][e.name] = dict(median=statistics.median(t), min=min(t), p90=p90, ratio_to_first=ratio,
+                                      runs=t)
+        print(f"| {e.name} | {statistics.median(t):.2f} | {min(t):.2f} | {p90:.2f} | {ratio:.2f} |")
+    print(f"load average during the run: {res['loadavg'][0]:.2f}")
+    for e in engines:
+        e.close()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
