@@ -87,7 +87,7 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   const char *fuse = ait_backend_config_get(cfg, "fuse");
   s->fuse = !fuse || strcmp(fuse, "off") != 0;
   ait_status st = AIT_OK;
-  if (run_passes && s->fuse) st = nat_run_passes(g, &s->stats);
+  if (run_passes && s->fuse) st = nat_run_passes_ex(g, &s->stats, true);
   if (!st) st = nat_resolve_fused(g);
   if (!st) st = ait_eager_check(g);
   s->has_subgraph = graph_has_subgraph(g);
