@@ -26,6 +26,9 @@ static const ait_option_def native_options[] = {
     {"threads", AIT_OPT_INT, "auto", "1..256",
      "threads of the pool (auto: the cores this process may use); OpenBLAS runs "
      "single-threaded inside it"},
+    {"gemm", AIT_OPT_ENUM, "openblas", "openblas|blis",
+     "SGEMM library: OpenBLAS, or BLIS (Debian's libblis4, loaded at run time; unavailable "
+     "when not installed)"},
     {"fuse", AIT_OPT_BOOL, "on", NULL,
      "graph passes (folding, fusion); off runs the graph as given, for debugging"},
 };
@@ -84,6 +87,11 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   }
   s->g = g;
   s->threads = resolve_threads(cfg);
+  ait_status gst = nat_gemm_provider(ait_backend_config_get(cfg, "gemm"), &s->gemm);
+  if (gst) {
+    native_destroy(s);
+    return gst;
+  }
   const char *fuse = ait_backend_config_get(cfg, "fuse");
   s->fuse = !fuse || strcmp(fuse, "off") != 0;
   ait_status st = AIT_OK;
@@ -139,8 +147,9 @@ static ait_status native_load(const ait_backend_config *cfg, const ait_graph *g,
 }
 
 /* Knobs the tuner searches: all cores, or one (on a busy machine a second
- * thread can cost more than it brings). */
-static const char *const native_variants[] = {"native", "native:threads=1", NULL};
+ * thread can cost more than it brings), and the GEMM library. */
+static const char *const native_variants[] = {"native", "native:threads=1", "native:gemm=blis",
+                                              NULL};
 
 const ait_backend_iface ait_backend_native = {
     .name = "native",
