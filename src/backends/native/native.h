@@ -4,11 +4,13 @@
  *   native_graph.c    graph copy, node/value editing helpers, compaction
  *   native_passes.c   constant folding, no-op removal, Conv+BatchNorm folding
  *   native_fuse.c     bias / residual / activation fusion into fused ops
+ *   native_attn.c     attention (MatMul-Softmax-MatMul) into FusedAttention
  *   native_pool.c     the thread pool
  *   native_plan.c     plans per input signature: liveness and the arena
  *   native_exec.c     the executor: fast kernels, views, reference fallback
  *   native_kernels.c  which fast kernel runs which node
- *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues
+ *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues, GEMV
+ *   native_blas.c     GEMM providers: OpenBLAS, BLIS (dlopen)
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
@@ -39,6 +41,7 @@ ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent, bool borrow);
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
 ait_status nat_attr_set_float(ait_node *n, const char *name, float v);
 ait_status nat_attr_set_floats(ait_node *n, const char *name, const float *v, int count);
+ait_status nat_attr_set_ints(ait_node *n, const char *name, const int64_t *v, int count);
 /* New initializer value named after `base` plus `suffix` (made unique),
  * taking ownership of t (freed on failure). Returns its index or -1. */
 int nat_add_initializer(ait_graph *g, const char *base, const char *suffix, ait_tensor *t);
@@ -82,12 +85,16 @@ typedef struct nat_pass_stats {
   int folded, removed, bn_folded, fused;
 } nat_pass_stats;
 
-/* All passes in order, on graph g (a copy the backend owns). */
+/* All passes in order, on graph g (a copy the backend owns). The attention
+ * rewrite (FusedAttention) is native's own: other users of these passes
+ * (cuda) lower attention themselves, so nat_run_passes leaves it out. */
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats);
+ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention);
 ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
 
@@ -165,8 +172,17 @@ typedef struct nat_plan {
 
 #define NAT_MAX_PLANS 8
 
+/* C = alpha * op(A) * op(B), row-major, single-threaded (native_blas.c). */
+typedef void (*nat_gemm_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                            int64_t ldc);
+/* The provider named by option gemm ("openblas", "blis"); AIT_E_UNSUPPORTED
+ * with the reason when its library cannot be loaded. */
+ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
+
 typedef struct nat_state {
   ait_graph *g;      /* rewritten copy, owned */
+  nat_gemm_fn gemm;  /* the SGEMM provider */
   int threads;       /* resolved thread count */
   bool fuse;         /* passes enabled */
   bool has_subgraph; /* control flow: runs through the reference executor */
@@ -190,9 +206,10 @@ typedef struct nat_state {
 } nat_state;
 
 /* A state over graph g (taken over; freed on failure): with `passes`, the
- * graph passes run first. ext may be NULL. */
-ait_status nat_state_new(ait_graph *g, int threads, bool passes, const nat_ext *ext,
-                         nat_state **out);
+ * graph passes (attention included) run first. gemm names the SGEMM provider
+ * (NULL: OpenBLAS); ext may be NULL. */
+ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, bool passes,
+                         const nat_ext *ext, nat_state **out);
 void nat_state_free(nat_state *s);
 /* "auto" threads: the cores this process may run on. */
 int nat_auto_threads(void);
@@ -212,6 +229,7 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
+nat_gemm_fn nat_run_gemm(nat_run *r);
 int nat_run_threads(nat_run *r);
 
 /* ---- plans (native_plan.c) ------------------------------------------- */
@@ -254,6 +272,7 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

@@ -20,7 +20,7 @@ ait_status qnt_graph_prepare(const ait_graph *g, ait_graph **out) {
   ait_graph *c = nat_graph_clone(g, NULL, true);
   if (!c) return AIT_E_NOMEM;
   nat_pass_stats stats;
-  ait_status st = nat_run_passes(c, &stats);
+  ait_status st = nat_run_passes_ex(c, &stats, true);
   if (st) {
     ait_graph_free(c);
     return ait_err_prefix(st, "quant: optimising the graph");
@@ -110,7 +110,7 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
   }
   int threads = s->cfg.threads > 0 ? s->cfg.threads : nat_auto_threads();
   nat_ext ext = {claim, s};
-  st = nat_state_new(g, threads, false, &ext, &s->ns);
+  st = nat_state_new(g, threads, NULL, false, &ext, &s->ns);
   if (!st) s->g = s->ns->g;
   return st;
 }
