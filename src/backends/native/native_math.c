@@ -97,9 +97,68 @@ static inline void vsigmoid(v8f *io) {
 NAT_CLONES void nat_exp_f32(const float *x, float *y, int64_t n) { MAP8(vexp, x, y, n); }
 NAT_CLONES void nat_erf_f32(const float *x, float *y, int64_t n) { MAP8(verf, x, y, n); }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define NAT_HAVE_GELU512 1
+/* GELU sixteen lanes at a time on AVX-512 (the activation of every BERT
+ * FFN: a tenth of a quantized encoder's time on eight lanes). Same math as
+ * vgelu (A&S 7.1.26 erf, Cephes exp), with the division replaced by rcp14
+ * and one Newton step (~23 bits) and 2^n by scalef. */
+__attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    /* |x|/sqrt 2, at most 10 (erf is 1 in float from 4 on; keeps inf and
+     * NaN out of the polynomial: the final x * phi carries them) */
+    __m512 a = _mm512_min_ps(_mm512_abs_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f))),
+                             _mm512_set1_ps(10.0f));
+    __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, one);
+    __m512 t = _mm512_rcp14_ps(d);
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+    __m512 p = _mm512_set1_ps(1.061405429f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    /* e = exp(-a^2), a^2 <= 87 clamped (erf is 1 to float precision there) */
+    __m512 z = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a),
+                             _mm512_set1_ps(-87.0f));
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), one);
+    e = _mm512_scalef_ps(e, k);
+    __m512 erf = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one); /* erf(|x|/sqrt 2) */
+    /* 0.5 x (1 + sign(x) erf): for x < 0, 1 - erf */
+    __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    __m512 phi = _mm512_mask_sub_ps(_mm512_add_ps(one, erf), neg, one, erf);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), phi));
+  }
+}
+
+/* (the C runtime initialises the CPU model in a constructor) */
+static bool have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+#endif
+
 NAT_CLONES void nat_act_f32(const ait_act *a, float *x, int64_t n) {
   switch (a->kind) {
-  case AIT_ACT_GELU: MAP8(vgelu, x, x, n); return;
+  case AIT_ACT_GELU:
+#ifdef NAT_HAVE_GELU512
+    if (have_avx512()) {
+      gelu512(x, n);
+      return;
+    }
+#endif
+    MAP8(vgelu, x, x, n);
+    return;
   case AIT_ACT_SIGMOID: MAP8(vsigmoid, x, x, n); return;
   default: ait_act_apply_f32(a, x, n); return;
   }
