@@ -220,6 +220,12 @@ void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const 
  * w = sw * (code - zw). */
 void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                          float *y, int ncols);
+/* y[c] += sum over the row's outliers o with slot[o] >= 0 of
+ * res[o] * wdq[slot[o] * ldw + c], for c < ncols: the outlier channels'
+ * weights dequantized once per product (they repeat from row to row). */
+void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw, const int32_t *slot,
+                          const float *res, int cnt);
+#define QNT_MAX_SLOTS 64 /* distinct outlier channels per product with a float row */
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa);
 void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf);

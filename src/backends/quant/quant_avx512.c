@@ -345,6 +345,19 @@ T_VNNI void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *
   }
 }
 
+T_BASE void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw,
+                                 const int32_t *slot, const float *res, int cnt) {
+  for (int c = 0; c < ncols; c += 16) {
+    __mmask16 m = col_mask(ncols, c / 16);
+    __m512 acc = _mm512_maskz_loadu_ps(m, y + c);
+    for (int o = 0; o < cnt; o++)
+      if (slot[o] >= 0)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(res[o]),
+                              _mm512_maskz_loadu_ps(m, wdq + slot[o] * ldw + c), acc);
+    _mm512_mask_storeu_ps(y + c, m, acc);
+  }
+}
+
 /* One row of a VNNI tile: int32 sums minus 128 * sum(w) (the activations
  * were stored + 128) and the zero-point term, scaled into c. */
 INLINE T_VNNI void vnni_row(const __m512i *r, int i, float *c, int64_t ldc, int ncols, bool acc,
@@ -571,6 +584,8 @@ void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const 
                        const float *bias) {}
 void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                          float *y, int ncols) {}
+void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw, const int32_t *slot,
+                          const float *res, int cnt) {}
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa) {}
 void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf) {}

@@ -198,9 +198,11 @@ typedef struct job {
   int64_t lda;
   const float *sa;
   const int32_t *asum; /* [M][G] sums of activation codes (asymmetric weights) */
-  /* int8 activation outliers per row (QNT_MAX_OUTLIERS a row), or NULL */
-  int32_t *oidx, *ocnt;
+  /* int8 activation outliers per row (QNT_MAX_OUTLIERS a row), or NULL:
+   * channel, its slot in wdq (-1: none left), what the codes miss */
+  int32_t *oidx, *oslot, *ocnt;
   float *ores;
+  float *wdq; /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
 } job;
 
 static void rows_of(const job *j, size_t mc, int64_t *m0, int64_t *m1) {
@@ -259,14 +261,19 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                         w->pscale + par, w->pwsum + par, w->pzero ? w->pzero + par : NULL,
                         j->asum ? j->asum + r * w->G + g : NULL, w->G, bias);
   }
-  for (int64_t m = m0; j->ocnt && m < m1; m++) /* outliers: residual x weight */
+  for (int64_t m = m0; j->ocnt && m < m1; m++) { /* outliers: residual x weight */
+    const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
+    const float *res = j->ores + m * QNT_MAX_OUTLIERS;
+    float *y = p->y + m * p->ldy + 64 * P;
+    if (j->ocnt[m]) qnt_x86_outlier_rows(y, ncols, j->wdq + 64 * P, w->N, slot, res, j->ocnt[m]);
     for (int32_t o = 0; o < j->ocnt[m]; o++) {
+      if (slot[o] >= 0) continue;
       int64_t k = j->oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
-      qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4),
-                          j->ores[m * QNT_MAX_OUTLIERS + o], w->pscale + par,
-                          w->pzero ? w->pzero + par : NULL, p->y + m * p->ldy + 64 * P, ncols);
+      qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4), res[o],
+                          w->pscale + par, w->pzero ? w->pzero + par : NULL, y, ncols);
     }
+  }
   finish(p, P, m0, m1, ncols);
 }
 
@@ -370,6 +377,28 @@ static void quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum) {
   if (M > 0) rows_task(&rr, 0, 0);
 }
 
+/* Outliers fall on a few channels (those a LayerNorm scales up), again and
+ * again from row to row: give each distinct channel (up to QNT_MAX_SLOTS) a
+ * float copy of its weights, so a correction is a plain multiply-add. map
+ * has K entries of scratch. */
+static void outlier_slots(job *j, int32_t *map) {
+  const qnt_weight *w = j->p->w;
+  int slots = 0;
+  for (int64_t k = 0; k < w->K; k++)
+    map[k] = -1;
+  for (int64_t m = 0; m < j->p->M; m++)
+    for (int32_t o = 0; o < j->ocnt[m]; o++) {
+      int32_t k = j->oidx[m * QNT_MAX_OUTLIERS + o];
+      if (map[k] < 0 && slots < QNT_MAX_SLOTS) {
+        float *row = j->wdq + (int64_t)slots * w->N;
+        for (int64_t n = 0; n < w->N; n++)
+          row[n] = qnt_weight_value(w, n, k);
+        map[k] = slots++;
+      }
+      j->oslot[m * QNT_MAX_OUTLIERS + o] = map[k];
+    }
+}
+
 /* Bytes of n elements of size sz, rounded up to a cache line. */
 static size_t line(int64_t n, size_t sz) { return ((size_t)(n > 0 ? n : 1) * sz + 63) / 64 * 64; }
 
@@ -379,7 +408,7 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   if (p->n0 != 0 || p->nn != w->N)
     return ait_err(AIT_E_INTERNAL, "quant: a packed weight runs whole");
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL, M = p->M, K = w->K;
-  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL};
+  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   if (w->layout == QNT_L_PANEL) {
     run_tasks(pool, task_f32, &j, P);
     return AIT_OK;
@@ -392,7 +421,9 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   size_t s_asum = quad && w->asym ? line(M * w->G, sizeof(int32_t)) : 0;
   size_t s_out = outl ? line(M * QNT_MAX_OUTLIERS, sizeof(int32_t)) : 0;
   size_t s_cnt = outl ? line(M, sizeof(int32_t)) : 0;
-  size_t total = s_sa + s_act + s_asum + 2 * s_out + s_cnt;
+  size_t s_map = outl ? line(K, sizeof(int32_t)) : 0;
+  size_t s_wdq = outl ? line(QNT_MAX_SLOTS * w->N, sizeof(float)) : 0;
+  size_t total = s_sa + s_act + s_asum + 3 * s_out + s_cnt + s_map + s_wdq;
   char *heap = NULL, *base = p->r ? nat_scratch(p->r, (int64_t)total) : NULL;
   if (!base && !(base = heap = aligned_alloc(64, total)))
     return ait_err(AIT_E_NOMEM, "out of memory quantizing %lld activation rows", (long long)M);
@@ -403,13 +434,16 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
     char *o = base + s_sa + s_act + s_asum;
     j.oidx = (int32_t *)o;
     j.ores = (float *)(o + s_out);
-    j.ocnt = (int32_t *)(o + 2 * s_out);
+    j.oslot = (int32_t *)(o + 2 * s_out);
+    j.ocnt = (int32_t *)(o + 3 * s_out);
+    j.wdq = (float *)(o + 3 * s_out + s_cnt + s_map);
   }
   j.sa = sa;
   j.asum = asum;
   if (quad) {
     j.qa = act;
     quant_rows(pool, &j, sa, asum);
+    if (outl) outlier_slots(&j, (int32_t *)(base + s_sa + s_act + s_asum + 3 * s_out + s_cnt));
     run_tasks(pool, task_vnni, &j, P);
   } else {
     qnt_x86_quant_rows_bf16(p->x, M, K, p->ldx, act, j.lda, sa);
