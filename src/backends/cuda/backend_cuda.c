@@ -3,7 +3,11 @@
  * float32: no TF32 anywhere), tf32 (float32 storage, TF32 Tensor Cores),
  * bf16 and fp16 (weights converted once at build, activations stored in the
  * reduced type, float32 accumulation; inputs and outputs keep their ONNX
- * types); graphs=on|off (replay each input shape's plan as a CUDA graph).
+ * types), fp8 (bf16 storage; MatMul/Gemm with constant weights run as
+ * cuBLASLt e4m3 GEMMs: weights quantized once per tensor, activations per
+ * tensor on the fly — the quant backend's fp8dq on the GPU; compute
+ * capability 8.9 or newer); graphs=on|off (replay each input shape's plan as
+ * a CUDA graph).
  *
  * available() asks the CUDA runtime for a device; without a driver or a GPU
  * it says why and the backend is skipped, so the same binary runs on
@@ -20,9 +24,12 @@
 #include "onnx/onnx_io.h"
 
 static const ait_option_def cuda_options[] = {
-    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16",
-     "compute precision: fp32 strict, tf32 Tensor Cores on float32, or bf16/fp16 storage with "
-     "float32 accumulation"},
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8",
+     "compute precision: fp32 strict, tf32 Tensor Cores on float32, bf16/fp16 storage with "
+     "float32 accumulation, or fp8 (bf16 storage, e4m3 GEMMs with dynamic per-tensor activation "
+     "scales: quant's fp8dq; needs compute capability >= 8.9)"},
+    {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
+     "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
     {"graphs", AIT_OPT_BOOL, "on", NULL,
      "capture each input shape's plan into a CUDA graph replayed per call"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
@@ -37,15 +44,15 @@ static const ait_option_def cuda_options[] = {
 };
 
 const char *cu_prec_name(cu_prec p) {
-  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
-  return p >= CU_FP32 && p <= CU_FP16 ? names[p] : "fp32";
+  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+  return p >= CU_FP32 && p <= CU_FP8 ? names[p] : "fp32";
 }
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   memset(o, 0, sizeof *o);
   const char *dt = ait_backend_config_get(cfg, "dtype");
   o->prec = CU_FP32;
-  for (int p = CU_FP32; p <= CU_FP16; p++)
+  for (int p = CU_FP32; p <= CU_FP8; p++)
     if (dt && !strcmp(dt, cu_prec_name((cu_prec)p))) o->prec = (cu_prec)p;
   const char *g = ait_backend_config_get(cfg, "graphs");
   o->graphs = !g || strcmp(g, "off") != 0;
@@ -60,6 +67,8 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   o->attention = !at || strcmp(at, "off") != 0;
   o->ws_bytes = ait_backend_config_int(cfg, "workspace_mb", 256) << 20;
   o->device = (int)ait_backend_config_int(cfg, "device", 0);
+  const char *fa = ait_backend_config_get(cfg, "fp8_fast_accum");
+  o->fp8_fast = fa && !strcmp(fa, "on");
   return AIT_OK;
 }
 
@@ -113,8 +122,15 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool d
   s->g = g;
   s->dry = dry;
   cu_opts_parse(cfg, &s->o);
-  s->fdt = s->o.prec == CU_BF16 ? AIT_BFLOAT16 : s->o.prec == CU_FP16 ? AIT_FLOAT16 : AIT_FLOAT32;
+  s->fdt = s->o.prec == CU_BF16 || s->o.prec == CU_FP8 ? AIT_BFLOAT16
+           : s->o.prec == CU_FP16                      ? AIT_FLOAT16
+                                                       : AIT_FLOAT32;
   ait_status st = cu_state_open(s);
+  if (!st && !dry && s->o.prec == CU_FP8 && s->sm < 89)
+    st = ait_err(AIT_E_UNSUPPORTED,
+                 "cuda: dtype=fp8 needs fp8 Tensor Cores (compute capability >= 8.9); %s has "
+                 "%d.%d",
+                 s->device_name, s->sm / 10, s->sm % 10);
   if (st) {
     cuda_destroy(s);
     return st;

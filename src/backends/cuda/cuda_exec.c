@@ -2,13 +2,20 @@
  * (made on first sight, least recently used one dropped past CU_MAX_PLANS),
  * input uploads, the steps — or, from the second run of a plan on, one
  * launch of the CUDA graph captured from them — output downloads, and the
- * device error flag (bad Gather indices) checked after the run. */
+ * device error flag (bad Gather indices) checked after the run.
+ *
+ * Under `aitune profile` (a node observer set on the thread) a plan runs
+ * step by step, never as its graph, with CUDA events around each step: the
+ * observer gets each step's device time under the plan node's name and the
+ * step's kind as op type ("fp8 GEMM", "MatMul", "convert", ...), so the
+ * profile's per-op table is a per-kernel profile without nsys or ncu. */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "runtime/observe.h"
 
 ait_status cu_time(cu_state *s, ait_status (*fn)(void *arg), void *arg, int reps, float *ms) {
   float t[16];
@@ -46,6 +53,28 @@ static ait_status run_steps(cu_state *s, cu_plan *p) {
   return AIT_OK;
 }
 
+static ait_status run_steps_timed(cu_state *s, cu_plan *p) {
+  for (int i = 0; i < p->n_steps; i++) {
+    cu_step *st = &p->steps[i];
+    if (!st->run) continue;
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[0], s->stream), "profiling"));
+    ait_status r = st->run(s, p, st);
+    if (r)
+      return st->node >= 0 ? ait_err_prefix(r, "%s", ait_node_desc(&p->pg->nodes[st->node])) : r;
+    float ms = 0;
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[1], s->stream), "profiling"));
+    AIT_TRY(cu_check(cudaEventSynchronize(s->ev[1]), "profiling"));
+    AIT_TRY(cu_check(cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]), "profiling"));
+    ait_node shown;
+    memset(&shown, 0, sizeof shown);
+    shown.name = st->node >= 0 ? p->pg->nodes[st->node].name : (char *)"(layout and type glue)";
+    shown.op_type = (char *)st->what;
+    shown.domain = (char *)"";
+    ait_observe_node(&shown, ms * 1e-3);
+  }
+  return AIT_OK;
+}
+
 /* Capture the steps into a CUDA graph; false (and nothing kept) when any
  * step refuses to be captured, so the plan keeps running step by step. */
 static bool capture(cu_state *s, cu_plan *p) {
@@ -73,6 +102,7 @@ static bool capture(cu_state *s, cu_plan *p) {
 }
 
 ait_status cu_plan_run(cu_state *s, cu_plan *p) {
+  if (ait_observing() && !s->dry) return run_steps_timed(s, p);
   if (!p->gexec && s->o.graphs && p->runs >= 1 && !p->graph_failed && p->n_steps > 0)
     p->graph_failed = !capture(s, p);
   if (p->gexec) return cu_check(cudaGraphLaunch(p->gexec, s->stream), "launching the CUDA graph");

@@ -50,7 +50,7 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16 } cu_prec;
+typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16, CU_FP8 } cu_prec;
 typedef enum cu_layout { CU_PLAIN = 0, CU_NHWC = 1 } cu_layout;
 
 typedef struct cu_opts {
@@ -62,6 +62,7 @@ typedef struct cu_opts {
   bool attention; /* fuse attention patterns */
   int64_t ws_bytes;
   int device;
+  bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
 } cu_opts;
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o);
@@ -79,8 +80,14 @@ ait_status cu_check_dnn(cudnnStatus_t e, const char *what);
 typedef enum cu_wfmt {
   CU_W_STORE = 0, /* the storage type of the value (floats in the precision's type) */
   CU_W_F32,       /* float32 (per-channel parameters of epilogues, norms) */
-  CU_W_KRSC       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_KRSC,      /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_E4M3_KN,   /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
+  CU_W_E4M3_NK    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
 } cu_wfmt;
+
+/* Bytes of an e4m3 weight image of n elements before its scale (16-aligned,
+ * as cuBLASLt wants its scale pointers). */
+static inline int64_t cu_e4m3_scale_offset(int64_t n) { return (n + 15) / 16 * 16; }
 
 typedef struct cu_weight {
   int value; /* index in the state's graph */
