@@ -183,6 +183,7 @@ static const char *const specs[] = {"cuda",
                                     "cuda:graphs=off",
                                     "cuda:layout=nhwc",
                                     "cuda:dtype=bf16,layout=nchw,algo=heuristic",
+                                    "cuda:dtype=fp16,gelu=exact",
                                     "cuda:dtype=fp8",
                                     "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
                                     NULL};
@@ -388,6 +389,8 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp8,fp8_fast_accum=on", &cfg), AIT_OK, NULL);
   CHECK(!strcmp(cfg.iface->precision(&cfg), "fp8"));
   CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp4", &cfg), AIT_E_INVALID_ARG, "dtype");
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=bf16,gelu=exact", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:gelu=fast", &cfg), AIT_E_INVALID_ARG, "gelu");
   CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
             "fp8_fast_accum");
 }

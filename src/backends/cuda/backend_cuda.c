@@ -30,6 +30,9 @@ static const ait_option_def cuda_options[] = {
      "scales: quant's fp8dq; needs compute capability >= 8.9)"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
      "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
+    {"gelu", AIT_OPT_ENUM, "auto", "auto|exact",
+     "GELU after a GEMM: auto = cuBLASLt's tanh-approximated epilogue for bf16/fp16/fp8 "
+     "(differs by < 1e-3), exact = erf in a separate pass"},
     {"graphs", AIT_OPT_BOOL, "on", NULL,
      "capture each input shape's plan into a CUDA graph replayed per call"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
@@ -69,6 +72,8 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   o->device = (int)ait_backend_config_int(cfg, "device", 0);
   const char *fa = ait_backend_config_get(cfg, "fp8_fast_accum");
   o->fp8_fast = fa && !strcmp(fa, "on");
+  const char *ge = ait_backend_config_get(cfg, "gelu");
+  o->gelu_lt = !ge || strcmp(ge, "exact") != 0;
   return AIT_OK;
 }
 

@@ -13,6 +13,7 @@
 static const ait_option_def cuda_stub_options[] = {
     {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8", "compute precision"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL, "dtype=fp8: cuBLASLt fast accumulation"},
+    {"gelu", AIT_OPT_ENUM, "auto", "auto|exact", "GELU after a GEMM: cuBLASLt tanh or exact"},
     {"graphs", AIT_OPT_BOOL, "on", NULL, "capture each input shape into a CUDA graph"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc", "activation layout of convolutions"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic", "GEMM/conv algorithm choice"},

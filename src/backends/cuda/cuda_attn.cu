@@ -97,35 +97,45 @@ template <typename T> __global__ void __launch_bounds__(128) attn_kernel(cuk_att
       wmma::store_matrix_sync(Ss + w0 * SPITCH + j * 16, acc[j], SPITCH, wmma::mem_row_major);
     __syncwarp();
 
-    /* online softmax of the warp's rows: 2 columns per lane */
+    /* online softmax of the warp's rows: 2 columns per lane. The 16 rows
+     * are independent: every score and mask value is loaded first (the mask
+     * loads are global: issued together, not one latency per row), and the
+     * unrolled rows let the compiler interleave their shuffle reductions. */
+    float sv[16][2], mo[16];
+#pragma unroll
     for (int rr = 0; rr < 16; rr++) {
       int r = w0 + rr, qi = q0 + r;
-      float s[2];
+      mo[rr] = m[r];
+#pragma unroll
       for (int c = 0; c < 2; c++) {
         int j = lane + 32 * c, kj = k0 + j;
         float v = Ss[r * SPITCH + j] * p.scale;
         if (M && qi < p.S && kj < p.Sk) v += to_f<T>(M[qi * p.mi + kj * p.mj]);
-        s[c] = kj < p.Sk ? v : -INFINITY;
+        sv[rr][c] = kj < p.Sk ? v : -INFINITY;
       }
-      float mx = fmaxf(s[0], s[1]);
+    }
+    __syncwarp(); /* every lane has read m[] before lane 0 updates it */
+#pragma unroll
+    for (int rr = 0; rr < 16; rr++) {
+      int r = w0 + rr;
+      float mx = fmaxf(sv[rr][0], sv[rr][1]);
       for (int o = 16; o > 0; o >>= 1)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      float m_old = m[r], m_new = fmaxf(m_old, mx);
+      float m_new = fmaxf(mo[rr], mx);
       float ref = m_new == -INFINITY ? 0.0f : m_new; /* a row masked so far: no NaN */
-      float e0 = __expf(s[0] - ref), e1 = __expf(s[1] - ref), sum = e0 + e1;
+      float e0 = __expf(sv[rr][0] - ref), e1 = __expf(sv[rr][1] - ref), sum = e0 + e1;
       for (int o = 16; o > 0; o >>= 1)
         sum += __shfl_xor_sync(0xffffffffu, sum, o);
       Ps[r * PPITCH + lane] = from_f<T>(e0);
       Ps[r * PPITCH + lane + 32] = from_f<T>(e1);
-      __syncwarp();
       if (lane == 0) {
-        float a = __expf(m_old - ref);
+        float a = __expf(mo[rr] - ref);
         l[r] = l[r] * a + sum;
         m[r] = m_new;
         al[r] = a;
       }
-      __syncwarp();
     }
+    __syncwarp();
     for (int i = lane; i < 16 * D; i += 32) {
       int r = w0 + i / D;
       Os[r * op + i % D] *= al[r];

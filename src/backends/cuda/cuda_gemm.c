@@ -121,7 +121,8 @@ static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
   AIT_TRY(cu_check_lt(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
       "epilogue"));
-  if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS) {
+  if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS ||
+      epi == CUBLASLT_EPILOGUE_GELU_BIAS) {
     void *bp = cu_ptr(p, g->bias);
     AIT_TRY(cu_check_lt(
         cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp),
@@ -224,10 +225,17 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   AIT_TRY(cu_need_lt(s));
   AIT_TRY(make_layouts(p, g));
   bool want_bias = g->bias >= 0, want_relu = g->act == CUK_RELU;
-  int tries[3], n_tries = 0;
+  /* exact (erf) GELU as cuBLASLt's tanh-approximated GELU epilogue: only
+   * where storage is 16-bit (the two differ by < 1e-3, under bfloat16's
+   * resolution) and the option allows it; saves a pass over the output */
+  bool want_gelu = (g->act == CUK_GELU || g->act == CUK_GELU_TANH) && s->o.gelu_lt &&
+                   p->t[g->y].dt != AIT_FLOAT32;
+  int tries[4], n_tries = 0;
   if (want_bias && want_relu) tries[n_tries++] = CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (want_bias && want_gelu) tries[n_tries++] = CUBLASLT_EPILOGUE_GELU_BIAS;
   if (want_bias) tries[n_tries++] = CUBLASLT_EPILOGUE_BIAS;
   if (!want_bias && want_relu) tries[n_tries++] = CUBLASLT_EPILOGUE_RELU;
+  if (!want_bias && want_gelu) tries[n_tries++] = CUBLASLT_EPILOGUE_GELU;
   tries[n_tries++] = CUBLASLT_EPILOGUE_DEFAULT;
   cublasLtMatmulPreference_t pref = NULL;
   AIT_TRY(cu_check_lt(cublasLtMatmulPreferenceCreate(&pref), "matmul preference"));
@@ -259,10 +267,12 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   if (n_res == 0)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: cuBLASLt has no algorithm for %s", g->key);
   g->lt_epi = epi;
-  g->post_bias = want_bias && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_RELU_BIAS;
+  g->post_bias = want_bias && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_RELU_BIAS &&
+                 epi != CUBLASLT_EPILOGUE_GELU_BIAS;
   g->post_act =
       g->act != CUK_COPY &&
-      !(want_relu && (epi == CUBLASLT_EPILOGUE_RELU_BIAS || epi == CUBLASLT_EPILOGUE_RELU));
+      !(want_relu && (epi == CUBLASLT_EPILOGUE_RELU_BIAS || epi == CUBLASLT_EPILOGUE_RELU)) &&
+      !(want_gelu && (epi == CUBLASLT_EPILOGUE_GELU_BIAS || epi == CUBLASLT_EPILOGUE_GELU));
   if (g->post_bias && !g->bias_f32)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: no bias epilogue for %s", g->key);
   char key[CU_KEY_LEN];

@@ -63,6 +63,7 @@ typedef struct cu_opts {
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
 } cu_opts;
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o);
@@ -226,7 +227,8 @@ struct cu_plan {
   cudaGraph_t graph;
   cudaGraphExec_t gexec;
   bool graph_failed;
-  bool dry; /* made by a dry state: nothing on the device */
+  cudaGraphExec_t *step_exec; /* per step, for profiling (NULL: not made) */
+  bool dry;                   /* made by a dry state: nothing on the device */
   int runs;
 };
 
