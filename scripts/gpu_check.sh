@@ -14,8 +14,8 @@
 #   REPO    the repository root (scripts/make_models.py, bench/torch_gpu.py)
 #   DATA    ONNX node tests: libonnx-testdata's data/ folder or its node/
 #           folder; absent: the bundle's node/ if it has one; "-": skipped
-#   PHASES  comma list of env,conf,models,bench,profile,torch (default: all
-#           but profile). All of
+#   PHASES  comma list of env,conf,models,bench,profile,tune,torch (default:
+#           all but profile and tune). All of
 #           them take ~15 min on an H200: split them over two calls, e.g.
 #           env,conf,models then bench,torch (each call regenerates the
 #           models it needs: ~1.5 min)
@@ -27,7 +27,10 @@
 # PROFILE_RUNS for the profile phase: MODEL:BATCH:OPTIONS items (default
 # "bert_base:32:dtype=bf16 bert_base:32:dtype=fp8 resnet50:1:dtype=tf32"),
 # each an `aitune profile` (per-step device times, CUDA events) written to
-# $OUT/profile_MODEL_bBATCH_OPTIONS.txt.
+# $OUT/profile_MODEL_bBATCH_OPTIONS.txt. TUNE_RUNS for the tune phase:
+# MODEL:BATCH:BACKENDS items (BACKENDS as `aitune tune --backends` takes
+# them), each an `aitune tune` on the model's test_data_set_0 resized to
+# BATCH, its report written to $OUT/tune_MODEL_bBATCH.txt.
 # Needs on the GPU machine: nvidia-smi, python3 with torch, torchvision, onnx,
 # onnxruntime (scripts/make_models.py) and the CUDA libraries aitune links
 # (libcudart.so.13, libcublas(Lt).so.13, libcudnn.so.9: from the CUDA toolkit
@@ -160,7 +163,7 @@ fi
 
 # ---- models: generate, then conformance against ONNX Runtime -----------------
 MODELS="$WORK/models"
-if has_phase models || has_phase bench || has_phase profile; then
+if has_phase models || has_phase bench || has_phase profile || has_phase tune; then
   for m in $BENCH_MODELS; do
     if [ ! -f "$MODELS/$m/model.onnx" ]; then
       log "== generating $m (scripts/make_models.py)"
@@ -227,6 +230,24 @@ if has_phase profile; then
     timeout -k 5 $(($(left) > 90 ? 90 : $(left))) "${AIT[@]}" "$AITUNE" profile "$MODELS/$m/model.onnx" \
       $dims --backend "cuda:$opts" --batch $b --iters 20 --top 40 >"$f" 2>&1
     tail -60 "$f" >>"$LOG"
+  done
+fi
+
+# ---- aitune tune: the tuner's pick, numeric check included --------------------
+if has_phase tune; then
+  for item in ${TUNE_RUNS:-}; do
+    m=${item%%:*}
+    rest=${item#*:}
+    b=${rest%%:*}
+    bk=${rest#*:}
+    [ -f "$MODELS/$m/model.onnx" ] || continue
+    f="$OUT/tune_${m}_b${b}.txt"
+    log "== aitune tune $m batch $b --backends $bk -> $f"
+    timeout -k 5 $(($(left) > 240 ? 240 : $(left))) "${AIT[@]}" "$AITUNE" tune "$MODELS/$m/model.onnx" \
+      --out "$WORK/tuned_${m}_b$b" --backends "$bk" --batch-sizes "$b" \
+      --samples "$MODELS/$m/test_data_set_0" --no-cache --max-runs 20 >"$f" 2>&1
+    echo "exit $?" >>"$f"
+    tail -40 "$f" >>"$LOG"
   done
 fi
 

@@ -391,6 +391,8 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp4", &cfg), AIT_E_INVALID_ARG, "dtype");
   CHECK_ERR(ait_backend_config_parse("cuda:dtype=bf16,gelu=exact", &cfg), AIT_OK, NULL);
   CHECK_ERR(ait_backend_config_parse("cuda:gelu=fast", &cfg), AIT_E_INVALID_ARG, "gelu");
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=gemm", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=maybe", &cfg), AIT_E_INVALID_ARG, "attention");
   CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
             "fp8_fast_accum");
 }
@@ -728,8 +730,13 @@ static void test_model_file(const char *path, bool device) {
   ait_tensor **sets[1] = {in};
   if (ok && n_sup == g->n_nodes && !device) check_dry(path, g, in);
   if (ok && n_sup == g->n_nodes && device) {
-    static const char *const model_specs[] = {
-        "cuda", "cuda:dtype=tf32", "cuda:dtype=bf16", "cuda:dtype=fp16", "cuda:dtype=fp8", NULL};
+    static const char *const model_specs[] = {"cuda",
+                                              "cuda:dtype=tf32",
+                                              "cuda:dtype=bf16",
+                                              "cuda:dtype=fp16",
+                                              "cuda:dtype=fp8",
+                                              "cuda:dtype=bf16,attention=gemm",
+                                              NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);
   }

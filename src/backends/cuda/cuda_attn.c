@@ -109,7 +109,7 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   if (m->mask >= 0 && !mask_fits(g, m->mask, sshape)) return false;
   /* the fused kernel, with the head transposes absorbed */
   ait_dtype dt = pl->s->fdt;
-  m->fused = cuk_attention_ok(dt, (int)q[3]) != 0;
+  m->fused = cuk_attention_ok(dt, (int)q[3]) != 0 && !pl->s->o.attn_gemm;
   int qax[4], kax[4], vax[4];
   tr[0] = transposed_from(g, u, sc->in[0], qax);
   tr[1] = transposed_from(g, u, sc->in[1], kax);

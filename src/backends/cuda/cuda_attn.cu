@@ -222,12 +222,74 @@ __global__ void softmax_masked_rows(int dt, const void *x, void *y, int64_t len,
             expf(cuk_ldf(x, dt, base + j) + cuk_ldf(mask, dt, mbase + j * mj) - ref) * inv);
 }
 
+/* 16-bit rows of len % 8 == 0, len <= 1024, a key-contiguous mask (mj = 1):
+ * one warp per row, each lane keeping up to 4 chunks of 8 in registers, so
+ * x and the mask are read once, in 16-byte accesses. */
+template <typename T>
+__global__ void softmax_masked_warp(const T *x, T *y, int64_t rows, int len, const T *mask,
+                                    int64_t H, int64_t S, int64_t mb, int64_t mh, int64_t mi) {
+  int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
+  int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  int64_t i = r % S, hh = (r / S) % H, bb = r / (S * H);
+  const T *xr = x + r * len, *mr = mask + bb * mb + hh * mh + i * mi;
+  float v[4][8], mx = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    int j = (c * 32 + lane) * 8;
+    if (j < len) {
+      float mk[8];
+      cuk_ld8(xr + j, v[c]);
+      cuk_ld8(mr + j, mk);
+#pragma unroll
+      for (int k = 0; k < 8; k++) {
+        v[c][k] += mk[k];
+        mx = fmaxf(mx, v[c][k]);
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float ref = mx == -INFINITY ? 0.0f : mx, sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < 4; c++)
+    if ((c * 32 + lane) * 8 < len)
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        sum += (v[c][k] = __expf(v[c][k] - ref));
+  for (int o = 16; o > 0; o >>= 1)
+    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  float inv = 1.0f / sum;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    int j = (c * 32 + lane) * 8;
+    if (j < len) {
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        v[c][k] *= inv;
+      cuk_st8(y + r * len + j, v[c]);
+    }
+  }
+}
+
 extern "C" cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y,
                                           int64_t rows, int64_t len, const void *mask, int64_t H,
                                           int64_t S, int64_t mb, int64_t mh, int64_t mi,
                                           int64_t mj) {
   if (rows <= 0 || len <= 0) return cudaSuccess;
   if (rows > 2147483647 || H <= 0 || S <= 0) return cudaErrorInvalidValue;
+  if ((dt == CUK_BF16 || dt == CUK_F16) && len % 8 == 0 && len <= 1024 && mj == 1 && mb % 8 == 0 &&
+      mh % 8 == 0 && mi % 8 == 0 && cuk_al16(x, y, mask)) {
+    unsigned blocks = (unsigned)((rows + 7) / 8);
+    if (dt == CUK_BF16)
+      softmax_masked_warp<__nv_bfloat16>
+          <<<blocks, 256, 0, s>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, rows, (int)len,
+                                  (const __nv_bfloat16 *)mask, H, S, mb, mh, mi);
+    else
+      softmax_masked_warp<__half><<<blocks, 256, 0, s>>>(
+          (const __half *)x, (__half *)y, rows, (int)len, (const __half *)mask, H, S, mb, mh, mi);
+    return cudaGetLastError();
+  }
   int64_t t = (len + 31) / 32 * 32;
   int threads = t > 256 ? 256 : (int)t;
   softmax_masked_rows<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, len, mask, H, S, mb, mh, mi, mj);

@@ -60,6 +60,7 @@ typedef struct cu_opts {
   bool measure;   /* time candidate algorithms (else the heuristic's first) */
   int candidates; /* algorithms measured per GEMM / convolution */
   bool attention; /* fuse attention patterns */
+  bool attn_gemm; /* ... as GEMMs around a masked softmax, never the fused kernel */
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
