@@ -61,6 +61,7 @@ typedef struct cu_opts {
   int candidates; /* algorithms measured per GEMM / convolution */
   bool attention; /* fuse attention patterns */
   bool attn_gemm; /* ... as GEMMs around a masked softmax, never the fused kernel */
+  bool attn_auto; /* the fused kernel only when its grid fills the GPU */
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
@@ -142,7 +143,8 @@ typedef struct cu_state {
   int n_algos, cap_algos;
   int n_measured; /* algorithms measured by this state (for tests and logs) */
   char device_name[128];
-  int sm; /* compute capability, major * 10 + minor */
+  int sm;   /* compute capability, major * 10 + minor */
+  int n_sm; /* streaming multiprocessors (0 in a dry state) */
 } cu_state;
 
 /* Device handles, workspace and stream (idempotent). */

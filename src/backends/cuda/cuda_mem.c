@@ -41,6 +41,7 @@ ait_status cu_state_open(cu_state *s) {
   AIT_TRY(cu_check(cudaGetDeviceProperties(&prop, s->o.device), "reading device properties"));
   snprintf(s->device_name, sizeof s->device_name, "%s", prop.name);
   s->sm = prop.major * 10 + prop.minor;
+  s->n_sm = prop.multiProcessorCount;
   s->open = true; /* from here on cu_state_close undoes whatever was made */
   AIT_TRY(
       cu_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "creating a stream"));
