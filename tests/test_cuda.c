@@ -392,6 +392,7 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:dtype=bf16,gelu=exact", &cfg), AIT_OK, NULL);
   CHECK_ERR(ait_backend_config_parse("cuda:gelu=fast", &cfg), AIT_E_INVALID_ARG, "gelu");
   CHECK_ERR(ait_backend_config_parse("cuda:attention=gemm", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=on", &cfg), AIT_OK, NULL);
   CHECK_ERR(ait_backend_config_parse("cuda:attention=maybe", &cfg), AIT_E_INVALID_ARG, "attention");
   CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
             "fp8_fast_accum");
@@ -736,6 +737,7 @@ static void test_model_file(const char *path, bool device) {
                                               "cuda:dtype=fp16",
                                               "cuda:dtype=fp8",
                                               "cuda:dtype=bf16,attention=gemm",
+                                              "cuda:dtype=fp16,attention=on",
                                               NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);
