@@ -73,9 +73,16 @@ static ait_tensor *rand_tensor(int rank, const int64_t *dims, float scale) {
   return t;
 }
 
-/* The tuner's rule: fp32 per element; the reduced precisions (tf32, bf16,
- * fp16, fp8) like quantized ones, by cosine similarity and top-1 agreement
- * (ait_tolerance_for(AIT_INT8)). */
+/* The tuner's rule (compute_dtype in src/tune/tuner.c): fp32 per element;
+ * tf32 and fp16 as float16, bf16 as bfloat16 (cosine, top-1 and a normwise
+ * bound, not per element), fp8 as quantized (cosine and top-1). */
+static ait_dtype tol_dtype(const char *spec) {
+  if (strstr(spec, "fp8")) return AIT_INT8;
+  if (strstr(spec, "bf16")) return AIT_BFLOAT16;
+  if (strstr(spec, "fp16") || strstr(spec, "tf32")) return AIT_FLOAT16;
+  return AIT_FLOAT32;
+}
+
 static bool reduced(const char *spec) {
   return strstr(spec, "bf16") || strstr(spec, "fp16") || strstr(spec, "tf32") ||
          strstr(spec, "fp8");
@@ -112,7 +119,7 @@ static double abs_max(const ait_tensor *t, bool *finite) {
 /* Compare outputs with the tuner's own rule for the precision. */
 static bool outputs_ok(const char *what, const char *spec, ait_tensor **got, ait_tensor **want,
                        int n) {
-  ait_tolerance tol = ait_tolerance_for(reduced(spec) ? AIT_INT8 : AIT_FLOAT32, NULL);
+  ait_tolerance tol = ait_tolerance_for(tol_dtype(spec), NULL);
   bool ok = true;
   for (int k = 0; k < n; k++) {
     ait_error_stats st;
