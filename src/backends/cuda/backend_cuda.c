@@ -236,8 +236,9 @@ static const char *cuda_precision(const ait_backend_config *cfg) {
   return ait_backend_config_get(cfg, "dtype");
 }
 
-/* What the tuner tries when the user names no backends: every precision;
- * reduced ones win only if they pass the numeric check at their tolerance. */
+/* What the tuner tries when the user names no backends: every float
+ * precision; reduced ones win only if they pass the numeric check at their
+ * tolerance. fp8 is quantization: tried only when named (as `quant` is). */
 static const char *const cuda_variants[] = {"cuda", "cuda:dtype=tf32", "cuda:dtype=bf16",
                                             "cuda:dtype=fp16", NULL};
 

@@ -11,7 +11,11 @@
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
- *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads
+ *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads;
+ *                     per-step device times for `aitune profile`
+ *   cuda_fp8.c        dtype=fp8 weights: e4m3 with a per-tensor scale (host,
+ *                     plain C, in every build); cuda_fp8.cu quantizes
+ *                     activations on the device
  *   cuda_mem.c        device weights (uploaded once), the algorithm cache
  *   cuda_save.c       save/load: the rewritten graph and the algorithms
  *   cuda_debug.h      a dry planner for tests without a GPU
