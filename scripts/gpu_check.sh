@@ -14,11 +14,23 @@
 #   REPO    the repository root (scripts/make_models.py, bench/torch_gpu.py)
 #   DATA    ONNX node tests: libonnx-testdata's data/ folder or its node/
 #           folder; absent: the bundle's node/ if it has one; "-": skipped
-#   PHASES  comma list of env,conf,models,bench,torch (default: all). All of
+#   PHASES  comma list of env,conf,models,bench,profile,tune,torch (default:
+#           all but profile and tune). All of
 #           them take ~15 min on an H200: split them over two calls, e.g.
 #           env,conf,models then bench,torch (each call regenerates the
 #           models it needs: ~1.5 min)
 #
+# Environment: MODEL_CONF=0 skips the models phase's ONNX Runtime check;
+# BENCH_MODELS (default "resnet50 bert_base"), BENCH_BATCHES
+# ("1 32"), BENCH_CONFIGS (cuda options per bench run, default "dtype=fp32
+# dtype=tf32 dtype=bf16 dtype=fp16 dtype=fp8 dtype=fp8,fp8_fast_accum=on");
+# PROFILE_RUNS for the profile phase: MODEL:BATCH:OPTIONS items (default
+# "bert_base:32:dtype=bf16 bert_base:32:dtype=fp8 resnet50:1:dtype=tf32"),
+# each an `aitune profile` (per-step device times, CUDA events) written to
+# $OUT/profile_MODEL_bBATCH_OPTIONS.txt. TUNE_RUNS for the tune phase:
+# MODEL:BATCH:BACKENDS items (BACKENDS as `aitune tune --backends` takes
+# them), each an `aitune tune` on the model's test_data_set_0 resized to
+# BATCH, its report written to $OUT/tune_MODEL_bBATCH.txt.
 # Needs on the GPU machine: nvidia-smi, python3 with torch, torchvision, onnx,
 # onnxruntime (scripts/make_models.py) and the CUDA libraries aitune links
 # (libcudart.so.13, libcublas(Lt).so.13, libcudnn.so.9: from the CUDA toolkit
@@ -58,6 +70,10 @@ AITUNE=$(readlink -f "$1")
 REPO=$(readlink -f "$2")
 DATA=${3:-bundle}
 PHASES=${4:-env,conf,models,bench,torch}
+BENCH_MODELS=${BENCH_MODELS:-resnet50 bert_base}
+BENCH_BATCHES=${BENCH_BATCHES:-1 32}
+BENCH_CONFIGS=${BENCH_CONFIGS:-dtype=fp32 dtype=tf32 dtype=bf16 dtype=fp16 dtype=fp8 dtype=fp8,fp8_fast_accum=on}
+PROFILE_RUNS=${PROFILE_RUNS:-bert_base:32:dtype=bf16 bert_base:32:dtype=fp8 resnet50:1:dtype=tf32}
 OUT=${OUT:-$PWD/gpu_check_out}
 WORK=${WORK:-/tmp/aitune_gpu_check}
 BUDGET=${BUDGET:-570}
@@ -147,8 +163,8 @@ fi
 
 # ---- models: generate, then conformance against ONNX Runtime -----------------
 MODELS="$WORK/models"
-if has_phase models || has_phase bench; then
-  for m in resnet50 bert_base; do
+if has_phase models || has_phase bench || has_phase profile || has_phase tune; then
+  for m in $BENCH_MODELS; do
     if [ ! -f "$MODELS/$m/model.onnx" ]; then
       log "== generating $m (scripts/make_models.py)"
       run 240 python3 "$REPO/scripts/make_models.py" --only "$m" --out "$MODELS" || log "generating $m failed"
@@ -157,7 +173,7 @@ if has_phase models || has_phase bench; then
 fi
 if has_phase models; then
   for m in resnet50 bert_base; do
-    [ -f "$MODELS/$m/model.onnx" ] || continue
+    [ -f "$MODELS/$m/model.onnx" ] && [ "${MODEL_CONF:-1}" != 0 ] || continue
     log "== conformance: $m vs ONNX Runtime (cuda, fp32)"
     run 120 "${AIT[@]}" "$AITUNE" conformance --backend cuda --timeout 110 "$MODELS/$m"
     grep -E "^(PASS|FAIL|SKIP) .*$m" "$LOG" | tail -1 >"$RES/conf_$m.txt"
@@ -172,19 +188,19 @@ fi
 # ---- aitune bench: every precision, batch 1 and 32 ---------------------------
 if has_phase bench; then
   : >"$RES/bench.jsonl"
-  for m in resnet50 bert_base; do
+  for m in $BENCH_MODELS; do
     [ -f "$MODELS/$m/model.onnx" ] || continue
     dims=""
     [ "$m" = bert_base ] && dims="--dim seq=128"
-    for b in 1 32; do
-      for dt in fp32 tf32 bf16 fp16; do
+    for b in $BENCH_BATCHES; do
+      for dt in $BENCH_CONFIGS; do
         if [ "$(left)" -le 10 ]; then
           log "SKIP (time budget): bench $m batch $b $dt"
           continue
         fi
-        log "== aitune bench $m batch $b cuda:dtype=$dt"
+        log "== aitune bench $m batch $b cuda:$dt"
         line=$(timeout -k 5 $(($(left) > 60 ? 60 : $(left))) "${AIT[@]}" "$AITUNE" bench "$MODELS/$m/model.onnx" \
-          $dims --backend "cuda:dtype=$dt" --batch $b --warmup 10 --iters 50 --json 2>"$RES/bench.err")
+          $dims --backend "cuda:$dt" --batch $b --warmup 10 --iters 50 --json 2>"$RES/bench.err")
         rc=$?
         cat "$RES/bench.err" >>"$LOG"
         echo "$line" >>"$LOG"
@@ -199,11 +215,48 @@ if has_phase bench; then
   done
 fi
 
+# ---- per-step device profile (aitune profile, CUDA events, no graph replay) ----
+if has_phase profile; then
+  for item in $PROFILE_RUNS; do
+    m=${item%%:*}
+    rest=${item#*:}
+    b=${rest%%:*}
+    opts=${rest#*:}
+    [ -f "$MODELS/$m/model.onnx" ] || continue
+    dims=""
+    [ "$m" = bert_base ] && dims="--dim seq=128"
+    f="$OUT/profile_${m}_b${b}_$(echo "$opts" | tr -c 'A-Za-z0-9_\n' '_').txt"
+    log "== aitune profile $m batch $b cuda:$opts -> $f"
+    timeout -k 5 $(($(left) > 90 ? 90 : $(left))) "${AIT[@]}" "$AITUNE" profile "$MODELS/$m/model.onnx" \
+      $dims --backend "cuda:$opts" --batch $b --iters 20 --top 40 >"$f" 2>&1
+    tail -60 "$f" >>"$LOG"
+  done
+fi
+
+# ---- aitune tune: the tuner's pick, numeric check included --------------------
+if has_phase tune; then
+  for item in ${TUNE_RUNS:-}; do
+    m=${item%%:*}
+    rest=${item#*:}
+    b=${rest%%:*}
+    bk=${rest#*:}
+    [ -f "$MODELS/$m/model.onnx" ] || continue
+    f="$OUT/tune_${m}_b${b}.txt"
+    log "== aitune tune $m batch $b --backends $bk -> $f"
+    timeout -k 5 $(($(left) > 240 ? 240 : $(left))) "${AIT[@]}" "$AITUNE" tune "$MODELS/$m/model.onnx" \
+      --out "$WORK/tuned_${m}_b$b" --backends "$bk" --batch-sizes "$b" \
+      --samples "$MODELS/$m/test_data_set_0" --no-cache --max-runs 20 >"$f" 2>&1
+    echo "exit $?" >>"$f"
+    tail -40 "$f" >>"$LOG"
+  done
+fi
+
 # ---- PyTorch: eager and torch.compile on the same models ----------------------
 if has_phase torch; then
   log "== bench/torch_gpu.py"
   l=$(left)
-  run $l python3 "$REPO/bench/torch_gpu.py" --models resnet50,bert_base --batches 1,32 \
+  run $l python3 "$REPO/bench/torch_gpu.py" --models "${TORCH_MODELS:-resnet50,bert_base}" \
+    --batches "${TORCH_BATCHES:-1,32}" \
     --modes "${TORCH_MODES:-eager_fp32,eager_bf16,compile_bf16,reduce_overhead_bf16}" \
     --budget $((l > 40 ? l - 40 : 1)) --json "$RES/torch.json"
 fi
@@ -246,7 +299,7 @@ for r in doc["aitune_bench"]:
         x = r["result"]
         md.append(f"| {r['model']} | {x['batch']} | {x['backend']} | {x['latency_ms']['median']:.3f} | {x['throughput']:.1f} |")
     else:
-        md.append(f"| {r['model']} | {r.get('batch')} | cuda:dtype={r['dtype']} | {r['error']} | |")
+        md.append(f"| {r['model']} | {r.get('batch')} | cuda:{r['dtype']} | {r['error']} | |")
 md += ["", "| model | batch | torch mode | device ms | host ms (H2D+D2H) | compile s | max abs diff |", "|---|---|---|---|---|---|---|"]
 for r in doc["torch"]:
     if "mode" not in r:

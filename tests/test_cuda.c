@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/quant/quant.h"
 #include "check.h"
 #include "core/fileio.h"
 #include "model_builder.h"
@@ -72,10 +73,26 @@ static ait_tensor *rand_tensor(int rank, const int64_t *dims, float scale) {
   return t;
 }
 
+/* The tuner's rule (compute_dtype in src/tune/tuner.c): fp32 per element;
+ * tf32 and fp16 as float16, bf16 as bfloat16 (cosine, top-1 and a normwise
+ * bound, not per element), fp8 as quantized (cosine and top-1). */
 static ait_dtype tol_dtype(const char *spec) {
+  if (strstr(spec, "fp8")) return AIT_INT8;
   if (strstr(spec, "bf16")) return AIT_BFLOAT16;
   if (strstr(spec, "fp16") || strstr(spec, "tf32")) return AIT_FLOAT16;
   return AIT_FLOAT32;
+}
+
+static bool reduced(const char *spec) {
+  return strstr(spec, "bf16") || strstr(spec, "fp16") || strstr(spec, "tf32") ||
+         strstr(spec, "fp8");
+}
+
+/* Smallest normal number of the type a reduced spec stores floats in. */
+static double normal_min(const char *spec) {
+  if (strstr(spec, "fp16")) return 6.103515625e-05;
+  if (strstr(spec, "bf16") || strstr(spec, "fp8")) return 1.1754943508222875e-38;
+  return 0.0;
 }
 
 static void free_outs(ait_tensor **o, int n) {
@@ -83,6 +100,20 @@ static void free_outs(ait_tensor **o, int n) {
     ait_tensor_free(o[k]);
     o[k] = NULL;
   }
+}
+
+/* Largest |x| of a float tensor, and whether every element is finite. */
+static double abs_max(const ait_tensor *t, bool *finite) {
+  const ait_dtype_traits *tr = ait_dtype_traits_of(t->dtype);
+  double m = 0;
+  *finite = true;
+  if (!tr || !tr->is_float || t->kind != AIT_KIND_TENSOR) return -1;
+  for (int64_t i = 0; i < ait_tensor_numel(t); i++) {
+    double v = ait_load_f64(tr, t->data, i);
+    if (!isfinite(v)) *finite = false;
+    m = fabs(v) > m ? fabs(v) : m;
+  }
+  return m;
 }
 
 /* Compare outputs with the tuner's own rule for the precision. */
@@ -94,6 +125,23 @@ static bool outputs_ok(const char *what, const char *spec, ait_tensor **got, ait
     ait_error_stats st;
     memset(&st, 0, sizeof st);
     char why[256] = "";
+    bool fin_w = true, fin_g = true;
+    double mw = want[k] ? abs_max(want[k], &fin_w) : -1;
+    if (got[k] && mw >= 0 && fin_w) {
+      abs_max(got[k], &fin_g);
+      if (!fin_g) {
+        fprintf(stderr, "%s on %s, output %d: NaN or Inf where the reference is finite\n", what,
+                spec, k);
+        ok = false;
+        continue;
+      }
+      if (reduced(spec) && mw > 0 && mw < normal_min(spec)) {
+        printf("SKIP: %s on %s, output %d: the reference's values (max |x| %.3g) are below the "
+               "type's normal range (%.3g)\n",
+               what, spec, k, mw, normal_min(spec));
+        continue;
+      }
+    }
     if (!got[k] || !ait_outputs_match(got[k], want[k], &tol, &st, why, sizeof why)) {
       fprintf(stderr, "%s on %s, output %d: %s\n", what, spec, k, got[k] ? why : "missing");
       ok = false;
@@ -142,6 +190,9 @@ static const char *const specs[] = {"cuda",
                                     "cuda:graphs=off",
                                     "cuda:layout=nhwc",
                                     "cuda:dtype=bf16,layout=nchw,algo=heuristic",
+                                    "cuda:dtype=fp16,gelu=exact",
+                                    "cuda:dtype=fp8",
+                                    "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
                                     NULL};
 
 static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***inputs,
@@ -261,6 +312,34 @@ static ait_graph *attn_model(void) {
   return parse(m);
 }
 
+/* MatMuls with constant weights whose K and N suit fp8 GEMMs (multiples of
+ * 16): x [N, 4, 32] -> MatMul + bias + Relu [.., 48] -> MatMul [.., 16] +
+ * bias, and x -> MatMul [.., 16] (y2: reads x like mm1, as Q/K/V do). Under
+ * dtype=fp8 all three run as e4m3 GEMMs, x quantized once. */
+static ait_graph *fp8_model(void) {
+  static float w1[32 * 48], b1[48], w2[48 * 16], b2[16], w3[32 * 16];
+  static const int64_t dx[3] = {-1, 4, 32}, dy[3] = {-1, 4, 16}, dw1[2] = {32, 48}, d48[1] = {48},
+                       dw2[2] = {48, 16}, d16[1] = {16}, dw3[2] = {32, 16};
+  fill(w1, 32 * 48, 0.3f), fill(b1, 48, 0.1f), fill(w2, 48 * 16, 0.3f), fill(b2, 16, 0.1f);
+  fill(w3, 32 * 16, 0.3f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_output(m, "y2", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "w3", 2, dw3, w3);
+  tb_node(m, "MatMul", "mm3", IN("x", "w3"), IN("y2"));
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d48, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d16, b2);
+  tb_node(m, "MatMul", "mm1", IN("x", "w1"), IN("h0"));
+  tb_node(m, "Add", "add1", IN("h0", "b1"), IN("h1"));
+  tb_node(m, "Relu", "relu", IN("h1"), IN("h"));
+  tb_node(m, "MatMul", "mm2", IN("h", "w2"), IN("y0"));
+  tb_node(m, "Add", "add2", IN("y0", "b2"), IN("y"));
+  return parse(m);
+}
+
 /* Embedding lookup with int64 ids, a Cast of the ids, Where on a bool. */
 static ait_graph *gather_model(void) {
   static float emb[10 * 8], three = 3.0f;
@@ -313,6 +392,45 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:graphs=maybe", &cfg), AIT_E_INVALID_ARG, "graphs");
   CHECK_ERR(ait_backend_config_parse("cuda", &cfg), AIT_OK, NULL);
   CHECK(!strcmp(cfg.iface->precision(&cfg), "fp32"));
+  /* fp8: judged like quantized precisions (cosine and top-1) */
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp8,fp8_fast_accum=on", &cfg), AIT_OK, NULL);
+  CHECK(!strcmp(cfg.iface->precision(&cfg), "fp8"));
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp4", &cfg), AIT_E_INVALID_ARG, "dtype");
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=bf16,gelu=exact", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:gelu=fast", &cfg), AIT_E_INVALID_ARG, "gelu");
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=gemm", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=on", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=maybe", &cfg), AIT_E_INVALID_ARG, "attention");
+  CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
+            "fp8_fast_accum");
+}
+
+/* fp8 weights: the quant backend's encoder, one scale per tensor, [N, K]. */
+static void test_fp8_weights(void) {
+  enum { K = 32, N = 48 };
+  static float w[K * N];
+  static uint8_t q[K * N];
+  fill(w, K * N, 3.0f);
+  w[5] = -7.5f; /* the absmax: maps to -448 exactly */
+  float scale = ait_cuda_e4m3_weight(w, K, N, true, q);
+  CHECK(fabsf(scale - 7.5f / 448.0f) < 1e-9f);
+  int bad = 0;
+  for (int k = 0; k < K; k++)
+    for (int n = 0; n < N; n++) {
+      float x = w[k * N + n];
+      uint8_t b = q[n * K + k];
+      if (b != qnt_e4m3_encode(x / scale)) bad++;
+      /* e4m3 keeps 3 mantissa bits: relative error <= 1/16 above the subnormals */
+      float back = qnt_e4m3_decode(b) * scale;
+      if (fabsf(back - x) > fabsf(x) / 16.0f + scale * 0.002f) bad++;
+    }
+  CHECK(bad == 0);
+  CHECK(qnt_e4m3_decode(q[5 * K + 0]) == -448.0f);
+  /* all zeros: scale 1, zero bytes; no transpose keeps the layout */
+  static float z[4] = {0, 0, 0, 0};
+  uint8_t zq[4] = {1, 1, 1, 1};
+  CHECK(ait_cuda_e4m3_weight(z, 2, 2, false, zq) == 1.0f);
+  CHECK(zq[0] == 0 && zq[3] == 0);
 }
 
 /* Count the nodes of g the backend takes; print the reasons for the rest. */
@@ -353,6 +471,13 @@ static void test_supports(void) {
   ait_backend_config cfg;
   ait_backend_config_parse("cuda", &cfg);
   char why[256] = "";
+  if (!b->available(why, sizeof why)) { /* fp8 refuses to build, saying why */
+    ait_backend_config c8;
+    ait_backend_config_parse("cuda:dtype=fp8", &c8);
+    void *st8 = NULL;
+    CHECK_ERR(b->build(&c8, g, NULL, &st8), AIT_E_UNSUPPORTED, "not available");
+    CHECK(st8 == NULL);
+  }
   for (int i = 0; i < g->n_nodes; i++) {
     bool ok = b->supports(&cfg, g, &g->nodes[i], why, sizeof why);
     if (!strcmp(g->nodes[i].op_type, "Shape")) CHECK(ok);
@@ -402,6 +527,40 @@ static void test_dry_small(void) {
   if (g) check_dry("attention", g, in);
   for (int i = 0; i < 3; i++)
     ait_tensor_free(in[i]);
+  ait_graph_free(g);
+  g = fp8_model();
+  const int64_t d8[3] = {3, 4, 32};
+  a = rand_tensor(3, d8, 1.0f);
+  if (g) check_dry("fp8 mlp", g, &a);
+  char *text = NULL;
+  if (g) { /* both MatMuls become fp8 GEMMs; bf16 keeps them */
+    CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=fp8", g, (const ait_tensor *const *)&a, 1, &text),
+              AIT_OK, NULL);
+    int n_gemm = 0, n_q = 0;
+    char seen[8][32];
+    for (const char *at = text; at && (at = strstr(at, "fp8 GEMM")); at++)
+      n_gemm++;
+    for (const char *at = text; at && (at = strstr(at, " tmp uint8")); at++) {
+      const char *h = at; /* "#N tmp uint8": one e4m3 buffer per quantized activation */
+      while (h > text && h[-1] != '#')
+        h--;
+      char id[32];
+      snprintf(id, sizeof id, "%.*s", (int)(at - h), h);
+      bool dup = false;
+      for (int i = 0; i < n_q; i++)
+        dup = dup || !strcmp(seen[i], id);
+      if (!dup && n_q < 8) snprintf(seen[n_q++], sizeof seen[0], "%s", id);
+    }
+    CHECK(n_gemm == 3);
+    CHECK(n_q == 2);
+    free(text);
+    text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16", g, (const ait_tensor *const *)&a, 1, &text),
+              AIT_OK, NULL);
+    CHECK(text && !strstr(text, "fp8"));
+    free(text);
+  }
+  ait_tensor_free(a);
   ait_graph_free(g);
   g = gather_model();
   const int64_t di[2] = {2, 5};
@@ -457,6 +616,15 @@ static void test_small_models(void) {
   if (g) check_all_specs("attention", g, ai, 1);
   for (int i = 0; i < 3; i++)
     ait_tensor_free(in[i]);
+  ait_graph_free(g);
+
+  g = fp8_model();
+  const int64_t f1[3] = {1, 4, 32}, f2[3] = {16, 4, 32};
+  ait_tensor *fa = rand_tensor(3, f1, 1.0f), *fb = rand_tensor(3, f2, 2.0f);
+  ait_tensor **fsets[3] = {&fa, &fb, &fa};
+  if (g) check_all_specs("fp8 mlp", g, fsets, 3);
+  ait_tensor_free(fa);
+  ait_tensor_free(fb);
   ait_graph_free(g);
 
   g = gather_model();
@@ -570,8 +738,14 @@ static void test_model_file(const char *path, bool device) {
   ait_tensor **sets[1] = {in};
   if (ok && n_sup == g->n_nodes && !device) check_dry(path, g, in);
   if (ok && n_sup == g->n_nodes && device) {
-    static const char *const model_specs[] = {"cuda", "cuda:dtype=tf32", "cuda:dtype=bf16",
-                                              "cuda:dtype=fp16", NULL};
+    static const char *const model_specs[] = {"cuda",
+                                              "cuda:dtype=tf32",
+                                              "cuda:dtype=bf16",
+                                              "cuda:dtype=fp16",
+                                              "cuda:dtype=fp8",
+                                              "cuda:dtype=bf16,attention=gemm",
+                                              "cuda:dtype=fp16,attention=on",
+                                              NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);
   }
@@ -586,6 +760,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   test_config();
+  test_fp8_weights();
   char why[256] = "";
   if (!cuda_iface()->available(why, sizeof why)) {
     /* supports() answers on the small models need no device */

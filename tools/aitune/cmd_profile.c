@@ -15,7 +15,8 @@ static const char usage[] =
     "  time every node of MODEL on backend B (default native when available, else eager)\n"
     "  over N runs (default 10, after 2 warm-up runs) and print the time per node and per op\n"
     "  type, sorted. Per-node times come from the eager and native executors (also as\n"
-    "  partition segments); other backends time only as a whole.\n";
+    "  partition segments) and from cuda (device time of each step, CUDA events, no graph\n"
+    "  replay: op types are the steps' kinds); other backends time only as a whole.\n";
 
 typedef struct entry {
   char name[200];

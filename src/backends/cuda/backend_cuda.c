@@ -3,7 +3,11 @@
  * float32: no TF32 anywhere), tf32 (float32 storage, TF32 Tensor Cores),
  * bf16 and fp16 (weights converted once at build, activations stored in the
  * reduced type, float32 accumulation; inputs and outputs keep their ONNX
- * types); graphs=on|off (replay each input shape's plan as a CUDA graph).
+ * types), fp8 (bf16 storage; MatMul/Gemm with constant weights run as
+ * cuBLASLt e4m3 GEMMs: weights quantized once per tensor, activations per
+ * tensor on the fly — the quant backend's fp8dq on the GPU; compute
+ * capability 8.9 or newer); graphs=on|off (replay each input shape's plan as
+ * a CUDA graph).
  *
  * available() asks the CUDA runtime for a device; without a driver or a GPU
  * it says why and the backend is skipped, so the same binary runs on
@@ -20,9 +24,15 @@
 #include "onnx/onnx_io.h"
 
 static const ait_option_def cuda_options[] = {
-    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16",
-     "compute precision: fp32 strict, tf32 Tensor Cores on float32, or bf16/fp16 storage with "
-     "float32 accumulation"},
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8",
+     "compute precision: fp32 strict, tf32 Tensor Cores on float32, bf16/fp16 storage with "
+     "float32 accumulation, or fp8 (bf16 storage, e4m3 GEMMs with dynamic per-tensor activation "
+     "scales: quant's fp8dq; needs compute capability >= 8.9)"},
+    {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
+     "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
+    {"gelu", AIT_OPT_ENUM, "auto", "auto|exact",
+     "GELU after a GEMM: auto = cuBLASLt's tanh-approximated epilogue for bf16/fp16/fp8 "
+     "(differs by < 1e-3), exact = erf in a separate pass"},
     {"graphs", AIT_OPT_BOOL, "on", NULL,
      "capture each input shape's plan into a CUDA graph replayed per call"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
@@ -30,22 +40,24 @@ static const ait_option_def cuda_options[] = {
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic",
      "GEMM/conv algorithms: time the heuristic's best candidates, or take its first"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms timed per GEMM/convolution"},
-    {"attention", AIT_OPT_BOOL, "on", NULL,
-     "fuse Softmax(Q.K^T*scale+mask).V: one kernel for bf16/fp16, a masked softmax otherwise"},
+    {"attention", AIT_OPT_ENUM, "auto", "auto|on|gemm|off",
+     "Softmax(Q.K^T*scale+mask).V: on = one fused kernel for bf16/fp16 (a masked softmax "
+     "otherwise), gemm = batched cuBLASLt GEMMs around a masked softmax, auto = the fused "
+     "kernel when it fills the GPU (>= 2 blocks per SM), else gemm; off = as written"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };
 
 const char *cu_prec_name(cu_prec p) {
-  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
-  return p >= CU_FP32 && p <= CU_FP16 ? names[p] : "fp32";
+  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+  return p >= CU_FP32 && p <= CU_FP8 ? names[p] : "fp32";
 }
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   memset(o, 0, sizeof *o);
   const char *dt = ait_backend_config_get(cfg, "dtype");
   o->prec = CU_FP32;
-  for (int p = CU_FP32; p <= CU_FP16; p++)
+  for (int p = CU_FP32; p <= CU_FP8; p++)
     if (dt && !strcmp(dt, cu_prec_name((cu_prec)p))) o->prec = (cu_prec)p;
   const char *g = ait_backend_config_get(cfg, "graphs");
   o->graphs = !g || strcmp(g, "off") != 0;
@@ -58,8 +70,14 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
   const char *at = ait_backend_config_get(cfg, "attention");
   o->attention = !at || strcmp(at, "off") != 0;
+  o->attn_gemm = at && !strcmp(at, "gemm");
+  o->attn_auto = !at || !strcmp(at, "auto");
   o->ws_bytes = ait_backend_config_int(cfg, "workspace_mb", 256) << 20;
   o->device = (int)ait_backend_config_int(cfg, "device", 0);
+  const char *fa = ait_backend_config_get(cfg, "fp8_fast_accum");
+  o->fp8_fast = fa && !strcmp(fa, "on");
+  const char *ge = ait_backend_config_get(cfg, "gelu");
+  o->gelu_lt = !ge || strcmp(ge, "exact") != 0;
   return AIT_OK;
 }
 
@@ -113,8 +131,15 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool d
   s->g = g;
   s->dry = dry;
   cu_opts_parse(cfg, &s->o);
-  s->fdt = s->o.prec == CU_BF16 ? AIT_BFLOAT16 : s->o.prec == CU_FP16 ? AIT_FLOAT16 : AIT_FLOAT32;
+  s->fdt = s->o.prec == CU_BF16 || s->o.prec == CU_FP8 ? AIT_BFLOAT16
+           : s->o.prec == CU_FP16                      ? AIT_FLOAT16
+                                                       : AIT_FLOAT32;
   ait_status st = cu_state_open(s);
+  if (!st && !dry && s->o.prec == CU_FP8 && s->sm < 89)
+    st = ait_err(AIT_E_UNSUPPORTED,
+                 "cuda: dtype=fp8 needs fp8 Tensor Cores (compute capability >= 8.9); %s has "
+                 "%d.%d",
+                 s->device_name, s->sm / 10, s->sm % 10);
   if (st) {
     cuda_destroy(s);
     return st;
@@ -211,8 +236,9 @@ static const char *cuda_precision(const ait_backend_config *cfg) {
   return ait_backend_config_get(cfg, "dtype");
 }
 
-/* What the tuner tries when the user names no backends: every precision;
- * reduced ones win only if they pass the numeric check at their tolerance. */
+/* What the tuner tries when the user names no backends: every float
+ * precision; reduced ones win only if they pass the numeric check at their
+ * tolerance. fp8 is quantization: tried only when named (as `quant` is). */
 static const char *const cuda_variants[] = {"cuda", "cuda:dtype=tf32", "cuda:dtype=bf16",
                                             "cuda:dtype=fp16", NULL};
 

@@ -11,12 +11,14 @@
 #include "core/error.h"
 
 static const ait_option_def cuda_stub_options[] = {
-    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16", "compute precision"},
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8", "compute precision"},
+    {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL, "dtype=fp8: cuBLASLt fast accumulation"},
+    {"gelu", AIT_OPT_ENUM, "auto", "auto|exact", "GELU after a GEMM: cuBLASLt tanh or exact"},
     {"graphs", AIT_OPT_BOOL, "on", NULL, "capture each input shape into a CUDA graph"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc", "activation layout of convolutions"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic", "GEMM/conv algorithm choice"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms measured per GEMM/conv"},
-    {"attention", AIT_OPT_BOOL, "on", NULL, "fuse attention patterns"},
+    {"attention", AIT_OPT_ENUM, "auto", "auto|on|gemm|off", "fuse attention patterns"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };

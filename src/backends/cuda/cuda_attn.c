@@ -109,7 +109,15 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   if (m->mask >= 0 && !mask_fits(g, m->mask, sshape)) return false;
   /* the fused kernel, with the head transposes absorbed */
   ait_dtype dt = pl->s->fdt;
-  m->fused = cuk_attention_ok(dt, (int)q[3]) != 0;
+  m->fused = cuk_attention_ok(dt, (int)q[3]) != 0 && !pl->s->o.attn_gemm;
+  /* attention=auto: the kernel runs one block per 64 query rows of a (batch,
+   * head); under 2 blocks per SM (BERT-base at batch 1: 24 blocks on 132
+   * SMs) most of the GPU idles and the batched GEMMs around a masked
+   * softmax were measured faster (docs/benchmarks-gpu.md); above, the fused
+   * kernel was. */
+  int64_t blocks = q[0] * q[1] * ((q[2] + 63) / 64);
+  if (m->fused && pl->s->o.attn_auto && pl->s->n_sm > 0 && blocks < 2 * (int64_t)pl->s->n_sm)
+    m->fused = false;
   int qax[4], kax[4], vax[4];
   tr[0] = transposed_from(g, u, sc->in[0], qax);
   tr[1] = transposed_from(g, u, sc->in[1], kax);

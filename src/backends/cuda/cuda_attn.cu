@@ -97,35 +97,45 @@ template <typename T> __global__ void __launch_bounds__(128) attn_kernel(cuk_att
       wmma::store_matrix_sync(Ss + w0 * SPITCH + j * 16, acc[j], SPITCH, wmma::mem_row_major);
     __syncwarp();
 
-    /* online softmax of the warp's rows: 2 columns per lane */
+    /* online softmax of the warp's rows: 2 columns per lane. The 16 rows
+     * are independent: every score and mask value is loaded first (the mask
+     * loads are global: issued together, not one latency per row), and the
+     * unrolled rows let the compiler interleave their shuffle reductions. */
+    float sv[16][2], mo[16];
+#pragma unroll
     for (int rr = 0; rr < 16; rr++) {
       int r = w0 + rr, qi = q0 + r;
-      float s[2];
+      mo[rr] = m[r];
+#pragma unroll
       for (int c = 0; c < 2; c++) {
         int j = lane + 32 * c, kj = k0 + j;
         float v = Ss[r * SPITCH + j] * p.scale;
         if (M && qi < p.S && kj < p.Sk) v += to_f<T>(M[qi * p.mi + kj * p.mj]);
-        s[c] = kj < p.Sk ? v : -INFINITY;
+        sv[rr][c] = kj < p.Sk ? v : -INFINITY;
       }
-      float mx = fmaxf(s[0], s[1]);
+    }
+    __syncwarp(); /* every lane has read m[] before lane 0 updates it */
+#pragma unroll
+    for (int rr = 0; rr < 16; rr++) {
+      int r = w0 + rr;
+      float mx = fmaxf(sv[rr][0], sv[rr][1]);
       for (int o = 16; o > 0; o >>= 1)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      float m_old = m[r], m_new = fmaxf(m_old, mx);
+      float m_new = fmaxf(mo[rr], mx);
       float ref = m_new == -INFINITY ? 0.0f : m_new; /* a row masked so far: no NaN */
-      float e0 = __expf(s[0] - ref), e1 = __expf(s[1] - ref), sum = e0 + e1;
+      float e0 = __expf(sv[rr][0] - ref), e1 = __expf(sv[rr][1] - ref), sum = e0 + e1;
       for (int o = 16; o > 0; o >>= 1)
         sum += __shfl_xor_sync(0xffffffffu, sum, o);
       Ps[r * PPITCH + lane] = from_f<T>(e0);
       Ps[r * PPITCH + lane + 32] = from_f<T>(e1);
-      __syncwarp();
       if (lane == 0) {
-        float a = __expf(m_old - ref);
+        float a = __expf(mo[rr] - ref);
         l[r] = l[r] * a + sum;
         m[r] = m_new;
         al[r] = a;
       }
-      __syncwarp();
     }
+    __syncwarp();
     for (int i = lane; i < 16 * D; i += 32) {
       int r = w0 + i / D;
       Os[r * op + i % D] *= al[r];
@@ -212,12 +222,74 @@ __global__ void softmax_masked_rows(int dt, const void *x, void *y, int64_t len,
             expf(cuk_ldf(x, dt, base + j) + cuk_ldf(mask, dt, mbase + j * mj) - ref) * inv);
 }
 
+/* 16-bit rows of len % 8 == 0, len <= 1024, a key-contiguous mask (mj = 1):
+ * one warp per row, each lane keeping up to 4 chunks of 8 in registers, so
+ * x and the mask are read once, in 16-byte accesses. */
+template <typename T>
+__global__ void softmax_masked_warp(const T *x, T *y, int64_t rows, int len, const T *mask,
+                                    int64_t H, int64_t S, int64_t mb, int64_t mh, int64_t mi) {
+  int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
+  int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  int64_t i = r % S, hh = (r / S) % H, bb = r / (S * H);
+  const T *xr = x + r * len, *mr = mask + bb * mb + hh * mh + i * mi;
+  float v[4][8], mx = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    int j = (c * 32 + lane) * 8;
+    if (j < len) {
+      float mk[8];
+      cuk_ld8(xr + j, v[c]);
+      cuk_ld8(mr + j, mk);
+#pragma unroll
+      for (int k = 0; k < 8; k++) {
+        v[c][k] += mk[k];
+        mx = fmaxf(mx, v[c][k]);
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float ref = mx == -INFINITY ? 0.0f : mx, sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < 4; c++)
+    if ((c * 32 + lane) * 8 < len)
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        sum += (v[c][k] = __expf(v[c][k] - ref));
+  for (int o = 16; o > 0; o >>= 1)
+    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  float inv = 1.0f / sum;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    int j = (c * 32 + lane) * 8;
+    if (j < len) {
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        v[c][k] *= inv;
+      cuk_st8(y + r * len + j, v[c]);
+    }
+  }
+}
+
 extern "C" cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y,
                                           int64_t rows, int64_t len, const void *mask, int64_t H,
                                           int64_t S, int64_t mb, int64_t mh, int64_t mi,
                                           int64_t mj) {
   if (rows <= 0 || len <= 0) return cudaSuccess;
   if (rows > 2147483647 || H <= 0 || S <= 0) return cudaErrorInvalidValue;
+  if ((dt == CUK_BF16 || dt == CUK_F16) && len % 8 == 0 && len <= 1024 && mj == 1 && mb % 8 == 0 &&
+      mh % 8 == 0 && mi % 8 == 0 && cuk_al16(x, y, mask)) {
+    unsigned blocks = (unsigned)((rows + 7) / 8);
+    if (dt == CUK_BF16)
+      softmax_masked_warp<__nv_bfloat16>
+          <<<blocks, 256, 0, s>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, rows, (int)len,
+                                  (const __nv_bfloat16 *)mask, H, S, mb, mh, mi);
+    else
+      softmax_masked_warp<__half><<<blocks, 256, 0, s>>>(
+          (const __half *)x, (__half *)y, rows, (int)len, (const __half *)mask, H, S, mb, mh, mi);
+    return cudaGetLastError();
+  }
   int64_t t = (len + 31) / 32 * 32;
   int threads = t > 256 ? 256 : (int)t;
   softmax_masked_rows<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, len, mask, H, S, mb, mh, mi, mj);

@@ -44,6 +44,16 @@ __device__ __forceinline__ float cuk_sat(float v, float m) {
   return isnan(v) || isinf(v) ? v : fminf(fmaxf(v, -m), m);
 }
 
+__device__ __forceinline__ float cuk_to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float cuk_to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T cuk_from_f(float v);
+template <> __device__ __forceinline__ __half cuk_from_f<__half>(float v) {
+  return __float2half_rn(cuk_sat(v, CUK_F16_MAX));
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cuk_from_f<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(cuk_sat(v, CUK_BF16_MAX));
+}
+
 __device__ __forceinline__ void cuk_stf(void *p, int dt, int64_t i, float v) {
   switch (dt) {
   case CUK_F32: ((float *)p)[i] = v; break;
@@ -108,6 +118,28 @@ __device__ __forceinline__ float cuk_unary(int op, float x, float p0, float p1) 
     return (isinf(x) && ((x < 0.0f && p0 != 0.0f) || (x > 0.0f && p1 != 0.0f))) ? 1.0f : 0.0f;
   default: return x;
   }
+}
+
+/* 8 contiguous 16-bit floats (one 16-byte access) to / from float32: the
+ * vector paths of memory-bound kernels (bfloat16 / float16 storage). */
+template <typename T> __device__ __forceinline__ void cuk_ld8(const T *p, float *v) {
+  uint4 u = *(const uint4 *)p;
+  const T *e = (const T *)&u;
+#pragma unroll
+  for (int k = 0; k < 8; k++)
+    v[k] = cuk_to_f(e[k]);
+}
+template <typename T> __device__ __forceinline__ void cuk_st8(T *p, const float *v) {
+  uint4 u;
+  T *e = (T *)&u;
+#pragma unroll
+  for (int k = 0; k < 8; k++)
+    e[k] = cuk_from_f<T>(v[k]);
+  *(uint4 *)p = u;
+}
+/* Is every pointer 16-byte aligned (NULL counts as aligned)? */
+static inline bool cuk_al16(const void *a, const void *b = NULL, const void *c = NULL) {
+  return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15) == 0;
 }
 
 /* Launch size for a grid-stride loop over n items. */

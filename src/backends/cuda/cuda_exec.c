@@ -2,13 +2,24 @@
  * (made on first sight, least recently used one dropped past CU_MAX_PLANS),
  * input uploads, the steps — or, from the second run of a plan on, one
  * launch of the CUDA graph captured from them — output downloads, and the
- * device error flag (bad Gather indices) checked after the run. */
+ * device error flag (bad Gather indices) checked after the run.
+ *
+ * Under `aitune profile` (a node observer set on the thread) a plan runs
+ * step by step, each step replayed from a CUDA graph of its own (captured on
+ * the first profiled run; a step that cannot be captured runs directly),
+ * with CUDA events around each step: the observer gets each step's device
+ * time under the plan node's name and the step's kind as op type ("fp8
+ * GEMM", "MatMul", "convert", ...), so the profile's per-op table is a
+ * per-kernel profile without nsys or ncu. Replaying graphs keeps the host's
+ * launch work (cuDNN and cuBLASLt calls) out of the times, as in a real run;
+ * what is lost is only the overlap between neighbouring steps. */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "runtime/observe.h"
 
 ait_status cu_time(cu_state *s, ait_status (*fn)(void *arg), void *arg, int reps, float *ms) {
   float t[16];
@@ -46,6 +57,53 @@ static ait_status run_steps(cu_state *s, cu_plan *p) {
   return AIT_OK;
 }
 
+/* Step i of p as a CUDA graph of its own, or NULL when it cannot be. */
+static cudaGraphExec_t step_graph(cu_state *s, cu_plan *p, int i) {
+  if (!p->step_exec && !(p->step_exec = calloc((size_t)p->n_steps, sizeof *p->step_exec)))
+    return NULL;
+  if (p->step_exec[i]) return p->step_exec[i];
+  cudaGraph_t g = NULL;
+  if (cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  ait_status st = p->steps[i].run(s, p, &p->steps[i]);
+  cudaError_t e = cudaStreamEndCapture(s->stream, &g);
+  if (st || e != cudaSuccess || !g || cudaGraphInstantiate(&p->step_exec[i], g, 0) != cudaSuccess) {
+    p->step_exec[i] = NULL;
+    cudaGetLastError();
+    ait_err_clear();
+  }
+  if (g) cudaGraphDestroy(g);
+  if (p->step_exec[i] && cudaGraphUpload(p->step_exec[i], s->stream) != cudaSuccess)
+    cudaGetLastError();
+  return p->step_exec[i];
+}
+
+static ait_status run_steps_timed(cu_state *s, cu_plan *p) {
+  for (int i = 0; i < p->n_steps; i++) {
+    cu_step *st = &p->steps[i];
+    if (!st->run) continue;
+    cudaGraphExec_t ge = step_graph(s, p, i);
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[0], s->stream), "profiling"));
+    ait_status r =
+        ge ? cu_check(cudaGraphLaunch(ge, s->stream), "profiling a step") : st->run(s, p, st);
+    if (r)
+      return st->node >= 0 ? ait_err_prefix(r, "%s", ait_node_desc(&p->pg->nodes[st->node])) : r;
+    float ms = 0;
+    AIT_TRY(cu_check(cudaEventRecord(s->ev[1], s->stream), "profiling"));
+    AIT_TRY(cu_check(cudaEventSynchronize(s->ev[1]), "profiling"));
+    AIT_TRY(cu_check(cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]), "profiling"));
+    ait_node shown;
+    memset(&shown, 0, sizeof shown);
+    shown.name = st->node >= 0 ? p->pg->nodes[st->node].name : (char *)"(layout and type glue)";
+    shown.op_type = (char *)st->what;
+    shown.domain = (char *)"";
+    ait_observe_node(&shown, ms * 1e-3);
+  }
+  return AIT_OK;
+}
+
 /* Capture the steps into a CUDA graph; false (and nothing kept) when any
  * step refuses to be captured, so the plan keeps running step by step. */
 static bool capture(cu_state *s, cu_plan *p) {
@@ -73,6 +131,7 @@ static bool capture(cu_state *s, cu_plan *p) {
 }
 
 ait_status cu_plan_run(cu_state *s, cu_plan *p) {
+  if (ait_observing() && !s->dry) return run_steps_timed(s, p);
   if (!p->gexec && s->o.graphs && p->runs >= 1 && !p->graph_failed && p->n_steps > 0)
     p->graph_failed = !capture(s, p);
   if (p->gexec) return cu_check(cudaGraphLaunch(p->gexec, s->stream), "launching the CUDA graph");

@@ -12,7 +12,16 @@
  * The algorithm is chosen when the plan is made: the heuristic's best
  * `candidates` are timed on the plan's own buffers and the fastest is kept
  * in the state's algorithm cache under a key of the problem, which save()
- * writes and load() reads back, so a loaded model does not measure again. */
+ * writes and load() reads back, so a loaded model does not measure again.
+ *
+ * dtype=fp8 (Hopper's fp8 Tensor Cores): a GEMM whose weight is a constant
+ * 2-D matrix runs as an e4m3 x e4m3 cuBLASLt GEMM with bfloat16 output. The
+ * weight is quantized once (per tensor, stored [N, K]: cuBLASLt's fp8 GEMMs
+ * take only the "TN" layout, K contiguous in both operands); the activation
+ * [M, K] is quantized per tensor at every run by cuk_fp8_quantize just before
+ * the GEMM, and the two scales reach cuBLASLt as device pointers, so the
+ * step is capturable. A GEMM cuBLASLt has no fp8 algorithm for runs in
+ * bfloat16 (the bf16 weight is uploaded too). */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdio.h>
@@ -41,6 +50,12 @@ typedef struct gemm_prm {
   cublasLtMatmulAlgo_t algo;
   size_t ws;
   char key[CU_KEY_LEN];
+  /* dtype=fp8 */
+  bool fp8;
+  void *w8;              /* weight, e4m3 [N, K] */
+  const float *wsc;      /* its scale (device) */
+  int xq, xs;            /* tensors: the activation in e4m3, its absmax and scale */
+  struct gemm_prm *qsrc; /* an earlier fp8 GEMM that quantizes the same activation */
 } gemm_prm;
 
 static void gemm_release(void *prm) {
@@ -57,11 +72,10 @@ static cudaDataType_t lt_type(ait_dtype dt) {
   return dt == AIT_BFLOAT16 ? CUDA_R_16BF : dt == AIT_FLOAT16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
-static ait_status layout(cublasLtMatrixLayout_t *l, ait_dtype dt, int64_t rows, int64_t cols,
+static ait_status layout(cublasLtMatrixLayout_t *l, cudaDataType_t dt, int64_t rows, int64_t cols,
                          int64_t ld, int batch, int64_t stride) {
-  AIT_TRY(
-      cu_check_lt(cublasLtMatrixLayoutCreate(l, lt_type(dt), (uint64_t)rows, (uint64_t)cols, ld),
-                  "matrix layout"));
+  AIT_TRY(cu_check_lt(cublasLtMatrixLayoutCreate(l, dt, (uint64_t)rows, (uint64_t)cols, ld),
+                      "matrix layout"));
   if (batch > 1) {
     int32_t b = batch;
     AIT_TRY(cu_check_lt(
@@ -76,6 +90,11 @@ static ait_status layout(cublasLtMatrixLayout_t *l, ait_dtype dt, int64_t rows, 
 }
 
 /* Descriptors for epilogue epi (bias pointer from the plan). */
+static ait_status set_attr(gemm_prm *g, cublasLtMatmulDescAttributes_t a, const void *v, size_t n,
+                           const char *what) {
+  return cu_check_lt(cublasLtMatmulDescSetAttribute(g->op, a, v, n), what);
+}
+
 static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
   if (g->op) cublasLtMatmulDescDestroy(g->op);
   g->op = NULL;
@@ -83,6 +102,15 @@ static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
   AIT_TRY(cu_check_lt(cublasLtMatmulDescCreate(&g->op, ct, CUDA_R_32F), "matmul descriptor"));
   cublasOperation_t opa = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                     opb = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (g->fp8) { /* TN: cuBLASLt's A = the weight [N, K] seen transposed */
+    opa = CUBLAS_OP_T;
+    opb = CUBLAS_OP_N;
+    const void *as = g->wsc, *bs = (const float *)cu_ptr(p, g->xs) + 4;
+    int8_t fast = s->o.fp8_fast ? 1 : 0;
+    AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as, "A scale"));
+    AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bs, sizeof bs, "B scale"));
+    AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast, "fast accumulation"));
+  }
   AIT_TRY(cu_check_lt(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
       "transa"));
@@ -93,17 +121,35 @@ static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
   AIT_TRY(cu_check_lt(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
       "epilogue"));
-  if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS) {
+  if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS ||
+      epi == CUBLASLT_EPILOGUE_GELU_BIAS) {
     void *bp = cu_ptr(p, g->bias);
     AIT_TRY(cu_check_lt(
         cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp),
         "bias pointer"));
+    cudaDataType_t bt = lt_type(p->t[g->bias].dt);
+    AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt, "bias type"));
   }
   return AIT_OK;
 }
 
+static void free_layouts(gemm_prm *g) {
+  cublasLtMatrixLayout_t *l[4] = {&g->la, &g->lb, &g->lc, &g->ld};
+  for (int i = 0; i < 4; i++) {
+    if (*l[i]) cublasLtMatrixLayoutDestroy(*l[i]);
+    *l[i] = NULL;
+  }
+}
+
 static ait_status make_layouts(cu_plan *p, gemm_prm *g) {
-  ait_dtype dt = p->t[g->y].dt;
+  free_layouts(g);
+  cudaDataType_t dt = lt_type(p->t[g->y].dt);
+  if (g->fp8) { /* both e4m3 operands K-contiguous, no batch (folded into M) */
+    AIT_TRY(layout(&g->la, CUDA_R_8F_E4M3, g->K, g->N, g->K, 1, 0));
+    AIT_TRY(layout(&g->lb, CUDA_R_8F_E4M3, g->K, g->M, g->K, 1, 0));
+    AIT_TRY(layout(&g->lc, dt, g->N, g->M, g->N, 1, 0));
+    return layout(&g->ld, dt, g->N, g->M, g->N, 1, 0);
+  }
   int b = g->n_loop ? 1 : g->batch;
   /* cuBLASLt A = our B: stored [K, N] (ld N) or, transposed, [N, K] (ld K) */
   AIT_TRY(
@@ -121,6 +167,7 @@ static ait_status gemm_call(cu_state *s, cu_plan *p, gemm_prm *g, const cublasLt
                             size_t ws) {
   size_t es = ait_elem_size(p->t[g->y].dt);
   char *A = cu_ptr(p, g->a), *B = cu_ptr(p, g->b), *Y = cu_ptr(p, g->y);
+  if (g->fp8) A = cu_ptr(p, g->xq), B = g->w8;
   char *C = g->c >= 0 ? cu_ptr(p, g->c) : Y;
   float beta = g->c >= 0 ? g->beta : 0.0f;
   int calls = g->n_loop ? g->n_loop : 1;
@@ -151,6 +198,10 @@ static ait_status gemm_post(cu_state *s, cu_plan *p, gemm_prm *g) {
 
 static ait_status gemm_run(cu_state *s, cu_plan *p, cu_step *st) {
   gemm_prm *g = st->prm;
+  if (g->fp8 && (!g->qsrc || !g->qsrc->fp8)) /* else quantized already by qsrc */
+    AIT_TRY(cu_check(cuk_fp8_quantize(s->stream, p->t[g->a].dt, cu_ptr(p, g->a), g->M * g->K,
+                                      cu_ptr(p, g->xs), cu_ptr(p, g->xq)),
+                     "fp8 activation quantization"));
   AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
   return gemm_post(s, p, g);
 }
@@ -174,10 +225,17 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   AIT_TRY(cu_need_lt(s));
   AIT_TRY(make_layouts(p, g));
   bool want_bias = g->bias >= 0, want_relu = g->act == CUK_RELU;
-  int tries[3], n_tries = 0;
+  /* exact (erf) GELU as cuBLASLt's tanh-approximated GELU epilogue: only
+   * where storage is 16-bit (the two differ by < 1e-3, under bfloat16's
+   * resolution) and the option allows it; saves a pass over the output */
+  bool want_gelu = (g->act == CUK_GELU || g->act == CUK_GELU_TANH) && s->o.gelu_lt &&
+                   p->t[g->y].dt != AIT_FLOAT32;
+  int tries[4], n_tries = 0;
   if (want_bias && want_relu) tries[n_tries++] = CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (want_bias && want_gelu) tries[n_tries++] = CUBLASLT_EPILOGUE_GELU_BIAS;
   if (want_bias) tries[n_tries++] = CUBLASLT_EPILOGUE_BIAS;
   if (!want_bias && want_relu) tries[n_tries++] = CUBLASLT_EPILOGUE_RELU;
+  if (!want_bias && want_gelu) tries[n_tries++] = CUBLASLT_EPILOGUE_GELU;
   tries[n_tries++] = CUBLASLT_EPILOGUE_DEFAULT;
   cublasLtMatmulPreference_t pref = NULL;
   AIT_TRY(cu_check_lt(cublasLtMatmulPreferenceCreate(&pref), "matmul preference"));
@@ -187,28 +245,41 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
                               "workspace preference");
   cublasLtMatmulHeuristicResult_t res[64];
   int n_res = 0, epi = CUBLASLT_EPILOGUE_DEFAULT;
-  for (int t = 0; !rc && t < n_tries && n_res == 0; t++) {
-    epi = tries[t];
-    rc = make_desc(s, p, g, epi);
+  for (int pass = 0; pass < 2 && n_res == 0; pass++) {
+    if (pass == 1) { /* no fp8 algorithm for this problem: run it in the storage type */
+      if (!g->fp8) break;
+      g->fp8 = false;
+      rc = make_layouts(p, g);
+    }
+    for (int t = 0; !rc && t < n_tries && n_res == 0; t++) {
+      epi = tries[t];
+      rc = make_desc(s, p, g, epi);
+      if (rc) break;
+      int want = s->o.candidates < 1 ? 1 : s->o.candidates > 64 ? 64 : s->o.candidates;
+      cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(s->lt, g->op, g->la, g->lb, g->lc, g->ld,
+                                                         pref, want, res, &n_res);
+      if (hs != CUBLAS_STATUS_SUCCESS) n_res = 0;
+    }
     if (rc) break;
-    int want = s->o.candidates < 1 ? 1 : s->o.candidates > 64 ? 64 : s->o.candidates;
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(s->lt, g->op, g->la, g->lb, g->lc, g->ld,
-                                                       pref, want, res, &n_res);
-    if (hs != CUBLAS_STATUS_SUCCESS) n_res = 0;
   }
   cublasLtMatmulPreferenceDestroy(pref);
   AIT_TRY(rc);
   if (n_res == 0)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: cuBLASLt has no algorithm for %s", g->key);
   g->lt_epi = epi;
-  g->post_bias = want_bias && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_RELU_BIAS;
+  g->post_bias = want_bias && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_RELU_BIAS &&
+                 epi != CUBLASLT_EPILOGUE_GELU_BIAS;
   g->post_act =
       g->act != CUK_COPY &&
-      !(want_relu && (epi == CUBLASLT_EPILOGUE_RELU_BIAS || epi == CUBLASLT_EPILOGUE_RELU));
+      !(want_relu && (epi == CUBLASLT_EPILOGUE_RELU_BIAS || epi == CUBLASLT_EPILOGUE_RELU)) &&
+      !(want_gelu && (epi == CUBLASLT_EPILOGUE_GELU_BIAS || epi == CUBLASLT_EPILOGUE_GELU));
   if (g->post_bias && !g->bias_f32)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: no bias epilogue for %s", g->key);
   char key[CU_KEY_LEN];
-  snprintf(key, sizeof key, "%s|e%d", g->key, epi);
+  snprintf(key, sizeof key, "%s|e%d%s", g->key, epi,
+           !g->fp8         ? ""
+           : s->o.fp8_fast ? "|fp8fast"
+                           : "|fp8");
   const cu_algo *known = cu_algo_find(s, key);
   if (known) {
     cublasLtMatmulHeuristicResult_t chk;
@@ -261,7 +332,8 @@ static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
            g->bias >= 0);
   cu_step *s;
   int64_t *off = g->off; /* cu_step_add frees g, not what it points to */
-  ait_status st = cu_step_add(pl, (int)(n - pl->g->nodes), n->op_type, gemm_run, g, &s);
+  ait_status st =
+      cu_step_add(pl, (int)(n - pl->g->nodes), g->fp8 ? "fp8 GEMM" : n->op_type, gemm_run, g, &s);
   if (st) {
     free(off);
     return st;
@@ -273,6 +345,8 @@ static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
   cu_step_use(s, g->c);
   cu_step_use(s, g->bias);
   cu_step_use(s, g->y);
+  cu_step_use(s, g->xq);
+  cu_step_use(s, g->xs);
   return AIT_OK;
 }
 
@@ -282,7 +356,7 @@ static gemm_prm *new_prm(void) {
     ait_err(AIT_E_NOMEM, "cuda: out of memory");
     return NULL;
   }
-  g->c = g->bias = -1;
+  g->c = g->bias = g->xq = g->xs = -1;
   g->alpha = 1.0f;
   g->beta = 1.0f;
   g->batch = 1;
@@ -321,6 +395,39 @@ static ait_status add_after(cu_planner *pl, const ait_node *n, gemm_prm *g, int 
   g->act = CUK_COPY;
   return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "GEMM addend", CUK_ADD, NULL, in, 2, g->y,
                          act, ap, beta);
+}
+
+/* dtype=fp8: run g on e4m3 operands when its weight (value wv, stored [N, K]
+ * when nk, else [K, N]) is a constant matrix and the shapes suit cuBLASLt's
+ * fp8 GEMMs (K and N multiples of 16: 16-byte aligned rows); else g stays
+ * in the storage type. */
+static ait_status try_fp8(cu_planner *pl, gemm_prm *g, int wv, bool nk) {
+  cu_plan *p = pl->p;
+  const ait_value *w = &pl->g->values[wv];
+  if (pl->s->o.prec != CU_FP8 || g->ta || g->batch != 1 || g->n_loop || g->K % 16 || g->N % 16 ||
+      !w->init || w->init->kind != AIT_KIND_TENSOR || w->init->rank != 2 ||
+      p->t[g->y].dt != AIT_BFLOAT16 || p->t[g->a].dt != AIT_BFLOAT16 ||
+      cu_numel(&p->t[g->a]) != g->M * g->K)
+    return AIT_OK;
+  void *dev;
+  AIT_TRY(cu_const_weight(pl, wv, nk ? CU_W_E4M3_NK : CU_W_E4M3_KN, &dev));
+  /* Q, K and V projections read one activation: quantize it once */
+  for (int i = p->n_steps - 1; i >= 0 && !g->qsrc; i--) {
+    gemm_prm *o = p->steps[i].run == gemm_run ? p->steps[i].prm : NULL;
+    if (o && o->fp8 && !o->qsrc && o->a == g->a && o->M == g->M && o->K == g->K) g->qsrc = o;
+  }
+  if (g->qsrc) {
+    g->xq = g->qsrc->xq;
+    g->xs = g->qsrc->xs;
+  } else {
+    int64_t dq[2] = {g->M, g->K}, ds = 8;
+    AIT_TRY(cu_temp(pl, AIT_UINT8, 2, dq, CU_PLAIN, &g->xq));
+    AIT_TRY(cu_temp(pl, AIT_FLOAT32, 1, &ds, CU_PLAIN, &g->xs));
+  }
+  g->w8 = dev;
+  g->wsc = (const float *)((char *)dev + cu_e4m3_scale_offset(g->K * g->N));
+  g->fp8 = true;
+  return AIT_OK;
 }
 
 static bool same_dims(const cu_tensor *a, const cu_tensor *b) {
@@ -365,6 +472,7 @@ ait_status cu_lower_gemm(cu_planner *pl, const ait_node *n) {
         z = c, zbeta = g->beta;
     }
   }
+  if (!st) st = try_fp8(pl, g, n->in[1], g->tb);
   if (st) {
     free(g);
     return st;
@@ -475,6 +583,7 @@ ait_status cu_lower_matmul(cu_planner *pl, const ait_node *n) {
       z = -1;
     }
   }
+  if (!st) st = try_fp8(pl, g, n->in[1], false);
   if (st) {
     free(g->off);
     free(g);

@@ -11,7 +11,11 @@
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
- *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads
+ *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads;
+ *                     per-step device times for `aitune profile`
+ *   cuda_fp8.c        dtype=fp8 weights: e4m3 with a per-tensor scale (host,
+ *                     plain C, in every build); cuda_fp8.cu quantizes
+ *                     activations on the device
  *   cuda_mem.c        device weights (uploaded once), the algorithm cache
  *   cuda_save.c       save/load: the rewritten graph and the algorithms
  *   cuda_debug.h      a dry planner for tests without a GPU
@@ -50,7 +54,7 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16 } cu_prec;
+typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16, CU_FP8 } cu_prec;
 typedef enum cu_layout { CU_PLAIN = 0, CU_NHWC = 1 } cu_layout;
 
 typedef struct cu_opts {
@@ -60,8 +64,12 @@ typedef struct cu_opts {
   bool measure;   /* time candidate algorithms (else the heuristic's first) */
   int candidates; /* algorithms measured per GEMM / convolution */
   bool attention; /* fuse attention patterns */
+  bool attn_gemm; /* ... as GEMMs around a masked softmax, never the fused kernel */
+  bool attn_auto; /* the fused kernel only when its grid fills the GPU */
   int64_t ws_bytes;
   int device;
+  bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
 } cu_opts;
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o);
@@ -79,8 +87,14 @@ ait_status cu_check_dnn(cudnnStatus_t e, const char *what);
 typedef enum cu_wfmt {
   CU_W_STORE = 0, /* the storage type of the value (floats in the precision's type) */
   CU_W_F32,       /* float32 (per-channel parameters of epilogues, norms) */
-  CU_W_KRSC       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_KRSC,      /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_E4M3_KN,   /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
+  CU_W_E4M3_NK    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
 } cu_wfmt;
+
+/* Bytes of an e4m3 weight image of n elements before its scale (16-aligned,
+ * as cuBLASLt wants its scale pointers). */
+static inline int64_t cu_e4m3_scale_offset(int64_t n) { return (n + 15) / 16 * 16; }
 
 typedef struct cu_weight {
   int value; /* index in the state's graph */
@@ -133,7 +147,8 @@ typedef struct cu_state {
   int n_algos, cap_algos;
   int n_measured; /* algorithms measured by this state (for tests and logs) */
   char device_name[128];
-  int sm; /* compute capability, major * 10 + minor */
+  int sm;   /* compute capability, major * 10 + minor */
+  int n_sm; /* streaming multiprocessors (0 in a dry state) */
 } cu_state;
 
 /* Device handles, workspace and stream (idempotent). */
@@ -219,7 +234,8 @@ struct cu_plan {
   cudaGraph_t graph;
   cudaGraphExec_t gexec;
   bool graph_failed;
-  bool dry; /* made by a dry state: nothing on the device */
+  cudaGraphExec_t *step_exec; /* per step, for profiling (NULL: not made) */
+  bool dry;                   /* made by a dry state: nothing on the device */
   int runs;
 };
 

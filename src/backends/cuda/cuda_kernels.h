@@ -226,6 +226,14 @@ cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y, i
                                int64_t len, const void *mask, int64_t H, int64_t S, int64_t mb,
                                int64_t mh, int64_t mi, int64_t mj);
 
+/* dtype=fp8: q[0..n) = e4m3(x / scale) with scale = absmax(x) / 448 (1 when
+ * x is all zero); sc (8 floats, device, 16-byte aligned) receives absmax in
+ * sc[0] and the scale in sc[4], 16-byte aligned for cuBLASLt's scale pointer. */
+cudaError_t cuk_fp8_quantize(cudaStream_t s, int dt, const void *x, int64_t n, float *sc,
+                             unsigned char *q);
+/* q[i] = e4m3(x[i]) by the hardware conversion, for tests. */
+cudaError_t cuk_fp8_encode(cudaStream_t s, const float *x, int64_t n, unsigned char *q);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/cuda_debug.h"
 #include "backends/cuda/cuda_impl.h"
 
 /* ---- errors --------------------------------------------------------------- */
@@ -40,6 +41,7 @@ ait_status cu_state_open(cu_state *s) {
   AIT_TRY(cu_check(cudaGetDeviceProperties(&prop, s->o.device), "reading device properties"));
   snprintf(s->device_name, sizeof s->device_name, "%s", prop.name);
   s->sm = prop.major * 10 + prop.minor;
+  s->n_sm = prop.multiProcessorCount;
   s->open = true; /* from here on cu_state_close undoes whatever was made */
   AIT_TRY(
       cu_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "creating a stream"));
@@ -165,9 +167,32 @@ void cu_weights_free(cu_state *s) {
   s->n_w = s->cap_w = 0;
 }
 
+/* e4m3 image of a 2-D GEMM weight: [N, K] bytes, padding, the float32 scale. */
+static ait_status e4m3_image(const ait_tensor *t, cu_wfmt fmt, void **out, int64_t *bytes) {
+  if (t->rank != 2) return ait_err(AIT_E_SHAPE, "cuda: an fp8 GEMM weight needs rank 2");
+  int64_t n = ait_tensor_numel(t), off = cu_e4m3_scale_offset(n);
+  *bytes = off + 16;
+  float *f = malloc(sizeof(float) * (size_t)(n + 1));
+  uint8_t *img = calloc(1, (size_t)*bytes);
+  ait_status st = f && img ? cu_host_convert(t->dtype, t->data, AIT_FLOAT32, f, n)
+                           : ait_err(AIT_E_NOMEM, "cuda: out of memory preparing weights");
+  if (!st) {
+    float scale = ait_cuda_e4m3_weight(f, t->dims[0], t->dims[1], fmt == CU_W_E4M3_KN, img);
+    memcpy(img + off, &scale, sizeof scale);
+  }
+  free(f);
+  if (st) {
+    free(img);
+    return st;
+  }
+  *out = img;
+  return AIT_OK;
+}
+
 /* The host bytes of constant t in format fmt (new buffer, *bytes its size). */
 static ait_status weight_image(const cu_state *s, const ait_tensor *t, cu_wfmt fmt, void **out,
                                int64_t *bytes) {
+  if (fmt == CU_W_E4M3_KN || fmt == CU_W_E4M3_NK) return e4m3_image(t, fmt, out, bytes);
   int64_t n = ait_tensor_numel(t);
   ait_dtype dt = fmt == CU_W_F32 ? AIT_FLOAT32 : cu_store_type(s, t->dtype);
   *bytes = n * (int64_t)ait_elem_size(dt);

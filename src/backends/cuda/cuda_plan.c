@@ -606,6 +606,9 @@ void cu_plan_free(cu_plan *p) {
   if (!p) return;
   if (p->gexec) cudaGraphExecDestroy(p->gexec);
   if (p->graph) cudaGraphDestroy(p->graph);
+  for (int i = 0; p->step_exec && i < p->n_steps; i++)
+    if (p->step_exec[i]) cudaGraphExecDestroy(p->step_exec[i]);
+  free(p->step_exec);
   for (int i = 0; i < p->n_steps; i++) {
     if (p->steps[i].release) p->steps[i].release(p->steps[i].prm);
     free(p->steps[i].prm);

@@ -114,7 +114,7 @@ ait_status cu_load_algos(cu_state *s, const char *dir) {
       st = ait_err(AIT_E_INVALID_ARG,
                    "cuda: %s was measured for dtype=%s layout=%s, the configuration is dtype=%s "
                    "layout=%s",
-                   path, cu_prec_name((cu_prec)(h.prec <= CU_FP16 ? h.prec : 0)),
+                   path, cu_prec_name((cu_prec)(h.prec <= CU_FP8 ? h.prec : 0)),
                    h.nhwc ? "nhwc" : "nchw", cu_prec_name(s->o.prec), s->o.nhwc ? "nhwc" : "nchw");
   }
   bool same_machine = !st && h.sm == mine.sm && h.cudnn == mine.cudnn &&
