@@ -27,6 +27,7 @@ struct tb_model {
   Onnx__TensorProto inits[CAP], *init_ptrs[CAP];
   Onnx__StringStringEntryProto ext[CAP][3], *ext_ptrs[CAP][3];
   char ext_vals[CAP][2][32];
+  int64_t ints[CAP][8];
   char *strs[CAP * 8];
   int n_strs;
 };
@@ -185,6 +186,20 @@ void tb_attr_int(tb_model *m, int node, const char *name, int64_t v) {
   a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
   a->has_i = 1;
   a->i = v;
+  Onnx__NodeProto *n = &m->nodes[node];
+  m->attr_ptrs[node][n->n_attribute++] = a;
+}
+
+void tb_attr_ints(tb_model *m, int node, const char *name, int count, const int64_t *v) {
+  int k = m->n_attrs;
+  Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
+  onnx__attribute_proto__init(a);
+  a->name = keep(m, name);
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  memcpy(m->ints[k], v, sizeof(int64_t) * (size_t)count);
+  a->n_ints = (size_t)count;
+  a->ints = m->ints[k];
   Onnx__NodeProto *n = &m->nodes[node];
   m->attr_ptrs[node][n->n_attribute++] = a;
 }

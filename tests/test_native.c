@@ -78,7 +78,7 @@ static ait_status run_on(const char *spec, const ait_graph *g, const ait_tensor 
 /* The rewritten copy of g and what the passes did. */
 static ait_graph *rewrite(const ait_graph *g, nat_pass_stats *stats) {
   ait_graph *c = nat_graph_clone(g, NULL, true);
-  if (!c || nat_run_passes(c, stats) != AIT_OK) {
+  if (!c || nat_run_passes_ex(c, stats, true) != AIT_OK) {
     fprintf(stderr, "rewrite: %s\n", ait_last_error());
     ait_graph_free(c);
     return NULL;
@@ -267,6 +267,92 @@ static void test_mlp(void) {
   ait_graph_free(g);
 }
 
+/* ---- attention: Transposes, MatMul, scale, mask, Softmax, MatMul ---------- */
+
+static ait_graph *attention_model(void) {
+  static float scale = 4.0f;
+  static const int64_t dq[4] = {-1, 130, 2, 16}, dm[4] = {-1, 1, 1, 130}, d0[1] = {0};
+  static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
+  tb_model *m = tb_new(17);
+  tb_input(m, "q", 1, 4, dq);
+  tb_input(m, "k", 1, 4, dq);
+  tb_input(m, "v", 1, 4, dq);
+  tb_input(m, "mask", 1, 4, dm);
+  tb_output(m, "y", 1, 4, dq);
+  tb_init_f32(m, "scale", 0, d0, &scale);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tq", IN("q"), IN("qt")), "perm", 4, p0213);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p0231);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tv", IN("v"), IN("vt")), "perm", 4, p0213);
+  tb_node(m, "MatMul", "qk", IN("qt", "kt"), IN("s0"));
+  tb_node(m, "Div", "scale", IN("s0", "scale"), IN("s1"));
+  tb_node(m, "Add", "add_mask", IN("s1", "mask"), IN("s2"));
+  tb_attr_int(m, tb_node(m, "Softmax", "softmax", IN("s2"), IN("p")), "axis", -1);
+  tb_node(m, "MatMul", "pv", IN("p", "vt"), IN("y0"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("y0"), IN("y")), "perm", 4, p0213);
+  return parse(m);
+}
+
+/* rank 3, key already transposed, Mul by a scale, no mask, Softmax axis 2 */
+static ait_graph *attention3_model(void) {
+  static float scale = 0.3f;
+  static const int64_t dq[3] = {-1, 70, 8}, dk[3] = {-1, 8, 70}, dv[3] = {-1, 70, 12}, d0[1] = {0};
+  tb_model *m = tb_new(13);
+  tb_input(m, "q", 1, 3, dq);
+  tb_input(m, "kt", 1, 3, dk);
+  tb_input(m, "v", 1, 3, dv);
+  tb_output(m, "y", 1, 3, dv);
+  tb_init_f32(m, "scale", 0, d0, &scale);
+  tb_node(m, "MatMul", "qk", IN("q", "kt"), IN("s0"));
+  tb_node(m, "Mul", "scale", IN("scale", "s0"), IN("s1"));
+  tb_attr_int(m, tb_node(m, "Softmax", "softmax", IN("s1"), IN("p")), "axis", 2);
+  tb_node(m, "MatMul", "pv", IN("p", "v"), IN("y"));
+  return parse(m);
+}
+
+static void test_attention(void) {
+  ait_graph *g = attention_model(), *g3 = attention3_model();
+  CHECK(g != NULL && g3 != NULL);
+  if (!g || !g3) {
+    ait_graph_free(g);
+    ait_graph_free(g3);
+    return;
+  }
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st), *rw3 = rewrite(g3, &st);
+  CHECK(rw != NULL && rw3 != NULL);
+  if (rw && rw3) {
+    CHECK(rw->n_nodes == 1 && count_op(rw, "FusedAttention") == 1);
+    const ait_node *a = find_node(rw, "pv");
+    int cq = 0, ck = 0, cv = 0, co = 0;
+    CHECK(a && ait_attr_float(a, "alpha", 1.0f) == 0.25f && a->n_in == 4 && a->in[3] >= 0);
+    CHECK(a && ait_attr_ints(a, "q_perm", &cq) && ait_attr_ints(a, "k_perm", &ck) &&
+          ait_attr_ints(a, "v_perm", &cv) && ait_attr_ints(a, "out_perm", &co) && ck == 4 &&
+          ait_attr_ints(a, "k_perm", &ck)[3] == 1);
+    CHECK(!strcmp(rw->values[rw->outputs[0]].name, "y"));
+    CHECK(rw3->n_nodes == 1 && count_op(rw3, "FusedAttention") == 1);
+    const ait_node *a3 = find_node(rw3, "pv");
+    CHECK(a3 && !ait_attr_ints(a3, "q_perm", &cq) && a3->in[3] < 0);
+    const int64_t dq[4] = {2, 130, 2, 16}, dm[4] = {2, 1, 1, 130};
+    ait_tensor *in[4] = {rand_tensor(4, dq), rand_tensor(4, dq), rand_tensor(4, dq),
+                         rand_tensor(4, dm)};
+    float *mk = in[3]->data; /* a padding mask: 0 or -10000 */
+    for (int i = 0; i < 2 * 130; i++)
+      mk[i] = (i % 130) > 100 + i / 130 ? -10000.0f : 0.0f;
+    check_equivalent(g, rw, (const ait_tensor *const *)in, 4, 1e-5);
+    const int64_t d3q[3] = {3, 70, 8}, d3k[3] = {3, 8, 70}, d3v[3] = {3, 70, 12};
+    ait_tensor *in3[3] = {rand_tensor(3, d3q), rand_tensor(3, d3k), rand_tensor(3, d3v)};
+    check_equivalent(g3, rw3, (const ait_tensor *const *)in3, 3, 1e-5);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(in[i]);
+    for (int i = 0; i < 3; i++)
+      ait_tensor_free(in3[i]);
+  }
+  ait_graph_free(rw);
+  ait_graph_free(rw3);
+  ait_graph_free(g);
+  ait_graph_free(g3);
+}
+
 /* ---- plans per input signature, activate/deactivate, save/load ------------ */
 
 static void test_state(void) {
@@ -444,6 +530,7 @@ static void test_planner(void) {
 int main(void) {
   test_cnn();
   test_mlp();
+  test_attention();
   test_state();
   test_shape_cache();
   test_options();

@@ -3,6 +3,7 @@
  * kernels live in src/ops/fused_kernels.c, activations in fused_act.c. */
 #include <string.h>
 
+#include "ir/shape.h"
 #include "ops/fused_impl.h"
 #include "ops/nn_impl.h"
 
@@ -12,11 +13,46 @@ ait_status ait_fused_gemm_kernel(ait_kctx *ctx, const ait_node *node, const ait_
                                  int n_in, ait_tensor **out, int n_out);
 ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                                    int n_in, ait_tensor **out, int n_out);
+ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out);
+
+/* Q'[.., Sq, D] and V'[.., Sk, Dv] give Y[.., Sq, Dv] (batch dims of Q'),
+ * then out_perm; unknown when a rank is. */
+static ait_status attention_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *q = ait_node_in(g, n, 0), *v = ait_node_in(g, n, 2);
+  if (!q || !v) return AIT_OK;
+  int r = q->rank, cq = 0, cv = 0, co = 0;
+  const int64_t *qp = ait_attr_ints(n, "q_perm", &cq), *vp = ait_attr_ints(n, "v_perm", &cv);
+  const int64_t *op = ait_attr_ints(n, "out_perm", &co);
+  if (r < 2 || v->rank != r || (qp && cq != r) || (vp && cv != r) || (op && co != r)) {
+    ait_set_out(g, n, 0, q->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim y[AIT_MAX_RANK], o[AIT_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    int64_t a = qp ? qp[i] : i;
+    if (a < 0 || a >= r) return ait_err(AIT_E_SHAPE, "FusedAttention: q_perm out of range");
+    y[i] = q->dims[a];
+  }
+  int64_t last = vp ? vp[r - 1] : r - 1;
+  if (last < 0 || last >= r) return ait_err(AIT_E_SHAPE, "FusedAttention: v_perm out of range");
+  y[r - 1] = v->dims[last];
+  for (int i = 0; i < r; i++) {
+    int64_t a = op ? op[i] : i;
+    if (a < 0 || a >= r) return ait_err(AIT_E_SHAPE, "FusedAttention: out_perm out of range");
+    o[i] = y[a];
+  }
+  ait_set_out(g, n, 0, q->dtype, r, o);
+  return AIT_OK;
+}
 
 const ait_op_def ait_ops_fused[] = {
     {AIT_FUSED_DOMAIN, "FusedConv", 1, AIT_DT_FLOATS, nn_conv_shape, ait_fused_conv_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},
+    {AIT_FUSED_DOMAIN, "FusedAttention", 1, AIT_DT_FLOATS, attention_shape,
+     ait_fused_attention_kernel},
 };
 const int ait_ops_fused_n = (int)(sizeof ait_ops_fused / sizeof ait_ops_fused[0]);
 

@@ -11,6 +11,13 @@
  *       attributes of Gemm, plus activation / activation_params
  *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)
  *       alpha (float, default 1), activation / activation_params
+ *   FusedAttention(Q, K, V, mask?)  scaled dot-product attention, as exported:
+ *       Q' = Transpose(Q, q_perm), K' = Transpose(K, k_perm), V' likewise
+ *       (each only when its perm attribute is present), then
+ *       S = alpha * MatMul(Q', K') + mask, P = Softmax(S, axis=-1),
+ *       Y = MatMul(P, V'), output Transpose(Y, out_perm) (when present).
+ *       K' is the already transposed key ([.., D, Sk]), as the first MatMul
+ *       reads it.
  *
  * `+` broadcasts as numpy does (ONNX Add). The activation is applied last:
  * "" or absent (none), "Relu", "Clip" [min, max], "Sigmoid", "Tanh",

@@ -99,3 +99,85 @@ ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ai
   return run_fused(ctx, node, nn_matmul_kernel, &mm, in, n_in, 2,
                    ait_attr_float(node, "alpha", 1.0f), out);
 }
+
+/* The standard op `op` (reference kernel at `opset`) on in[0..n_in), with
+ * at most one attribute. */
+static ait_status run_std(const ait_node *fused, const char *op, int opset, const ait_attr *attr,
+                          const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  const ait_op_def *def = ait_op_lookup("", op, opset, NULL);
+  if (!def || !def->kernel) return ait_err(AIT_E_INTERNAL, "no reference %s kernel", op);
+  ait_node n = plain_node(fused, op, opset);
+  int ids[4] = {0, 1, 2, 3};
+  n.n_in = n_in;
+  n.n_out = 1;
+  n.in = ids;
+  n.out = ids + 3;
+  n.n_attrs = attr ? 1 : 0;
+  n.attrs = (ait_attr *)attr;
+  return def->kernel(NULL, &n, in, n_in, out, 1);
+}
+
+/* *y = Transpose(x, perm attribute `name` of node) when the node has it,
+ * else *y stays NULL. */
+static ait_status transpose_by(const ait_node *node, const char *name, const ait_tensor *x,
+                               ait_tensor **y) {
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(node, name, &cnt);
+  if (!perm) return AIT_OK;
+  ait_attr a;
+  memset(&a, 0, sizeof a);
+  a.name = (char *)"perm";
+  a.type = AIT_ATTR_INTS;
+  a.n = cnt;
+  a.ints = (int64_t *)perm;
+  const ait_tensor *in[1] = {x};
+  return run_std(node, "Transpose", 13, &a, in, 1, y);
+}
+
+ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out) {
+  if (n_in < 3 || !in[0] || !in[1] || !in[2])
+    return ait_err(AIT_E_INVALID_ARG, "FusedAttention takes Q, K and V");
+  static const char *const perms[3] = {"q_perm", "k_perm", "v_perm"};
+  ait_tensor *qkv[3] = {NULL, NULL, NULL}, *s = NULL, *p = NULL, *y = NULL, *yt = NULL;
+  const ait_tensor *x[3];
+  ait_status st = AIT_OK;
+  for (int i = 0; i < 3 && st == AIT_OK; i++) {
+    st = transpose_by(node, perms[i], in[i], &qkv[i]);
+    x[i] = qkv[i] ? qkv[i] : in[i];
+  }
+  /* alpha and the mask exactly as FusedMatMul applies them */
+  if (st == AIT_OK) {
+    const ait_tensor *mm[4] = {x[0], x[1], NULL, n_in > 3 ? in[3] : NULL};
+    st = ait_fused_matmul_kernel(ctx, node, mm, 4, &s, 1);
+  }
+  if (st == AIT_OK) {
+    ait_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = (char *)"axis";
+    a.type = AIT_ATTR_INT;
+    a.i = -1;
+    const ait_tensor *sin[1] = {s};
+    st = run_std(node, "Softmax", 13, &a, sin, 1, &p);
+  }
+  if (st == AIT_OK) {
+    const ait_tensor *pin[2] = {p, x[2]};
+    st = run_std(node, "MatMul", 13, NULL, pin, 2, &y);
+  }
+  if (st == AIT_OK) st = transpose_by(node, "out_perm", y, &yt);
+  if (yt) {
+    ait_tensor_free(y);
+    y = yt;
+  }
+  for (int i = 0; i < 3; i++)
+    ait_tensor_free(qkv[i]);
+  ait_tensor_free(s);
+  ait_tensor_free(p);
+  if (st != AIT_OK) {
+    ait_tensor_free(y);
+    return st;
+  }
+  out[0] = y;
+  return AIT_OK;
+}

@@ -100,7 +100,7 @@ ait_status nat_state_new(ait_graph *g, int threads, bool passes, const nat_ext *
   s->fuse = passes;
   if (ext) s->ext = *ext;
   ait_status st = AIT_OK;
-  if (passes) st = nat_run_passes(g, &s->stats);
+  if (passes) st = nat_run_passes_ex(g, &s->stats, true);
   if (!st) st = nat_resolve_fused(g);
   if (!st) st = check_kernels(g, ext);
   s->has_subgraph = graph_has_subgraph(g);

@@ -4,6 +4,7 @@
  *   native_graph.c    graph copy, node/value editing helpers, compaction
  *   native_passes.c   constant folding, no-op removal, Conv+BatchNorm folding
  *   native_fuse.c     bias / residual / activation fusion into fused ops
+ *   native_attn.c     attention (MatMul-Softmax-MatMul) into FusedAttention
  *   native_pool.c     the thread pool
  *   native_plan.c     plans per input signature: liveness and the arena
  *   native_exec.c     the executor: fast kernels, views, reference fallback
@@ -39,6 +40,7 @@ ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent, bool borrow);
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
 ait_status nat_attr_set_float(ait_node *n, const char *name, float v);
 ait_status nat_attr_set_floats(ait_node *n, const char *name, const float *v, int count);
+ait_status nat_attr_set_ints(ait_node *n, const char *name, const int64_t *v, int count);
 /* New initializer value named after `base` plus `suffix` (made unique),
  * taking ownership of t (freed on failure). Returns its index or -1. */
 int nat_add_initializer(ait_graph *g, const char *base, const char *suffix, ait_tensor *t);
@@ -82,12 +84,16 @@ typedef struct nat_pass_stats {
   int folded, removed, bn_folded, fused;
 } nat_pass_stats;
 
-/* All passes in order, on graph g (a copy the backend owns). */
+/* All passes in order, on graph g (a copy the backend owns). The attention
+ * rewrite (FusedAttention) is native's own: other users of these passes
+ * (cuda) lower attention themselves, so nat_run_passes leaves it out. */
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats);
+ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention);
 ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
 
@@ -254,6 +260,7 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

@@ -65,6 +65,15 @@ ait_status nat_attr_set_floats(ait_node *n, const char *name, const float *v, in
   return AIT_OK;
 }
 
+ait_status nat_attr_set_ints(ait_node *n, const char *name, const int64_t *v, int count) {
+  ait_attr *a = attr_slot(n, name, AIT_ATTR_INTS);
+  if (!a || !(a->ints = malloc(sizeof(int64_t) * (size_t)(count + 1))))
+    return ait_err(AIT_E_NOMEM, "out of memory setting an attribute");
+  a->n = count;
+  if (count > 0) memcpy(a->ints, v, sizeof(int64_t) * (size_t)count);
+  return AIT_OK;
+}
+
 int nat_add_initializer(ait_graph *g, const char *base, const char *suffix, ait_tensor *t) {
   char name[512];
   snprintf(name, sizeof name, "%s%s", base, suffix);

@@ -19,6 +19,7 @@ static const fast_row fast_rows[] = {
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, nat_k_gemm},
     {"", "MatMul", 1, nat_k_matmul},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, nat_k_matmul},
+    {AIT_FUSED_DOMAIN, "FusedAttention", 1, nat_k_attention},
     {"", "Add", 7, nat_k_binary},
     {"", "Sub", 7, nat_k_binary},
     {"", "Mul", 7, nat_k_binary},

@@ -225,6 +225,10 @@ ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s) {
 }
 
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {
+  return nat_run_passes_ex(g, stats, false);
+}
+
+ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention) {
   nat_uses u = {.g = g};
   memset(stats, 0, sizeof *stats);
   ait_status st = nat_uses_refresh(&u);
@@ -232,6 +236,7 @@ ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {
   if (!st) st = nat_pass_remove_noops(&u, stats);
   if (!st) st = nat_pass_fold_batchnorm(&u, stats);
   if (!st) st = nat_pass_fuse(&u, stats);
+  if (!st && attention) st = nat_pass_attention(&u, stats);
   if (!st) st = nat_graph_compact(g, u.dead);
   if (!st) st = nat_resolve_fused(g);
   nat_uses_free(&u);

@@ -1,0 +1,314 @@
+/* Fused attention for the native backend: the pass that finds BERT-style
+ * attention as exported by PyTorch,
+ *
+ *   Q  = Transpose(q, [0,2,1,3])       K' = Transpose(k, [0,2,3,1])
+ *   S  = MatMul(Q, K') [* or / scalar] [+ mask]   (by now a FusedMatMul)
+ *   P  = Softmax(S, axis=-1)
+ *   Y  = Transpose(MatMul(P, Transpose(v, [0,2,1,3])), [0,2,1,3])
+ *
+ * and makes it one FusedAttention node (src/ops/fused_impl.h), absorbing the
+ * Transposes (each only when nothing else reads its output); and the kernel,
+ * which works per (batch, head, block of query rows): the block's scores
+ * stay in cache through the mask, the softmax and the product with V, so the
+ * score matrix is never written to memory, and the transposes become
+ * strides of the GEMM operands. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+
+static bool is_op(const ait_node *n, const char *op) {
+  return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+static int in_at(const ait_node *n, int k) { return k < n->n_in ? n->in[k] : -1; }
+
+static int sole_reader(const nat_uses *u, int v) {
+  return v >= 0 && u->uses[v] == 1 && !u->is_out[v] ? u->consumer[v] : -1;
+}
+
+/* The node producing v when it is a live Transpose with a perm of length
+ * `rank` and v is its only use; else -1. */
+static int absorbable_transpose(const nat_uses *u, int v, int at, int rank) {
+  const ait_graph *g = u->g;
+  int p = v >= 0 ? g->values[v].producer : -1;
+  if (p < 0 || u->dead[p] || !is_op(&g->nodes[p], "Transpose") || !nat_single_use(u, v, at))
+    return -1;
+  int cnt = 0;
+  return ait_attr_ints(&g->nodes[p], "perm", &cnt) && cnt == rank ? p : -1;
+}
+
+/* The first MatMul: plain, or fused with only alpha and a mask (Z). */
+static bool scores_matmul(const ait_graph *g, const ait_node *n) {
+  if (is_op(n, "MatMul")) return n->n_in == 2;
+  if (strcmp(n->domain, AIT_FUSED_DOMAIN) || strcmp(n->op_type, "FusedMatMul")) return false;
+  return in_at(n, 2) < 0 && !ait_attr_str(n, "activation", "")[0] &&
+         (in_at(n, 3) < 0 || g->values[n->in[3]].dtype == AIT_FLOAT32);
+}
+
+static ait_status set_perm(ait_node *n, const char *name, const ait_node *t) {
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(t, "perm", &cnt);
+  return nat_attr_set_ints(n, name, perm, cnt);
+}
+
+/* Softmax node si: the middle of an attention? Rewrite it if so. */
+static ait_status try_attention(nat_uses *u, int si, int *count) {
+  ait_graph *g = u->g;
+  const ait_node *s = &g->nodes[si];
+  if (s->n_in != 1 || s->n_out != 1) return AIT_OK;
+  int x = s->in[0], p = s->out[0];
+  const ait_value *xv = &g->values[x];
+  int rank = xv->rank;
+  int64_t axis = ait_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
+  if (rank < 3 || rank > 4 || xv->dtype != AIT_FLOAT32 || (axis != -1 && axis != rank - 1))
+    return AIT_OK;
+  int m1 = g->values[x].producer, m2 = sole_reader(u, p);
+  if (m1 < 0 || u->dead[m1] || !nat_single_use(u, x, si) || !scores_matmul(g, &g->nodes[m1]))
+    return AIT_OK;
+  if (m2 < 0 || !is_op(&g->nodes[m2], "MatMul") || g->nodes[m2].n_in != 2 ||
+      g->nodes[m2].in[0] != p || g->nodes[m2].in[1] == p)
+    return AIT_OK;
+  const ait_node *a = &g->nodes[m1];
+  int q = a->in[0], k = a->in[1], v = g->nodes[m2].in[1], mask = in_at(a, 3);
+  if (g->values[q].rank != rank || g->values[k].rank != rank || g->values[v].rank != rank ||
+      (mask >= 0 && g->values[mask].rank > rank) || g->values[v].dtype != AIT_FLOAT32)
+    return AIT_OK;
+  float alpha = ait_attr_float(a, "alpha", 1.0f);
+  int tq = absorbable_transpose(u, q, m1, rank), tk = absorbable_transpose(u, k, m1, rank);
+  int tv = absorbable_transpose(u, v, m2, rank);
+  int y = g->nodes[m2].out[0], to = sole_reader(u, y);
+  if (to >= 0 && (!is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
+  if (to >= 0) {
+    int cnt = 0;
+    if (!ait_attr_ints(&g->nodes[to], "perm", &cnt) || cnt != rank) to = -1;
+  }
+  /* node m2 becomes the fused node: it keeps the name of the product with V */
+  ait_node *n = &g->nodes[m2];
+  int *ins = malloc(sizeof(int) * 4);
+  char *op = strdup("FusedAttention"), *dom = strdup(AIT_FUSED_DOMAIN);
+  if (!ins || !op || !dom) {
+    free(ins);
+    free(op);
+    free(dom);
+    return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(n));
+  }
+  ins[0] = tq >= 0 ? g->nodes[tq].in[0] : q;
+  ins[1] = tk >= 0 ? g->nodes[tk].in[0] : k;
+  ins[2] = tv >= 0 ? g->nodes[tv].in[0] : v;
+  ins[3] = mask;
+  free(n->in);
+  free(n->op_type);
+  free(n->domain);
+  n->in = ins;
+  n->n_in = 4;
+  n->op_type = op;
+  n->domain = dom;
+  n->opset = 1;
+  n->op = ait_fused_op("FusedAttention");
+  AIT_TRY(nat_attr_set_float(n, "alpha", alpha));
+  if (tq >= 0) AIT_TRY(set_perm(n, "q_perm", &g->nodes[tq]));
+  if (tk >= 0) AIT_TRY(set_perm(n, "k_perm", &g->nodes[tk]));
+  if (tv >= 0) AIT_TRY(set_perm(n, "v_perm", &g->nodes[tv]));
+  if (to >= 0) {
+    AIT_TRY(set_perm(n, "out_perm", &g->nodes[to]));
+    n->out[0] = g->nodes[to].out[0];
+    g->values[n->out[0]].producer = m2;
+    u->dead[to] = true;
+  }
+  u->dead[m1] = u->dead[si] = true;
+  if (tq >= 0) u->dead[tq] = true;
+  if (tk >= 0) u->dead[tk] = true;
+  if (tv >= 0) u->dead[tv] = true;
+  (*count)++;
+  return nat_uses_refresh(u);
+}
+
+ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!u->dead[i] && is_op(&g->nodes[i], "Softmax")) AIT_TRY(try_attention(u, i, &s->fused));
+  return AIT_OK;
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+/* Rows of the query processed together: their scores (rows x Sk floats)
+ * stay in L1/L2 between the two products. */
+#define ATT_ROWS 64
+
+/* A matrix operand of cblas: rows x cols with element (i, j) at
+ * i * rs + j * cs; one of the strides must be 1. */
+typedef struct att_mat {
+  int64_t rs, cs;
+} att_mat;
+
+typedef struct att_job {
+  int64_t B, H, Sq, D, Sk, Dv, blocks;
+  float alpha;
+  const float *q, *k, *v, *m;
+  float *y;
+  int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
+  float *scratch;                            /* per thread: ATT_ROWS * Sk */
+} att_job;
+
+static void mat_args(const int64_t *st, CBLAS_TRANSPOSE *t, blasint *ld) {
+  bool row_major = st[3] == 1 && st[2] != 0;
+  *t = row_major ? CblasNoTrans : CblasTrans;
+  *ld = (blasint)(row_major ? st[2] : st[3]);
+}
+
+NAT_CLONES static void softmax_rows(float *s, int64_t rows, int64_t n, const float *m, int64_t mrs,
+                                    int64_t mcs) {
+  for (int64_t i = 0; i < rows; i++) {
+    float *row = s + i * n;
+    if (m) {
+      const float *mr = m + i * mrs;
+      if (mcs == 1)
+        for (int64_t j = 0; j < n; j++)
+          row[j] += mr[j];
+      else
+        for (int64_t j = 0; j < n; j++)
+          row[j] += mr[j * mcs];
+    }
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+      mx = row[j] > mx ? row[j] : mx;
+    for (int64_t j = 0; j < n; j++)
+      row[j] -= mx;
+    nat_exp_f32(row, row, n);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; j++)
+      sum += row[j];
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; j++)
+      row[j] *= inv;
+  }
+}
+
+static void att_task(void *arg, int64_t t, int tid) {
+  const att_job *j = arg;
+  int64_t blk = t % j->blocks, bh = t / j->blocks, b = bh / j->H, h = bh % j->H;
+  int64_t r0 = blk * ATT_ROWS, rows = j->Sq - r0 < ATT_ROWS ? j->Sq - r0 : ATT_ROWS;
+  const float *q = j->q + b * j->qs[0] + h * j->qs[1] + r0 * j->qs[2];
+  const float *k = j->k + b * j->ks[0] + h * j->ks[1];
+  const float *v = j->v + b * j->vs[0] + h * j->vs[1];
+  float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
+  float *s = j->scratch + (int64_t)tid * ATT_ROWS * j->Sk;
+  CBLAS_TRANSPOSE ta, tb;
+  blasint lda, ldb;
+  mat_args(j->qs, &ta, &lda);
+  mat_args(j->ks, &tb, &ldb);
+  cblas_sgemm(CblasRowMajor, ta, tb, (blasint)rows, (blasint)j->Sk, (blasint)j->D, j->alpha, q, lda,
+              k, ldb, 0.0f, s, (blasint)j->Sk);
+  const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
+  softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
+  mat_args(j->vs, &tb, &ldb);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)rows, (blasint)j->Dv, (blasint)j->Sk, 1.0f,
+              s, (blasint)j->Sk, v, ldb, 0.0f, y, (blasint)j->ys[2]);
+}
+
+/* Logical dims and strides (rank 4, a missing leading batch dim as 1) of
+ * input t seen through perm (NULL: none). */
+static bool logical(const ait_tensor *t, const int64_t *perm, int cnt, int64_t *dims, int64_t *st) {
+  int r = t->rank;
+  if (r < 3 || r > 4 || (perm && cnt != r)) return false;
+  int64_t phys[4];
+  phys[r - 1] = 1;
+  for (int i = r - 2; i >= 0; i--)
+    phys[i] = phys[i + 1] * t->dims[i + 1];
+  int off = 4 - r;
+  dims[0] = 1, st[0] = 0;
+  bool seen[4] = {false};
+  for (int i = 0; i < r; i++) {
+    int64_t a = perm ? perm[i] : i;
+    if (a < 0 || a >= r || seen[a]) return false;
+    seen[a] = true;
+    dims[off + i] = t->dims[a];
+    st[off + i] = t->dims[a] == 1 ? 0 : phys[a];
+  }
+  return true;
+}
+
+/* A GEMM operand's inner strides: one of them 1 (a dim of 1 may take any
+ * stride) and the other a valid leading dimension. */
+static bool gemm_ok(int64_t *st, int64_t rows, int64_t cols) {
+  if (cols == 1) st[3] = 1;
+  if (st[3] == 1 && (rows == 1 || st[2] >= cols)) {
+    if (rows == 1) st[2] = cols > 1 ? cols : 1;
+    return true;
+  }
+  if (rows == 1) st[2] = 1;
+  if (st[2] == 1 && st[3] >= rows && st[3] > 0) return true;
+  return false;
+}
+
+ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  if (n_in < 3 || !in[0] || !in[1] || !in[2]) return AIT_E_UNSUPPORTED;
+  const ait_tensor *Q = in[0], *K = in[1], *V = in[2], *M = n_in > 3 ? in[3] : NULL;
+  if (Q->dtype != AIT_FLOAT32 || K->dtype != AIT_FLOAT32 || V->dtype != AIT_FLOAT32 ||
+      (M && (M->dtype != AIT_FLOAT32 || M->kind != AIT_KIND_TENSOR)))
+    return AIT_E_UNSUPPORTED;
+  int cq = 0, ck = 0, cv = 0, co = 0;
+  const int64_t *pq = ait_attr_ints(n, "q_perm", &cq), *pk = ait_attr_ints(n, "k_perm", &ck);
+  const int64_t *pv = ait_attr_ints(n, "v_perm", &cv), *po = ait_attr_ints(n, "out_perm", &co);
+  att_job j;
+  memset(&j, 0, sizeof j);
+  int64_t qd[4], kd[4], vd[4];
+  if (!logical(Q, pq, cq, qd, j.qs) || !logical(K, pk, ck, kd, j.ks) ||
+      !logical(V, pv, cv, vd, j.vs) || Q->rank != K->rank || Q->rank != V->rank)
+    return AIT_E_UNSUPPORTED;
+  /* no batch broadcasting here: the exported graphs never need it */
+  if (qd[0] != kd[0] || qd[0] != vd[0] || qd[1] != kd[1] || qd[1] != vd[1] || qd[3] != kd[2] ||
+      kd[3] != vd[2])
+    return AIT_E_UNSUPPORTED;
+  j.B = qd[0], j.H = qd[1], j.Sq = qd[2], j.D = qd[3], j.Sk = kd[3], j.Dv = vd[3];
+  if (j.Sq < 1 || j.Sk < 1 || j.D < 1 || j.Dv < 1 || !gemm_ok(j.qs, j.Sq, j.D) ||
+      !gemm_ok(j.ks, j.D, j.Sk) || !gemm_ok(j.vs, j.Sk, j.Dv))
+    return AIT_E_UNSUPPORTED;
+  int rank = Q->rank, off = 4 - rank;
+  if (M) { /* the mask broadcasts to [B, H, Sq, Sk] without growing it */
+    int64_t sd[4] = {j.B, j.H, j.Sq, j.Sk}, bd[AIT_MAX_RANK];
+    int rk;
+    if (M->rank > rank ||
+        ait_shape_broadcast(rank, sd + off, M->rank, M->dims, &rk, bd) != AIT_OK || rk != rank ||
+        memcmp(bd, sd + off, sizeof(int64_t) * (size_t)rank)) {
+      ait_err_clear();
+      return AIT_E_UNSUPPORTED;
+    }
+    ait_broadcast_strides(M->rank, M->dims, rank, sd + off, j.ms + off);
+    j.m = M->data;
+  }
+  /* output: Y [B, H, Sq, Dv] seen through out_perm */
+  int64_t yd[4] = {j.B, j.H, j.Sq, j.Dv}, od[4], ost[4];
+  if (po && co != rank) return AIT_E_UNSUPPORTED;
+  for (int i = 0; i < rank; i++) {
+    int64_t a = po ? po[i] : i;
+    if (a < 0 || a >= rank) return AIT_E_UNSUPPORTED;
+    od[i] = yd[off + a];
+  }
+  ost[rank - 1] = 1;
+  for (int i = rank - 2; i >= 0; i--)
+    ost[i] = ost[i + 1] * od[i + 1];
+  for (int i = 0; i < rank; i++)
+    j.ys[off + (po ? po[i] : i)] = ost[i];
+  if (j.ys[3] != 1 && j.Dv > 1) return AIT_E_UNSUPPORTED;
+  if (j.Sq == 1) j.ys[2] = j.Dv;
+  if (j.ys[2] < j.Dv) return AIT_E_UNSUPPORTED;
+  j.alpha = ait_attr_float(n, "alpha", 1.0f);
+  j.blocks = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
+  int threads = nat_run_threads(r);
+  int64_t tasks = j.B * j.H * j.blocks;
+  double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
+  bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
+  j.scratch =
+      nat_scratch(r, (int64_t)(par ? threads : 1) * ATT_ROWS * j.Sk * (int64_t)sizeof(float));
+  if (!j.scratch) return AIT_E_NOMEM;
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));
+  j.q = Q->data, j.k = K->data, j.v = V->data, j.y = Y->data;
+  nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, att_task, &j);
+  return AIT_OK;
+}
