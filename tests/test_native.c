@@ -259,10 +259,12 @@ static void test_mlp(void) {
   CHECK(ff2 && ait_attr_float(ff2, "alpha", 1.0f) == 0.125f && ff2->n_in == 4);
   /* the graph output keeps its name though the Dropout that wrote it went */
   CHECK(!strcmp(rw->values[rw->outputs[0]].name, "y"));
-  const int64_t d3[3] = {3, 6, 16};
-  ait_tensor *x = rand_tensor(3, d3);
+  const int64_t d3[3] = {3, 6, 16}, d1[3] = {1, 1, 16};
+  ait_tensor *x = rand_tensor(3, d3), *x1 = rand_tensor(3, d1); /* x1: GEMV */
   check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-5);
+  check_equivalent(g, rw, (const ait_tensor *const *)&x1, 1, 1e-5);
   ait_tensor_free(x);
+  ait_tensor_free(x1);
   ait_graph_free(rw);
   ait_graph_free(g);
 }

@@ -46,6 +46,122 @@ NAT_CLONES void nat_epilogue_apply(const nat_epilogue *e, float *c, int64_t ldc,
   }
 }
 
+/* ---- GEMV (one row of A) ---------------------------------------------------- */
+
+/* A single row of A makes the product a matrix-vector one: memory-bound on
+ * B, which SGEMM's packing only slows down. Own loops over column chunks,
+ * parallel on the pool (each chunk of B is read by one thread). */
+
+/* 8 floats (GCC vector extension, 4-byte aligned loads); macros rather
+ * than functions, as vector arguments would change the ABI of the baseline
+ * clone */
+typedef float nat_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define ld8(p) (*(const nat_v8 *)(const void *)(p))
+#define hsum8(v) ((((v)[0] + (v)[4]) + ((v)[1] + (v)[5])) + (((v)[2] + (v)[6]) + ((v)[3] + (v)[7])))
+
+/* c[j] = alpha * dot(a, B row j) for j in [j0, j1): B is [N, K] (transB). */
+NAT_CLONES static void gemv_rows(const float *a, const float *B, int64_t ldb, int64_t K,
+                                 float alpha, float *c, int64_t j0, int64_t j1) {
+  int64_t j = j0, K8 = K & ~(int64_t)7;
+  for (; j + 4 <= j1; j += 4) {
+    const float *w0 = B + j * ldb, *w1 = w0 + ldb, *w2 = w1 + ldb, *w3 = w2 + ldb;
+    nat_v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (int64_t k = 0; k < K8; k += 8) {
+      nat_v8 x = ld8(a + k);
+      s0 += ld8(w0 + k) * x;
+      s1 += ld8(w1 + k) * x;
+      s2 += ld8(w2 + k) * x;
+      s3 += ld8(w3 + k) * x;
+    }
+    float t0 = hsum8(s0), t1 = hsum8(s1), t2 = hsum8(s2), t3 = hsum8(s3);
+    for (int64_t k = K8; k < K; k++) {
+      t0 += w0[k] * a[k], t1 += w1[k] * a[k], t2 += w2[k] * a[k], t3 += w3[k] * a[k];
+    }
+    c[j] = alpha * t0, c[j + 1] = alpha * t1, c[j + 2] = alpha * t2, c[j + 3] = alpha * t3;
+  }
+  for (; j < j1; j++) {
+    const float *w = B + j * ldb;
+    nat_v8 s = {0};
+    for (int64_t k = 0; k < K8; k += 8)
+      s += ld8(w + k) * ld8(a + k);
+    float t = hsum8(s);
+    for (int64_t k = K8; k < K; k++)
+      t += w[k] * a[k];
+    c[j] = alpha * t;
+  }
+}
+
+/* c[j0..j1) = alpha * a . B[:, j0..j1): B is [K, N]. */
+NAT_CLONES static void gemv_cols(const float *a, const float *B, int64_t ldb, int64_t K,
+                                 float alpha, float *c, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 32 <= j1; j += 32) {
+    nat_v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (int64_t k = 0; k < K; k++) {
+      const float *w = B + k * ldb + j;
+      nat_v8 x = {a[k], a[k], a[k], a[k], a[k], a[k], a[k], a[k]};
+      s0 += ld8(w) * x;
+      s1 += ld8(w + 8) * x;
+      s2 += ld8(w + 16) * x;
+      s3 += ld8(w + 24) * x;
+    }
+    for (int l = 0; l < 8; l++) {
+      c[j + l] = alpha * s0[l], c[j + 8 + l] = alpha * s1[l];
+      c[j + 16 + l] = alpha * s2[l], c[j + 24 + l] = alpha * s3[l];
+    }
+  }
+  if (j < j1) {
+    for (int64_t q = j; q < j1; q++)
+      c[q] = 0.0f;
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t q = j; q < j1; q++)
+        c[q] += a[k] * B[k * ldb + q];
+    for (int64_t q = j; q < j1; q++)
+      c[q] *= alpha;
+  }
+}
+
+typedef struct gemv_job {
+  bool tb;
+  int64_t N, K, step, ldb;
+  float alpha;
+  const float *a, *B;
+  float *c;
+  const nat_epilogue *e;
+} gemv_job;
+
+static void gemv_task(void *arg, int64_t t, int tid) {
+  const gemv_job *j = arg;
+  int64_t j0 = t * j->step, j1 = j0 + j->step < j->N ? j0 + j->step : j->N;
+  if (j->tb)
+    gemv_rows(j->a, j->B, j->ldb, j->K, j->alpha, j->c, j0, j1);
+  else
+    gemv_cols(j->a, j->B, j->ldb, j->K, j->alpha, j->c, j0, j1);
+  nat_epilogue_apply(j->e, j->c, j->N, 0, 1, j0, j1);
+}
+
+/* Multiply-adds (= floats of B read) above which a GEMV is split over the
+ * pool: it is memory-bound, so two cores pay off much earlier than for a
+ * GEMM, once the hand-off (~2 us) is small against reading B. */
+#define NAT_GEMV_PAR_MIN 131072.0
+
+static void gemv(nat_run *r, bool tb, int64_t N, int64_t K, float alpha, const float *a,
+                 const float *B, int64_t ldb, float *c, const nat_epilogue *e) {
+  gemv_job j = {tb, N, K, N, ldb, alpha, a, B, c, e};
+  int threads = r ? nat_run_threads(r) : 1;
+  if (threads <= 1 || (double)N * (double)K < NAT_GEMV_PAR_MIN || N < 64) {
+    gemv_task(&j, 0, 0);
+    return;
+  }
+  /* about 4 chunks per thread (a late worker leaves its share to the
+   * others), in whole cache lines of C and groups of 4 rows of B */
+  int64_t step = (N + threads * 4 - 1) / (threads * 4);
+  step = (step + 15) / 16 * 16;
+  if (step < 32) step = 32;
+  j.step = step;
+  nat_pool_run(nat_run_pool(r), (N + step - 1) / step, gemv_task, &j);
+}
+
 /* ---- parallel SGEMM ------------------------------------------------------ */
 
 typedef struct gemm_job {
@@ -89,6 +205,10 @@ static void gemm_task(void *arg, int64_t t, int tid) {
 void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                const nat_epilogue *e) {
+  if (M == 1 && K >= 1 && (tb ? ldb >= K : ldb >= N)) {
+    gemv(r, tb, N, K, alpha, A, B, ldb, C, e);
+    return;
+  }
   gemm_job j = {ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
   int threads = r ? nat_run_threads(r) : 1;
   double work = (double)M * (double)N * (double)(K > 0 ? K : 1);

@@ -10,15 +10,27 @@
  * The word holds (job id << 32 | next task index); a worker claims a task by
  * compare-and-swap on it, so a worker still looking at a finished job can
  * never claim a task of the next one: the job id in the word has changed.
- * Workers spin briefly after a job (kernels come back to back), then sleep
- * on a condition variable, so an idle pool costs nothing. OpenBLAS is kept
+ * Workers spin after a job (kernels come back to back; ~100k polls, tens
+ * of microseconds: a worker that yields or sleeps between the layers of a
+ * small model loses its core to a neighbour and misses the next job), then
+ * sleep on a condition variable, so an idle pool costs nothing. OpenBLAS is kept
  * single-threaded by the backend: this pool is the only parallelism.
  *
  * On an oversubscribed machine a worker may be descheduled in the middle of
  * a task, and the caller then waits a scheduler time slice for it. The pool
  * notices: when the caller waits longer than its own share of a job took,
  * twice in a row, the next BACKOFF_JOBS jobs run on the caller alone, after
- * which parallel runs are tried again. */
+ * which parallel runs are tried again.
+ *
+ * Workers also keep off the caller's CPU (Linux). A woken thread is placed
+ * beside its waker, and a worker that shares the caller's CPU gets no time
+ * while the caller drains the job alone (measured: a 2-core machine with a
+ * neighbour on the other core ran the MLP at one thread's speed for whole
+ * seconds). When a worker last ran on the caller's CPU, the caller lets it
+ * run anywhere but there; that is redone whenever the caller moves. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getcpu, pthread_setaffinity_np */
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -27,7 +39,7 @@
 
 #include "backends/native/native.h"
 
-enum { SPIN_ROUNDS = 4000, YIELD_ROUNDS = 200, BACKOFF_JOBS = 64 };
+enum { SPIN_ROUNDS = 100000, YIELD_ROUNDS = 200, BACKOFF_JOBS = 64 };
 
 struct nat_pool {
   int threads;
@@ -47,6 +59,12 @@ struct nat_pool {
   /* the caller's view of contention */
   int strikes; /* consecutive jobs where the caller waited long */
   int backoff; /* jobs left to run on the caller alone */
+  /* keeping workers off the caller's CPU */
+  atomic_int *cpu; /* per thread: CPU it last started a job on, -1 unknown */
+  int *kept_off;   /* per thread: CPU its affinity excludes, -1 none */
+#ifdef __linux__
+  cpu_set_t allowed; /* the process's CPUs when the pool was made */
+#endif
 };
 
 static int64_t now_ns(void) {
@@ -98,6 +116,9 @@ static void *worker(void *a) {
       if (stop) return NULL;
     }
     seen = id;
+#ifdef __linux__
+    atomic_store_explicit(&p->cpu[tid], sched_getcpu(), memory_order_relaxed);
+#endif
     drain(p, id, tid);
   }
 }
@@ -114,10 +135,19 @@ nat_pool *nat_pool_new(int threads) {
   atomic_init(&p->word, 0);
   atomic_init(&p->done, 0);
   atomic_init(&p->job, 0);
-  if (p->threads > 1 && !(p->tids = calloc((size_t)p->threads, sizeof *p->tids))) {
+  if (p->threads > 1 && (!(p->tids = calloc((size_t)p->threads, sizeof *p->tids)) ||
+                         !(p->cpu = calloc((size_t)p->threads, sizeof *p->cpu)) ||
+                         !(p->kept_off = calloc((size_t)p->threads, sizeof *p->kept_off)))) {
     nat_pool_free(p);
     return ait_err(AIT_E_NOMEM, "out of memory creating a thread pool"), NULL;
   }
+  for (int i = 0; p->cpu && i < p->threads; i++) {
+    atomic_init(&p->cpu[i], -1);
+    p->kept_off[i] = -1;
+  }
+#ifdef __linux__
+  if (sched_getaffinity(0, sizeof p->allowed, &p->allowed) != 0) CPU_ZERO(&p->allowed);
+#endif
   for (int i = 1; i < p->threads; i++) {
     worker_arg *a = malloc(sizeof *a);
     if (a) *a = (worker_arg){p, i};
@@ -142,7 +172,27 @@ void nat_pool_free(nat_pool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   free(p->tids);
+  free(p->cpu);
+  free(p->kept_off);
   free(p);
+}
+
+/* Workers that last ran on the caller's CPU may run anywhere else. */
+static void keep_off_caller(nat_pool *p) {
+#ifdef __linux__
+  int me = sched_getcpu();
+  if (me < 0 || me >= CPU_SETSIZE || !CPU_ISSET(me, &p->allowed) || CPU_COUNT(&p->allowed) < 2)
+    return;
+  for (int i = 1; i <= p->n_started; i++) {
+    if (atomic_load_explicit(&p->cpu[i], memory_order_relaxed) != me || p->kept_off[i] == me)
+      continue;
+    cpu_set_t set = p->allowed;
+    CPU_CLR(me, &set);
+    if (pthread_setaffinity_np(p->tids[i - 1], sizeof set, &set) == 0) p->kept_off[i] = me;
+  }
+#else
+  (void)p;
+#endif
 }
 
 int nat_pool_threads(const nat_pool *p) { return p ? p->threads : 1; }
@@ -155,6 +205,7 @@ void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
       fn(arg, t, 0);
     return;
   }
+  keep_off_caller(p);
   int64_t t0 = now_ns();
   uint32_t id = atomic_load(&p->job) + 1;
   if (id == 0) id = 1;
