@@ -7,7 +7,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-build}
 
-apt_pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libopenblas-dev libssl-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev)
+apt_pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libopenblas-dev libssl-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libblis-dev)
 if [ "$what" = test ]; then
   apt_pkgs+=(libonnx-testdata python3 clang-format)
   python3 -m venv --help >/dev/null 2>&1 || apt_pkgs+=(python3-venv)

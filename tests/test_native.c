@@ -478,6 +478,30 @@ static void test_options(void) {
   CHECK(ait_backend_config_int(&cfg, "threads", 0) == 3);
   char why[128];
   CHECK(cfg.iface->available(why, sizeof why));
+  CHECK_ERR(ait_backend_config_parse("native:gemm=mkl", &cfg), AIT_E_INVALID_ARG, "gemm");
+}
+
+/* gemm=blis computes what OpenBLAS does, or says why it cannot. */
+static void test_gemm_provider(void) {
+  ait_graph *g = mlp_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  const int64_t d3[3] = {3, 6, 16};
+  ait_tensor *x = rand_tensor(3, d3), *ref = NULL, *got = NULL;
+  CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  nat_gemm_fn fn = NULL;
+  if (nat_gemm_provider("blis", &fn) == AIT_OK) {
+    CHECK(run_on("native:gemm=blis", g, (const ait_tensor *const *)&x, 1, &got) == AIT_OK);
+    CHECK(diff(got, ref) <= 1e-5);
+  } else {
+    CHECK_ERR(run_on("native:gemm=blis", g, (const ait_tensor *const *)&x, 1, &got),
+              AIT_E_UNSUPPORTED, "gemm=blis is unavailable");
+    fprintf(stderr, "note: %s\n", ait_last_error());
+  }
+  ait_tensor_free(x);
+  ait_tensor_free(ref);
+  ait_tensor_free(got);
+  ait_graph_free(g);
 }
 
 /* ---- thread pool and arena planner ------------------------------------------- */
@@ -536,6 +560,7 @@ int main(void) {
   test_state();
   test_shape_cache();
   test_options();
+  test_gemm_provider();
   test_pool();
   test_planner();
   return check_result("test_native");

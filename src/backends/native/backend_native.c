@@ -26,6 +26,9 @@ static const ait_option_def native_options[] = {
     {"threads", AIT_OPT_INT, "auto", "1..256",
      "threads of the pool (auto: the cores this process may use); OpenBLAS runs "
      "single-threaded inside it"},
+    {"gemm", AIT_OPT_ENUM, "openblas", "openblas|blis",
+     "SGEMM library: OpenBLAS, or BLIS (Debian's libblis4, loaded at run time; unavailable "
+     "when not installed)"},
     {"fuse", AIT_OPT_BOOL, "on", NULL,
      "graph passes (folding, fusion); off runs the graph as given, for debugging"},
 };
@@ -99,6 +102,7 @@ ait_status nat_state_new(ait_graph *g, int threads, bool passes, const nat_ext *
   s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
   s->fuse = passes;
   if (ext) s->ext = *ext;
+  nat_gemm_provider("openblas", &s->gemm); /* make_state applies option gemm */
   ait_status st = AIT_OK;
   if (passes) st = nat_run_passes_ex(g, &s->stats, true);
   if (!st) st = nat_resolve_fused(g);
@@ -120,8 +124,15 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   const char *fuse = ait_backend_config_get(cfg, "fuse");
   bool on = !fuse || strcmp(fuse, "off") != 0;
   nat_state *s = NULL;
+  nat_gemm_fn gemm;
+  ait_status st = nat_gemm_provider(ait_backend_config_get(cfg, "gemm"), &gemm);
+  if (st) {
+    ait_graph_free(g);
+    return st;
+  }
   AIT_TRY(nat_state_new(g, resolve_threads(cfg), run_passes && on, NULL, &s));
   s->fuse = on;
+  s->gemm = gemm;
   *state = s;
   return AIT_OK;
 }
@@ -164,8 +175,9 @@ static ait_status native_load(const ait_backend_config *cfg, const ait_graph *g,
 }
 
 /* Knobs the tuner searches: all cores, or one (on a busy machine a second
- * thread can cost more than it brings). */
-static const char *const native_variants[] = {"native", "native:threads=1", NULL};
+ * thread can cost more than it brings), and the GEMM library. */
+static const char *const native_variants[] = {"native", "native:threads=1", "native:gemm=blis",
+                                              NULL};
 
 const ait_backend_iface ait_backend_native = {
     .name = "native",

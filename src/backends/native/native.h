@@ -9,7 +9,8 @@
  *   native_plan.c     plans per input signature: liveness and the arena
  *   native_exec.c     the executor: fast kernels, views, reference fallback
  *   native_kernels.c  which fast kernel runs which node
- *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues
+ *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues, GEMV
+ *   native_blas.c     GEMM providers: OpenBLAS, BLIS (dlopen)
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
@@ -171,8 +172,17 @@ typedef struct nat_plan {
 
 #define NAT_MAX_PLANS 8
 
+/* C = alpha * op(A) * op(B), row-major, single-threaded (native_blas.c). */
+typedef void (*nat_gemm_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                            int64_t ldc);
+/* The provider named by option gemm ("openblas", "blis"); AIT_E_UNSUPPORTED
+ * with the reason when its library cannot be loaded. */
+ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
+
 typedef struct nat_state {
   ait_graph *g;      /* rewritten copy, owned */
+  nat_gemm_fn gemm;  /* the SGEMM provider */
   int threads;       /* resolved thread count */
   bool fuse;         /* passes enabled */
   bool has_subgraph; /* control flow: runs through the reference executor */
@@ -218,6 +228,7 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
+nat_gemm_fn nat_run_gemm(nat_run *r);
 int nat_run_threads(nat_run *r);
 
 /* ---- plans (native_plan.c) ------------------------------------------- */

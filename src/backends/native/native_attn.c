@@ -12,7 +12,6 @@
  * stay in cache through the mask, the softmax and the product with V, so the
  * score matrix is never written to memory, and the transposes become
  * strides of the GEMM operands. */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,12 +151,15 @@ typedef struct att_job {
   float *y;
   int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
   float *scratch;                            /* per thread: ATT_ROWS * Sk */
+  nat_gemm_fn gemm;
 } att_job;
 
-static void mat_args(const int64_t *st, CBLAS_TRANSPOSE *t, blasint *ld) {
+/* Whether a GEMM operand with logical strides st is stored transposed, and
+ * its leading dimension. */
+static bool mat_args(const int64_t *st, int64_t *ld) {
   bool row_major = st[3] == 1 && st[2] != 0;
-  *t = row_major ? CblasNoTrans : CblasTrans;
-  *ld = (blasint)(row_major ? st[2] : st[3]);
+  *ld = row_major ? st[2] : st[3];
+  return !row_major;
 }
 
 NAT_CLONES static void softmax_rows(float *s, int64_t rows, int64_t n, const float *m, int64_t mrs,
@@ -197,17 +199,13 @@ static void att_task(void *arg, int64_t t, int tid) {
   const float *v = j->v + b * j->vs[0] + h * j->vs[1];
   float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
   float *s = j->scratch + (int64_t)tid * ATT_ROWS * j->Sk;
-  CBLAS_TRANSPOSE ta, tb;
-  blasint lda, ldb;
-  mat_args(j->qs, &ta, &lda);
-  mat_args(j->ks, &tb, &ldb);
-  cblas_sgemm(CblasRowMajor, ta, tb, (blasint)rows, (blasint)j->Sk, (blasint)j->D, j->alpha, q, lda,
-              k, ldb, 0.0f, s, (blasint)j->Sk);
+  int64_t lda, ldb;
+  bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
+  j->gemm(ta, tb, rows, j->Sk, j->D, j->alpha, q, lda, k, ldb, s, j->Sk);
   const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
   softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
-  mat_args(j->vs, &tb, &ldb);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)rows, (blasint)j->Dv, (blasint)j->Sk, 1.0f,
-              s, (blasint)j->Sk, v, ldb, 0.0f, y, (blasint)j->ys[2]);
+  tb = mat_args(j->vs, &ldb);
+  j->gemm(false, tb, rows, j->Dv, j->Sk, 1.0f, s, j->Sk, v, ldb, y, j->ys[2]);
 }
 
 /* Logical dims and strides (rank 4, a missing leading batch dim as 1) of
@@ -298,6 +296,7 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   if (j.Sq == 1) j.ys[2] = j.Dv;
   if (j.ys[2] < j.Dv) return AIT_E_UNSUPPORTED;
   j.alpha = ait_attr_float(n, "alpha", 1.0f);
+  j.gemm = nat_run_gemm(r);
   j.blocks = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
   int threads = nat_run_threads(r);
   int64_t tasks = j.B * j.H * j.blocks;

@@ -238,6 +238,7 @@ void *nat_scratch(nat_run *r, int64_t bytes) {
 
 nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
 void *nat_run_user(nat_run *r) { return r->s->ext.user; }
+nat_gemm_fn nat_run_gemm(nat_run *r) { return r->s->gemm; }
 int nat_run_threads(nat_run *r) { return r->s->threads; }
 
 int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk) {

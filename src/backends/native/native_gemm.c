@@ -2,7 +2,6 @@
  * C that the pool runs in parallel, each block finished by the fused
  * epilogue (bias, residual, activation) while it is still in cache. Gemm,
  * MatMul and their fused forms are built on it. */
-#include <cblas.h>
 #include <string.h>
 
 #include "backends/native/native.h"
@@ -165,6 +164,7 @@ static void gemv(nat_run *r, bool tb, int64_t N, int64_t K, float alpha, const f
 /* ---- parallel SGEMM ------------------------------------------------------ */
 
 typedef struct gemm_job {
+  nat_gemm_fn fn;
   bool ta, tb, split_rows;
   int64_t M, N, K, step;
   float alpha;
@@ -179,10 +179,8 @@ static void gemm_block(const gemm_job *j, int64_t i0, int64_t i1, int64_t j0, in
   const float *b = j->B + (j->tb ? j0 * j->ldb : j0);
   if (i1 > i0 && j1 > j0) {
     if (j->K > 0)
-      cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans,
-                  j->tb ? CblasTrans : CblasNoTrans, (blasint)(i1 - i0), (blasint)(j1 - j0),
-                  (blasint)j->K, j->alpha, a, (blasint)j->lda, b, (blasint)j->ldb, 0.0f,
-                  j->C + i0 * j->ldc + j0, (blasint)j->ldc);
+      j->fn(j->ta, j->tb, i1 - i0, j1 - j0, j->K, j->alpha, a, j->lda, b, j->ldb,
+            j->C + i0 * j->ldc + j0, j->ldc);
     else
       for (int64_t i = i0; i < i1; i++)
         memset(j->C + i * j->ldc + j0, 0, sizeof(float) * (size_t)(j1 - j0));
@@ -202,14 +200,15 @@ static void gemm_task(void *arg, int64_t t, int tid) {
   }
 }
 
-void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
-               const nat_epilogue *e) {
+/* nat_sgemm with GEMM provider fn; r NULL: on the calling thread. */
+static void sgemm_on(nat_run *r, nat_gemm_fn fn, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float *C, int64_t ldc, const nat_epilogue *e) {
   if (M == 1 && K >= 1 && (tb ? ldb >= K : ldb >= N)) {
     gemv(r, tb, N, K, alpha, A, B, ldb, C, e);
     return;
   }
-  gemm_job j = {ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
+  gemm_job j = {fn, ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
   int threads = r ? nat_run_threads(r) : 1;
   double work = (double)M * (double)N * (double)(K > 0 ? K : 1);
   if (threads <= 1 || work < NAT_PAR_MIN_MACS || M * N < 256) {
@@ -225,6 +224,14 @@ void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, fl
   int64_t step = (len + parts - 1) / parts;
   j.step = step;
   nat_pool_run(nat_run_pool(r), (len + step - 1) / step, gemm_task, &j);
+}
+
+void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               const nat_epilogue *e) {
+  nat_gemm_fn fn = r ? nat_run_gemm(r) : NULL;
+  if (!fn) nat_gemm_provider("openblas", &fn);
+  sgemm_on(r, fn, ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, e);
 }
 
 /* ---- Gemm / FusedGemm ----------------------------------------------------- */
@@ -266,6 +273,7 @@ ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in
 
 typedef struct mm_job {
   nat_run *r;
+  nat_gemm_fn fn;
   int64_t M, N, K, batch;
   int rb; /* batch rank */
   int64_t bdims[AIT_MAX_RANK], sa[AIT_MAX_RANK], sb[AIT_MAX_RANK], sz[AIT_MAX_RANK];
@@ -290,8 +298,8 @@ static void mm_item(const mm_job *j, int64_t q, nat_run *r) {
     e.zb_rs = j->zrs;
     e.zb_cs = j->zcs;
   }
-  nat_sgemm(r, false, false, j->M, j->N, j->K, j->alpha, j->a + oa * j->M * j->K, j->K,
-            j->b + ob * j->K * j->N, j->N, j->c + q * j->M * j->N, j->N, &e);
+  sgemm_on(r, j->fn, false, false, j->M, j->N, j->K, j->alpha, j->a + oa * j->M * j->K, j->K,
+           j->b + ob * j->K * j->N, j->N, j->c + q * j->M * j->N, j->N, &e);
 }
 
 static void mm_task(void *arg, int64_t q, int tid) { mm_item(arg, q, NULL); }
@@ -350,6 +358,7 @@ ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *
   j.b = B->data;
   j.c = Y->data;
   j.r = r;
+  j.fn = nat_run_gemm(r);
   bool b_shared = true; /* B is the same matrix for every item */
   for (int i = 0; i < j.rb; i++)
     b_shared = b_shared && j.sb[i] == 0;

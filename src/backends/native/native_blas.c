@@ -1,0 +1,82 @@
+/* GEMM providers of the native backend (option gemm=openblas|blis): one
+ * function type, C = alpha * op(A) * op(B) on row-major operands, always
+ * single-threaded (the pool splits the work).
+ *
+ * OpenBLAS is linked. BLIS (Debian's libblis4) is loaded with dlopen when
+ * first asked for, with its symbols kept local: it also exports cblas_*,
+ * which must not replace OpenBLAS's, and the build must not depend on it. */
+#include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+
+static void openblas_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                           int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, 0.0f, C,
+              (blasint)ldc);
+}
+
+/* BLIS's typed API (blis.h, 0.9): trans_t is an enum, dim_t and inc_t are
+ * 64-bit on x86-64. Operands are given by row and column strides, so a
+ * transposed operand is its stored matrix with the strides swapped. */
+typedef void (*bli_sgemm_fn)(int transa, int transb, long m, long n, long k, const float *alpha,
+                             const float *a, long rsa, long csa, const float *b, long rsb, long csb,
+                             const float *beta, float *c, long rsc, long csc);
+typedef void (*bli_threads_fn)(long n);
+
+static struct {
+  pthread_once_t once;
+  bli_sgemm_fn sgemm;
+  char why[256];
+} blis = {PTHREAD_ONCE_INIT, NULL, ""};
+
+static void blis_load(void) {
+  static const char *const names[] = {"libblis.so.4", "libblis.so"};
+  void *h = NULL;
+  for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(blis.why, sizeof blis.why,
+             "cannot load libblis.so.4 (%s); Debian: apt-get install libblis4",
+             e ? e : "not found");
+    return;
+  }
+  bli_sgemm_fn f = (bli_sgemm_fn)dlsym(h, "bli_sgemm");
+  bli_threads_fn t = (bli_threads_fn)dlsym(h, "bli_thread_set_num_threads");
+  if (!f || !t) {
+    snprintf(blis.why, sizeof blis.why,
+             "libblis.so.4 lacks bli_sgemm or bli_thread_set_num_threads");
+    return;
+  }
+  t(1); /* the pool is the only parallelism */
+  blis.sgemm = f;
+}
+
+static void blis_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                       int64_t ldc) {
+  float beta = 0.0f;
+  blis.sgemm(0, 0, (long)M, (long)N, (long)K, &alpha, A, ta ? 1 : (long)lda, ta ? (long)lda : 1, B,
+             tb ? 1 : (long)ldb, tb ? (long)ldb : 1, &beta, C, (long)ldc, 1);
+}
+
+ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn) {
+  if (!name || !strcmp(name, "openblas")) {
+    *fn = openblas_sgemm;
+    return AIT_OK;
+  }
+  if (!strcmp(name, "blis")) {
+    pthread_once(&blis.once, blis_load);
+    if (!blis.sgemm)
+      return ait_err(AIT_E_UNSUPPORTED, "native: gemm=blis is unavailable: %s", blis.why);
+    *fn = blis_sgemm;
+    return AIT_OK;
+  }
+  return ait_err(AIT_E_INVALID_ARG, "native: unknown gemm provider '%s' (openblas|blis)", name);
+}
