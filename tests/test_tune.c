@@ -23,6 +23,7 @@
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
+#include "tune/profile.h"
 #include "tune/tune.h"
 
 #define WIDTH 64
@@ -1127,8 +1128,45 @@ static void test_reduced_precision_policy(void) {
   ait_tensor_free(got);
 }
 
+/* The profiler's time caps: warm-up stops after a quarter of the budget,
+ * and a run clearly slower than give_up_ms ends timing after 2 runs. */
+typedef struct spin_ctx {
+  int calls;
+  double ms;
+} spin_ctx;
+
+static ait_status spin_run(void *p) {
+  spin_ctx *c = p;
+  c->calls++;
+  double t0 = ait_now();
+  while ((ait_now() - t0) * 1e3 < c->ms) {
+  }
+  return AIT_OK;
+}
+
+static void test_profile_caps(void) {
+  ait_profile_opts o;
+  ait_profile_opts_default(&o);
+  o.warmup = 50;
+  o.time_budget_s = 0.02; /* warm-up: stops once past 5 ms, i.e. after 2 runs of 3 ms */
+  o.cv_target = 0;
+  o.min_runs = 1;
+  spin_ctx c = {0, 3.0};
+  ait_latency_stats s;
+  CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
+  CHECK(s.runs == 1 && c.calls >= 2 && c.calls <= 3);
+  c.calls = 0;
+  o.warmup = 1;
+  o.min_runs = 10;
+  o.time_budget_s = 10;
+  o.give_up_ms = 1.0; /* every run takes 3 ms */
+  CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
+  CHECK(s.runs == 2 && c.calls == 3 && s.min_ms >= 3.0);
+}
+
 static const test_case tests[] = {
     {"reduced_precision_policy", test_reduced_precision_policy},
+    {"profile_caps", test_profile_caps},
     {"defaults", test_defaults},
     {"before_tuning", test_before_tuning},
     {"one_backend_build_error", test_one_backend_build_error},

@@ -19,6 +19,7 @@ void ait_profile_opts_default(ait_profile_opts *o) {
   o->max_runs = 200;
   o->cv_target = 0.05;
   o->time_budget_s = 2.0;
+  o->give_up_ms = 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -57,10 +58,15 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
   double *t = malloc(sizeof(double) * (size_t)max_runs);
   if (!t) return ait_err(AIT_E_NOMEM, "out of memory profiling");
   ait_status st = AIT_OK;
-  for (int i = 0; i < o->warmup && !st; i++)
+  /* a slow model (eager at batch 8: seconds per run) must not spend its
+   * whole budget warming up */
+  double w0 = ait_now();
+  for (int i = 0; i < o->warmup && !st; i++) {
     st = fn(ctx);
+    if (o->time_budget_s > 0 && ait_now() - w0 >= o->time_budget_s / 4) break;
+  }
   int n = 0;
-  double spent = 0;
+  double spent = 0, fastest = INFINITY;
   while (!st && n < max_runs) {
     double t0 = ait_now();
     st = fn(ctx);
@@ -68,6 +74,8 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
     if (st) break;
     t[n++] = dt;
     spent += dt;
+    fastest = dt < fastest ? dt : fastest;
+    if (o->give_up_ms > 0 && n >= 2 && fastest * 1e3 > o->give_up_ms) break;
     /* over budget: stop once there are a few runs, or one run alone is over */
     if (o->time_budget_s > 0 && spent >= o->time_budget_s && (n >= 3 || dt >= o->time_budget_s))
       break;

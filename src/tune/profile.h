@@ -14,7 +14,11 @@ typedef struct ait_profile_opts {
   int max_runs;         /* at most this many */
   double cv_target;     /* stop once CV(last min_runs) < cv_target; 0: exactly min_runs */
   double time_budget_s; /* stop after this much timed work, once there are 3 runs
-                           (or after 1 run that alone exceeds it) */
+                           (or after 1 run that alone exceeds it); warm-up stops
+                           after a quarter of it (at least one run) */
+  double give_up_ms;    /* > 0: stop after 2 timed runs when the faster is slower
+                           than this (a candidate that cannot win needs no
+                           precise number) */
 } ait_profile_opts;
 
 typedef struct ait_latency_stats {
@@ -31,7 +35,8 @@ typedef ait_status (*ait_timed_fn)(void *ctx);
 /* Profile fn at a given batch size (used for throughput only). */
 ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_opts *o,
                        ait_latency_stats *out);
-/* Defaults: warmup 3, min_runs 10, max_runs 200, cv_target 0.05, budget 2 s. */
+/* Defaults: warmup 3, min_runs 10, max_runs 200, cv_target 0.05, budget 2 s,
+ * no give-up bound. */
 void ait_profile_opts_default(ait_profile_opts *o);
 /* Monotonic clock in seconds. */
 double ait_now(void);

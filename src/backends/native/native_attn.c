@@ -175,14 +175,28 @@ NAT_CLONES static void softmax_rows(float *s, int64_t rows, int64_t n, const flo
         for (int64_t j = 0; j < n; j++)
           row[j] += mr[j * mcs];
     }
+    /* max and sum over 8 lanes: one running value would be a dependent
+     * chain the compiler cannot vectorise */
+    float lm[8], ls[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t n8 = n & ~(int64_t)7;
+    for (int l = 0; l < 8; l++)
+      lm[l] = -INFINITY;
+    for (int64_t j = 0; j < n8; j += 8)
+      for (int l = 0; l < 8; l++)
+        lm[l] = row[j + l] > lm[l] ? row[j + l] : lm[l];
     float mx = -INFINITY;
-    for (int64_t j = 0; j < n; j++)
+    for (int l = 0; l < 8; l++)
+      mx = lm[l] > mx ? lm[l] : mx;
+    for (int64_t j = n8; j < n; j++)
       mx = row[j] > mx ? row[j] : mx;
     for (int64_t j = 0; j < n; j++)
       row[j] -= mx;
     nat_exp_f32(row, row, n);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++)
+    for (int64_t j = 0; j < n8; j += 8)
+      for (int l = 0; l < 8; l++)
+        ls[l] += row[j + l];
+    float sum = ((ls[0] + ls[4]) + (ls[1] + ls[5])) + ((ls[2] + ls[6]) + (ls[3] + ls[7]));
+    for (int64_t j = n8; j < n; j++)
       sum += row[j];
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++)
