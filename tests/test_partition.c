@@ -60,7 +60,77 @@ static const ait_backend_iface t_relu = {
     .destroy = t_destroy,
 };
 
+/* "t_ctx": Relu anywhere, Add only when neither input is an input of the
+ * graph it is asked about (as onednn takes a Reshape only when its shape is
+ * computed inside): the whole graph says yes, the Add's own segment says
+ * no, and the partitioner must move it. */
+static bool c_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *n,
+                       char *why, size_t len) {
+  if (!strcmp(n->op_type, "Relu")) return true;
+  if (!strcmp(n->op_type, "Add")) {
+    for (int k = 0; k < n->n_in; k++)
+      for (int i = 0; i < g->n_inputs; i++)
+        if (n->in[k] == g->inputs[i]) {
+          snprintf(why, len, "t_ctx: Add reads a graph input");
+          return false;
+        }
+    return true;
+  }
+  snprintf(why, len, "t_ctx runs only Relu and inner Adds");
+  return false;
+}
+static ait_status c_build(const ait_backend_config *cfg, const ait_graph *g,
+                          const ait_build_info *info, void **state) {
+  char why[128];
+  for (int k = 0; k < g->n_nodes; k++)
+    if (!c_supports(cfg, g, &g->nodes[k], why, sizeof why))
+      return ait_err(AIT_E_INTERNAL, "t_ctx was given a node it refuses: %s", why);
+  *state = (void *)g;
+  return AIT_OK;
+}
+static ait_status c_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                         void **state) {
+  return c_build(cfg, g, NULL, state);
+}
+static ait_status c_infer(void *state, const ait_tensor *const *in, int n, ait_tensor **out) {
+  return ait_eager_run(state, in, n, out);
+}
+
+static const ait_backend_iface t_ctx = {
+    .name = "t_ctx",
+    .summary = "test: Relu, and Add inside its graph only",
+    .available = t_available,
+    .supports = c_supports,
+    .build = c_build,
+    .infer = c_infer,
+    .activate = t_nop,
+    .deactivate = t_nop,
+    .save = t_save,
+    .load = c_load,
+    .destroy = t_destroy,
+};
+
 static const int64_t d[2] = {4, 8}, dw[2] = {8, 8};
+
+/* x -> Relu -> r; r -> Exp -> e; Add(r, e) -> Relu -> y: in the whole
+ * graph the Add reads two inner values; cut off from Exp, it reads two
+ * segment inputs. */
+static ait_model *ctx_model(void) {
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d);
+  tb_node(tb, "Relu", "relu1", (const char *[]){"x", NULL}, (const char *[]){"r", NULL});
+  tb_node(tb, "Exp", "exp", (const char *[]){"r", NULL}, (const char *[]){"e", NULL});
+  tb_node(tb, "Add", "add", (const char *[]){"r", "e", NULL}, (const char *[]){"s", NULL});
+  tb_node(tb, "Relu", "relu2", (const char *[]){"s", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  free(buf);
+  return m;
+}
 
 /* x -> Add(x, b) -> Relu -> Exp -> Relu -> Add(., x) -> y: segments
  * [Add, Relu] [Exp] [Relu, Add] with a skip connection across the cut. */
@@ -152,6 +222,28 @@ int main(void) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0);
+  ait_runner_destroy(&r);
+  ait_model_free(m);
+
+  /* a node the backend refuses in its segment's own graph moves to the
+   * fallback, and the build succeeds with the segments recomputed */
+  CHECK_ERR(ait_backend_register(&t_ctx), AIT_OK, NULL);
+  ait_backend_config ccfg;
+  CHECK_ERR(ait_backend_config_parse("t_ctx", &ccfg), AIT_OK, NULL);
+  m = ctx_model();
+  CHECK_ERR(ait_runner_build(&ccfg, m->graph, NULL, &r), AIT_OK, NULL);
+  CHECK(r.nodes_primary == 2 && r.nodes_total == 4);
+  if (r.state) {
+    float x[32];
+    for (int i = 0; i < 32; i++)
+      x[i] = (float)(i % 9) * 0.25f - 1;
+    ait_tensor *in = ait_tensor_wrap(AIT_FLOAT32, 2, d, x);
+    ait_tensor *got[1] = {0}, *want[1] = {0};
+    CHECK_ERR(r.iface->infer(r.state, (const ait_tensor *const *)&in, 1, got), AIT_OK, NULL);
+    CHECK_ERR(ait_eager_run(m->graph, (const ait_tensor *const *)&in, 1, want), AIT_OK, NULL);
+    CHECK(got[0] && want[0] && !memcmp(got[0]->data, want[0]->data, sizeof x));
+    ait_tensor_free(got[0]), ait_tensor_free(want[0]), ait_tensor_free(in);
+  }
   ait_runner_destroy(&r);
   ait_model_free(m);
 

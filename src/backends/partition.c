@@ -307,12 +307,40 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
     goto out;
   }
   s->g = g;
-  for (int start = 0; start < nn && !st;) {
-    int end = start;
-    while (end < nn && sup[order[end]] == sup[order[start]])
-      end++;
-    st = add_segment(s, sup[order[start]] ? cfg : &fb, order + start, end - start);
-    start = end;
+  /* A node the backend takes in the whole graph may not be one it takes in
+   * its segment: a Reshape whose shape the backend computes from Shape ops
+   * needs those ops in the same segment; cut off, the shape arrives as a
+   * run-time input. Ask again on each segment's own graph and move what it
+   * refuses to the fallback, until the segments are stable. */
+  for (int round = 0; round <= nn && !st; round++) {
+    if (round > 0 && (st = order_by_class(g, sup, order))) break;
+    for (int start = 0; start < nn && !st;) {
+      int end = start;
+      while (end < nn && sup[order[end]] == sup[order[start]])
+        end++;
+      st = add_segment(s, sup[order[start]] ? cfg : &fb, order + start, end - start);
+      start = end;
+    }
+    bool changed = false;
+    for (int k = 0; k < s->n_seg && !st; k++) {
+      segment *sg = &s->seg[k];
+      if (sg->cfg.iface != cfg->iface || !sg->sub || sg->sub->n_nodes != sg->n_nodes) continue;
+      for (int j = 0; j < sg->n_nodes; j++)
+        if (!cfg->iface->supports(cfg, sg->sub, &sg->sub->nodes[j], why, sizeof why)) {
+          sup[sg->nodes[j]] = 0;
+          out->nodes_primary--;
+          changed = true;
+        }
+    }
+    if (st || !changed) break;
+    for (int k = 0; k < s->n_seg; k++) { /* again, from the new classes */
+      segment *sg = &s->seg[k];
+      ait_graph_free(sg->sub);
+      free(sg->in_map);
+      free(sg->out_map);
+      free(sg->nodes);
+    }
+    s->n_seg = 0;
   }
   out->n_segments = s->n_seg;
   /* a segment's inputs are cut tensors, not the model's: the model's samples
