@@ -66,6 +66,7 @@ typedef struct cu_opts {
   bool attention; /* fuse attention patterns */
   bool attn_gemm; /* ... as GEMMs around a masked softmax, never the fused kernel */
   bool attn_auto; /* the fused kernel only when its grid fills the GPU */
+  bool attn_wmma; /* the WMMA kernel even where the FlashAttention-2 one applies */
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */

@@ -206,9 +206,11 @@ cudaError_t cuk_fill(cudaStream_t s, int dt, void *y, int64_t n, double v);
  * type) at b * mb + h * mh + i * mi + j * mj for query i and key j (0
  * strides broadcast). vec: every stride is a multiple of 8 and every base
  * 16-byte aligned (vector loads). cuk_attention_prepare() once per type
- * before launches (raises the shared-memory limit; not capturable). */
+ * before launches (raises the shared-memory limit; not capturable).
+ * flash: the FlashAttention-2 style kernel (cuda_flash.cu) where
+ * cuk_flash_ok() says it applies (head size 64, vec), else the WMMA one. */
 typedef struct cuk_attn {
-  int dt, vec;
+  int dt, vec, flash;
   int B, H, S, Sk, D;
   float scale;
   const void *q, *k, *v, *mask;
@@ -218,6 +220,10 @@ typedef struct cuk_attn {
 int cuk_attention_ok(int dt, int D);
 cudaError_t cuk_attention_prepare(int dt, int D);
 cudaError_t cuk_attention(cudaStream_t s, const cuk_attn *p);
+int cuk_flash_fits(int dt, int D); /* type and head size; cuk_flash_ok adds vec */
+int cuk_flash_ok(const cuk_attn *p);
+cudaError_t cuk_flash_prepare(int dt);
+cudaError_t cuk_flash(cudaStream_t s, const cuk_attn *p);
 
 /* Softmax of x + mask along rows of len (rows = B * H * S, row r is query
  * r % S of head (r / S) % H of batch r / (S * H)), the mask read at
