@@ -832,6 +832,24 @@ static void test_model_file(const char *path, bool device) {
   free(dir);
   ait_tensor **sets[1] = {in};
   if (ok && n_sup == g->n_nodes && !device) check_dry(path, g, in);
+  if (ok && n_sup == g->n_nodes && strstr(path, "bert")) {
+    /* dtype=fp8: a LayerNorm feeding an fp8 GEMM also writes the absmax
+     * partials of its output (a float32 temporary among its operands) */
+    char *text = NULL;
+    CHECK_ERR(
+        ait_cuda_dry_plan("cuda:dtype=fp8", g, (const ait_tensor *const *)in, g->n_inputs, &text),
+        AIT_OK, NULL);
+    bool fused = false;
+    for (const char *l = text; l && *l && !fused;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+      const char *e = strchr(l, '\n');
+      size_t len = e ? (size_t)(e - l) : strlen(l);
+      const char *ln = strstr(l, "LayerNormalization"), *tmp = strstr(l, " tmp float32");
+      fused = ln && tmp && ln < l + len && tmp < l + len;
+    }
+    CHECK(fused);
+    free(text);
+  }
   if (ok && n_sup == g->n_nodes && device) {
     static const char *const model_specs[] = {"cuda",
                                               "cuda:dtype=tf32",

@@ -282,6 +282,10 @@ typedef struct cu_planner {
 } cu_planner;
 
 /* Find attention patterns in pl->g and set roles (cuda_attn.c). */
+/* dtype=fp8: when tensor y is written by a LayerNormalization step that can
+ * also write y's absmax partials (cuk_layernorm's part), make it write them
+ * into the scale buffer sc (at sc + 8) and return their count; else 0. */
+int cu_layernorm_amax(cu_planner *pl, int y, int sc);
 ait_status cu_find_attention(cu_planner *pl);
 ait_status cu_lower_attention(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n);
