@@ -264,6 +264,53 @@ static ait_graph *cnn_model(void) {
   return parse(m);
 }
 
+/* BERT-style attention with head size 64, the FlashAttention-2 kernel's
+ * case: q [2, 70, 2, 64], k and v [2, 130, 2, 64], mask [2, 1, 70, 130]
+ * (a row mask: mi != 0), heads split by Transposes, out [2, 70, 2, 64].
+ * 70 query rows leave the second query tile partial; 130 keys take three
+ * key tiles (the double buffer wraps) with the last one partial. */
+#define FL_S 70
+#define FL_SK 130
+static ait_graph *flash_model(void) {
+  static float sqrt_d = 8.0f;
+  static const int64_t dq[4] = {2, FL_S, 2, 64}, dk[4] = {2, FL_SK, 2, 64},
+                       dm[4] = {2, 1, FL_S, FL_SK}, d0[1] = {0};
+  static const int64_t p_qv[4] = {0, 2, 1, 3}, p_k[4] = {0, 2, 3, 1};
+  tb_model *m = tb_new(17);
+  tb_input(m, "q", AIT_FLOAT32, 4, dq);
+  tb_input(m, "k", AIT_FLOAT32, 4, dk);
+  tb_input(m, "v", AIT_FLOAT32, 4, dk);
+  tb_input(m, "mask", AIT_FLOAT32, 4, dm);
+  tb_output(m, "y", AIT_FLOAT32, 4, dq);
+  tb_init_f32(m, "sqrt_d", 0, d0, &sqrt_d);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tq", IN("q"), IN("qh")), "perm", 4, p_qv);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p_k);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tv", IN("v"), IN("vh")), "perm", 4, p_qv);
+  tb_node(m, "MatMul", "scores", IN("qh", "kt"), IN("s0"));
+  tb_node(m, "Div", "scale", IN("s0", "sqrt_d"), IN("s1"));
+  tb_node(m, "Add", "masked", IN("s1", "mask"), IN("s2"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("s2"), IN("p"));
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "MatMul", "ctx", IN("p", "vh"), IN("c"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("c"), IN("y")), "perm", 4, p_qv);
+  return parse(m);
+}
+
+/* Inputs of flash_model: about one key in five masked, by -1e9 or by
+ * -3e38 (PyTorch's finfo.min style), never a whole row (fp16 saturates
+ * both to -65504, which no longer masks a row whose every key has it). */
+static void flash_inputs(ait_tensor **in) {
+  static const int64_t dq[4] = {2, FL_S, 2, 64}, dk[4] = {2, FL_SK, 2, 64},
+                       dm[4] = {2, 1, FL_S, FL_SK};
+  in[0] = rand_tensor(4, dq, 2.0f);
+  in[1] = rand_tensor(4, dk, 2.0f);
+  in[2] = rand_tensor(4, dk, 1.0f);
+  in[3] = rand_tensor(4, dm, 0.5f);
+  float *mk = in[3]->data;
+  for (int64_t i = 0; i < 2 * FL_S * FL_SK; i++)
+    if (i % FL_SK != 0 && (i * 7919) % 5 == 0) mk[i] = (i % 2) ? -1e9f : -3e38f;
+}
+
 /* Attention-like block: projections with bias, a batched MatMul of two
  * activations scaled and masked (broadcast), Softmax, LayerNormalization and
  * an erf GELU written out. x [N, 4, 6], kt [N, 6, 4], mask [N, 1, 4]. */
@@ -400,6 +447,7 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:gelu=fast", &cfg), AIT_E_INVALID_ARG, "gelu");
   CHECK_ERR(ait_backend_config_parse("cuda:attention=gemm", &cfg), AIT_OK, NULL);
   CHECK_ERR(ait_backend_config_parse("cuda:attention=on", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:attention=wmma", &cfg), AIT_OK, NULL);
   CHECK_ERR(ait_backend_config_parse("cuda:attention=maybe", &cfg), AIT_E_INVALID_ARG, "attention");
   CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
             "fp8_fast_accum");
@@ -528,6 +576,34 @@ static void test_dry_small(void) {
   for (int i = 0; i < 3; i++)
     ait_tensor_free(in[i]);
   ait_graph_free(g);
+  g = flash_model();
+  ait_tensor *fin[4];
+  flash_inputs(fin);
+  if (g) check_dry("flash attention", g, fin);
+  /* head size 64: attention=on and auto plan the FlashAttention-2 kernel,
+   * wmma the WMMA one, gemm neither */
+  static const struct {
+    const char *spec;
+    bool flash, wmma;
+  } plans[] = {{"cuda:dtype=bf16,attention=on", true, false},
+               {"cuda:dtype=fp16,attention=on", true, false},
+               {"cuda:dtype=fp16,attention=wmma", false, true},
+               {"cuda:dtype=bf16,attention=gemm", false, false},
+               {"cuda:dtype=bf16", true, false}};
+  for (size_t i = 0; g && i < sizeof plans / sizeof plans[0]; i++) {
+    char *pt = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(plans[i].spec, g, (const ait_tensor *const *)fin, 4, &pt), AIT_OK,
+              NULL);
+    bool fl = pt && strstr(pt, "FlashAttention"), wm = pt && strstr(pt, " Attention");
+    if (fl != plans[i].flash || wm != plans[i].wmma)
+      fprintf(stderr, "flash attention on %s: plan:\n%s", plans[i].spec, pt ? pt : "");
+    CHECK(fl == plans[i].flash && wm == plans[i].wmma);
+    free(pt);
+  }
+  for (int i = 0; i < 4; i++)
+    ait_tensor_free(fin[i]);
+  ait_graph_free(g);
+
   g = fp8_model();
   const int64_t d8[3] = {3, 4, 32};
   a = rand_tensor(3, d8, 1.0f);
@@ -616,6 +692,25 @@ static void test_small_models(void) {
   if (g) check_all_specs("attention", g, ai, 1);
   for (int i = 0; i < 3; i++)
     ait_tensor_free(in[i]);
+  ait_graph_free(g);
+
+  /* attention with head size 64 through each fused kernel and the GEMMs */
+  g = flash_model();
+  ait_tensor *fin[4];
+  flash_inputs(fin);
+  ait_tensor **fi[1] = {fin};
+  static const char *const flash_specs[] = {"cuda:dtype=bf16,attention=on",
+                                            "cuda:dtype=fp16,attention=on",
+                                            "cuda:dtype=bf16,attention=wmma",
+                                            "cuda:dtype=fp16,attention=wmma",
+                                            "cuda:dtype=fp16,attention=gemm",
+                                            "cuda:dtype=bf16,attention=on,graphs=off",
+                                            "cuda",
+                                            NULL};
+  for (int i = 0; g && flash_specs[i]; i++)
+    check_backend("flash attention", flash_specs[i], g, fi, 1);
+  for (int i = 0; i < 4; i++)
+    ait_tensor_free(fin[i]);
   ait_graph_free(g);
 
   g = fp8_model();
@@ -737,6 +832,40 @@ static void test_model_file(const char *path, bool device) {
   free(dir);
   ait_tensor **sets[1] = {in};
   if (ok && n_sup == g->n_nodes && !device) check_dry(path, g, in);
+  if (ok && n_sup == g->n_nodes && strstr(path, "bert")) {
+    /* dtype=fp8: a LayerNorm feeding an fp8 GEMM also writes the absmax
+     * partials of its output (a float32 temporary among its operands), from
+     * 4096 rows (the warp-per-row kernel): the inputs repeated to batch 256 */
+    ait_tensor *big[16] = {0};
+    for (int i = 0; i < g->n_inputs; i++) {
+      int64_t d[AIT_MAX_RANK];
+      for (int k = 0; k < in[i]->rank; k++)
+        d[k] = in[i]->dims[k] * (k == 0 ? 256 : 1);
+      big[i] = ait_tensor_new(in[i]->dtype, in[i]->rank, d);
+      size_t bytes = (size_t)ait_tensor_numel(in[i]) * ait_elem_size(in[i]->dtype);
+      for (int r = 0; big[i] && r < 256; r++)
+        memcpy((char *)big[i]->data + (size_t)r * bytes, in[i]->data, bytes);
+    }
+    char *text = NULL;
+    CHECK_ERR(
+        ait_cuda_dry_plan("cuda:dtype=fp8", g, (const ait_tensor *const *)big, g->n_inputs, &text),
+        AIT_OK, NULL);
+    for (int i = 0; i < g->n_inputs; i++)
+      ait_tensor_free(big[i]);
+    bool fused = false;
+    for (const char *l = text; l && *l && !fused;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+      const char *e = strchr(l, '\n');
+      size_t len = e ? (size_t)(e - l) : strlen(l);
+      int idx = 0;
+      char op[64] = "";
+      const char *tmp = strstr(l, " tmp float32"); /* on the step's own line */
+      fused = sscanf(l, "%d %63s", &idx, op) == 2 && !strcmp(op, "LayerNormalization") && tmp &&
+              tmp < l + len;
+    }
+    CHECK(fused);
+    free(text);
+  }
   if (ok && n_sup == g->n_nodes && device) {
     static const char *const model_specs[] = {"cuda",
                                               "cuda:dtype=tf32",
@@ -745,6 +874,8 @@ static void test_model_file(const char *path, bool device) {
                                               "cuda:dtype=fp8",
                                               "cuda:dtype=bf16,attention=gemm",
                                               "cuda:dtype=fp16,attention=on",
+                                              "cuda:dtype=bf16,attention=on",
+                                              "cuda:dtype=fp16,attention=wmma",
                                               NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);

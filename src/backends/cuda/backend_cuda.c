@@ -40,10 +40,12 @@ static const ait_option_def cuda_options[] = {
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic",
      "GEMM/conv algorithms: time the heuristic's best candidates, or take its first"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms timed per GEMM/convolution"},
-    {"attention", AIT_OPT_ENUM, "auto", "auto|on|gemm|off",
-     "Softmax(Q.K^T*scale+mask).V: on = one fused kernel for bf16/fp16 (a masked softmax "
-     "otherwise), gemm = batched cuBLASLt GEMMs around a masked softmax, auto = the fused "
-     "kernel when it fills the GPU (>= 2 blocks per SM), else gemm; off = as written"},
+    {"attention", AIT_OPT_ENUM, "auto", "auto|on|wmma|gemm|off",
+     "Softmax(Q.K^T*scale+mask).V: on = one fused kernel for bf16/fp16 (FlashAttention-2 "
+     "style for head size 64, WMMA otherwise; a masked softmax for other types), wmma = the "
+     "WMMA kernel for every head size, gemm = batched cuBLASLt GEMMs around a masked softmax, "
+     "auto = on where the FlashAttention-2 kernel applies, else the WMMA kernel when it fills "
+     "the GPU (>= 2 blocks per SM), else gemm; off = as written"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };
@@ -71,6 +73,7 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   const char *at = ait_backend_config_get(cfg, "attention");
   o->attention = !at || strcmp(at, "off") != 0;
   o->attn_gemm = at && !strcmp(at, "gemm");
+  o->attn_wmma = at && !strcmp(at, "wmma");
   o->attn_auto = !at || !strcmp(at, "auto");
   o->ws_bytes = ait_backend_config_int(cfg, "workspace_mb", 256) << 20;
   o->device = (int)ait_backend_config_int(cfg, "device", 0);

@@ -18,7 +18,7 @@ static const ait_option_def cuda_stub_options[] = {
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc", "activation layout of convolutions"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic", "GEMM/conv algorithm choice"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms measured per GEMM/conv"},
-    {"attention", AIT_OPT_ENUM, "auto", "auto|on|gemm|off", "fuse attention patterns"},
+    {"attention", AIT_OPT_ENUM, "auto", "auto|on|wmma|gemm|off", "fuse attention patterns"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };

@@ -7,7 +7,8 @@
  *   O  = MatMul(P, V)    [B,H,S,D]      Y  = Transpose(O)    (optional)
  *
  * With bfloat16 / float16 storage and a head size the kernel takes, the
- * whole pattern, head transposes included, is one cuk_attention step
+ * whole pattern, head transposes included, is one cuk_attention step (the
+ * FlashAttention-2 style kernel for head size 64, else the WMMA one)
  * reading X_q, X_k, X_v and writing Y through strides. Otherwise, when there
  * is a mask, the mask moves from the scores GEMM into the Softmax
  * (cuk_softmax_masked), saving one pass over the scores. */
@@ -110,13 +111,15 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   /* the fused kernel, with the head transposes absorbed */
   ait_dtype dt = pl->s->fdt;
   m->fused = cuk_attention_ok(dt, (int)q[3]) != 0 && !pl->s->o.attn_gemm;
-  /* attention=auto: the kernel runs one block per 64 query rows of a (batch,
-   * head); under 2 blocks per SM (BERT-base at batch 1: 24 blocks on 132
-   * SMs) most of the GPU idles and the batched GEMMs around a masked
-   * softmax were measured faster (docs/benchmarks-gpu.md); above, the fused
-   * kernel was. */
+  /* attention=auto: the FlashAttention-2 kernel (head size 64) was measured
+   * faster than the GEMMs at every size tried, BERT-base batch 1 (24 blocks
+   * on 132 SMs) included (docs/benchmarks-gpu.md, third round). The WMMA
+   * kernel, for other head sizes, is not: under 2 blocks per SM most of the
+   * GPU idles and the batched GEMMs around a masked softmax win. */
   int64_t blocks = q[0] * q[1] * ((q[2] + 63) / 64);
-  if (m->fused && pl->s->o.attn_auto && pl->s->n_sm > 0 && blocks < 2 * (int64_t)pl->s->n_sm)
+  bool flash = !pl->s->o.attn_wmma && cuk_flash_fits(dt, (int)q[3]);
+  if (m->fused && pl->s->o.attn_auto && !flash && pl->s->n_sm > 0 &&
+      blocks < 2 * (int64_t)pl->s->n_sm)
     m->fused = false;
   int qax[4], kax[4], vax[4];
   tr[0] = transposed_from(g, u, sc->in[0], qax);
@@ -293,6 +296,7 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
   k->vec = 1;
   for (int i = 0; i < 12; i++)
     k->vec = k->vec && all[i] % 8 == 0;
+  k->flash = !pl->s->o.attn_wmma && cuk_flash_ok(k);
   if (Q->dt != O->dt || K->dt != O->dt || V->dt != O->dt ||
       (a->mask >= 0 && p->t[a->mask].dt != O->dt)) {
     free(a);
@@ -300,7 +304,9 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
   }
   int q = a->q, kk = a->kk, v = a->v, mask = a->mask, out = a->out;
   cu_step *s;
-  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), "Attention", attn_run, a, &s));
+  /* the kernel names the step: profiles tell them apart */
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), k->flash ? "FlashAttention" : "Attention",
+                      attn_run, a, &s));
   s->prep = attn_prep;
   cu_step_use(s, q);
   cu_step_use(s, kk);

@@ -179,15 +179,17 @@ extern "C" int cuk_attention_ok(int dt, int D) {
 extern "C" cudaError_t cuk_attention_prepare(int dt, int D) {
   if (!cuk_attention_ok(dt, D)) return cudaErrorInvalidValue;
   int bytes = (int)attn_smem(128); /* the largest, once for all head sizes */
-  cudaError_t e = dt == CUK_BF16
-                      ? cudaFuncSetAttribute(attn_kernel<__nv_bfloat16>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)
-                      : cudaFuncSetAttribute(attn_kernel<__half>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cuk_flash_prepare(dt);
+  if (e != cudaSuccess) return e;
+  e = dt == CUK_BF16 ? cudaFuncSetAttribute(attn_kernel<__nv_bfloat16>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)
+                     : cudaFuncSetAttribute(attn_kernel<__half>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return e;
 }
 
 extern "C" cudaError_t cuk_attention(cudaStream_t s, const cuk_attn *p) {
+  if (p->flash && cuk_flash_ok(p)) return cuk_flash(s, p);
   if (!cuk_attention_ok(p->dt, p->D)) return cudaErrorInvalidValue;
   if (p->B <= 0 || p->H <= 0 || p->S <= 0) return cudaSuccess;
   if (p->B > 65535 || p->H > 65535) return cudaErrorInvalidValue;

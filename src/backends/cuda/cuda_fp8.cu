@@ -2,57 +2,73 @@
  * absmax over the tensor (one atomic per block), then every element scaled
  * by 448 / absmax and converted to e4m3 by the hardware conversion (round to
  * nearest even, saturating: the encoder of src/backends/quant). The scale
- * never leaves the device, so the three launches are capturable. */
+ * never leaves the device, so the launches are capturable. */
 #include <cuda_fp8.h>
 
 #include "backends/cuda/cuda_device.cuh"
 
 #define CUK_E4M3_MAX 448.0f
 
-__global__ void amax_kernel(int dt, const void *x, int64_t n, float *amax) {
+/* Absmax in two steps without atomics or a memset (one graph node less per
+ * quantized activation): the first kernel (or the producer of x itself:
+ * LayerNormalization, cuk_layernorm) writes one partial maximum per block,
+ * the quantizing kernel reduces those partials in every block (a few KB
+ * from L2) before it converts. NaN and Inf are skipped, as before. */
+__device__ __forceinline__ float amax_step(float m, float v) {
+  float a = fabsf(v);
+  return a > m && !isinf(a) ? a : m; /* NaN compares false: skipped */
+}
+
+__global__ void amax_kernel(int dt, const void *x, int64_t n, float *part) {
   __shared__ float sh[32];
   float m = 0.0f;
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    float a = fabsf(cuk_ldf(x, dt, i));
-    if (a > m && !isinf(a)) m = a; /* NaN compares false: skipped */
-  }
-  m = cuk_block_max(m, sh);
-  /* non-negative floats order like their bit patterns */
-  if (threadIdx.x == 0) atomicMax((unsigned *)amax, __float_as_uint(m));
-}
-
-__global__ void quant_kernel(int dt, const void *x, int64_t n, float *sc, unsigned char *q) {
-  float amax = sc[0];
-  float scale = amax > 0.0f ? amax / CUK_E4M3_MAX : 1.0f, inv = 1.0f / scale;
-  if (blockIdx.x == 0 && threadIdx.x == 0) sc[4] = scale;
-  int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    q[i] = __nv_cvt_float_to_fp8(cuk_ldf(x, dt, i) * inv, __NV_SATFINITE, __NV_E4M3);
+    m = amax_step(m, cuk_ldf(x, dt, i));
+  m = cuk_block_max(m, sh);
+  if (threadIdx.x == 0) part[blockIdx.x] = m;
 }
 
-/* 16-bit storage, n % 8 == 0, aligned: 16-byte loads, 8-byte stores. */
-template <typename T> __global__ void amax_vec8(const T *x, int64_t n8, float *amax) {
+/* 16-bit storage, n % 8 == 0, aligned: 16-byte loads. */
+template <typename T> __global__ void amax_vec8(const T *x, int64_t n8, float *part) {
   __shared__ float sh[32];
   float m = 0.0f, v[8];
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride) {
     cuk_ld8(x + i * 8, v);
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-      float a = fabsf(v[k]);
-      if (a > m && !isinf(a)) m = a;
-    }
+    for (int k = 0; k < 8; k++)
+      m = amax_step(m, v[k]);
   }
   m = cuk_block_max(m, sh);
-  if (threadIdx.x == 0) atomicMax((unsigned *)amax, __float_as_uint(m));
+  if (threadIdx.x == 0) part[blockIdx.x] = m;
 }
 
+/* The tensor's absmax from the partials at sc + 8, and the scale; block 0
+ * publishes both (sc[0], sc[4]) for cuBLASLt. */
+__device__ __forceinline__ float quant_inv(float *sc, int parts) {
+  __shared__ float sh[32];
+  float m = 0.0f;
+  for (int i = threadIdx.x; i < parts; i += blockDim.x)
+    m = fmaxf(m, sc[8 + i]);
+  float amax = cuk_block_max(m, sh);
+  float scale = amax > 0.0f ? amax / CUK_E4M3_MAX : 1.0f;
+  if (blockIdx.x == 0 && threadIdx.x == 0) sc[0] = amax, sc[4] = scale;
+  return 1.0f / scale;
+}
+
+__global__ void quant_kernel(int dt, const void *x, int64_t n, float *sc, int parts,
+                             unsigned char *q) {
+  float inv = quant_inv(sc, parts);
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    q[i] = __nv_cvt_float_to_fp8(cuk_ldf(x, dt, i) * inv, __NV_SATFINITE, __NV_E4M3);
+}
+
+/* 16-bit storage, n % 8 == 0, aligned: 16-byte loads, 8-byte stores. */
 template <typename T>
-__global__ void quant_vec8(const T *x, int64_t n8, float *sc, unsigned char *q) {
-  float amax = sc[0];
-  float scale = amax > 0.0f ? amax / CUK_E4M3_MAX : 1.0f, inv = 1.0f / scale;
-  if (blockIdx.x == 0 && threadIdx.x == 0) sc[4] = scale;
+__global__ void quant_vec8(const T *x, int64_t n8, float *sc, int parts, unsigned char *q) {
+  float inv = quant_inv(sc, parts);
   int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride) {
     float v[8];
@@ -67,27 +83,48 @@ __global__ void quant_vec8(const T *x, int64_t n8, float *sc, unsigned char *q) 
   }
 }
 
+static bool vec8(int dt, int64_t n, const void *x, const void *q) {
+  return (dt == CUK_BF16 || dt == CUK_F16) && n % 8 == 0 && cuk_al16(x, q);
+}
+
+extern "C" cudaError_t cuk_fp8_amax_parts(cudaStream_t s, int dt, const void *x, int64_t n,
+                                          float *part, int parts) {
+  if (parts <= 0 || parts > CUK_FP8_PARTS) return cudaErrorInvalidValue;
+  if (vec8(dt, n, x, x)) {
+    if (dt == CUK_BF16)
+      amax_vec8<<<parts, 256, 0, s>>>((const __nv_bfloat16 *)x, n / 8, part);
+    else
+      amax_vec8<<<parts, 256, 0, s>>>((const __half *)x, n / 8, part);
+  } else {
+    amax_kernel<<<parts, 256, 0, s>>>(dt, x, n, part);
+  }
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_fp8_quantize_parts(cudaStream_t s, int dt, const void *x, int64_t n,
+                                              float *sc, int parts, unsigned char *q) {
+  if (n <= 0) return cudaSuccess;
+  if (parts <= 0 || parts > CUK_FP8_PARTS) return cudaErrorInvalidValue;
+  if (vec8(dt, n, x, q)) {
+    int64_t n8 = n / 8;
+    if (dt == CUK_BF16)
+      quant_vec8<<<cuk_blocks(n8, 256), 256, 0, s>>>((const __nv_bfloat16 *)x, n8, sc, parts, q);
+    else
+      quant_vec8<<<cuk_blocks(n8, 256), 256, 0, s>>>((const __half *)x, n8, sc, parts, q);
+  } else {
+    quant_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(dt, x, n, sc, parts, q);
+  }
+  return cudaGetLastError();
+}
+
 extern "C" cudaError_t cuk_fp8_quantize(cudaStream_t s, int dt, const void *x, int64_t n, float *sc,
                                         unsigned char *q) {
-  cudaError_t e = cudaMemsetAsync(sc, 0, sizeof(float), s);
-  if (e != cudaSuccess || n <= 0) return e;
-  if ((dt == CUK_BF16 || dt == CUK_F16) && n % 8 == 0 && cuk_al16(x, q)) {
-    int64_t n8 = n / 8;
-    unsigned b = cuk_blocks(n8, 256) > 1024 ? 1024 : cuk_blocks(n8, 256);
-    if (dt == CUK_BF16) {
-      amax_vec8<<<b, 256, 0, s>>>((const __nv_bfloat16 *)x, n8, sc);
-      quant_vec8<<<cuk_blocks(n8, 256), 256, 0, s>>>((const __nv_bfloat16 *)x, n8, sc, q);
-    } else {
-      amax_vec8<<<b, 256, 0, s>>>((const __half *)x, n8, sc);
-      quant_vec8<<<cuk_blocks(n8, 256), 256, 0, s>>>((const __half *)x, n8, sc, q);
-    }
-    return cudaGetLastError();
-  }
-  unsigned b = cuk_blocks(n, 256);
-  if (b > 1024) b = 1024; /* few atomics; each thread loops */
-  amax_kernel<<<b, 256, 0, s>>>(dt, x, n, sc);
-  quant_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(dt, x, n, sc, q);
-  return cudaGetLastError();
+  if (n <= 0) return cudaMemsetAsync(sc, 0, sizeof(float), s);
+  /* few partials; each thread loops */
+  unsigned b = cuk_blocks(vec8(dt, n, x, q) ? n / 8 : n, 256);
+  int parts = b > 1024 ? 1024 : (int)b;
+  cudaError_t e = cuk_fp8_amax_parts(s, dt, x, n, sc + 8, parts);
+  return e != cudaSuccess ? e : cuk_fp8_quantize_parts(s, dt, x, n, sc, parts, q);
 }
 
 /* Hardware e4m3 encoding of n floats (tests compare it with the host's). */

@@ -56,6 +56,7 @@ typedef struct gemm_prm {
   const float *wsc;      /* its scale (device) */
   int xq, xs;            /* tensors: the activation in e4m3, its absmax and scale */
   struct gemm_prm *qsrc; /* an earlier fp8 GEMM that quantizes the same activation */
+  int parts;             /* > 0: the activation's producer wrote this many absmax partials */
 } gemm_prm;
 
 static void gemm_release(void *prm) {
@@ -198,10 +199,16 @@ static ait_status gemm_post(cu_state *s, cu_plan *p, gemm_prm *g) {
 
 static ait_status gemm_run(cu_state *s, cu_plan *p, cu_step *st) {
   gemm_prm *g = st->prm;
-  if (g->fp8 && (!g->qsrc || !g->qsrc->fp8)) /* else quantized already by qsrc */
-    AIT_TRY(cu_check(cuk_fp8_quantize(s->stream, p->t[g->a].dt, cu_ptr(p, g->a), g->M * g->K,
-                                      cu_ptr(p, g->xs), cu_ptr(p, g->xq)),
-                     "fp8 activation quantization"));
+  if (g->fp8 && (!g->qsrc || !g->qsrc->fp8)) { /* else quantized already by qsrc */
+    const void *x = cu_ptr(p, g->a);
+    int dt = p->t[g->a].dt;
+    AIT_TRY(cu_check(
+        g->parts > 0
+            ? cuk_fp8_quantize_parts(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), g->parts,
+                                     cu_ptr(p, g->xq))
+            : cuk_fp8_quantize(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), cu_ptr(p, g->xq)),
+        "fp8 activation quantization"));
+  }
   AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
   return gemm_post(s, p, g);
 }
@@ -420,9 +427,11 @@ static ait_status try_fp8(cu_planner *pl, gemm_prm *g, int wv, bool nk) {
     g->xq = g->qsrc->xq;
     g->xs = g->qsrc->xs;
   } else {
-    int64_t dq[2] = {g->M, g->K}, ds = 8;
+    int64_t dq[2] = {g->M, g->K}, ds = 8 + CUK_FP8_PARTS;
     AIT_TRY(cu_temp(pl, AIT_UINT8, 2, dq, CU_PLAIN, &g->xq));
     AIT_TRY(cu_temp(pl, AIT_FLOAT32, 1, &ds, CU_PLAIN, &g->xs));
+    /* after a LayerNorm, its kernel finds the absmax: one pass less */
+    g->parts = cu_layernorm_amax(pl, g->a, g->xs);
   }
   g->w8 = dev;
   g->wsc = (const float *)((char *)dev + cu_e4m3_scale_offset(g->K * g->N));

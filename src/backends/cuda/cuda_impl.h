@@ -66,6 +66,7 @@ typedef struct cu_opts {
   bool attention; /* fuse attention patterns */
   bool attn_gemm; /* ... as GEMMs around a masked softmax, never the fused kernel */
   bool attn_auto; /* the fused kernel only when its grid fills the GPU */
+  bool attn_wmma; /* the WMMA kernel even where the FlashAttention-2 one applies */
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
@@ -281,6 +282,10 @@ typedef struct cu_planner {
 } cu_planner;
 
 /* Find attention patterns in pl->g and set roles (cuda_attn.c). */
+/* dtype=fp8: when tensor y is written by a LayerNormalization step that can
+ * also write y's absmax partials (cuk_layernorm's part), make it write them
+ * into the scale buffer sc (at sc + 8) and return their count; else 0. */
+int cu_layernorm_amax(cu_planner *pl, int y, int sc);
 ait_status cu_find_attention(cu_planner *pl);
 ait_status cu_lower_attention(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n);

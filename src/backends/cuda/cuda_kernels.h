@@ -142,10 +142,14 @@ cudaError_t cuk_gather(cudaStream_t s, int esize, const void *data, const void *
 
 /* LayerNormalization over rows of `cols` contiguous elements:
  * y = (x - mean) / sqrt(var + eps) * gamma + beta (beta may be NULL). With
- * res != NULL, x + res is normalised (and written to sum when sum != NULL). */
+ * res != NULL, x + res is normalised (and written to sum when sum != NULL).
+ * part != NULL (dtype=fp8, y feeds an fp8 GEMM): also the absmax of y as
+ * cuk_layernorm_parts(dt, rows, cols) partial maxima (> 0 required), for
+ * cuk_fp8_quantize_parts. */
 cudaError_t cuk_layernorm(cudaStream_t s, int dt, const void *x, const void *res, void *sum,
                           void *y, int64_t rows, int64_t cols, const float *gamma,
-                          const float *beta, float eps);
+                          const float *beta, float eps, float *part);
+int cuk_layernorm_parts(int dt, int64_t rows, int64_t cols); /* 0: cannot */
 
 /* Softmax (log = 1: LogSoftmax) along an axis of length len with stride
  * inner, for each of outer * inner lines. */
@@ -206,9 +210,11 @@ cudaError_t cuk_fill(cudaStream_t s, int dt, void *y, int64_t n, double v);
  * type) at b * mb + h * mh + i * mi + j * mj for query i and key j (0
  * strides broadcast). vec: every stride is a multiple of 8 and every base
  * 16-byte aligned (vector loads). cuk_attention_prepare() once per type
- * before launches (raises the shared-memory limit; not capturable). */
+ * before launches (raises the shared-memory limit; not capturable).
+ * flash: the FlashAttention-2 style kernel (cuda_flash.cu) where
+ * cuk_flash_ok() says it applies (head size 64, vec), else the WMMA one. */
 typedef struct cuk_attn {
-  int dt, vec;
+  int dt, vec, flash;
   int B, H, S, Sk, D;
   float scale;
   const void *q, *k, *v, *mask;
@@ -218,6 +224,10 @@ typedef struct cuk_attn {
 int cuk_attention_ok(int dt, int D);
 cudaError_t cuk_attention_prepare(int dt, int D);
 cudaError_t cuk_attention(cudaStream_t s, const cuk_attn *p);
+int cuk_flash_fits(int dt, int D); /* type and head size; cuk_flash_ok adds vec */
+int cuk_flash_ok(const cuk_attn *p);
+cudaError_t cuk_flash_prepare(int dt);
+cudaError_t cuk_flash(cudaStream_t s, const cuk_attn *p);
 
 /* Softmax of x + mask along rows of len (rows = B * H * S, row r is query
  * r % S of head (r / S) % H of batch r / (S * H)), the mask read at
@@ -227,10 +237,19 @@ cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y, i
                                int64_t mh, int64_t mi, int64_t mj);
 
 /* dtype=fp8: q[0..n) = e4m3(x / scale) with scale = absmax(x) / 448 (1 when
- * x is all zero); sc (8 floats, device, 16-byte aligned) receives absmax in
- * sc[0] and the scale in sc[4], 16-byte aligned for cuBLASLt's scale pointer. */
+ * x is all zero); sc (8 + CUK_FP8_PARTS floats, device, 16-byte aligned)
+ * receives absmax in sc[0] and the scale in sc[4], 16-byte aligned for
+ * cuBLASLt's scale pointer; sc + 8 holds per-block partial maxima.
+ * cuk_fp8_quantize: partials, then the conversion. cuk_fp8_quantize_parts:
+ * the conversion alone, for `parts` partials already at sc + 8 (written by
+ * cuk_fp8_amax_parts or by the producer of x: cuk_layernorm's part). */
+#define CUK_FP8_PARTS 2048
 cudaError_t cuk_fp8_quantize(cudaStream_t s, int dt, const void *x, int64_t n, float *sc,
                              unsigned char *q);
+cudaError_t cuk_fp8_quantize_parts(cudaStream_t s, int dt, const void *x, int64_t n, float *sc,
+                                   int parts, unsigned char *q);
+cudaError_t cuk_fp8_amax_parts(cudaStream_t s, int dt, const void *x, int64_t n, float *part,
+                               int parts);
 /* q[i] = e4m3(x[i]) by the hardware conversion, for tests. */
 cudaError_t cuk_fp8_encode(cudaStream_t s, const float *x, int64_t n, unsigned char *q);
 

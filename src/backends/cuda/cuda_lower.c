@@ -355,6 +355,7 @@ ait_status cu_lower_fill(cu_planner *pl, const ait_node *n) {
 
 typedef struct rows_prm {
   int x, y, res, sum;
+  int part; /* LayerNorm, dtype=fp8: absmax partials for the GEMM reading y (-1: none) */
   int64_t outer, len, inner;
   int log;
   const float *gamma, *beta;
@@ -400,8 +401,23 @@ static ait_status ln_run(cu_state *s, cu_plan *p, cu_step *st) {
   return cu_check(cuk_layernorm(s->stream, p->t[r->x].dt, cu_ptr(p, r->x),
                                 r->res >= 0 ? cu_ptr(p, r->res) : NULL,
                                 r->sum >= 0 ? cu_ptr(p, r->sum) : NULL, cu_ptr(p, r->y), r->outer,
-                                r->len, r->gamma, r->beta, r->eps),
+                                r->len, r->gamma, r->beta, r->eps,
+                                r->part >= 0 ? (float *)cu_ptr(p, r->part) + 8 : NULL),
                   "LayerNormalization");
+}
+
+int cu_layernorm_amax(cu_planner *pl, int y, int sc) {
+  cu_plan *p = pl->p;
+  for (int i = p->n_steps - 1; i >= 0; i--) {
+    rows_prm *r = p->steps[i].run == ln_run ? p->steps[i].prm : NULL;
+    if (!r || r->y != y) continue;
+    int parts = r->part < 0 ? cuk_layernorm_parts(p->t[y].dt, r->outer, r->len) : 0;
+    if (parts <= 0) return 0;
+    r->part = sc;
+    cu_step_use(&p->steps[i], sc); /* sc lives from here to the GEMM */
+    return parts;
+  }
+  return 0;
 }
 
 ait_status cu_lower_layernorm(cu_planner *pl, const ait_node *n) {
@@ -415,7 +431,7 @@ ait_status cu_lower_layernorm(cu_planner *pl, const ait_node *n) {
   if (!r) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   r->x = x;
   r->y = y;
-  r->res = r->sum = -1;
+  r->res = r->sum = r->part = -1;
   r->outer = prod(X->dims, 0, axis);
   r->len = prod(X->dims, axis, X->rank);
   r->eps = ait_attr_float(n, "epsilon", 1e-5f);
