@@ -1129,7 +1129,8 @@ static void test_reduced_precision_policy(void) {
 }
 
 /* The profiler's time caps: warm-up stops after a quarter of the budget,
- * and a run clearly slower than give_up_ms ends timing after 2 runs. */
+ * and runs clearly slower than give_up_ms end timing once there are 2 and a
+ * quarter of the budget is spent. */
 typedef struct spin_ctx {
   int calls;
   double ms;
@@ -1158,8 +1159,8 @@ static void test_profile_caps(void) {
   c.calls = 0;
   o.warmup = 1;
   o.min_runs = 10;
-  o.time_budget_s = 10;
-  o.give_up_ms = 1.0; /* every run takes 3 ms */
+  o.time_budget_s = 0.02; /* give up once 5 ms are spent: after 2 runs */
+  o.give_up_ms = 1.0;     /* every run takes 3 ms */
   CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
   CHECK(s.runs == 2 && c.calls == 3 && s.min_ms >= 3.0);
 }

@@ -16,7 +16,8 @@ typedef struct ait_profile_opts {
   double time_budget_s; /* stop after this much timed work, once there are 3 runs
                            (or after 1 run that alone exceeds it); warm-up stops
                            after a quarter of it (at least one run) */
-  double give_up_ms;    /* > 0: stop after 2 timed runs when the faster is slower
+  double give_up_ms;    /* > 0: stop once there are 2 timed runs and a quarter of
+                           the budget is spent, when the fastest run is slower
                            than this (a candidate that cannot win needs no
                            precise number) */
 } ait_profile_opts;
