@@ -4,7 +4,8 @@
     python3 bench/interleaved.py --model M.onnx --inputs DIR [--backend B]... [--ort M.onnx]...
                                  [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
 
-Every iteration runs each engine once, in the same order, with a short pause between
+Every iteration runs each engine once (or --block times back to back, timing the median
+of the block after one untimed run), in the same order, with a short pause between
 engines (so the thread pools that spin after a run, ONNX Runtime's and aitune's, have
 gone quiet). Load from other processes then hits all engines alike within an iteration,
 which a benchmark that runs one engine after the other cannot promise on a shared
@@ -105,6 +106,10 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--pause-ms", type=float, default=20)
+    ap.add_argument("--block", type=int, default=1,
+                    help="runs of an engine back to back per turn (the first of each block untimed): "
+                         "1 measures each run after the others ran (cold thread pools), more measures "
+                         "steady back-to-back runs")
     ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libaitune.so"))
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -124,13 +129,17 @@ def main():
     for it in range(a.warmup + a.iters):
         for e in engines:
             time.sleep(a.pause_ms / 1e3)
-            t = time.perf_counter()
-            e.run()
-            dt = (time.perf_counter() - t) * 1e3
+            if a.block > 1:
+                e.run()
+            ts = []
+            for _ in range(a.block if a.block > 1 else 1):
+                t = time.perf_counter()
+                e.run()
+                ts.append((time.perf_counter() - t) * 1e3)
             if it >= a.warmup:
-                times[e.name].append(dt)
+                times[e.name].append(statistics.median(ts))
     base = engines[0].name
-    res = {"iters": a.iters, "loadavg": os.getloadavg(), "engines": {}}
+    res = {"iters": a.iters, "block": a.block, "loadavg": os.getloadavg(), "engines": {}}
     print(f"| engine | median ms | min ms | p90 ms | {base} / engine (median of paired ratios) |")
     print("|---|---|---|---|---|")
     for e in engines:
@@ -144,6 +153,7 @@ def main():
     for e in engines:
         e.close()
     if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
 

@@ -578,6 +578,24 @@ static void test_math(void) {
   if (worst_gelu > 1e-6 || worst_sig > 1e-6)
     fprintf(stderr, "activations: gelu err %.3g, sigmoid err %.3g\n", worst_gelu, worst_sig);
   CHECK(worst_gelu <= 1e-6 && worst_sig <= 1e-6);
+  /* exp against libm, relative, over the whole range and its limits */
+  double worst_exp = 0;
+  for (int i = 0; i < N; i++)
+    x[i] = -100.0f + 200.0f * (float)i / (float)(N - 1);
+  nat_exp_f32(x, y, N);
+  for (int i = 0; i < N; i++) {
+    double want = exp((double)x[i]);
+    if (x[i] > 88.7f) {
+      CHECK(isinf(y[i]));
+    } else if (x[i] < -87.3f) {
+      CHECK(y[i] == 0.0f);
+    } else if (x[i] > -87.0f && x[i] < 88.0f) {
+      double err = fabs(y[i] - want) / want;
+      worst_exp = err > worst_exp ? err : worst_exp;
+    }
+  }
+  if (worst_exp > 1e-6) fprintf(stderr, "exp: relative error %.3g\n", worst_exp);
+  CHECK(worst_exp <= 1e-6);
   /* non-finite inputs as the reference activation gives them */
   float odd[3] = {NAN, INFINITY, -INFINITY};
   for (int i = 0; i < 3; i++) {
