@@ -273,6 +273,18 @@ ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Attention's softmax and P V on AVX-512 (native_attn512.c), for one block
+ * of query rows: y[rows][Dv] = (p v) * scale[row] with Dv a multiple of 16
+ * up to 64 and v's rows of stride ldv. Only when nat_attn512_available(). */
+bool nat_attn512_available(void);
+void nat_attn512_values(const float *p, int64_t rows, int64_t Sk, const float *v, int64_t ldv,
+                        int64_t Dv, float *y, int64_t ldy, const float *scale);
+/* Rows of s plus the mask (rows of stride mrs, columns of stride mcs; m may
+ * be NULL) turned into exp(x - max) in place, with 1 / sum per row in inv:
+ * the normalisation goes to the output rows (scale of nat_attn512_values),
+ * Dv multiplies instead of Sk. */
+void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
+                         int64_t mcs, float *inv);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

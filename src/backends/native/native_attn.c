@@ -150,8 +150,10 @@ typedef struct att_job {
   const float *q, *k, *v, *m;
   float *y;
   int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
-  float *scratch;                            /* per thread: ATT_ROWS * Sk */
+  float *scratch;                            /* per thread: `per_thread` floats */
+  int64_t per_thread;                        /* ATT_ROWS * Sk (+ the keys' panel) */
   nat_gemm_fn gemm;
+  bool avx512; /* both products on native_attn512.c's kernels */
 } att_job;
 
 /* Whether a GEMM operand with logical strides st is stored transposed, and
@@ -212,11 +214,19 @@ static void att_task(void *arg, int64_t t, int tid) {
   const float *k = j->k + b * j->ks[0] + h * j->ks[1];
   const float *v = j->v + b * j->vs[0] + h * j->vs[1];
   float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
-  float *s = j->scratch + (int64_t)tid * ATT_ROWS * j->Sk;
+  float *s = j->scratch + (int64_t)tid * j->per_thread;
+  const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
+  /* the scores through SGEMM (its small-matrix kernel does the transposed
+   * keys well); softmax and P V on the AVX-512 kernels when they apply */
   j->gemm(ta, tb, rows, j->Sk, j->D, j->alpha, q, lda, k, ldb, s, j->Sk);
-  const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
+  if (j->avx512) {
+    float *inv = s + ATT_ROWS * j->Sk;
+    nat_attn512_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv);
+    nat_attn512_values(s, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    return;
+  }
   softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
   tb = mat_args(j->vs, &ldb);
   j->gemm(false, tb, rows, j->Dv, j->Sk, 1.0f, s, j->Sk, v, ldb, y, j->ys[2]);
@@ -316,8 +326,13 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   int64_t tasks = j.B * j.H * j.blocks;
   double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
   bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
-  j.scratch =
-      nat_scratch(r, (int64_t)(par ? threads : 1) * ATT_ROWS * j.Sk * (int64_t)sizeof(float));
+  /* the AVX-512 products read rows with unit stride; the keys go through a
+   * transposed panel, so their layout does not matter */
+  j.avx512 = nat_attn512_available() && j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 &&
+             j.Dv % 16 == 0 && j.Dv <= 64 && j.D <= 4096;
+  j.per_thread = ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0); /* + 1 / sum per row */
+  j.per_thread = (j.per_thread + 15) / 16 * 16; /* threads' blocks on separate lines */
+  j.scratch = nat_scratch(r, (int64_t)(par ? threads : 1) * j.per_thread * (int64_t)sizeof(float));
   if (!j.scratch) return AIT_E_NOMEM;
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));

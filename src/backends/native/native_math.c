@@ -97,7 +97,7 @@ static inline void vsigmoid(v8f *io) {
 NAT_CLONES void nat_erf_f32(const float *x, float *y, int64_t n) { MAP8(verf, x, y, n); }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "backends/native/native_avx512.h"
 #define NAT_HAVE_GELU512 1
 /* GELU sixteen lanes at a time on AVX-512 (the activation of every BERT
  * FFN: a tenth of a quantized encoder's time on eight lanes). Same math as
@@ -120,21 +120,7 @@ __attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-    /* e = exp(-a^2), a^2 <= 87 clamped (erf is 1 to float precision there) */
-    __m512 z = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a),
-                             _mm512_set1_ps(-87.0f));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
-    __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), one);
-    e = _mm512_scalef_ps(e, k);
+    __m512 e = nat_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
     __m512 erf = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one); /* erf(|x|/sqrt 2) */
     /* 0.5 x (1 + sign(x) erf): for x < 0, 1 - erf */
     __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
@@ -144,31 +130,11 @@ __attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
 }
 
 /* exp sixteen lanes at a time (softmax: attention's second cost after its
- * products): vexp's polynomial, 2^n by scalef, the same limits. */
+ * products). */
 __attribute__((target("avx512f"))) static void exp512(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-    __m512 in = _mm512_maskz_loadu_ps(m, x + i);
-    __m512 z = _mm512_min_ps(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
-    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
-    __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), _mm512_set1_ps(1.0f));
-    e = _mm512_scalef_ps(e, k);
-    /* as vexp: inf above 88.7, 0 below -87.3, NaN stays NaN */
-    e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(88.7f), _CMP_GT_OQ),
-                           _mm512_set1_ps(INFINITY));
-    e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(-87.3f), _CMP_LT_OQ),
-                           _mm512_setzero_ps());
-    e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, in, _CMP_UNORD_Q), in);
-    _mm512_mask_storeu_ps(y + i, m, e);
+    _mm512_mask_storeu_ps(y + i, m, nat_exp16(_mm512_maskz_loadu_ps(m, x + i)));
   }
 }
 

@@ -1,0 +1,33 @@
+/* AVX-512 helpers shared by native's kernels (native_math.c,
+ * native_attn512.c). Include only from x86-64 GCC/Clang code compiled with
+ * the avx512f target attribute on the calling function. */
+#ifndef AIT_BACKENDS_NATIVE_AVX512_H
+#define AIT_BACKENDS_NATIVE_AVX512_H
+
+#include <immintrin.h>
+#include <math.h>
+
+/* exp of sixteen lanes: Cephes' polynomial (about 1 ulp where it does not
+ * underflow), 2^n by scalef; inf above 88.7, 0 below -87.3, NaN stays. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16(__m512 in) {
+  __m512 z = _mm512_min_ps(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), _mm512_set1_ps(1.0f));
+  e = _mm512_scalef_ps(e, k);
+  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(88.7f), _CMP_GT_OQ),
+                         _mm512_set1_ps(INFINITY));
+  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(-87.3f), _CMP_LT_OQ),
+                         _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, in, _CMP_UNORD_Q), in);
+}
+
+#endif
