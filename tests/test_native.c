@@ -271,9 +271,10 @@ static void test_mlp(void) {
 
 /* ---- attention: Transposes, MatMul, scale, mask, Softmax, MatMul ---------- */
 
-static ait_graph *attention_model(void) {
+static ait_graph *attention_model_of(int64_t S, int64_t H, int64_t D, const int64_t *dm) {
   static float scale = 4.0f;
-  static const int64_t dq[4] = {-1, 130, 2, 16}, dm[4] = {-1, 1, 1, 130}, d0[1] = {0};
+  const int64_t dq[4] = {-1, S, H, D};
+  static const int64_t d0[1] = {0};
   static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
   tb_model *m = tb_new(17);
   tb_input(m, "q", 1, 4, dq);
@@ -292,6 +293,44 @@ static ait_graph *attention_model(void) {
   tb_node(m, "MatMul", "pv", IN("p", "vt"), IN("y0"));
   tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("y0"), IN("y")), "perm", 4, p0213);
   return parse(m);
+}
+
+static ait_graph *attention_model(void) {
+  static const int64_t dm[4] = {-1, 1, 1, 130};
+  return attention_model_of(130, 2, 16, dm);
+}
+
+/* Head sizes 64 and 32 (the AVX-512 P V kernel's 4- and 2-vector tiles),
+ * a mask per query row (broadcast along the keys) and a full mask. */
+static void test_attention_shapes(void) {
+  static const int64_t m1[4] = {-1, 1, 70, 1}, m2[4] = {-1, 1, 33, 33};
+  const struct {
+    int64_t S, H, D;
+    const int64_t *dm;
+  } cases[] = {{70, 3, 64, m1}, {33, 2, 32, m2}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g = attention_model_of(cases[c].S, cases[c].H, cases[c].D, cases[c].dm);
+    nat_pass_stats st;
+    ait_graph *rw = g ? rewrite(g, &st) : NULL;
+    CHECK(rw && count_op(rw, "FusedAttention") == 1);
+    if (rw) {
+      const int64_t dq[4] = {2, cases[c].S, cases[c].H, cases[c].D};
+      int64_t dm[4] = {2, 1, cases[c].dm[2], cases[c].dm[3]};
+      ait_tensor *in[4] = {rand_tensor(4, dq), rand_tensor(4, dq), rand_tensor(4, dq),
+                           rand_tensor(4, dm)};
+      float *mk = in[3]->data;
+      /* a per-row mask only shifts a row: a small shift keeps float's
+       * precision (-10000 + score rounds to 1e-3), a full mask pads keys */
+      float pad = cases[c].dm[3] == 1 ? -2.5f : -10000.0f;
+      for (int64_t i = 0; i < ait_tensor_numel(in[3]); i++)
+        mk[i] = i % 7 == 3 ? pad : 0.0f;
+      check_equivalent(g, rw, (const ait_tensor *const *)in, 4, 1e-5);
+      for (int i = 0; i < 4; i++)
+        ait_tensor_free(in[i]);
+    }
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
 }
 
 /* rank 3, key already transposed, Mul by a scale, no mask, Softmax axis 2 */
@@ -610,6 +649,7 @@ int main(void) {
   test_cnn();
   test_mlp();
   test_attention();
+  test_attention_shapes();
   test_state();
   test_shape_cache();
   test_options();
