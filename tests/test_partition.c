@@ -60,6 +60,17 @@ static const ait_backend_iface t_relu = {
     .destroy = t_destroy,
 };
 
+/* Pack and load a test model (NULL on failure, checked). */
+static ait_model *load_tb(tb_model *tb) {
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  free(buf);
+  return m;
+}
+
 /* "t_ctx": Relu anywhere, Add only when neither input is an input of the
  * graph it is asked about (as onednn takes a Reshape only when its shape is
  * computed inside): the whole graph says yes, the Add's own segment says
@@ -123,13 +134,7 @@ static ait_model *ctx_model(void) {
   tb_node(tb, "Exp", "exp", (const char *[]){"r", NULL}, (const char *[]){"e", NULL});
   tb_node(tb, "Add", "add", (const char *[]){"r", "e", NULL}, (const char *[]){"s", NULL});
   tb_node(tb, "Relu", "relu2", (const char *[]){"s", NULL}, (const char *[]){"y", NULL});
-  size_t size;
-  uint8_t *buf = tb_pack(tb, &size);
-  tb_free(tb);
-  ait_model *m = NULL;
-  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
-  free(buf);
-  return m;
+  return load_tb(tb);
 }
 
 /* x -> Add(x, b) -> Relu -> Exp -> Relu -> Add(., x) -> y: segments
@@ -146,13 +151,7 @@ static ait_model *mixed_model(void) {
   tb_node(tb, "Exp", "exp", (const char *[]){"r", NULL}, (const char *[]){"e", NULL});
   tb_node(tb, "Relu", "relu2", (const char *[]){"e", NULL}, (const char *[]){"r2", NULL});
   tb_node(tb, "Add", "add2", (const char *[]){"r2", "x", NULL}, (const char *[]){"y", NULL});
-  size_t size;
-  uint8_t *buf = tb_pack(tb, &size);
-  tb_free(tb);
-  ait_model *m = NULL;
-  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
-  free(buf);
-  return m;
+  return load_tb(tb);
 }
 
 /* x -> MatMul(x, W) -> Relu: the test backend gets only the cheap Relu */
@@ -166,13 +165,7 @@ static ait_model *matmul_model(void) {
   tb_init_f32(tb, "W", 2, dw, w);
   tb_node(tb, "MatMul", "mm", (const char *[]){"x", "W", NULL}, (const char *[]){"h", NULL});
   tb_node(tb, "Relu", "relu", (const char *[]){"h", NULL}, (const char *[]){"y", NULL});
-  size_t size;
-  uint8_t *buf = tb_pack(tb, &size);
-  tb_free(tb);
-  ait_model *m = NULL;
-  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
-  free(buf);
-  return m;
+  return load_tb(tb);
 }
 
 static void run_and_compare(ait_runner *r, const ait_graph *g) {
