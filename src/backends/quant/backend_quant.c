@@ -154,8 +154,16 @@ static ait_status quant_infer(void *state, const ait_tensor *const *in, int n_in
 }
 
 /* The quantized weights are the state; they stay (a quarter of the float
- * model) while other candidates are measured. */
-static ait_status quant_nop(void *state) { return AIT_OK; }
+ * model) while other candidates are measured. What native's executor built
+ * around them (plans, arena, pool, scratch) goes, and comes back on the next
+ * run. */
+static ait_status quant_activate(void *state) { return AIT_OK; }
+
+static ait_status quant_deactivate(void *state) {
+  qnt_state *s = state;
+  nat_exec_release(s->ns);
+  return AIT_OK;
+}
 
 static ait_status quant_save(void *state, const char *dir) { return qnt_save(state, dir); }
 
@@ -217,8 +225,8 @@ const ait_backend_iface ait_backend_quant = {
     .supports = quant_supports,
     .build = quant_build,
     .infer = quant_infer,
-    .activate = quant_nop,
-    .deactivate = quant_nop,
+    .activate = quant_activate,
+    .deactivate = quant_deactivate,
     .save = quant_save,
     .load = quant_load,
     .destroy = quant_destroy,

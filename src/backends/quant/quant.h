@@ -1,13 +1,14 @@
 /* Backend `quant`: post-training weight quantization on the CPU.
  *
- * build() picks the MatMul/Gemm/Conv nodes with constant weights that the
- * filter allows (quant_select.c), quantizes each weight once (per output
- * channel, tensor or group; int8 or fp8 e4m3: quant_weights.c), and rewrites
- * its own copy of the graph so those nodes become ai.aitune.quant ops run by
- * the kernels here (quant_ops.c, quant_gemm.c, quant_avx512.c). Every other
- * node runs its reference kernel (quant_exec.c). save() stores the quantized
- * codes and scales plus the full configuration as JSON (quant_io.c), so
- * load() never quantizes again.
+ * build() runs native's graph passes on a copy of the graph, picks the
+ * MatMul/Gemm/Conv nodes (and their fused forms) with constant weights and
+ * the embedding Gathers that the filter allows (quant_select.c), quantizes
+ * each weight once (per output channel, tensor, group or table row; int8 or
+ * fp8 e4m3: quant_weights.c), and rewrites those nodes into ai.aitune.quant
+ * ops run by the kernels here (quant_ops.c, quant_gemm.c, quant_avx512.c).
+ * The graph runs on native's executor, every other node on native's kernels
+ * (quant_exec.c). save() stores the quantized codes and scales plus the full
+ * configuration as JSON (quant_io.c), so load() never quantizes again.
  *
  * The quantized weight is kept in one of two forms: the canonical rows
  * [N][K] (N output channels, K the reduction length; what is saved and what
