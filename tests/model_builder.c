@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "onnx/onnx.pb-c.h"
+#include "onnx/onnx_io.h"
 
 /* Everything is allocated in fixed arrays owned by tb_model; the protobuf
  * structs point into them, so packing needs no ownership juggling. */
@@ -213,4 +215,15 @@ uint8_t *tb_pack(tb_model *m, size_t *size) {
   uint8_t *buf = malloc(*size + 1);
   onnx__model_proto__pack(&m->model, buf);
   return buf;
+}
+
+struct ait_graph *tb_parse_graph(tb_model *m) {
+  size_t size = 0;
+  uint8_t *buf = tb_pack(m, &size);
+  ait_graph *g = NULL;
+  ait_status st = ait_onnx_parse_model(buf, size, ".", &g, NULL);
+  free(buf);
+  tb_free(m);
+  if (st) fprintf(stderr, "parse: %s\n", ait_last_error());
+  return g;
 }

@@ -31,5 +31,8 @@ void tb_attr_ints(tb_model *m, int node, const char *name, int count, const int6
 void tb_domain(tb_model *m, int node, const char *domain);
 /* Serialize; *size receives the length; caller frees. */
 uint8_t *tb_pack(tb_model *m, size_t *size);
+/* Serialize m, free it, and parse the bytes into a new graph (the caller
+ * frees it with ait_graph_free); NULL with the error printed on failure. */
+struct ait_graph *tb_parse_graph(tb_model *m);
 
 #endif

@@ -27,16 +27,7 @@ static void fill(float *v, int64_t n, float scale) {
     v[i] = frand() * scale;
 }
 
-static ait_graph *parse(tb_model *m) {
-  size_t size = 0;
-  uint8_t *buf = tb_pack(m, &size);
-  ait_graph *g = NULL;
-  ait_status st = ait_onnx_parse_model(buf, size, ".", &g, NULL);
-  free(buf);
-  tb_free(m);
-  if (st) fprintf(stderr, "parse: %s\n", ait_last_error());
-  return g;
-}
+static ait_graph *parse(tb_model *m) { return tb_parse_graph(m); }
 
 static ait_tensor *rand_tensor(int rank, const int64_t *dims) {
   ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);

@@ -39,6 +39,7 @@
 ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent, bool borrow);
 /* Set (add or replace) an attribute of node n. */
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
+ait_status nat_attr_set_int(ait_node *n, const char *name, int64_t v);
 ait_status nat_attr_set_float(ait_node *n, const char *name, float v);
 ait_status nat_attr_set_floats(ait_node *n, const char *name, const float *v, int count);
 ait_status nat_attr_set_ints(ait_node *n, const char *name, const int64_t *v, int count);

@@ -49,6 +49,13 @@ ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v) {
   return AIT_OK;
 }
 
+ait_status nat_attr_set_int(ait_node *n, const char *name, int64_t v) {
+  ait_attr *a = attr_slot(n, name, AIT_ATTR_INT);
+  if (!a) return ait_err(AIT_E_NOMEM, "out of memory setting an attribute");
+  a->i = v;
+  return AIT_OK;
+}
+
 ait_status nat_attr_set_float(ait_node *n, const char *name, float v) {
   ait_attr *a = attr_slot(n, name, AIT_ATTR_FLOAT);
   if (!a) return ait_err(AIT_E_NOMEM, "out of memory setting an attribute");

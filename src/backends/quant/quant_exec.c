@@ -51,17 +51,8 @@ static ait_status rewrite_node(ait_node *n, const qnt_site *site, int k) {
     n->n_in = 1;
   }
   n->in[1] = -1;
-  /* qidx: which quantized weight the kernel runs (native_graph's setters
-   * take strings and floats only) */
-  ait_attr *a = realloc(n->attrs, sizeof *a * ((size_t)n->n_attrs + 1));
-  if (!a) return ait_err(AIT_E_NOMEM, "out of memory");
-  n->attrs = a;
-  memset(&a[n->n_attrs], 0, sizeof *a);
-  if (!(a[n->n_attrs].name = strdup("qidx"))) return ait_err(AIT_E_NOMEM, "out of memory");
-  a[n->n_attrs].type = AIT_ATTR_INT;
-  a[n->n_attrs].i = k;
-  n->n_attrs++;
-  return AIT_OK;
+  /* qidx: which quantized weight the kernel runs */
+  return nat_attr_set_int(n, "qidx", k);
 }
 
 void qnt_state_free(qnt_state *s) {
