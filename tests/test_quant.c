@@ -90,6 +90,29 @@ static ait_model *embed_model(void) {
   return load_tb(tb, NULL, NULL);
 }
 
+/* x[N,RD] -> MatMul up [RD,RF] -> Add -> Relu -> MatMul down [RF,RD] -> Add
+ * bias -> Add x -> y[N,RD]: a residual block, whose second product native
+ * fuses with its bias and the residual (the quantized tiles add both). */
+enum { RD = 72, RF = 136 };
+static float res_w1[RD * RF], res_b1[RF], res_w2[RF * RD], res_b2[RD];
+static ait_model *residual_model(void) {
+  fill(res_w1, RD * RF, 0.2f, 31), fill(res_b1, RF, 0.1f, 32);
+  fill(res_w2, RF * RD, 0.15f, 33), fill(res_b2, RD, 0.1f, 34);
+  const int64_t dx[2] = {-1, RD}, d1[2] = {RD, RF}, db1[1] = {RF}, d2[2] = {RF, RD}, db2[1] = {RD};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+  tb_init_f32(tb, "W1", 2, d1, res_w1), tb_init_f32(tb, "b1", 1, db1, res_b1);
+  tb_init_f32(tb, "W2", 2, d2, res_w2), tb_init_f32(tb, "b2", 1, db2, res_b2);
+  tb_node(tb, "MatMul", "up", (const char *[]){"x", "W1", NULL}, (const char *[]){"h", NULL});
+  tb_node(tb, "Add", "up_bias", (const char *[]){"h", "b1", NULL}, (const char *[]){"hb", NULL});
+  tb_node(tb, "Relu", "act", (const char *[]){"hb", NULL}, (const char *[]){"r", NULL});
+  tb_node(tb, "MatMul", "down", (const char *[]){"r", "W2", NULL}, (const char *[]){"d", NULL});
+  tb_node(tb, "Add", "down_bias", (const char *[]){"d", "b2", NULL}, (const char *[]){"db", NULL});
+  tb_node(tb, "Add", "residual", (const char *[]){"db", "x", NULL}, (const char *[]){"y", NULL});
+  return load_tb(tb, NULL, NULL);
+}
+
 /* An INTS attribute added after loading (the test builder sets ints only). */
 static void add_ints(ait_node *n, const char *name, const int64_t *v, int cnt) {
   ait_attr *a = realloc(n->attrs, sizeof *a * (size_t)(n->n_attrs + 1));
@@ -685,6 +708,39 @@ static void test_outliers(const ait_graph *mlp) {
   free(json);
 }
 
+/* The residual block with outliers in x: the AVX-512 tiles (bias, residual
+ * and outlier corrections added in registers, per channel and per group)
+ * agree with the portable kernels and with the float model. */
+static void test_residual(void) {
+  ait_model *m = residual_model();
+  if (!m) return;
+  ait_tensor *x = input(m->graph, 23, 41); /* 23 rows: a partial row tile */
+  float *d = x ? x->data : NULL;
+  for (int r = 0; d && r < 23; r += 2)
+    d[r * RD + (r * 7) % RD] = r % 4 ? 40.0f : -55.0f;
+  const char *specs[] = {"quant:preset=int8dq", "quant:preset=int8dq,kernels=portable",
+                         "quant:weights=int8,act=on,outliers=4,granularity=group,group=32",
+                         "quant:weights=int8,act=on,outliers=4,granularity=group,group=32,"
+                         "kernels=portable"};
+  ait_tensor *y[4] = {NULL};
+  for (int i = 0; x && i < 4; i++) {
+    qnt_state *s = NULL;
+    CHECK_ERR(build(specs[i], NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+    if (!s) continue;
+    CHECK(s->n_q == 2);
+    double rel = 1, c = vs_eager(s, m->graph, x, &rel, &y[i]);
+    fprintf(stderr, "residual %s: cosine %.6f, max rel %.4f\n", specs[i], c, rel);
+    CHECK(c > 0.999);
+    Q->destroy(s);
+  }
+  for (int i = 0; i < 4; i += 2)
+    if (y[i] && y[i + 1]) CHECK(cosine(y[i], y[i + 1], NULL) > 0.99999);
+  for (int i = 0; i < 4; i++)
+    ait_tensor_free(y[i]);
+  ait_tensor_free(x);
+  ait_model_free(m);
+}
+
 /* Embedding tables: quantized per row by default (Gather is in the default
  * ops), looked up exactly as the float table would be, saved and loaded;
  * ops= without Gather keeps the table float; a bad index is an error. */
@@ -832,6 +888,7 @@ int main(void) {
   test_save_load(mlp->graph, conv->graph);
   test_bad_input(mlp->graph);
   test_outliers(mlp->graph);
+  test_residual();
   test_gather();
   test_tune(bytes, nbytes);
   free(bytes);

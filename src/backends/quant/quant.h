@@ -212,20 +212,32 @@ void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, ui
  * * rms when amax is more than twice that, else amax (callers fall back to
  * amax when more than QNT_MAX_OUTLIERS elements lie above it). */
 float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers);
+/* What a VNNI tile does with its int32 sums, rows counted from the tile's
+ * first: c = sa[i] * sw[c] * (sum - 128 * wsum[c] - zw[c] * asum[i]) (+ c
+ * when accumulating over groups), plus the row's outliers, bias and the
+ * residual z. */
+typedef struct qnt_vnni_post {
+  const float *sa, *sw;
+  const int32_t *wsum;
+  const int8_t *zw;    /* NULL: symmetric weights */
+  const int32_t *asum; /* with zw: sums of activation codes, row stride asum_ld */
+  int64_t asum_ld;
+  const float *bias; /* NULL: none */
+  const float *z;    /* residual added last, row stride ldz, or NULL */
+  int64_t ldz;
+  /* outliers (ocnt NULL: none): per row a count, QNT_MAX_OUTLIERS slots and
+   * residuals; res[o] * wdq[slot[o] * ldw + c] is added for slot[o] >= 0 */
+  const int32_t *ocnt, *oslot;
+  const float *ores, *wdq;
+  int64_t ldw;
+} qnt_vnni_post;
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                       float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,
-                       const int32_t *wsum, const int8_t *zw, const int32_t *asum, int64_t asum_ld,
-                       const float *bias);
+                       float *c, int64_t ldc, int ncols, bool acc, const qnt_vnni_post *post);
 /* y[c] += r * w[c] for the ncols channels of a QUAD panel at one reduction
  * index: b points at its 4-byte group (+ 4c per channel), k4 = index % 4;
  * w = sw * (code - zw). */
 void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                          float *y, int ncols);
-/* y[c] += sum over the row's outliers o with slot[o] >= 0 of
- * res[o] * wdq[slot[o] * ldw + c], for c < ncols: the outlier channels'
- * weights dequantized once per product (they repeat from row to row). */
-void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw, const int32_t *slot,
-                          const float *res, int cnt);
 #define QNT_MAX_SLOTS 64 /* distinct outlier channels per product with a float row */
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa);

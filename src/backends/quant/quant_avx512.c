@@ -345,38 +345,38 @@ T_VNNI void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *
   }
 }
 
-T_BASE void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw,
-                                 const int32_t *slot, const float *res, int cnt) {
-  for (int c = 0; c < ncols; c += 16) {
-    __mmask16 m = col_mask(ncols, c / 16);
-    __m512 acc = _mm512_maskz_loadu_ps(m, y + c);
-    for (int o = 0; o < cnt; o++)
-      if (slot[o] >= 0)
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(res[o]),
-                              _mm512_maskz_loadu_ps(m, wdq + slot[o] * ldw + c), acc);
-    _mm512_mask_storeu_ps(y + c, m, acc);
-  }
-}
-
 /* One row of a VNNI tile: int32 sums minus 128 * sum(w) (the activations
- * were stored + 128) and the zero-point term, scaled into c. */
+ * were stored + 128) and the zero-point term, scaled, the row's outliers
+ * and the residual added in registers, then stored (plain stores for whole vectors: the
+ * epilogue reads them right back, and a masked store does not forward). */
 INLINE T_VNNI void vnni_row(const __m512i *r, int i, float *c, int64_t ldc, int ncols, bool acc,
-                            const float *sa, const float *sw, const int32_t *wsum, const int8_t *zw,
-                            const int32_t *asum, int64_t asum_ld, const float *bias) {
+                            const qnt_vnni_post *q) {
+  int cnt = q->ocnt ? q->ocnt[i] : 0;
+  const int32_t *slot = cnt ? q->oslot + i * QNT_MAX_OUTLIERS : NULL;
+  const float *res = cnt ? q->ores + i * QNT_MAX_OUTLIERS : NULL;
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) {
     __mmask16 m = col_mask(ncols, j); /* 0: nothing is stored */
-    __m512i v = _mm512_sub_epi32(r[j], _mm512_slli_epi32(_mm512_loadu_si512(wsum + 16 * j), 7));
-    if (zw) {
-      __m512i z = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(zw + 16 * j)));
-      v = _mm512_sub_epi32(v, _mm512_mullo_epi32(z, _mm512_set1_epi32(asum[i * asum_ld])));
+    if (!m) continue;
+    __m512i v = _mm512_sub_epi32(r[j], _mm512_slli_epi32(_mm512_loadu_si512(q->wsum + 16 * j), 7));
+    if (q->zw) {
+      __m512i z = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q->zw + 16 * j)));
+      v = _mm512_sub_epi32(v, _mm512_mullo_epi32(z, _mm512_set1_epi32(q->asum[i * q->asum_ld])));
     }
-    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(sw + 16 * j), _mm512_set1_ps(sa[i]));
+    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(q->sw + 16 * j), _mm512_set1_ps(q->sa[i]));
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
     float *ci = c + i * ldc + 16 * j;
     if (acc) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, ci));
-    if (bias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, bias + 16 * j));
-    _mm512_mask_storeu_ps(ci, m, f);
+    for (int o = 0; o < cnt; o++)
+      if (slot[o] >= 0)
+        f = _mm512_fmadd_ps(_mm512_set1_ps(res[o]),
+                            _mm512_maskz_loadu_ps(m, q->wdq + slot[o] * q->ldw + 16 * j), f);
+    if (q->bias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, q->bias + 16 * j));
+    if (q->z) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, q->z + i * q->ldz + 16 * j));
+    if (m == (__mmask16)0xFFFF)
+      _mm512_storeu_ps(ci, f);
+    else
+      _mm512_mask_storeu_ps(ci, m, f);
   }
 }
 
@@ -398,9 +398,7 @@ INLINE T_VNNI void vnni_row(const __m512i *r, int i, float *c, int64_t ldc, int 
 
 INLINE T_VNNI void tile_vnni(const int mr, int64_t k4, const uint8_t *a, int64_t lda,
                              const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                             const float *sa, const float *sw, const int32_t *wsum,
-                             const int8_t *zw, const int32_t *asum, int64_t asum_ld,
-                             const float *bias) {
+                             const qnt_vnni_post *post) {
   __m512i z = _mm512_setzero_si512();
   __m512i r0[4] = {z, z, z, z}, r1[4] = {z, z, z, z}, r2[4] = {z, z, z, z};
   __m512i r3[4] = {z, z, z, z}, r4[4] = {z, z, z, z}, r5[4] = {z, z, z, z};
@@ -413,16 +411,14 @@ INLINE T_VNNI void tile_vnni(const int mr, int64_t k4, const uint8_t *a, int64_t
   const __m512i *rows[6] = {r0, r1, r2, r3, r4, r5};
 #pragma GCC unroll 6
   for (int i = 0; i < mr; i++)
-    vnni_row(rows[i], i, c, ldc, ncols, acc, sa, sw, wsum, zw, asum, asum_ld, bias);
+    vnni_row(rows[i], i, c, ldc, ncols, acc, post);
 }
 #undef QNT_VROW
 
 T_VNNI void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                              float *c, int64_t ldc, int ncols, bool acc, const float *sa,
-                              const float *sw, const int32_t *wsum, const int8_t *zw,
-                              const int32_t *asum, int64_t asum_ld, const float *bias) {
-#define QNT_VNNI(n)                                                                                \
-  tile_vnni(n, k4, a, lda, b, c, ldc, ncols, acc, sa, sw, wsum, zw, asum, asum_ld, bias)
+                              float *c, int64_t ldc, int ncols, bool acc,
+                              const qnt_vnni_post *post) {
+#define QNT_VNNI(n) tile_vnni(n, k4, a, lda, b, c, ldc, ncols, acc, post)
   switch (mr) {
   case 1: QNT_VNNI(1); break;
   case 2: QNT_VNNI(2); break;
@@ -579,13 +575,9 @@ void qnt_x86_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, ui
                            int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
                            float outliers, int32_t *oidx, float *ores, int32_t *ocnt) {}
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                       float *c, int64_t ldc, int ncols, bool acc, const float *sa, const float *sw,
-                       const int32_t *wsum, const int8_t *zw, const int32_t *asum, int64_t asum_ld,
-                       const float *bias) {}
+                       float *c, int64_t ldc, int ncols, bool acc, const qnt_vnni_post *post) {}
 void qnt_x86_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                          float *y, int ncols) {}
-void qnt_x86_outlier_rows(float *y, int ncols, const float *wdq, int64_t ldw, const int32_t *slot,
-                          const float *res, int cnt) {}
 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *q,
                              int64_t ldq, float *sa) {}
 void qnt_x86_pair_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, uint16_t *buf) {}

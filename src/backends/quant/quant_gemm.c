@@ -243,6 +243,11 @@ static void task_f32(void *ctx, size_t pi, size_t mc) {
   finish(p, P, m0, m1, ncols);
 }
 
+/* Row tile by row tile. Outlier corrections, bias and residual are added
+ * in registers before the tile is stored, and the rest of the epilogue (the
+ * activation) runs on the block right after, while it is in L1. As passes
+ * over the whole chunk afterwards, the corrections and the residual waited
+ * on cache misses and on masked stores that do not forward to loads. */
 static void task_vnni(void *ctx, size_t pi, size_t mc) {
   const job *j = ctx;
   const qnt_mm *p = j->p;
@@ -250,31 +255,50 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   int64_t P = (int64_t)pi, m0, m1, K4 = (w->K + 3) / 4;
   rows_of(j, mc, &m0, &m1);
   int ncols = panel_cols(w, P);
-  for (int64_t g = 0; g < w->G; g++) {
-    int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
-    size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
-    const uint8_t *b = w->codes + (P * K4 + a4) * QNT_PANEL * 4;
-    const float *bias = g == w->G - 1 && p->bias ? p->bias + 64 * P : NULL;
-    for (int64_t r = m0; r < m1; r += QNT_MR)
-      qnt_x86_tile_vnni((int)min64(QNT_MR, m1 - r), b4 - a4, j->qa + r * j->lda + a4 * 4, j->lda, b,
-                        p->y + r * p->ldy + 64 * P, p->ldy, ncols, g > 0, j->sa + r,
-                        w->pscale + par, w->pwsum + par, w->pzero ? w->pzero + par : NULL,
-                        j->asum ? j->asum + r * w->G + g : NULL, w->G, bias);
-  }
-  for (int64_t m = m0; j->ocnt && m < m1; m++) { /* outliers: residual x weight */
-    const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
-    const float *res = j->ores + m * QNT_MAX_OUTLIERS;
-    float *y = p->y + m * p->ldy + 64 * P;
-    if (j->ocnt[m]) qnt_x86_outlier_rows(y, ncols, j->wdq + 64 * P, w->N, slot, res, j->ocnt[m]);
-    for (int32_t o = 0; o < j->ocnt[m]; o++) {
-      if (slot[o] >= 0) continue;
-      int64_t k = j->oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
+  /* the residual goes in with the tile; what is left of the epilogue after */
+  const float *z = p->e ? p->e->z : NULL;
+  int64_t ldz = p->e ? p->e->ldz : 0;
+  nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
+  rest.z = NULL;
+  bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
+  for (int64_t r = m0; r < m1; r += QNT_MR) {
+    int mr = (int)min64(QNT_MR, m1 - r);
+    for (int64_t g = 0; g < w->G; g++) {
+      int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
-      qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4), res[o],
-                          w->pscale + par, w->pzero ? w->pzero + par : NULL, y, ncols);
+      bool last = g == w->G - 1; /* bias and outliers come with the last group */
+      qnt_vnni_post post = {j->sa + r,
+                            w->pscale + par,
+                            w->pwsum + par,
+                            w->pzero ? w->pzero + par : NULL,
+                            j->asum ? j->asum + r * w->G + g : NULL,
+                            w->G,
+                            last && p->bias ? p->bias + 64 * P : NULL,
+                            last && z ? z + r * ldz + 64 * P : NULL,
+                            ldz,
+                            last && j->ocnt ? j->ocnt + r : NULL,
+                            j->oslot ? j->oslot + r * QNT_MAX_OUTLIERS : NULL,
+                            j->ores ? j->ores + r * QNT_MAX_OUTLIERS : NULL,
+                            j->wdq ? j->wdq + 64 * P : NULL,
+                            w->N};
+      qnt_x86_tile_vnni(mr, b4 - a4, j->qa + r * j->lda + a4 * 4, j->lda,
+                        w->codes + (P * K4 + a4) * QNT_PANEL * 4, p->y + r * p->ldy + 64 * P,
+                        p->ldy, ncols, g > 0, &post);
     }
+    for (int64_t m = r; j->ocnt && m < r + mr; m++) { /* outliers without a float row */
+      const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
+      float *y = p->y + m * p->ldy + 64 * P;
+      for (int32_t o = 0; o < j->ocnt[m]; o++) {
+        if (slot[o] >= 0) continue;
+        int64_t k = j->oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
+        size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
+        qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4),
+                            j->ores[m * QNT_MAX_OUTLIERS + o], w->pscale + par,
+                            w->pzero ? w->pzero + par : NULL, y, ncols);
+      }
+    }
+    if (more) nat_epilogue_apply(&rest, p->y, p->ldy, r, r + mr, 64 * P, 64 * P + ncols);
   }
-  finish(p, P, m0, m1, ncols);
 }
 
 static void task_bf16(void *ctx, size_t pi, size_t mc) {
