@@ -291,6 +291,27 @@ static ait_graph *attention_model(void) {
   return attention_model_of(130, 2, 16, dm);
 }
 
+/* native:attention=bf16 on g against the reference: bfloat16 operands
+ * (8 significant bits) with float sums keep the outputs within ~1e-3; on a
+ * CPU with AVX512-BF16 where the kernel applies (head size a multiple of 16)
+ * the result must differ from float32's, else the path did not run. */
+static void check_bf16(const ait_graph *g, const ait_tensor *const *in, int n_in, bool applies) {
+  ait_tensor *ref = NULL, *bf = NULL, *bf1 = NULL, *f32 = NULL;
+  CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
+  CHECK(run_on("native:attention=bf16", g, in, n_in, &bf) == AIT_OK);
+  CHECK(run_on("native:attention=bf16,threads=1", g, in, n_in, &bf1) == AIT_OK);
+  CHECK(run_on("native", g, in, n_in, &f32) == AIT_OK);
+  double d = diff(bf, ref), d1 = diff(bf1, ref), df = diff(bf, f32);
+  fprintf(stderr, "attention bf16: max rel %.2e (threads=1 %.2e), vs float32 %.2e\n", d, d1, df);
+  CHECK(d <= 5e-3 && d1 <= 5e-3);
+  CHECK(bf && bf1 && !memcmp(bf->data, bf1->data, ait_tensor_nbytes(bf))); /* deterministic */
+  if (applies && nat_attn_bf16_available()) CHECK(df > 0);
+  ait_tensor_free(ref);
+  ait_tensor_free(bf);
+  ait_tensor_free(bf1);
+  ait_tensor_free(f32);
+}
+
 /* Head sizes 64 and 32 (the AVX-512 P V kernel's 4- and 2-vector tiles),
  * a mask per query row (broadcast along the keys) and a full mask. */
 static void test_attention_shapes(void) {
@@ -316,6 +337,7 @@ static void test_attention_shapes(void) {
       for (int64_t i = 0; i < ait_tensor_numel(in[3]); i++)
         mk[i] = i % 7 == 3 ? pad : 0.0f;
       check_equivalent(g, rw, (const ait_tensor *const *)in, 4, 1e-5);
+      check_bf16(g, (const ait_tensor *const *)in, 4, true);
       for (int i = 0; i < 4; i++)
         ait_tensor_free(in[i]);
     }
@@ -371,9 +393,11 @@ static void test_attention(void) {
     for (int i = 0; i < 2 * 130; i++)
       mk[i] = (i % 130) > 100 + i / 130 ? -10000.0f : 0.0f;
     check_equivalent(g, rw, (const ait_tensor *const *)in, 4, 1e-5);
+    check_bf16(g, (const ait_tensor *const *)in, 4, true);
     const int64_t d3q[3] = {3, 70, 8}, d3k[3] = {3, 8, 70}, d3v[3] = {3, 70, 12};
     ait_tensor *in3[3] = {rand_tensor(3, d3q), rand_tensor(3, d3k), rand_tensor(3, d3v)};
     check_equivalent(g3, rw3, (const ait_tensor *const *)in3, 3, 1e-5);
+    check_bf16(g3, (const ait_tensor *const *)in3, 3, false); /* head size 12: float32 */
     for (int i = 0; i < 4; i++)
       ait_tensor_free(in[i]);
     for (int i = 0; i < 3; i++)

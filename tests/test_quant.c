@@ -496,6 +496,8 @@ static void test_config_errors(const ait_graph *mlp) {
             "needs scale=percentile");
   CHECK_ERR(build("quant:preset=int4", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG, "not one of");
   CHECK_ERR(build("quant:ops=Softmax", NULL, NULL, mlp, NULL, &s), AIT_E_INVALID_ARG, NULL);
+  CHECK_ERR(build("quant:preset=int8dq,attention=fp32", NULL, NULL, mlp, NULL, &s),
+            AIT_E_INVALID_ARG, "custom option attention=fp32");
   CHECK(s == NULL);
   ait_backend_config cfg;
   CHECK_ERR(config("quant:preset=int8wo,scale=percentile", NULL, NULL, &cfg), AIT_OK, NULL);
@@ -519,18 +521,18 @@ static void test_json(const ait_graph *mlp) {
   CHECK_ERR(build("quant", "config", path, mlp, NULL, &s), AIT_OK, NULL);
   if (s) {
     CHECK(s->cfg.weights == QNT_INT8 && s->cfg.act && !strcmp(s->cfg.preset, "int8dq"));
-    CHECK(s->n_q == 3);
+    CHECK(s->n_q == 3 && s->cfg.attn_bf16); /* the dq presets: bf16 attention products */
     Q->destroy(s);
   }
   write_text("full.json",
              "{\"quantization\": {\"weights\": \"fp8\", \"granularity\": \"group\", "
-             "\"group_size\": 32, \"activations\": \"dynamic\"}, "
+             "\"group_size\": 32, \"activations\": \"dynamic\", \"attention\": \"bf16\"}, "
              "\"filter\": {\"exclude\": [\"classifier\"], \"ops\": [\"MatMul\", \"Gemm\"]}}",
              path, sizeof path);
   CHECK_ERR(build("quant", "config", path, mlp, NULL, &s), AIT_OK, NULL);
   if (s) {
     CHECK(s->cfg.weights == QNT_FP8 && s->cfg.gran == QNT_GROUP && s->cfg.group == 32);
-    CHECK(s->cfg.act && s->n_q == 2 && !s->cfg.preset[0]);
+    CHECK(s->cfg.act && s->n_q == 2 && !s->cfg.preset[0] && s->cfg.attn_bf16);
     /* the full form written back parses to the same configuration */
     char *json = qnt_config_to_json(&s->cfg);
     qnt_config back = s->cfg;
@@ -538,6 +540,9 @@ static void test_json(const ait_graph *mlp) {
     CHECK_ERR(qnt_config_parse_json(json, "round trip", &back, &has_filter), AIT_OK, NULL);
     CHECK(has_filter && qnt_config_same_quant(&back, &s->cfg) && back.ops == s->cfg.ops);
     CHECK(back.n_exclude == 1 && !strcmp(back.exclude[0], "classifier"));
+    CHECK(json && strstr(json, "\"attention\":\t\"bf16\""));
+    back.attn_bf16 = false; /* the attention products are part of the quantization */
+    CHECK(!qnt_config_same_quant(&back, &s->cfg));
     free(json);
     Q->destroy(s);
   }
@@ -558,6 +563,7 @@ static void test_json(const ait_graph *mlp) {
        "would mix a preset with a custom configuration"},
       {"{\"quantization\": {\"weights\": \"int4\"}}", "weights must be int8, fp8"},
       {"{\"quantization\": {\"granularity\": \"row\"}}", "granularity must be"},
+      {"{\"quantization\": {\"attention\": \"int8\"}}", "attention must be fp32 or bf16"},
       {"{\"quantization\": {\"weights\": \"fp8\", \"symmetric\": false}}", "needs int8 weights"},
       {"{\"quantization\": \"int8wo\", \"filter\": {\"ops\": [\"Relu\"]}}", "not one of MatMul"},
       {"[1, 2]", "must be a JSON object"},

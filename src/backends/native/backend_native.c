@@ -31,7 +31,19 @@ static const ait_option_def native_options[] = {
      "when not installed)"},
     {"fuse", AIT_OPT_BOOL, "on", NULL,
      "graph passes (folding, fusion); off runs the graph as given, for debugging"},
+    {"attention", AIT_OPT_ENUM, "fp32", "fp32|bf16",
+     "fused attention's two products in bfloat16 with float sums (AVX512-BF16 CPUs; judged "
+     "as bf16 by the tuner)"},
 };
+
+static bool attn_bf16(const ait_backend_config *cfg) {
+  const char *a = ait_backend_config_get(cfg, "attention");
+  return a && !strcmp(a, "bf16");
+}
+
+static const char *native_precision(const ait_backend_config *cfg) {
+  return attn_bf16(cfg) ? "bf16" : NULL;
+}
 
 static bool native_available(char *why, size_t n) { return true; }
 
@@ -126,6 +138,11 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"),
                         run_passes && on, NULL, &s));
   s->fuse = on;
+  ait_status st = run_passes && attn_bf16(cfg) ? nat_attention_bf16(s->g) : AIT_OK;
+  if (st) {
+    nat_state_free(s);
+    return st;
+  }
   *state = s;
   return AIT_OK;
 }
@@ -187,5 +204,6 @@ const ait_backend_iface ait_backend_native = {
     .save = native_save,
     .load = native_load,
     .destroy = native_destroy,
+    .precision = native_precision,
     .variants = native_variants,
 };

@@ -273,6 +273,10 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Mark g's FusedAttention nodes (attribute bf16 = 1) for products in
+ * bfloat16 with float sums (native_attn_bf16.c) where the CPU has
+ * AVX512-BF16; elsewhere they stay float32. */
+ait_status nat_attention_bf16(ait_graph *g);
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* Attention's softmax and P V on AVX-512 (native_attn512.c), for one block
  * of query rows: y[rows][Dv] = (p v) * scale[row] with Dv a multiple of 16
@@ -286,6 +290,22 @@ void nat_attn512_values(const float *p, int64_t rows, int64_t Sk, const float *v
  * Dv multiplies instead of Sk. */
 void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
                          int64_t mcs, float *inv);
+/* Attention's products in bfloat16 (native_attn_bf16.c), only when
+ * nat_attn_bf16_available(). Operands are 32-bit words holding a pair of
+ * bfloat16 along the reduction. pack_rows: out[r][w] = (x(r, 2w),
+ * x(r, 2w+1)) for w < ceil(C/2); pack_pairs: out[p][c] = (x(2p, c),
+ * x(2p+1, c)) for p < ceil(R/2), c < ldo (zeros past C or R); x(r, c) is
+ * at x[r * rs + c * cs]. gemm: c[i][j] = alpha * scale[i] (scale may be
+ * NULL) * sum over k2 words of a[i] . b[.][j], for j < ncols, b's rows
+ * padded to a multiple of 16 words. */
+bool nat_attn_bf16_available(void);
+void nat_attn_bf16_pack_rows(const float *x, int64_t rs, int64_t cs, int64_t R, int64_t C,
+                             uint32_t *out, int64_t ldo);
+void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_t R, int64_t C,
+                              uint32_t *out, int64_t ldo);
+void nat_attn_bf16_gemm(const uint32_t *a, int64_t lda, const uint32_t *b, int64_t ldb, int64_t k2,
+                        int64_t rows, int64_t ncols, float alpha, const float *scale, float *c,
+                        int64_t ldc);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

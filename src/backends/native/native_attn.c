@@ -132,6 +132,15 @@ ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s) {
   return AIT_OK;
 }
 
+ait_status nat_attention_bf16(ait_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    ait_node *n = &g->nodes[i];
+    if (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedAttention"))
+      AIT_TRY(nat_attr_set_int(n, "bf16", 1));
+  }
+  return AIT_OK;
+}
+
 /* ---- the kernel ------------------------------------------------------------ */
 
 /* Rows of the query processed together: their scores (rows x Sk floats)
@@ -154,6 +163,7 @@ typedef struct att_job {
   int64_t per_thread;                        /* ATT_ROWS * Sk (+ the keys' panel) */
   nat_gemm_fn gemm;
   bool avx512; /* both products on native_attn512.c's kernels */
+  bool bf16;   /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
 } att_job;
 
 /* Whether a GEMM operand with logical strides st is stored transposed, and
@@ -230,6 +240,41 @@ static void att_task(void *arg, int64_t t, int tid) {
   softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
   tb = mat_args(j->vs, &ldb);
   j->gemm(false, tb, rows, j->Dv, j->Sk, 1.0f, s, j->Sk, v, ldb, y, j->ys[2]);
+}
+
+static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* Per-thread scratch of the bf16 path, in 4-byte units: scores, 1 / sum
+ * per row, then the packed Q block, keys, P block and values. */
+static int64_t bf16_scratch(const att_job *j) {
+  int64_t D2 = (j->D + 1) / 2, S2 = (j->Sk + 1) / 2;
+  return up16(ATT_ROWS * j->Sk) + ATT_ROWS + up16(ATT_ROWS * D2) + D2 * up16(j->Sk) +
+         up16(ATT_ROWS * S2) + S2 * j->Dv;
+}
+
+/* One (batch, head) with both products in bfloat16: the keys and values
+ * packed once, then block by block of query rows as att_task. */
+static void att_task_bf16(void *arg, int64_t t, int tid) {
+  const att_job *j = arg;
+  int64_t b = t / j->H, h = t % j->H, D2 = (j->D + 1) / 2, S2 = (j->Sk + 1) / 2;
+  float *s = j->scratch + (int64_t)tid * j->per_thread, *inv = s + up16(ATT_ROWS * j->Sk);
+  uint32_t *qb = (uint32_t *)(inv + ATT_ROWS), *kp = qb + up16(ATT_ROWS * D2);
+  uint32_t *pb = kp + D2 * up16(j->Sk), *vp = pb + up16(ATT_ROWS * S2);
+  const float *k = j->k + b * j->ks[0] + h * j->ks[1], *v = j->v + b * j->vs[0] + h * j->vs[1];
+  /* K' is [D, Sk]: pairs of its rows; V is [Sk, Dv]: pairs of its rows */
+  nat_attn_bf16_pack_pairs(k, j->ks[2], j->ks[3], j->D, j->Sk, kp, up16(j->Sk));
+  nat_attn_bf16_pack_pairs(v, j->vs[2], j->vs[3], j->Sk, j->Dv, vp, j->Dv);
+  for (int64_t r0 = 0; r0 < j->Sq; r0 += ATT_ROWS) {
+    int64_t rows = j->Sq - r0 < ATT_ROWS ? j->Sq - r0 : ATT_ROWS;
+    const float *q = j->q + b * j->qs[0] + h * j->qs[1] + r0 * j->qs[2];
+    const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
+    float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
+    nat_attn_bf16_pack_rows(q, j->qs[2], j->qs[3], rows, j->D, qb, D2);
+    nat_attn_bf16_gemm(qb, D2, kp, up16(j->Sk), D2, rows, j->Sk, j->alpha, NULL, s, j->Sk);
+    nat_attn512_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv);
+    nat_attn_bf16_pack_rows(s, j->Sk, 1, rows, j->Sk, pb, S2);
+    nat_attn_bf16_gemm(pb, S2, vp, j->Dv, S2, rows, j->Dv, 1.0f, inv, y, j->ys[2]);
+  }
 }
 
 /* Logical dims and strides (rank 4, a missing leading batch dim as 1) of
@@ -330,13 +375,17 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
    * transposed panel, so their layout does not matter */
   j.avx512 = nat_attn512_available() && j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 &&
              j.Dv % 16 == 0 && j.Dv <= 64 && j.D <= 4096;
-  j.per_thread = ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0); /* + 1 / sum per row */
+  /* bfloat16 products when the pass or the caller asked for them */
+  j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
+  if (j.bf16) tasks = j.B * j.H;
+  j.per_thread = j.bf16 ? bf16_scratch(&j) : ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0);
   j.per_thread = (j.per_thread + 15) / 16 * 16; /* threads' blocks on separate lines */
   j.scratch = nat_scratch(r, (int64_t)(par ? threads : 1) * j.per_thread * (int64_t)sizeof(float));
   if (!j.scratch) return AIT_E_NOMEM;
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));
   j.q = Q->data, j.k = K->data, j.v = V->data, j.y = Y->data;
-  nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, att_task, &j);
+  par = par && tasks > 1;
+  nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, j.bf16 ? att_task_bf16 : att_task, &j);
   return AIT_OK;
 }

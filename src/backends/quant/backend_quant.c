@@ -28,6 +28,9 @@ static const ait_option_def quant_options[] = {
     {"outliers", AIT_OPT_FLOAT, "0", NULL,
      "custom, int8 with act=on: clip each activation row at this many times its rms and add "
      "the (at most 8) elements above back in float (int8dq uses 4; 0: absmax per row)"},
+    {"attention", AIT_OPT_ENUM, "fp32", "fp32|bf16",
+     "custom: attention's two products (activations x activations) in bfloat16 with float "
+     "sums on AVX512-BF16 CPUs (the dq presets: bf16)"},
     {"ops", AIT_OPT_STRING, "MatMul+Gemm+Conv+Gather", NULL,
      "filter: op types to quantize, joined by + (products with constant weights; Gather: "
      "embedding tables)"},
@@ -125,7 +128,7 @@ static ait_status quant_build(const ait_backend_config *cfg, const ait_graph *g,
                    qnt_wtype_name(c.weights));
   }
   ait_graph *pg = NULL;
-  AIT_TRY(qnt_graph_prepare(g, &pg));
+  AIT_TRY(qnt_graph_prepare(g, c.attn_bf16, &pg));
   ait_status st = qnt_select(&c, pg, info, &sites, &n);
   qnt_node *q = st ? NULL : calloc((size_t)n, sizeof *q);
   if (!st && !q) st = ait_err(AIT_E_NOMEM, "out of memory");
@@ -174,9 +177,13 @@ static ait_status quant_load(const ait_backend_config *cfg, const ait_graph *g, 
   qnt_node *q = NULL;
   int n = 0;
   ait_graph *pg = NULL;
-  AIT_TRY(qnt_graph_prepare(g, &pg));
+  AIT_TRY(qnt_graph_prepare(g, false, &pg));
   ait_status st = qnt_load(pg, dir, &saved, &q, &n);
+  if (!st && saved.attn_bf16) st = nat_attention_bf16(pg); /* marks nodes, keeps indices */
   if (st) {
+    for (int i = 0; q && i < n; i++)
+      qnt_weight_free(&q[i].w);
+    free(q);
     ait_graph_free(pg);
     return st;
   }

@@ -50,6 +50,9 @@ typedef struct qnt_config {
    * a scale covering |x| <= outliers * rms, and the few elements above (at
    * most QNT_MAX_OUTLIERS) are added back in float; 0 = absmax per row */
   float outliers;
+  /* attention's two products (native's FusedAttention) in bfloat16 with
+   * float sums, where the CPU has AVX512-BF16 (else float32) */
+  bool attn_bf16;
   unsigned ops; /* QNT_OP_* mask of the op types the filter admits */
   int n_exclude;
   char exclude[QNT_MAX_EXCLUDE][64]; /* fnmatch patterns on node names */
@@ -275,8 +278,9 @@ typedef struct qnt_state {
 
 /* The graph quant selects nodes from and runs: a copy of g (borrowing its
  * constant data) after native's passes (folding, Conv+BatchNormalization,
- * bias/activation/residual fusion). A new graph in *out. */
-ait_status qnt_graph_prepare(const ait_graph *g, ait_graph **out);
+ * bias/activation/residual fusion, attention), its FusedAttention nodes
+ * marked for bfloat16 products with attn_bf16. A new graph in *out. */
+ait_status qnt_graph_prepare(const ait_graph *g, bool attn_bf16, ait_graph **out);
 /* Rewrite the nodes q[0..n) of prepared graph g (taken over) into quantized
  * ops and put g on native's executor. Takes ownership of g and q on success
  * and failure. */

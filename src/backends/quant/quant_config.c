@@ -19,17 +19,21 @@ typedef struct preset {
   int64_t group;
   bool act;
   float outliers;
+  bool attn_bf16;
 } preset;
 
 /* As torchao's configs: per-channel symmetric absmax weights. The
- * microscaling formats have their block size built in. */
+ * microscaling formats have their block size built in. The dynamic presets
+ * also run attention's products (activations times activations, which they
+ * do not quantize) in bfloat16, as torchao's models do in their bf16
+ * attention; the weight-only ones keep every float product float32. */
 static const preset presets[] = {
-    {"int8wo", QNT_INT8, QNT_CHANNEL, 0, false, 0},
-    {"int8dq", QNT_INT8, QNT_CHANNEL, 0, true, QNT_OUTLIERS},
-    {"fp8wo", QNT_FP8, QNT_CHANNEL, 0, false, 0},
-    {"fp8dq", QNT_FP8, QNT_CHANNEL, 0, true, 0},
-    {"mxfp8dq", QNT_MXFP8, QNT_GROUP, 32, true, 0},
-    {"nvfp4dq", QNT_NVFP4, QNT_GROUP, 16, true, 0},
+    {"int8wo", QNT_INT8, QNT_CHANNEL, 0, false, 0, false},
+    {"int8dq", QNT_INT8, QNT_CHANNEL, 0, true, QNT_OUTLIERS, true},
+    {"fp8wo", QNT_FP8, QNT_CHANNEL, 0, false, 0, false},
+    {"fp8dq", QNT_FP8, QNT_CHANNEL, 0, true, 0, true},
+    {"mxfp8dq", QNT_MXFP8, QNT_GROUP, 32, true, 0, true},
+    {"nvfp4dq", QNT_NVFP4, QNT_GROUP, 16, true, 0, true},
 };
 
 static const char *const wtype_names[] = {"int8", "fp8", "mxfp8", "nvfp4"};
@@ -38,8 +42,9 @@ static const char *const op_names[] = {"MatMul", "Gemm", "Conv", "Gather"};
 
 /* Options that describe the quantization itself (as opposed to the filter
  * and run-time options): any of them makes a custom configuration. */
-static const char *const custom_keys[] = {"weights", "granularity", "group", "symmetric",
-                                          "scale",   "percentile",  "act",   "outliers"};
+static const char *const custom_keys[] = {"weights",   "granularity", "group",
+                                          "symmetric", "scale",       "percentile",
+                                          "act",       "outliers",    "attention"};
 
 const char *qnt_wtype_name(qnt_wtype t) { return wtype_names[t]; }
 
@@ -65,6 +70,7 @@ static void apply_preset(const preset *p, qnt_config *c) {
   c->pct = 99.99;
   c->act = p->act;
   c->outliers = p->outliers;
+  c->attn_bf16 = p->attn_bf16;
 }
 
 static void filter_defaults(qnt_config *c) {
@@ -150,6 +156,7 @@ static ait_status custom_from_options(const ait_backend_config *cfg, qnt_config 
   const char *act = ait_backend_config_get(cfg, "act");
   const char *pct = ait_backend_config_get(cfg, "percentile");
   const char *outl = ait_backend_config_get(cfg, "outliers");
+  const char *attn = ait_backend_config_get(cfg, "attention");
   int wi = find_name(wtype_names, 4, w), gi = find_name(gran_names, 3, gr);
   if (wi < 0 || gi < 0)
     return ait_err(AIT_E_INVALID_ARG, "quant: weights=%s / granularity=%s not understood",
@@ -162,6 +169,7 @@ static ait_status custom_from_options(const ait_backend_config *cfg, qnt_config 
   c->pct = pct ? strtod(pct, NULL) : 99.99;
   c->act = act && !strcmp(act, "on");
   c->outliers = outl ? strtof(outl, NULL) : 0.0f;
+  c->attn_bf16 = attn && !strcmp(attn, "bf16");
   if (is_explicit(cfg, "group") && c->gran != QNT_GROUP)
     return ait_err(AIT_E_INVALID_ARG, "quant: group=%s needs granularity=group (it is %s)",
                    ait_backend_config_get(cfg, "group"), gran_names[c->gran]);
@@ -240,7 +248,8 @@ void qnt_config_runtime(const ait_backend_config *cfg, qnt_config *c) {
 bool qnt_config_same_quant(const qnt_config *a, const qnt_config *b) {
   return a->weights == b->weights && a->gran == b->gran && a->group == b->group &&
          a->symmetric == b->symmetric && a->percentile == b->percentile &&
-         (!a->percentile || a->pct == b->pct) && a->act == b->act && a->outliers == b->outliers;
+         (!a->percentile || a->pct == b->pct) && a->act == b->act && a->outliers == b->outliers &&
+         a->attn_bf16 == b->attn_bf16;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -295,6 +304,7 @@ static ait_status parse_custom(const cJSON *q, const char *what, qnt_config *c) 
   c->pct = 99.99;
   c->act = false;
   c->outliers = 0;
+  c->attn_bf16 = false;
   bool gran_set = false;
   for (const cJSON *it = q->child; it; it = it->next) {
     const char *k = it->string, *s = cJSON_IsString(it) ? it->valuestring : NULL;
@@ -330,6 +340,10 @@ static ait_status parse_custom(const cJSON *q, const char *what, qnt_config *c) 
       if (!cJSON_IsNumber(it))
         return json_err(what, "activation_outliers must be a number (0: off)", NULL);
       c->outliers = (float)it->valuedouble;
+    } else if (!strcmp(k, "attention")) {
+      if (!s || (strcmp(s, "fp32") && strcmp(s, "bf16")))
+        return json_err(what, "attention must be fp32 or bf16, not", s ? s : "?");
+      c->attn_bf16 = !strcmp(s, "bf16");
     } else {
       return json_err(what, "unknown key in \"quantization\":", k);
     }
@@ -403,6 +417,7 @@ char *qnt_config_to_json(const qnt_config *c) {
   if (c->percentile) cJSON_AddNumberToObject(q, "percentile", c->pct);
   cJSON_AddStringToObject(q, "activations", c->act ? "dynamic" : "none");
   if (c->outliers > 0) cJSON_AddNumberToObject(q, "activation_outliers", c->outliers);
+  cJSON_AddStringToObject(q, "attention", c->attn_bf16 ? "bf16" : "fp32");
   cJSON_AddItemToObject(root, "quantization", q);
   q = NULL;
   for (int k = 0; k < 4; k++)
@@ -445,8 +460,8 @@ const char *qnt_config_label(const qnt_config *c, char *buf, size_t n) {
   if (c->gran == QNT_GROUP) snprintf(g, sizeof g, "(%lld)", (long long)c->group);
   char o[32] = "";
   if (c->outliers > 0) snprintf(o, sizeof o, " outliers(%g)", (double)c->outliers);
-  snprintf(buf, n, "custom %s per-%s%s%s%s%s%s", wtype_names[c->weights], gran_names[c->gran], g,
+  snprintf(buf, n, "custom %s per-%s%s%s%s%s%s%s", wtype_names[c->weights], gran_names[c->gran], g,
            c->symmetric ? "" : " asymmetric", c->percentile ? " percentile" : "",
-           c->act ? " dynamic-activations" : "", o);
+           c->act ? " dynamic-activations" : "", o, c->attn_bf16 ? " bf16-attention" : "");
   return buf;
 }

@@ -15,12 +15,13 @@
 #include "backends/quant/quant.h"
 #include "core/error.h"
 
-ait_status qnt_graph_prepare(const ait_graph *g, ait_graph **out) {
+ait_status qnt_graph_prepare(const ait_graph *g, bool attn_bf16, ait_graph **out) {
   *out = NULL;
   ait_graph *c = nat_graph_clone(g, NULL, true);
   if (!c) return AIT_E_NOMEM;
   nat_pass_stats stats;
   ait_status st = nat_run_passes_ex(c, &stats, true);
+  if (!st && attn_bf16) st = nat_attention_bf16(c);
   if (st) {
     ait_graph_free(c);
     return ait_err_prefix(st, "quant: optimising the graph");
