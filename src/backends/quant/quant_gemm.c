@@ -202,7 +202,8 @@ typedef struct job {
    * channel, its slot in wdq (-1: none left), what the codes miss */
   int32_t *oidx, *oslot, *ocnt;
   float *ores;
-  float *wdq; /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
+  float *wdq;     /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
+  bool unslotted; /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
 } job;
 
 static void rows_of(const job *j, size_t mc, int64_t *m0, int64_t *m1) {
@@ -285,7 +286,7 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                         w->codes + (P * K4 + a4) * QNT_PANEL * 4, p->y + r * p->ldy + 64 * P,
                         p->ldy, ncols, g > 0, &post);
     }
-    for (int64_t m = r; j->ocnt && m < r + mr; m++) { /* outliers without a float row */
+    for (int64_t m = r; j->unslotted && m < r + mr; m++) { /* outliers without a float row */
       const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
       float *y = p->y + m * p->ldy + 64 * P;
       for (int32_t o = 0; o < j->ocnt[m]; o++) {
@@ -420,6 +421,7 @@ static void outlier_slots(job *j, int32_t *map) {
         map[k] = slots++;
       }
       j->oslot[m * QNT_MAX_OUTLIERS + o] = map[k];
+      j->unslotted |= map[k] < 0;
     }
 }
 
@@ -432,7 +434,7 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   if (p->n0 != 0 || p->nn != w->N)
     return ait_err(AIT_E_INTERNAL, "quant: a packed weight runs whole");
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL, M = p->M, K = w->K;
-  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false};
   if (w->layout == QNT_L_PANEL) {
     run_tasks(pool, task_f32, &j, P);
     return AIT_OK;
