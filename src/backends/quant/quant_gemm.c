@@ -414,10 +414,16 @@ static void outlier_slots(job *j, int32_t *map) {
   for (int64_t m = 0; m < j->p->M; m++)
     for (int32_t o = 0; o < j->ocnt[m]; o++) {
       int32_t k = j->oidx[m * QNT_MAX_OUTLIERS + o];
-      if (map[k] < 0 && slots < QNT_MAX_SLOTS) {
+      if (map[k] < 0 && slots < QNT_MAX_SLOTS) { /* column k of every panel, dequantized */
         float *row = j->wdq + (int64_t)slots * w->N;
-        for (int64_t n = 0; n < w->N; n++)
-          row[n] = qnt_weight_value(w, n, k);
+        int64_t K4 = (w->K + 3) / 4, g = k / w->gsize;
+        memset(row, 0, sizeof(float) * (size_t)w->N);
+        for (int64_t P = 0; P * QNT_PANEL < w->N; P++) {
+          size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
+          qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4), 1.0f,
+                              w->pscale + par, w->pzero ? w->pzero + par : NULL,
+                              row + P * QNT_PANEL, panel_cols(w, P));
+        }
         map[k] = slots++;
       }
       j->oslot[m * QNT_MAX_OUTLIERS + o] = map[k];
