@@ -173,6 +173,17 @@ static bool binary_f32(int op, int64_t n, float *o, const float *a, int64_t sa, 
 }
 #undef BLOOP
 
+/* ---- bool fast path (attention masks are built with And) ---------------- */
+
+static bool binary_bool(int op, int64_t n, uint8_t *o, const uint8_t *a, int64_t sa,
+                        const uint8_t *b, int64_t sb) {
+  for (int64_t i = 0; i < n; i++) {
+    uint8_t x = a[i * sa] != 0, y = b[i * sb] != 0;
+    o[i] = op == EWB_AND ? (x & y) : op == EWB_OR ? (x | y) : (x ^ y);
+  }
+  return true;
+}
+
 /* ---- the shared loop --------------------------------------------------- */
 
 typedef struct bin_ctx {
@@ -180,15 +191,19 @@ typedef struct bin_ctx {
   const void *a, *b;
   void *o;
   const ait_dtype_traits *ta, *tb, *to;
-  char kind; /* 'f' float, 's' signed, 'u' unsigned/bool */
-  bool f32;  /* all float32: try the direct loop */
-  bool bad;  /* an integer division by zero happened */
+  char kind;  /* 'f' float, 's' signed, 'u' unsigned/bool */
+  bool f32;   /* all float32: try the direct loop */
+  bool logic; /* And/Or/Xor on bool: the direct loop */
+  bool bad;   /* an integer division by zero happened */
 } bin_ctx;
 
 static void bin_row(void *vc, int64_t n, int64_t o, const int64_t *off, const int64_t *st) {
   bin_ctx *c = vc;
   if (c->f32 && binary_f32(c->op, n, (float *)c->o + o, (const float *)c->a + off[0], st[0],
                            (const float *)c->b + off[1], st[1]))
+    return;
+  if (c->logic && binary_bool(c->op, n, (uint8_t *)c->o + o, (const uint8_t *)c->a + off[0], st[0],
+                              (const uint8_t *)c->b + off[1], st[1]))
     return;
   const ew_binop *d = &binops[c->op];
   int64_t ia = off[0], ib = off[1];
@@ -227,7 +242,9 @@ static ait_status apply(int op, const ait_node *node, const ait_tensor *a, const
                ait_dtype_traits_of(o->dtype),
                0,
                false,
+               false,
                false};
+  c.logic = a->dtype == AIT_BOOL && (op == EWB_AND || op == EWB_OR || op == EWB_XOR);
   c.kind = ta->is_float ? 'f' : ta->is_signed ? 's' : 'u';
   c.f32 = a->dtype == AIT_FLOAT32 && b->dtype == AIT_FLOAT32 && o->dtype == AIT_FLOAT32;
   ait_ew_shape os = ait_ew_shape_of(o);

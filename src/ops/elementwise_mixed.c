@@ -93,9 +93,27 @@ typedef struct where_ctx {
   bool nomem;
 } where_ctx;
 
+/* Typed copies for the common element sizes (a mask of -inf and 0 is a
+ * Where over a [batch, 1, seq, seq] condition) */
+#define WHERE_TYPED(T)                                                                             \
+  do {                                                                                             \
+    const T *x = (const T *)c->x, *y = (const T *)c->y;                                            \
+    T *out = (T *)c->o + o;                                                                        \
+    for (int64_t i = 0; i < n; i++, ic += st[0], ix += st[1], iy += st[2])                         \
+      out[i] = c->cond[ic] ? x[ix] : y[iy];                                                        \
+    return;                                                                                        \
+  } while (0)
+
 static void where_row(void *vc, int64_t n, int64_t o, const int64_t *off, const int64_t *st) {
   where_ctx *c = vc;
   int64_t ic = off[0], ix = off[1], iy = off[2];
+  if (!c->strings) switch (c->size) {
+    case 1: WHERE_TYPED(uint8_t);
+    case 2: WHERE_TYPED(uint16_t);
+    case 4: WHERE_TYPED(uint32_t);
+    case 8: WHERE_TYPED(uint64_t);
+    default: break;
+    }
   for (int64_t i = 0, k = o; i < n; i++, k++, ic += st[0], ix += st[1], iy += st[2]) {
     const char *src = c->cond[ic] ? c->x + (size_t)ix * c->size : c->y + (size_t)iy * c->size;
     char *dst = c->o + (size_t)k * c->size;
@@ -109,6 +127,7 @@ static void where_row(void *vc, int64_t n, int64_t o, const int64_t *off, const 
     }
   }
 }
+#undef WHERE_TYPED
 
 ait_status ait_ew_k_Where(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                           int n_in, ait_tensor **out, int n_out) {
