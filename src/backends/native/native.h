@@ -306,6 +306,11 @@ void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_t R,
 void nat_attn_bf16_gemm(const uint32_t *a, int64_t lda, const uint32_t *b, int64_t ldb, int64_t k2,
                         int64_t rows, int64_t ncols, float alpha, const float *scale, float *c,
                         int64_t ldc);
+/* The masked softmax of rows of s (as nat_attn512_softmax), written as
+ * unnormalised exp values in bfloat16 pairs pb[i][w] (row stride ldp words,
+ * the odd column's partner 0) with 1 / sum per row in inv. */
+void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
+                           int64_t mcs, float *inv, uint32_t *pb, int64_t ldp);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

@@ -271,8 +271,7 @@ static void att_task_bf16(void *arg, int64_t t, int tid) {
     float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
     nat_attn_bf16_pack_rows(q, j->qs[2], j->qs[3], rows, j->D, qb, D2);
     nat_attn_bf16_gemm(qb, D2, kp, up16(j->Sk), D2, rows, j->Sk, j->alpha, NULL, s, j->Sk);
-    nat_attn512_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv);
-    nat_attn_bf16_pack_rows(s, j->Sk, 1, rows, j->Sk, pb, S2);
+    nat_attn_bf16_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv, pb, S2);
     nat_attn_bf16_gemm(pb, S2, vp, j->Dv, S2, rows, j->Dv, 1.0f, inv, y, j->ys[2]);
   }
 }

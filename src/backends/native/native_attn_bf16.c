@@ -122,6 +122,64 @@ TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_
     }
 }
 
+/* 16 mask values of row mr from column j: unit stride, one value for the
+ * whole row (stride 0), or gathered */
+INL TBF __m512 mask16(const float *mr, int64_t mcs, int64_t j, __mmask16 k) {
+  if (mcs == 1) return _mm512_maskz_loadu_ps(k, mr + j);
+  if (mcs == 0) return _mm512_maskz_mov_ps(k, _mm512_set1_ps(mr[0]));
+  float t[16] = {0};
+  for (int i = 0; i < 16; i++)
+    if (k >> i & 1) t[i] = mr[(j + i) * mcs];
+  return _mm512_loadu_ps(t);
+}
+
+/* exp for x <= 0 (scores minus their row max), to ~1e-6 relative: enough
+ * for values rounded to bfloat16 next. Below -87 the result is ~1e-38
+ * instead of 0; a NaN stays NaN (max keeps its second operand's NaN). */
+INL TBF __m512 exp_neg(__m512 x) {
+  __m512 z = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 q = _mm512_set1_ps(8.3334519073e-3f); /* Taylor to r^5 on |r| <= ln2 / 2 */
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(_mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f)), k);
+}
+
+TBF void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const float *m,
+                               int64_t mrs, int64_t mcs, float *inv, uint32_t *pb, int64_t ldp) {
+  int64_t S2 = (Sk + 1) / 2;
+  for (int64_t i = 0; i < rows; i++) {
+    const float *row = s + i * Sk, *mr = m ? m + i * mrs : NULL;
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < Sk; j += 16) { /* max of scores + mask */
+      __mmask16 k = tail16(Sk - j);
+      __m512 x = _mm512_maskz_loadu_ps(k, row + j);
+      if (mr) x = _mm512_add_ps(x, mask16(mr, mcs, j, k));
+      mx = _mm512_mask_max_ps(mx, k, mx, x);
+    }
+    __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < Sk; j += 32) { /* exp, sum, pairs of bfloat16 */
+      __mmask16 k0 = tail16(Sk - j), k1 = tail16(Sk - j - 16);
+      __m512 x0 = _mm512_maskz_loadu_ps(k0, row + j), x1 = _mm512_maskz_loadu_ps(k1, row + j + 16);
+      if (mr) {
+        x0 = _mm512_add_ps(x0, mask16(mr, mcs, j, k0));
+        x1 = _mm512_add_ps(x1, mask16(mr, mcs, j + 16, k1));
+      }
+      __m512 e0 = _mm512_maskz_mov_ps(k0, exp_neg(_mm512_sub_ps(x0, top)));
+      __m512 e1 = _mm512_maskz_mov_ps(k1, exp_neg(_mm512_sub_ps(x1, top)));
+      sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
+      _mm512_mask_storeu_epi32(pb + i * ldp + j / 2, tail16(S2 - j / 2),
+                               (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+    }
+    inv[i] = 1.0f / _mm512_reduce_add_ps(sum); /* applied to the output rows */
+  }
+}
+
 /* c[i][0..16NV) (+ masked to ncols) = alpha * scale[i] * sum over k2 pairs;
  * rows past mr read row mr-1 and are not stored. */
 #define DP(acc, a, b) acc = _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))
