@@ -113,6 +113,22 @@ static ait_model *residual_model(void) {
   return load_tb(tb, NULL, NULL);
 }
 
+/* x[N,RD] -> MatMul a [RD,RF] and MatMul b [RD,RF] -> Add -> y[N,RF]: two
+ * products of one input, which int8dq quantizes once for both. */
+static ait_model *shared_model(void) {
+  static float wa[RD * RF], wb[RD * RF];
+  fill(wa, RD * RF, 0.2f, 51), fill(wb, RD * RF, 0.2f, 52);
+  const int64_t dx[2] = {-1, RD}, dy[2] = {-1, RF}, dw[2] = {RD, RF};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dy);
+  tb_init_f32(tb, "Wa", 2, dw, wa), tb_init_f32(tb, "Wb", 2, dw, wb);
+  tb_node(tb, "MatMul", "a", (const char *[]){"x", "Wa", NULL}, (const char *[]){"ya", NULL});
+  tb_node(tb, "MatMul", "b", (const char *[]){"x", "Wb", NULL}, (const char *[]){"yb", NULL});
+  tb_node(tb, "Add", "sum", (const char *[]){"ya", "yb", NULL}, (const char *[]){"y", NULL});
+  return load_tb(tb, NULL, NULL);
+}
+
 /* An INTS attribute added after loading (the test builder sets ints only). */
 static void add_ints(ait_node *n, const char *name, const int64_t *v, int cnt) {
   ait_attr *a = realloc(n->attrs, sizeof *a * (size_t)(n->n_attrs + 1));
@@ -756,6 +772,33 @@ static void residual_case(const ait_graph *g, int rows, bool many) {
   ait_tensor_free(x);
 }
 
+/* Products of one input share its int8 quantization within a run, never
+ * across runs: a second input gives its own (correct) result, and the
+ * outputs equal the portable kernels', which quantize per product. */
+static void test_shared(void) {
+  ait_model *m = shared_model();
+  if (!m) return;
+  qnt_state *s = NULL, *port = NULL;
+  CHECK_ERR(build("quant:preset=int8dq", NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+  CHECK_ERR(build("quant:preset=int8dq,kernels=portable", NULL, NULL, m->graph, NULL, &port),
+            AIT_OK, NULL);
+  if (s && port) {
+    CHECK(s->n_q == 2 && (s->cpu.vnni ? s->n_bufs == 1 : s->n_bufs == 0) && port->n_bufs == 0);
+    for (int k = 0; k < 3; k++) {
+      ait_tensor *x = input(m->graph, 9 + 4 * (k == 2), 61 + (uint32_t)k), *y = NULL, *yp = NULL;
+      double rel = 1, c = vs_eager(s, m->graph, x, &rel, &y);
+      vs_eager(port, m->graph, x, NULL, &yp);
+      CHECK(c > 0.999 && y && yp && cosine(y, yp, NULL) > 0.99999);
+      ait_tensor_free(x);
+      ait_tensor_free(y);
+      ait_tensor_free(yp);
+    }
+  }
+  Q->destroy(s);
+  Q->destroy(port);
+  ait_model_free(m);
+}
+
 /* Embedding tables: quantized per row by default (Gather is in the default
  * ops), looked up exactly as the float table would be, saved and loaded;
  * ops= without Gather keeps the table float; a bad index is an error. */
@@ -904,6 +947,7 @@ int main(void) {
   test_bad_input(mlp->graph);
   test_outliers(mlp->graph);
   test_residual();
+  test_shared();
   test_gather();
   test_tune(bytes, nbytes);
   free(bytes);

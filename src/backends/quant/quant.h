@@ -182,7 +182,24 @@ typedef struct qnt_mm {
    * packed weights only (n0 = 0) */
   const nat_epilogue *e;
   nat_run *r; /* the running executor (its scratch memory), or NULL */
+  /* int8 activations shared with the other products of the same input
+   * (Q, K and V read one LayerNorm output), or NULL: quantized by the first
+   * of them to run in run `run`, reused by the others */
+  struct qnt_actbuf *share;
+  uint64_t run;
 } qnt_mm;
+
+/* Quantized activation rows kept between the products that read them: the
+ * row scales, codes and outliers (the per-weight outlier slots stay in each
+ * product's scratch). Owned by the state; one run at a time (a session is
+ * not thread-safe). */
+typedef struct qnt_actbuf {
+  char *mem;
+  size_t cap;
+  uint64_t run; /* the run whose activations mem holds (0: none) */
+  const float *x;
+  int64_t M;
+} qnt_actbuf;
 
 /* Runs on native's pool (may be NULL: the calling thread). */
 ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool);
@@ -262,6 +279,7 @@ void qnt_x86_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, int
 typedef struct qnt_node {
   qnt_site site;
   qnt_weight w;
+  int share; /* its qnt_actbuf in the state, or -1 */
 } qnt_node;
 
 typedef struct qnt_state {
@@ -274,6 +292,9 @@ typedef struct qnt_state {
   int n_quantized;    /* weights this state quantized itself (0 after load) */
   size_t qbytes;      /* memory of the quantized weights */
   size_t float_bytes; /* what they took as float32 */
+  qnt_actbuf *bufs;   /* shared activations of products with one input */
+  int n_bufs;
+  uint64_t run; /* runs so far (qnt_state_run) */
 } qnt_state;
 
 /* The graph quant selects nodes from and runs: a copy of g (borrowing its

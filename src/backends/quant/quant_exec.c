@@ -61,6 +61,9 @@ void qnt_state_free(qnt_state *s) {
   for (int i = 0; i < s->n_q; i++)
     qnt_weight_free(&s->q[i].w);
   free(s->q);
+  for (int i = 0; i < s->n_bufs; i++)
+    free(s->bufs[i].mem);
+  free(s->bufs);
   nat_state_free(s->ns);
   free(s);
 }
@@ -80,6 +83,36 @@ static nat_kernel claim(void *user, const ait_graph *g, const ait_node *n) {
   return n->domain && !strcmp(n->domain, QNT_DOMAIN) ? qnt_k_op : NULL;
 }
 
+/* Products with int8 activations that read the same value with the same
+ * activation layout (reduction length, groups, zero points) share one
+ * quantization of it: Q, K and V of an attention read one LayerNorm. */
+static ait_status share_inputs(qnt_state *s, const ait_graph *g) {
+  for (int i = 0; i < s->n_q; i++)
+    s->q[i].share = -1;
+  if (!s->cfg.act) return AIT_OK;
+  for (int i = 0; i < s->n_q; i++) {
+    qnt_node *a = &s->q[i];
+    if (a->share >= 0 || a->site.kind != QNT_K_MATMUL || a->w.layout != QNT_L_QUAD) continue;
+    int x = g->nodes[a->site.node].in[0];
+    for (int j = i + 1; j < s->n_q; j++) {
+      qnt_node *b = &s->q[j];
+      if (b->share >= 0 || b->site.kind != QNT_K_MATMUL || b->w.layout != QNT_L_QUAD ||
+          g->nodes[b->site.node].in[0] != x || b->w.K != a->w.K || b->w.G != a->w.G ||
+          b->w.gsize != a->w.gsize || b->w.asym != a->w.asym)
+        continue;
+      if (a->share < 0) {
+        qnt_actbuf *nb = realloc(s->bufs, sizeof *nb * (size_t)(s->n_bufs + 1));
+        if (!nb) return ait_err(AIT_E_NOMEM, "out of memory");
+        s->bufs = nb;
+        memset(&nb[s->n_bufs], 0, sizeof *nb);
+        a->share = s->n_bufs++;
+      }
+      b->share = a->share;
+    }
+  }
+  return AIT_OK;
+}
+
 static ait_status prepare(qnt_state *s, ait_graph *g) {
   ait_status st = check_isa(&s->cfg, s->cpu);
   for (int i = 0; i < s->n_q && !st; i++) {
@@ -96,6 +129,7 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
     s->qbytes += qnt_weight_bytes(&q->w);
     s->float_bytes += (size_t)(q->w.N * q->w.K) * sizeof(float);
   }
+  if (!st) st = share_inputs(s, g);
   if (st) {
     ait_graph_free(g);
     return st;
@@ -130,5 +164,6 @@ ait_status qnt_state_make(const qnt_config *c, ait_graph *g, qnt_node *q, int n,
 }
 
 ait_status qnt_state_run(qnt_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  s->run++; /* shared activations of an earlier run are stale */
   return nat_exec_run(s->ns, in, n_in, out);
 }

@@ -445,8 +445,10 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
     run_tasks(pool, task_f32, &j, P);
     return AIT_OK;
   }
-  /* one block for the quantized rows and their side tables: the executor's
-   * scratch when there is one (no fresh pages per call), else the heap */
+  /* the quantized rows and their side tables (the activation part), and
+   * the outlier slots of this weight: the executor's scratch when there is
+   * one (no fresh pages per call), else the heap; the activation part in
+   * the shared buffer when the product has one */
   bool quad = w->layout == QNT_L_QUAD, outl = quad && p->outliers > 0;
   j.lda = quad ? (K + 3) / 4 * 4 : (K + 1) / 2 * 2;
   size_t s_sa = line(M, sizeof(float)), s_act = line(M * j.lda, quad ? 1 : sizeof(uint16_t));
@@ -455,27 +457,40 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   size_t s_cnt = outl ? line(M, sizeof(int32_t)) : 0;
   size_t s_map = outl ? line(K, sizeof(int32_t)) : 0;
   size_t s_wdq = outl ? line(QNT_MAX_SLOTS * w->N, sizeof(float)) : 0;
-  size_t total = s_sa + s_act + s_asum + 3 * s_out + s_cnt + s_map + s_wdq;
+  size_t a_total = s_sa + s_act + s_asum + 2 * s_out + s_cnt, w_total = s_out + s_map + s_wdq;
+  qnt_actbuf *sh = quad ? p->share : NULL;
+  bool reuse = sh && sh->run == p->run && sh->x == p->x && sh->M == M;
+  if (sh && !reuse && sh->cap < a_total) {
+    char *m = aligned_alloc(64, a_total);
+    if (!m)
+      return ait_err(AIT_E_NOMEM, "out of memory quantizing %lld activation rows", (long long)M);
+    free(sh->mem);
+    sh->mem = m;
+    sh->cap = a_total;
+  }
+  size_t total = (sh ? 0 : a_total) + w_total;
   char *heap = NULL, *base = p->r ? nat_scratch(p->r, (int64_t)total) : NULL;
   if (!base && !(base = heap = aligned_alloc(64, total)))
     return ait_err(AIT_E_NOMEM, "out of memory quantizing %lld activation rows", (long long)M);
-  float *sa = (float *)base;
-  void *act = base + s_sa;
-  int32_t *asum = s_asum ? (int32_t *)(base + s_sa + s_act) : NULL;
+  char *abase = sh ? sh->mem : base, *wbase = sh ? base : base + a_total;
+  float *sa = (float *)abase;
+  void *act = abase + s_sa;
+  int32_t *asum = s_asum ? (int32_t *)(abase + s_sa + s_act) : NULL;
   if (outl) {
-    char *o = base + s_sa + s_act + s_asum;
+    char *o = abase + s_sa + s_act + s_asum;
     j.oidx = (int32_t *)o;
     j.ores = (float *)(o + s_out);
-    j.oslot = (int32_t *)(o + 2 * s_out);
-    j.ocnt = (int32_t *)(o + 3 * s_out);
-    j.wdq = (float *)(o + 3 * s_out + s_cnt + s_map);
+    j.ocnt = (int32_t *)(o + 2 * s_out);
+    j.oslot = (int32_t *)wbase;
+    j.wdq = (float *)(wbase + s_out + s_map);
   }
   j.sa = sa;
   j.asum = asum;
   if (quad) {
     j.qa = act;
-    quant_rows(pool, &j, sa, asum);
-    if (outl) outlier_slots(&j, (int32_t *)(base + s_sa + s_act + s_asum + 3 * s_out + s_cnt));
+    if (!reuse) quant_rows(pool, &j, sa, asum);
+    if (sh && !reuse) sh->run = p->run, sh->x = p->x, sh->M = M;
+    if (outl) outlier_slots(&j, (int32_t *)(wbase + s_out));
     run_tasks(pool, task_vnni, &j, P);
   } else {
     qnt_x86_quant_rows_bf16(p->x, M, K, p->ldx, act, j.lda, sa);

@@ -122,7 +122,9 @@ static ait_status run_matmul(nat_run *r, qnt_state *s, const qnt_node *qn, const
               bias ? bias->data : NULL,
               s->cfg.outliers,
               in_tiles ? &e : NULL,
-              r};
+              r,
+              qn->share >= 0 ? &s->bufs[qn->share] : NULL,
+              s->run};
   AIT_TRY(qnt_matmul(&p, nat_run_pool(r)));
   return in_tiles ? AIT_OK : post_generic(Z, &e.act, Y->data, rank, dims);
 }
@@ -177,8 +179,8 @@ static ait_status run_gemm(nat_run *r, qnt_state *s, const qnt_node *qn, const a
     x = at;
   }
   qnt_mm p = {
-      &qn->w,          s->cfg.act,        x, M, K, Y->data, N, 0, N, c_bias ? C->data : NULL,
-      s->cfg.outliers, c_add ? NULL : &e, r};
+      &qn->w,          s->cfg.act,        x, M,    K, Y->data, N, 0, N, c_bias ? C->data : NULL,
+      s->cfg.outliers, c_add ? NULL : &e, r, NULL, 0};
   ait_status st = qnt_matmul(&p, nat_run_pool(r));
   free(at);
   if (!st && c_add) st = add_c(C, beta, Y->data, M, N);
@@ -331,7 +333,9 @@ static ait_status run_conv(nat_run *r, qnt_state *s, const qnt_node *qn, const a
                   bias ? bias + g * c.Mg : NULL,
                   s->cfg.outliers,
                   NULL,
-                  r};
+                  r,
+                  NULL,
+                  0};
       st = qnt_matmul(&p, nat_run_pool(r));
       if (st) break;
       int64_t off = (n * c.M + g * c.Mg) * c.out_n;
