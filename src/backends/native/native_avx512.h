@@ -30,4 +30,23 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16
   return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, in, _CMP_UNORD_Q), in);
 }
 
+/* exp of sixteen lanes known to be finite and <= 0 (GELU's -x^2 / 2 after
+ * clamping): the same polynomial as nat_exp16 without its range and NaN
+ * fix-ups; below -87 it returns e^-87 (~1.6e-38) instead of 0. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_nonpos(__m512 in) {
+  __m512 z = _mm512_max_ps(in, _mm512_set1_ps(-87.0f));
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(e, k);
+}
+
 #endif

@@ -120,7 +120,8 @@ __attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-    __m512 e = nat_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
+    /* a is finite (a NaN input became 10 in the min above) */
+    __m512 e = nat_exp16_nonpos(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
     __m512 erf = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one); /* erf(|x|/sqrt 2) */
     /* 0.5 x (1 + sign(x) erf): for x < 0, 1 - erf */
     __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
