@@ -347,11 +347,12 @@ static void pool_task(void *arg, int64_t t, int tid) {
 static void run_tasks(nat_pool *pool, task_fn fn, job *j, int64_t P) {
   int64_t M = j->p->M;
   int64_t threads = pool ? nat_pool_threads(pool) : 1;
-  /* whole panels per task when there are enough; else also split rows, in
-   * chunks big enough to pay for dequantizing the panel again */
+  /* whole panels per task when there are enough (4 a thread: a thread that
+   * starts late, or is descheduled, leaves less of a tail); else also split
+   * rows, in chunks big enough to pay for dequantizing the panel again */
   int64_t chunks = 1;
-  if (P < 2 * threads && M >= 8 * QNT_MR) {
-    chunks = (2 * threads + P - 1) / P;
+  if (P < 4 * threads && M >= 8 * QNT_MR) {
+    chunks = (4 * threads + P - 1) / P;
     chunks = min64(chunks, M / (4 * QNT_MR));
   }
   j->mchunk = (M + chunks - 1) / chunks;
