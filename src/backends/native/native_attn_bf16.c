@@ -20,7 +20,7 @@
 #include "backends/native/native.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "backends/native/native_avx512.h"
 
 #define TBF __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #define INL static inline __attribute__((always_inline))
@@ -59,36 +59,6 @@ TBF void nat_attn_bf16_pack_rows(const float *x, int64_t rs, int64_t cs, int64_t
     }
 }
 
-/* 16 x 16 words transposed in registers: unpack 32-bit, then 64-bit
- * pairs, then 128-bit lanes twice. */
-INL TBF void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) {
-    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  /* u[4a + b] holds column 4l + b of rows 4a..4a+3 in its 128-bit lane l:
-   * two lane shuffles put the four lanes of each column side by side */
-  for (int i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_i32x4(u[i], u[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_i32x4(u[i], u[4 + i], 0xdd);
-    t[8 + i] = _mm512_shuffle_i32x4(u[8 + i], u[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_i32x4(u[8 + i], u[12 + i], 0xdd);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
-    r[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
-    r[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
-  }
-}
-
 TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_t R, int64_t C,
                                   uint32_t *out, int64_t ldo) {
   int64_t R2 = (R + 1) / 2;
@@ -97,16 +67,16 @@ TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_
      * columns as rows of words, then transpose them into place */
     for (int64_t c0 = 0; c0 < ldo; c0 += 16)
       for (int64_t p0 = 0; p0 < R2; p0 += 16) {
-        __m512i w[16];
+        __m512 w[16]; /* 32-bit words of bfloat16 pairs, moved as floats */
         for (int i = 0; i < 16; i++) {
           int64_t c = c0 + i;
           __m512 lo = load16(x, cs, 1, C, R, c, 2 * p0),
                  hi = load16(x, cs, 1, C, R, c, 2 * p0 + 16);
-          w[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+          w[i] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
         }
-        transpose16(w);
+        nat_transpose16(w);
         for (int i = 0; i < 16 && p0 + i < R2; i++)
-          _mm512_mask_storeu_epi32(out + (p0 + i) * ldo + c0, tail16(ldo - c0), w[i]);
+          _mm512_mask_storeu_epi32(out + (p0 + i) * ldo + c0, tail16(ldo - c0), (__m512i)w[i]);
       }
     return;
   }

@@ -1,40 +1,14 @@
 /* AVX-512 helpers shared by native's kernels (native_math.c,
- * native_attn512.c). Include only from x86-64 GCC/Clang code compiled with
- * the avx512f target attribute on the calling function. */
+ * native_attn512.c, native_attn_bf16.c) and quant's (quant_avx512.c). Include only from x86-64
+ * GCC/Clang code compiled with the avx512f target attribute on the calling function. */
 #ifndef AIT_BACKENDS_NATIVE_AVX512_H
 #define AIT_BACKENDS_NATIVE_AVX512_H
 
 #include <immintrin.h>
 #include <math.h>
 
-/* exp of sixteen lanes: Cephes' polynomial (about 1 ulp where it does not
- * underflow), 2^n by scalef; inf above 88.7, 0 below -87.3, NaN stays. */
-static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16(__m512 in) {
-  __m512 z = _mm512_min_ps(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
-  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
-  __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), _mm512_set1_ps(1.0f));
-  e = _mm512_scalef_ps(e, k);
-  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(88.7f), _CMP_GT_OQ),
-                         _mm512_set1_ps(INFINITY));
-  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(-87.3f), _CMP_LT_OQ),
-                         _mm512_setzero_ps());
-  return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, in, _CMP_UNORD_Q), in);
-}
-
-/* exp of sixteen lanes known to be finite and <= 0 (GELU's -x^2 / 2 after
- * clamping): the same polynomial as nat_exp16 without its range and NaN
- * fix-ups; below -87 it returns e^-87 (~1.6e-38) instead of 0. */
-static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_nonpos(__m512 in) {
-  __m512 z = _mm512_max_ps(in, _mm512_set1_ps(-87.0f));
+/* Cephes' exp polynomial on z already clamped to [-87, 88]: 2^n by scalef. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_poly(__m512 z) {
   __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(1.44269504088896341f)),
                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), z);
@@ -47,6 +21,53 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16
   q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
   __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(q, r), r, r), _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(e, k);
+}
+
+/* exp of sixteen lanes: about 1 ulp where it does not underflow; inf above
+ * 88.7, 0 below -87.3, NaN stays. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16(__m512 in) {
+  __m512 e = nat_exp16_poly(
+      _mm512_min_ps(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f)));
+  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(88.7f), _CMP_GT_OQ),
+                         _mm512_set1_ps(INFINITY));
+  e = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, _mm512_set1_ps(-87.3f), _CMP_LT_OQ),
+                         _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(in, in, _CMP_UNORD_Q), in);
+}
+
+/* exp of sixteen lanes known to be finite and <= 0 (GELU's -x^2 / 2 after
+ * clamping): no range or NaN fix-ups; below -87 it returns e^-87 (~1.6e-38)
+ * instead of 0. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_nonpos(__m512 in) {
+  return nat_exp16_poly(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)));
+}
+
+/* r[i][j] = r[j][i] for 16 rows of 16 lanes (any 32-bit data): unpack
+ * pairs, then 64-bit halves, then 128-bit lanes twice. */
+static inline __attribute__((always_inline, target("avx512f"))) void nat_transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int a = 0; a < 16; a += 4) { /* r[a + c]: column 4L + c of rows a..a+3 */
+    r[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44);
+    r[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
+    r[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44);
+    r[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; c++) {
+    t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+    t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+    t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+    t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+  }
+  for (int c = 0; c < 4; c++) {
+    r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
+    r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
+  }
 }
 
 #endif

@@ -17,6 +17,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/native/native_avx512.h"
+
 #define T_F32 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
 #define T_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,f16c")))
@@ -50,37 +52,16 @@ INLINE T_BASE __m512 e4m3x16(__m128i c) {
 /* ---- layout changes around convolutions ---------------------------------- */
 
 /* dst[c][r] = src[r][c] for an R x C matrix: 16 x 16 blocks transposed in
- * registers (unpack, then 128-bit lane shuffles), scalar edges. */
+ * registers (nat_transpose16), scalar edges. */
 T_F32 void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds, float *dst,
                              int64_t ldd) {
   int64_t R16 = R / 16 * 16, C16 = C / 16 * 16;
   for (int64_t r0 = 0; r0 < R16; r0 += 16)
     for (int64_t c0 = 0; c0 < C16; c0 += 16) {
-      __m512 r[16], t[16];
+      __m512 r[16];
       for (int i = 0; i < 16; i++)
         r[i] = _mm512_loadu_ps(src + (r0 + i) * lds + c0);
-      for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-      }
-      for (int a = 0; a < 16; a += 4) { /* r[a + c]: column 4L + c of rows a..a+3 */
-        r[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44);
-        r[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
-        r[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44);
-        r[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
-      }
-      for (int c = 0; c < 4; c++) {
-        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
-        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
-        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
-      }
-      for (int c = 0; c < 4; c++) {
-        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
-        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
-        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
-        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
-      }
+      nat_transpose16(r);
       for (int i = 0; i < 16; i++)
         _mm512_storeu_ps(dst + (c0 + i) * ldd + r0, r[i]);
     }
