@@ -7,6 +7,10 @@
  *
  *   FusedConv(X, W, B?, Z?)    Y = act(Conv(X, W, B) + Z)
  *       attributes of Conv, plus activation / activation_params
+ *   FusedConvNhwc(X, W, B?, Z?)  FusedConv in channels-last layout: X
+ *       [N, H, W, C], W [kh, kw, C/group, M] (HWIO), Z and Y [N, OH, OW, M];
+ *       with x_layout="NCHW", X is [N, C, H, W] (the rest stays NHWC).
+ *       Attributes of Conv plus the activation, as FusedConv
  *   FusedGemm(A, B, C?)        Y = act(Gemm(A, B, C))
  *       attributes of Gemm, plus activation / activation_params
  *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)

@@ -181,3 +181,42 @@ ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
   out[0] = y;
   return AIT_OK;
 }
+
+/* *y = Transpose(x, perm) (rank 4). */
+static ait_status transpose4(const ait_node *node, const ait_tensor *x, const int64_t *perm,
+                             ait_tensor **y) {
+  ait_attr a;
+  memset(&a, 0, sizeof a);
+  a.name = (char *)"perm";
+  a.type = AIT_ATTR_INTS;
+  a.n = 4;
+  a.ints = (int64_t *)perm;
+  const ait_tensor *in[1] = {x};
+  return run_std(node, "Transpose", 13, &a, in, 1, y);
+}
+
+ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2}, to_oihw[4] = {3, 2, 0, 1};
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  if (n_in < 2 || !in[0] || !in[1] || in[0]->rank != 4 || in[1]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc takes 4-D X and W");
+  if (n_in > 3 && in[3] && in[3]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: Z must be 4-D");
+  bool nchw = !strcmp(ait_attr_str(node, "x_layout", "NHWC"), "NCHW");
+  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL;
+  ait_status st = nchw ? AIT_OK : transpose4(node, in[0], to_nchw, &x);
+  if (st == AIT_OK) st = transpose4(node, in[1], to_oihw, &w);
+  if (st == AIT_OK && n_in > 3 && in[3]) st = transpose4(node, in[3], to_nchw, &z);
+  if (st == AIT_OK) {
+    const ait_tensor *cin[4] = {nchw ? in[0] : x, w, n_in > 2 ? in[2] : NULL, z};
+    st = ait_fused_conv_kernel(ctx, node, cin, n_in < 4 ? n_in : 4, &y, 1);
+  }
+  ait_tensor_free(x);
+  ait_tensor_free(w);
+  ait_tensor_free(z);
+  if (st == AIT_OK) st = transpose4(node, y, to_nhwc, &out[0]);
+  ait_tensor_free(y);
+  return st;
+}
