@@ -307,6 +307,7 @@ void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int
 typedef struct nat_nhwc {
   int64_t N, H, W, C, M, OH, OW, kh, kw, sh, sw, pt, pl;
   int64_t xs_n, xs_h, xs_w, xs_c;
+  int pw_mr, pw_nv;           /* pointwise register tile (nat_nhwc_pw_tile) */
   const float *x, *w, *b, *z; /* b, z may be NULL */
   float *y;
   float lo, hi;
@@ -315,6 +316,7 @@ typedef struct nat_nhwc {
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
  * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */
 bool nat_nhwc512_available(void);
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
 /* Tests: run FusedConvNhwc on the portable loops even where AVX-512 is. */
 void nat_nhwc_set_portable(bool on);
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);

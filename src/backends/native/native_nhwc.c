@@ -198,14 +198,16 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
   if (kind == K_PW) {
     j.rows = c.N * c.OH * c.OW;
+    nat_nhwc_pw_tile(j.rows, c.M, &c.pw_mr, &c.pw_nv);
+    int64_t bw = 16 * c.pw_nv;
     if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
       j.row_chunk = j.rows;
-    } else if (j.rows >= 48 * threads) {
-      j.row_chunk = (nat_chunk(r, j.rows, 12) + 11) / 12 * 12;
-    } else { /* few pixels: split the channels in blocks of 64 */
-      int64_t blocks = (c.M + 63) / 64, per = (blocks + 2 * threads - 1) / (2 * threads);
+    } else if (j.rows >= 8 * c.pw_mr * threads) {
+      j.row_chunk = (nat_chunk(r, j.rows, c.pw_mr) + c.pw_mr - 1) / c.pw_mr * c.pw_mr;
+    } else { /* few pixels: split the channels in column blocks */
+      int64_t blocks = (c.M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
       j.row_chunk = j.rows;
-      j.col_chunk = per * 64;
+      j.col_chunk = per * bw;
       j.col_tasks = (c.M + j.col_chunk - 1) / j.col_chunk;
     }
   } else {

@@ -110,18 +110,29 @@ PW_NV(2)
 PW_NV(3)
 PW_NV(4)
 
-/* Rows of the tile by vector count: at most 24 accumulators. */
-static const int pw_rows[5] = {0, 12, 12, 8, 6};
+/* The register tile for P pixels by M channels: mr rows by nv vectors (at
+ * most 24 accumulators), the one that leaves the fewest unused slots in
+ * the last row and column blocks (MobileNet's 7x7 layers: 49 = 7 x 7). */
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
+  static const int cand[][2] = {{6, 4}, {8, 3}, {7, 3}, {12, 2}};
+  int64_t m16 = (M + 15) / 16;
+  double best = -1;
+  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+    int64_t r = cand[i][0], v = cand[i][1];
+    double use =
+        (double)P / (double)((P + r - 1) / r * r) * ((double)m16 / (double)((m16 + v - 1) / v * v));
+    if (use > best + 1e-9) best = use, *mr = (int)r, *nv = (int)v;
+  }
+}
 
 T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
-  int64_t K = c->C, M = c->M;
-  int64_t first = m1 - m0 < 64 ? m1 - m0 : 64;
-  int rows = pw_rows[(first + 15) / 16];
+  int64_t K = c->C, M = c->M, bw = 16 * c->pw_nv;
+  int rows = c->pw_mr;
   for (int64_t p = p0; p < p1; p += rows) {
     int mr = p1 - p < rows ? (int)(p1 - p) : rows; /* one row count for every block */
-    for (int64_t m = m0; m < m1; m += 64) {
-      int64_t mc = m1 - m < 64 ? m1 - m : 64;
+    for (int64_t m = m0; m < m1; m += bw) {
+      int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 15) / 16);
       __mmask16 lm = tail16(mc - 16 * (nv - 1));
       const float *x = c->x + p * K, *w = c->w + m, *b = c->b ? c->b + m : NULL;
@@ -301,6 +312,7 @@ T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
 #else
 
 bool nat_nhwc512_available(void) { return false; }
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
