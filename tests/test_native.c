@@ -3,6 +3,7 @@
  * the backend against the reference, its plan cache across input shapes,
  * save/load, options, the thread pool and the arena planner. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,36 +452,42 @@ static void test_nhwc(void) {
       {32, 0, 16, 1, 24, 24, false},  /* no expand: dw right after the stem */
       {16, 200, 72, 2, 18, 18, false} /* several 64-wide column blocks */
   };
-  for (int portable = 0; portable < 2; portable++) {
-    nat_nhwc_set_portable(portable);
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-      const ir_shape *s = &shapes[k];
-      ait_graph *g = ir_model(s);
-      CHECK(g != NULL);
-      if (!g) continue;
-      nat_pass_stats st;
-      ait_graph *rw = rewrite(g, &st);
-      CHECK(rw && nat_pass_layout(rw, &st) == AIT_OK);
-      if (!rw) {
+  /* separate convs, then the block fused (whatever its size) */
+  for (int fuse = 0; fuse < 2; fuse++)
+    for (int portable = 0; portable < 2; portable++) {
+      nat_nhwc_set_portable(portable);
+      nat_layout_set_block_bytes(fuse ? 0 : INT64_MAX);
+      for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const ir_shape *s = &shapes[k];
+        ait_graph *g = ir_model(s);
+        CHECK(g != NULL);
+        if (!g) continue;
+        nat_pass_stats st;
+        ait_graph *rw = rewrite(g, &st);
+        CHECK(rw && nat_pass_layout(rw, &st) == AIT_OK);
+        if (!rw) {
+          ait_graph_free(g);
+          continue;
+        }
+        /* every conv moved; one reorder, at the output (the stem reads NCHW) */
+        int convs = s->E ? 5 : 4;
+        CHECK(st.relayout == convs && st.blocks == fuse);
+        CHECK(count_op(rw, "FusedConvNhwc") == (fuse ? 2 : convs));
+        CHECK(count_op(rw, "FusedInvertedResidual") == fuse);
+        CHECK(count_op(rw, "Transpose") == 1 && count_op(rw, "Add") == 0);
+        const ait_node *stem = find_node(rw, "stem");
+        CHECK(stem && !strcmp(ait_attr_str(stem, "x_layout", ""), "NCHW"));
+        for (int64_t batch = 1; batch <= 3; batch += 2) {
+          const int64_t d[4] = {batch, 3, s->H, s->W};
+          ait_tensor *x = rand_tensor(4, d);
+          check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-4);
+          ait_tensor_free(x);
+        }
+        ait_graph_free(rw);
         ait_graph_free(g);
-        continue;
       }
-      /* every conv moved; one reorder, at the output (the stem reads NCHW) */
-      int convs = s->E ? 5 : 4;
-      CHECK(st.relayout == convs && count_op(rw, "FusedConvNhwc") == convs);
-      CHECK(count_op(rw, "Transpose") == 1 && count_op(rw, "Add") == 0);
-      const ait_node *stem = find_node(rw, "stem");
-      CHECK(stem && !strcmp(ait_attr_str(stem, "x_layout", ""), "NCHW"));
-      for (int64_t batch = 1; batch <= 3; batch += 2) {
-        const int64_t d[4] = {batch, 3, s->H, s->W};
-        ait_tensor *x = rand_tensor(4, d);
-        check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-4);
-        ait_tensor_free(x);
-      }
-      ait_graph_free(rw);
-      ait_graph_free(g);
     }
-  }
+  nat_layout_set_block_bytes(400 * 1024);
   nat_nhwc_set_portable(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);

@@ -88,6 +88,7 @@ static inline bool nat_single_use(const nat_uses *u, int v, int at) {
 typedef struct nat_pass_stats {
   int folded, removed, bn_folded, fused;
   int relayout; /* convs moved to NHWC by nat_pass_layout */
+  int blocks;   /* of those, inverted residual blocks fused */
 } nat_pass_stats;
 
 /* All passes in order, on graph g (a copy the backend owns). The attention
@@ -104,6 +105,10 @@ ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
  * Transposes at their edges (native_layout.c). Runs on a compacted graph
  * after the other passes, and compacts it again. */
 ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s);
+/* The size of a block's expanded activations (bytes per image) from which
+ * the layout pass fuses it into FusedInvertedResidual (default 400 KiB:
+ * smaller ones stay in L2 between separate convs); for tests. */
+void nat_layout_set_block_bytes(int64_t bytes);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
 
@@ -286,6 +291,7 @@ ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* Attention's softmax and P V on AVX-512 (native_attn512.c), for one block
  * of query rows: y[rows][Dv] = (p v) * scale[row] with Dv a multiple of 16
@@ -321,6 +327,12 @@ void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc_set_portable(bool on);
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* One output row of a depthwise 3x3: rows[] are the three input rows
+ * ([W][C], NULL above or below the input), stride S, left pad pl, weights
+ * [9][C]; z (may be NULL) is added before the clamp. */
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t S,
+                        int64_t pl, const float *w, const float *b, const float *z, float lo,
+                        float hi, float *y);
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked

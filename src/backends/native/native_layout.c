@@ -148,7 +148,8 @@ static int nhwc_input(ait_graph *g, int v, int *twin, ait_status *st) {
   return t;
 }
 
-static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *converted_out) {
+static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *converted_out,
+                          int *writer) {
   static const int64_t to_nhwc[4] = {0, 2, 3, 1};
   ait_status st = AIT_OK;
   int x = g->nodes[i].in[0];
@@ -188,6 +189,7 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   n->out[0] = y;
   if (nchw) AIT_TRY(nat_attr_set_str(n, "x_layout", "NCHW"));
   twin[o] = y;
+  writer[y] = i;
   converted_out[o] = true;
   return AIT_OK;
 }
@@ -209,6 +211,97 @@ static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const b
   for (int v = 0; v < n_values && !st; v++)
     if (conv_out[v] && read[v]) st = add_transpose(g, twin[v], v, to_nchw);
   free(read);
+  return st;
+}
+
+/* ---- inverted residual blocks ---------------------------------------------- */
+
+/* Blocks whose expanded activations take at least this many bytes (per
+ * image) are fused: below it they stay in L2 between the stages anyway. */
+static int64_t block_min_bytes = 400 * 1024;
+void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
+
+/* Node k's value written by node `at` (a converted node), read only by
+ * node k: its writer, else -1. */
+static int sole_writer(const ait_graph *g, const int *writer, const int *reads, int v) {
+  return v >= 0 && reads[v] == 1 && writer[v] >= 0 ? writer[v] : -1;
+}
+
+static ait_status copy_act(ait_node *to, const ait_node *from, const char *prefix) {
+  char key[64];
+  const char *act = ait_attr_str(from, "activation", NULL);
+  int cnt = 0;
+  const float *pr = ait_attr_floats(from, "activation_params", &cnt);
+  snprintf(key, sizeof key, "%sactivation", prefix);
+  if (act) AIT_TRY(nat_attr_set_str(to, key, act));
+  snprintf(key, sizeof key, "%sactivation_params", prefix);
+  if (pr) AIT_TRY(nat_attr_set_floats(to, key, pr, cnt));
+  return AIT_OK;
+}
+
+/* Project node q (pointwise, NHWC) reading a depthwise node d (no residual)
+ * that reads an expand node e (pointwise, no residual; optional): q
+ * becomes FusedInvertedResidual(X, We, Be, Wd, Bd, Wp, Bp, Z), d and e die. */
+static ait_status make_block(ait_graph *g, int q, int d, int e, bool *dead) {
+  const ait_node *D = &g->nodes[d], *P = e >= 0 ? &g->nodes[e] : NULL;
+  int cnt = 0;
+  const int64_t *st = ait_attr_ints(D, "strides", &cnt);
+  int64_t strides[2] = {st && cnt == 2 ? st[0] : 1, st && cnt == 2 ? st[1] : 1};
+  int *in = malloc(sizeof(int) * 8);
+  if (!in) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  ait_node *Q = &g->nodes[q];
+  in[0] = P ? P->in[0] : D->in[0];
+  in[1] = P ? P->in[1] : -1;
+  in[2] = P && P->n_in > 2 ? P->in[2] : -1;
+  in[3] = D->in[1];
+  in[4] = D->n_in > 2 ? D->in[2] : -1;
+  in[5] = Q->in[1];
+  in[6] = Q->n_in > 2 ? Q->in[2] : -1;
+  in[7] = Q->n_in > 3 ? Q->in[3] : -1;
+  char *op = strdup("FusedInvertedResidual");
+  if (!op) {
+    free(in);
+    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  }
+  free(Q->in);
+  free(Q->op_type);
+  Q->in = in;
+  Q->n_in = 8;
+  Q->op_type = op;
+  Q->op = ait_fused_op("FusedInvertedResidual");
+  AIT_TRY(nat_attr_set_ints(Q, "strides", strides, 2));
+  AIT_TRY(copy_act(Q, D, "dw_"));
+  if (P) AIT_TRY(copy_act(Q, P, "expand_"));
+  dead[d] = true;
+  if (e >= 0) dead[e] = true;
+  return AIT_OK;
+}
+
+static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *writer, bool *dead,
+                              nat_pass_stats *s) {
+  int *reads = calloc((size_t)g->n_values + 1, sizeof *reads);
+  if (!reads) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] >= 0) reads[g->nodes[i].in[k]]++;
+  for (int k = 0; k < g->n_outputs; k++)
+    reads[g->outputs[k]] += 2;
+  ait_status st = AIT_OK;
+  for (int q = 0; q < nn && !st; q++) {
+    const ait_node *Q = &g->nodes[q];
+    if (kind[q] != L_PW || strcmp(Q->op_type, "FusedConvNhwc")) continue;
+    int d = sole_writer(g, writer, reads, Q->in[0]);
+    if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
+    int e = sole_writer(g, writer, reads, g->nodes[d].in[0]);
+    if (e >= 0 && (kind[e] != L_PW || (g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0))) e = -1;
+    const ait_value *dx = &g->values[g->nodes[d].in[0]];
+    int64_t bytes = 4 * dx->dims[1].v * dx->dims[2].v * dx->dims[3].v;
+    if (dx->rank != 4 || dx->dims[1].v < 0 || dx->dims[2].v < 0 || bytes < block_min_bytes)
+      continue;
+    st = make_block(g, q, d, e, dead);
+    s->blocks++;
+  }
+  free(reads);
   return st;
 }
 
@@ -239,19 +332,24 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   /* twin[] grows with the values the rewrite adds: size it for the worst
    * case (a twin, a weight and a reorder input per node) */
   int cap = nv + 4 * nn + 1;
-  int *twin = malloc(sizeof(int) * (size_t)cap);
+  int *twin = malloc(sizeof(int) * (size_t)cap), *writer = malloc(sizeof(int) * (size_t)cap);
   bool *conv_out = calloc((size_t)cap, sizeof *conv_out);
-  ait_status st = twin && conv_out ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
-  for (int v = 0; v < cap && twin; v++)
-    twin[v] = -1;
+  ait_status st = twin && writer && conv_out ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int v = 0; v < cap && twin && writer; v++)
+    twin[v] = writer[v] = -1;
   int done = 0;
   for (int i = 0; i < nn && !st; i++) /* topological order: producers first */
     if (kind[i] && has_dw[find(parent, i)]) {
-      st = rewrite(g, i, kind[i], twin, conv_out);
+      st = rewrite(g, i, kind[i], twin, conv_out, writer);
       done++;
     }
   if (!st && done) st = edges_out(g, nv, twin, conv_out);
-  if (!st && done) st = nat_graph_compact(g, NULL);
+  bool *dead = done ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
+  if (!st && done && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  if (!st && done) st = fuse_blocks(g, kind, nn, writer, dead, s);
+  if (!st && done) st = nat_graph_compact(g, dead);
+  free(dead);
+  free(writer);
   if (!st) s->relayout = done;
   free(twin);
   free(conv_out);

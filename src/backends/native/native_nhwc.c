@@ -12,6 +12,7 @@
  * each on AVX-512 (native_nhwc512.c) when the CPU has it, else on the
  * portable loops below. Other convs go to the reference kernel. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/native/native.h"
@@ -84,6 +85,30 @@ NAT_CLONES static void window_rows(const nat_nhwc *c, bool dw, int64_t r0, int64
       for (int64_t m = 0; m < M; m++)
         y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
     }
+  }
+}
+
+/* One output row of a depthwise 3x3 (as nat_nhwc512_dw_row). */
+NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                              int64_t S, int64_t pl, const float *w, const float *b, const float *z,
+                              float lo, float hi, float *y) {
+  for (int64_t ow = 0; ow < OW; ow++) {
+    float *yy = y + ow * C;
+    for (int64_t m = 0; m < C; m++)
+      yy[m] = b ? b[m] : 0.0f;
+    for (int ki = 0; ki < 3; ki++) {
+      if (!rows[ki]) continue;
+      for (int kj = 0; kj < 3; kj++) {
+        int64_t iw = ow * S - pl + kj;
+        if (iw < 0 || iw >= W) continue;
+        const float *x = rows[ki] + iw * C, *wk = w + (3 * ki + kj) * C;
+        for (int64_t m = 0; m < C; m++)
+          yy[m] += x[m] * wk[m];
+      }
+    }
+    const float *zz = z ? z + ow * C : NULL;
+    for (int64_t m = 0; m < C; m++)
+      yy[m] = clampf(zz ? yy[m] + zz[m] : yy[m], lo, hi);
   }
 }
 
@@ -216,5 +241,149 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   }
   int64_t tasks = (j.rows + j.row_chunk - 1) / j.row_chunk * j.col_tasks;
   nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+  return AIT_OK;
+}
+
+/* ---- FusedInvertedResidual ------------------------------------------------ */
+
+/* Per task: one image's band of output rows. The expanded input rows live
+ * in a ring of three rows (each computed once per band), the depthwise
+ * output in one row; both are the thread's, so the block's wide
+ * intermediates never leave the core's cache. */
+typedef struct ir_job {
+  nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
+  bool has_e, v512;
+  int64_t chunk, n_chunks, per_thread; /* per_thread: floats of scratch */
+  const float *x, *z;
+  float *y, *scratch;
+} ir_job;
+
+static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
+  if (j->v512)
+    nat_nhwc512_pw(c, 0, P, 0, c->M);
+  else
+    pw_rows(c, 0, P, 0, c->M);
+}
+
+static void ir_task(void *arg, int64_t t, int tid) {
+  const ir_job *j = arg;
+  const nat_nhwc *d = &j->d;
+  int64_t n = t / j->n_chunks, oh0 = (t % j->n_chunks) * j->chunk;
+  int64_t oh1 = oh0 + j->chunk < d->OH ? oh0 + j->chunk : d->OH;
+  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
+  float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
+  int64_t have = oh0 * S - 2; /* last expanded row in the ring */
+  for (int64_t oh = oh0; oh < oh1; oh++) {
+    int64_t lo = oh * S - 1;
+    const float *rows[3];
+    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
+      if (ih < 0) continue;
+      nat_nhwc e = j->e;
+      e.x = j->x + (n * H + ih) * W * j->e.C;
+      e.y = ring + (ih % 3) * row;
+      ir_pw(j, &e, W);
+      have = ih;
+    }
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = lo + ki;
+      rows[ki] = ih < 0 || ih >= H ? NULL
+                 : j->has_e        ? ring + (ih % 3) * row
+                                   : j->x + (n * H + ih) * row;
+    }
+    if (j->v512)
+      nat_nhwc512_dw_row(rows, W, d->OW, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    else
+      dw_row(rows, W, d->OW, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    nat_nhwc p = j->p;
+    int64_t r = (n * d->OH + oh) * d->OW * p.M;
+    p.x = drow;
+    p.y = j->y + r;
+    p.z = j->z ? j->z + r : NULL;
+    ir_pw(j, &p, d->OW);
+  }
+}
+
+/* The clamp of the activation named by <prefix>activation(_params). */
+static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float *hi) {
+  char key[64], keyp[64];
+  snprintf(key, sizeof key, "%sactivation", prefix);
+  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
+  ait_act_kind k = ait_act_from_name(ait_attr_str(n, key, ""));
+  int cnt = 0;
+  const float *pr = ait_attr_floats(n, keyp, &cnt);
+  *lo = -INFINITY, *hi = INFINITY;
+  if (k == AIT_ACT_RELU)
+    *lo = 0.0f;
+  else if (k == AIT_ACT_CLIP && pr && cnt == 2)
+    *lo = pr[0], *hi = pr[1];
+  else if (k != AIT_ACT_NONE)
+    return AIT_E_UNSUPPORTED;
+  return AIT_OK;
+}
+
+/* A 1x1 stage from weights [1, 1, K, M], bias (may be absent) and the
+ * activation under `prefix`. */
+static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tensor *Wt,
+                           const ait_tensor *B, nat_nhwc *c) {
+  if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || Wt->dims[0] != 1 || Wt->dims[1] != 1)
+    return AIT_E_UNSUPPORTED;
+  if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != Wt->dims[3]))
+    return AIT_E_UNSUPPORTED;
+  c->C = Wt->dims[2], c->M = Wt->dims[3];
+  c->w = Wt->data;
+  c->b = B ? B->data : NULL;
+  return ir_act(n, prefix, &c->lo, &c->hi);
+}
+
+ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0], *Z = n_in > 7 ? in[7] : NULL;
+  if (n_in < 6 || !X || X->dtype != AIT_FLOAT32 || X->rank != 4 || !in[3] || in[3]->rank != 4)
+    return AIT_E_UNSUPPORTED;
+  ir_job j;
+  memset(&j, 0, sizeof j);
+  j.has_e = in[1] != NULL;
+  int64_t N = X->dims[0], H = X->dims[1], W = X->dims[2], C = X->dims[3];
+  if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C))
+    return AIT_E_UNSUPPORTED;
+  int64_t E = j.has_e ? j.e.M : C;
+  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
+  /* the depthwise stage: weights [3, 3, 1, E], its activation under dw_ */
+  const ait_tensor *Wd = in[3], *Bd = in[4];
+  int cnt = 0;
+  const int64_t *st = ait_attr_ints(n, "strides", &cnt);
+  int64_t S = st && cnt == 2 ? st[0] : 1;
+  if (Wd->dtype != AIT_FLOAT32 || Wd->dims[0] != 3 || Wd->dims[1] != 3 || Wd->dims[2] != 1 ||
+      Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S))
+    return AIT_E_UNSUPPORTED;
+  if (Bd && (Bd->dtype != AIT_FLOAT32 || ait_tensor_numel(Bd) != E)) return AIT_E_UNSUPPORTED;
+  if (ir_act(n, "dw_", &j.d.lo, &j.d.hi)) return AIT_E_UNSUPPORTED;
+  j.d.b = Bd ? Bd->data : NULL;
+  j.d.w = Wd->data;
+  j.d.C = j.d.M = E;
+  j.d.H = H, j.d.W = W, j.d.sh = j.d.sw = S;
+  j.d.OH = (H - 1) / S + 1, j.d.OW = (W - 1) / S + 1;
+  int64_t M = j.p.M, od[4] = {N, j.d.OH, j.d.OW, M};
+  if (Z) {
+    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank != 4 ||
+        memcmp(Z->dims, od, sizeof od))
+      return AIT_E_UNSUPPORTED;
+    j.z = Z->data;
+  }
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
+  j.y = Y->data;
+  j.x = X->data;
+  if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
+  j.v512 = !force_portable && nat_nhwc512_available();
+  if (j.has_e) nat_nhwc_pw_tile(W, E, &j.e.pw_mr, &j.e.pw_nv);
+  nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
+  int threads = nat_run_threads(r);
+  j.n_chunks = j.d.OH < threads ? j.d.OH : threads;
+  j.chunk = (j.d.OH + j.n_chunks - 1) / j.n_chunks;
+  j.n_chunks = (j.d.OH + j.chunk - 1) / j.chunk;
+  j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
+  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * j.per_thread * threads);
+  if (!j.scratch) return AIT_E_NOMEM;
+  nat_pool_run(nat_run_pool(r), N * j.n_chunks, ir_task, &j);
   return AIT_OK;
 }

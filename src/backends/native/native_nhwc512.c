@@ -125,24 +125,34 @@ void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
   }
 }
 
+/* Pixel rows per panel: a panel of X (rows x K) stays in L2 while every
+ * channel block's weights stream past it once; within a panel, each block
+ * of weights (K x 16 nv) stays in L1/L2 while the panel's tiles use it. */
+#define PW_PANEL_BYTES (96 * 1024)
+
 T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   int64_t K = c->C, M = c->M, bw = 16 * c->pw_nv;
   int rows = c->pw_mr;
-  for (int64_t p = p0; p < p1; p += rows) {
-    int mr = p1 - p < rows ? (int)(p1 - p) : rows; /* one row count for every block */
+  int64_t panel = PW_PANEL_BYTES / (4 * (K > 0 ? K : 1)) / rows * rows;
+  if (panel < rows) panel = rows;
+  for (int64_t q0 = p0; q0 < p1; q0 += panel) {
+    int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
     for (int64_t m = m0; m < m1; m += bw) {
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 15) / 16);
       __mmask16 lm = tail16(mc - 16 * (nv - 1));
-      const float *x = c->x + p * K, *w = c->w + m, *b = c->b ? c->b + m : NULL;
-      const float *z = c->z ? c->z + p * M + m : NULL;
-      float *y = c->y + p * M + m;
-      switch (nv) {
-      case 1: pw_nv1(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-      case 2: pw_nv2(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-      case 3: pw_nv3(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-      default: pw_nv4(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+      const float *w = c->w + m, *b = c->b ? c->b + m : NULL;
+      for (int64_t p = q0; p < q1; p += rows) {
+        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
+        float *y = c->y + p * M + m;
+        switch (nv) {
+        case 1: pw_nv1(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        case 2: pw_nv2(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        case 3: pw_nv3(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        default: pw_nv4(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        }
       }
     }
   }
@@ -152,9 +162,50 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
 
 #define DW_PIX 8
 
+T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                             int64_t S, int64_t pl, const float *w, const float *b, const float *z,
+                             float lo_, float hi_, float *y) {
+  __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
+  for (int64_t o0 = 0; o0 < OW; o0 += DW_PIX) {
+    int64_t o1 = o0 + DW_PIX < OW ? o0 + DW_PIX : OW;
+    for (int64_t cb = 0; cb < C; cb += 16) {
+      __mmask16 m = tail16(C - cb);
+      __m512 k[9];
+      for (int t = 0; t < 9; t++)
+        k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
+      __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
+      for (int64_t ow = o0; ow < o1; ow++) {
+        int64_t iw = ow * S - pl;
+        __m512 acc = bias;
+        if (iw >= 0 && iw + 2 < W) {
+#pragma GCC unroll 3
+          for (int ki = 0; ki < 3; ki++) {
+            if (!rows[ki]) continue;
+            const float *p = rows[ki] + iw * C + cb;
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki], acc);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + C), k[3 * ki + 1], acc);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + 2 * C), k[3 * ki + 2], acc);
+          }
+        } else {
+          for (int ki = 0; ki < 3; ki++) {
+            if (!rows[ki]) continue;
+            for (int kj = 0; kj < 3; kj++) {
+              if (iw + kj < 0 || iw + kj >= W) continue;
+              const float *p = rows[ki] + (iw + kj) * C + cb;
+              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
+            }
+          }
+        }
+        if (z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z + ow * C + cb));
+        acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+        _mm512_mask_storeu_ps(y + ow * C + cb, m, acc);
+      }
+    }
+  }
+}
+
 T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
-  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
-  int64_t C = c->C, W = c->W, OW = c->OW, S = c->sw;
+  int64_t C = c->C, W = c->W, OW = c->OW;
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, oh = r % c->OH;
     const float *row[3];
@@ -162,44 +213,8 @@ T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
       int64_t ih = oh * c->sh - c->pt + ki;
       row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
     }
-    float *yr = c->y + r * OW * C;
-    const float *zr = c->z ? c->z + r * OW * C : NULL;
-    for (int64_t o0 = 0; o0 < OW; o0 += DW_PIX) {
-      int64_t o1 = o0 + DW_PIX < OW ? o0 + DW_PIX : OW;
-      for (int64_t cb = 0; cb < C; cb += 16) {
-        __mmask16 m = tail16(C - cb);
-        __m512 k[9];
-        for (int t = 0; t < 9; t++)
-          k[t] = _mm512_maskz_loadu_ps(m, c->w + t * C + cb);
-        __m512 bias = c->b ? _mm512_maskz_loadu_ps(m, c->b + cb) : _mm512_setzero_ps();
-        for (int64_t ow = o0; ow < o1; ow++) {
-          int64_t iw = ow * S - c->pl;
-          __m512 acc = bias;
-          if (iw >= 0 && iw + 2 < W) {
-#pragma GCC unroll 3
-            for (int ki = 0; ki < 3; ki++) {
-              if (!row[ki]) continue;
-              const float *p = row[ki] + iw * C + cb;
-              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki], acc);
-              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + C), k[3 * ki + 1], acc);
-              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + 2 * C), k[3 * ki + 2], acc);
-            }
-          } else {
-            for (int ki = 0; ki < 3; ki++) {
-              if (!row[ki]) continue;
-              for (int kj = 0; kj < 3; kj++) {
-                if (iw + kj < 0 || iw + kj >= W) continue;
-                const float *p = row[ki] + (iw + kj) * C + cb;
-                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
-              }
-            }
-          }
-          if (zr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, zr + ow * C + cb));
-          acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
-          _mm512_mask_storeu_ps(yr + ow * C + cb, m, acc);
-        }
-      }
-    }
+    nat_nhwc512_dw_row(row, W, OW, C, c->sw, c->pl, c->w, c->b, c->z ? c->z + r * OW * C : NULL,
+                       c->lo, c->hi, c->y + r * OW * C);
   }
 }
 
@@ -210,13 +225,13 @@ T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
 INL T512 void stem_tile(const int np, int nv, const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow,
                         int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
   int64_t M = c->M;
-  __m512 acc[8][4];
+  __m512 acc[12][4];
   __mmask16 mk[4];
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) {
     mk[j] = j == nv - 1 ? lm : j < nv ? (__mmask16)0xFFFF : (__mmask16)0;
     __m512 b = c->b ? _mm512_maskz_loadu_ps(mk[j], c->b + m0 + 16 * j) : _mm512_setzero_ps();
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int i = 0; i < np; i++)
       acc[i][j] = b;
   }
@@ -232,7 +247,7 @@ INL T512 void stem_tile(const int np, int nv, const nat_nhwc *c, int64_t n, int6
         for (int j = 0; j < 4; j++)
           wv[j] = j < nv ? _mm512_maskz_loadu_ps(mk[j], w + ci * M + 16 * j) : _mm512_setzero_ps();
         const float *xc = x + ci * c->xs_c;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (int i = 0; i < np; i++) {
           __m512 xb = _mm512_set1_ps(xc[i * c->sw * c->xs_w]);
 #pragma GCC unroll 4
@@ -242,7 +257,7 @@ INL T512 void stem_tile(const int np, int nv, const nat_nhwc *c, int64_t n, int6
       }
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
   for (int i = 0; i < np; i++) {
     int64_t p = (n * c->OH + oh) * c->OW + ow + i;
 #pragma GCC unroll 4
@@ -282,7 +297,16 @@ static T512 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow
   }
 }
 
-#define STEM_PIX 6
+/* Pixels per stem tile by vector count: at most 24 accumulators. */
+static T512 void stem_tiles(const nat_nhwc *c, int nv, int np, int64_t n, int64_t oh, int64_t ow,
+                            int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
+  if (np == 12)
+    stem_tile(12, nv, c, n, oh, ow, m0, lm, lo, hi);
+  else if (np == 8)
+    stem_tile(8, nv, c, n, oh, ow, m0, lm, lo, hi);
+  else
+    stem_tile(6, nv, c, n, oh, ow, m0, lm, lo, hi);
+}
 
 T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
@@ -291,16 +315,18 @@ T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
   int64_t jh = c->W - c->kw + c->pl >= 0 ? (c->W - c->kw + c->pl) / S + 1 : 0;
   if (jh > c->OW) jh = c->OW;
   if (jl > jh) jl = jh;
+  int64_t width = c->M < 64 ? c->M : 64;
+  int np = width <= 32 ? 12 : width <= 48 ? 8 : 6;
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, oh = r % c->OH;
     for (int64_t ow = 0; ow < c->OW;) {
-      if (ow >= jl && ow + STEM_PIX <= jh) {
+      if (ow >= jl && ow + np <= jh) {
         for (int64_t m0 = 0; m0 < c->M; m0 += 64) {
           int64_t mc = c->M - m0 < 64 ? c->M - m0 : 64;
           int nv = (int)((mc + 15) / 16);
-          stem_tile(STEM_PIX, nv, c, n, oh, ow, m0, tail16(mc - 16 * (nv - 1)), lo, hi);
+          stem_tiles(c, nv, np, n, oh, ow, m0, tail16(mc - 16 * (nv - 1)), lo, hi);
         }
-        ow += STEM_PIX;
+        ow += np;
       } else {
         stem_pixel(c, n, oh, ow, lo, hi);
         ow++;
@@ -315,6 +341,9 @@ bool nat_nhwc512_available(void) { return false; }
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t S,
+                        int64_t pl, const float *w, const float *b, const float *z, float lo,
+                        float hi, float *y) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 
 #endif
