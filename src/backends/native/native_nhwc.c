@@ -378,7 +378,12 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   if (j.has_e) nat_nhwc_pw_tile(W, E, &j.e.pw_mr, &j.e.pw_nv);
   nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
   int threads = nat_run_threads(r);
+  /* bands of at least 8 rows, two per thread where there are enough (a
+   * band recomputes one or two expanded rows of its neighbour; more bands
+   * let the caller take over a descheduled worker's share) */
+  int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
   j.n_chunks = j.d.OH < threads ? j.d.OH : threads;
+  if (most > j.n_chunks) j.n_chunks = most;
   j.chunk = (j.d.OH + j.n_chunks - 1) / j.n_chunks;
   j.n_chunks = (j.d.OH + j.chunk - 1) / j.chunk;
   j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
