@@ -446,11 +446,13 @@ static ait_graph *ir_model(const ir_shape *s) {
 
 static void test_nhwc(void) {
   static const ir_shape shapes[] = {
-      {16, 96, 16, 1, 28, 28, true},  /* MobileNetV2-like, multiples of 16 */
-      {24, 40, 20, 2, 31, 29, false}, /* stride 2, odd sizes, tails */
-      {8, 24, 8, 1, 10, 12, true},    /* channels below 16 */
-      {32, 0, 16, 1, 24, 24, false},  /* no expand: dw right after the stem */
-      {16, 200, 72, 2, 18, 18, false} /* several 64-wide column blocks */
+      {16, 96, 16, 1, 28, 28, true},   /* MobileNetV2-like, multiples of 16 */
+      {24, 40, 20, 2, 31, 29, false},  /* stride 2, odd sizes, tails */
+      {8, 24, 8, 1, 10, 12, true},     /* channels below 16 */
+      {32, 0, 16, 1, 24, 24, false},   /* no expand: dw right after the stem */
+      {16, 200, 72, 2, 18, 18, false}, /* several 64-wide column blocks */
+      {8, 24, 8, 1, 40, 36, true},     /* blocks of 16+ rows run in bands */
+      {24, 40, 20, 2, 70, 66, false},  /* bands, stride 2 */
   };
   /* separate convs, then the block fused (whatever its size) */
   for (int fuse = 0; fuse < 2; fuse++)

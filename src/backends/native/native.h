@@ -106,8 +106,8 @@ ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
  * after the other passes, and compacts it again. */
 ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s);
 /* The size of a block's expanded activations (bytes per image) from which
- * the layout pass fuses it into FusedInvertedResidual (default 400 KiB:
- * smaller ones stay in L2 between separate convs); for tests. */
+ * the layout pass fuses it into FusedInvertedResidual (default 0: every
+ * block); for tests. */
 void nat_layout_set_block_bytes(int64_t bytes);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
@@ -327,12 +327,12 @@ void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc_set_portable(bool on);
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1);
-/* One output row of a depthwise 3x3: rows[] are the three input rows
- * ([W][C], NULL above or below the input), stride S, left pad pl, weights
- * [9][C]; z (may be NULL) is added before the clamp. */
-void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t S,
-                        int64_t pl, const float *w, const float *b, const float *z, float lo,
-                        float hi, float *y);
+/* One output row of a depthwise 3x3, channels [c0, c1) of C: rows[] are
+ * the three input rows ([W][C], NULL above or below the input), stride S,
+ * left pad pl, weights [9][C]; z (may be NULL) is added before the clamp. */
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y);
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked

@@ -217,8 +217,9 @@ static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const b
 /* ---- inverted residual blocks ---------------------------------------------- */
 
 /* Blocks whose expanded activations take at least this many bytes (per
- * image) are fused: below it they stay in L2 between the stages anyway. */
-static int64_t block_min_bytes = 400 * 1024;
+ * image) are fused (every block by default: large ones run in bands of
+ * rows, small ones in channel slices, native_nhwc.c). */
+static int64_t block_min_bytes = 0;
 void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
 
 /* Node k's value written by node `at` (a converted node), read only by

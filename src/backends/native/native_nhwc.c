@@ -90,11 +90,11 @@ NAT_CLONES static void window_rows(const nat_nhwc *c, bool dw, int64_t r0, int64
 
 /* One output row of a depthwise 3x3 (as nat_nhwc512_dw_row). */
 NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                              int64_t S, int64_t pl, const float *w, const float *b, const float *z,
-                              float lo, float hi, float *y) {
+                              int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                              const float *b, const float *z, float lo, float hi, float *y) {
   for (int64_t ow = 0; ow < OW; ow++) {
     float *yy = y + ow * C;
-    for (int64_t m = 0; m < C; m++)
+    for (int64_t m = c0; m < c1; m++)
       yy[m] = b ? b[m] : 0.0f;
     for (int ki = 0; ki < 3; ki++) {
       if (!rows[ki]) continue;
@@ -102,12 +102,12 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
         int64_t iw = ow * S - pl + kj;
         if (iw < 0 || iw >= W) continue;
         const float *x = rows[ki] + iw * C, *wk = w + (3 * ki + kj) * C;
-        for (int64_t m = 0; m < C; m++)
+        for (int64_t m = c0; m < c1; m++)
           yy[m] += x[m] * wk[m];
       }
     }
     const float *zz = z ? z + ow * C : NULL;
-    for (int64_t m = 0; m < C; m++)
+    for (int64_t m = c0; m < c1; m++)
       yy[m] = clampf(zz ? yy[m] + zz[m] : yy[m], lo, hi);
   }
 }
@@ -208,6 +208,27 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
   return AIT_OK;
 }
 
+/* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
+ * pool: blocks of pixels, or column blocks when there are few pixels. */
+static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512) {
+  nhwc_job j = {c, K_PW, v512, P, P, c->M, 1};
+  int64_t threads = nat_run_threads(r);
+  double macs = (double)P * c->M * c->C;
+  nat_nhwc_pw_tile(P, c->M, &c->pw_mr, &c->pw_nv);
+  int64_t bw = 16 * c->pw_nv;
+  if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
+    j.row_chunk = P;
+  } else if (P >= 8 * c->pw_mr * threads) {
+    j.row_chunk = (nat_chunk(r, P, c->pw_mr) + c->pw_mr - 1) / c->pw_mr * c->pw_mr;
+  } else { /* few pixels: split the channels in column blocks */
+    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
+    j.col_chunk = per * bw;
+    j.col_tasks = (c->M + j.col_chunk - 1) / j.col_chunk;
+  }
+  int64_t tasks = (P + j.row_chunk - 1) / j.row_chunk * j.col_tasks;
+  nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+}
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
@@ -218,28 +239,15 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
-  nhwc_job j = {&c, kind, !force_portable && nat_nhwc512_available(), 0, 0, c.M, 1};
-  int64_t threads = nat_run_threads(r);
-  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
+  bool v512 = !force_portable && nat_nhwc512_available();
   if (kind == K_PW) {
-    j.rows = c.N * c.OH * c.OW;
-    nat_nhwc_pw_tile(j.rows, c.M, &c.pw_mr, &c.pw_nv);
-    int64_t bw = 16 * c.pw_nv;
-    if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
-      j.row_chunk = j.rows;
-    } else if (j.rows >= 8 * c.pw_mr * threads) {
-      j.row_chunk = (nat_chunk(r, j.rows, c.pw_mr) + c.pw_mr - 1) / c.pw_mr * c.pw_mr;
-    } else { /* few pixels: split the channels in column blocks */
-      int64_t blocks = (c.M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
-      j.row_chunk = j.rows;
-      j.col_chunk = per * bw;
-      j.col_tasks = (c.M + j.col_chunk - 1) / j.col_chunk;
-    }
-  } else {
-    j.rows = c.N * c.OH;
-    j.row_chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
+    run_pw(r, &c, c.N * c.OH * c.OW, v512);
+    return AIT_OK;
   }
-  int64_t tasks = (j.rows + j.row_chunk - 1) / j.row_chunk * j.col_tasks;
+  nhwc_job j = {&c, kind, v512, c.N * c.OH, 0, c.M, 1};
+  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
+  j.row_chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
+  int64_t tasks = (j.rows + j.row_chunk - 1) / j.row_chunk;
   nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
   return AIT_OK;
 }
@@ -291,9 +299,9 @@ static void ir_task(void *arg, int64_t t, int tid) {
                                    : j->x + (n * H + ih) * row;
     }
     if (j->v512)
-      nat_nhwc512_dw_row(rows, W, d->OW, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+      nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
     else
-      dw_row(rows, W, d->OW, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+      dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
     nat_nhwc p = j->p;
     int64_t r = (n * d->OH + oh) * d->OW * p.M;
     p.x = drow;
@@ -318,6 +326,71 @@ static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float
     *lo = pr[0], *hi = pr[1];
   else if (k != AIT_ACT_NONE)
     return AIT_E_UNSUPPORTED;
+  return AIT_OK;
+}
+
+/* Small images (few rows for bands): per task a slice of the expanded
+ * channels through expand and depthwise over the whole image (no rows
+ * computed twice), into buffers the project stage then reads. */
+typedef struct irc_job {
+  const ir_job *j;
+  float *ebuf, *dbuf; /* [N][H][W][E] expanded, [N][OH][OW][E] depthwise */
+  int64_t slice, n_slices;
+} irc_job;
+
+static void irc_task(void *arg, int64_t t, int tid) {
+  const irc_job *c = arg;
+  const ir_job *j = c->j;
+  const nat_nhwc *d = &j->d;
+  int64_t n = t / c->n_slices, e0 = (t % c->n_slices) * c->slice;
+  int64_t E = d->C, e1 = e0 + c->slice < E ? e0 + c->slice : E, HW = d->H * d->W;
+  const float *src = j->x + n * HW * E;
+  if (j->has_e) {
+    nat_nhwc e = j->e;
+    e.x = j->x + n * HW * e.C;
+    e.y = c->ebuf + n * HW * E;
+    if (j->v512)
+      nat_nhwc512_pw(&e, 0, HW, e0, e1);
+    else
+      pw_rows(&e, 0, HW, e0, e1);
+    src = e.y;
+  }
+  for (int64_t oh = 0; oh < d->OH; oh++) {
+    const float *rows[3];
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = oh * d->sh - 1 + ki;
+      rows[ki] = ih < 0 || ih >= d->H ? NULL : src + ih * d->W * E;
+    }
+    float *y = c->dbuf + (n * d->OH + oh) * d->OW * E;
+    if (j->v512)
+      nat_nhwc512_dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    else
+      dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+  }
+}
+
+/* Output rows from which a block runs in bands (8 rows per band, two
+ * threads); below, in channel slices. */
+#define IR_BAND_MIN_ROWS 16
+
+static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
+  const nat_nhwc *d = &j->d;
+  int64_t E = d->C, HW = d->H * d->W, OHW = d->OH * d->OW, threads = nat_run_threads(r);
+  irc_job c = {j, NULL, NULL, 0, 0};
+  float *buf = nat_scratch(r, (int64_t)sizeof(float) * N * E * ((j->has_e ? HW : 0) + OHW));
+  if (!buf) return AIT_E_NOMEM;
+  c.ebuf = buf;
+  c.dbuf = buf + (j->has_e ? N * HW * E : 0);
+  int64_t bw = j->has_e ? 16 * j->e.pw_nv : 16, blocks = (E + bw - 1) / bw;
+  int64_t want = 2 * threads / N > 1 ? 2 * threads / N : 1;
+  c.slice = (blocks + want - 1) / want * bw;
+  c.n_slices = (E + c.slice - 1) / c.slice;
+  nat_pool_run(nat_run_pool(r), N * c.n_slices, irc_task, &c);
+  nat_nhwc p = j->p;
+  p.x = c.dbuf;
+  p.y = j->y;
+  p.z = j->z;
+  run_pw(r, &p, N * OHW, j->v512);
   return AIT_OK;
 }
 
@@ -375,8 +448,9 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.x = X->data;
   if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
   j.v512 = !force_portable && nat_nhwc512_available();
-  if (j.has_e) nat_nhwc_pw_tile(W, E, &j.e.pw_mr, &j.e.pw_nv);
+  if (j.has_e) nat_nhwc_pw_tile(j.d.OH < IR_BAND_MIN_ROWS ? H * W : W, E, &j.e.pw_mr, &j.e.pw_nv);
   nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
+  if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N);
   int threads = nat_run_threads(r);
   /* bands of at least 8 rows, two per thread where there are enough (a
    * band recomputes one or two expanded rows of its neighbour; more bands

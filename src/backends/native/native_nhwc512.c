@@ -163,13 +163,13 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
 #define DW_PIX 8
 
 T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                             int64_t S, int64_t pl, const float *w, const float *b, const float *z,
-                             float lo_, float hi_, float *y) {
+                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                             const float *b, const float *z, float lo_, float hi_, float *y) {
   __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
   for (int64_t o0 = 0; o0 < OW; o0 += DW_PIX) {
     int64_t o1 = o0 + DW_PIX < OW ? o0 + DW_PIX : OW;
-    for (int64_t cb = 0; cb < C; cb += 16) {
-      __mmask16 m = tail16(C - cb);
+    for (int64_t cb = c0; cb < c1; cb += 16) {
+      __mmask16 m = tail16(c1 - cb);
       __m512 k[9];
       for (int t = 0; t < 9; t++)
         k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
@@ -213,8 +213,8 @@ T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
       int64_t ih = oh * c->sh - c->pt + ki;
       row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
     }
-    nat_nhwc512_dw_row(row, W, OW, C, c->sw, c->pl, c->w, c->b, c->z ? c->z + r * OW * C : NULL,
-                       c->lo, c->hi, c->y + r * OW * C);
+    nat_nhwc512_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
+                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
   }
 }
 
@@ -222,8 +222,8 @@ T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
 
 /* Pixels [ow, ow + np) of output row (n, oh), all taps inside the row
  * horizontally, channels [m0, m0 + 16 nv) (the last vector masked by lm). */
-INL T512 void stem_tile(const int np, int nv, const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow,
-                        int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
+INL T512 void stem_tile(const int np, const int nv, const nat_nhwc *c, int64_t n, int64_t oh,
+                        int64_t ow, int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
   int64_t M = c->M;
   __m512 acc[12][4];
   __mmask16 mk[4];
@@ -297,15 +297,36 @@ static T512 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow
   }
 }
 
+/* A stem tile with the pixel and vector counts as constants, so that its
+ * accumulators stay in registers. */
+#define STEM_CASE(NP, NV)                                                                          \
+  case NV:                                                                                         \
+    stem_tile(NP, NV, c, n, oh, ow, m0, lm, lo, hi);                                               \
+    break;
+#define STEM_NP(NP)                                                                                \
+  static T512 void stem_np##NP(const nat_nhwc *c, int nv, int64_t n, int64_t oh, int64_t ow,       \
+                               int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {                   \
+    switch (nv) {                                                                                  \
+      STEM_CASE(NP, 1)                                                                             \
+      STEM_CASE(NP, 2)                                                                             \
+      STEM_CASE(NP, 3)                                                                             \
+      STEM_CASE(NP, 4)                                                                             \
+    default: break;                                                                                \
+    }                                                                                              \
+  }
+STEM_NP(12)
+STEM_NP(8)
+STEM_NP(6)
+
 /* Pixels per stem tile by vector count: at most 24 accumulators. */
 static T512 void stem_tiles(const nat_nhwc *c, int nv, int np, int64_t n, int64_t oh, int64_t ow,
                             int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
   if (np == 12)
-    stem_tile(12, nv, c, n, oh, ow, m0, lm, lo, hi);
+    stem_np12(c, nv, n, oh, ow, m0, lm, lo, hi);
   else if (np == 8)
-    stem_tile(8, nv, c, n, oh, ow, m0, lm, lo, hi);
+    stem_np8(c, nv, n, oh, ow, m0, lm, lo, hi);
   else
-    stem_tile(6, nv, c, n, oh, ow, m0, lm, lo, hi);
+    stem_np6(c, nv, n, oh, ow, m0, lm, lo, hi);
 }
 
 T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
@@ -341,9 +362,9 @@ bool nat_nhwc512_available(void) { return false; }
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
-void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t S,
-                        int64_t pl, const float *w, const float *b, const float *z, float lo,
-                        float hi, float *y) {}
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 
 #endif
