@@ -19,7 +19,7 @@ echo "== style (clang-format)"
 echo "== tests"
 (cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models)
 echo "== real models vs ONNX Runtime"
-python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned
+python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned --backend native
 
 echo "== conformance measured through aitune run"
 python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \

@@ -7,7 +7,9 @@ scripts/make_models.py), run `aitune run MODEL --inputs test_data_set_0
 relative error max|a - b| / max|b| below 1e-4 on every output.
 With --generate, first builds the larger test models with PyTorch when
 torch and torchvision are installed. With --report FILE, writes a markdown
-table of the results.
+table of the results. With --backend B (repeatable), each model also runs
+on backend B (e.g. native, whose layout pass turns MobileNet's convs into
+NHWC blocks) under the same limit.
 """
 import argparse
 import glob
@@ -30,7 +32,7 @@ def load_pb(path):
     return numpy_helper.to_array(t)
 
 
-def check(aitune, d):
+def check(aitune, d, backend="eager"):
     import numpy as np
     import onnxruntime as ort
     model = os.path.join(d, "model.onnx")
@@ -45,8 +47,8 @@ def check(aitune, d):
     t_ort = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        r = subprocess.run([aitune, "run", model, "--inputs", data, "--outputs", tmp],
-                           capture_output=True, text=True)
+        r = subprocess.run([aitune, "run", model, "--backend", backend, "--inputs", data,
+                            "--outputs", tmp], capture_output=True, text=True)
         t_ait = time.perf_counter() - t0
         if r.returncode != 0:
             return False, f"aitune run failed: {r.stderr.strip()}", None
@@ -99,6 +101,8 @@ def main():
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--report", default=None)
     ap.add_argument("--tuned", action="store_true", help="also tune each model and check the tuned folder's outputs")
+    ap.add_argument("--backend", action="append", default=[],
+                    help="also run each model on this backend (e.g. native) and check it the same way")
     a = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -127,6 +131,10 @@ def main():
         ok, msg, info = check(a.aitune, d)
         print(f"{'PASS' if ok else 'FAIL'} {name}: {msg}")
         failed += not ok
+        for b in a.backend:
+            ok, msg, _ = check(a.aitune, d, b)
+            print(f"{'PASS' if ok else 'FAIL'} {name} on {b}: {msg}")
+            failed += not ok
         if a.tuned:
             with tempfile.TemporaryDirectory() as tmp:
                 ok, msg = check_tuned(a.aitune, d, tmp)

@@ -3,6 +3,7 @@
  * the backend against the reference, its plan cache across input shapes,
  * save/load, options, the thread pool and the arena planner. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,6 +410,124 @@ static void test_attention(void) {
   ait_graph_free(g3);
 }
 
+/* ---- NHWC chains: stem, inverted residual blocks ------------------------- */
+
+typedef struct ir_shape {
+  int64_t C, E, M, stride, H, W; /* E = 0: no expand conv (dw on the stem) */
+  bool residual;
+} ir_shape;
+
+/* stem 3x3/2 (3 -> C) + Clip, [expand 1x1 (C -> E) + Clip], depthwise 3x3
+ * (stride, pad 1) + Clip, project 1x1 (-> M), [+ stem output], then a 1x1
+ * (M -> 5) + Relu as the graph output. */
+static ait_graph *ir_model(const ir_shape *s) {
+  int64_t C = s->C, E = s->E ? s->E : s->C, M = s->M;
+  float *w0 = malloc(sizeof(float) * (size_t)(C * 27)), *b0 = malloc(sizeof(float) * (size_t)C);
+  float *we = malloc(sizeof(float) * (size_t)(E * C)), *be = malloc(sizeof(float) * (size_t)E);
+  float *wd = malloc(sizeof(float) * (size_t)(E * 9)), *bd = malloc(sizeof(float) * (size_t)E);
+  float *wp = malloc(sizeof(float) * (size_t)(M * E)),
+        *wo = malloc(sizeof(float) * (size_t)(5 * M));
+  float lo = 0.0f, hi = 6.0f;
+  fill(w0, C * 27, 0.5f), fill(b0, C, 0.5f), fill(we, E * C, 0.4f), fill(be, E, 0.3f);
+  fill(wd, E * 9, 0.5f), fill(bd, E, 0.2f), fill(wp, M * E, 0.3f), fill(wo, 5 * M, 0.4f);
+  const int64_t dx[4] = {-1, 3, s->H, s->W}, dy[4] = {-1, 5, -1, -1}, d0[1] = {0};
+  const int64_t dw0[4] = {C, 3, 3, 3}, dC[1] = {C}, dwe[4] = {E, C, 1, 1}, dE[1] = {E};
+  const int64_t dwd[4] = {E, 1, 3, 3}, dwp[4] = {M, E, 1, 1}, dwo[4] = {5, M, 1, 1};
+  const int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, sd[2] = {s->stride, s->stride};
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  tb_init_f32(m, "w0", 4, dw0, w0);
+  tb_init_f32(m, "b0", 1, dC, b0);
+  tb_init_f32(m, "we", 4, dwe, we);
+  tb_init_f32(m, "be", 1, dE, be);
+  tb_init_f32(m, "wd", 4, dwd, wd);
+  tb_init_f32(m, "bd", 1, dE, bd);
+  tb_init_f32(m, "wp", 4, dwp, wp);
+  tb_init_f32(m, "wo", 4, dwo, wo);
+  tb_init_f32(m, "lo", 0, d0, &lo);
+  tb_init_f32(m, "hi", 0, d0, &hi);
+  int n = tb_node(m, "Conv", "stem", IN("x", "w0", "b0"), IN("s0"));
+  tb_attr_ints(m, n, "pads", 4, p1);
+  tb_attr_ints(m, n, "strides", 2, s2);
+  tb_node(m, "Clip", "stem_clip", IN("s0", "lo", "hi"), IN("s1"));
+  if (s->E) {
+    tb_node(m, "Conv", "expand", IN("s1", "we", "be"), IN("e0"));
+    tb_node(m, "Clip", "expand_clip", IN("e0", "lo", "hi"), IN("e1"));
+  }
+  n = tb_node(m, "Conv", "dw", IN(s->E ? "e1" : "s1", "wd", "bd"), IN("d0"));
+  tb_attr_int(m, n, "group", E);
+  tb_attr_ints(m, n, "pads", 4, p1);
+  tb_attr_ints(m, n, "strides", 2, sd);
+  tb_node(m, "Clip", "dw_clip", IN("d0", "lo", "hi"), IN("d1"));
+  tb_node(m, "Conv", "project", IN("d1", "wp"), IN("p0"));
+  if (s->residual) tb_node(m, "Add", "residual", IN("p0", "s1"), IN("p1"));
+  tb_node(m, "Conv", "out", IN(s->residual ? "p1" : "p0", "wo"), IN("o0"));
+  tb_node(m, "Relu", "out_relu", IN("o0"), IN("y"));
+  free(w0), free(b0), free(we), free(be), free(wd), free(bd), free(wp), free(wo);
+  return parse(m);
+}
+
+static void test_nhwc(void) {
+  static const ir_shape shapes[] = {
+      {16, 96, 16, 1, 28, 28, true},   /* MobileNetV2-like, multiples of 16 */
+      {24, 40, 20, 2, 31, 29, false},  /* stride 2, odd sizes, tails */
+      {8, 24, 8, 1, 10, 12, true},     /* channels below 16 */
+      {32, 0, 16, 1, 24, 24, false},   /* no expand: dw right after the stem */
+      {16, 200, 72, 2, 18, 18, false}, /* several 64-wide column blocks */
+      {8, 24, 8, 1, 40, 36, true},     /* blocks of 16+ rows run in bands */
+      {24, 40, 20, 2, 70, 66, false},  /* bands, stride 2 */
+  };
+  /* separate convs, then the block fused (whatever its size) */
+  for (int fuse = 0; fuse < 2; fuse++)
+    for (int portable = 0; portable < 2; portable++) {
+      nat_nhwc_set_portable(portable);
+      nat_layout_set_block_bytes(fuse ? 0 : INT64_MAX);
+      for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const ir_shape *s = &shapes[k];
+        ait_graph *g = ir_model(s);
+        CHECK(g != NULL);
+        if (!g) continue;
+        nat_pass_stats st;
+        ait_graph *rw = rewrite(g, &st);
+        CHECK(rw && nat_pass_layout(rw, &st) == AIT_OK);
+        if (!rw) {
+          ait_graph_free(g);
+          continue;
+        }
+        /* every conv moved; one reorder, at the output (the stem reads NCHW) */
+        int convs = s->E ? 5 : 4;
+        CHECK(st.relayout == convs && st.blocks == fuse);
+        CHECK(count_op(rw, "FusedConvNhwc") == (fuse ? 2 : convs));
+        CHECK(count_op(rw, "FusedInvertedResidual") == fuse);
+        CHECK(count_op(rw, "Transpose") == 1 && count_op(rw, "Add") == 0);
+        const ait_node *stem = find_node(rw, "stem");
+        CHECK(stem && !strcmp(ait_attr_str(stem, "x_layout", ""), "NCHW"));
+        for (int64_t batch = 1; batch <= 3; batch += 2) {
+          const int64_t d[4] = {batch, 3, s->H, s->W};
+          ait_tensor *x = rand_tensor(4, d);
+          check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-4);
+          ait_tensor_free(x);
+        }
+        ait_graph_free(rw);
+        ait_graph_free(g);
+      }
+    }
+  nat_layout_set_block_bytes(400 * 1024);
+  nat_nhwc_set_portable(false);
+  /* layout=nchw keeps every conv NCHW */
+  ait_graph *g = ir_model(&shapes[0]);
+  ait_backend_config cfg;
+  void *state = NULL;
+  CHECK(g && ait_backend_config_parse("native:layout=nchw", &cfg) == AIT_OK);
+  CHECK(g && cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  if (state) {
+    CHECK(count_op(((nat_state *)state)->g, "FusedConvNhwc") == 0);
+    cfg.iface->destroy(state);
+  }
+  ait_graph_free(g);
+}
+
 /* ---- plans per input signature, activate/deactivate, save/load ------------ */
 
 static void test_state(void) {
@@ -665,6 +784,7 @@ int main(void) {
   test_mlp();
   test_attention();
   test_attention_shapes();
+  test_nhwc();
   test_state();
   test_shape_cache();
   test_options();

@@ -13,6 +13,12 @@ ait_status ait_fused_gemm_kernel(ait_kctx *ctx, const ait_node *node, const ait_
                                  int n_in, ait_tensor **out, int n_out);
 ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                                    int n_in, ait_tensor **out, int n_out);
+ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out);
+ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
+                                    const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                    int n_out);
 ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
                                       const ait_tensor *const *in, int n_in, ait_tensor **out,
                                       int n_out);
@@ -47,8 +53,58 @@ static ait_status attention_shape(ait_graph *g, const ait_node *n) {
   return AIT_OK;
 }
 
+/* X [N, H, W, C] ([N, C, H, W] with x_layout="NCHW") and W [kh, kw, C/group,
+ * M] give Y [N, OH, OW, M]; unknown when a rank is. */
+static ait_status conv_nhwc_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *x = ait_node_in(g, n, 0), *w = ait_node_in(g, n, 1);
+  if (!x) return AIT_OK;
+  if (x->rank != 4 || !w || w->rank != 4) {
+    ait_set_out(g, n, 0, x->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  int a = strcmp(ait_attr_str(n, "x_layout", "NHWC"), "NCHW") ? 1 : 2;
+  int64_t sp[2] = {x->dims[a].v, x->dims[a + 1].v}, k[2] = {w->dims[0].v, w->dims[1].v};
+  nn_win win;
+  AIT_TRY(nn_win_conv(n, 2, sp, k, false, true, &win));
+  ait_dim o[4];
+  memset(o, 0, sizeof o);
+  o[0] = x->dims[0];
+  o[1].v = win.out[0];
+  o[2].v = win.out[1];
+  o[3] = w->dims[3];
+  ait_set_out(g, n, 0, x->dtype, 4, o);
+  return AIT_OK;
+}
+
+/* X [N, H, W, C], the depthwise stage's strides (pads 1, 3x3) and Wp [1, 1,
+ * E, M] give Y [N, OH, OW, M]. */
+static ait_status inv_res_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *x = ait_node_in(g, n, 0), *wp = ait_node_in(g, n, 5);
+  if (!x) return AIT_OK;
+  if (x->rank != 4 || !wp || wp->rank != 4) {
+    ait_set_out(g, n, 0, x->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  int cnt = 0;
+  const int64_t *st = ait_attr_ints(n, "strides", &cnt);
+  ait_dim o[4];
+  memset(o, 0, sizeof o);
+  o[0] = x->dims[0];
+  for (int i = 0; i < 2; i++) {
+    int64_t s = st && cnt == 2 ? st[i] : 1, in = x->dims[1 + i].v;
+    o[1 + i].v = in >= 0 && s > 0 ? (in - 1) / s + 1 : -1;
+  }
+  o[3] = wp->dims[3];
+  ait_set_out(g, n, 0, x->dtype, 4, o);
+  return AIT_OK;
+}
+
 const ait_op_def ait_ops_fused[] = {
     {AIT_FUSED_DOMAIN, "FusedConv", 1, AIT_DT_FLOATS, nn_conv_shape, ait_fused_conv_kernel},
+    {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, AIT_DT_FLOATS, conv_nhwc_shape,
+     ait_fused_conv_nhwc_kernel},
+    {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, AIT_DT_FLOATS, inv_res_shape,
+     ait_fused_inv_res_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},
     {AIT_FUSED_DOMAIN, "FusedAttention", 1, AIT_DT_FLOATS, attention_shape,

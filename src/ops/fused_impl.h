@@ -7,6 +7,16 @@
  *
  *   FusedConv(X, W, B?, Z?)    Y = act(Conv(X, W, B) + Z)
  *       attributes of Conv, plus activation / activation_params
+ *   FusedConvNhwc(X, W, B?, Z?)  FusedConv in channels-last layout: X
+ *       [N, H, W, C], W [kh, kw, C/group, M] (HWIO), Z and Y [N, OH, OW, M];
+ *       with x_layout="NCHW", X is [N, C, H, W] (the rest stays NHWC).
+ *       Attributes of Conv plus the activation, as FusedConv
+ *   FusedInvertedResidual(X, We?, Be?, Wd, Bd?, Wp, Bp?, Z?)  a MobileNet
+ *       block in NHWC, three FusedConvNhwc stages: E = expand_act(1x1 conv
+ *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise 3x3 of
+ *       E with Wd, Bd, pads 1, `strides`), Y = act(1x1 conv of D with Wp,
+ *       Bp, + Z). Weights HWIO; attributes strides, expand_activation(_params),
+ *       dw_activation(_params), activation(_params)
  *   FusedGemm(A, B, C?)        Y = act(Gemm(A, B, C))
  *       attributes of Gemm, plus activation / activation_params
  *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)

@@ -2,6 +2,7 @@
  * (Conv, Gemm, MatMul), then alpha, the broadcast additions (through the
  * reference Add) and the activation, each exactly as the unfused chain
  * computes them. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/fused_impl.h"
@@ -180,4 +181,104 @@ ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
   }
   out[0] = y;
   return AIT_OK;
+}
+
+/* *y = Transpose(x, perm) (rank 4). */
+static ait_status transpose4(const ait_node *node, const ait_tensor *x, const int64_t *perm,
+                             ait_tensor **y) {
+  ait_attr a;
+  memset(&a, 0, sizeof a);
+  a.name = (char *)"perm";
+  a.type = AIT_ATTR_INTS;
+  a.n = 4;
+  a.ints = (int64_t *)perm;
+  const ait_tensor *in[1] = {x};
+  return run_std(node, "Transpose", 13, &a, in, 1, y);
+}
+
+ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2}, to_oihw[4] = {3, 2, 0, 1};
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  if (n_in < 2 || !in[0] || !in[1] || in[0]->rank != 4 || in[1]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc takes 4-D X and W");
+  if (n_in > 3 && in[3] && in[3]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: Z must be 4-D");
+  bool nchw = !strcmp(ait_attr_str(node, "x_layout", "NHWC"), "NCHW");
+  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL;
+  ait_status st = nchw ? AIT_OK : transpose4(node, in[0], to_nchw, &x);
+  if (st == AIT_OK) st = transpose4(node, in[1], to_oihw, &w);
+  if (st == AIT_OK && n_in > 3 && in[3]) st = transpose4(node, in[3], to_nchw, &z);
+  if (st == AIT_OK) {
+    const ait_tensor *cin[4] = {nchw ? in[0] : x, w, n_in > 2 ? in[2] : NULL, z};
+    st = ait_fused_conv_kernel(ctx, node, cin, n_in < 4 ? n_in : 4, &y, 1);
+  }
+  ait_tensor_free(x);
+  ait_tensor_free(w);
+  ait_tensor_free(z);
+  if (st == AIT_OK) st = transpose4(node, y, to_nhwc, &out[0]);
+  ait_tensor_free(y);
+  return st;
+}
+
+/* One stage of a FusedInvertedResidual as a FusedConvNhwc: the block's
+ * <prefix>activation(_params), and for the depthwise stage its group, pads
+ * of 1 and the block's strides. */
+static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char *prefix,
+                                int64_t group, const ait_tensor *const *in4, ait_tensor **y) {
+  static int64_t pads[4] = {1, 1, 1, 1};
+  char key[64], keyp[64];
+  snprintf(key, sizeof key, "%sactivation", prefix);
+  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
+  ait_attr a[5];
+  memset(a, 0, sizeof a);
+  int na = 0, cnt = 0, scnt = 0;
+  const char *act = ait_attr_str(node, key, NULL);
+  const float *params = ait_attr_floats(node, keyp, &cnt);
+  const int64_t *strides = ait_attr_ints(node, "strides", &scnt);
+  if (act) a[na].name = (char *)"activation", a[na].type = AIT_ATTR_STRING, a[na++].s = (char *)act;
+  if (params)
+    a[na].name = (char *)"activation_params", a[na].type = AIT_ATTR_FLOATS, a[na].n = cnt,
+    a[na++].floats = (float *)params;
+  if (group > 1) {
+    a[na].name = (char *)"group", a[na].type = AIT_ATTR_INT, a[na++].i = group;
+    a[na].name = (char *)"pads", a[na].type = AIT_ATTR_INTS, a[na].n = 4, a[na++].ints = pads;
+    if (strides)
+      a[na].name = (char *)"strides", a[na].type = AIT_ATTR_INTS, a[na].n = scnt,
+      a[na++].ints = (int64_t *)strides;
+  }
+  ait_node n = plain_node(node, "FusedConvNhwc", 1);
+  int ids[5] = {0, 1, 2, 3, 4};
+  n.n_in = 4;
+  n.n_out = 1;
+  n.in = ids;
+  n.out = ids + 4;
+  n.n_attrs = na;
+  n.attrs = a;
+  return ait_fused_conv_nhwc_kernel(ctx, &n, in4, 4, y, 1);
+}
+
+ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
+                                    const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                    int n_out) {
+  if (n_in < 6 || !in[0] || !in[3] || !in[5] || in[3]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedInvertedResidual takes X, Wd and Wp");
+  ait_tensor *e = NULL, *d = NULL;
+  ait_status st = AIT_OK;
+  if (in[1]) {
+    const ait_tensor *ein[4] = {in[0], in[1], in[2], NULL};
+    st = inv_res_stage(ctx, node, "expand_", 1, ein, &e);
+  }
+  if (st == AIT_OK) {
+    const ait_tensor *din[4] = {e ? e : in[0], in[3], in[4], NULL};
+    st = inv_res_stage(ctx, node, "dw_", in[3]->dims[3], din, &d);
+  }
+  if (st == AIT_OK) {
+    const ait_tensor *pin[4] = {d, in[5], n_in > 6 ? in[6] : NULL, n_in > 7 ? in[7] : NULL};
+    st = inv_res_stage(ctx, node, "", 1, pin, &out[0]);
+  }
+  ait_tensor_free(e);
+  ait_tensor_free(d);
+  return st;
 }

@@ -29,6 +29,9 @@ static const ait_option_def native_options[] = {
     {"gemm", AIT_OPT_ENUM, "openblas", "openblas|blis",
      "SGEMM library: OpenBLAS, or BLIS (Debian's libblis4, loaded at run time; unavailable "
      "when not installed)"},
+    {"layout", AIT_OPT_ENUM, "auto", "auto|nchw",
+     "auto: chains of convs with a depthwise conv run channels-last (NHWC) with reorders at "
+     "their edges; nchw: every conv stays NCHW"},
     {"fuse", AIT_OPT_BOOL, "on", NULL,
      "graph passes (folding, fusion); off runs the graph as given, for debugging"},
     {"attention", AIT_OPT_ENUM, "fp32", "fp32|bf16",
@@ -102,7 +105,7 @@ static ait_status check_kernels(const ait_graph *g, const nat_ext *ext) {
   return AIT_OK;
 }
 
-ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, bool passes,
+ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes,
                          const nat_ext *ext, nat_state **out) {
   *out = NULL;
   nat_state *s = calloc(1, sizeof *s);
@@ -116,6 +119,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, bool passe
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
   if (!st && passes) st = nat_run_passes_ex(g, &s->stats, true);
+  if (!st && (passes & NAT_PASSES_LAYOUT)) st = nat_pass_layout(g, &s->stats);
   if (!st) st = nat_resolve_fused(g);
   if (!st) st = check_kernels(g, ext);
   s->has_subgraph = graph_has_subgraph(g);
@@ -134,9 +138,12 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
                              void **state) {
   const char *fuse = ait_backend_config_get(cfg, "fuse");
   bool on = !fuse || strcmp(fuse, "off") != 0;
+  const char *layout = ait_backend_config_get(cfg, "layout");
+  int passes = run_passes && on ? NAT_PASSES : 0;
+  if (passes && (!layout || strcmp(layout, "nchw") != 0)) passes |= NAT_PASSES_LAYOUT;
   nat_state *s = NULL;
-  AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"),
-                        run_passes && on, NULL, &s));
+  AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"), passes, NULL,
+                        &s));
   s->fuse = on;
   ait_status st = run_passes && attn_bf16(cfg) ? nat_attention_bf16(s->g) : AIT_OK;
   if (st) {

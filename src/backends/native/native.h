@@ -12,6 +12,9 @@
  *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues, GEMV
  *   native_blas.c     GEMM providers: OpenBLAS, BLIS (dlopen)
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
+ *   native_layout.c   the layout pass: depthwise conv chains into NHWC
+ *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
+ *                     tiles in native_nhwc512.c)
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
  *   native_math.c     vectorisable exp / erf and activations
@@ -84,6 +87,8 @@ static inline bool nat_single_use(const nat_uses *u, int v, int at) {
 
 typedef struct nat_pass_stats {
   int folded, removed, bn_folded, fused;
+  int relayout; /* convs moved to NHWC by nat_pass_layout */
+  int blocks;   /* of those, inverted residual blocks fused */
 } nat_pass_stats;
 
 /* All passes in order, on graph g (a copy the backend owns). The attention
@@ -96,6 +101,14 @@ ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
+/* Chains of convs holding a depthwise conv into FusedConvNhwc nodes, with
+ * Transposes at their edges (native_layout.c). Runs on a compacted graph
+ * after the other passes, and compacts it again. */
+ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s);
+/* The size of a block's expanded activations (bytes per image) from which
+ * the layout pass fuses it into FusedInvertedResidual (default 0: every
+ * block); for tests. */
+void nat_layout_set_block_bytes(int64_t bytes);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
 
@@ -206,10 +219,14 @@ typedef struct nat_state {
   nat_ext ext; /* zero for native itself */
 } nat_state;
 
-/* A state over graph g (taken over; freed on failure): with `passes`, the
- * graph passes (attention included) run first. gemm names the SGEMM provider
- * (NULL: OpenBLAS); ext may be NULL. */
-ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, bool passes,
+/* Flags of nat_state_new's `passes`. */
+#define NAT_PASSES 1        /* the graph passes, attention included */
+#define NAT_PASSES_LAYOUT 2 /* and the NHWC layout pass */
+
+/* A state over graph g (taken over; freed on failure): with `passes`
+ * (NAT_PASSES, optionally | NAT_PASSES_LAYOUT), the graph passes run first.
+ * gemm names the SGEMM provider (NULL: OpenBLAS); ext may be NULL. */
+ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes,
                          const nat_ext *ext, nat_state **out);
 void nat_state_free(nat_state *s);
 /* "auto" threads: the cores this process may run on. */
@@ -273,6 +290,8 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* Mark g's FusedAttention nodes (attribute bf16 = 1) for products in
  * bfloat16 with float sums (native_attn_bf16.c) where the CPU has
  * AVX512-BF16; elsewhere they stay float32. */
@@ -311,6 +330,35 @@ void nat_attn_bf16_gemm(const uint32_t *a, int64_t lda, const uint32_t *b, int64
  * the odd column's partner 0) with 1 / sum per row in inv. */
 void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
                            int64_t mcs, float *inv, uint32_t *pb, int64_t ldp);
+
+/* One FusedConvNhwc (native_nhwc.c): X [N, H, W, C], W [kh, kw, C/g, M],
+ * Y [N, OH, OW, M], activation as the clamp [lo, hi]. X's element (n, h,
+ * w, c) lies at n*xs_n + h*xs_h + w*xs_w + c*xs_c (the stem may read NCHW;
+ * the other kernels need NHWC). */
+typedef struct nat_nhwc {
+  int64_t N, H, W, C, M, OH, OW, kh, kw, sh, sw, pt, pl;
+  int64_t xs_n, xs_h, xs_w, xs_c;
+  int pw_mr, pw_nv;           /* pointwise register tile (nat_nhwc_pw_tile) */
+  const float *x, *w, *b, *z; /* b, z may be NULL */
+  float *y;
+  float lo, hi;
+} nat_nhwc;
+/* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
+ * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
+ * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */
+bool nat_nhwc512_available(void);
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
+/* Tests: run FusedConvNhwc on the portable loops even where AVX-512 is. */
+void nat_nhwc_set_portable(bool on);
+void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* One output row of a depthwise 3x3, channels [c0, c1) of C: rows[] are
+ * the three input rows ([W][C], NULL above or below the input), stride S,
+ * left pad pl, weights [9][C]; z (may be NULL) is added before the clamp. */
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y);
+void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

@@ -15,6 +15,8 @@ typedef struct fast_row {
 static const fast_row fast_rows[] = {
     {"", "Conv", 1, nat_k_conv},
     {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv},
+    {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, nat_k_conv_nhwc},
+    {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, nat_k_inv_res},
     {"", "Gemm", 1, nat_k_gemm},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, nat_k_gemm},
     {"", "MatMul", 1, nat_k_matmul},

@@ -1,0 +1,361 @@
+/* Layout pass: chains of convolutions in channels-last (NHWC) layout.
+ *
+ * Depthwise networks (MobileNet-style inverted residuals: pointwise expand,
+ * depthwise 3x3, pointwise project, residual Add) run faster with channels
+ * innermost: a pointwise conv is then a GEMM whose rows are pixels, and a
+ * depthwise conv is sixteen channels per vector. The pass finds the
+ * convolutions native's NHWC kernels handle (native_nhwc.c):
+ *   pointwise  1x1, stride 1, no padding, group 1
+ *   depthwise  3x3, stride 1 or 2, padding 1, one channel per group
+ *   stem       group 1, any window, at most 64 multiply-adds per output
+ * joins those connected through their input or residual into components,
+ * and rewrites each component that holds a depthwise conv (elsewhere the
+ * NCHW path with SGEMM is as good, and the reorders would cost) into
+ * FusedConvNhwc nodes with HWIO weights. A Transpose to NHWC is added where
+ * a component reads a value from outside (but a stem conv reads NCHW
+ * itself: x_layout="NCHW"), and one back to NCHW where
+ * something outside reads a component's output: reorders only at the edges.
+ * Activations other than none, Relu and Clip stay on the NCHW path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "ops/nn_impl.h"
+
+enum { L_NONE = 0, L_PW, L_DW, L_STEM };
+
+static bool is_conv(const ait_node *n) {
+  return (!n->domain[0] && !strcmp(n->op_type, "Conv")) ||
+         (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedConv"));
+}
+
+static bool const_f32(const ait_graph *g, int v, int rank) {
+  return nat_is_const(g, v) && g->values[v].init->dtype == AIT_FLOAT32 &&
+         (rank < 0 || g->values[v].init->rank == rank);
+}
+
+/* Which NHWC kernel could run node n (L_NONE: none). */
+static int layout_kind(const ait_graph *g, const ait_node *n) {
+  if (!is_conv(n) || n->n_out != 1 || n->n_in < 2 || n->in[0] < 0) return L_NONE;
+  const ait_value *x = &g->values[n->in[0]];
+  if (x->dtype != AIT_FLOAT32 || x->rank != 4 || nat_is_const(g, n->in[0])) return L_NONE;
+  if (!const_f32(g, n->in[1], 4)) return L_NONE;
+  if (n->n_in > 2 && n->in[2] >= 0 && !const_f32(g, n->in[2], 1)) return L_NONE;
+  const char *pad = ait_attr_str(n, "auto_pad", "NOTSET");
+  if (strcmp(pad, "NOTSET")) return L_NONE;
+  ait_act act;
+  if (ait_act_parse(n, &act) != AIT_OK) {
+    ait_err_clear();
+    return L_NONE;
+  }
+  if (act.kind != AIT_ACT_NONE && act.kind != AIT_ACT_RELU && act.kind != AIT_ACT_CLIP)
+    return L_NONE;
+  const int64_t *wd = g->values[n->in[1]].init->dims;
+  int64_t group = ait_attr_int(n, "group", 1), C = x->dims[1].v;
+  int64_t sp[2] = {x->dims[2].v, x->dims[3].v}, k[2] = {wd[2], wd[3]};
+  nn_win w;
+  if (nn_win_conv(n, 2, sp, k, false, true, &w) != AIT_OK) {
+    ait_err_clear();
+    return L_NONE;
+  }
+  if (w.d[0] != 1 || w.d[1] != 1) return L_NONE;
+  if (group == 1) {
+    if (C >= 0 && wd[1] != C) return L_NONE;
+    if (wd[2] == 1 && wd[3] == 1 && w.s[0] == 1 && w.s[1] == 1 && !w.pb[0] && !w.pb[1] &&
+        !w.pe[0] && !w.pe[1])
+      return L_PW;
+    return wd[1] * wd[2] * wd[3] <= 64 ? L_STEM : L_NONE;
+  }
+  if (wd[1] != 1 || wd[0] != group || (C >= 0 && C != group)) return L_NONE;
+  if (wd[2] != 3 || wd[3] != 3 || w.s[0] != w.s[1] || (w.s[0] != 1 && w.s[0] != 2)) return L_NONE;
+  for (int i = 0; i < 2; i++)
+    if (w.pb[i] != 1 || w.pe[i] != 1) return L_NONE;
+  return L_DW;
+}
+
+static int find(int *parent, int i) {
+  while (parent[i] != i)
+    i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+/* A new value for the NHWC twin of value v (dims permuted, symbols
+ * dropped). Returns its index or -1. */
+static int twin_value(ait_graph *g, int v, const int64_t *perm) {
+  char name[512];
+  snprintf(name, sizeof name, "%s_nhwc", g->values[v].name);
+  for (int k = 2; ait_graph_find_value(g, name) >= 0; k++)
+    snprintf(name, sizeof name, "%s_nhwc_%d", g->values[v].name, k);
+  int t = ait_graph_add_value(g, name);
+  if (t < 0) return -1;
+  const ait_value *src = &g->values[v];
+  ait_value *dst = &g->values[t];
+  dst->type = AIT_VT_TENSOR;
+  dst->dtype = src->dtype;
+  dst->rank = src->rank;
+  for (int k = 0; k < src->rank && k < 4; k++)
+    dst->dims[k].v = src->dims[perm[k]].v;
+  return t;
+}
+
+/* Append Transpose(in, perm) writing value out. */
+static ait_status add_transpose(ait_graph *g, int in, int out, const int64_t *perm) {
+  char name[512];
+  snprintf(name, sizeof name, "%s/reorder", g->values[out].name);
+  ait_node *n = ait_graph_add_node(g, name, "Transpose", "");
+  if (!n) return AIT_E_NOMEM;
+  n->opset = (int)ait_graph_opset(g, "");
+  if (n->opset < 1) n->opset = 13;
+  n->op = ait_op_lookup("", "Transpose", n->opset, NULL);
+  n->in = malloc(sizeof(int));
+  n->out = malloc(sizeof(int));
+  if (!n->in || !n->out) return ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+  n->n_in = n->n_out = 1;
+  n->in[0] = in;
+  n->out[0] = out;
+  if (!n->op) return ait_err(AIT_E_INTERNAL, "no Transpose kernel for a reorder");
+  return nat_attr_set_ints(n, "perm", perm, 4);
+}
+
+/* Weights OIHW -> HWIO as a new initializer; its index or -1. */
+static int hwio_weights(ait_graph *g, int v) {
+  const ait_tensor *w = g->values[v].init;
+  int64_t M = w->dims[0], C = w->dims[1], kh = w->dims[2], kw = w->dims[3];
+  int64_t d[4] = {kh, kw, C, M};
+  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, 4, d);
+  if (!t) return -1;
+  const float *s = w->data;
+  float *o = t->data;
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t i = 0; i < kh * kw; i++)
+        o[(i * C + c) * M + m] = s[(m * C + c) * kh * kw + i];
+  return nat_add_initializer(g, g->values[v].name, "_hwio", t);
+}
+
+/* The NHWC value standing for value v: its twin when a converted node
+ * writes it, else a Transpose of it made once (twin[] caches both). */
+static int nhwc_input(ait_graph *g, int v, int *twin, ait_status *st) {
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  if (twin[v] >= 0) return twin[v];
+  int t = twin_value(g, v, to_nhwc);
+  if (t < 0 || (*st = add_transpose(g, v, t, to_nhwc)) != AIT_OK) {
+    if (!*st) *st = AIT_E_NOMEM;
+    return -1;
+  }
+  twin[v] = t;
+  return t;
+}
+
+static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *converted_out,
+                          int *writer) {
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  ait_status st = AIT_OK;
+  int x = g->nodes[i].in[0];
+  bool nchw = kind == L_STEM && twin[x] < 0; /* the stem reads NCHW itself */
+  if (!nchw && (x = nhwc_input(g, x, twin, &st)) < 0) return st;
+  int z = -1;
+  if (g->nodes[i].n_in > 3 && g->nodes[i].in[3] >= 0) {
+    z = nhwc_input(g, g->nodes[i].in[3], twin, &st);
+    if (z < 0) return st;
+  }
+  int w = hwio_weights(g, g->nodes[i].in[1]);
+  int o = g->nodes[i].out[0];
+  int y = w >= 0 && o >= 0 ? twin_value(g, o, to_nhwc) : -1;
+  if (y < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  ait_node *n = &g->nodes[i];
+  char *op = strdup("FusedConvNhwc"), *dom = strdup(AIT_FUSED_DOMAIN);
+  int *in = malloc(sizeof(int) * 4);
+  if (!op || !dom || !in) {
+    free(op);
+    free(dom);
+    free(in);
+    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  }
+  in[0] = x;
+  in[1] = w;
+  in[2] = n->n_in > 2 ? n->in[2] : -1;
+  in[3] = z;
+  free(n->in);
+  free(n->op_type);
+  free(n->domain);
+  n->in = in;
+  n->n_in = 4;
+  n->op_type = op;
+  n->domain = dom;
+  n->opset = 1;
+  n->op = ait_fused_op("FusedConvNhwc");
+  n->out[0] = y;
+  if (nchw) AIT_TRY(nat_attr_set_str(n, "x_layout", "NCHW"));
+  twin[o] = y;
+  writer[y] = i;
+  converted_out[o] = true;
+  return AIT_OK;
+}
+
+/* Values written by converted nodes that something else still reads (or
+ * that are graph outputs) get a Transpose back from their twin. */
+static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const bool *conv_out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2};
+  bool *read = calloc((size_t)n_values + 1, sizeof *read);
+  if (!read) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] < n_values) read[g->outputs[k]] = true;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+      int v = g->nodes[i].in[k];
+      if (v >= 0 && v < n_values) read[v] = true;
+    }
+  ait_status st = AIT_OK;
+  for (int v = 0; v < n_values && !st; v++)
+    if (conv_out[v] && read[v]) st = add_transpose(g, twin[v], v, to_nchw);
+  free(read);
+  return st;
+}
+
+/* ---- inverted residual blocks ---------------------------------------------- */
+
+/* Blocks whose expanded activations take at least this many bytes (per
+ * image) are fused (every block by default: large ones run in bands of
+ * rows, small ones in channel slices, native_nhwc.c). */
+static int64_t block_min_bytes = 0;
+void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
+
+/* Node k's value written by node `at` (a converted node), read only by
+ * node k: its writer, else -1. */
+static int sole_writer(const ait_graph *g, const int *writer, const int *reads, int v) {
+  return v >= 0 && reads[v] == 1 && writer[v] >= 0 ? writer[v] : -1;
+}
+
+static ait_status copy_act(ait_node *to, const ait_node *from, const char *prefix) {
+  char key[64];
+  const char *act = ait_attr_str(from, "activation", NULL);
+  int cnt = 0;
+  const float *pr = ait_attr_floats(from, "activation_params", &cnt);
+  snprintf(key, sizeof key, "%sactivation", prefix);
+  if (act) AIT_TRY(nat_attr_set_str(to, key, act));
+  snprintf(key, sizeof key, "%sactivation_params", prefix);
+  if (pr) AIT_TRY(nat_attr_set_floats(to, key, pr, cnt));
+  return AIT_OK;
+}
+
+/* Project node q (pointwise, NHWC) reading a depthwise node d (no residual)
+ * that reads an expand node e (pointwise, no residual; optional): q
+ * becomes FusedInvertedResidual(X, We, Be, Wd, Bd, Wp, Bp, Z), d and e die. */
+static ait_status make_block(ait_graph *g, int q, int d, int e, bool *dead) {
+  const ait_node *D = &g->nodes[d], *P = e >= 0 ? &g->nodes[e] : NULL;
+  int cnt = 0;
+  const int64_t *st = ait_attr_ints(D, "strides", &cnt);
+  int64_t strides[2] = {st && cnt == 2 ? st[0] : 1, st && cnt == 2 ? st[1] : 1};
+  int *in = malloc(sizeof(int) * 8);
+  if (!in) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  ait_node *Q = &g->nodes[q];
+  in[0] = P ? P->in[0] : D->in[0];
+  in[1] = P ? P->in[1] : -1;
+  in[2] = P && P->n_in > 2 ? P->in[2] : -1;
+  in[3] = D->in[1];
+  in[4] = D->n_in > 2 ? D->in[2] : -1;
+  in[5] = Q->in[1];
+  in[6] = Q->n_in > 2 ? Q->in[2] : -1;
+  in[7] = Q->n_in > 3 ? Q->in[3] : -1;
+  char *op = strdup("FusedInvertedResidual");
+  if (!op) {
+    free(in);
+    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  }
+  free(Q->in);
+  free(Q->op_type);
+  Q->in = in;
+  Q->n_in = 8;
+  Q->op_type = op;
+  Q->op = ait_fused_op("FusedInvertedResidual");
+  AIT_TRY(nat_attr_set_ints(Q, "strides", strides, 2));
+  AIT_TRY(copy_act(Q, D, "dw_"));
+  if (P) AIT_TRY(copy_act(Q, P, "expand_"));
+  dead[d] = true;
+  if (e >= 0) dead[e] = true;
+  return AIT_OK;
+}
+
+static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *writer, bool *dead,
+                              nat_pass_stats *s) {
+  int *reads = calloc((size_t)g->n_values + 1, sizeof *reads);
+  if (!reads) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] >= 0) reads[g->nodes[i].in[k]]++;
+  for (int k = 0; k < g->n_outputs; k++)
+    reads[g->outputs[k]] += 2;
+  ait_status st = AIT_OK;
+  for (int q = 0; q < nn && !st; q++) {
+    const ait_node *Q = &g->nodes[q];
+    if (kind[q] != L_PW || strcmp(Q->op_type, "FusedConvNhwc")) continue;
+    int d = sole_writer(g, writer, reads, Q->in[0]);
+    if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
+    int e = sole_writer(g, writer, reads, g->nodes[d].in[0]);
+    if (e >= 0 && (kind[e] != L_PW || (g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0))) e = -1;
+    const ait_value *dx = &g->values[g->nodes[d].in[0]];
+    int64_t bytes = 4 * dx->dims[1].v * dx->dims[2].v * dx->dims[3].v;
+    if (dx->rank != 4 || dx->dims[1].v < 0 || dx->dims[2].v < 0 || bytes < block_min_bytes)
+      continue;
+    st = make_block(g, q, d, e, dead);
+    s->blocks++;
+  }
+  free(reads);
+  return st;
+}
+
+ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
+  int nn = g->n_nodes, nv = g->n_values;
+  int *kind = calloc((size_t)nn + 1, sizeof *kind), *parent = malloc(sizeof(int) * (nn + 1));
+  bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
+  if (!kind || !parent || !has_dw) {
+    free(kind);
+    free(parent);
+    free(has_dw);
+    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  }
+  for (int i = 0; i < nn; i++) {
+    parent[i] = i;
+    kind[i] = layout_kind(g, &g->nodes[i]);
+  }
+  for (int i = 0; i < nn; i++) {
+    if (!kind[i]) continue;
+    for (int k = 0; k < g->nodes[i].n_in && k < 4; k += 3) { /* X and Z */
+      int v = g->nodes[i].in[k];
+      int p = v >= 0 ? g->values[v].producer : -1;
+      if (p >= 0 && kind[p]) parent[find(parent, p)] = find(parent, i);
+    }
+  }
+  for (int i = 0; i < nn; i++)
+    if (kind[i] == L_DW) has_dw[find(parent, i)] = true;
+  /* twin[] grows with the values the rewrite adds: size it for the worst
+   * case (a twin, a weight and a reorder input per node) */
+  int cap = nv + 4 * nn + 1;
+  int *twin = malloc(sizeof(int) * (size_t)cap), *writer = malloc(sizeof(int) * (size_t)cap);
+  bool *conv_out = calloc((size_t)cap, sizeof *conv_out);
+  ait_status st = twin && writer && conv_out ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int v = 0; v < cap && twin && writer; v++)
+    twin[v] = writer[v] = -1;
+  int done = 0;
+  for (int i = 0; i < nn && !st; i++) /* topological order: producers first */
+    if (kind[i] && has_dw[find(parent, i)]) {
+      st = rewrite(g, i, kind[i], twin, conv_out, writer);
+      done++;
+    }
+  if (!st && done) st = edges_out(g, nv, twin, conv_out);
+  bool *dead = done ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
+  if (!st && done && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  if (!st && done) st = fuse_blocks(g, kind, nn, writer, dead, s);
+  if (!st && done) st = nat_graph_compact(g, dead);
+  free(dead);
+  free(writer);
+  if (!st) s->relayout = done;
+  free(twin);
+  free(conv_out);
+  free(kind);
+  free(parent);
+  free(has_dw);
+  return st;
+}

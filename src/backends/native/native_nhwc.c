@@ -1,0 +1,468 @@
+/* FusedConvNhwc: convolutions in channels-last layout (the layout pass,
+ * native_layout.c, makes them). X [N, H, W, C], W [kh, kw, C/group, M]
+ * (HWIO), bias [M], residual Z [N, OH, OW, M], activation none, Relu or
+ * Clip (a clamp); with x_layout="NCHW" X is [N, C, H, W] (the first conv
+ * of a chain reads the graph's input without a reorder). Three shapes of
+ * conv have kernels:
+ *   pointwise (1x1, stride 1, no padding): Y = X W as a GEMM whose rows are
+ *     pixels; tasks over blocks of pixels, or over blocks of 64 channels
+ *     when there are few pixels (the last layers at 7x7)
+ *   depthwise 3x3 (one channel per group, dilation 1): tasks over output rows
+ *   stem (group 1, dilation 1, any window): tasks over output rows
+ * each on AVX-512 (native_nhwc512.c) when the CPU has it, else on the
+ * portable loops below. Other convs go to the reference kernel. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "ops/nn_impl.h"
+
+typedef enum { K_PW, K_DW, K_STEM } nhwc_kind;
+
+typedef struct nhwc_job {
+  const nat_nhwc *c;
+  nhwc_kind kind;
+  bool v512;
+  int64_t rows, row_chunk, col_chunk, col_tasks;
+} nhwc_job;
+
+static NAT_INLINE float clampf(float v, float lo, float hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+static bool force_portable;
+void nat_nhwc_set_portable(bool on) { force_portable = on; }
+
+/* ---- portable kernels ------------------------------------------------- */
+
+NAT_CLONES static void pw_rows(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  for (int64_t p = p0; p < p1; p++) {
+    const float *x = c->x + p * c->C;
+    float *y = c->y + p * c->M;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = c->b ? c->b[m] : 0.0f;
+    for (int64_t k = 0; k < c->C; k++) {
+      const float xv = x[k], *w = c->w + k * c->M;
+      for (int64_t m = m0; m < m1; m++)
+        y[m] += xv * w[m];
+    }
+    const float *z = c->z ? c->z + p * c->M : NULL;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+  }
+}
+
+/* Output rows [r0, r1) of a window conv (depthwise when dw, else group 1):
+ * per pixel, the taps inside the input. */
+NAT_CLONES static void window_rows(const nat_nhwc *c, bool dw, int64_t r0, int64_t r1) {
+  int64_t C = c->C, M = c->M;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t ow = 0; ow < c->OW; ow++) {
+      float *y = c->y + (r * c->OW + ow) * M;
+      for (int64_t m = 0; m < M; m++)
+        y[m] = c->b ? c->b[m] : 0.0f;
+      for (int64_t ki = 0; ki < c->kh; ki++) {
+        int64_t ih = oh * c->sh - c->pt + ki;
+        if (ih < 0 || ih >= c->H) continue;
+        for (int64_t kj = 0; kj < c->kw; kj++) {
+          int64_t iw = ow * c->sw - c->pl + kj;
+          if (iw < 0 || iw >= c->W) continue;
+          const float *x = c->x + n * c->xs_n + ih * c->xs_h + iw * c->xs_w;
+          const float *w = c->w + (ki * c->kw + kj) * (dw ? 1 : C) * M;
+          if (dw) {
+            for (int64_t m = 0; m < M; m++)
+              y[m] += x[m] * w[m];
+          } else {
+            for (int64_t ci = 0; ci < C; ci++)
+              for (int64_t m = 0; m < M; m++)
+                y[m] += x[ci * c->xs_c] * w[ci * M + m];
+          }
+        }
+      }
+      const float *z = c->z ? c->z + (r * c->OW + ow) * M : NULL;
+      for (int64_t m = 0; m < M; m++)
+        y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+    }
+  }
+}
+
+/* One output row of a depthwise 3x3 (as nat_nhwc512_dw_row). */
+NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                              int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                              const float *b, const float *z, float lo, float hi, float *y) {
+  for (int64_t ow = 0; ow < OW; ow++) {
+    float *yy = y + ow * C;
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = b ? b[m] : 0.0f;
+    for (int ki = 0; ki < 3; ki++) {
+      if (!rows[ki]) continue;
+      for (int kj = 0; kj < 3; kj++) {
+        int64_t iw = ow * S - pl + kj;
+        if (iw < 0 || iw >= W) continue;
+        const float *x = rows[ki] + iw * C, *wk = w + (3 * ki + kj) * C;
+        for (int64_t m = c0; m < c1; m++)
+          yy[m] += x[m] * wk[m];
+      }
+    }
+    const float *zz = z ? z + ow * C : NULL;
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = clampf(zz ? yy[m] + zz[m] : yy[m], lo, hi);
+  }
+}
+
+/* ---- tasks --------------------------------------------------------------- */
+
+static void nhwc_task(void *arg, int64_t t, int tid) {
+  const nhwc_job *j = arg;
+  const nat_nhwc *c = j->c;
+  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks;
+  int64_t r0 = rt * j->row_chunk, r1 = r0 + j->row_chunk < j->rows ? r0 + j->row_chunk : j->rows;
+  int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
+  if (r0 >= r1 || m0 >= m1) return;
+  switch (j->kind) {
+  case K_PW:
+    if (j->v512)
+      nat_nhwc512_pw(c, r0, r1, m0, m1);
+    else
+      pw_rows(c, r0, r1, m0, m1);
+    break;
+  case K_DW:
+    if (j->v512 && c->kh == 3 && c->kw == 3)
+      nat_nhwc512_dw(c, r0, r1);
+    else
+      window_rows(c, true, r0, r1);
+    break;
+  case K_STEM:
+    if (j->v512)
+      nat_nhwc512_stem(c, r0, r1);
+    else
+      window_rows(c, false, r0, r1);
+    break;
+  }
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in, nat_nhwc *c,
+                        nhwc_kind *kind) {
+  const ait_tensor *X = in[0], *Wt = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  const ait_tensor *Z = n_in > 3 ? in[3] : NULL;
+  if (!X || !Wt || X->dtype != AIT_FLOAT32 || Wt->dtype != AIT_FLOAT32 || X->rank != 4 ||
+      Wt->rank != 4)
+    return AIT_E_UNSUPPORTED;
+  memset(c, 0, sizeof *c);
+  int64_t group = ait_attr_int(n, "group", 1);
+  bool nchw = !strcmp(ait_attr_str(n, "x_layout", "NHWC"), "NCHW");
+  if (nchw) {
+    c->N = X->dims[0], c->C = X->dims[1], c->H = X->dims[2], c->W = X->dims[3];
+    c->xs_c = c->H * c->W, c->xs_h = c->W, c->xs_w = 1;
+  } else {
+    c->N = X->dims[0], c->H = X->dims[1], c->W = X->dims[2], c->C = X->dims[3];
+    c->xs_c = 1, c->xs_w = c->C, c->xs_h = c->W * c->C;
+  }
+  c->xs_n = c->H * c->W * c->C;
+  c->kh = Wt->dims[0], c->kw = Wt->dims[1], c->M = Wt->dims[3];
+  int64_t sp[2] = {c->H, c->W}, k[2] = {c->kh, c->kw};
+  nn_win w;
+  if (nn_win_conv(n, 2, sp, k, false, true, &w) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  if (w.d[0] != 1 || w.d[1] != 1) return AIT_E_UNSUPPORTED;
+  c->OH = w.out[0], c->OW = w.out[1], c->sh = w.s[0], c->sw = w.s[1];
+  c->pt = w.pb[0], c->pl = w.pb[1];
+  if (group == 1 && Wt->dims[2] == c->C) {
+    bool pw = c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && !c->pt && !c->pl &&
+              c->OH == c->H && c->OW == c->W;
+    *kind = pw && !nchw ? K_PW : K_STEM;
+  } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
+    *kind = K_DW;
+  } else {
+    return AIT_E_UNSUPPORTED;
+  }
+  if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != c->M)) return AIT_E_UNSUPPORTED;
+  if (Z) {
+    int64_t od[4] = {c->N, c->OH, c->OW, c->M};
+    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank != 4 ||
+        memcmp(Z->dims, od, sizeof od))
+      return AIT_E_UNSUPPORTED;
+    c->z = Z->data;
+  }
+  ait_act act;
+  if (ait_act_parse(n, &act) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  c->lo = -INFINITY, c->hi = INFINITY;
+  if (act.kind == AIT_ACT_RELU)
+    c->lo = 0.0f;
+  else if (act.kind == AIT_ACT_CLIP)
+    c->lo = act.p[0], c->hi = act.p[1];
+  else if (act.kind != AIT_ACT_NONE)
+    return AIT_E_UNSUPPORTED;
+  c->x = X->data;
+  c->w = Wt->data;
+  c->b = B ? B->data : NULL;
+  return AIT_OK;
+}
+
+/* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
+ * pool: blocks of pixels, or column blocks when there are few pixels. */
+static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512) {
+  nhwc_job j = {c, K_PW, v512, P, P, c->M, 1};
+  int64_t threads = nat_run_threads(r);
+  double macs = (double)P * c->M * c->C;
+  nat_nhwc_pw_tile(P, c->M, &c->pw_mr, &c->pw_nv);
+  int64_t bw = 16 * c->pw_nv;
+  if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
+    j.row_chunk = P;
+  } else if (P >= 8 * c->pw_mr * threads) {
+    j.row_chunk = (nat_chunk(r, P, c->pw_mr) + c->pw_mr - 1) / c->pw_mr * c->pw_mr;
+  } else { /* few pixels: split the channels in column blocks */
+    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
+    j.col_chunk = per * bw;
+    j.col_tasks = (c->M + j.col_chunk - 1) / j.col_chunk;
+  }
+  int64_t tasks = (P + j.row_chunk - 1) / j.row_chunk * j.col_tasks;
+  nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+}
+
+ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  nat_nhwc c;
+  nhwc_kind kind;
+  ait_status st = setup(n, in, n_in, &c, &kind);
+  if (st) return st;
+  int64_t od[4] = {c.N, c.OH, c.OW, c.M};
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
+  c.y = Y->data;
+  if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
+  bool v512 = !force_portable && nat_nhwc512_available();
+  if (kind == K_PW) {
+    run_pw(r, &c, c.N * c.OH * c.OW, v512);
+    return AIT_OK;
+  }
+  nhwc_job j = {&c, kind, v512, c.N * c.OH, 0, c.M, 1};
+  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
+  j.row_chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
+  int64_t tasks = (j.rows + j.row_chunk - 1) / j.row_chunk;
+  nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+  return AIT_OK;
+}
+
+/* ---- FusedInvertedResidual ------------------------------------------------ */
+
+/* Per task: one image's band of output rows. The expanded input rows live
+ * in a ring of three rows (each computed once per band), the depthwise
+ * output in one row; both are the thread's, so the block's wide
+ * intermediates never leave the core's cache. */
+typedef struct ir_job {
+  nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
+  bool has_e, v512;
+  int64_t chunk, n_chunks, per_thread; /* per_thread: floats of scratch */
+  const float *x, *z;
+  float *y, *scratch;
+} ir_job;
+
+static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
+  if (j->v512)
+    nat_nhwc512_pw(c, 0, P, 0, c->M);
+  else
+    pw_rows(c, 0, P, 0, c->M);
+}
+
+static void ir_task(void *arg, int64_t t, int tid) {
+  const ir_job *j = arg;
+  const nat_nhwc *d = &j->d;
+  int64_t n = t / j->n_chunks, oh0 = (t % j->n_chunks) * j->chunk;
+  int64_t oh1 = oh0 + j->chunk < d->OH ? oh0 + j->chunk : d->OH;
+  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
+  float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
+  int64_t have = oh0 * S - 2; /* last expanded row in the ring */
+  for (int64_t oh = oh0; oh < oh1; oh++) {
+    int64_t lo = oh * S - 1;
+    const float *rows[3];
+    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
+      if (ih < 0) continue;
+      nat_nhwc e = j->e;
+      e.x = j->x + (n * H + ih) * W * j->e.C;
+      e.y = ring + (ih % 3) * row;
+      ir_pw(j, &e, W);
+      have = ih;
+    }
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = lo + ki;
+      rows[ki] = ih < 0 || ih >= H ? NULL
+                 : j->has_e        ? ring + (ih % 3) * row
+                                   : j->x + (n * H + ih) * row;
+    }
+    if (j->v512)
+      nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    else
+      dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    nat_nhwc p = j->p;
+    int64_t r = (n * d->OH + oh) * d->OW * p.M;
+    p.x = drow;
+    p.y = j->y + r;
+    p.z = j->z ? j->z + r : NULL;
+    ir_pw(j, &p, d->OW);
+  }
+}
+
+/* The clamp of the activation named by <prefix>activation(_params). */
+static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float *hi) {
+  char key[64], keyp[64];
+  snprintf(key, sizeof key, "%sactivation", prefix);
+  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
+  ait_act_kind k = ait_act_from_name(ait_attr_str(n, key, ""));
+  int cnt = 0;
+  const float *pr = ait_attr_floats(n, keyp, &cnt);
+  *lo = -INFINITY, *hi = INFINITY;
+  if (k == AIT_ACT_RELU)
+    *lo = 0.0f;
+  else if (k == AIT_ACT_CLIP && pr && cnt == 2)
+    *lo = pr[0], *hi = pr[1];
+  else if (k != AIT_ACT_NONE)
+    return AIT_E_UNSUPPORTED;
+  return AIT_OK;
+}
+
+/* Small images (few rows for bands): per task a slice of the expanded
+ * channels through expand and depthwise over the whole image (no rows
+ * computed twice), into buffers the project stage then reads. */
+typedef struct irc_job {
+  const ir_job *j;
+  float *ebuf, *dbuf; /* [N][H][W][E] expanded, [N][OH][OW][E] depthwise */
+  int64_t slice, n_slices;
+} irc_job;
+
+static void irc_task(void *arg, int64_t t, int tid) {
+  const irc_job *c = arg;
+  const ir_job *j = c->j;
+  const nat_nhwc *d = &j->d;
+  int64_t n = t / c->n_slices, e0 = (t % c->n_slices) * c->slice;
+  int64_t E = d->C, e1 = e0 + c->slice < E ? e0 + c->slice : E, HW = d->H * d->W;
+  const float *src = j->x + n * HW * E;
+  if (j->has_e) {
+    nat_nhwc e = j->e;
+    e.x = j->x + n * HW * e.C;
+    e.y = c->ebuf + n * HW * E;
+    if (j->v512)
+      nat_nhwc512_pw(&e, 0, HW, e0, e1);
+    else
+      pw_rows(&e, 0, HW, e0, e1);
+    src = e.y;
+  }
+  for (int64_t oh = 0; oh < d->OH; oh++) {
+    const float *rows[3];
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = oh * d->sh - 1 + ki;
+      rows[ki] = ih < 0 || ih >= d->H ? NULL : src + ih * d->W * E;
+    }
+    float *y = c->dbuf + (n * d->OH + oh) * d->OW * E;
+    if (j->v512)
+      nat_nhwc512_dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    else
+      dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+  }
+}
+
+/* Output rows from which a block runs in bands (8 rows per band, two
+ * threads); below, in channel slices. */
+#define IR_BAND_MIN_ROWS 16
+
+static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
+  const nat_nhwc *d = &j->d;
+  int64_t E = d->C, HW = d->H * d->W, OHW = d->OH * d->OW, threads = nat_run_threads(r);
+  irc_job c = {j, NULL, NULL, 0, 0};
+  float *buf = nat_scratch(r, (int64_t)sizeof(float) * N * E * ((j->has_e ? HW : 0) + OHW));
+  if (!buf) return AIT_E_NOMEM;
+  c.ebuf = buf;
+  c.dbuf = buf + (j->has_e ? N * HW * E : 0);
+  int64_t bw = j->has_e ? 16 * j->e.pw_nv : 16, blocks = (E + bw - 1) / bw;
+  int64_t want = 2 * threads / N > 1 ? 2 * threads / N : 1;
+  c.slice = (blocks + want - 1) / want * bw;
+  c.n_slices = (E + c.slice - 1) / c.slice;
+  nat_pool_run(nat_run_pool(r), N * c.n_slices, irc_task, &c);
+  nat_nhwc p = j->p;
+  p.x = c.dbuf;
+  p.y = j->y;
+  p.z = j->z;
+  run_pw(r, &p, N * OHW, j->v512);
+  return AIT_OK;
+}
+
+/* A 1x1 stage from weights [1, 1, K, M], bias (may be absent) and the
+ * activation under `prefix`. */
+static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tensor *Wt,
+                           const ait_tensor *B, nat_nhwc *c) {
+  if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || Wt->dims[0] != 1 || Wt->dims[1] != 1)
+    return AIT_E_UNSUPPORTED;
+  if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != Wt->dims[3]))
+    return AIT_E_UNSUPPORTED;
+  c->C = Wt->dims[2], c->M = Wt->dims[3];
+  c->w = Wt->data;
+  c->b = B ? B->data : NULL;
+  return ir_act(n, prefix, &c->lo, &c->hi);
+}
+
+ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0], *Z = n_in > 7 ? in[7] : NULL;
+  if (n_in < 6 || !X || X->dtype != AIT_FLOAT32 || X->rank != 4 || !in[3] || in[3]->rank != 4)
+    return AIT_E_UNSUPPORTED;
+  ir_job j;
+  memset(&j, 0, sizeof j);
+  j.has_e = in[1] != NULL;
+  int64_t N = X->dims[0], H = X->dims[1], W = X->dims[2], C = X->dims[3];
+  if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C))
+    return AIT_E_UNSUPPORTED;
+  int64_t E = j.has_e ? j.e.M : C;
+  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
+  /* the depthwise stage: weights [3, 3, 1, E], its activation under dw_ */
+  const ait_tensor *Wd = in[3], *Bd = in[4];
+  int cnt = 0;
+  const int64_t *st = ait_attr_ints(n, "strides", &cnt);
+  int64_t S = st && cnt == 2 ? st[0] : 1;
+  if (Wd->dtype != AIT_FLOAT32 || Wd->dims[0] != 3 || Wd->dims[1] != 3 || Wd->dims[2] != 1 ||
+      Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S))
+    return AIT_E_UNSUPPORTED;
+  if (Bd && (Bd->dtype != AIT_FLOAT32 || ait_tensor_numel(Bd) != E)) return AIT_E_UNSUPPORTED;
+  if (ir_act(n, "dw_", &j.d.lo, &j.d.hi)) return AIT_E_UNSUPPORTED;
+  j.d.b = Bd ? Bd->data : NULL;
+  j.d.w = Wd->data;
+  j.d.C = j.d.M = E;
+  j.d.H = H, j.d.W = W, j.d.sh = j.d.sw = S;
+  j.d.OH = (H - 1) / S + 1, j.d.OW = (W - 1) / S + 1;
+  int64_t M = j.p.M, od[4] = {N, j.d.OH, j.d.OW, M};
+  if (Z) {
+    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank != 4 ||
+        memcmp(Z->dims, od, sizeof od))
+      return AIT_E_UNSUPPORTED;
+    j.z = Z->data;
+  }
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
+  j.y = Y->data;
+  j.x = X->data;
+  if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
+  j.v512 = !force_portable && nat_nhwc512_available();
+  if (j.has_e) nat_nhwc_pw_tile(j.d.OH < IR_BAND_MIN_ROWS ? H * W : W, E, &j.e.pw_mr, &j.e.pw_nv);
+  nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
+  if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N);
+  int threads = nat_run_threads(r);
+  /* bands of at least 8 rows, two per thread where there are enough (a
+   * band recomputes one or two expanded rows of its neighbour; more bands
+   * let the caller take over a descheduled worker's share) */
+  int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
+  j.n_chunks = j.d.OH < threads ? j.d.OH : threads;
+  if (most > j.n_chunks) j.n_chunks = most;
+  j.chunk = (j.d.OH + j.n_chunks - 1) / j.n_chunks;
+  j.n_chunks = (j.d.OH + j.chunk - 1) / j.chunk;
+  j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
+  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * j.per_thread * threads);
+  if (!j.scratch) return AIT_E_NOMEM;
+  nat_pool_run(nat_run_pool(r), N * j.n_chunks, ir_task, &j);
+  return AIT_OK;
+}

@@ -1,0 +1,408 @@
+/* FusedConvNhwc's kernels on AVX-512 (driver and portable path in
+ * native_nhwc.c). Channels are innermost, so every kernel works on vectors
+ * of sixteen output channels, the last one masked when M is not a multiple
+ * of 16:
+ *   pointwise  a register tile of up to 12 pixels x 64 channels: per input
+ *              channel, the weight row's vectors times each pixel's value
+ *              broadcast; bias, residual and clamp on the tile before it
+ *              is stored
+ *   depthwise  3x3: per output row, blocks of 8 pixels; per channel vector
+ *              the nine weight vectors and the bias stay in registers
+ *   stem       a small group-1 window (the first conv): per pixel, taps x
+ *              input channels broadcast against weight vectors
+ * Compiled with per-function target attributes; nat_nhwc512_available()
+ * says whether the CPU can run them. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/native/native.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define T512 __attribute__((target("avx512f")))
+#define INL static inline __attribute__((always_inline))
+
+bool nat_nhwc512_available(void) { return __builtin_cpu_supports("avx512f"); }
+
+static inline __mmask16 tail16(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* ---- pointwise ------------------------------------------------------------ */
+
+/* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
+ * the last vector masked by lm. */
+INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
+                      const float *w, int64_t ldw, __mmask16 lm, const float *b, const float *z,
+                      float *y, int64_t ldy, __m512 lo, __m512 hi) {
+  __m512 acc[12][4];
+  __mmask16 m[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++)
+    m[j] = j == nv - 1 ? lm : (__mmask16)0xFFFF;
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    if (j >= nv) break;
+    __m512 bj = b ? _mm512_maskz_loadu_ps(m[j], b + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++)
+      if (i < mr) acc[i][j] = bj;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    const float *wk = w + k * ldw;
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      if (j < nv) wv[j] = _mm512_maskz_loadu_ps(m[j], wk + 16 * j);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+      if (i >= mr) break;
+      __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        if (j < nv) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      if (j >= nv) break;
+      __m512 v = acc[i][j];
+      if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[j], z + i * ldy + 16 * j));
+      v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+      _mm512_mask_storeu_ps(y + i * ldy + 16 * j, m[j], v);
+    }
+  }
+}
+
+#define PW_ARGS                                                                                    \
+  int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __mmask16 lm,               \
+      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi
+#define PW_CASE(R, NV)                                                                             \
+  case R: pw_tile(R, NV, PW_PASS); break;
+
+/* One function per vector count, a case per row count: each tile fully
+ * unrolled with its accumulators in registers. */
+#define PW_NV(NV)                                                                                  \
+  static T512 void pw_nv##NV(int mr, PW_ARGS) {                                                    \
+    switch (mr) {                                                                                  \
+      PW_CASE(1, NV)                                                                               \
+      PW_CASE(2, NV)                                                                               \
+      PW_CASE(3, NV)                                                                               \
+      PW_CASE(4, NV)                                                                               \
+      PW_CASE(5, NV)                                                                               \
+      PW_CASE(6, NV)                                                                               \
+      PW_CASE(7, NV)                                                                               \
+      PW_CASE(8, NV)                                                                               \
+      PW_CASE(9, NV)                                                                               \
+      PW_CASE(10, NV)                                                                              \
+      PW_CASE(11, NV)                                                                              \
+      PW_CASE(12, NV)                                                                              \
+    default: break;                                                                                \
+    }                                                                                              \
+  }
+PW_NV(1)
+PW_NV(2)
+PW_NV(3)
+PW_NV(4)
+
+/* The register tile for P pixels by M channels: mr rows by nv vectors (at
+ * most 24 accumulators), the one that leaves the fewest unused slots in
+ * the last row and column blocks (MobileNet's 7x7 layers: 49 = 7 x 7). */
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
+  static const int cand[][2] = {{6, 4}, {8, 3}, {7, 3}, {12, 2}};
+  int64_t m16 = (M + 15) / 16;
+  double best = -1;
+  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+    int64_t r = cand[i][0], v = cand[i][1];
+    double use =
+        (double)P / (double)((P + r - 1) / r * r) * ((double)m16 / (double)((m16 + v - 1) / v * v));
+    if (use > best + 1e-9) best = use, *mr = (int)r, *nv = (int)v;
+  }
+}
+
+/* Pixel rows per panel: a panel of X (rows x K) stays in L2 while every
+ * channel block's weights stream past it once; within a panel, each block
+ * of weights (K x 16 nv) stays in L1/L2 while the panel's tiles use it. */
+#define PW_PANEL_BYTES (96 * 1024)
+
+T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+  int64_t K = c->C, M = c->M, bw = 16 * c->pw_nv;
+  int rows = c->pw_mr;
+  int64_t panel = PW_PANEL_BYTES / (4 * (K > 0 ? K : 1)) / rows * rows;
+  if (panel < rows) panel = rows;
+  for (int64_t q0 = p0; q0 < p1; q0 += panel) {
+    int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
+    for (int64_t m = m0; m < m1; m += bw) {
+      int64_t mc = m1 - m < bw ? m1 - m : bw;
+      int nv = (int)((mc + 15) / 16);
+      __mmask16 lm = tail16(mc - 16 * (nv - 1));
+      const float *w = c->w + m, *b = c->b ? c->b + m : NULL;
+      for (int64_t p = q0; p < q1; p += rows) {
+        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
+        float *y = c->y + p * M + m;
+        switch (nv) {
+        case 1: pw_nv1(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        case 2: pw_nv2(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        case 3: pw_nv3(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        default: pw_nv4(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        }
+      }
+    }
+  }
+}
+
+/* ---- depthwise 3x3 ----------------------------------------------------- */
+
+#define DW_PIX 8
+
+/* Eight stride-1 outputs of one channel vector, all taps inside the rows:
+ * each input vector is loaded once per row and used by the three outputs
+ * that read it (10 loads per row instead of 24). */
+INL T512 void dw8_s1(const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m,
+                     const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y) {
+  __m512 acc[DW_PIX];
+#pragma GCC unroll 8
+  for (int t = 0; t < DW_PIX; t++)
+    acc[t] = bias;
+#pragma GCC unroll 3
+  for (int ki = 0; ki < 3; ki++) {
+    if (!rows[ki]) continue;
+    const float *p = rows[ki] + iw * C + cb;
+    __m512 x[DW_PIX + 2];
+#pragma GCC unroll 10
+    for (int t = 0; t < DW_PIX + 2; t++)
+      x[t] = _mm512_maskz_loadu_ps(m, p + t * C);
+#pragma GCC unroll 8
+    for (int t = 0; t < DW_PIX; t++) {
+      acc[t] = _mm512_fmadd_ps(x[t], k[3 * ki], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[t + 1], k[3 * ki + 1], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[t + 2], k[3 * ki + 2], acc[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < DW_PIX; t++) {
+    __m512 v = acc[t];
+    if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + t * C));
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    _mm512_mask_storeu_ps(y + t * C, m, v);
+  }
+}
+
+T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                             const float *b, const float *z, float lo_, float hi_, float *y) {
+  __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
+  for (int64_t o0 = 0; o0 < OW; o0 += DW_PIX) {
+    int64_t o1 = o0 + DW_PIX < OW ? o0 + DW_PIX : OW;
+    for (int64_t cb = c0; cb < c1; cb += 16) {
+      __mmask16 m = tail16(c1 - cb);
+      __m512 k[9];
+      for (int t = 0; t < 9; t++)
+        k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
+      __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
+      if (S == 1 && o1 - o0 == DW_PIX && o0 - pl >= 0 && o0 - pl + DW_PIX + 1 < W) {
+        dw8_s1(rows, o0 - pl, C, cb, m, k, bias, z ? z + o0 * C + cb : NULL, lo, hi,
+               y + o0 * C + cb);
+        continue;
+      }
+      for (int64_t ow = o0; ow < o1; ow++) {
+        int64_t iw = ow * S - pl;
+        __m512 acc = bias;
+        if (iw >= 0 && iw + 2 < W) {
+#pragma GCC unroll 3
+          for (int ki = 0; ki < 3; ki++) {
+            if (!rows[ki]) continue;
+            const float *p = rows[ki] + iw * C + cb;
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki], acc);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + C), k[3 * ki + 1], acc);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + 2 * C), k[3 * ki + 2], acc);
+          }
+        } else {
+          for (int ki = 0; ki < 3; ki++) {
+            if (!rows[ki]) continue;
+            for (int kj = 0; kj < 3; kj++) {
+              if (iw + kj < 0 || iw + kj >= W) continue;
+              const float *p = rows[ki] + (iw + kj) * C + cb;
+              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
+            }
+          }
+        }
+        if (z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z + ow * C + cb));
+        acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+        _mm512_mask_storeu_ps(y + ow * C + cb, m, acc);
+      }
+    }
+  }
+}
+
+T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  int64_t C = c->C, W = c->W, OW = c->OW;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    const float *row[3];
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki;
+      row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
+    }
+    nat_nhwc512_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
+                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
+  }
+}
+
+/* ---- stem: small group-1 windows ---------------------------------------- */
+
+/* Pixels [ow, ow + np) of output row (n, oh), all taps inside the row
+ * horizontally, channels [m0, m0 + 16 nv) (the last vector masked by lm). */
+INL T512 void stem_tile(const int np, const int nv, const nat_nhwc *c, int64_t n, int64_t oh,
+                        int64_t ow, int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
+  int64_t M = c->M;
+  __m512 acc[12][4];
+  __mmask16 mk[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    mk[j] = j == nv - 1 ? lm : j < nv ? (__mmask16)0xFFFF : (__mmask16)0;
+    __m512 b = c->b ? _mm512_maskz_loadu_ps(mk[j], c->b + m0 + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < np; i++)
+      acc[i][j] = b;
+  }
+  for (int64_t ki = 0; ki < c->kh; ki++) {
+    int64_t ih = oh * c->sh - c->pt + ki;
+    if (ih < 0 || ih >= c->H) continue;
+    for (int64_t kj = 0; kj < c->kw; kj++) {
+      const float *x = c->x + n * c->xs_n + ih * c->xs_h + (ow * c->sw - c->pl + kj) * c->xs_w;
+      const float *w = c->w + (ki * c->kw + kj) * c->C * M + m0;
+      for (int64_t ci = 0; ci < c->C; ci++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+          wv[j] = j < nv ? _mm512_maskz_loadu_ps(mk[j], w + ci * M + 16 * j) : _mm512_setzero_ps();
+        const float *xc = x + ci * c->xs_c;
+#pragma GCC unroll 12
+        for (int i = 0; i < np; i++) {
+          __m512 xb = _mm512_set1_ps(xc[i * c->sw * c->xs_w]);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; j++)
+            if (j < nv) acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < np; i++) {
+    int64_t p = (n * c->OH + oh) * c->OW + ow + i;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      if (j >= nv) break;
+      __m512 v = acc[i][j];
+      if (c->z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk[j], c->z + p * M + m0 + 16 * j));
+      v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+      _mm512_mask_storeu_ps(c->y + p * M + m0 + 16 * j, mk[j], v);
+    }
+  }
+}
+
+/* One output pixel with bounds checks on every tap. */
+static T512 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, __m512 lo,
+                            __m512 hi) {
+  int64_t M = c->M, p = (n * c->OH + oh) * c->OW + ow;
+  for (int64_t m0 = 0; m0 < M; m0 += 16) {
+    __mmask16 mk = tail16(M - m0);
+    __m512 acc = c->b ? _mm512_maskz_loadu_ps(mk, c->b + m0) : _mm512_setzero_ps();
+    for (int64_t ki = 0; ki < c->kh; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki;
+      if (ih < 0 || ih >= c->H) continue;
+      for (int64_t kj = 0; kj < c->kw; kj++) {
+        int64_t iw = ow * c->sw - c->pl + kj;
+        if (iw < 0 || iw >= c->W) continue;
+        const float *x = c->x + n * c->xs_n + ih * c->xs_h + iw * c->xs_w;
+        const float *w = c->w + (ki * c->kw + kj) * c->C * M + m0;
+        for (int64_t ci = 0; ci < c->C; ci++)
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(x[ci * c->xs_c]),
+                                _mm512_maskz_loadu_ps(mk, w + ci * M), acc);
+      }
+    }
+    if (c->z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mk, c->z + p * M + m0));
+    acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+    _mm512_mask_storeu_ps(c->y + p * M + m0, mk, acc);
+  }
+}
+
+/* A stem tile with the pixel and vector counts as constants, so that its
+ * accumulators stay in registers. */
+#define STEM_CASE(NP, NV)                                                                          \
+  case NV:                                                                                         \
+    stem_tile(NP, NV, c, n, oh, ow, m0, lm, lo, hi);                                               \
+    break;
+#define STEM_NP(NP)                                                                                \
+  static T512 void stem_np##NP(const nat_nhwc *c, int nv, int64_t n, int64_t oh, int64_t ow,       \
+                               int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {                   \
+    switch (nv) {                                                                                  \
+      STEM_CASE(NP, 1)                                                                             \
+      STEM_CASE(NP, 2)                                                                             \
+      STEM_CASE(NP, 3)                                                                             \
+      STEM_CASE(NP, 4)                                                                             \
+    default: break;                                                                                \
+    }                                                                                              \
+  }
+STEM_NP(12)
+STEM_NP(8)
+STEM_NP(6)
+
+/* Pixels per stem tile by vector count: at most 24 accumulators. */
+static T512 void stem_tiles(const nat_nhwc *c, int nv, int np, int64_t n, int64_t oh, int64_t ow,
+                            int64_t m0, __mmask16 lm, __m512 lo, __m512 hi) {
+  if (np == 12)
+    stem_np12(c, nv, n, oh, ow, m0, lm, lo, hi);
+  else if (np == 8)
+    stem_np8(c, nv, n, oh, ow, m0, lm, lo, hi);
+  else
+    stem_np6(c, nv, n, oh, ow, m0, lm, lo, hi);
+}
+
+T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+  /* outputs whose taps all lie inside the row: [jl, jh) */
+  int64_t S = c->sw, jl = (c->pl + S - 1) / S;
+  int64_t jh = c->W - c->kw + c->pl >= 0 ? (c->W - c->kw + c->pl) / S + 1 : 0;
+  if (jh > c->OW) jh = c->OW;
+  if (jl > jh) jl = jh;
+  int64_t width = c->M < 64 ? c->M : 64;
+  int np = width <= 32 ? 12 : width <= 48 ? 8 : 6;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t ow = 0; ow < c->OW;) {
+      if (ow >= jl && ow + np <= jh) {
+        for (int64_t m0 = 0; m0 < c->M; m0 += 64) {
+          int64_t mc = c->M - m0 < 64 ? c->M - m0 : 64;
+          int nv = (int)((mc + 15) / 16);
+          stem_tiles(c, nv, np, n, oh, ow, m0, tail16(mc - 16 * (nv - 1)), lo, hi);
+        }
+        ow += np;
+      } else {
+        stem_pixel(c, n, oh, ow, lo, hi);
+        ow++;
+      }
+    }
+  }
+}
+
+#else
+
+bool nat_nhwc512_available(void) { return false; }
+void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
+void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
+void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y) {}
+void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+
+#endif
