@@ -37,6 +37,10 @@ static const ait_option_def cuda_options[] = {
      "capture each input shape's plan into a CUDA graph replayed per call"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
      "activation layout of convolutions (auto: nhwc except for fp32)"},
+    {"conv", AIT_OPT_ENUM, "auto", "auto|cudnn|gemm",
+     "NHWC convolutions of one group: cudnn, gemm = cuBLASLt GEMMs (1x1 stride 1 read the "
+     "activation as it is, others through an im2col pass), auto = per convolution the faster "
+     "of the two, timed when the plan is made (cudnn under algo=heuristic)"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic",
      "GEMM/conv algorithms: time the heuristic's best candidates, or take its first"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms timed per GEMM/convolution"},
@@ -70,6 +74,10 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   const char *al = ait_backend_config_get(cfg, "algo");
   o->measure = !al || strcmp(al, "heuristic") != 0;
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
+  const char *cv = ait_backend_config_get(cfg, "conv");
+  o->conv = cv && !strcmp(cv, "cudnn")  ? CU_CONV_CUDNN
+            : cv && !strcmp(cv, "gemm") ? CU_CONV_GEMM
+                                        : CU_CONV_AUTO;
   const char *at = ait_backend_config_get(cfg, "attention");
   o->attention = !at || strcmp(at, "off") != 0;
   o->attn_gemm = at && !strcmp(at, "gemm");

@@ -226,9 +226,10 @@ static ait_status trial_fn(void *arg) {
   return gemm_call(t->s, t->p, t->g, t->algo, t->ws);
 }
 
-/* Choose the epilogue cuBLASLt can do and the fastest algorithm. */
-static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
-  gemm_prm *g = st->prm;
+/* Choose the epilogue cuBLASLt can do and the fastest algorithm; *ms its
+ * measured time (0 when not measured). */
+static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
+  *ms_out = 0.0f;
   AIT_TRY(cu_need_lt(s));
   AIT_TRY(make_layouts(p, g));
   bool want_bias = g->bias >= 0, want_relu = g->act == CUK_RELU;
@@ -295,6 +296,7 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
             CUBLAS_STATUS_SUCCESS &&
         chk.workspaceSize <= (size_t)s->o.ws_bytes) {
       g->ws = chk.workspaceSize;
+      *ms_out = known->ms;
       return AIT_OK;
     }
   }
@@ -324,12 +326,18 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   memcpy(a.lt, &g->algo, sizeof a.lt);
   a.ws = (int64_t)g->ws;
   a.ms = best_ms;
+  *ms_out = best_ms;
   return cu_algo_put(s, &a);
+}
+
+static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
+  float ms;
+  return gemm_choose(s, p, st->prm, &ms);
 }
 
 /* ---- lowering ------------------------------------------------------------ */
 
-static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
+static void set_key(cu_planner *pl, gemm_prm *g) {
   cu_plan *p = pl->p;
   snprintf(g->key, sizeof g->key,
            "lt|%s|%s|%c%c|m%lld n%lld k%lld|b%d sa%lld sb%lld sy%lld|loop%d|c%d|bias%d",
@@ -337,6 +345,10 @@ static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
            g->tb ? 'T' : 'N', (long long)g->M, (long long)g->N, (long long)g->K, g->batch,
            (long long)g->sa, (long long)g->sb, (long long)g->sy, g->n_loop, g->c >= 0,
            g->bias >= 0);
+}
+
+static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
+  set_key(pl, g);
   cu_step *s;
   int64_t *off = g->off; /* cu_step_add frees g, not what it points to */
   ait_status st =
@@ -601,6 +613,60 @@ ait_status cu_lower_matmul(cu_planner *pl, const ait_node *n) {
   AIT_TRY(emit(pl, n, g));
   gemm_prm *gp = pl->p->steps[pl->p->n_steps - 1].prm;
   return z >= 0 ? add_after(pl, n, gp, z, 1.0f) : AIT_OK;
+}
+
+/* ---- GEMMs owned by other steps (convolutions) ---------------------------- */
+
+ait_status cu_gemm_nt(cu_planner *pl, int x, int w, int bias_v, int z, int y, int64_t M, int64_t N,
+                      int64_t K, int act, const float *ap, cu_gemm **out) {
+  *out = NULL;
+  gemm_prm *g = new_prm();
+  if (!g) return AIT_E_NOMEM;
+  g->a = x;
+  g->b = w;
+  g->y = y;
+  g->tb = true;
+  g->M = M;
+  g->N = N;
+  g->K = K;
+  g->act = act;
+  g->ap[0] = ap ? ap[0] : 0.0f;
+  g->ap[1] = ap ? ap[1] : 0.0f;
+  g->c = z;
+  bool used = true;
+  ait_status st = bias_v >= 0 ? use_bias(pl, bias_v, N, g, &used) : AIT_OK;
+  if (!st && !used)
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: GEMM bias must be a constant of N values");
+  if (st) {
+    free(g);
+    return st;
+  }
+  set_key(pl, g);
+  *out = g;
+  return AIT_OK;
+}
+
+ait_status cu_gemm_choose(cu_state *s, cu_plan *p, cu_gemm *g, float *ms) {
+  return gemm_choose(s, p, g, ms);
+}
+
+ait_status cu_gemm_exec(cu_state *s, cu_plan *p, cu_gemm *g) {
+  AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
+  return gemm_post(s, p, g);
+}
+
+void cu_gemm_uses(cu_step *st, const cu_gemm *g) {
+  cu_step_use(st, g->a);
+  cu_step_use(st, g->b);
+  cu_step_use(st, g->c);
+  cu_step_use(st, g->bias);
+  cu_step_use(st, g->y);
+}
+
+void cu_gemm_free(cu_gemm *g) {
+  if (!g) return;
+  gemm_release(g);
+  free(g);
 }
 
 #endif

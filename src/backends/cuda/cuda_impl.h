@@ -71,7 +71,12 @@ typedef struct cu_opts {
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
   bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
+  int conv;      /* CU_CONV_*: how NHWC convolutions of one group run */
 } cu_opts;
+
+/* conv=auto: cuDNN's best and the GEMM form timed, the faster kept; cudnn:
+ * cuDNN only; gemm: the GEMM form wherever it applies. */
+enum { CU_CONV_AUTO = 0, CU_CONV_CUDNN, CU_CONV_GEMM };
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o);
 const char *cu_prec_name(cu_prec p);
@@ -395,6 +400,23 @@ int cu_binary_code(const char *op_type);
  * base + sum(coord_k * st[k]) elements. */
 ait_status cu_emit_copy(cu_planner *pl, int node, const char *what, int src, int dst, int64_t base,
                         const int64_t *st);
+/* A GEMM another step runs (cuda_gemm.c; convolutions in NHWC):
+ * Y[M, N] = act(X[M, K] W[N, K]^T + bias + Z) on tensors x, w, y, z (row
+ * major; an NHWC tensor is [N * H * W, C]); bias_v a constant value of N
+ * numbers or -1, z a tensor of Y's size or -1. The owner chooses its
+ * algorithm in its prep (*ms: the measured time, 0 when not measured), runs
+ * it, declares its tensors and frees it. */
+typedef struct gemm_prm cu_gemm;
+ait_status cu_gemm_nt(cu_planner *pl, int x, int w, int bias_v, int z, int y, int64_t M, int64_t N,
+                      int64_t K, int act, const float *ap, cu_gemm **out);
+ait_status cu_gemm_choose(cu_state *s, cu_plan *p, cu_gemm *g, float *ms);
+ait_status cu_gemm_exec(cu_state *s, cu_plan *p, cu_gemm *g);
+void cu_gemm_uses(cu_step *st, const cu_gemm *g);
+void cu_gemm_free(cu_gemm *g);
+/* A tensor over device memory the state owns (a weight in another format). */
+ait_status cu_weight_tensor(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims, void *ptr,
+                            int *t);
+
 /* cuk activation code of a fused activation; false when there is none. */
 bool cu_act_code(const ait_act *a, int *code, float *p);
 

@@ -307,6 +307,42 @@ extern "C" cudaError_t cuk_pool2d(cudaStream_t s, const cuk_pool *p) {
   return cudaGetLastError();
 }
 
+/* One thread per unit of U bytes of a column row; units never straddle
+ * two (r, s) positions (C * es is a multiple of sizeof(U)). */
+template <typename U> __global__ void im2col_kernel(cuk_im2col p) {
+  const int per = (int)sizeof(U) / p.es; /* elements per unit */
+  int64_t upr = p.kp / per, n_units = p.N * p.OH * p.OW * upr;
+  int64_t rsc = p.R * p.S * p.C, stride = (int64_t)gridDim.x * blockDim.x;
+  const U *x = (const U *)p.x;
+  U *y = (U *)p.y;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_units; i += stride) {
+    int64_t m = i / upr, col = (i % upr) * per;
+    U v{};
+    if (col < rsc) {
+      int64_t c = col % p.C, rs = col / p.C, r = rs / p.S, sx = rs % p.S;
+      int64_t ow = m % p.OW, oh = (m / p.OW) % p.OH, n = m / (p.OW * p.OH);
+      int64_t h = oh * p.str_h - p.pad_h + r * p.dil_h, w = ow * p.str_w - p.pad_w + sx * p.dil_w;
+      if (h >= 0 && h < p.H && w >= 0 && w < p.W)
+        v = x[(((n * p.H + h) * p.W + w) * p.C + c) / per];
+    }
+    y[i] = v;
+  }
+}
+
+extern "C" cudaError_t cuk_im2col_nhwc(cudaStream_t s, const cuk_im2col *p) {
+  int64_t n = p->N * p->OH * p->OW * p->kp;
+  if (n <= 0) return cudaSuccess;
+  if ((p->C * p->es) % 16 == 0 && (p->kp * p->es) % 16 == 0)
+    im2col_kernel<uint4><<<cuk_blocks(n * p->es / 16, 256), 256, 0, s>>>(*p);
+  else if (p->es == 2)
+    im2col_kernel<uint16_t><<<cuk_blocks(n, 256), 256, 0, s>>>(*p);
+  else if (p->es == 4)
+    im2col_kernel<uint32_t><<<cuk_blocks(n, 256), 256, 0, s>>>(*p);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
 __global__ void gpool_kernel(int dt, int nhwc, int max, const void *x, void *y, int64_t N,
                              int64_t C, int64_t HW) {
   int64_t n_out = N * C, stride = (int64_t)gridDim.x * blockDim.x;
