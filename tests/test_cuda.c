@@ -960,6 +960,15 @@ static void test_model_file(const char *path, bool device) {
               tmp < l + len;
     }
     CHECK(fused);
+    /* cu_pass_qkv: one GEMM per layer for Q, K and V, its Split absorbed by
+     * the fused attention (no Split step) */
+    CHECK(text && strstr(text, "_qkv") && !strstr(text, " Split "));
+    free(text);
+    text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,attention=gemm", g, (const ait_tensor *const *)in,
+                                g->n_inputs, &text),
+              AIT_OK, NULL);
+    CHECK(text && !strstr(text, "_qkv"));
     free(text);
   }
   if (ok && n_sup == g->n_nodes && device) {

@@ -170,6 +170,10 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   if (!copy) return AIT_E_NOMEM;
   nat_pass_stats stats;
   ait_status st = nat_run_passes(copy, &stats);
+  cu_opts o;
+  int merged = 0;
+  if (!st) st = cu_opts_parse(cfg, &o);
+  if (!st) st = cu_pass_qkv(copy, &o, &merged);
   if (st) {
     ait_graph_free(copy);
     return ait_err_prefix(st, "cuda: graph passes");

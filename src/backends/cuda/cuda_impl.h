@@ -271,6 +271,10 @@ typedef struct cu_attn_match {
   int mask;                   /* value, or -1 */
   float scale;
   bool fused;
+  /* Q, K and V are Reshapes of one Split of qkv [B, S, 3N] (cu_pass_qkv):
+   * read in place at these element offsets (-1: not so) */
+  int qkv;
+  int64_t qkv_off[3];
 } cu_attn_match;
 
 enum { CU_ROLE_NONE = 0, CU_ROLE_SKIP, CU_ROLE_ATTN, CU_ROLE_NO_Z, CU_ROLE_MASKED_SOFTMAX };
@@ -285,6 +289,10 @@ typedef struct cu_planner {
   cu_attn_match *m;
   int n_m;
 } cu_planner;
+
+/* Merge the Q, K and V projections of attention into one GEMM and a Split
+ * (cuda_qkv.c); *merged counts the merges. */
+ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged);
 
 /* Find attention patterns in pl->g and set roles (cuda_attn.c). */
 /* dtype=fp8: when tensor y is written by a LayerNormalization step that can
