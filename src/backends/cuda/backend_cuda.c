@@ -50,6 +50,9 @@ static const ait_option_def cuda_options[] = {
      "WMMA kernel for every head size, gemm = batched cuBLASLt GEMMs around a masked softmax, "
      "auto = on where the FlashAttention-2 kernel applies, else the WMMA kernel when it fills "
      "the GPU (>= 2 blocks per SM), else gemm; off = as written"},
+    {"qkv", AIT_OPT_BOOL, "on", NULL,
+     "bf16/fp16/fp8 with fused attention: the Q, K and V projections of one input as one GEMM "
+     "(concatenated weights), read in place by the attention kernel"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };
@@ -74,6 +77,8 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   const char *al = ait_backend_config_get(cfg, "algo");
   o->measure = !al || strcmp(al, "heuristic") != 0;
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
+  const char *qk = ait_backend_config_get(cfg, "qkv");
+  o->qkv = !qk || strcmp(qk, "off") != 0;
   const char *cv = ait_backend_config_get(cfg, "conv");
   o->conv = cv && !strcmp(cv, "cudnn")  ? CU_CONV_CUDNN
             : cv && !strcmp(cv, "gemm") ? CU_CONV_GEMM

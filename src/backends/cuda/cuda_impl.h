@@ -72,6 +72,7 @@ typedef struct cu_opts {
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
   bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
   int conv;      /* CU_CONV_*: how NHWC convolutions of one group run */
+  bool qkv;      /* merge Q/K/V projections (cu_pass_qkv) */
 } cu_opts;
 
 /* conv=auto: cuDNN's best and the GEMM form timed, the faster kept; cudnn:

@@ -15,7 +15,8 @@
  * through strides, so the Split costs nothing; elsewhere the Split runs as
  * three strided copies.
  *
- * Only for 16-bit and fp8 storage with attention=auto|on (the fused
+ * Only under qkv=on (the default), for 16-bit and fp8 storage with
+ * attention=auto|on (the fused
  * kernel's cases), and only for three products of the same X with constant
  * float32 weights of the same [K, N], the same bias presence, no residual,
  * activation or scale, each read once by a Reshape whose result a Transpose
@@ -155,7 +156,7 @@ static ait_status merge(nat_uses *u, const int *p) {
 
 ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged) {
   *merged = 0;
-  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8) || !o->attention ||
+  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8) || !o->qkv || !o->attention ||
       o->attn_gemm || o->attn_wmma)
     return AIT_OK;
   nat_uses u;
