@@ -260,7 +260,8 @@ static ait_graph *cnn_model(void) {
 /* Convolutions for the GEMM form: a 3x3 stride-2 padded conv + Relu
  * (im2col, 16-byte units), a 1x1 conv with bias, a residual and Relu (the
  * activation read as it is, everything in the cuBLASLt epilogue), a 3x3
- * dilated conv without bias (im2col, no epilogue): y [N, 8, 5, 5]. */
+ * dilated conv without bias (im2col, no epilogue): y [N, 8, 5, 5]; max,
+ * average and global average pooling of the residual block's output. */
 static ait_graph *conv_gemm_model(void) {
   static float w1[16 * 16 * 9], b1[16], w2[16 * 16], b2[16], w3[8 * 16 * 9];
   static const int64_t dx[4] = {-1, 16, 10, 10}, dw1[4] = {16, 16, 3, 3}, d16[1] = {16},
@@ -287,6 +288,20 @@ static ait_graph *conv_gemm_model(void) {
   int c3 = tb_node(m, "Conv", "c3", IN("h2", "w3"), IN("y"));
   tb_attr_ints(m, c3, "pads", 4, pad2);
   tb_attr_ints(m, c3, "dilations", 2, dil2);
+  /* NHWC pooling, 8 channels per thread */
+  static const int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, dmp[4] = {-1, 16, 3, 3},
+                       dap[4] = {-1, 16, 4, 4}, dgp[4] = {-1, 16, 1, 1};
+  tb_output(m, "mp", AIT_FLOAT32, 4, dmp);
+  tb_output(m, "ap", AIT_FLOAT32, 4, dap);
+  tb_output(m, "gp", AIT_FLOAT32, 4, dgp);
+  int mp = tb_node(m, "MaxPool", "maxpool", IN("h2"), IN("mp"));
+  tb_attr_ints(m, mp, "kernel_shape", 2, k3);
+  tb_attr_ints(m, mp, "strides", 2, str2);
+  tb_attr_ints(m, mp, "pads", 4, pad1);
+  int ap = tb_node(m, "AveragePool", "avgpool", IN("h2"), IN("ap"));
+  tb_attr_ints(m, ap, "kernel_shape", 2, k2);
+  tb_attr_ints(m, ap, "strides", 2, one);
+  tb_node(m, "GlobalAveragePool", "gap", IN("h2"), IN("gp"));
   return parse(m);
 }
 

@@ -16,11 +16,10 @@
  * three strided copies.
  *
  * Only under qkv=on (the default), for 16-bit and fp8 storage with
- * attention=auto|on (the fused
- * kernel's cases), and only for three products of the same X with constant
- * float32 weights of the same [K, N], the same bias presence, no residual,
- * activation or scale, each read once by a Reshape whose result a Transpose
- * reads once. */
+ * attention=auto|on (the fused kernel's cases), and only for three products
+ * of the same X with constant float32 weights of the same [K, N], the same
+ * bias presence, no residual, activation or scale, each read once by a
+ * Reshape whose result a Transpose reads once. */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdio.h>
