@@ -186,6 +186,7 @@ static const char *const specs[] = {"cuda",
                                     "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
                                     "cuda:dtype=bf16,conv=gemm",
                                     "cuda:dtype=tf32,conv=gemm,graphs=off",
+                                    "cuda:dtype=fp8,fp8_amax=on",
                                     NULL};
 
 static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***inputs,
@@ -781,6 +782,7 @@ static void test_small_models(void) {
   static const char *const ln_specs[] = {"cuda:dtype=bf16",
                                          "cuda:dtype=fp16",
                                          "cuda:dtype=fp8",
+                                         "cuda:dtype=fp8,fp8_amax=on",
                                          "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
                                          "cuda",
                                          NULL};
@@ -998,6 +1000,8 @@ static void test_model_file(const char *path, bool device) {
                                               "cuda:dtype=fp16,attention=wmma",
                                               "cuda:dtype=bf16,conv=gemm",
                                               "cuda:dtype=fp16,conv=cudnn",
+                                              "cuda:dtype=fp8,fp8_amax=on,fp8_fast_accum=on",
+                                              "cuda:dtype=bf16,qkv=off",
                                               NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);

@@ -30,6 +30,9 @@ static const ait_option_def cuda_options[] = {
      "scales: quant's fp8dq; needs compute capability >= 8.9)"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
      "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
+    {"fp8_amax", AIT_OPT_BOOL, "off", NULL,
+     "dtype=fp8: an fp8 GEMM feeding another has cuBLASLt compute its output's absmax "
+     "(AMAX_D) for the next one's quantization, one pass less (kept only where it runs)"},
     {"gelu", AIT_OPT_ENUM, "auto", "auto|exact",
      "GELU after a GEMM: auto = cuBLASLt's tanh-approximated epilogue for bf16/fp16/fp8 "
      "(differs by < 1e-3), exact = erf in a separate pass"},
@@ -77,6 +80,8 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   const char *al = ait_backend_config_get(cfg, "algo");
   o->measure = !al || strcmp(al, "heuristic") != 0;
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
+  const char *fa8 = ait_backend_config_get(cfg, "fp8_amax");
+  o->fp8_amax = fa8 && !strcmp(fa8, "on");
   const char *qk = ait_backend_config_get(cfg, "qkv");
   o->qkv = !qk || strcmp(qk, "off") != 0;
   const char *cv = ait_backend_config_get(cfg, "conv");

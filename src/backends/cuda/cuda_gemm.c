@@ -57,6 +57,13 @@ typedef struct gemm_prm {
   int xq, xs;            /* tensors: the activation in e4m3, its absmax and scale */
   struct gemm_prm *qsrc; /* an earlier fp8 GEMM that quantizes the same activation */
   int parts;             /* > 0: the activation's producer wrote this many absmax partials */
+  /* fp8_amax=on: an fp8 GEMM whose output an fp8 GEMM quantizes next has
+   * cuBLASLt write the output's absmax (AMAX_D) into that GEMM's scale
+   * buffer (tensor amax_t, at + 8), sparing it the absmax pass; amax_ok
+   * when cuBLASLt took it (prep), else the consumer finds it itself */
+  int amax_t;
+  bool amax_ok;
+  struct gemm_prm *amax_src; /* the producer that writes this GEMM's absmax */
 } gemm_prm;
 
 static void gemm_release(void *prm) {
@@ -111,6 +118,10 @@ static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as, "A scale"));
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bs, sizeof bs, "B scale"));
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast, "fast accumulation"));
+    if (g->amax_ok) {
+      void *am = (float *)cu_ptr(p, g->amax_t) + 8;
+      AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &am, sizeof am, "amax D"));
+    }
   }
   AIT_TRY(cu_check_lt(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
@@ -202,12 +213,12 @@ static ait_status gemm_run(cu_state *s, cu_plan *p, cu_step *st) {
   if (g->fp8 && (!g->qsrc || !g->qsrc->fp8)) { /* else quantized already by qsrc */
     const void *x = cu_ptr(p, g->a);
     int dt = p->t[g->a].dt;
-    AIT_TRY(cu_check(
-        g->parts > 0
-            ? cuk_fp8_quantize_parts(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), g->parts,
-                                     cu_ptr(p, g->xq))
-            : cuk_fp8_quantize(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), cu_ptr(p, g->xq)),
-        "fp8 activation quantization"));
+    int parts = g->amax_src && g->amax_src->amax_ok ? 1 : g->parts;
+    AIT_TRY(cu_check(parts > 0 ? cuk_fp8_quantize_parts(s->stream, dt, x, g->M * g->K,
+                                                        cu_ptr(p, g->xs), parts, cu_ptr(p, g->xq))
+                               : cuk_fp8_quantize(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs),
+                                                  cu_ptr(p, g->xq)),
+                     "fp8 activation quantization"));
   }
   AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
   return gemm_post(s, p, g);
@@ -228,7 +239,7 @@ static ait_status trial_fn(void *arg) {
 
 /* Choose the epilogue cuBLASLt can do and the fastest algorithm; *ms its
  * measured time (0 when not measured). */
-static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
+static ait_status gemm_choose1(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
   *ms_out = 0.0f;
   AIT_TRY(cu_need_lt(s));
   AIT_TRY(make_layouts(p, g));
@@ -284,10 +295,11 @@ static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_ou
   if (g->post_bias && !g->bias_f32)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: no bias epilogue for %s", g->key);
   char key[CU_KEY_LEN];
-  snprintf(key, sizeof key, "%s|e%d%s", g->key, epi,
+  snprintf(key, sizeof key, "%s|e%d%s%s", g->key, epi,
            !g->fp8         ? ""
            : s->o.fp8_fast ? "|fp8fast"
-                           : "|fp8");
+                           : "|fp8",
+           g->amax_ok ? "|amax" : "");
   const cu_algo *known = cu_algo_find(s, key);
   if (known) {
     cublasLtMatmulHeuristicResult_t chk;
@@ -328,6 +340,23 @@ static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_ou
   a.ms = best_ms;
   *ms_out = best_ms;
   return cu_algo_put(s, &a);
+}
+
+/* gemm_choose1, first with cuBLASLt's AMAX_D where asked: kept only when
+ * the epilogue does all (no pass after the GEMM changes the output) and one
+ * call runs; else chosen again without. */
+static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
+  g->amax_ok = g->amax_t >= 0 && g->fp8;
+  if (g->amax_ok) {
+    ait_status r = gemm_choose1(s, p, g, ms_out);
+    if (!r && (!g->fp8 || g->post_bias || g->post_act)) r = AIT_E_UNSUPPORTED;
+    if (!r) r = gemm_call(s, p, g, &g->algo, g->ws);
+    if (!r) r = cu_check(cudaStreamSynchronize(s->stream), "GEMM with amax");
+    if (!r) return AIT_OK;
+    ait_err_clear();
+    g->amax_ok = false;
+  }
+  return gemm_choose1(s, p, g, ms_out);
 }
 
 static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
@@ -375,7 +404,7 @@ static gemm_prm *new_prm(void) {
     ait_err(AIT_E_NOMEM, "cuda: out of memory");
     return NULL;
   }
-  g->c = g->bias = g->xq = g->xs = -1;
+  g->c = g->bias = g->xq = g->xs = g->amax_t = -1;
   g->alpha = 1.0f;
   g->beta = 1.0f;
   g->batch = 1;
@@ -444,6 +473,15 @@ static ait_status try_fp8(cu_planner *pl, gemm_prm *g, int wv, bool nk) {
     AIT_TRY(cu_temp(pl, AIT_FLOAT32, 1, &ds, CU_PLAIN, &g->xs));
     /* after a LayerNorm, its kernel finds the absmax: one pass less */
     g->parts = cu_layernorm_amax(pl, g->a, g->xs);
+    /* after an fp8 GEMM, cuBLASLt may (fp8_amax=on) */
+    for (int i = p->n_steps - 1; i >= 0 && !g->parts && pl->s->o.fp8_amax && !g->amax_src; i--) {
+      gemm_prm *o = p->steps[i].run == gemm_run ? p->steps[i].prm : NULL;
+      if (o && o->fp8 && o->y == g->a && o->amax_t < 0 && !o->n_loop) {
+        o->amax_t = g->xs;
+        g->amax_src = o;
+        cu_step_use(&p->steps[i], g->xs); /* the scale buffer lives from there */
+      }
+    }
   }
   g->w8 = dev;
   g->wsc = (const float *)((char *)dev + cu_e4m3_scale_offset(g->K * g->N));

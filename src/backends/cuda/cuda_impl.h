@@ -70,6 +70,7 @@ typedef struct cu_opts {
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  bool fp8_amax; /* dtype=fp8: fp8 GEMM -> fp8 GEMM absmax by cuBLASLt (AMAX_D) */
   bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
   int conv;      /* CU_CONV_*: how NHWC convolutions of one group run */
   bool qkv;      /* merge Q/K/V projections (cu_pass_qkv) */
