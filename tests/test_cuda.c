@@ -475,6 +475,25 @@ static ait_graph *gather_model(void) {
   return parse(m);
 }
 
+/* Embedding rows of 64 (a 16-byte-unit gather in 16-bit storage) plus a
+ * position table broadcast over the batch, times a same-shape input (the
+ * vectorised binary ops): y [N, 8, 64]. */
+static ait_graph *embed_model(void) {
+  static float emb[50 * 64], pos[8 * 64];
+  static const int64_t di[2] = {-1, 8}, de[2] = {50, 64}, dp[3] = {1, 8, 64}, dy[3] = {-1, 8, 64};
+  fill(emb, 50 * 64, 1.0f), fill(pos, 8 * 64, 0.5f);
+  tb_model *m = tb_new(13);
+  tb_input(m, "ids", AIT_INT64, 2, di);
+  tb_input(m, "g", AIT_FLOAT32, 3, dy);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "emb", 2, de, emb);
+  tb_init_f32(m, "pos", 3, dp, pos);
+  tb_node(m, "Gather", "embed", IN("emb", "ids"), IN("e"));
+  tb_node(m, "Add", "add", IN("e", "pos"), IN("s"));
+  tb_node(m, "Mul", "mul", IN("s", "g"), IN("y"));
+  return parse(m);
+}
+
 /* Reshape to a shape given as an input (a host input: its values are part
  * of the plan's signature), then Relu. */
 static ait_graph *reshape_model(void) {
@@ -833,6 +852,18 @@ static void test_small_models(void) {
   if (g) check_all_specs("fp8 mlp", g, fsets, 3);
   ait_tensor_free(fa);
   ait_tensor_free(fb);
+  ait_graph_free(g);
+
+  g = embed_model();
+  const int64_t de[2] = {3, 8}, dge[3] = {3, 8, 64};
+  ait_tensor *eids = ait_tensor_new(AIT_INT64, 2, de), *eg = rand_tensor(3, dge, 1.0f);
+  for (int i = 0; i < 24; i++)
+    ((int64_t *)eids->data)[i] = (i * 13) % 50;
+  ait_tensor *ein[2] = {eids, eg};
+  ait_tensor **esets[1] = {ein};
+  if (g) check_all_specs("embedding", g, esets, 1);
+  ait_tensor_free(eids);
+  ait_tensor_free(eg);
   ait_graph_free(g);
 
   g = gather_model();
