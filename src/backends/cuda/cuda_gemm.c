@@ -350,8 +350,15 @@ static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_ou
   if (g->amax_ok) {
     ait_status r = gemm_choose1(s, p, g, ms_out);
     if (!r && (!g->fp8 || g->post_bias || g->post_act)) r = AIT_E_UNSUPPORTED;
+    /* a call must write the absmax: a NaN there before must be gone after */
+    float *am = (float *)cu_ptr(p, g->amax_t) + 8, got = 0.0f;
+    if (!r) r = cu_check(cudaMemsetAsync(am, 0xff, sizeof(float), s->stream), "GEMM with amax");
     if (!r) r = gemm_call(s, p, g, &g->algo, g->ws);
+    if (!r)
+      r = cu_check(cudaMemcpyAsync(&got, am, sizeof got, cudaMemcpyDeviceToHost, s->stream),
+                   "GEMM with amax");
     if (!r) r = cu_check(cudaStreamSynchronize(s->stream), "GEMM with amax");
+    if (!r && (got != got || got < 0.0f)) r = AIT_E_UNSUPPORTED; /* not written */
     if (!r) return AIT_OK;
     ait_err_clear();
     g->amax_ok = false;
