@@ -184,6 +184,9 @@ static const char *const specs[] = {"cuda",
                                     "cuda:dtype=fp16,gelu=exact",
                                     "cuda:dtype=fp8",
                                     "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
+                                    "cuda:dtype=bf16,conv=gemm",
+                                    "cuda:dtype=tf32,conv=gemm,graphs=off",
+                                    "cuda:dtype=fp8,fp8_amax=on",
                                     NULL};
 
 static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***inputs,
@@ -252,6 +255,80 @@ static ait_graph *cnn_model(void) {
   tb_node(m, "Gemm", "fc", IN("f1", "w3", "c3"), IN("h1"));
   int sm = tb_node(m, "Softmax", "softmax", IN("h1"), IN("y"));
   tb_attr_int(m, sm, "axis", 1);
+  return parse(m);
+}
+
+/* Convolutions for the GEMM form: a 3x3 stride-2 padded conv + Relu
+ * (im2col, 16-byte units), a 1x1 conv with bias, a residual and Relu (the
+ * activation read as it is, everything in the cuBLASLt epilogue), a 3x3
+ * dilated conv without bias (im2col, no epilogue): y [N, 8, 5, 5]; max,
+ * average and global average pooling of the residual block's output. */
+static ait_graph *conv_gemm_model(void) {
+  static float w1[16 * 16 * 9], b1[16], w2[16 * 16], b2[16], w3[8 * 16 * 9];
+  static const int64_t dx[4] = {-1, 16, 10, 10}, dw1[4] = {16, 16, 3, 3}, d16[1] = {16},
+                       dw2[4] = {16, 16, 1, 1}, dw3[4] = {8, 16, 3, 3}, dy[4] = {-1, 8, 5, 5},
+                       pad1[4] = {1, 1, 1, 1}, str2[2] = {2, 2}, pad2[4] = {2, 2, 2, 2},
+                       dil2[2] = {2, 2};
+  fill(w1, 16 * 16 * 9, 0.2f), fill(b1, 16, 0.1f), fill(w2, 256, 0.3f), fill(b2, 16, 0.1f);
+  fill(w3, 8 * 16 * 9, 0.2f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "w1", 4, dw1, w1);
+  tb_init_f32(m, "b1", 1, d16, b1);
+  tb_init_f32(m, "w2", 4, dw2, w2);
+  tb_init_f32(m, "b2", 1, d16, b2);
+  tb_init_f32(m, "w3", 4, dw3, w3);
+  int c1 = tb_node(m, "Conv", "c1", IN("x", "w1", "b1"), IN("a1"));
+  tb_attr_ints(m, c1, "pads", 4, pad1);
+  tb_attr_ints(m, c1, "strides", 2, str2);
+  tb_node(m, "Relu", "r1", IN("a1"), IN("h1"));
+  tb_node(m, "Conv", "c2", IN("h1", "w2", "b2"), IN("a2"));
+  tb_node(m, "Add", "res", IN("a2", "h1"), IN("s2"));
+  tb_node(m, "Relu", "r2", IN("s2"), IN("h2"));
+  int c3 = tb_node(m, "Conv", "c3", IN("h2", "w3"), IN("y"));
+  tb_attr_ints(m, c3, "pads", 4, pad2);
+  tb_attr_ints(m, c3, "dilations", 2, dil2);
+  /* NHWC pooling, 8 channels per thread */
+  static const int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, one[2] = {1, 1}, dmp[4] = {-1, 16, 3, 3},
+                       dap[4] = {-1, 16, 4, 4}, dgp[4] = {-1, 16, 1, 1};
+  tb_output(m, "mp", AIT_FLOAT32, 4, dmp);
+  tb_output(m, "ap", AIT_FLOAT32, 4, dap);
+  tb_output(m, "gp", AIT_FLOAT32, 4, dgp);
+  int mp = tb_node(m, "MaxPool", "maxpool", IN("h2"), IN("mp"));
+  tb_attr_ints(m, mp, "kernel_shape", 2, k3);
+  tb_attr_ints(m, mp, "strides", 2, str2);
+  tb_attr_ints(m, mp, "pads", 4, pad1);
+  int ap = tb_node(m, "AveragePool", "avgpool", IN("h2"), IN("ap"));
+  tb_attr_ints(m, ap, "kernel_shape", 2, k2);
+  tb_attr_ints(m, ap, "strides", 2, one);
+  tb_node(m, "GlobalAveragePool", "gap", IN("h2"), IN("gp"));
+  return parse(m);
+}
+
+/* Add + LayerNormalization over 768, then a MatMul + bias (an fp8 GEMM
+ * under dtype=fp8, whose activation absmax the LayerNorm writes from 4096
+ * rows): outputs y [N, 128, 64] and the LayerNorm's h [N, 128, 768]. */
+static ait_graph *ln_model(void) {
+  static float g[768], b[768], w[768 * 64], c[64];
+  static const int64_t dx[3] = {-1, 128, 768}, dy[3] = {-1, 128, 64}, d768[1] = {768},
+                       dw[2] = {768, 64}, d64[1] = {64};
+  for (int i = 0; i < 768; i++)
+    g[i] = 1.0f + 0.5f * frand(), b[i] = 0.1f * frand();
+  fill(w, 768 * 64, 0.05f), fill(c, 64, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_input(m, "r", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_output(m, "h", AIT_FLOAT32, 3, dx);
+  tb_init_f32(m, "gamma", 1, d768, g);
+  tb_init_f32(m, "beta", 1, d768, b);
+  tb_init_f32(m, "w", 2, dw, w);
+  tb_init_f32(m, "c", 1, d64, c);
+  tb_node(m, "Add", "res", IN("x", "r"), IN("s"));
+  tb_node(m, "LayerNormalization", "ln", IN("s", "gamma", "beta"), IN("h"));
+  tb_node(m, "MatMul", "mm", IN("h", "w"), IN("y0"));
+  tb_node(m, "Add", "bias", IN("y0", "c"), IN("y"));
   return parse(m);
 }
 
@@ -395,6 +472,25 @@ static ait_graph *gather_model(void) {
   tb_attr_int(m, c, "to", AIT_FLOAT32);
   tb_node(m, "Mul", "mul", IN("f", "three"), IN("f3"));
   tb_node(m, "Where", "where", IN("cond", "f3", "f"), IN("z"));
+  return parse(m);
+}
+
+/* Embedding rows of 64 (a 16-byte-unit gather in 16-bit storage) plus a
+ * position table broadcast over the batch, times a same-shape input (the
+ * vectorised binary ops): y [N, 8, 64]. */
+static ait_graph *embed_model(void) {
+  static float emb[50 * 64], pos[8 * 64];
+  static const int64_t di[2] = {-1, 8}, de[2] = {50, 64}, dp[3] = {1, 8, 64}, dy[3] = {-1, 8, 64};
+  fill(emb, 50 * 64, 1.0f), fill(pos, 8 * 64, 0.5f);
+  tb_model *m = tb_new(13);
+  tb_input(m, "ids", AIT_INT64, 2, di);
+  tb_input(m, "g", AIT_FLOAT32, 3, dy);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "emb", 2, de, emb);
+  tb_init_f32(m, "pos", 3, dp, pos);
+  tb_node(m, "Gather", "embed", IN("emb", "ids"), IN("e"));
+  tb_node(m, "Add", "add", IN("e", "pos"), IN("s"));
+  tb_node(m, "Mul", "mul", IN("s", "g"), IN("y"));
   return parse(m);
 }
 
@@ -553,6 +649,12 @@ static void test_dry_small(void) {
   if (g) check_dry("mlp", g, &a);
   ait_tensor_free(a);
   ait_graph_free(g);
+  g = conv_gemm_model();
+  const int64_t dg[4] = {2, 16, 10, 10};
+  a = rand_tensor(4, dg, 1.0f);
+  if (g) check_dry("conv gemm", g, &a);
+  ait_tensor_free(a);
+  ait_graph_free(g);
   g = cnn_model();
   const int64_t dc[4] = {2, 3, 12, 12};
   a = rand_tensor(4, dc, 1.0f);
@@ -672,6 +774,45 @@ static void test_small_models(void) {
   ait_tensor_free(x);
   ait_graph_free(g);
 
+  /* the GEMM form of convolutions, against cuDNN and the reference */
+  g = conv_gemm_model();
+  const int64_t dg[4] = {2, 16, 10, 10};
+  x = rand_tensor(4, dg, 1.0f);
+  static const char *const conv_specs[] = {"cuda:dtype=bf16,conv=gemm",
+                                           "cuda:dtype=fp16,conv=gemm",
+                                           "cuda:dtype=tf32,conv=gemm",
+                                           "cuda:dtype=fp32,layout=nhwc,conv=gemm",
+                                           "cuda:dtype=bf16,conv=cudnn",
+                                           "cuda:dtype=bf16",
+                                           "cuda:dtype=fp16,conv=gemm,graphs=off",
+                                           NULL};
+  for (int i = 0; g && conv_specs[i]; i++)
+    check_backend("conv gemm", conv_specs[i], g, one, 1);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+
+  /* LayerNorm at 128 rows (block per row) and 4096 rows (warp per row,
+   * and under fp8 the absmax partials for the GEMM after it) */
+  g = ln_model();
+  const int64_t dl1[3] = {1, 128, 768}, dl32[3] = {32, 128, 768};
+  ait_tensor *l1[2] = {rand_tensor(3, dl1, 1.0f), rand_tensor(3, dl1, 1.0f)};
+  ait_tensor *l32[2] = {rand_tensor(3, dl32, 1.0f), rand_tensor(3, dl32, 1.0f)};
+  ait_tensor **lsets[2] = {l1, l32};
+  static const char *const ln_specs[] = {"cuda:dtype=bf16",
+                                         "cuda:dtype=fp16",
+                                         "cuda:dtype=fp8",
+                                         "cuda:dtype=fp8,fp8_amax=on",
+                                         "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
+                                         "cuda",
+                                         NULL};
+  for (int i = 0; g && ln_specs[i]; i++)
+    check_backend("layernorm 4096 rows", ln_specs[i], g, lsets, 2);
+  for (int i = 0; i < 2; i++) {
+    ait_tensor_free(l1[i]);
+    ait_tensor_free(l32[i]);
+  }
+  ait_graph_free(g);
+
   g = attn_model();
   const int64_t dx[3] = {2, 4, 6}, dk[3] = {2, 6, 4}, dm[3] = {2, 1, 4};
   ait_tensor *in[3] = {rand_tensor(3, dx, 1.0f), rand_tensor(3, dk, 1.0f),
@@ -711,6 +852,18 @@ static void test_small_models(void) {
   if (g) check_all_specs("fp8 mlp", g, fsets, 3);
   ait_tensor_free(fa);
   ait_tensor_free(fb);
+  ait_graph_free(g);
+
+  g = embed_model();
+  const int64_t de[2] = {3, 8}, dge[3] = {3, 8, 64};
+  ait_tensor *eids = ait_tensor_new(AIT_INT64, 2, de), *eg = rand_tensor(3, dge, 1.0f);
+  for (int i = 0; i < 24; i++)
+    ((int64_t *)eids->data)[i] = (i * 13) % 50;
+  ait_tensor *ein[2] = {eids, eg};
+  ait_tensor **esets[1] = {ein};
+  if (g) check_all_specs("embedding", g, esets, 1);
+  ait_tensor_free(eids);
+  ait_tensor_free(eg);
   ait_graph_free(g);
 
   g = gather_model();
@@ -855,6 +1008,15 @@ static void test_model_file(const char *path, bool device) {
               tmp < l + len;
     }
     CHECK(fused);
+    /* cu_pass_qkv: one GEMM per layer for Q, K and V, its Split absorbed by
+     * the fused attention (no Split step) */
+    CHECK(text && strstr(text, "_qkv") && !strstr(text, " Split "));
+    free(text);
+    text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,attention=gemm", g, (const ait_tensor *const *)in,
+                                g->n_inputs, &text),
+              AIT_OK, NULL);
+    CHECK(text && !strstr(text, "_qkv"));
     free(text);
   }
   if (ok && n_sup == g->n_nodes && device) {
@@ -867,6 +1029,10 @@ static void test_model_file(const char *path, bool device) {
                                               "cuda:dtype=fp16,attention=on",
                                               "cuda:dtype=bf16,attention=on",
                                               "cuda:dtype=fp16,attention=wmma",
+                                              "cuda:dtype=bf16,conv=gemm",
+                                              "cuda:dtype=fp16,conv=cudnn",
+                                              "cuda:dtype=fp8,fp8_amax=on,fp8_fast_accum=on",
+                                              "cuda:dtype=bf16,qkv=off",
                                               NULL};
     for (int i = 0; model_specs[i]; i++)
       check_backend(path, model_specs[i], g, sets, 1);

@@ -15,8 +15,9 @@ static const char usage[] =
     "  time every node of MODEL on backend B (default native when available, else eager)\n"
     "  over N runs (default 10, after 2 warm-up runs) and print the time per node and per op\n"
     "  type, sorted. Per-node times come from the eager and native executors (also as\n"
-    "  partition segments) and from cuda (device time of each step, CUDA events, no graph\n"
-    "  replay: op types are the steps' kinds); other backends time only as a whole.\n";
+    "  partition segments) and from cuda (device time of each step replayed alone, CUDA\n"
+    "  events: op types are the steps' kinds; plus the whole run as one CUDA graph replay);\n"
+    "  other backends time only as a whole.\n";
 
 typedef struct entry {
   char name[200];
@@ -28,6 +29,9 @@ typedef struct entry {
 typedef struct tally {
   entry *e;
   int n, cap;
+  double whole; /* a backend's whole-run device time (op type "=..."), apart */
+  long whole_n;
+  char whole_op[64];
 } tally;
 
 static entry *find(tally *t, const char *name, const char *op) {
@@ -49,6 +53,12 @@ static entry *find(tally *t, const char *name, const char *op) {
 
 static void observe(void *user, const ait_node *n, double s) {
   tally *t = user;
+  if (n->op_type[0] == '=') { /* not a node: the backend's time for the whole run */
+    t->whole += s;
+    t->whole_n++;
+    snprintf(t->whole_op, sizeof t->whole_op, "%s", n->op_type + 1);
+    return;
+  }
   entry *x = find(t, n->name[0] ? n->name : "(unnamed)", n->op_type);
   if (x) {
     x->seconds += s;
@@ -143,6 +153,9 @@ int cmd_profile(int argc, char **argv) {
            backend, batch, wall / iters * 1e3, iters, timed / iters * 1e3,
            wall > 0 ? 100 * timed / wall : 0);
     if (t.n == 0) printf("(this backend reports no per-node times; try --backend native)\n");
+    if (t.whole_n > 0)
+      printf("whole run on the device (%s): %.3f ms (mean of %ld)\n", t.whole_op,
+             t.whole / (double)t.whole_n * 1e3, t.whole_n);
     /* per op type */
     tally ops = {0};
     for (int i = 0; i < t.n; i++) {

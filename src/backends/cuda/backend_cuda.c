@@ -30,6 +30,9 @@ static const ait_option_def cuda_options[] = {
      "scales: quant's fp8dq; needs compute capability >= 8.9)"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
      "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
+    {"fp8_amax", AIT_OPT_BOOL, "off", NULL,
+     "dtype=fp8: an fp8 GEMM feeding another has cuBLASLt compute its output's absmax "
+     "(AMAX_D) for the next one's quantization, one pass less (kept only where it runs)"},
     {"gelu", AIT_OPT_ENUM, "auto", "auto|exact",
      "GELU after a GEMM: auto = cuBLASLt's tanh-approximated epilogue for bf16/fp16/fp8 "
      "(differs by < 1e-3), exact = erf in a separate pass"},
@@ -37,6 +40,10 @@ static const ait_option_def cuda_options[] = {
      "capture each input shape's plan into a CUDA graph replayed per call"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc",
      "activation layout of convolutions (auto: nhwc except for fp32)"},
+    {"conv", AIT_OPT_ENUM, "auto", "auto|cudnn|gemm",
+     "NHWC convolutions of one group: cudnn, gemm = cuBLASLt GEMMs (1x1 stride 1 read the "
+     "activation as it is, others through an im2col pass), auto = per convolution the faster "
+     "of the two, timed when the plan is made (cudnn under algo=heuristic)"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic",
      "GEMM/conv algorithms: time the heuristic's best candidates, or take its first"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms timed per GEMM/convolution"},
@@ -46,6 +53,9 @@ static const ait_option_def cuda_options[] = {
      "WMMA kernel for every head size, gemm = batched cuBLASLt GEMMs around a masked softmax, "
      "auto = on where the FlashAttention-2 kernel applies, else the WMMA kernel when it fills "
      "the GPU (>= 2 blocks per SM), else gemm; off = as written"},
+    {"qkv", AIT_OPT_BOOL, "on", NULL,
+     "bf16/fp16/fp8 with fused attention: the Q, K and V projections of one input as one GEMM "
+     "(concatenated weights), read in place by the attention kernel"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };
@@ -70,6 +80,14 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   const char *al = ait_backend_config_get(cfg, "algo");
   o->measure = !al || strcmp(al, "heuristic") != 0;
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
+  const char *fa8 = ait_backend_config_get(cfg, "fp8_amax");
+  o->fp8_amax = fa8 && !strcmp(fa8, "on");
+  const char *qk = ait_backend_config_get(cfg, "qkv");
+  o->qkv = !qk || strcmp(qk, "off") != 0;
+  const char *cv = ait_backend_config_get(cfg, "conv");
+  o->conv = cv && !strcmp(cv, "cudnn")  ? CU_CONV_CUDNN
+            : cv && !strcmp(cv, "gemm") ? CU_CONV_GEMM
+                                        : CU_CONV_AUTO;
   const char *at = ait_backend_config_get(cfg, "attention");
   o->attention = !at || strcmp(at, "off") != 0;
   o->attn_gemm = at && !strcmp(at, "gemm");
@@ -162,6 +180,10 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   if (!copy) return AIT_E_NOMEM;
   nat_pass_stats stats;
   ait_status st = nat_run_passes(copy, &stats);
+  cu_opts o;
+  int merged = 0;
+  if (!st) st = cu_opts_parse(cfg, &o);
+  if (!st) st = cu_pass_qkv(copy, &o, &merged);
   if (st) {
     ait_graph_free(copy);
     return ait_err_prefix(st, "cuda: graph passes");

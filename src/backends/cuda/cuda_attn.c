@@ -75,6 +75,50 @@ static bool mask_fits(const ait_graph *g, int mv, const int64_t *want) {
   return true;
 }
 
+/* Value v (read once) is a Reshape [B, S, H, D] of output idx of a Split
+ * on the last axis of x [B, S, 3 * H * D] into three equal parts, each read
+ * once (cu_pass_qkv's rewrite)? Then the Reshape node, else -1. */
+static int split_part(const ait_graph *g, const uses *u, int v, int *split, int *idx) {
+  int r = v >= 0 && single(u, v) ? g->values[v].producer : -1;
+  if (r < 0 || !is_op(&g->nodes[r], "", "Reshape")) return -1;
+  int sv = g->nodes[r].in[0];
+  int sp = sv >= 0 && single(u, sv) ? g->values[sv].producer : -1;
+  if (sp < 0 || !is_op(&g->nodes[sp], "", "Split") || g->nodes[sp].n_out != 3 ||
+      g->nodes[sp].n_in < 1)
+    return -1;
+  const ait_value *x = &g->values[g->nodes[sp].in[0]], *rv = &g->values[v];
+  int64_t axis = ait_attr_int(&g->nodes[sp], "axis", 0);
+  if (x->rank != 3 || rv->rank != 4 || (axis != -1 && axis != 2)) return -1;
+  int64_t n3 = x->dims[2].v, hd = rv->dims[2].v * rv->dims[3].v;
+  if (x->dims[0].v != rv->dims[0].v || x->dims[1].v != rv->dims[1].v || x->dims[0].v < 0 ||
+      x->dims[1].v < 0 || hd <= 0 || n3 != 3 * hd)
+    return -1;
+  *idx = -1;
+  for (int k = 0; k < 3; k++) {
+    int o = g->nodes[sp].out[k];
+    if (o < 0 || g->values[o].rank != 3 || g->values[o].dims[2].v != hd) return -1;
+    if (o == sv) *idx = k;
+  }
+  *split = sp;
+  return *idx >= 0 ? r : -1;
+}
+
+/* Q, K and V of a fused match read in place from one qkv tensor: the
+ * Split and the Reshapes join the skipped nodes (skip[4]). */
+static void find_qkv(const ait_graph *g, const uses *u, cu_attn_match *m, int *skip) {
+  m->qkv = -1;
+  int vals[3] = {m->q, m->k, m->v}, sp[3], idx[3];
+  for (int k = 0; k < 3; k++)
+    if ((skip[k] = split_part(g, u, vals[k], &sp[k], &idx[k])) < 0) return;
+  if (sp[0] != sp[1] || sp[0] != sp[2] || idx[0] == idx[1] || idx[0] == idx[2] || idx[1] == idx[2])
+    return;
+  skip[3] = sp[0];
+  m->qkv = g->nodes[sp[0]].in[0];
+  int64_t hd = g->values[m->qkv].dims[2].v / 3;
+  for (int k = 0; k < 3; k++)
+    m->qkv_off[k] = idx[k] * hd;
+}
+
 /* Try the pattern ending at MatMul node i; *m is filled when it fits. */
 static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr) {
   const ait_graph *g = pl->g;
@@ -83,6 +127,7 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
     return false;
   memset(m, 0, sizeof *m);
   m->pv = i;
+  m->qkv = -1;
   int P = pv->in[0];
   m->sm = P >= 0 ? g->values[P].producer : -1;
   if (m->sm < 0 || !single(u, P) || !is_op(&g->nodes[m->sm], "", "Softmax")) return false;
@@ -193,9 +238,12 @@ ait_status cu_find_attention(cu_planner *pl) {
     u.out[g->outputs[k]] = true;
   for (int i = 0; !st && pl->s->o.attention && i < g->n_nodes; i++) {
     cu_attn_match m;
-    int tr[4];
+    int tr[4], skip[4];
     if (!match_at(pl, &u, i, &m, tr)) continue;
     pl->match[i] = pl->match[m.sm] = pl->n_m;
+    if (m.fused) find_qkv(g, &u, &m, skip);
+    for (int k = 0; m.qkv >= 0 && k < 4; k++)
+      pl->role[skip[k]] = CU_ROLE_SKIP;
     if (m.fused) {
       pl->role[i] = CU_ROLE_ATTN;
       pl->role[m.sm] = pl->role[m.sc] = CU_ROLE_SKIP;
@@ -236,6 +284,7 @@ static void mask_strides(const cu_tensor *t, long long *st) {
 typedef struct attn_prm {
   cuk_attn k;
   int q, kk, v, mask, out;
+  int64_t off[3]; /* element offsets of Q, K, V in their tensors */
 } attn_prm;
 
 static ait_status attn_prep(cu_state *s, cu_plan *p, cu_step *st) {
@@ -245,9 +294,10 @@ static ait_status attn_prep(cu_state *s, cu_plan *p, cu_step *st) {
 
 static ait_status attn_run(cu_state *s, cu_plan *p, cu_step *st) {
   attn_prm *a = st->prm;
-  a->k.q = cu_ptr(p, a->q);
-  a->k.k = cu_ptr(p, a->kk);
-  a->k.v = cu_ptr(p, a->v);
+  size_t es = ait_elem_size(p->t[a->q].dt);
+  a->k.q = (char *)cu_ptr(p, a->q) + a->off[0] * (int64_t)es;
+  a->k.k = (char *)cu_ptr(p, a->kk) + a->off[1] * (int64_t)es;
+  a->k.v = (char *)cu_ptr(p, a->v) + a->off[2] * (int64_t)es;
   a->k.mask = a->mask >= 0 ? cu_ptr(p, a->mask) : NULL;
   a->k.o = cu_ptr(p, a->out);
   return cu_check(cuk_attention(s->stream, &a->k), "attention");
@@ -258,9 +308,16 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
   attn_prm *a = calloc(1, sizeof *a);
   if (!a) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   a->mask = -1;
-  ait_status st = cu_in(pl, m->q, CU_PLAIN, &a->q);
-  if (!st) st = cu_in(pl, m->k, CU_PLAIN, &a->kk);
-  if (!st) st = cu_in(pl, m->v, CU_PLAIN, &a->v);
+  ait_status st = AIT_OK;
+  if (m->qkv >= 0) { /* one tensor, three offsets */
+    st = cu_in(pl, m->qkv, CU_PLAIN, &a->q);
+    a->kk = a->v = a->q;
+    memcpy(a->off, m->qkv_off, sizeof a->off);
+  } else {
+    st = cu_in(pl, m->q, CU_PLAIN, &a->q);
+    if (!st) st = cu_in(pl, m->k, CU_PLAIN, &a->kk);
+    if (!st) st = cu_in(pl, m->v, CU_PLAIN, &a->v);
+  }
   if (!st && m->mask >= 0) st = cu_in(pl, m->mask, CU_PLAIN, &a->mask);
   if (!st) st = cu_out(pl, m->out, CU_PLAIN, &a->out);
   if (st) {
@@ -269,21 +326,38 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
   }
   const cu_plan *p = pl->p;
   const cu_tensor *Q = &p->t[a->q], *K = &p->t[a->kk], *V = &p->t[a->v], *O = &p->t[a->out];
+  /* logical dims and strides of Q, K, V as the pattern sees them */
+  int64_t qd[4], kd[4], L[3][AIT_MAX_RANK];
+  if (m->qkv >= 0) { /* [B, S, H, D] views of rows of 3 * H * D */
+    const ait_value *vals[3] = {&pl->g->values[m->q], &pl->g->values[m->k], &pl->g->values[m->v]};
+    for (int j = 0; j < 3; j++) {
+      const ait_value *r = vals[j];
+      L[j][3] = 1;
+      L[j][2] = r->dims[3].v;
+      L[j][1] = Q->dims[2];
+      L[j][0] = Q->dims[1] * Q->dims[2];
+    }
+    for (int j = 0; j < 4; j++)
+      qd[j] = vals[0]->dims[j].v, kd[j] = vals[1]->dims[j].v;
+  } else {
+    cu_strides(Q, L[0]);
+    cu_strides(K, L[1]);
+    cu_strides(V, L[2]);
+    memcpy(qd, Q->dims, sizeof qd);
+    memcpy(kd, K->dims, sizeof kd);
+  }
   cuk_attn *k = &a->k;
   k->dt = O->dt;
-  k->B = (int)Q->dims[m->qax[0]];
-  k->H = (int)Q->dims[m->qax[1]];
-  k->S = (int)Q->dims[m->qax[2]];
-  k->D = (int)Q->dims[m->qax[3]];
-  k->Sk = (int)K->dims[m->kax[2]];
+  k->B = (int)qd[m->qax[0]];
+  k->H = (int)qd[m->qax[1]];
+  k->S = (int)qd[m->qax[2]];
+  k->D = (int)qd[m->qax[3]];
+  k->Sk = (int)kd[m->kax[2]];
   k->scale = m->scale;
+  k->qb = L[0][m->qax[0]], k->qh = L[0][m->qax[1]], k->qs = L[0][m->qax[2]];
+  k->kb = L[1][m->kax[0]], k->kh = L[1][m->kax[1]], k->ks = L[1][m->kax[2]];
+  k->vb = L[2][m->vax[0]], k->vh = L[2][m->vax[1]], k->vs = L[2][m->vax[2]];
   long long st3[3];
-  view_strides(Q, m->qax, st3);
-  k->qb = st3[0], k->qh = st3[1], k->qs = st3[2];
-  view_strides(K, m->kax, st3);
-  k->kb = st3[0], k->kh = st3[1], k->ks = st3[2];
-  view_strides(V, m->vax, st3);
-  k->vb = st3[0], k->vh = st3[1], k->vs = st3[2];
   view_strides(O, m->oax, st3);
   k->ob = st3[0], k->oh = st3[1], k->os = st3[2];
   if (a->mask >= 0) {

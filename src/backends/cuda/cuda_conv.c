@@ -9,7 +9,16 @@
  * strict FMA math (no TF32) unless dtype=tf32. The algorithm and the form
  * (fused or split) are chosen by timing cuDNN's heuristic candidates of both
  * on the plan's buffers; with algo=heuristic the first that runs, fused
- * first. */
+ * first.
+ *
+ * The GEMM form (NHWC, one group, conv=auto|gemm): a 1x1 stride-1
+ * convolution is Y[N*H*W, K] = X[N*H*W, C] W[K, C]^T as it is stored; any
+ * other first writes its columns (cuk_im2col_nhwc, the KRSC filter's order)
+ * into a temporary. Bias, ReLU and a residual of the output's shape go into
+ * the cuBLASLt epilogue (the residual as its C matrix), so one GEMM does all
+ * a fused cuDNN call does. conv=auto times both forms per convolution and
+ * keeps the faster; the choice is cached with the convolution's algorithm
+ * (conv_fused = 2). */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdio.h>
@@ -37,6 +46,11 @@ typedef struct conv_prm {
   bool fused;
   size_t ws;
   char key[CU_KEY_LEN];
+  /* the GEMM form (NULL: not offered) */
+  cu_gemm *gm;
+  int col; /* im2col temporary, -1 for 1x1 stride 1 */
+  cuk_im2col ic;
+  bool use_gemm;
 } conv_prm;
 
 static void conv_release(void *prm) {
@@ -47,6 +61,7 @@ static void conv_release(void *prm) {
   if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
   if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
   if (c->ad) cudnnDestroyActivationDescriptor(c->ad);
+  cu_gemm_free(c->gm);
 }
 
 static cudnnDataType_t dnn_type(ait_dtype dt) {
@@ -123,9 +138,30 @@ static ait_status conv_call(cu_state *s, cu_plan *p, conv_prm *c, bool fused, in
   return cu_check(cuk_epilogue(s->stream, &e), "convolution epilogue");
 }
 
+typedef struct trial_ctx {
+  cu_state *s;
+  cu_plan *p;
+  conv_prm *c;
+} trial_ctx;
+
+static ait_status gemm_form(cu_state *s, cu_plan *p, conv_prm *c) {
+  if (c->col >= 0) {
+    c->ic.x = cu_ptr(p, c->x);
+    c->ic.y = cu_ptr(p, c->col);
+    AIT_TRY(cu_check(cuk_im2col_nhwc(s->stream, &c->ic), "im2col"));
+  }
+  return cu_gemm_exec(s, p, c->gm);
+}
+
 static ait_status conv_run(cu_state *s, cu_plan *p, cu_step *st) {
   conv_prm *c = st->prm;
+  if (c->use_gemm) return gemm_form(s, p, c);
   return conv_call(s, p, c, c->fused, c->algo, c->ws);
+}
+
+static ait_status gemm_trial(void *arg) {
+  trial_ctx *t = arg;
+  return gemm_form(t->s, t->p, t->c);
 }
 
 typedef struct trial {
@@ -148,14 +184,18 @@ static cudnnMathType_t math_for(const cu_state *s, cudnnMathType_t proposed) {
   return s->o.prec == CU_FP32 ? CUDNN_FMA_MATH : proposed;
 }
 
-static ait_status conv_prep(cu_state *s, cu_plan *p, cu_step *st) {
-  conv_prm *c = st->prm;
+/* cuDNN's algorithm for c: the cached one, else the fastest candidate
+ * (*found false when none runs; *best_ms its time, 0 when not measured). */
+static ait_status dnn_choose(cu_state *s, cu_plan *p, conv_prm *c, bool *found_out,
+                             float *best_out) {
+  *found_out = false;
+  *best_out = 0.0f;
   AIT_TRY(cu_need_dnn(s));
   AIT_TRY(make_descs(s, p, c));
   cudnnMathType_t want = s->o.prec == CU_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   AIT_TRY(cu_check_dnn(cudnnSetConvolutionMathType(c->cd, want), "math type"));
   const cu_algo *known = cu_algo_find(s, c->key);
-  if (known && (known->conv_fused == 0 || c->can_fuse)) {
+  if (known && known->conv_fused != 2 && (known->conv_fused == 0 || c->can_fuse)) {
     size_t need = 0;
     if (cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)known->conv_math) ==
             CUDNN_STATUS_SUCCESS &&
@@ -167,6 +207,8 @@ static ait_status conv_prep(cu_state *s, cu_plan *p, cu_step *st) {
       c->math = known->conv_math;
       c->fused = known->conv_fused != 0;
       c->ws = need;
+      *found_out = true;
+      *best_out = known->ms;
       return AIT_OK;
     }
     cudnnSetConvolutionMathType(c->cd, want);
@@ -219,19 +261,64 @@ static ait_status conv_prep(cu_state *s, cu_plan *p, cu_step *st) {
       }
     }
   }
-  if (!found) return ait_err(AIT_E_UNSUPPORTED, "cuda: no cuDNN algorithm runs %s", c->key);
+  if (!found) return AIT_OK;
   AIT_TRY(cu_check_dnn(cudnnSetConvolutionMathType(c->cd, (cudnnMathType_t)c->math), "math type"));
   if (limit > 1) s->n_measured++;
+  *found_out = true;
+  *best_out = best_ms;
+  return AIT_OK;
+}
+
+static ait_status put_choice(cu_state *s, conv_prm *c, float ms) {
   cu_algo a;
   memset(&a, 0, sizeof a);
   snprintf(a.key, sizeof a.key, "%s", c->key);
   a.kind = CU_ALGO_CONV;
-  a.conv_algo = c->algo;
-  a.conv_math = c->math;
-  a.conv_fused = c->fused;
-  a.ws = (int64_t)c->ws;
-  a.ms = best_ms;
+  a.conv_algo = c->use_gemm ? 0 : c->algo;
+  a.conv_math = c->use_gemm ? 0 : c->math;
+  a.conv_fused = c->use_gemm ? 2 : c->fused;
+  a.ws = c->use_gemm ? 0 : (int64_t)c->ws;
+  a.ms = ms;
   return cu_algo_put(s, &a);
+}
+
+/* The GEMM form's algorithm, and its time with the im2col pass when
+ * measuring (*ms, else 0). */
+static ait_status gemm_choose_form(cu_state *s, cu_plan *p, conv_prm *c, float *ms) {
+  AIT_TRY(cu_gemm_choose(s, p, c->gm, ms));
+  if (!s->o.measure) return AIT_OK;
+  trial_ctx t = {s, p, c};
+  return cu_time(s, gemm_trial, &t, 3, ms);
+}
+
+static ait_status conv_prep(cu_state *s, cu_plan *p, cu_step *st) {
+  conv_prm *c = st->prm;
+  const cu_algo *known = cu_algo_find(s, c->key);
+  bool cached = known != NULL; /* (the pointer moves when algorithms are added) */
+  bool gemm_only = c->gm && (s->o.conv == CU_CONV_GEMM || (known && known->conv_fused == 2));
+  if (gemm_only) {
+    float ms = 0.0f;
+    AIT_TRY(cu_gemm_choose(s, p, c->gm, &ms));
+    c->use_gemm = true;
+    st->what = c->col >= 0 ? "Conv im2col GEMM" : "Conv 1x1 GEMM";
+    return put_choice(s, c, ms);
+  }
+  bool found = false;
+  float dnn_ms = 0.0f, gemm_ms = 0.0f;
+  AIT_TRY(dnn_choose(s, p, c, &found, &dnn_ms));
+  /* conv=auto: the GEMM form when it measures faster (or cuDNN has nothing) */
+  if (c->gm && (!found || (s->o.measure && !cached))) {
+    ait_status r = gemm_choose_form(s, p, c, &gemm_ms);
+    if (r == AIT_OK && (!found || gemm_ms < dnn_ms)) {
+      c->use_gemm = true;
+      st->what = c->col >= 0 ? "Conv im2col GEMM" : "Conv 1x1 GEMM";
+      return put_choice(s, c, gemm_ms);
+    }
+    if (r != AIT_OK && found) ait_err_clear();
+    if (r != AIT_OK && !found) return r;
+  }
+  if (!found) return ait_err(AIT_E_UNSUPPORTED, "cuda: no cuDNN algorithm runs %s", c->key);
+  return put_choice(s, c, dnn_ms);
 }
 
 /* ---- lowering ------------------------------------------------------------ */
@@ -261,6 +348,58 @@ static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, i
                    (long long)b, (long long)e, axis);
   *pad = (int)b;
   return AIT_OK;
+}
+
+/* The filter as a [K, kp] GEMM operand: the KRSC upload itself when kp is
+ * R * S * C, else a zero-padded copy in the plan's constants. */
+static ait_status gemm_filter(cu_planner *pl, const ait_tensor *W, conv_prm *c, ait_dtype dt,
+                              int64_t kp, int *w) {
+  int64_t wd[2] = {c->K, kp}, rsc = c->R * c->S * c->C;
+  if (kp == rsc) return cu_weight_tensor(pl, dt, 2, wd, c->w, w);
+  float *f = calloc((size_t)(c->K * kp), sizeof *f);
+  void *img = malloc((size_t)(c->K * kp) * ait_elem_size(dt));
+  ait_status st = f && img ? AIT_OK : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  const float *src = W->data;
+  for (int64_t k = 0; !st && k < c->K; k++)
+    for (int64_t ch = 0; ch < c->C; ch++)
+      for (int64_t r = 0; r < c->R; r++)
+        for (int64_t q = 0; q < c->S; q++)
+          f[k * kp + (r * c->S + q) * c->C + ch] = src[((k * c->C + ch) * c->R + r) * c->S + q];
+  if (!st) cu_f32_to_store(dt, f, img, c->K * kp);
+  if (!st) st = cu_const_raw(pl, dt, 2, wd, img, w);
+  free(f);
+  free(img);
+  return st;
+}
+
+/* Offer the GEMM form (c->gm) where it applies: NHWC, one group, 16-byte
+ * aligned rows; conv=cudnn offers nothing. */
+static ait_status gemm_offer(cu_planner *pl, const ait_node *n, const ait_tensor *W, conv_prm *c) {
+  c->col = -1;
+  ait_dtype dt = pl->p->t[c->y].dt;
+  int64_t es = (int64_t)ait_elem_size(dt);
+  if (!c->nhwc || c->group != 1 || pl->s->o.conv == CU_CONV_CUDNN || (c->K * es) % 16 ||
+      W->dtype != AIT_FLOAT32 || W->kind != AIT_KIND_TENSOR)
+    return AIT_OK;
+  bool direct = c->R == 1 && c->S == 1 && c->str_h == 1 && c->str_w == 1 && c->pad_h == 0 &&
+                c->pad_w == 0 && (c->C * es) % 16 == 0;
+  int64_t M = c->N * c->OH * c->OW, rsc = c->R * c->S * c->C;
+  int64_t kp = direct ? c->C : (rsc + 7) / 8 * 8;
+  int w, x = c->x;
+  AIT_TRY(gemm_filter(pl, W, c, dt, kp, &w));
+  if (!direct) {
+    int64_t cd[2] = {M, kp};
+    AIT_TRY(cu_temp(pl, dt, 2, cd, CU_PLAIN, &c->col));
+    cuk_im2col *ic = &c->ic;
+    ic->es = (int)es;
+    ic->N = c->N, ic->H = c->H, ic->W = c->W, ic->C = c->C;
+    ic->OH = c->OH, ic->OW = c->OW, ic->R = c->R, ic->S = c->S, ic->kp = kp;
+    ic->pad_h = c->pad_h, ic->pad_w = c->pad_w, ic->str_h = c->str_h, ic->str_w = c->str_w;
+    ic->dil_h = c->dil_h, ic->dil_w = c->dil_w;
+    x = c->col;
+  }
+  int bias_v = n->n_in > 2 && n->in[2] >= 0 ? n->in[2] : -1;
+  return cu_gemm_nt(pl, x, w, bias_v, c->z, c->y, M, c->K, kp, c->act, c->ap, &c->gm);
 }
 
 ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
@@ -342,7 +481,9 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
                : ait_err(AIT_E_NOMEM, "cuda: out of memory");
     free(zeros);
   }
+  if (!st) st = gemm_offer(pl, n, wv->init, c);
   if (st) {
+    cu_gemm_free(c->gm);
     free(c);
     return st;
   }
@@ -364,6 +505,8 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, y);
   cu_step_use(stp, z);
   cu_step_use(stp, zero);
+  cu_step_use(stp, c->col);
+  if (c->gm) cu_gemm_uses(stp, c->gm);
   if (zb < 0) return AIT_OK;
   int in[2] = {y, zb};
   return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,

@@ -57,6 +57,13 @@ typedef struct gemm_prm {
   int xq, xs;            /* tensors: the activation in e4m3, its absmax and scale */
   struct gemm_prm *qsrc; /* an earlier fp8 GEMM that quantizes the same activation */
   int parts;             /* > 0: the activation's producer wrote this many absmax partials */
+  /* fp8_amax=on: an fp8 GEMM whose output an fp8 GEMM quantizes next has
+   * cuBLASLt write the output's absmax (AMAX_D) into that GEMM's scale
+   * buffer (tensor amax_t, at + 8), sparing it the absmax pass; amax_ok
+   * when cuBLASLt took it (prep), else the consumer finds it itself */
+  int amax_t;
+  bool amax_ok;
+  struct gemm_prm *amax_src; /* the producer that writes this GEMM's absmax */
 } gemm_prm;
 
 static void gemm_release(void *prm) {
@@ -111,6 +118,10 @@ static ait_status make_desc(cu_state *s, cu_plan *p, gemm_prm *g, int epi) {
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as, "A scale"));
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bs, sizeof bs, "B scale"));
     AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast, "fast accumulation"));
+    if (g->amax_ok) {
+      void *am = (float *)cu_ptr(p, g->amax_t) + 8;
+      AIT_TRY(set_attr(g, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &am, sizeof am, "amax D"));
+    }
   }
   AIT_TRY(cu_check_lt(
       cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa),
@@ -202,12 +213,12 @@ static ait_status gemm_run(cu_state *s, cu_plan *p, cu_step *st) {
   if (g->fp8 && (!g->qsrc || !g->qsrc->fp8)) { /* else quantized already by qsrc */
     const void *x = cu_ptr(p, g->a);
     int dt = p->t[g->a].dt;
-    AIT_TRY(cu_check(
-        g->parts > 0
-            ? cuk_fp8_quantize_parts(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), g->parts,
-                                     cu_ptr(p, g->xq))
-            : cuk_fp8_quantize(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs), cu_ptr(p, g->xq)),
-        "fp8 activation quantization"));
+    int parts = g->amax_src && g->amax_src->amax_ok ? 1 : g->parts;
+    AIT_TRY(cu_check(parts > 0 ? cuk_fp8_quantize_parts(s->stream, dt, x, g->M * g->K,
+                                                        cu_ptr(p, g->xs), parts, cu_ptr(p, g->xq))
+                               : cuk_fp8_quantize(s->stream, dt, x, g->M * g->K, cu_ptr(p, g->xs),
+                                                  cu_ptr(p, g->xq)),
+                     "fp8 activation quantization"));
   }
   AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
   return gemm_post(s, p, g);
@@ -226,9 +237,10 @@ static ait_status trial_fn(void *arg) {
   return gemm_call(t->s, t->p, t->g, t->algo, t->ws);
 }
 
-/* Choose the epilogue cuBLASLt can do and the fastest algorithm. */
-static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
-  gemm_prm *g = st->prm;
+/* Choose the epilogue cuBLASLt can do and the fastest algorithm; *ms its
+ * measured time (0 when not measured). */
+static ait_status gemm_choose1(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
+  *ms_out = 0.0f;
   AIT_TRY(cu_need_lt(s));
   AIT_TRY(make_layouts(p, g));
   bool want_bias = g->bias >= 0, want_relu = g->act == CUK_RELU;
@@ -283,10 +295,11 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   if (g->post_bias && !g->bias_f32)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: no bias epilogue for %s", g->key);
   char key[CU_KEY_LEN];
-  snprintf(key, sizeof key, "%s|e%d%s", g->key, epi,
+  snprintf(key, sizeof key, "%s|e%d%s%s", g->key, epi,
            !g->fp8         ? ""
            : s->o.fp8_fast ? "|fp8fast"
-                           : "|fp8");
+                           : "|fp8",
+           g->amax_ok ? "|amax" : "");
   const cu_algo *known = cu_algo_find(s, key);
   if (known) {
     cublasLtMatmulHeuristicResult_t chk;
@@ -295,6 +308,7 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
             CUBLAS_STATUS_SUCCESS &&
         chk.workspaceSize <= (size_t)s->o.ws_bytes) {
       g->ws = chk.workspaceSize;
+      *ms_out = known->ms;
       return AIT_OK;
     }
   }
@@ -324,12 +338,42 @@ static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
   memcpy(a.lt, &g->algo, sizeof a.lt);
   a.ws = (int64_t)g->ws;
   a.ms = best_ms;
+  *ms_out = best_ms;
   return cu_algo_put(s, &a);
+}
+
+/* gemm_choose1, first with cuBLASLt's AMAX_D where asked: kept only when
+ * the epilogue does all (no pass after the GEMM changes the output) and one
+ * call runs; else chosen again without. */
+static ait_status gemm_choose(cu_state *s, cu_plan *p, gemm_prm *g, float *ms_out) {
+  g->amax_ok = g->amax_t >= 0 && g->fp8;
+  if (g->amax_ok) {
+    ait_status r = gemm_choose1(s, p, g, ms_out);
+    if (!r && (!g->fp8 || g->post_bias || g->post_act)) r = AIT_E_UNSUPPORTED;
+    /* a call must write the absmax: a NaN there before must be gone after */
+    float *am = (float *)cu_ptr(p, g->amax_t) + 8, got = 0.0f;
+    if (!r) r = cu_check(cudaMemsetAsync(am, 0xff, sizeof(float), s->stream), "GEMM with amax");
+    if (!r) r = gemm_call(s, p, g, &g->algo, g->ws);
+    if (!r)
+      r = cu_check(cudaMemcpyAsync(&got, am, sizeof got, cudaMemcpyDeviceToHost, s->stream),
+                   "GEMM with amax");
+    if (!r) r = cu_check(cudaStreamSynchronize(s->stream), "GEMM with amax");
+    if (!r && (got != got || got < 0.0f)) r = AIT_E_UNSUPPORTED; /* not written */
+    if (!r) return AIT_OK;
+    ait_err_clear();
+    g->amax_ok = false;
+  }
+  return gemm_choose1(s, p, g, ms_out);
+}
+
+static ait_status gemm_prep(cu_state *s, cu_plan *p, cu_step *st) {
+  float ms;
+  return gemm_choose(s, p, st->prm, &ms);
 }
 
 /* ---- lowering ------------------------------------------------------------ */
 
-static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
+static void set_key(cu_planner *pl, gemm_prm *g) {
   cu_plan *p = pl->p;
   snprintf(g->key, sizeof g->key,
            "lt|%s|%s|%c%c|m%lld n%lld k%lld|b%d sa%lld sb%lld sy%lld|loop%d|c%d|bias%d",
@@ -337,6 +381,10 @@ static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
            g->tb ? 'T' : 'N', (long long)g->M, (long long)g->N, (long long)g->K, g->batch,
            (long long)g->sa, (long long)g->sb, (long long)g->sy, g->n_loop, g->c >= 0,
            g->bias >= 0);
+}
+
+static ait_status emit(cu_planner *pl, const ait_node *n, gemm_prm *g) {
+  set_key(pl, g);
   cu_step *s;
   int64_t *off = g->off; /* cu_step_add frees g, not what it points to */
   ait_status st =
@@ -363,7 +411,7 @@ static gemm_prm *new_prm(void) {
     ait_err(AIT_E_NOMEM, "cuda: out of memory");
     return NULL;
   }
-  g->c = g->bias = g->xq = g->xs = -1;
+  g->c = g->bias = g->xq = g->xs = g->amax_t = -1;
   g->alpha = 1.0f;
   g->beta = 1.0f;
   g->batch = 1;
@@ -432,6 +480,15 @@ static ait_status try_fp8(cu_planner *pl, gemm_prm *g, int wv, bool nk) {
     AIT_TRY(cu_temp(pl, AIT_FLOAT32, 1, &ds, CU_PLAIN, &g->xs));
     /* after a LayerNorm, its kernel finds the absmax: one pass less */
     g->parts = cu_layernorm_amax(pl, g->a, g->xs);
+    /* after an fp8 GEMM, cuBLASLt may (fp8_amax=on) */
+    for (int i = p->n_steps - 1; i >= 0 && !g->parts && pl->s->o.fp8_amax && !g->amax_src; i--) {
+      gemm_prm *o = p->steps[i].run == gemm_run ? p->steps[i].prm : NULL;
+      if (o && o->fp8 && o->y == g->a && o->amax_t < 0 && !o->n_loop) {
+        o->amax_t = g->xs;
+        g->amax_src = o;
+        cu_step_use(&p->steps[i], g->xs); /* the scale buffer lives from there */
+      }
+    }
   }
   g->w8 = dev;
   g->wsc = (const float *)((char *)dev + cu_e4m3_scale_offset(g->K * g->N));
@@ -601,6 +658,60 @@ ait_status cu_lower_matmul(cu_planner *pl, const ait_node *n) {
   AIT_TRY(emit(pl, n, g));
   gemm_prm *gp = pl->p->steps[pl->p->n_steps - 1].prm;
   return z >= 0 ? add_after(pl, n, gp, z, 1.0f) : AIT_OK;
+}
+
+/* ---- GEMMs owned by other steps (convolutions) ---------------------------- */
+
+ait_status cu_gemm_nt(cu_planner *pl, int x, int w, int bias_v, int z, int y, int64_t M, int64_t N,
+                      int64_t K, int act, const float *ap, cu_gemm **out) {
+  *out = NULL;
+  gemm_prm *g = new_prm();
+  if (!g) return AIT_E_NOMEM;
+  g->a = x;
+  g->b = w;
+  g->y = y;
+  g->tb = true;
+  g->M = M;
+  g->N = N;
+  g->K = K;
+  g->act = act;
+  g->ap[0] = ap ? ap[0] : 0.0f;
+  g->ap[1] = ap ? ap[1] : 0.0f;
+  g->c = z;
+  bool used = true;
+  ait_status st = bias_v >= 0 ? use_bias(pl, bias_v, N, g, &used) : AIT_OK;
+  if (!st && !used)
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: GEMM bias must be a constant of N values");
+  if (st) {
+    free(g);
+    return st;
+  }
+  set_key(pl, g);
+  *out = g;
+  return AIT_OK;
+}
+
+ait_status cu_gemm_choose(cu_state *s, cu_plan *p, cu_gemm *g, float *ms) {
+  return gemm_choose(s, p, g, ms);
+}
+
+ait_status cu_gemm_exec(cu_state *s, cu_plan *p, cu_gemm *g) {
+  AIT_TRY(gemm_call(s, p, g, &g->algo, g->ws));
+  return gemm_post(s, p, g);
+}
+
+void cu_gemm_uses(cu_step *st, const cu_gemm *g) {
+  cu_step_use(st, g->a);
+  cu_step_use(st, g->b);
+  cu_step_use(st, g->c);
+  cu_step_use(st, g->bias);
+  cu_step_use(st, g->y);
+}
+
+void cu_gemm_free(cu_gemm *g) {
+  if (!g) return;
+  gemm_release(g);
+  free(g);
 }
 
 #endif

@@ -70,8 +70,15 @@ typedef struct cu_opts {
   int64_t ws_bytes;
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  bool fp8_amax; /* dtype=fp8: fp8 GEMM -> fp8 GEMM absmax by cuBLASLt (AMAX_D) */
   bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
+  int conv;      /* CU_CONV_*: how NHWC convolutions of one group run */
+  bool qkv;      /* merge Q/K/V projections (cu_pass_qkv) */
 } cu_opts;
+
+/* conv=auto: cuDNN's best and the GEMM form timed, the faster kept; cudnn:
+ * cuDNN only; gemm: the GEMM form wherever it applies. */
+enum { CU_CONV_AUTO = 0, CU_CONV_CUDNN, CU_CONV_GEMM };
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o);
 const char *cu_prec_name(cu_prec p);
@@ -266,6 +273,10 @@ typedef struct cu_attn_match {
   int mask;                   /* value, or -1 */
   float scale;
   bool fused;
+  /* Q, K and V are Reshapes of one Split of qkv [B, S, 3N] (cu_pass_qkv):
+   * read in place at these element offsets (-1: not so) */
+  int qkv;
+  int64_t qkv_off[3];
 } cu_attn_match;
 
 enum { CU_ROLE_NONE = 0, CU_ROLE_SKIP, CU_ROLE_ATTN, CU_ROLE_NO_Z, CU_ROLE_MASKED_SOFTMAX };
@@ -280,6 +291,10 @@ typedef struct cu_planner {
   cu_attn_match *m;
   int n_m;
 } cu_planner;
+
+/* Merge the Q, K and V projections of attention into one GEMM and a Split
+ * (cuda_qkv.c); *merged counts the merges. */
+ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged);
 
 /* Find attention patterns in pl->g and set roles (cuda_attn.c). */
 /* dtype=fp8: when tensor y is written by a LayerNormalization step that can
@@ -395,6 +410,23 @@ int cu_binary_code(const char *op_type);
  * base + sum(coord_k * st[k]) elements. */
 ait_status cu_emit_copy(cu_planner *pl, int node, const char *what, int src, int dst, int64_t base,
                         const int64_t *st);
+/* A GEMM another step runs (cuda_gemm.c; convolutions in NHWC):
+ * Y[M, N] = act(X[M, K] W[N, K]^T + bias + Z) on tensors x, w, y, z (row
+ * major; an NHWC tensor is [N * H * W, C]); bias_v a constant value of N
+ * numbers or -1, z a tensor of Y's size or -1. The owner chooses its
+ * algorithm in its prep (*ms: the measured time, 0 when not measured), runs
+ * it, declares its tensors and frees it. */
+typedef struct gemm_prm cu_gemm;
+ait_status cu_gemm_nt(cu_planner *pl, int x, int w, int bias_v, int z, int y, int64_t M, int64_t N,
+                      int64_t K, int act, const float *ap, cu_gemm **out);
+ait_status cu_gemm_choose(cu_state *s, cu_plan *p, cu_gemm *g, float *ms);
+ait_status cu_gemm_exec(cu_state *s, cu_plan *p, cu_gemm *g);
+void cu_gemm_uses(cu_step *st, const cu_gemm *g);
+void cu_gemm_free(cu_gemm *g);
+/* A tensor over device memory the state owns (a weight in another format). */
+ait_status cu_weight_tensor(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims, void *ptr,
+                            int *t);
+
 /* cuk activation code of a fused activation; false when there is none. */
 bool cu_act_code(const ait_act *a, int *code, float *p);
 

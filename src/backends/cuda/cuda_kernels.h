@@ -166,6 +166,19 @@ typedef struct cuk_pool {
   void *y;
 } cuk_pool;
 cudaError_t cuk_pool2d(cudaStream_t s, const cuk_pool *p);
+
+/* Columns of an NHWC convolution for a GEMM (im2col): row m = (n, oh, ow)
+ * of y [N * OH * OW, kp] holds the input patch in (r, s, c) order (the KRSC
+ * filter's order), zeros where the patch leaves the input and in the
+ * columns from R * S * C to kp. es: element bytes (2 or 4). */
+typedef struct cuk_im2col {
+  int es;
+  int64_t N, H, W, C, OH, OW, R, S, kp;
+  int pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  const void *x;
+  void *y;
+} cuk_im2col;
+cudaError_t cuk_im2col_nhwc(cudaStream_t s, const cuk_im2col *p);
 /* Global average (max = 0) or max pooling of [N, C, HW] (nhwc: [N, HW, C])
  * into [N, C]. */
 cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x, void *y,

@@ -165,6 +165,13 @@ ait_status cu_temp(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims, 
   return push_tensor(pl->p, &tt, t);
 }
 
+ait_status cu_weight_tensor(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims, void *ptr,
+                            int *t) {
+  cu_tensor tt = tensor_of(dt, rank, dims, CU_PLAIN, CU_ST_WEIGHT, -1);
+  tt.ptr = ptr;
+  return push_tensor(pl->p, &tt, t);
+}
+
 ait_status cu_view(cu_planner *pl, int v, int src) {
   cu_plan *p = pl->p;
   const ait_value *val = &pl->g->values[v];
