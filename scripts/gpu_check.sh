@@ -39,6 +39,8 @@
 # gpu_check.json (every result), gpu_check.log (all output), and the test_cuda
 # output when a test_cuda binary sits next to AITUNE (or tests/test_cuda).
 # The whole run stays under ~9.5 minutes: each phase gets a time limit.
+# A lent machine brings back a limited number of files: pointing several
+# runs at one $OUT, pack it (tar) into one archive at the end.
 set -u
 
 if [ "${1:-}" = "--bundle" ]; then

@@ -979,15 +979,18 @@ static void test_model_file(const char *path, bool device) {
   if (ok && n_sup == g->n_nodes && strstr(path, "bert")) {
     /* dtype=fp8: a LayerNorm feeding an fp8 GEMM also writes the absmax
      * partials of its output (a float32 temporary among its operands), from
-     * 4096 rows (the warp-per-row kernel): the inputs repeated to batch 256 */
+     * 4096 rows (the warp-per-row kernel) while its partials fit
+     * (CUK_FP8_PARTS: 8192 rows): the inputs repeated to 4096 token rows
+     * (batch 128 for bert_tiny's 32 tokens, 32 for bert_base's 128) */
+    int64_t tokens = ait_tensor_numel(in[0]), reps = tokens > 0 ? (4096 + tokens - 1) / tokens : 1;
     ait_tensor *big[16] = {0};
     for (int i = 0; i < g->n_inputs; i++) {
       int64_t d[AIT_MAX_RANK];
       for (int k = 0; k < in[i]->rank; k++)
-        d[k] = in[i]->dims[k] * (k == 0 ? 256 : 1);
+        d[k] = in[i]->dims[k] * (k == 0 ? reps : 1);
       big[i] = ait_tensor_new(in[i]->dtype, in[i]->rank, d);
       size_t bytes = (size_t)ait_tensor_numel(in[i]) * ait_elem_size(in[i]->dtype);
-      for (int r = 0; big[i] && r < 256; r++)
+      for (int64_t r = 0; big[i] && r < reps; r++)
         memcpy((char *)big[i]->data + (size_t)r * bytes, in[i]->data, bytes);
     }
     char *text = NULL;
