@@ -221,7 +221,7 @@ static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512) {
   } else if (P >= 8 * c->pw_mr * threads) {
     j.row_chunk = (nat_chunk(r, P, c->pw_mr) + c->pw_mr - 1) / c->pw_mr * c->pw_mr;
   } else { /* few pixels: split the channels in column blocks */
-    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
+    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 4 * threads - 1) / (4 * threads);
     j.col_chunk = per * bw;
     j.col_tasks = (c->M + j.col_chunk - 1) / j.col_chunk;
   }
