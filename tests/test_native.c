@@ -489,7 +489,7 @@ static void test_nhwc(void) {
         ait_graph_free(g);
       }
     }
-  nat_layout_set_block_bytes(400 * 1024);
+  nat_layout_set_block_bytes(0); /* the default */
   nat_nhwc_set_portable(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);
@@ -501,6 +501,32 @@ static void test_nhwc(void) {
     CHECK(count_op(((nat_state *)state)->g, "FusedConvNhwc") == 0);
     cfg.iface->destroy(state);
   }
+  /* the rewritten graph saves and loads with its NHWC ops */
+  state = NULL;
+  void *loaded = NULL;
+  char dir[] = "/tmp/ait_test_nhwc_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(g && ait_backend_config_parse("native", &cfg) == AIT_OK);
+  CHECK(g && cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  CHECK(state && cfg.iface->save(state, dir) == AIT_OK);
+  CHECK(state && cfg.iface->load(&cfg, g, dir, &loaded) == AIT_OK);
+  if (state && loaded) {
+    CHECK(count_op(((nat_state *)loaded)->g, "FusedInvertedResidual") == 1);
+    const int64_t d[4] = {2, 3, shapes[0].H, shapes[0].W};
+    ait_tensor *x = rand_tensor(4, d), *a = NULL, *b = NULL;
+    CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &a) == AIT_OK);
+    CHECK(cfg.iface->infer(loaded, (const ait_tensor *const *)&x, 1, &b) == AIT_OK);
+    CHECK(diff(a, b) == 0.0);
+    ait_tensor_free(x);
+    ait_tensor_free(a);
+    ait_tensor_free(b);
+  }
+  if (loaded) cfg.iface->destroy(loaded);
+  if (state) cfg.iface->destroy(state);
+  char path[256];
+  snprintf(path, sizeof path, "%s/native.onnx", dir);
+  unlink(path);
+  rmdir(dir);
   ait_graph_free(g);
 }
 
