@@ -220,8 +220,12 @@ static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512) {
     j.row_chunk = P;
   } else if (P >= 8 * c->pw_mr * threads) {
     j.row_chunk = (nat_chunk(r, P, c->pw_mr) + c->pw_mr - 1) / c->pw_mr * c->pw_mr;
-  } else { /* few pixels: split the channels in column blocks */
-    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 4 * threads - 1) / (4 * threads);
+  } else { /* few pixels: column blocks, and the pixels in halves (a
+            * handful of column blocks alone split unevenly over threads) */
+    int64_t tiles = (P + c->pw_mr - 1) / c->pw_mr, parts = tiles >= 2 ? 2 : 1;
+    int64_t blocks = (c->M + bw - 1) / bw, per = blocks * parts / (4 * threads);
+    if (per < 1) per = 1;
+    j.row_chunk = (tiles + parts - 1) / parts * c->pw_mr;
     j.col_chunk = per * bw;
     j.col_tasks = (c->M + j.col_chunk - 1) / j.col_chunk;
   }
