@@ -31,6 +31,10 @@ static inline __mmask16 tail16(int64_t n) {
 
 /* ---- pointwise ------------------------------------------------------------ */
 
+/* Weight rows read ahead into L1 (rows are ldw apart: each in its own
+ * page for wide layers, where the hardware prefetchers stop). */
+#define PW_PREFETCH 8
+
 /* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
  * the last vector masked by lm. */
 INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
@@ -54,7 +58,12 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
     __m512 wv[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-      if (j < nv) wv[j] = _mm512_maskz_loadu_ps(m[j], wk + 16 * j);
+      if (j < nv) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16 * j), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      if (j < nv)
+        wv[j] =
+            j < nv - 1 ? _mm512_loadu_ps(wk + 16 * j) : _mm512_maskz_loadu_ps(m[j], wk + 16 * j);
 #pragma GCC unroll 12
     for (int i = 0; i < 12; i++) {
       if (i >= mr) break;
