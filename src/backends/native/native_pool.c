@@ -18,11 +18,11 @@
  *
  * On an oversubscribed machine a worker may be descheduled in the middle of
  * a task, and the caller then waits a scheduler time slice for it. The pool
- * notices: when the caller waits longer than its own share of a job took,
- * twice in a row, the jobs of the next BACKOFF_NS run on the caller alone,
- * after which parallel runs are tried again. (A count of jobs served small
- * models well but cost big ones whole runs: 64 jobs are ~20 runs of the
- * MLP, ~1.5 ms, but almost two runs of MobileNetV2, ~8 ms on one thread.)
+ * notices: when the caller waits longer than its own share of a job took
+ * (by more than STRIKE_NS), twice in a row, the jobs of the next BACKOFF_NS run on the caller
+ * alone, after which parallel runs are tried again. (A count of jobs served small models well but
+ * cost big ones whole runs: 64 jobs are ~20 runs of the MLP, ~1.5 ms, but almost two runs of
+ * MobileNetV2, ~8 ms on one thread.)
  *
  * Workers also keep off the caller's CPU (Linux). A woken thread is placed
  * beside its waker, and a worker that shares the caller's CPU gets no time
@@ -43,6 +43,11 @@
 
 enum { SPIN_ROUNDS = 100000, YIELD_ROUNDS = 200 };
 #define BACKOFF_NS 1500000 /* 1.5 ms */
+/* A wait this much longer than the caller's own share of a job is a
+ * descheduled worker (a scheduler time slice is milliseconds), not a
+ * worker finishing its last task (MobileNetV2's tasks take up to ~100 us:
+ * at 50 us, quiet runs struck and backed off, 5.8 ms against 4.1) */
+#define STRIKE_NS 400000
 
 struct nat_pool {
   int threads;
@@ -229,7 +234,7 @@ void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
   for (int i = 0; atomic_load(&p->done) < n_tasks; i++)
     if (i >= SPIN_ROUNDS) sched_yield();
   int64_t waited = now_ns() - t1;
-  if (waited > (t1 - t0) + 50000) { /* 50 us more than the caller's own share */
+  if (waited > (t1 - t0) + STRIKE_NS) { /* well beyond the caller's own share */
     if (++p->strikes >= 2) {
       p->backoff_until = now_ns() + BACKOFF_NS;
       p->strikes = 0;
