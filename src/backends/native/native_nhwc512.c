@@ -171,32 +171,33 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
 
 #define DW_PIX 8
 
-/* Eight stride-1 outputs of one channel vector, all taps inside the rows:
- * each input vector is loaded once per row and used by the three outputs
- * that read it (10 loads per row instead of 24). */
-INL T512 void dw8_s1(const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m,
-                     const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y) {
+/* n (<= 8) stride-S outputs of one channel vector, all taps inside the
+ * rows: each input vector is loaded once per row and used by every output
+ * that reads it (stride 1: n + 2 loads per row instead of 3n). */
+INL T512 void dwn(const int n, const int S, const float *const rows[3], int64_t iw, int64_t C,
+                  int64_t cb, __mmask16 m, const __m512 *k, __m512 bias, const float *z, __m512 lo,
+                  __m512 hi, float *y) {
   __m512 acc[DW_PIX];
 #pragma GCC unroll 8
-  for (int t = 0; t < DW_PIX; t++)
+  for (int t = 0; t < n; t++)
     acc[t] = bias;
 #pragma GCC unroll 3
   for (int ki = 0; ki < 3; ki++) {
     if (!rows[ki]) continue;
     const float *p = rows[ki] + iw * C + cb;
-    __m512 x[DW_PIX + 2];
-#pragma GCC unroll 10
-    for (int t = 0; t < DW_PIX + 2; t++)
+    __m512 x[2 * DW_PIX + 1];
+#pragma GCC unroll 17
+    for (int t = 0; t < S * (n - 1) + 3; t++)
       x[t] = _mm512_maskz_loadu_ps(m, p + t * C);
 #pragma GCC unroll 8
-    for (int t = 0; t < DW_PIX; t++) {
-      acc[t] = _mm512_fmadd_ps(x[t], k[3 * ki], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[t + 1], k[3 * ki + 1], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[t + 2], k[3 * ki + 2], acc[t]);
+    for (int t = 0; t < n; t++) {
+      acc[t] = _mm512_fmadd_ps(x[S * t], k[3 * ki], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[S * t + 1], k[3 * ki + 1], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[S * t + 2], k[3 * ki + 2], acc[t]);
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < DW_PIX; t++) {
+  for (int t = 0; t < n; t++) {
     __m512 v = acc[t];
     if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + t * C));
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
@@ -204,34 +205,29 @@ INL T512 void dw8_s1(const float *const rows[3], int64_t iw, int64_t C, int64_t 
   }
 }
 
-/* Four stride-2 outputs: nine loads per row instead of twelve. */
-INL T512 void dw4_s2(const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m,
-                     const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y) {
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int t = 0; t < 4; t++)
-    acc[t] = bias;
-#pragma GCC unroll 3
-  for (int ki = 0; ki < 3; ki++) {
-    if (!rows[ki]) continue;
-    const float *p = rows[ki] + iw * C + cb;
-    __m512 x[9];
-#pragma GCC unroll 9
-    for (int t = 0; t < 9; t++)
-      x[t] = _mm512_maskz_loadu_ps(m, p + t * C);
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; t++) {
-      acc[t] = _mm512_fmadd_ps(x[2 * t], k[3 * ki], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[2 * t + 1], k[3 * ki + 1], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[2 * t + 2], k[3 * ki + 2], acc[t]);
-    }
+#define DW_ARGS                                                                                    \
+  const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m, const __m512 *k,     \
+      __m512 bias, const float *z, __m512 lo, __m512 hi, float *y
+#define DW_PASS rows, iw, C, cb, m, k, bias, z, lo, hi, y
+/* n outputs, n a constant in each case (accumulators in registers) */
+static T512 void dw_s1(int n, DW_ARGS) {
+  switch (n) {
+  case 1: dwn(1, 1, DW_PASS); break;
+  case 2: dwn(2, 1, DW_PASS); break;
+  case 3: dwn(3, 1, DW_PASS); break;
+  case 4: dwn(4, 1, DW_PASS); break;
+  case 5: dwn(5, 1, DW_PASS); break;
+  case 6: dwn(6, 1, DW_PASS); break;
+  case 7: dwn(7, 1, DW_PASS); break;
+  default: dwn(8, 1, DW_PASS); break;
   }
-#pragma GCC unroll 4
-  for (int t = 0; t < 4; t++) {
-    __m512 v = acc[t];
-    if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + t * C));
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    _mm512_mask_storeu_ps(y + t * C, m, v);
+}
+static T512 void dw_s2(int n, DW_ARGS) {
+  switch (n) {
+  case 1: dwn(1, 2, DW_PASS); break;
+  case 2: dwn(2, 2, DW_PASS); break;
+  case 3: dwn(3, 2, DW_PASS); break;
+  default: dwn(4, 2, DW_PASS); break;
   }
 }
 
@@ -255,8 +251,8 @@ INL T512 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, 
 }
 
 /* Per channel vector, the row in one sweep with the weights in registers:
- * the border outputs one by one, the interior eight (stride 1) or four
- * (stride 2) at a time. */
+ * the border outputs one by one, the interior up to eight (stride 1) or
+ * four (stride 2) at a time. */
 T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
                              int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
                              const float *b, const float *z, float lo_, float hi_, float *y) {
@@ -275,14 +271,17 @@ T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, 
     for (; ow < jl; ow++)
       dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
           y + ow * C + cb);
-    if (S == 1)
-      for (; ow + DW_PIX <= jh; ow += DW_PIX)
-        dw8_s1(rows, ow - pl, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
-               y + ow * C + cb);
-    else if (S == 2)
-      for (; ow + 4 <= jh; ow += 4)
-        dw4_s2(rows, 2 * ow - pl, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
-               y + ow * C + cb);
+    if (S == 1 || S == 2) {
+      int step = S == 1 ? DW_PIX : 4;
+      for (int n; ow < jh; ow += n) {
+        n = jh - ow < step ? (int)(jh - ow) : step;
+        const float *zz = z ? z + ow * C + cb : NULL;
+        if (S == 1)
+          dw_s1(n, rows, ow - pl, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+        else
+          dw_s2(n, rows, 2 * ow - pl, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+      }
+    }
     for (; ow < OW; ow++)
       dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
           y + ow * C + cb);
