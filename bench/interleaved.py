@@ -5,9 +5,10 @@
                                  [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
 
 Every iteration runs each engine once (or --block times back to back, timing the median
-of the block after one untimed run), in the same order, with a short pause between
-engines (so the thread pools that spin after a run, ONNX Runtime's and aitune's, have
-gone quiet). Load from other processes then hits all engines alike within an iteration,
+of the block after one untimed run), each iteration starting at the next engine in turn,
+with a short pause between engines (so the thread pools that spin after a run, ONNX
+Runtime's and aitune's, have gone quiet; measured: the engine run right after ONNX
+Runtime ran 1.5-1.9x slower even after a 20 ms pause, so the order rotates). Load from other processes then hits all engines alike within an iteration,
 which a benchmark that runs one engine after the other cannot promise on a shared
 machine. Reported per engine: median, min and p90 latency in ms, and against the first
 engine the median of the per-iteration ratios (paired, so slow drifts of the machine's
@@ -127,7 +128,11 @@ def main():
         engines.append(Ort(path, inputs, label))
     times = {e.name: [] for e in engines}
     for it in range(a.warmup + a.iters):
-        for e in engines:
+        # each turn starts at the next engine: whatever an engine leaves
+        # behind (ONNX Runtime's threads stay busy past the pause) then slows
+        # every engine equally often, not always the one after it
+        k = it % len(engines)
+        for e in engines[k:] + engines[:k]:
             time.sleep(a.pause_ms / 1e3)
             if a.block > 1:
                 e.run()
