@@ -8,7 +8,8 @@ Every iteration runs each engine once (or --block times back to back, timing the
 of the block after one untimed run), each iteration starting at the next engine in turn,
 with a short pause between engines (so the thread pools that spin after a run, ONNX
 Runtime's and aitune's, have gone quiet; measured: the engine run right after ONNX
-Runtime ran 1.5-1.9x slower even after a 20 ms pause, so the order rotates). Load from other processes then hits all engines alike within an iteration,
+Runtime ran 1.5-1.9x slower even after a 20 ms pause, so the order rotates).
+Load from other processes then hits all engines alike within an iteration,
 which a benchmark that runs one engine after the other cannot promise on a shared
 machine. Reported per engine: median, min and p90 latency in ms, and against the first
 engine the median of the per-iteration ratios (paired, so slow drifts of the machine's
