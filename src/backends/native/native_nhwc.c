@@ -456,11 +456,10 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
   if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N);
   int threads = nat_run_threads(r);
-  /* bands of at least 6 rows, up to four per thread: a band recomputes
-   * one or two expanded rows of its neighbour, but small bands let the
-   * caller take over a descheduled worker's share (paired medians on the
-   * shared 2-core machine: 8 rows and two per thread 5.82 ms, this 4.38) */
-  int64_t most = j.d.OH / 6 < 4 * threads ? j.d.OH / 6 : 4 * threads;
+  /* bands of at least 8 rows, two per thread where there are enough (a
+   * band recomputes one or two expanded rows of its neighbour: finer
+   * bands measured slower, alone and beside a busy process) */
+  int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
   j.n_chunks = j.d.OH < threads ? j.d.OH : threads;
   if (most > j.n_chunks) j.n_chunks = most;
   j.chunk = (j.d.OH + j.n_chunks - 1) / j.n_chunks;
