@@ -232,12 +232,13 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
 
 #define DW_PIX 8
 
-/* n (<= 8) stride-S outputs of one channel vector, all taps inside the
- * rows: each input vector is loaded once per row and used by every output
- * that reads it (stride 1: n + 2 loads per row instead of 3n). */
-INL T512 void dwn(const int n, const int S, const float *const rows[3], int64_t iw, int64_t C,
-                  int64_t cb, __mmask16 m, const __m512 *k, __m512 bias, const float *z, __m512 lo,
-                  __m512 hi, float *y) {
+/* n (<= 8) stride-S outputs of one channel vector from input column iw
+ * on: each input vector is loaded once per row and used by every output
+ * that reads it (stride 1: n + 2 loads per row instead of 3n); columns
+ * outside [0, W) are zeros. */
+INL T512 void dwn(const int n, const int S, const bool edge, const float *const rows[3], int64_t iw,
+                  int64_t W, int64_t C, int64_t cb, __mmask16 m, const __m512 *k, __m512 bias,
+                  const float *z, __m512 lo, __m512 hi, float *y) {
   __m512 acc[DW_PIX];
 #pragma GCC unroll 8
   for (int t = 0; t < n; t++)
@@ -245,11 +246,13 @@ INL T512 void dwn(const int n, const int S, const float *const rows[3], int64_t 
 #pragma GCC unroll 3
   for (int ki = 0; ki < 3; ki++) {
     if (!rows[ki]) continue;
-    const float *p = rows[ki] + iw * C + cb;
     __m512 x[2 * DW_PIX + 1];
 #pragma GCC unroll 17
-    for (int t = 0; t < S * (n - 1) + 3; t++)
-      x[t] = _mm512_maskz_loadu_ps(m, p + t * C);
+    for (int t = 0; t < S * (n - 1) + 3; t++) {
+      int64_t col = iw + t; /* columns outside the row are the zero padding */
+      x[t] = !edge || (col >= 0 && col < W) ? _mm512_maskz_loadu_ps(m, rows[ki] + col * C + cb)
+                                            : _mm512_setzero_ps();
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < n; t++) {
       acc[t] = _mm512_fmadd_ps(x[S * t], k[3 * ki], acc[t]);
@@ -267,28 +270,39 @@ INL T512 void dwn(const int n, const int S, const float *const rows[3], int64_t 
 }
 
 #define DW_ARGS                                                                                    \
-  const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m, const __m512 *k,     \
-      __m512 bias, const float *z, __m512 lo, __m512 hi, float *y
-#define DW_PASS rows, iw, C, cb, m, k, bias, z, lo, hi, y
+  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb, __mmask16 m,           \
+      const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y
+#define DW_PASS rows, iw, W, C, cb, m, k, bias, z, lo, hi, y
 /* n outputs, n a constant in each case (accumulators in registers) */
-static T512 void dw_s1(int n, DW_ARGS) {
+#define DW_CASE(N, S)                                                                              \
+  case N:                                                                                          \
+    if (edge)                                                                                      \
+      dwn(N, S, true, DW_PASS);                                                                    \
+    else                                                                                           \
+      dwn(N, S, false, DW_PASS);                                                                   \
+    break;
+/* n outputs, n a constant in each case (accumulators in registers); edge:
+ * some taps fall outside the row */
+static T512 void dw_s1(int n, bool edge, DW_ARGS) {
   switch (n) {
-  case 1: dwn(1, 1, DW_PASS); break;
-  case 2: dwn(2, 1, DW_PASS); break;
-  case 3: dwn(3, 1, DW_PASS); break;
-  case 4: dwn(4, 1, DW_PASS); break;
-  case 5: dwn(5, 1, DW_PASS); break;
-  case 6: dwn(6, 1, DW_PASS); break;
-  case 7: dwn(7, 1, DW_PASS); break;
-  default: dwn(8, 1, DW_PASS); break;
+    DW_CASE(1, 1)
+    DW_CASE(2, 1)
+    DW_CASE(3, 1)
+    DW_CASE(4, 1)
+    DW_CASE(5, 1)
+    DW_CASE(6, 1)
+    DW_CASE(7, 1)
+    DW_CASE(8, 1)
+  default: break;
   }
 }
-static T512 void dw_s2(int n, DW_ARGS) {
+static T512 void dw_s2(int n, bool edge, DW_ARGS) {
   switch (n) {
-  case 1: dwn(1, 2, DW_PASS); break;
-  case 2: dwn(2, 2, DW_PASS); break;
-  case 3: dwn(3, 2, DW_PASS); break;
-  default: dwn(4, 2, DW_PASS); break;
+    DW_CASE(1, 2)
+    DW_CASE(2, 2)
+    DW_CASE(3, 2)
+    DW_CASE(4, 2)
+  default: break;
   }
 }
 
@@ -311,39 +325,34 @@ INL T512 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, 
   _mm512_mask_storeu_ps(y, m, acc);
 }
 
-/* Per channel vector, the row in one sweep with the weights in registers:
- * the border outputs one by one, the interior up to eight (stride 1) or
- * four (stride 2) at a time. */
+/* Per channel vector, the row in one sweep with the weights in registers,
+ * in runs of up to eight (stride 1) or four (stride 2) outputs, the columns
+ * outside the row read as zeros (other strides: one output at a time). */
 T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
                              int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
                              const float *b, const float *z, float lo_, float hi_, float *y) {
   __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
-  /* interior: 0 <= ow*S - pl and ow*S - pl + 2 < W */
-  int64_t jl = (pl + S - 1) / S, jh = W - 3 + pl >= 0 ? (W - 3 + pl) / S + 1 : 0;
-  if (jh > OW) jh = OW;
-  if (jl > jh) jl = jh;
   for (int64_t cb = c0; cb < c1; cb += 16) {
     __mmask16 m = tail16(c1 - cb);
     __m512 k[9];
     for (int t = 0; t < 9; t++)
       k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
     __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
-    int64_t ow = 0;
-    for (; ow < jl; ow++)
-      dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
-          y + ow * C + cb);
-    if (S == 1 || S == 2) {
+    if (S == 1 || S == 2) { /* the whole row in runs, borders included */
       int step = S == 1 ? DW_PIX : 4;
-      for (int n; ow < jh; ow += n) {
-        n = jh - ow < step ? (int)(jh - ow) : step;
+      for (int64_t ow = 0, n; ow < OW; ow += n) {
+        n = OW - ow < step ? OW - ow : step;
         const float *zz = z ? z + ow * C + cb : NULL;
+        int64_t iw = ow * S - pl;
+        bool edge = iw < 0 || iw + S * (n - 1) + 2 >= W;
         if (S == 1)
-          dw_s1(n, rows, ow - pl, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+          dw_s1((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
         else
-          dw_s2(n, rows, 2 * ow - pl, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+          dw_s2((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
       }
+      continue;
     }
-    for (; ow < OW; ow++)
+    for (int64_t ow = 0; ow < OW; ow++)
       dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
           y + ow * C + cb);
   }
