@@ -91,14 +91,19 @@ static const ait_node *find_node(const ait_graph *g, const char *name) {
   return NULL;
 }
 
-/* eager(original) vs eager(rewritten) vs native, all on the same inputs. */
-static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_tensor *const *in,
-                             int n_in, double tol) {
+/* eager(original) vs eager(rewritten) vs native (with options `opts`, ""
+ * for none, e.g. ",layout=nhwc"), all on the same inputs. */
+static void check_equivalent_opts(const ait_graph *g, const ait_graph *rw,
+                                  const ait_tensor *const *in, int n_in, double tol,
+                                  const char *opts) {
   ait_tensor *ref = NULL, *re = NULL, *nat = NULL, *nat1 = NULL, *off = NULL;
+  char spec[128], spec1[128];
+  snprintf(spec, sizeof spec, "native%s%s", opts[0] ? ":" : "", opts[0] ? opts + 1 : "");
+  snprintf(spec1, sizeof spec1, "native:threads=1%s", opts);
   CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
   CHECK(ait_eager_run(rw, in, n_in, &re) == AIT_OK);
-  CHECK(run_on("native", g, in, n_in, &nat) == AIT_OK);
-  CHECK(run_on("native:threads=1", g, in, n_in, &nat1) == AIT_OK);
+  CHECK(run_on(spec, g, in, n_in, &nat) == AIT_OK);
+  CHECK(run_on(spec1, g, in, n_in, &nat1) == AIT_OK);
   CHECK(run_on("native:fuse=off,threads=3", g, in, n_in, &off) == AIT_OK);
   double d1 = diff(re, ref), d2 = diff(nat, ref), d3 = diff(nat1, ref), d4 = diff(off, ref);
   if (!(d1 <= tol && d2 <= tol && d3 <= tol && d4 <= tol))
@@ -113,6 +118,11 @@ static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_
   ait_tensor_free(nat);
   ait_tensor_free(nat1);
   ait_tensor_free(off);
+}
+
+static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_tensor *const *in,
+                             int n_in, double tol) {
+  check_equivalent_opts(g, rw, in, n_in, tol, "");
 }
 
 #define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -482,7 +492,7 @@ static void test_nhwc(void) {
         for (int64_t batch = 1; batch <= 3; batch += 2) {
           const int64_t d[4] = {batch, 3, s->H, s->W};
           ait_tensor *x = rand_tensor(4, d);
-          check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-4);
+          check_equivalent_opts(g, rw, (const ait_tensor *const *)&x, 1, 1e-4, ",layout=nhwc");
           ait_tensor_free(x);
         }
         ait_graph_free(rw);
@@ -506,7 +516,7 @@ static void test_nhwc(void) {
   void *loaded = NULL;
   char dir[] = "/tmp/ait_test_nhwc_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  CHECK(g && ait_backend_config_parse("native", &cfg) == AIT_OK);
+  CHECK(g && ait_backend_config_parse("native:layout=nhwc", &cfg) == AIT_OK);
   CHECK(g && cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
   CHECK(state && cfg.iface->save(state, dir) == AIT_OK);
   CHECK(state && cfg.iface->load(&cfg, g, dir, &loaded) == AIT_OK);
