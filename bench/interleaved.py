@@ -5,9 +5,12 @@
                                  [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
 
 Every iteration runs each engine once (or --block times back to back, timing the median
-of the block after one untimed run), in the same order, with a short pause between
-engines (so the thread pools that spin after a run, ONNX Runtime's and aitune's, have
-gone quiet). Load from other processes then hits all engines alike within an iteration,
+of the block after one untimed run), each iteration in its own random order (seeded),
+with a short pause between engines (so the thread pools that spin after a run, ONNX
+Runtime's and aitune's, have gone quiet; measured: the engine run right after ONNX
+Runtime ran 1.5-1.9x slower even after a 20 ms pause, so no engine may always follow
+it).
+Load from other processes then hits all engines alike within an iteration,
 which a benchmark that runs one engine after the other cannot promise on a shared
 machine. Reported per engine: median, min and p90 latency in ms, and against the first
 engine the median of the per-iteration ratios (paired, so slow drifts of the machine's
@@ -22,6 +25,7 @@ import ctypes
 import glob
 import json
 import os
+import random
 import statistics
 import time
 
@@ -126,8 +130,13 @@ def main():
         label, path = o.split("=", 1) if "=" in o else (f"ort {os.path.basename(o)}", o)
         engines.append(Ort(path, inputs, label))
     times = {e.name: [] for e in engines}
+    rng = random.Random(1)
     for it in range(a.warmup + a.iters):
-        for e in engines:
+        # each turn in its own (seeded) random order: whatever an engine
+        # leaves behind (ONNX Runtime's threads stay busy past the pause)
+        # then slows a different engine each turn, and the medians of the
+        # paired ratios ignore it (a rotation would keep the same neighbours)
+        for e in rng.sample(engines, len(engines)):
             time.sleep(a.pause_ms / 1e3)
             if a.block > 1:
                 e.run()

@@ -91,14 +91,19 @@ static const ait_node *find_node(const ait_graph *g, const char *name) {
   return NULL;
 }
 
-/* eager(original) vs eager(rewritten) vs native, all on the same inputs. */
-static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_tensor *const *in,
-                             int n_in, double tol) {
+/* eager(original) vs eager(rewritten) vs native (with options `opts`, ""
+ * for none, e.g. ",layout=nhwc"), all on the same inputs. */
+static void check_equivalent_opts(const ait_graph *g, const ait_graph *rw,
+                                  const ait_tensor *const *in, int n_in, double tol,
+                                  const char *opts) {
   ait_tensor *ref = NULL, *re = NULL, *nat = NULL, *nat1 = NULL, *off = NULL;
+  char spec[128], spec1[128];
+  snprintf(spec, sizeof spec, "native%s%s", opts[0] ? ":" : "", opts[0] ? opts + 1 : "");
+  snprintf(spec1, sizeof spec1, "native:threads=1%s", opts);
   CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
   CHECK(ait_eager_run(rw, in, n_in, &re) == AIT_OK);
-  CHECK(run_on("native", g, in, n_in, &nat) == AIT_OK);
-  CHECK(run_on("native:threads=1", g, in, n_in, &nat1) == AIT_OK);
+  CHECK(run_on(spec, g, in, n_in, &nat) == AIT_OK);
+  CHECK(run_on(spec1, g, in, n_in, &nat1) == AIT_OK);
   CHECK(run_on("native:fuse=off,threads=3", g, in, n_in, &off) == AIT_OK);
   double d1 = diff(re, ref), d2 = diff(nat, ref), d3 = diff(nat1, ref), d4 = diff(off, ref);
   if (!(d1 <= tol && d2 <= tol && d3 <= tol && d4 <= tol))
@@ -113,6 +118,11 @@ static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_
   ait_tensor_free(nat);
   ait_tensor_free(nat1);
   ait_tensor_free(off);
+}
+
+static void check_equivalent(const ait_graph *g, const ait_graph *rw, const ait_tensor *const *in,
+                             int n_in, double tol) {
+  check_equivalent_opts(g, rw, in, n_in, tol, "");
 }
 
 #define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -506,14 +516,14 @@ static void test_nhwc(void) {
         for (int64_t batch = 1; batch <= 3; batch += 2) {
           const int64_t d[4] = {batch, 3, s->H, s->W};
           ait_tensor *x = rand_tensor(4, d);
-          check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-4);
+          check_equivalent_opts(g, rw, (const ait_tensor *const *)&x, 1, 1e-4, ",layout=nhwc");
           ait_tensor_free(x);
         }
         ait_graph_free(rw);
         ait_graph_free(g);
       }
     }
-  nat_layout_set_block_bytes(400 * 1024);
+  nat_layout_set_block_bytes(0); /* the default */
   nat_nhwc_set_portable(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);
@@ -525,6 +535,32 @@ static void test_nhwc(void) {
     CHECK(count_op(((nat_state *)state)->g, "FusedConvNhwc") == 0);
     cfg.iface->destroy(state);
   }
+  /* the rewritten graph saves and loads with its NHWC ops */
+  state = NULL;
+  void *loaded = NULL;
+  char dir[] = "/tmp/ait_test_nhwc_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(g && ait_backend_config_parse("native:layout=nhwc", &cfg) == AIT_OK);
+  CHECK(g && cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  CHECK(state && cfg.iface->save(state, dir) == AIT_OK);
+  CHECK(state && cfg.iface->load(&cfg, g, dir, &loaded) == AIT_OK);
+  if (state && loaded) {
+    CHECK(count_op(((nat_state *)loaded)->g, "FusedInvertedResidual") == 1);
+    const int64_t d[4] = {2, 3, shapes[0].H, shapes[0].W};
+    ait_tensor *x = rand_tensor(4, d), *a = NULL, *b = NULL;
+    CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &a) == AIT_OK);
+    CHECK(cfg.iface->infer(loaded, (const ait_tensor *const *)&x, 1, &b) == AIT_OK);
+    CHECK(diff(a, b) == 0.0);
+    ait_tensor_free(x);
+    ait_tensor_free(a);
+    ait_tensor_free(b);
+  }
+  if (loaded) cfg.iface->destroy(loaded);
+  if (state) cfg.iface->destroy(state);
+  char path[256];
+  snprintf(path, sizeof path, "%s/native.onnx", dir);
+  unlink(path);
+  rmdir(dir);
   ait_graph_free(g);
 }
 

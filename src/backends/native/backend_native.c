@@ -29,9 +29,10 @@ static const ait_option_def native_options[] = {
     {"gemm", AIT_OPT_ENUM, "openblas", "openblas|blis",
      "SGEMM library: OpenBLAS, or BLIS (Debian's libblis4, loaded at run time; unavailable "
      "when not installed)"},
-    {"layout", AIT_OPT_ENUM, "auto", "auto|nchw",
-     "auto: chains of convs with a depthwise conv run channels-last (NHWC) with reorders at "
-     "their edges; nchw: every conv stays NCHW"},
+    {"layout", AIT_OPT_ENUM, "auto", "auto|nhwc|nchw",
+     "nhwc: chains of convs with a depthwise conv run channels-last (NHWC, fused inverted "
+     "residual blocks) with reorders at their edges; nchw: every conv stays NCHW (SGEMM); "
+     "auto: nhwc where the CPU has AVX-512, else nchw"},
     {"fuse", AIT_OPT_BOOL, "on", NULL,
      "graph passes (folding, fusion); off runs the graph as given, for debugging"},
     {"attention", AIT_OPT_ENUM, "fp32", "fp32|bf16",
@@ -140,7 +141,10 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   bool on = !fuse || strcmp(fuse, "off") != 0;
   const char *layout = ait_backend_config_get(cfg, "layout");
   int passes = run_passes && on ? NAT_PASSES : 0;
-  if (passes && (!layout || strcmp(layout, "nchw") != 0)) passes |= NAT_PASSES_LAYOUT;
+  /* NHWC's kernels are AVX-512 ones; elsewhere its portable loops lose to SGEMM */
+  bool nhwc = layout && !strcmp(layout, "nhwc");
+  if (!layout || !strcmp(layout, "auto")) nhwc = nat_nhwc512_available();
+  if (passes && nhwc) passes |= NAT_PASSES_LAYOUT;
   nat_state *s = NULL;
   AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"), passes, NULL,
                         &s));

@@ -222,9 +222,8 @@ static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const b
 static int64_t block_min_bytes = 0;
 void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
 
-/* Node k's value written by node `at` (a converted node), read only by
- * node k: its writer, else -1. */
-static int sole_writer(const ait_graph *g, const int *writer, const int *reads, int v) {
+/* The converted node writing value v when one node alone reads v, else -1. */
+static int sole_writer(const int *writer, const int *reads, int v) {
   return v >= 0 && reads[v] == 1 && writer[v] >= 0 ? writer[v] : -1;
 }
 
@@ -291,9 +290,9 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
   for (int q = 0; q < nn && !st; q++) {
     const ait_node *Q = &g->nodes[q];
     if (kind[q] != L_PW || strcmp(Q->op_type, "FusedConvNhwc")) continue;
-    int d = sole_writer(g, writer, reads, Q->in[0]);
+    int d = sole_writer(writer, reads, Q->in[0]);
     if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
-    int e = sole_writer(g, writer, reads, g->nodes[d].in[0]);
+    int e = sole_writer(writer, reads, g->nodes[d].in[0]);
     if (e >= 0 && (kind[e] != L_PW || (g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0))) e = -1;
     const ait_value *dx = &g->values[g->nodes[d].in[0]];
     int64_t bytes = 4 * dx->dims[1].v * dx->dims[2].v * dx->dims[3].v;

@@ -20,11 +20,13 @@
 
 typedef enum { K_PW, K_DW, K_STEM } nhwc_kind;
 
+/* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
+ * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
 typedef struct nhwc_job {
   const nat_nhwc *c;
   nhwc_kind kind;
   bool v512;
-  int64_t rows, row_chunk, col_chunk, col_tasks;
+  int64_t rows, unit, row_tasks, col_chunk, col_tasks;
 } nhwc_job;
 
 static NAT_INLINE float clampf(float v, float lo, float hi) {
@@ -117,8 +119,9 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
 static void nhwc_task(void *arg, int64_t t, int tid) {
   const nhwc_job *j = arg;
   const nat_nhwc *c = j->c;
-  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks;
-  int64_t r0 = rt * j->row_chunk, r1 = r0 + j->row_chunk < j->rows ? r0 + j->row_chunk : j->rows;
+  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks, U = (j->rows + j->unit - 1) / j->unit;
+  int64_t r0 = rt * U / j->row_tasks * j->unit, r1 = (rt + 1) * U / j->row_tasks * j->unit;
+  if (r1 > j->rows) r1 = j->rows;
   int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
   if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
@@ -211,22 +214,25 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. */
 static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512) {
-  nhwc_job j = {c, K_PW, v512, P, P, c->M, 1};
-  int64_t threads = nat_run_threads(r);
-  double macs = (double)P * c->M * c->C;
   nat_nhwc_pw_tile(P, c->M, &c->pw_mr, &c->pw_nv);
+  nhwc_job j = {c, K_PW, v512, P, c->pw_mr, 1, c->M, 1};
+  int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
+  double macs = (double)P * c->M * c->C;
   int64_t bw = 16 * c->pw_nv;
   if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
-    j.row_chunk = P;
-  } else if (P >= 8 * c->pw_mr * threads) {
-    j.row_chunk = (nat_chunk(r, P, c->pw_mr) + c->pw_mr - 1) / c->pw_mr * c->pw_mr;
-  } else { /* few pixels: split the channels in column blocks */
-    int64_t blocks = (c->M + bw - 1) / bw, per = (blocks + 2 * threads - 1) / (2 * threads);
+    j.row_tasks = 1;
+  } else if (tiles >= 8 * threads) {
+    j.row_tasks = 4 * threads;
+  } else { /* few pixels: column blocks, and the pixels in halves (a
+            * handful of column blocks alone split unevenly over threads) */
+    int64_t parts = tiles >= 2 ? 2 : 1;
+    int64_t blocks = (c->M + bw - 1) / bw, per = blocks * parts / (4 * threads);
+    if (per < 1) per = 1;
+    j.row_tasks = parts;
     j.col_chunk = per * bw;
     j.col_tasks = (c->M + j.col_chunk - 1) / j.col_chunk;
   }
-  int64_t tasks = (P + j.row_chunk - 1) / j.row_chunk * j.col_tasks;
-  nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+  nat_pool_run(nat_run_pool(r), j.row_tasks * j.col_tasks, nhwc_task, &j);
 }
 
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
@@ -244,11 +250,11 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     run_pw(r, &c, c.N * c.OH * c.OW, v512);
     return AIT_OK;
   }
-  nhwc_job j = {&c, kind, v512, c.N * c.OH, 0, c.M, 1};
+  nhwc_job j = {&c, kind, v512, c.N * c.OH, 1, 1, c.M, 1};
   double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
-  j.row_chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
-  int64_t tasks = (j.rows + j.row_chunk - 1) / j.row_chunk;
-  nat_pool_run(nat_run_pool(r), tasks, nhwc_task, &j);
+  int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
+  j.row_tasks = (j.rows + chunk - 1) / chunk;
+  nat_pool_run(nat_run_pool(r), j.row_tasks, nhwc_task, &j);
   return AIT_OK;
 }
 
@@ -261,7 +267,7 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
 typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e, v512;
-  int64_t chunk, n_chunks, per_thread; /* per_thread: floats of scratch */
+  int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
 } ir_job;
@@ -276,8 +282,8 @@ static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
 static void ir_task(void *arg, int64_t t, int tid) {
   const ir_job *j = arg;
   const nat_nhwc *d = &j->d;
-  int64_t n = t / j->n_chunks, oh0 = (t % j->n_chunks) * j->chunk;
-  int64_t oh1 = oh0 + j->chunk < d->OH ? oh0 + j->chunk : d->OH;
+  int64_t n = t / j->n_chunks, b = t % j->n_chunks;
+  int64_t oh0 = b * d->OH / j->n_chunks, oh1 = (b + 1) * d->OH / j->n_chunks;
   int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
   float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
   int64_t have = oh0 * S - 2; /* last expanded row in the ring */
@@ -334,16 +340,17 @@ static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float
  * computed twice), into buffers the project stage then reads. */
 typedef struct irc_job {
   const ir_job *j;
-  float *ebuf, *dbuf; /* [N][H][W][E] expanded, [N][OH][OW][E] depthwise */
-  int64_t slice, n_slices;
+  float *ebuf, *dbuf;           /* [N][H][W][E] expanded, [N][OH][OW][E] depthwise */
+  int64_t bw, blocks, n_slices; /* slice t: blocks [t B / n, (t+1) B / n) of bw channels */
 } irc_job;
 
 static void irc_task(void *arg, int64_t t, int tid) {
   const irc_job *c = arg;
   const ir_job *j = c->j;
   const nat_nhwc *d = &j->d;
-  int64_t n = t / c->n_slices, e0 = (t % c->n_slices) * c->slice;
-  int64_t E = d->C, e1 = e0 + c->slice < E ? e0 + c->slice : E, HW = d->H * d->W;
+  int64_t n = t / c->n_slices, q = t % c->n_slices, E = d->C, HW = d->H * d->W;
+  int64_t e0 = q * c->blocks / c->n_slices * c->bw, e1 = (q + 1) * c->blocks / c->n_slices * c->bw;
+  if (e1 > E) e1 = E;
   const float *src = j->x + n * HW * E;
   if (j->has_e) {
     nat_nhwc e = j->e;
@@ -369,22 +376,23 @@ static void irc_task(void *arg, int64_t t, int tid) {
   }
 }
 
-/* Output rows from which a block runs in bands (8 rows per band, two
- * threads); below, in channel slices. */
-#define IR_BAND_MIN_ROWS 16
+/* Output rows from which a block runs in bands of rows; below (7x7), in
+ * channel slices (14x14 blocks measured 2-4% faster in bands than in
+ * slices, 7x7 ones slower). */
+#define IR_BAND_MIN_ROWS 12
 
 static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   const nat_nhwc *d = &j->d;
   int64_t E = d->C, HW = d->H * d->W, OHW = d->OH * d->OW, threads = nat_run_threads(r);
-  irc_job c = {j, NULL, NULL, 0, 0};
+  irc_job c = {j, NULL, NULL, 0, 0, 0};
   float *buf = nat_scratch(r, (int64_t)sizeof(float) * N * E * ((j->has_e ? HW : 0) + OHW));
   if (!buf) return AIT_E_NOMEM;
   c.ebuf = buf;
   c.dbuf = buf + (j->has_e ? N * HW * E : 0);
-  int64_t bw = j->has_e ? 16 * j->e.pw_nv : 16, blocks = (E + bw - 1) / bw;
-  int64_t want = 2 * threads / N > 1 ? 2 * threads / N : 1;
-  c.slice = (blocks + want - 1) / want * bw;
-  c.n_slices = (E + c.slice - 1) / c.slice;
+  c.bw = j->has_e ? 16 * j->e.pw_nv : 16;
+  c.blocks = (E + c.bw - 1) / c.bw;
+  int64_t want = 4 * threads / N > 1 ? 4 * threads / N : 1;
+  c.n_slices = c.blocks < want ? c.blocks : want;
   nat_pool_run(nat_run_pool(r), N * c.n_slices, irc_task, &c);
   nat_nhwc p = j->p;
   p.x = c.dbuf;
@@ -452,14 +460,13 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
   if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N);
   int threads = nat_run_threads(r);
-  /* bands of at least 8 rows, two per thread where there are enough (a
-   * band recomputes one or two expanded rows of its neighbour; more bands
-   * let the caller take over a descheduled worker's share) */
+  /* bands of at least 8 rows, two per thread where there are enough, a
+   * multiple of the threads (a band recomputes one or two expanded rows of
+   * its neighbour: finer bands measured slower; 3 bands on 2 threads ran
+   * at 1.5x one thread) */
   int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
-  j.n_chunks = j.d.OH < threads ? j.d.OH : threads;
-  if (most > j.n_chunks) j.n_chunks = most;
-  j.chunk = (j.d.OH + j.n_chunks - 1) / j.n_chunks;
-  j.n_chunks = (j.d.OH + j.chunk - 1) / j.chunk;
+  j.n_chunks = (most / threads > 1 ? most / threads : 1) * threads;
+  if (j.n_chunks > j.d.OH) j.n_chunks = j.d.OH;
   j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
   j.scratch = nat_scratch(r, (int64_t)sizeof(float) * j.per_thread * threads);
   if (!j.scratch) return AIT_E_NOMEM;

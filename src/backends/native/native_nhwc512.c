@@ -20,16 +20,22 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#define T512 __attribute__((target("avx512f")))
+#define T512 __attribute__((target("avx512f,fma")))
 #define INL static inline __attribute__((always_inline))
 
-bool nat_nhwc512_available(void) { return __builtin_cpu_supports("avx512f"); }
+bool nat_nhwc512_available(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+}
 
 static inline __mmask16 tail16(int64_t n) {
   return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
 /* ---- pointwise ------------------------------------------------------------ */
+
+/* Weight rows read ahead into L1 (rows are ldw apart: each in its own
+ * page for wide layers, where the hardware prefetchers stop). */
+#define PW_PREFETCH 8
 
 /* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
  * the last vector masked by lm. */
@@ -54,7 +60,12 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
     __m512 wv[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-      if (j < nv) wv[j] = _mm512_maskz_loadu_ps(m[j], wk + 16 * j);
+      if (j < nv) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16 * j), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      if (j < nv)
+        wv[j] =
+            j < nv - 1 ? _mm512_loadu_ps(wk + 16 * j) : _mm512_maskz_loadu_ps(m[j], wk + 16 * j);
 #pragma GCC unroll 12
     for (int i = 0; i < 12; i++) {
       if (i >= mr) break;
@@ -110,6 +121,61 @@ PW_NV(2)
 PW_NV(3)
 PW_NV(4)
 
+/* A tile of 16 + 8 channels (MobileNet's 24-channel projections): the
+ * last 8 in 256-bit registers, whose multiply-adds issue two per cycle
+ * where a 512-bit one takes both halves of the FMA units. */
+INL T512 void pw_tile24(const int mr, PW_ARGS) {
+  __m512 a[12];
+  __m256 h[12];
+  __m512 b0 = b ? _mm512_loadu_ps(b) : _mm512_setzero_ps();
+  __m256 b1 = b ? _mm256_loadu_ps(b + 16) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+  for (int i = 0; i < mr; i++)
+    a[i] = b0, h[i] = b1;
+  for (int64_t k = 0; k < K; k++) {
+    const float *wk = w + k * ldw;
+    _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
+    __m512 w0 = _mm512_loadu_ps(wk);
+    __m256 w1 = _mm256_loadu_ps(wk + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < mr; i++) {
+      __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
+      a[i] = _mm512_fmadd_ps(xb, w0, a[i]);
+      h[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(xb), w1, h[i]);
+    }
+  }
+  __m256 lo8 = _mm512_castps512_ps256(lo), hi8 = _mm512_castps512_ps256(hi);
+#pragma GCC unroll 12
+  for (int i = 0; i < mr; i++) {
+    __m512 v = a[i];
+    __m256 u = h[i];
+    if (z) {
+      v = _mm512_add_ps(v, _mm512_loadu_ps(z + i * ldy));
+      u = _mm256_add_ps(u, _mm256_loadu_ps(z + i * ldy + 16));
+    }
+    _mm512_storeu_ps(y + i * ldy, _mm512_min_ps(_mm512_max_ps(v, lo), hi));
+    _mm256_storeu_ps(y + i * ldy + 16, _mm256_min_ps(_mm256_max_ps(u, lo8), hi8));
+  }
+}
+
+static T512 void pw_24(int mr, PW_ARGS) {
+  switch (mr) {
+  case 1: pw_tile24(1, PW_PASS); break;
+  case 2: pw_tile24(2, PW_PASS); break;
+  case 3: pw_tile24(3, PW_PASS); break;
+  case 4: pw_tile24(4, PW_PASS); break;
+  case 5: pw_tile24(5, PW_PASS); break;
+  case 6: pw_tile24(6, PW_PASS); break;
+  case 7: pw_tile24(7, PW_PASS); break;
+  case 8: pw_tile24(8, PW_PASS); break;
+  case 9: pw_tile24(9, PW_PASS); break;
+  case 10: pw_tile24(10, PW_PASS); break;
+  case 11: pw_tile24(11, PW_PASS); break;
+  case 12: pw_tile24(12, PW_PASS); break;
+  default: break;
+  }
+}
+
 /* The register tile for P pixels by M channels: mr rows by nv vectors (at
  * most 24 accumulators), the one that leaves the fewest unused slots in
  * the last row and column blocks (MobileNet's 7x7 layers: 49 = 7 x 7). */
@@ -147,6 +213,10 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
+        if (mc == 24) {
+          pw_24(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi);
+          continue;
+        }
         switch (nv) {
         case 1: pw_nv1(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
         case 2: pw_nv2(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
@@ -162,32 +232,36 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
 
 #define DW_PIX 8
 
-/* Eight stride-1 outputs of one channel vector, all taps inside the rows:
- * each input vector is loaded once per row and used by the three outputs
- * that read it (10 loads per row instead of 24). */
-INL T512 void dw8_s1(const float *const rows[3], int64_t iw, int64_t C, int64_t cb, __mmask16 m,
-                     const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y) {
+/* n (<= 8) stride-S outputs of one channel vector from input column iw
+ * on: each input vector is loaded once per row and used by every output
+ * that reads it (stride 1: n + 2 loads per row instead of 3n); columns
+ * outside [0, W) are zeros. */
+INL T512 void dwn(const int n, const int S, const bool edge, const float *const rows[3], int64_t iw,
+                  int64_t W, int64_t C, int64_t cb, __mmask16 m, const __m512 *k, __m512 bias,
+                  const float *z, __m512 lo, __m512 hi, float *y) {
   __m512 acc[DW_PIX];
 #pragma GCC unroll 8
-  for (int t = 0; t < DW_PIX; t++)
+  for (int t = 0; t < n; t++)
     acc[t] = bias;
 #pragma GCC unroll 3
   for (int ki = 0; ki < 3; ki++) {
     if (!rows[ki]) continue;
-    const float *p = rows[ki] + iw * C + cb;
-    __m512 x[DW_PIX + 2];
-#pragma GCC unroll 10
-    for (int t = 0; t < DW_PIX + 2; t++)
-      x[t] = _mm512_maskz_loadu_ps(m, p + t * C);
+    __m512 x[2 * DW_PIX + 1];
+#pragma GCC unroll 17
+    for (int t = 0; t < S * (n - 1) + 3; t++) {
+      int64_t col = iw + t; /* columns outside the row are the zero padding */
+      x[t] = !edge || (col >= 0 && col < W) ? _mm512_maskz_loadu_ps(m, rows[ki] + col * C + cb)
+                                            : _mm512_setzero_ps();
+    }
 #pragma GCC unroll 8
-    for (int t = 0; t < DW_PIX; t++) {
-      acc[t] = _mm512_fmadd_ps(x[t], k[3 * ki], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[t + 1], k[3 * ki + 1], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[t + 2], k[3 * ki + 2], acc[t]);
+    for (int t = 0; t < n; t++) {
+      acc[t] = _mm512_fmadd_ps(x[S * t], k[3 * ki], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[S * t + 1], k[3 * ki + 1], acc[t]);
+      acc[t] = _mm512_fmadd_ps(x[S * t + 2], k[3 * ki + 2], acc[t]);
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < DW_PIX; t++) {
+  for (int t = 0; t < n; t++) {
     __m512 v = acc[t];
     if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + t * C));
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
@@ -195,50 +269,92 @@ INL T512 void dw8_s1(const float *const rows[3], int64_t iw, int64_t C, int64_t 
   }
 }
 
+#define DW_ARGS                                                                                    \
+  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb, __mmask16 m,           \
+      const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y
+#define DW_PASS rows, iw, W, C, cb, m, k, bias, z, lo, hi, y
+/* n outputs, n a constant in each case (accumulators in registers) */
+#define DW_CASE(N, S)                                                                              \
+  case N:                                                                                          \
+    if (edge)                                                                                      \
+      dwn(N, S, true, DW_PASS);                                                                    \
+    else                                                                                           \
+      dwn(N, S, false, DW_PASS);                                                                   \
+    break;
+/* n outputs, n a constant in each case (accumulators in registers); edge:
+ * some taps fall outside the row */
+static T512 void dw_s1(int n, bool edge, DW_ARGS) {
+  switch (n) {
+    DW_CASE(1, 1)
+    DW_CASE(2, 1)
+    DW_CASE(3, 1)
+    DW_CASE(4, 1)
+    DW_CASE(5, 1)
+    DW_CASE(6, 1)
+    DW_CASE(7, 1)
+    DW_CASE(8, 1)
+  default: break;
+  }
+}
+static T512 void dw_s2(int n, bool edge, DW_ARGS) {
+  switch (n) {
+    DW_CASE(1, 2)
+    DW_CASE(2, 2)
+    DW_CASE(3, 2)
+    DW_CASE(4, 2)
+  default: break;
+  }
+}
+
+/* One output whose taps start at input column iw, those outside [0, W)
+ * skipped. */
+INL T512 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
+                  __mmask16 m, const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi,
+                  float *y) {
+  __m512 acc = bias;
+  for (int ki = 0; ki < 3; ki++) {
+    if (!rows[ki]) continue;
+    for (int kj = 0; kj < 3; kj++) {
+      if (iw + kj < 0 || iw + kj >= W) continue;
+      const float *p = rows[ki] + (iw + kj) * C + cb;
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
+    }
+  }
+  if (z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z));
+  acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+  _mm512_mask_storeu_ps(y, m, acc);
+}
+
+/* Per channel vector, the row in one sweep with the weights in registers,
+ * in runs of up to eight (stride 1) or four (stride 2) outputs, the columns
+ * outside the row read as zeros (other strides: one output at a time). */
 T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
                              int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
                              const float *b, const float *z, float lo_, float hi_, float *y) {
   __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
-  for (int64_t o0 = 0; o0 < OW; o0 += DW_PIX) {
-    int64_t o1 = o0 + DW_PIX < OW ? o0 + DW_PIX : OW;
-    for (int64_t cb = c0; cb < c1; cb += 16) {
-      __mmask16 m = tail16(c1 - cb);
-      __m512 k[9];
-      for (int t = 0; t < 9; t++)
-        k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
-      __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
-      if (S == 1 && o1 - o0 == DW_PIX && o0 - pl >= 0 && o0 - pl + DW_PIX + 1 < W) {
-        dw8_s1(rows, o0 - pl, C, cb, m, k, bias, z ? z + o0 * C + cb : NULL, lo, hi,
-               y + o0 * C + cb);
-        continue;
-      }
-      for (int64_t ow = o0; ow < o1; ow++) {
+  for (int64_t cb = c0; cb < c1; cb += 16) {
+    __mmask16 m = tail16(c1 - cb);
+    __m512 k[9];
+    for (int t = 0; t < 9; t++)
+      k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
+    __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
+    if (S == 1 || S == 2) { /* the whole row in runs, borders included */
+      int step = S == 1 ? DW_PIX : 4;
+      for (int64_t ow = 0, n; ow < OW; ow += n) {
+        n = OW - ow < step ? OW - ow : step;
+        const float *zz = z ? z + ow * C + cb : NULL;
         int64_t iw = ow * S - pl;
-        __m512 acc = bias;
-        if (iw >= 0 && iw + 2 < W) {
-#pragma GCC unroll 3
-          for (int ki = 0; ki < 3; ki++) {
-            if (!rows[ki]) continue;
-            const float *p = rows[ki] + iw * C + cb;
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki], acc);
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + C), k[3 * ki + 1], acc);
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + 2 * C), k[3 * ki + 2], acc);
-          }
-        } else {
-          for (int ki = 0; ki < 3; ki++) {
-            if (!rows[ki]) continue;
-            for (int kj = 0; kj < 3; kj++) {
-              if (iw + kj < 0 || iw + kj >= W) continue;
-              const float *p = rows[ki] + (iw + kj) * C + cb;
-              acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
-            }
-          }
-        }
-        if (z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z + ow * C + cb));
-        acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
-        _mm512_mask_storeu_ps(y + ow * C + cb, m, acc);
+        bool edge = iw < 0 || iw + S * (n - 1) + 2 >= W;
+        if (S == 1)
+          dw_s1((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+        else
+          dw_s2((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
       }
+      continue;
     }
+    for (int64_t ow = 0; ow < OW; ow++)
+      dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
+          y + ow * C + cb);
   }
 }
 

@@ -19,10 +19,8 @@
  * On an oversubscribed machine a worker may be descheduled in the middle of
  * a task, and the caller then waits a scheduler time slice for it. The pool
  * notices: when the caller waits longer than its own share of a job took,
- * twice in a row, the jobs of the next BACKOFF_NS run on the caller alone,
- * after which parallel runs are tried again. (A count of jobs served small
- * models well but cost big ones whole runs: 64 jobs are ~20 runs of the
- * MLP, ~1.5 ms, but almost two runs of MobileNetV2, ~8 ms on one thread.)
+ * twice in a row, the next BACKOFF_JOBS jobs run on the caller alone, after
+ * which parallel runs are tried again.
  *
  * Workers also keep off the caller's CPU (Linux). A woken thread is placed
  * beside its waker, and a worker that shares the caller's CPU gets no time
@@ -41,8 +39,7 @@
 
 #include "backends/native/native.h"
 
-enum { SPIN_ROUNDS = 100000, YIELD_ROUNDS = 200 };
-#define BACKOFF_NS 1500000 /* 1.5 ms */
+enum { SPIN_ROUNDS = 100000, YIELD_ROUNDS = 200, BACKOFF_JOBS = 64 };
 
 struct nat_pool {
   int threads;
@@ -60,8 +57,8 @@ struct nat_pool {
   atomic_int_fast64_t done;  /* tasks finished */
   atomic_uint job;           /* id of the latest job (never 0) */
   /* the caller's view of contention */
-  int strikes;           /* consecutive jobs where the caller waited long */
-  int64_t backoff_until; /* run jobs on the caller alone until then (ns; 0: no) */
+  int strikes; /* consecutive jobs where the caller waited long */
+  int backoff; /* jobs left to run on the caller alone */
   /* keeping workers off the caller's CPU */
   atomic_int *cpu; /* per thread: CPU it last started a job on, -1 unknown */
   int *kept_off;   /* per thread: CPU its affinity excludes, -1 none */
@@ -202,8 +199,8 @@ int nat_pool_threads(const nat_pool *p) { return p ? p->threads : 1; }
 
 void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
   if (n_tasks <= 0) return;
-  if (p && p->backoff_until && now_ns() >= p->backoff_until) p->backoff_until = 0;
-  if (!p || p->n_started == 0 || n_tasks == 1 || n_tasks > UINT32_MAX || p->backoff_until) {
+  if (!p || p->n_started == 0 || n_tasks == 1 || n_tasks > UINT32_MAX || p->backoff > 0) {
+    if (p && p->backoff > 0) p->backoff--;
     for (int64_t t = 0; t < n_tasks; t++)
       fn(arg, t, 0);
     return;
@@ -231,7 +228,7 @@ void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
   int64_t waited = now_ns() - t1;
   if (waited > (t1 - t0) + 50000) { /* 50 us more than the caller's own share */
     if (++p->strikes >= 2) {
-      p->backoff_until = now_ns() + BACKOFF_NS;
+      p->backoff = BACKOFF_JOBS;
       p->strikes = 0;
     }
   } else {
