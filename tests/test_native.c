@@ -271,6 +271,46 @@ static void test_mlp(void) {
   ait_graph_free(g);
 }
 
+/* ---- few rows: 2..8 rows of A read each column of B once ---------------- */
+
+/* x[M,201] -> Gemm (transB, [700,201], bias) -> Relu -> MatMul [700,45] -> y:
+ * both layouts of B, reductions and widths that are no multiple of 8, the
+ * first product large enough to split over the pool. */
+static ait_graph *few_rows_model(void) {
+  static float w1[700 * 201], b1[700], w2[700 * 45];
+  fill(w1, 700 * 201, 0.1f), fill(b1, 700, 0.1f), fill(w2, 700 * 45, 0.05f);
+  const int64_t dx[2] = {-1, 201}, dy[2] = {-1, 45}, d1[2] = {700, 201}, db[1] = {700};
+  const int64_t d2[2] = {700, 45};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", 1, 2, dx);
+  tb_output(m, "y", 1, 2, dy);
+  tb_init_f32(m, "w1", 2, d1, w1);
+  tb_init_f32(m, "b1", 1, db, b1);
+  tb_init_f32(m, "w2", 2, d2, w2);
+  tb_attr_int(m, tb_node(m, "Gemm", "fc1", IN("x", "w1", "b1"), IN("h")), "transB", 1);
+  tb_node(m, "Relu", "relu", IN("h"), IN("r"));
+  tb_node(m, "MatMul", "fc2", IN("r", "w2"), IN("y"));
+  return parse(m);
+}
+
+static void test_few_rows(void) {
+  ait_graph *g = few_rows_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st);
+  CHECK(rw != NULL);
+  const int64_t rows[] = {1, 2, 3, 5, 8, 9};
+  for (size_t i = 0; rw && i < sizeof rows / sizeof rows[0]; i++) {
+    const int64_t d[2] = {rows[i], 201};
+    ait_tensor *x = rand_tensor(2, d);
+    check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-5);
+    ait_tensor_free(x);
+  }
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
 /* ---- attention: Transposes, MatMul, scale, mask, Softmax, MatMul ---------- */
 
 static ait_graph *attention_model_of(int64_t S, int64_t H, int64_t D, const int64_t *dm) {
@@ -818,6 +858,7 @@ int main(void) {
   test_math();
   test_cnn();
   test_mlp();
+  test_few_rows();
   test_attention();
   test_attention_shapes();
   test_nhwc();

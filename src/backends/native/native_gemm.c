@@ -120,6 +120,100 @@ NAT_CLONES static void gemv_cols(const float *a, const float *B, int64_t ldb, in
   }
 }
 
+/* ---- few rows of A (2..8) ------------------------------------------------ */
+
+/* A batch of a few rows is still memory-bound on B, and SGEMM packs all of
+ * B for each call: for every column, read B once and multiply it with all
+ * the rows of A (which stay in L1), 8 accumulators at most. */
+#define NAT_FEW_ROWS 8
+
+/* transB: c[i][j] = alpha * dot(A row i, B row j), rows i < MR (chunking
+ * the reduction so A's chunk stays in L1 measured no faster) */
+#define FEW_T(MR)                                                                                  \
+  static inline __attribute__((always_inline)) void few_t##MR(                                     \
+      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t K, float alpha, float *C,  \
+      int64_t ldc, int64_t j0, int64_t j1) {                                                       \
+    int64_t K8 = K & ~(int64_t)7;                                                                  \
+    for (int64_t j = j0; j < j1; j++) {                                                            \
+      const float *w = B + j * ldb;                                                                \
+      nat_v8 s[MR];                                                                                \
+      _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] = (nat_v8){0};                     \
+      for (int64_t k = 0; k < K8; k += 8) {                                                        \
+        nat_v8 x = ld8(w + k);                                                                     \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] += ld8(A + i * lda + k) * x;     \
+      }                                                                                            \
+      _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                       \
+        float t = hsum8(s[i]);                                                                     \
+        for (int64_t k = K8; k < K; k++)                                                           \
+          t += A[i * lda + k] * w[k];                                                              \
+        C[i * ldc + j] = alpha * t;                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  }
+/* B is [K, N]: c[i][j..j+8) += A[i][k] * B[k][j..j+8) over k, rows i < MR */
+#define FEW_N(MR)                                                                                  \
+  static inline __attribute__((always_inline)) void few_n##MR(                                     \
+      const float *A, int64_t lda, const float *B, int64_t ldb, int64_t K, float alpha, float *C,  \
+      int64_t ldc, int64_t j0, int64_t j1) {                                                       \
+    int64_t j = j0;                                                                                \
+    for (; j + 8 <= j1; j += 8) {                                                                  \
+      nat_v8 s[MR];                                                                                \
+      _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] = (nat_v8){0};                     \
+      for (int64_t k = 0; k < K; k++) {                                                            \
+        nat_v8 b = ld8(B + k * ldb + j);                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] += A[i * lda + k] * b;           \
+      }                                                                                            \
+      _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) for (int l = 0; l < 8; l++)             \
+          C[i * ldc + j + l] = alpha * s[i][l];                                                    \
+    }                                                                                              \
+    for (; j < j1; j++)                                                                            \
+      for (int i = 0; i < MR; i++) {                                                               \
+        float t = 0;                                                                               \
+        for (int64_t k = 0; k < K; k++)                                                            \
+          t += A[i * lda + k] * B[k * ldb + j];                                                    \
+        C[i * ldc + j] = alpha * t;                                                                \
+      }                                                                                            \
+  }
+FEW_T(2)
+FEW_T(3)
+FEW_T(4)
+FEW_T(5)
+FEW_T(6)
+FEW_T(7)
+FEW_T(8)
+FEW_N(2)
+FEW_N(3)
+FEW_N(4)
+FEW_N(5)
+FEW_N(6)
+FEW_N(7)
+FEW_N(8)
+#undef FEW_T
+#undef FEW_N
+
+NAT_CLONES static void few_rows(bool tb, int64_t M, const float *A, int64_t lda, const float *B,
+                                int64_t ldb, int64_t K, float alpha, float *C, int64_t ldc,
+                                int64_t j0, int64_t j1) {
+#define FEW_CASE(m)                                                                                \
+  case m:                                                                                          \
+    if (tb)                                                                                        \
+      few_t##m(A, lda, B, ldb, K, alpha, C, ldc, j0, j1);                                          \
+    else                                                                                           \
+      few_n##m(A, lda, B, ldb, K, alpha, C, ldc, j0, j1);                                          \
+    return;
+  switch (M) {
+    FEW_CASE(2)
+    FEW_CASE(3)
+    FEW_CASE(4)
+    FEW_CASE(5)
+    FEW_CASE(6)
+    FEW_CASE(7)
+    FEW_CASE(8)
+  default: return;
+  }
+#undef FEW_CASE
+}
+
 typedef struct gemv_job {
   bool tb;
   int64_t N, K, step, ldb;
@@ -127,16 +221,19 @@ typedef struct gemv_job {
   const float *a, *B;
   float *c;
   const nat_epilogue *e;
+  int64_t M, lda, ldc; /* rows of A (1: a GEMV) */
 } gemv_job;
 
 static void gemv_task(void *arg, int64_t t, int tid) {
   const gemv_job *j = arg;
   int64_t j0 = t * j->step, j1 = j0 + j->step < j->N ? j0 + j->step : j->N;
-  if (j->tb)
+  if (j->M > 1)
+    few_rows(j->tb, j->M, j->a, j->lda, j->B, j->ldb, j->K, j->alpha, j->c, j->ldc, j0, j1);
+  else if (j->tb)
     gemv_rows(j->a, j->B, j->ldb, j->K, j->alpha, j->c, j0, j1);
   else
     gemv_cols(j->a, j->B, j->ldb, j->K, j->alpha, j->c, j0, j1);
-  nat_epilogue_apply(j->e, j->c, j->N, 0, 1, j0, j1);
+  nat_epilogue_apply(j->e, j->c, j->ldc, 0, j->M, j0, j1);
 }
 
 /* Multiply-adds (= floats of B read) above which a GEMV is split over the
@@ -144,9 +241,12 @@ static void gemv_task(void *arg, int64_t t, int tid) {
  * GEMM, once the hand-off (~2 us) is small against reading B. */
 #define NAT_GEMV_PAR_MIN 131072.0
 
-static void gemv(nat_run *r, bool tb, int64_t N, int64_t K, float alpha, const float *a,
-                 const float *B, int64_t ldb, float *c, const nat_epilogue *e) {
-  gemv_job j = {tb, N, K, N, ldb, alpha, a, B, c, e};
+/* c = alpha * a . B for M (1..NAT_FEW_ROWS) rows of a, row strides lda and
+ * ldc. */
+static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                 int64_t lda, const float *B, int64_t ldb, float *c, int64_t ldc,
+                 const nat_epilogue *e) {
+  gemv_job j = {tb, N, K, N, ldb, alpha, a, B, c, e, M, lda, ldc};
   int threads = r ? nat_run_threads(r) : 1;
   if (threads <= 1 || (double)N * (double)K < NAT_GEMV_PAR_MIN || N < 64) {
     gemv_task(&j, 0, 0);
@@ -204,8 +304,9 @@ static void gemm_task(void *arg, int64_t t, int tid) {
 static void sgemm_on(nat_run *r, nat_gemm_fn fn, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                      float *C, int64_t ldc, const nat_epilogue *e) {
-  if (M == 1 && K >= 1 && (tb ? ldb >= K : ldb >= N)) {
-    gemv(r, tb, N, K, alpha, A, B, ldb, C, e);
+  if (M >= 1 && M <= NAT_FEW_ROWS && K >= 1 && (tb ? ldb >= K : ldb >= N) &&
+      (M == 1 || (!ta && lda >= K && ldc >= N))) {
+    gemv(r, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, e);
     return;
   }
   gemm_job j = {fn, ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
