@@ -175,13 +175,12 @@ static bool binary_f32(int op, int64_t n, float *o, const float *a, int64_t sa, 
 
 /* ---- bool fast path (attention masks are built with And) ---------------- */
 
-static bool binary_bool(int op, int64_t n, uint8_t *o, const uint8_t *a, int64_t sa,
+static void binary_bool(int op, int64_t n, uint8_t *o, const uint8_t *a, int64_t sa,
                         const uint8_t *b, int64_t sb) {
   for (int64_t i = 0; i < n; i++) {
     uint8_t x = a[i * sa] != 0, y = b[i * sb] != 0;
     o[i] = op == EWB_AND ? (x & y) : op == EWB_OR ? (x | y) : (x ^ y);
   }
-  return true;
 }
 
 /* ---- the shared loop --------------------------------------------------- */
@@ -202,9 +201,11 @@ static void bin_row(void *vc, int64_t n, int64_t o, const int64_t *off, const in
   if (c->f32 && binary_f32(c->op, n, (float *)c->o + o, (const float *)c->a + off[0], st[0],
                            (const float *)c->b + off[1], st[1]))
     return;
-  if (c->logic && binary_bool(c->op, n, (uint8_t *)c->o + o, (const uint8_t *)c->a + off[0], st[0],
-                              (const uint8_t *)c->b + off[1], st[1]))
+  if (c->logic) {
+    binary_bool(c->op, n, (uint8_t *)c->o + o, (const uint8_t *)c->a + off[0], st[0],
+                (const uint8_t *)c->b + off[1], st[1]);
     return;
+  }
   const ew_binop *d = &binops[c->op];
   int64_t ia = off[0], ib = off[1];
   for (int64_t i = 0, k = o; i < n; i++, k++, ia += st[0], ib += st[1]) {

@@ -366,17 +366,16 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   j.alpha = ait_attr_float(n, "alpha", 1.0f);
   j.gemm = nat_run_gemm(r);
   j.blocks = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
-  int threads = nat_run_threads(r);
-  int64_t tasks = j.B * j.H * j.blocks;
-  double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
-  bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
   /* the AVX-512 products read rows with unit stride; the keys go through a
    * transposed panel, so their layout does not matter */
   j.avx512 = nat_attn512_available() && j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 &&
              j.Dv % 16 == 0 && j.Dv <= 64 && j.D <= 4096;
   /* bfloat16 products when the pass or the caller asked for them */
   j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
-  if (j.bf16) tasks = j.B * j.H;
+  int threads = nat_run_threads(r);
+  int64_t tasks = j.B * j.H * (j.bf16 ? 1 : j.blocks);
+  double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
+  bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
   j.per_thread = j.bf16 ? bf16_scratch(&j) : ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0);
   j.per_thread = (j.per_thread + 15) / 16 * 16; /* threads' blocks on separate lines */
   j.scratch = nat_scratch(r, (int64_t)(par ? threads : 1) * j.per_thread * (int64_t)sizeof(float));
@@ -384,7 +383,6 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));
   j.q = Q->data, j.k = K->data, j.v = V->data, j.y = Y->data;
-  par = par && tasks > 1;
   nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, j.bf16 ? att_task_bf16 : att_task, &j);
   return AIT_OK;
 }

@@ -22,10 +22,6 @@
 
 bool nat_attn512_available(void) { return __builtin_cpu_supports("avx512f"); }
 
-static inline __mmask16 tail16(int64_t n) {
-  return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
-}
-
 /* y[i][0..16nv) = sum_k p[i][k] v[k][0..16nv) for mr rows */
 INL T512 void pv_tile(int mr, int nv, int64_t Sk, const float *p, int64_t ldp, const float *v,
                       int64_t ldv, float *y, int64_t ldy, const float *scale) {
@@ -66,7 +62,7 @@ T512 void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m
     const float *mr = m ? m + i * mrs : NULL;
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < Sk; j += 16) { /* mask added, max taken: one pass */
-      __mmask16 k = tail16(Sk - j);
+      __mmask16 k = nat_tail16(Sk - j);
       __m512 x = _mm512_maskz_loadu_ps(k, row + j);
       if (mr && mcs == 1)
         x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, mr + j));
@@ -79,7 +75,7 @@ T512 void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m
     }
     __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < Sk; j += 16) { /* exp and sum: a second pass */
-      __mmask16 k = tail16(Sk - j);
+      __mmask16 k = nat_tail16(Sk - j);
       __m512 e = nat_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), top));
       _mm512_mask_storeu_ps(row + j, k, e);
       sum = _mm512_mask_add_ps(sum, k, sum, e);

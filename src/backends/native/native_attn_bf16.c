@@ -29,16 +29,12 @@ bool nat_attn_bf16_available(void) {
   return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
 }
 
-static inline __mmask16 tail16(int64_t n) {
-  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
 /* 16 floats of row r, columns c.. c+15 (< C), of a matrix with strides
  * (rs, cs); zeros past C or at r >= R. */
 INL TBF __m512 load16(const float *x, int64_t rs, int64_t cs, int64_t R, int64_t C, int64_t r,
                       int64_t c) {
   if (r >= R) return _mm512_setzero_ps();
-  __mmask16 m = tail16(C - c);
+  __mmask16 m = nat_tail16(C - c);
   const float *p = x + r * rs + c * cs;
   if (cs == 1) return _mm512_maskz_loadu_ps(m, p);
   float t[16] = {0};
@@ -55,7 +51,7 @@ TBF void nat_attn_bf16_pack_rows(const float *x, int64_t rs, int64_t cs, int64_t
       __m512 lo = load16(x, rs, cs, R, C, r, c), hi = load16(x, rs, cs, R, C, r, c + 16);
       /* lanes 0..15 from lo, 16..31 from hi, in order: word w = (x[2w], x[2w+1]) */
       __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-      _mm512_mask_storeu_epi32(out + r * ldo + c / 2, tail16(C2 - c / 2), v);
+      _mm512_mask_storeu_epi32(out + r * ldo + c / 2, nat_tail16(C2 - c / 2), v);
     }
 }
 
@@ -76,7 +72,7 @@ TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_
         }
         nat_transpose16(w);
         for (int i = 0; i < 16 && p0 + i < R2; i++)
-          _mm512_mask_storeu_epi32(out + (p0 + i) * ldo + c0, tail16(ldo - c0), (__m512i)w[i]);
+          _mm512_mask_storeu_epi32(out + (p0 + i) * ldo + c0, nat_tail16(ldo - c0), (__m512i)w[i]);
       }
     return;
   }
@@ -88,7 +84,7 @@ TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_
     for (int64_t c = 0; c < ldo; c += 16) {
       __m512 a = load16(x, rs, cs, R, C, 2 * p, c), b = load16(x, rs, cs, R, C, 2 * p + 1, c);
       __m512i v = _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
-      _mm512_mask_storeu_epi32(out + p * ldo + c, tail16(ldo - c), v);
+      _mm512_mask_storeu_epi32(out + p * ldo + c, nat_tail16(ldo - c), v);
     }
 }
 
@@ -127,14 +123,14 @@ TBF void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const f
     const float *row = s + i * Sk, *mr = m ? m + i * mrs : NULL;
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < Sk; j += 16) { /* max of scores + mask */
-      __mmask16 k = tail16(Sk - j);
+      __mmask16 k = nat_tail16(Sk - j);
       __m512 x = _mm512_maskz_loadu_ps(k, row + j);
       if (mr) x = _mm512_add_ps(x, mask16(mr, mcs, j, k));
       mx = _mm512_mask_max_ps(mx, k, mx, x);
     }
     __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < Sk; j += 32) { /* exp, sum, pairs of bfloat16 */
-      __mmask16 k0 = tail16(Sk - j), k1 = tail16(Sk - j - 16);
+      __mmask16 k0 = nat_tail16(Sk - j), k1 = nat_tail16(Sk - j - 16);
       __m512 x0 = _mm512_maskz_loadu_ps(k0, row + j), x1 = _mm512_maskz_loadu_ps(k1, row + j + 16);
       if (mr) {
         x0 = _mm512_add_ps(x0, mask16(mr, mcs, j, k0));
@@ -143,7 +139,7 @@ TBF void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const f
       __m512 e0 = _mm512_maskz_mov_ps(k0, exp_neg(_mm512_sub_ps(x0, top)));
       __m512 e1 = _mm512_maskz_mov_ps(k1, exp_neg(_mm512_sub_ps(x1, top)));
       sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-      _mm512_mask_storeu_epi32(pb + i * ldp + j / 2, tail16(S2 - j / 2),
+      _mm512_mask_storeu_epi32(pb + i * ldp + j / 2, nat_tail16(S2 - j / 2),
                                (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
     }
     inv[i] = 1.0f / _mm512_reduce_add_ps(sum); /* applied to the output rows */
@@ -176,7 +172,7 @@ TBF void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const f
       if (i >= mr) break;                                                                          \
       __m512 s = _mm512_set1_ps(scale ? alpha * scale[i] : alpha);                                 \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                       \
-        __mmask16 m = tail16(ncols - 16 * v);                                                      \
+        __mmask16 m = nat_tail16(ncols - 16 * v);                                                  \
         float *ci = c + i * ldc + 16 * v;                                                          \
         if (m == (__mmask16)0xFFFF)                                                                \
           _mm512_storeu_ps(ci, _mm512_mul_ps(acc[i][v], s));                                       \

@@ -1,11 +1,18 @@
 /* AVX-512 helpers shared by native's kernels (native_math.c,
- * native_attn512.c, native_attn_bf16.c) and quant's (quant_avx512.c). Include only from x86-64
+ * native_attn512.c, native_attn_bf16.c, native_nhwc512.c) and quant's
+ * (quant_avx512.c). Include only from x86-64
  * GCC/Clang code compiled with the avx512f target attribute on the calling function. */
 #ifndef AIT_BACKENDS_NATIVE_AVX512_H
 #define AIT_BACKENDS_NATIVE_AVX512_H
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
+
+/* The first n of 16 lanes (none for n <= 0, all from 16). */
+static inline __mmask16 nat_tail16(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
 
 /* Cephes' exp polynomial on z already clamped to [-87, 88]: 2^n by scalef. */
 static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_poly(__m512 z) {

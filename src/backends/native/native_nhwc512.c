@@ -20,15 +20,13 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "backends/native/native_avx512.h"
+
 #define T512 __attribute__((target("avx512f,fma")))
 #define INL static inline __attribute__((always_inline))
 
 bool nat_nhwc512_available(void) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-}
-
-static inline __mmask16 tail16(int64_t n) {
-  return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
 /* ---- pointwise ------------------------------------------------------------ */
@@ -207,7 +205,7 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
     for (int64_t m = m0; m < m1; m += bw) {
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 15) / 16);
-      __mmask16 lm = tail16(mc - 16 * (nv - 1));
+      __mmask16 lm = nat_tail16(mc - 16 * (nv - 1));
       const float *w = c->w + m, *b = c->b ? c->b + m : NULL;
       for (int64_t p = q0; p < q1; p += rows) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
@@ -333,7 +331,7 @@ T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, 
                              const float *b, const float *z, float lo_, float hi_, float *y) {
   __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
   for (int64_t cb = c0; cb < c1; cb += 16) {
-    __mmask16 m = tail16(c1 - cb);
+    __mmask16 m = nat_tail16(c1 - cb);
     __m512 k[9];
     for (int t = 0; t < 9; t++)
       k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
@@ -430,7 +428,7 @@ static T512 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow
                             __m512 hi) {
   int64_t M = c->M, p = (n * c->OH + oh) * c->OW + ow;
   for (int64_t m0 = 0; m0 < M; m0 += 16) {
-    __mmask16 mk = tail16(M - m0);
+    __mmask16 mk = nat_tail16(M - m0);
     __m512 acc = c->b ? _mm512_maskz_loadu_ps(mk, c->b + m0) : _mm512_setzero_ps();
     for (int64_t ki = 0; ki < c->kh; ki++) {
       int64_t ih = oh * c->sh - c->pt + ki;
@@ -499,7 +497,7 @@ T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
         for (int64_t m0 = 0; m0 < c->M; m0 += 64) {
           int64_t mc = c->M - m0 < 64 ? c->M - m0 : 64;
           int nv = (int)((mc + 15) / 16);
-          stem_tiles(c, nv, np, n, oh, ow, m0, tail16(mc - 16 * (nv - 1)), lo, hi);
+          stem_tiles(c, nv, np, n, oh, ow, m0, nat_tail16(mc - 16 * (nv - 1)), lo, hi);
         }
         ow += np;
       } else {
