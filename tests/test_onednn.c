@@ -3,7 +3,8 @@
  * GlobalAveragePool, Flatten, Gemm, Softmax), a transformer block (MatMul +
  * bias + GELU pattern, LayerNormalization, batched MatMul of two inputs,
  * Softmax), two input signatures (re-planning), bf16 where the CPU has it,
- * save/load with a corrupted file, and bad inputs. */
+ * Winograd 3x3 convolutions (conv=winograd) with save/load, save/load with a
+ * corrupted file, and bad inputs. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/onednn/onednn.h"
 #include "check.h"
 #include "core/fileio.h"
 #include "model_builder.h"
@@ -100,6 +102,31 @@ static ait_graph *transformer_graph(void) {
           (const char *[]){"z", NULL});
   tb_node(tb, "MatMul", "att", (const char *[]){"z", "k", NULL}, (const char *[]){"s", NULL});
   tb_node(tb, "Softmax", "sm", (const char *[]){"s", NULL}, (const char *[]){"y", NULL});
+  return parse(tb);
+}
+
+/* x[N,16,10,10] -> Conv3x3 pad 1 (16->32) + bias -> Relu -> Conv3x3 pad 1
+ * (32->16) -> + x: the shapes oneDNN's Winograd kernels take, with a bias,
+ * an activation and a residual sum as post-ops. */
+static ait_graph *wino_graph(void) {
+  static const int64_t dx[4] = {-1, 16, 10, 10}, dw1[4] = {32, 16, 3, 3}, dw2[4] = {16, 32, 3, 3};
+  static const int64_t db1[1] = {32};
+  static const int64_t pads[4] = {1, 1, 1, 1};
+  float w1[32 * 16 * 9], w2[16 * 32 * 9], b1[32];
+  fill(w1, 32 * 16 * 9, 0.08f, 21), fill(w2, 16 * 32 * 9, 0.06f, 22), fill(b1, 32, 0.1f, 23);
+  tb_model *tb = tb_new(17);
+  tb_input(tb, "x", AIT_FLOAT32, 4, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 4, dx);
+  tb_init_f32(tb, "W1", 4, dw1, w1);
+  tb_init_f32(tb, "B1", 1, db1, b1);
+  tb_init_f32(tb, "W2", 4, dw2, w2);
+  int c1 = tb_node(tb, "Conv", "c1", (const char *[]){"x", "W1", "B1", NULL},
+                   (const char *[]){"h", NULL});
+  tb_attr_ints(tb, c1, "pads", 4, pads);
+  tb_node(tb, "Relu", "r", (const char *[]){"h", NULL}, (const char *[]){"a", NULL});
+  int c2 = tb_node(tb, "Conv", "c2", (const char *[]){"a", "W2", NULL}, (const char *[]){"z", NULL});
+  tb_attr_ints(tb, c2, "pads", 4, pads);
+  tb_node(tb, "Add", "res", (const char *[]){"z", "x", NULL}, (const char *[]){"y", NULL});
   return parse(tb);
 }
 
@@ -237,6 +264,64 @@ static void test_save_load(void) {
   ait_graph_free(g);
 }
 
+/* Winograd weights in a state's cache (the form oneDNN asked for). */
+static int wino_weights(void *state) {
+  const dn_state *s = state;
+  int n = 0;
+  for (int i = 0; s && i < s->n_wc; i++)
+    n += s->wc[i].md.format_kind == dnnl_format_kind_wino;
+  return n;
+}
+
+/* conv=winograd agrees with eager within fp32 tolerances, really runs
+ * Winograd where oneDNN has it, and saves and loads its transformed weights. */
+static void test_winograd(void) {
+  ait_graph *g = wino_graph();
+  if (!g) return;
+  int64_t d[4] = {2, 16, 10, 10};
+  ait_tensor *x = random_tensor(4, d, 5);
+  check_against_eager(g, "onednn:conv=winograd", &x, 1e-3, 1e-4, 0.9999);
+  const ait_tensor *const ins[1] = {x};
+  const ait_tensor *const *samples[1] = {ins};
+  ait_build_info info = {.samples = samples, .n_samples = 1};
+  ait_backend_config cfg, direct;
+  ait_backend_config_parse("onednn:conv=winograd", &cfg);
+  ait_backend_config_parse("onednn", &direct);
+  void *s = NULL, *l = NULL, *dsn = NULL;
+  char dir[] = "/tmp/ait_test_onednn_wino_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK_ERR(cfg.iface->build(&cfg, g, &info, &s), AIT_OK, NULL);
+  CHECK_ERR(direct.iface->build(&direct, g, &info, &dsn), AIT_OK, NULL);
+  ait_tensor *a[1] = {0}, *b[1] = {0}, *c[1] = {0};
+  if (s && dsn) {
+    CHECK_ERR(cfg.iface->infer(s, ins, 1, a), AIT_OK, NULL);
+    CHECK_ERR(direct.iface->infer(dsn, ins, 1, c), AIT_OK, NULL);
+    /* with oneDNN's avx512_core ISA (its Winograd kernels') both convs take it */
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+      CHECK(wino_weights(s) == 2);
+    CHECK(wino_weights(dsn) == 0);
+    CHECK_ERR(cfg.iface->save(s, dir), AIT_OK, NULL);
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_OK, NULL);
+  }
+  if (l) {
+    CHECK_ERR(cfg.iface->infer(l, ins, 1, b), AIT_OK, NULL);
+    compare(b[0], a[0], 0, 1e-7, 1.0, "loaded winograd");
+    /* Winograd rounds differently from the direct form, but not by much */
+    compare(a[0], c[0], 1e-4, 1e-5, 0.99999, "winograd vs direct");
+  }
+  ait_tensor_free(a[0]), ait_tensor_free(b[0]), ait_tensor_free(c[0]);
+  char *path = ait_path_join(dir, "onednn.bin");
+  unlink(path);
+  free(path);
+  rmdir(dir);
+  if (l) cfg.iface->destroy(l);
+  if (s) cfg.iface->destroy(s);
+  if (dsn) direct.iface->destroy(dsn);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+}
+
 /* Wrong dtype, wrong count: errors naming the input; outputs stay NULL. */
 static void test_bad_inputs(void) {
   ait_graph *g = cnn_graph();
@@ -275,6 +360,7 @@ int main(void) {
   test_cnn();
   test_transformer();
   test_save_load();
+  test_winograd();
   test_bad_inputs();
   return check_result("test_onednn");
 }

@@ -158,6 +158,7 @@ struct dn_plan;
 typedef struct dn_state {
   const ait_graph *g;
   bool bf16;
+  bool wino; /* conv=winograd: try oneDNN's Winograd for 3x3 stride-1 convolutions */
   int threads;
   dnnl_engine_t eng;
   dnnl_stream_t stream;

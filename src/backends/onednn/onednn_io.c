@@ -86,7 +86,24 @@ static bool get(reader *r, void *out, size_t n) {
 
 /* A descriptor read from the file must describe a plain or blocked float
  * tensor of the slot's element count before oneDNN looks at it. */
+/* A Winograd weight descriptor (conv=winograd): fp32 3x3 weights transformed
+ * to alpha x alpha tiles. A loaded descriptor is only used when oneDNN asks for
+ * an equal one, so checking its fields and size keeps the bytes in bounds. */
+static bool wino_sane(const dnnl_memory_desc_t *md, const ait_tensor *slot, uint64_t bytes) {
+  const dnnl_wino_desc_t *w = &md->format_desc.wino_desc;
+  if (md->ndims != 4 || md->data_type != dnnl_f32) return false;
+  int64_t numel = 1;
+  for (int k = 0; k < 4; k++) {
+    if (md->dims[k] < 1 || md->dims[k] > (1ll << 24)) return false;
+    numel *= md->dims[k];
+  }
+  return w->r == 3 && (w->alpha == 4 || w->alpha == 6) && w->ic > 0 && w->oc > 0 &&
+         numel == ait_tensor_numel(slot) && w->size == bytes &&
+         dnnl_memory_desc_get_size(md) == bytes;
+}
+
 static bool md_sane(const dnnl_memory_desc_t *md, const ait_tensor *slot, uint64_t bytes) {
+  if (md->ndims >= 1 && md->format_kind == dnnl_format_kind_wino) return wino_sane(md, slot, bytes);
   if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->format_kind != dnnl_blocked) return false;
   if (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) return false;
   const dnnl_blocking_desc_t *b = &md->format_desc.blocking;

@@ -45,6 +45,7 @@ typedef struct conv_arg {
   dnnl_memory_desc_t src, w, b, dst;
   dnnl_dims_t st, dil, pl, pr;
   bool has_b;
+  dnnl_alg_kind_t alg;
 } conv_arg;
 
 static ait_status conv_make(dn_ctx *c, const dn_op *op, dnnl_primitive_attr_t attr, void *arg,
@@ -52,7 +53,7 @@ static ait_status conv_make(dn_ctx *c, const dn_op *op, dnnl_primitive_attr_t at
   conv_arg *a = arg;
   dnnl_convolution_desc_t d;
   AIT_TRY(dn_check(dnnl_dilated_convolution_forward_desc_init(
-                       &d, dnnl_forward_inference, dnnl_convolution_direct, &a->src, &a->w,
+                       &d, dnnl_forward_inference, a->alg, &a->src, &a->w,
                        a->has_b ? &a->b : NULL, &a->dst, a->st, a->dil, a->pl, a->pr),
                    "convolution"));
   return dn_check(dnnl_primitive_desc_create(pd, &d, attr, c->s->eng, NULL), "convolution");
@@ -86,7 +87,14 @@ ait_status dn_plan_conv(dn_ctx *c, const dn_op *op) {
   ait_status st = AIT_E_UNSUPPORTED;
   dnnl_primitive_desc_t pd = NULL;
   dn_postset ps;
-  for (int bf = use_bf16(c, op) ? 1 : 0; bf >= 0 && st == AIT_E_UNSUPPORTED; bf--) {
+  /* Winograd only where it can pay: fp32, 3x3, stride 1, no dilation or groups.
+   * oneDNN says unimplemented for shapes its kernels do not take; then direct. */
+  bool wino = c->s->wino && !use_bf16(c, op) && group == 1 && win.nsp == 2;
+  for (int k = 0; wino && k < 2; k++)
+    wino = w->dims[2 + k] == 3 && win.s[k] == 1 && win.d[k] == 1;
+  for (int bf = use_bf16(c, op) ? 1 : 0, wi = wino; bf >= 0 && st == AIT_E_UNSUPPORTED;
+       wi ? (void)(wi = 0) : (void)bf--) {
+    a.alg = wi ? dnnl_convolution_winograd : dnnl_convolution_direct;
     dnnl_data_type_t dt = bf ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_init_by_tag(&a.src, x->rank, xd, dt, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&a.w, wr, wd, dt, dnnl_format_tag_any);
