@@ -258,8 +258,11 @@ static ait_status onednn_load(const ait_backend_config *cfg, const ait_graph *g,
  * machine a descheduled thread stalls every primitive), and bf16 compute
  * where the CPU has it (kept only if the numeric check passes), and Winograd
  * for 3x3 convolutions (fewer multiplies, fp32 with a slightly larger error). */
-static const char *const onednn_variants[] = {"onednn", "onednn:threads=1", "onednn:dtype=bf16",
-                                              "onednn:dtype=bf16,threads=1", "onednn:conv=winograd",
+static const char *const onednn_variants[] = {"onednn",
+                                              "onednn:threads=1",
+                                              "onednn:dtype=bf16",
+                                              "onednn:dtype=bf16,threads=1",
+                                              "onednn:conv=winograd",
                                               NULL};
 
 const ait_backend_iface ait_backend_onednn = {
