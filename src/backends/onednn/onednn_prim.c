@@ -53,8 +53,8 @@ static ait_status conv_make(dn_ctx *c, const dn_op *op, dnnl_primitive_attr_t at
   conv_arg *a = arg;
   dnnl_convolution_desc_t d;
   AIT_TRY(dn_check(dnnl_dilated_convolution_forward_desc_init(
-                       &d, dnnl_forward_inference, a->alg, &a->src, &a->w,
-                       a->has_b ? &a->b : NULL, &a->dst, a->st, a->dil, a->pl, a->pr),
+                       &d, dnnl_forward_inference, a->alg, &a->src, &a->w, a->has_b ? &a->b : NULL,
+                       &a->dst, a->st, a->dil, a->pl, a->pr),
                    "convolution"));
   return dn_check(dnnl_primitive_desc_create(pd, &d, attr, c->s->eng, NULL), "convolution");
 }
