@@ -124,7 +124,8 @@ static ait_graph *wino_graph(void) {
                    (const char *[]){"h", NULL});
   tb_attr_ints(tb, c1, "pads", 4, pads);
   tb_node(tb, "Relu", "r", (const char *[]){"h", NULL}, (const char *[]){"a", NULL});
-  int c2 = tb_node(tb, "Conv", "c2", (const char *[]){"a", "W2", NULL}, (const char *[]){"z", NULL});
+  int c2 =
+      tb_node(tb, "Conv", "c2", (const char *[]){"a", "W2", NULL}, (const char *[]){"z", NULL});
   tb_attr_ints(tb, c2, "pads", 4, pads);
   tb_node(tb, "Add", "res", (const char *[]){"z", "x", NULL}, (const char *[]){"y", NULL});
   return parse(tb);
