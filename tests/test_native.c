@@ -311,6 +311,90 @@ static void test_few_rows(void) {
   ait_graph_free(g);
 }
 
+/* ---- one row over constant weights: the packed GEMV ----------------------- */
+
+/* x[M,301] -> Gemm ([301,250], bias) -> Relu -> Gemm (transB, [290,250],
+ * bias) -> MatMul [290,231] (+ z) -> y: both layouts of B, reductions that
+ * are no multiple of 16 and widths that are no multiple of 4, each B large
+ * enough to be packed; z is a graph input, so the MatMul keeps a residual. */
+static ait_graph *gemv_model(void) {
+  static float w1[301 * 250], b1[250], w2[290 * 250], b2[290], w3[290 * 231];
+  fill(w1, 301 * 250, 0.1f), fill(b1, 250, 0.1f), fill(w2, 290 * 250, 0.1f);
+  fill(b2, 290, 0.1f), fill(w3, 290 * 231, 0.1f);
+  const int64_t dx[2] = {-1, 301}, dy[2] = {-1, 231}, d1[2] = {301, 250}, db1[1] = {250};
+  const int64_t d2[2] = {290, 250}, db2[1] = {290}, d3[2] = {290, 231};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", 1, 2, dx);
+  tb_input(m, "z", 1, 2, dy);
+  tb_output(m, "y", 1, 2, dy);
+  tb_init_f32(m, "w1", 2, d1, w1);
+  tb_init_f32(m, "b1", 1, db1, b1);
+  tb_init_f32(m, "w2", 2, d2, w2);
+  tb_init_f32(m, "b2", 1, db2, b2);
+  tb_init_f32(m, "w3", 2, d3, w3);
+  tb_node(m, "Gemm", "fc1", IN("x", "w1", "b1"), IN("h"));
+  tb_node(m, "Relu", "relu", IN("h"), IN("r"));
+  tb_attr_int(m, tb_node(m, "Gemm", "fc2", IN("r", "w2", "b2"), IN("h2")), "transB", 1);
+  tb_node(m, "MatMul", "fc3", IN("h2", "w3"), IN("m3"));
+  tb_node(m, "Add", "res", IN("m3", "z"), IN("y"));
+  return parse(m);
+}
+
+/* Packed copies a native state holds (one per product that took the path). */
+static int packs_of(void *state) {
+  const nat_state *s = state;
+  int n = 0;
+  for (int i = 0; s->node_data && i < s->g->n_nodes; i++)
+    n += s->node_data[i] != NULL;
+  return n;
+}
+
+static void test_gemv_packed(void) {
+  ait_graph *g = gemv_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st);
+  CHECK(rw != NULL);
+  const int64_t rows[] = {1, 3};
+  for (size_t i = 0; rw && i < sizeof rows / sizeof rows[0]; i++) {
+    const int64_t dx[2] = {rows[i], 301}, dz[2] = {rows[i], 231};
+    ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)};
+    check_equivalent(g, rw, (const ait_tensor *const *)in, 2, 1e-5);
+    check_equivalent_opts(g, rw, (const ait_tensor *const *)in, 2, 1e-5, ",gemv=plain");
+    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+  }
+  /* the path runs (three packs, none with gemv=plain), its packs are reused
+   * on the next run and rebuilt after a release, with the same outputs */
+  const char *specs[2] = {"native", "native:gemv=plain"};
+  for (int v = 0; v < 2; v++) {
+    ait_backend_config cfg;
+    CHECK(ait_backend_config_parse(specs[v], &cfg) == AIT_OK);
+    void *state = NULL;
+    CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+    if (!state) continue;
+    const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
+    ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)}, *ref = NULL;
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)in, 2, &ref) == AIT_OK);
+    ait_tensor *out[3][1] = {{0}};
+    for (int k = 0; k < 3; k++) {
+      if (k == 2) nat_exec_release(state);
+      CHECK(cfg.iface->infer(state, (const ait_tensor *const *)in, 2, out[k]) == AIT_OK);
+      CHECK(diff(out[k][0], ref) <= 1e-5);
+      if (k) CHECK(out[k][0] && !memcmp(out[k][0]->data, out[0][0]->data, 231 * sizeof(float)));
+      bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+      CHECK(packs_of(state) == (v == 0 && avx512 ? 3 : 0));
+    }
+    for (int k = 0; k < 3; k++)
+      ait_tensor_free(out[k][0]);
+    ait_tensor_free(ref);
+    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+    cfg.iface->destroy(state);
+  }
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
 /* ---- attention: Transposes, MatMul, scale, mask, Softmax, MatMul ---------- */
 
 static ait_graph *attention_model_of(int64_t S, int64_t H, int64_t D, const int64_t *dm) {
@@ -859,6 +943,7 @@ int main(void) {
   test_cnn();
   test_mlp();
   test_few_rows();
+  test_gemv_packed();
   test_attention();
   test_attention_shapes();
   test_nhwc();

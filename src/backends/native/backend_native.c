@@ -38,6 +38,10 @@ static const ait_option_def native_options[] = {
     {"attention", AIT_OPT_ENUM, "fp32", "fp32|bf16",
      "fused attention's two products in bfloat16 with float sums (AVX512-BF16 CPUs; judged "
      "as bf16 by the tuner)"},
+    {"gemv", AIT_OPT_ENUM, "packed", "packed|plain",
+     "one-row products over constant weights: packed reads B as one sequential stream "
+     "(a packed copy of B, built on the first batch-1 run: memory as large as B; AVX-512 "
+     "CPUs); plain reads B as stored"},
 };
 
 static bool attn_bf16(const ait_backend_config *cfg) {
@@ -117,6 +121,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->g = g;
   s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
   s->fuse = passes;
+  s->gemv_pack = true;
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
   if (!st && passes) st = nat_run_passes_ex(g, &s->stats, true);
@@ -149,6 +154,8 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"), passes, NULL,
                         &s));
   s->fuse = on;
+  const char *gemv = ait_backend_config_get(cfg, "gemv");
+  s->gemv_pack = !gemv || strcmp(gemv, "plain") != 0;
   ait_status st = run_passes && attn_bf16(cfg) ? nat_attention_bf16(s->g) : AIT_OK;
   if (st) {
     nat_state_free(s);

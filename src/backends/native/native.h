@@ -199,6 +199,7 @@ typedef struct nat_state {
   nat_gemm_fn gemm;  /* the SGEMM provider */
   int threads;       /* resolved thread count */
   bool fuse;         /* passes enabled */
+  bool gemv_pack;    /* one-row products over constants read a packed B (gemv=packed) */
   bool has_subgraph; /* control flow: runs through the reference executor */
   nat_node *nodes;   /* per node of g */
   bool *shape_only;  /* per node: depends on input shapes and constants only */
@@ -215,6 +216,7 @@ typedef struct nat_state {
   int64_t arena_cap;
   void *scratch;
   int64_t scratch_cap;
+  void **node_data; /* per node: what a kernel built once (nat_node_data), or NULL */
   nat_pass_stats stats;
   nat_ext ext; /* zero for native itself */
 } nat_state;
@@ -247,6 +249,14 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
+/* The running node's data slot: one malloc'd block a kernel builds from
+ * constant inputs and keeps across runs (packed weights). The state frees
+ * it with free() when its plans are released. NULL when out of memory. */
+void **nat_node_data(nat_run *r);
+/* Whether input k of the running node is an initializer (its bytes never
+ * change between runs). */
+bool nat_input_is_const(nat_run *r, int k);
+bool nat_run_gemv_pack(nat_run *r); /* option gemv=packed */
 nat_gemm_fn nat_run_gemm(nat_run *r);
 int nat_run_threads(nat_run *r);
 
@@ -278,6 +288,12 @@ void nat_epilogue_apply(const nat_epilogue *e, float *c, int64_t ldc, int64_t i0
 void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                const nat_epilogue *e);
+/* c[0..N) = alpha * a . op(B) + epilogue for one row a, when B is input bk
+ * of the running node and a constant: B packed once into one sequential
+ * stream (native_gemv.c). False, with nothing done, where that does not
+ * apply (no AVX-512, a small or non-constant B, out of memory). */
+bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
+                    const float *B, int64_t ldb, float *c, const nat_epilogue *e);
 
 ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

@@ -169,6 +169,10 @@ void nat_exec_release(nat_state *s) {
   s->scratch_cap = 0;
   nat_pool_free(s->pool);
   s->pool = NULL;
+  for (int i = 0; s->node_data && i < s->g->n_nodes; i++)
+    free(s->node_data[i]);
+  free(s->node_data);
+  s->node_data = NULL;
 }
 
 void nat_exec_free(nat_state *s) {
@@ -238,6 +242,20 @@ void *nat_scratch(nat_run *r, int64_t bytes) {
 
 nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
 void *nat_run_user(nat_run *r) { return r->s->ext.user; }
+
+void **nat_node_data(nat_run *r) {
+  nat_state *s = r->s;
+  if (!s->node_data && !(s->node_data = calloc((size_t)s->g->n_nodes, sizeof *s->node_data)))
+    return NULL;
+  return &s->node_data[r->node];
+}
+
+bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }
+
+bool nat_input_is_const(nat_run *r, int k) {
+  const ait_node *n = &r->g->nodes[r->node];
+  return k >= 0 && k < n->n_in && n->in[k] >= 0 && r->g->values[n->in[k]].init != NULL;
+}
 nat_gemm_fn nat_run_gemm(nat_run *r) { return r->s->gemm; }
 int nat_run_threads(nat_run *r) { return r->s->threads; }
 

@@ -366,6 +366,9 @@ ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in
   }
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 2, odims, &Y));
+  if (M == 1 && !ta &&
+      nat_gemv_const(r, 1, tb, N, K, alpha, A->data, B->data, B->dims[1], Y->data, &e))
+    return AIT_OK;
   nat_sgemm(r, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data, B->dims[1], Y->data, N, &e);
   return AIT_OK;
 }
@@ -466,6 +469,13 @@ ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *
   /* items of A (and Z) follow each other in memory when nothing broadcasts */
   bool a_dense = ait_shape_numel(ra - 2, A->dims) == j.batch;
   bool z_rows = !j.z || ait_tensor_numel(Z) == j.batch * j.M * j.N;
+  if (rb == 2 && j.batch * j.M == 1 && (!j.z || ait_tensor_numel(Z) == j.N)) {
+    /* one row over a constant B: the packed GEMV where it applies */
+    nat_epilogue e = j.e;
+    e.z = j.z;
+    e.ldz = j.N;
+    if (nat_gemv_const(r, 1, false, j.N, j.K, j.alpha, j.a, j.b, j.N, j.c, &e)) return AIT_OK;
+  }
   if (b_shared && a_dense && z_rows && j.rb > 0 && j.batch > 1) {
     /* one GEMM over all rows of A */
     nat_epilogue e = j.e;
