@@ -321,6 +321,12 @@ static void test_winograd(void) {
   if (dsn) direct.iface->destroy(dsn);
   ait_tensor_free(x);
   ait_graph_free(g);
+  /* a model without a 3x3 stride-1 conv: refused, not a duplicate of direct */
+  g = cnn_graph();
+  void *none = NULL;
+  if (g) CHECK_ERR(cfg.iface->build(&cfg, g, NULL, &none), AIT_E_UNSUPPORTED, "3x3");
+  CHECK(none == NULL);
+  ait_graph_free(g);
 }
 
 /* Wrong dtype, wrong count: errors naming the input; outputs stay NULL. */

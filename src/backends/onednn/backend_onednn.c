@@ -103,6 +103,28 @@ static void onednn_destroy(void *state) {
   free(s);
 }
 
+/* Whether g has a convolution oneDNN's Winograd kernels could take: 3x3
+ * constant weights, stride 1, no dilation, one group. Without one,
+ * conv=winograd would build the same plan as direct, a duplicate for the tuner. */
+static bool has_wino_conv(const ait_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    if (n->domain[0] || strcmp(n->op_type, "Conv") || n->n_in < 2 || n->in[1] < 0) continue;
+    const ait_tensor *w = g->values[n->in[1]].init;
+    if (!w || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) continue;
+    if (ait_attr_int(n, "group", 1) != 1) continue;
+    int ns = 0, nd = 0;
+    const int64_t *st = ait_attr_ints(n, "strides", &ns), *dl = ait_attr_ints(n, "dilations", &nd);
+    bool ones = true;
+    for (int k = 0; k < ns; k++)
+      ones = ones && st[k] == 1;
+    for (int k = 0; k < nd; k++)
+      ones = ones && dl[k] == 1;
+    if (ones) return true;
+  }
+  return false;
+}
+
 static ait_status make_state(const ait_backend_config *cfg, const ait_graph *g, dn_state **out) {
   *out = NULL;
   const char *dt = ait_backend_config_get(cfg, "dtype");
@@ -110,12 +132,17 @@ static ait_status make_state(const ait_backend_config *cfg, const ait_graph *g, 
   char why[256];
   if (bf16 && !dn_cpu_has_bf16(why, sizeof why))
     return ait_err(AIT_E_UNSUPPORTED, "onednn: %s", why);
+  const char *conv = ait_backend_config_get(cfg, "conv");
+  bool wino = conv && !strcmp(conv, "winograd");
+  if (wino && !has_wino_conv(g))
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "onednn: conv=winograd: no 3x3 stride-1 convolution in this model (the plan "
+                   "would equal conv=direct's)");
   dn_state *s = calloc(1, sizeof *s);
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->g = g;
+  s->wino = wino;
   s->bf16 = bf16;
-  const char *conv = ait_backend_config_get(cfg, "conv");
-  s->wino = conv && !strcmp(conv, "winograd");
   s->threads = resolve_threads(cfg);
   ait_status st = dn_check(dnnl_engine_create(&s->eng, dnnl_cpu, 0), "engine");
   if (!st)
