@@ -806,7 +806,8 @@ static void test_latency_budget_sweep(void) {
   CHECK(n >= 1);
   cJSON_ArrayForEach(e, prof) {
     double lat = num_field(e, "median_ms"), tp = num_field(e, "throughput");
-    bool last = want == 1 << (n - 1), over = lat > budget, flat = want > 1 && tp < prev * 1.05;
+    bool last = want == 1 << (n - 1), flat = want > 1 && tp < prev * 1.05;
+    bool over = lat > budget || lat * 2 > o.time_budget_s * 1000 / 2;
     CHECK(num_field(e, "batch") == want);
     if (!last && (over || flat)) {
       fprintf(stderr, "sweep: went on after batch %d (%.3f ms, %.1f/s after %.1f/s)\n", want, lat,
@@ -822,6 +823,44 @@ static void test_latency_budget_sweep(void) {
     want *= 2;
   }
   check_budget_rule(r, budget);
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
+/* max-throughput without batch sizes (docs/tuning.md): the sweep also stops
+ * once a run at the next size would take over half the time budget per size.
+ * With a 50 ms budget that is a median over 12.5 ms: t_batchy's batch 32
+ * (14 ms) nominally, earlier when a loaded machine wakes its sleeps late;
+ * never the 1024 the 5% rule alone would reach. */
+static void test_sweep_time_cap(void) {
+  const char *b[] = {"t_batchy"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.batch_sizes = NULL;
+  o.n_batch_sizes = 0;
+  o.time_budget_s = 0.05;
+  o.perf_validation = 0;
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = report_of(m);
+  const cJSON *prof = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_batchy"), "profile"), *e;
+  int n = cJSON_GetArraySize(prof), want = 1;
+  double prev = 0;
+  CHECK(n >= 1 && n <= 6); /* stopped by batch 32 */
+  cJSON_ArrayForEach(e, prof) {
+    double lat = num_field(e, "median_ms"), tp = num_field(e, "throughput");
+    bool last = want == 1 << (n - 1), flat = want > 1 && tp<prev * 1.05, slow = lat * 2> 25;
+    CHECK(num_field(e, "batch") == want);
+    if (last != (slow || flat)) {
+      fprintf(stderr, "sweep cap: batch %d %s (%.3f ms, %.1f/s after %.1f/s)\n", want,
+              last ? "was the last" : "was not the last", lat, tp, prev);
+      check_failures++;
+    }
+    prev = tp;
+    want *= 2;
+  }
   cJSON_Delete(r);
   ait_module_free(m);
 }
@@ -1187,6 +1226,7 @@ static const test_case tests[] = {
     {"latency_budget_picks_batch", test_latency_budget_picks_batch},
     {"latency_budget_none_fits", test_latency_budget_none_fits},
     {"latency_budget_sweep", test_latency_budget_sweep},
+    {"sweep_time_cap", test_sweep_time_cap},
     {"bad_requests", test_bad_requests},
     {"min_speedup_ratio", test_min_speedup_ratio},
     {"save_load", test_save_load},
