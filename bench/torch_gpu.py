@@ -21,7 +21,13 @@ Two timings per mode, median of `iters` runs after `warmup`:
              each call (how PyTorch is usually measured);
   host_ms    host inputs copied in and the output copied back every call,
              wall clock (what `aitune bench` measures: its infer() takes host
-             tensors and returns host tensors).
+             tensors and returns host tensors); the output as
+             `out.float().cpu()`: a new pageable tensor each call;
+  host_pinned_ms  the same, but the output copied into one page-locked
+             tensor allocated before timing (`dst.copy_(out.float(),
+             non_blocking=True)` then a synchronize): what aitune's `cuda`
+             backend does with its outputs (page-locked memory reused by
+             every run).
 Also: compile_s (first call of a compiled model) and max_abs_diff / cosine
 against eager fp32 on the same inputs.
 
@@ -128,6 +134,27 @@ def time_host(fn, host_args, dtype, iters, warmup):
     return ms
 
 
+def time_host_pinned(fn, host_args, dtype, iters, warmup):
+    import torch
+    dst = []
+
+    def once():
+        out = fn(*to_device(host_args, dtype)).float()
+        if not dst:
+            dst.append(torch.empty(out.shape, dtype=out.dtype, pin_memory=DEV == "cuda"))
+        dst[0].copy_(out, non_blocking=DEV == "cuda")
+        sync()
+        return dst[0]
+    for _ in range(warmup):
+        once()
+    ms = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        once()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return ms
+
+
 def summarize(ms, batch):
     ms = sorted(ms)
     med = statistics.median(ms)
@@ -162,6 +189,8 @@ def run_mode(mm, name, batch, mode, a, ref):
             res["cosine"] = cos
         res["device_ms"] = summarize(time_device(fn, args, a.iters, a.warmup), batch)
         res["host_ms"] = summarize(time_host(fn, host, dtype, max(5, a.iters // 2), 3), batch)
+        res["host_pinned_ms"] = summarize(time_host_pinned(fn, host, dtype, max(5, a.iters // 2), 3),
+                                          batch)
     if kind == "eager" and prec == "fp32":
         res["_ref"] = out.detach()
     del model, fn

@@ -30,7 +30,10 @@
 # $OUT/profile_MODEL_bBATCH_OPTIONS.txt. TUNE_RUNS for the tune phase:
 # MODEL:BATCH:BACKENDS items (BACKENDS as `aitune tune --backends` takes
 # them), each an `aitune tune` on the model's test_data_set_0 resized to
-# BATCH, its report written to $OUT/tune_MODEL_bBATCH.txt.
+# BATCH, its report written to $OUT/tune_MODEL_bBATCH.txt; TUNE_ARGS are
+# added to each (e.g. --no-perf-validation: no profile of the CPU eager
+# baseline, which takes minutes at BERT-base batch 32; the numeric check
+# against it stays), TUNE_LIMIT seconds each (default 240).
 # Needs on the GPU machine: nvidia-smi, python3 with torch, torchvision, onnx,
 # onnxruntime (scripts/make_models.py) and the CUDA libraries aitune links
 # (libcudart.so.13, libcublas(Lt).so.13, libcudnn.so.9: from the CUDA toolkit
@@ -65,7 +68,7 @@ if [ "${1:-}" = "--bundle" ]; then
   exit 0
 fi
 if [ $# -lt 2 ]; then
-  sed -n '2,31p' "$0"
+  sed -n '2,35p' "$0"
   exit 2
 fi
 AITUNE=$(readlink -f "$1")
@@ -245,9 +248,10 @@ if has_phase tune; then
     [ -f "$MODELS/$m/model.onnx" ] || continue
     f="$OUT/tune_${m}_b${b}.txt"
     log "== aitune tune $m batch $b --backends $bk -> $f"
-    timeout -k 5 $(($(left) > 240 ? 240 : $(left))) "${AIT[@]}" "$AITUNE" tune "$MODELS/$m/model.onnx" \
+    lim=${TUNE_LIMIT:-240}
+    timeout -k 5 $(($(left) > lim ? lim : $(left))) "${AIT[@]}" "$AITUNE" tune "$MODELS/$m/model.onnx" \
       --out "$WORK/tuned_${m}_b$b" --backends "$bk" --batch-sizes "$b" \
-      --samples "$MODELS/$m/test_data_set_0" --no-cache --max-runs 20 >"$f" 2>&1
+      --samples "$MODELS/$m/test_data_set_0" --no-cache --max-runs 20 ${TUNE_ARGS:-} >"$f" 2>&1
     echo "exit $?" >>"$f"
     tail -40 "$f" >>"$LOG"
   done
@@ -302,15 +306,17 @@ for r in doc["aitune_bench"]:
         md.append(f"| {r['model']} | {x['batch']} | {x['backend']} | {x['latency_ms']['median']:.3f} | {x['throughput']:.1f} |")
     else:
         md.append(f"| {r['model']} | {r.get('batch')} | cuda:{r['dtype']} | {r['error']} | |")
-md += ["", "| model | batch | torch mode | device ms | host ms (H2D+D2H) | compile s | max abs diff |", "|---|---|---|---|---|---|---|"]
+md += ["", "| model | batch | torch mode | device ms | host ms (H2D+D2H) | host ms, pinned output | compile s | max abs diff |", "|---|---|---|---|---|---|---|---|"]
 for r in doc["torch"]:
     if "mode" not in r:
         continue
     if "device_ms" in r:
+        pin = r.get("host_pinned_ms", {}).get("median")
         md.append(f"| {r['model']} | {r['batch']} | {r['mode']} | {r['device_ms']['median']:.3f} | "
-                  f"{r['host_ms']['median']:.3f} | {r.get('compile_s', 0):.1f} | {r.get('max_abs_diff', 0):.3g} |")
+                  f"{r['host_ms']['median']:.3f} | {'-' if pin is None else f'{pin:.3f}'} | "
+                  f"{r.get('compile_s', 0):.1f} | {r.get('max_abs_diff', 0):.3g} |")
     else:
-        md.append(f"| {r['model']} | {r['batch']} | {r['mode']} | {r.get('error') or r.get('skipped')} | | | |")
+        md.append(f"| {r['model']} | {r['batch']} | {r['mode']} | {r.get('error') or r.get('skipped')} | | | | |")
 with open(os.path.join(out, "gpu_check.md"), "w") as f:
     f.write("\n".join(md) + "\n")
 print("\n".join(md))

@@ -183,10 +183,10 @@ static const char *const specs[] = {"cuda",
                                     "cuda:dtype=bf16,layout=nchw,algo=heuristic",
                                     "cuda:dtype=fp16,gelu=exact",
                                     "cuda:dtype=fp8",
-                                    "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
+                                    "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off,fp8_gemms=all",
                                     "cuda:dtype=bf16,conv=gemm",
                                     "cuda:dtype=tf32,conv=gemm,graphs=off",
-                                    "cuda:dtype=fp8,fp8_amax=on",
+                                    "cuda:dtype=fp8,fp8_amax=on,fp8_gemms=all",
                                     NULL};
 
 static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***inputs,
@@ -538,6 +538,8 @@ static void test_config(void) {
   CHECK_ERR(ait_backend_config_parse("cuda:attention=maybe", &cfg), AIT_E_INVALID_ARG, "attention");
   CHECK_ERR(ait_backend_config_parse("cuda:fp8_fast_accum=2", &cfg), AIT_E_INVALID_ARG,
             "fp8_fast_accum");
+  CHECK_ERR(ait_backend_config_parse("cuda:dtype=fp8,fp8_gemms=all", &cfg), AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("cuda:fp8_gemms=some", &cfg), AIT_E_INVALID_ARG, "fp8_gemms");
 }
 
 /* fp8 weights: the quant backend's encoder, one scale per tensor, [N, K]. */
@@ -798,13 +800,14 @@ static void test_small_models(void) {
   ait_tensor *l1[2] = {rand_tensor(3, dl1, 1.0f), rand_tensor(3, dl1, 1.0f)};
   ait_tensor *l32[2] = {rand_tensor(3, dl32, 1.0f), rand_tensor(3, dl32, 1.0f)};
   ait_tensor **lsets[2] = {l1, l32};
-  static const char *const ln_specs[] = {"cuda:dtype=bf16",
-                                         "cuda:dtype=fp16",
-                                         "cuda:dtype=fp8",
-                                         "cuda:dtype=fp8,fp8_amax=on",
-                                         "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off",
-                                         "cuda",
-                                         NULL};
+  static const char *const ln_specs[] = {
+      "cuda:dtype=bf16",
+      "cuda:dtype=fp16",
+      "cuda:dtype=fp8",
+      "cuda:dtype=fp8,fp8_amax=on,fp8_gemms=all",
+      "cuda:dtype=fp8,fp8_fast_accum=on,graphs=off,fp8_gemms=all",
+      "cuda",
+      NULL};
   for (int i = 0; g && ln_specs[i]; i++)
     check_backend("layernorm 4096 rows", ln_specs[i], g, lsets, 2);
   for (int i = 0; i < 2; i++) {
@@ -922,6 +925,7 @@ static void test_save_load(void) {
   }
   /* the first infer plans and measures the algorithms save() records */
   CHECK_ERR(cfg.iface->infer(state, in, 1, &o1), AIT_OK, NULL);
+  CHECK(o1 && !o1->owns); /* downloaded into the plan's page-locked block */
   CHECK_ERR(cfg.iface->save(state, dir), AIT_OK, NULL);
   CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_OK, NULL);
   CHECK_ERR(loaded ? cfg.iface->infer(loaded, in, 1, &o2) : AIT_E_INTERNAL, AIT_OK, NULL);
@@ -1035,6 +1039,7 @@ static void test_model_file(const char *path, bool device) {
                                               "cuda:dtype=bf16,conv=gemm",
                                               "cuda:dtype=fp16,conv=cudnn",
                                               "cuda:dtype=fp8,fp8_amax=on,fp8_fast_accum=on",
+                                              "cuda:dtype=fp8,fp8_fast_accum=on,fp8_gemms=all",
                                               "cuda:dtype=bf16,qkv=off",
                                               NULL};
     for (int i = 0; model_specs[i]; i++)

@@ -101,6 +101,7 @@ static void clear_outputs(ait_module *m) {
 }
 
 static void drop_state(ait_module *m) {
+  clear_outputs(m); /* they may borrow the state's memory */
   ait_runner_destroy(&m->run);
   if (m->ref_state) ait_backend_find("eager")->destroy(m->ref_state);
   m->ref_state = NULL;

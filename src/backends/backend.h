@@ -77,8 +77,12 @@ typedef struct ait_backend_iface {
                    char *why, size_t n);
   ait_status (*build)(const ait_backend_config *cfg, const ait_graph *g, const ait_build_info *info,
                       void **state);
-  /* in[i] is graph input i; out[0..g->n_outputs) receive new tensors. On
-   * failure every out[i] is left NULL. */
+  /* in[i] is graph input i; out[0..g->n_outputs) receive new tensors the
+   * caller frees. A tensor's data may be borrowed from the state (owns is
+   * false: cuda downloads into page-locked memory it reuses): it stays
+   * valid until the next infer, deactivate or destroy of that state, so a
+   * caller that keeps outputs past that copies them. On failure every out[i]
+   * is left NULL. */
   ait_status (*infer)(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out);
   ait_status (*activate)(void *state);
   ait_status (*deactivate)(void *state);

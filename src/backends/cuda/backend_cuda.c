@@ -33,6 +33,10 @@ static const ait_option_def cuda_options[] = {
     {"fp8_amax", AIT_OPT_BOOL, "off", NULL,
      "dtype=fp8: an fp8 GEMM feeding another has cuBLASLt compute its output's absmax "
      "(AMAX_D) for the next one's quantization, one pass less (kept only where it runs)"},
+    {"fp8_gemms", AIT_OPT_ENUM, "auto", "auto|all",
+     "dtype=fp8: all = every GEMM with a constant weight whose shape suits runs on e4m3; auto "
+     "= per GEMM the faster of e4m3 (its activation's quantization included) and bfloat16, "
+     "timed when the plan is made and kept with the algorithms (algo=heuristic: all)"},
     {"gelu", AIT_OPT_ENUM, "auto", "auto|exact",
      "GELU after a GEMM: auto = cuBLASLt's tanh-approximated epilogue for bf16/fp16/fp8 "
      "(differs by < 1e-3), exact = erf in a separate pass"},
@@ -82,6 +86,8 @@ ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   o->candidates = (int)ait_backend_config_int(cfg, "candidates", 8);
   const char *fa8 = ait_backend_config_get(cfg, "fp8_amax");
   o->fp8_amax = fa8 && !strcmp(fa8, "on");
+  const char *f8g = ait_backend_config_get(cfg, "fp8_gemms");
+  o->fp8_all = f8g && !strcmp(f8g, "all");
   const char *qk = ait_backend_config_get(cfg, "qkv");
   o->qkv = !qk || strcmp(qk, "off") != 0;
   const char *cv = ait_backend_config_get(cfg, "conv");

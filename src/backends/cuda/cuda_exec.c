@@ -1,8 +1,10 @@
 /* Running plans of the cuda backend: the plan for the inputs' signature
  * (made on first sight, least recently used one dropped past CU_MAX_PLANS),
  * input uploads, the steps — or, from the second run of a plan on, one
- * launch of the CUDA graph captured from them — output downloads, and the
- * device error flag (bad Gather indices) checked after the run.
+ * launch of the CUDA graph captured from them — output downloads (into
+ * page-locked memory of the plan, reused by every run: the outputs handed
+ * out borrow it), and the device error flag (bad Gather indices) checked
+ * after the run.
  *
  * Under `aitune profile` (a node observer set on the thread) a plan runs
  * step by step, each step replayed from a CUDA graph of its own (captured on
@@ -202,8 +204,40 @@ static ait_status get_plan(cu_state *s, const ait_tensor *const *in, int n_in, c
   return AIT_OK;
 }
 
+/* Bytes one output takes in the plan's page-locked block. */
+static int64_t out_slot(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* The plan's page-locked output block, allocated on first use; NULL (and
+ * not asked again) when the outputs are empty, would take the state past
+ * CU_PINNED_MAX, or the allocation fails. Downloads into page-locked memory
+ * run at the bus's speed and need no staging copy: 12.6 MB of BERT-base
+ * batch 32 output took ~1 ms host to host into a new pageable tensor. */
+static uint8_t *pinned_outputs(cu_state *s, cu_plan *p) {
+  if (p->hout || p->hout_failed) return p->hout;
+  p->hout_failed = true;
+  int64_t need = 0, held = 0;
+  for (int k = 0; k < p->pg->n_outputs; k++)
+    if (p->out_t[k] >= 0) need += out_slot(p->t[p->out_t[k]].bytes);
+  for (int i = 0; i < s->n_plans; i++)
+    held += s->plans[i]->hout_bytes;
+  if (need == 0 || held + need > CU_PINNED_MAX) return NULL;
+  if (cudaHostAlloc(&p->hout, (size_t)need, cudaHostAllocDefault) != cudaSuccess) {
+    cudaGetLastError();
+    p->hout = NULL;
+    return NULL;
+  }
+  p->hout_bytes = need;
+  p->hout_failed = false;
+  return p->hout;
+}
+
+/* Outputs as tensors over the plan's page-locked block (borrowed: valid
+ * until the next infer, deactivate or destroy of the state), or as new
+ * tensors where there is no block. */
 static ait_status download(cu_state *s, cu_plan *p, ait_tensor **out) {
   const ait_graph *g = p->pg;
+  uint8_t *host = pinned_outputs(s, p);
+  int64_t off = 0;
   for (int k = 0; k < g->n_outputs; k++) {
     if (p->out_t[k] < 0) {
       const ait_tensor *init = g->values[g->outputs[k]].init;
@@ -212,8 +246,10 @@ static ait_status download(cu_state *s, cu_plan *p, ait_tensor **out) {
       continue;
     }
     const cu_tensor *t = &p->t[p->out_t[k]];
-    if (!(out[k] = ait_tensor_new(t->dt, t->rank, t->dims)))
-      return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
+    out[k] = host ? ait_tensor_wrap(t->dt, t->rank, t->dims, host + off)
+                  : ait_tensor_new(t->dt, t->rank, t->dims);
+    if (!out[k]) return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
+    off += out_slot(t->bytes);
     if (t->bytes > 0)
       AIT_TRY(cu_check(cudaMemcpyAsync(out[k]->data, t->ptr, (size_t)t->bytes,
                                        cudaMemcpyDeviceToHost, s->stream),

@@ -71,6 +71,7 @@ typedef struct cu_opts {
   int device;
   bool fp8_fast; /* dtype=fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
   bool fp8_amax; /* dtype=fp8: fp8 GEMM -> fp8 GEMM absmax by cuBLASLt (AMAX_D) */
+  bool fp8_all;  /* dtype=fp8: every GEMM that can be fp8 is (else the faster of fp8, bf16) */
   bool gelu_lt;  /* GELU after a 16-bit GEMM as cuBLASLt's (tanh) epilogue */
   int conv;      /* CU_CONV_*: how NHWC convolutions of one group run */
   bool qkv;      /* merge Q/K/V projections (cu_pass_qkv) */
@@ -111,7 +112,9 @@ typedef struct cu_weight {
   int64_t bytes;
 } cu_weight;
 
-typedef enum cu_algo_kind { CU_ALGO_LT = 1, CU_ALGO_CONV = 2 } cu_algo_kind;
+/* CU_ALGO_PICK: a choice between two forms of a step, timed once (dtype=fp8
+ * GEMMs: conv_algo 1 = e4m3 kept, 0 = bfloat16) */
+typedef enum cu_algo_kind { CU_ALGO_LT = 1, CU_ALGO_CONV = 2, CU_ALGO_PICK = 3 } cu_algo_kind;
 
 #define CU_KEY_LEN 200
 
@@ -245,7 +248,18 @@ struct cu_plan {
   cudaGraphExec_t *step_exec; /* per step, for profiling (NULL: not made) */
   bool dry;                   /* made by a dry state: nothing on the device */
   int runs;
+  /* page-locked host memory the outputs are downloaded into, reused by every
+   * run (infer() hands the outputs out as tensors borrowing it); NULL until
+   * the first download, or when it could not be had (then each output is a
+   * new pageable tensor) */
+  void *hout;
+  int64_t hout_bytes;
+  bool hout_failed;
 };
+
+/* Page-locked output memory of all plans of a state stays under this; past
+ * it outputs are downloaded into new pageable tensors. */
+#define CU_PINNED_MAX ((int64_t)512 << 20)
 
 /* A plan for inputs in[] (new, not yet in the state's list). */
 ait_status cu_plan_create(cu_state *s, const ait_tensor *const *in, int n_in, cu_plan **out);

@@ -621,6 +621,7 @@ void cu_plan_free(cu_plan *p) {
     free(p->steps[i].prm);
   }
   free(p->steps);
+  if (p->hout) cudaFreeHost(p->hout);
   if (p->arena && !p->dry) cudaFree(p->arena);
   if (p->cbuf && !p->dry) cudaFree(p->cbuf);
   for (int i = 0; i < p->n_extra && !p->dry; i++)

@@ -123,8 +123,8 @@ ait_status cu_load_algos(cu_state *s, const char *dir) {
   for (uint32_t i = 0; !st && i < h.n_algos; i++) {
     file_algo f;
     memcpy(&f, b + sizeof h + sizeof f * i, sizeof f);
-    if (!memchr(f.key, 0, sizeof f.key) || (f.kind != CU_ALGO_LT && f.kind != CU_ALGO_CONV) ||
-        f.ws < 0) {
+    if (!memchr(f.key, 0, sizeof f.key) ||
+        (f.kind != CU_ALGO_LT && f.kind != CU_ALGO_CONV && f.kind != CU_ALGO_PICK) || f.ws < 0) {
       st = ait_err(AIT_E_PARSE, "cuda: %s: algorithm %u is corrupted", path, i);
       break;
     }
