@@ -859,6 +859,8 @@ static void test_pool(void) {
       for (int64_t t = 0; t < n; t++)
         bad += slots[t] != t * 2 + 1;
       CHECK(bad == 0);
+      if (round % 7 == 3) nat_pool_park(p); /* the next run wakes the sleepers */
+      if (round % 14 == 3) usleep(2000);
     }
     nat_pool_free(p);
   }

@@ -573,6 +573,36 @@ static void test_plan_cache(void) {
   ait_graph_free(g);
 }
 
+/* States of one thread count share a pthreadpool (a partition makes one
+ * state per segment: pools of their own spun against each other); it lives
+ * while any state uses it, and another count gets another pool. */
+static void test_shared_pool(void) {
+  ait_graph *g = m_convs();
+  ait_backend_config ca, cb, cc;
+  void *a = g ? build("xnnpack:threads=2", g, &ca) : NULL;
+  void *b = g ? build("xnnpack:threads=2", g, &cb) : NULL;
+  void *c = g ? build("xnnpack:threads=3", g, &cc) : NULL;
+  CHECK(a && b && c);
+  if (a && b && c) {
+    const xnn_state *sa = a, *sb = b, *sc = c;
+    CHECK(sa->pool && sa->pool == sb->pool && sc->pool && sc->pool != sa->pool);
+    ca.iface->destroy(a), a = NULL;
+    compare_run("shared pool, other state gone", g, &cb, b, 2, 1e-3, 1e-4);
+    compare_run("three threads", g, &cc, c, 3, 1e-3, 1e-4);
+  }
+  if (a) ca.iface->destroy(a);
+  if (b) cb.iface->destroy(b);
+  if (c) cc.iface->destroy(c);
+  /* a new state after all were gone gets a working pool */
+  void *d = g ? build("xnnpack:threads=2", g, &ca) : NULL;
+  CHECK(d != NULL);
+  if (d) {
+    compare_run("pool made again", g, &ca, d, 1, 1e-3, 1e-4);
+    ca.iface->destroy(d);
+  }
+  ait_graph_free(g);
+}
+
 static void test_bad_inputs(void) {
   ait_graph *g = m_convs();
   ait_backend_config cfg;
@@ -742,6 +772,7 @@ int main(void) {
   check_segments("segments: 1D", m_conv1d(), 2);
   check_segments("segments: eltwise", m_eltwise(), 1); /* inputs are transposed up front */
   test_plan_cache();
+  test_shared_pool();
   test_bad_inputs();
   test_fp16();
   test_save_load(m_segments());

@@ -86,6 +86,11 @@ typedef struct ait_backend_iface {
   ait_status (*infer)(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out);
   ait_status (*activate)(void *state);
   ait_status (*deactivate)(void *state);
+  /* Optional: the caller will now run other backends for a while (a
+   * partition's next segment): threads the state keeps spinning for its
+   * next run would take their cores, so let them sleep. Called on the
+   * caller's thread between infers; the next infer wakes them. */
+  void (*idle)(void *state);
   /* Persist / restore the built state in folder dir (created by the caller). */
   ait_status (*save)(void *state, const char *dir);
   ait_status (*load)(const ait_backend_config *cfg, const ait_graph *g, const char *dir,

@@ -69,6 +69,9 @@ static ait_status part_infer(void *p, const ait_tensor *const *in, int n_in, ait
                      g->values[sg->in_map[i]].name);
     }
     if (!st) st = sg->cfg.iface->infer(sg->state, sin, sg->sub->n_inputs, sout);
+    /* the next segment runs on another backend: this one's spinning
+     * threads would take its cores (xnnpack + native on 2 cores: 25x slower) */
+    if (!st && k + 1 < s->n_seg && sg->cfg.iface->idle) sg->cfg.iface->idle(sg->state);
     if (st) {
       ait_err_prefix(st, "segment %d on %s", k, sg->desc);
       break;

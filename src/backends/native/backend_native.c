@@ -185,6 +185,8 @@ static ait_status native_deactivate(void *state) {
   return AIT_OK;
 }
 
+static void native_idle(void *state) { nat_pool_park(((nat_state *)state)->pool); }
+
 static ait_status native_save(void *state, const char *dir) {
   nat_state *s = state;
   char *path = ait_path_join(dir, "native.onnx");
@@ -219,6 +221,7 @@ const ait_backend_iface ait_backend_native = {
     .infer = native_infer,
     .activate = native_activate,
     .deactivate = native_deactivate,
+    .idle = native_idle,
     .save = native_save,
     .load = native_load,
     .destroy = native_destroy,

@@ -124,6 +124,10 @@ int nat_pool_threads(const nat_pool *p);
 /* Run fn for every task and return when all are done. p may be NULL (runs
  * on the caller). Tasks must not fail; they get their memory up front. */
 void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg);
+/* Idle workers go to sleep now instead of spinning (~100k polls) for the
+ * next job: the caller is about to run something else (another backend's
+ * threads) on these cores. The next nat_pool_run wakes them. p may be NULL. */
+void nat_pool_park(nat_pool *p);
 
 /* ---- per-node dispatch (native_kernels.c) ------------------------------ */
 

@@ -56,6 +56,7 @@ struct nat_pool {
   atomic_uint_fast64_t word; /* job id << 32 | next task */
   atomic_int_fast64_t done;  /* tasks finished */
   atomic_uint job;           /* id of the latest job (never 0) */
+  atomic_bool parked;        /* nat_pool_park: idle workers sleep now, not after spinning */
   /* the caller's view of contention */
   int strikes; /* consecutive jobs where the caller waited long */
   int backoff; /* jobs left to run on the caller alone */
@@ -101,7 +102,7 @@ static void *worker(void *a) {
   uint32_t seen = 0;
   for (;;) {
     uint32_t id = atomic_load(&p->job);
-    for (int i = 0; id == seen && i < SPIN_ROUNDS + YIELD_ROUNDS; i++) {
+    for (int i = 0; id == seen && i < SPIN_ROUNDS + YIELD_ROUNDS && !atomic_load(&p->parked); i++) {
       if (i >= SPIN_ROUNDS) sched_yield();
       id = atomic_load(&p->job);
     }
@@ -135,6 +136,7 @@ nat_pool *nat_pool_new(int threads) {
   atomic_init(&p->word, 0);
   atomic_init(&p->done, 0);
   atomic_init(&p->job, 0);
+  atomic_init(&p->parked, false);
   if (p->threads > 1 && (!(p->tids = calloc((size_t)p->threads, sizeof *p->tids)) ||
                          !(p->cpu = calloc((size_t)p->threads, sizeof *p->cpu)) ||
                          !(p->kept_off = calloc((size_t)p->threads, sizeof *p->kept_off)))) {
@@ -197,6 +199,10 @@ static void keep_off_caller(nat_pool *p) {
 
 int nat_pool_threads(const nat_pool *p) { return p ? p->threads : 1; }
 
+void nat_pool_park(nat_pool *p) {
+  if (p) atomic_store(&p->parked, true);
+}
+
 void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
   if (n_tasks <= 0) return;
   if (!p || p->n_started == 0 || n_tasks == 1 || n_tasks > UINT32_MAX || p->backoff > 0) {
@@ -205,6 +211,7 @@ void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
       fn(arg, t, 0);
     return;
   }
+  atomic_store(&p->parked, false);
   keep_off_caller(p);
   int64_t t0 = now_ns();
   uint32_t id = atomic_load(&p->job) + 1;

@@ -168,6 +168,8 @@ static ait_status quant_deactivate(void *state) {
   return AIT_OK;
 }
 
+static void quant_idle(void *state) { nat_pool_park(((qnt_state *)state)->ns->pool); }
+
 static ait_status quant_save(void *state, const char *dir) { return qnt_save(state, dir); }
 
 static ait_status quant_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
@@ -234,6 +236,7 @@ const ait_backend_iface ait_backend_quant = {
     .infer = quant_infer,
     .activate = quant_activate,
     .deactivate = quant_deactivate,
+    .idle = quant_idle,
     .save = quant_save,
     .load = quant_load,
     .destroy = quant_destroy,
