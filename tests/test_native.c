@@ -395,6 +395,62 @@ static void test_gemv_packed(void) {
   ait_graph_free(g);
 }
 
+/* ---- MatMuls on AVX-512 register tiles (tiles=on) ------------------------- */
+
+/* x[R,37] -> MatMul [37,70] + bias -> Relu -> MatMul [70,24] + z -> Clip(0, 6)
+ * -> MatMul [24,40] -> y: widths off the 16-lane vectors (70), the 24-wide
+ * tile, an odd reduction, bias, residual, both clamps, and a product
+ * without epilogue. */
+static ait_graph *tiles_model(void) {
+  static float w1[37 * 70], b1[70], w2[70 * 24], w3[24 * 40], lo = 0.0f, hi = 6.0f;
+  fill(w1, 37 * 70, 0.3f), fill(b1, 70, 0.1f), fill(w2, 70 * 24, 0.2f), fill(w3, 24 * 40, 0.3f);
+  const int64_t dx[2] = {-1, 37}, dz[2] = {-1, 24}, dy[2] = {-1, 40}, d1[2] = {37, 70};
+  const int64_t db[1] = {70}, d2[2] = {70, 24}, d3[2] = {24, 40}, d0[1] = {0};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", 1, 2, dx);
+  tb_input(m, "z", 1, 2, dz);
+  tb_output(m, "y", 1, 2, dy);
+  tb_init_f32(m, "w1", 2, d1, w1);
+  tb_init_f32(m, "b1", 1, db, b1);
+  tb_init_f32(m, "w2", 2, d2, w2);
+  tb_init_f32(m, "w3", 2, d3, w3);
+  tb_init_f32(m, "lo", 0, d0, &lo);
+  tb_init_f32(m, "hi", 0, d0, &hi);
+  tb_node(m, "MatMul", "mm1", IN("x", "w1"), IN("h0"));
+  tb_node(m, "Add", "bias", IN("h0", "b1"), IN("h1"));
+  tb_node(m, "Relu", "relu", IN("h1"), IN("r"));
+  tb_node(m, "MatMul", "mm2", IN("r", "w2"), IN("m2"));
+  tb_node(m, "Add", "res", IN("m2", "z"), IN("a2"));
+  tb_node(m, "Clip", "clip", IN("a2", "lo", "hi"), IN("c"));
+  tb_node(m, "MatMul", "mm3", IN("c", "w3"), IN("y"));
+  return parse(m);
+}
+
+static void test_tiles(void) {
+  ait_graph *g = tiles_model();
+  CHECK(g != NULL);
+  if (!g) return;
+  nat_pass_stats st;
+  ait_graph *rw = rewrite(g, &st);
+  CHECK(rw != NULL && count_op(rw, "FusedMatMul") == 2 && count_op(rw, "MatMul") == 1);
+  CHECK(rw != NULL && count_op(rw, "Relu") == 0 && count_op(rw, "Clip") == 0);
+  const int64_t rows[] = {16, 17, 40, 130};
+  for (size_t i = 0; rw && i < sizeof rows / sizeof rows[0]; i++) {
+    const int64_t dx[2] = {rows[i], 37}, dz[2] = {rows[i], 24};
+    ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)}, *on = NULL, *off = NULL;
+    check_equivalent(g, rw, (const ait_tensor *const *)in, 2, 1e-5);
+    check_equivalent_opts(g, rw, (const ait_tensor *const *)in, 2, 1e-5, ",tiles=off");
+    /* the tiles really ran where the CPU has them: their sums differ from SGEMM's */
+    CHECK(run_on("native", g, (const ait_tensor *const *)in, 2, &on) == AIT_OK);
+    CHECK(run_on("native:tiles=off", g, (const ait_tensor *const *)in, 2, &off) == AIT_OK);
+    if (nat_nhwc512_available()) CHECK(diff(on, off) > 0);
+    ait_tensor_free(on), ait_tensor_free(off);
+    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+  }
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
 /* ---- attention: Transposes, MatMul, scale, mask, Softmax, MatMul ---------- */
 
 static ait_graph *attention_model_of(int64_t S, int64_t H, int64_t D, const int64_t *dm) {
@@ -946,6 +1002,7 @@ int main(void) {
   test_mlp();
   test_few_rows();
   test_gemv_packed();
+  test_tiles();
   test_attention();
   test_attention_shapes();
   test_nhwc();

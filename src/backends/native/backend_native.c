@@ -42,6 +42,9 @@ static const ait_option_def native_options[] = {
      "one-row products over constant weights: packed reads B as one sequential stream "
      "(a packed copy of B, built on the first batch-1 run: memory as large as B; AVX-512 "
      "CPUs); plain reads B as stored"},
+    {"tiles", AIT_OPT_BOOL, "on", NULL,
+     "MatMuls of 16 or more rows (transformers) on AVX-512 register tiles that read B as "
+     "stored; off: SGEMM (OpenBLAS/BLIS) blocks"},
 };
 
 static bool attn_bf16(const ait_backend_config *cfg) {
@@ -122,6 +125,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
   s->fuse = passes;
   s->gemv_pack = true;
+  s->tiles = true;
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
   if (!st && passes) st = nat_run_passes_ex(g, &s->stats, true);
@@ -156,6 +160,8 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   s->fuse = on;
   const char *gemv = ait_backend_config_get(cfg, "gemv");
   s->gemv_pack = !gemv || strcmp(gemv, "plain") != 0;
+  const char *tiles = ait_backend_config_get(cfg, "tiles");
+  s->tiles = !tiles || strcmp(tiles, "off") != 0;
   ait_status st = run_passes && attn_bf16(cfg) ? nat_attention_bf16(s->g) : AIT_OK;
   if (st) {
     nat_state_free(s);

@@ -204,6 +204,7 @@ typedef struct nat_state {
   int threads;       /* resolved thread count */
   bool fuse;         /* passes enabled */
   bool gemv_pack;    /* one-row products over constants read a packed B (gemv=packed) */
+  bool tiles;        /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
   bool has_subgraph; /* control flow: runs through the reference executor */
   nat_node *nodes;   /* per node of g */
   bool *shape_only;  /* per node: depends on input shapes and constants only */
@@ -261,6 +262,7 @@ void **nat_node_data(nat_run *r);
  * change between runs). */
 bool nat_input_is_const(nat_run *r, int k);
 bool nat_run_gemv_pack(nat_run *r); /* option gemv=packed */
+bool nat_run_tiles(nat_run *r);     /* option tiles=on */
 nat_gemm_fn nat_run_gemm(nat_run *r);
 int nat_run_threads(nat_run *r);
 

@@ -251,6 +251,7 @@ void **nat_node_data(nat_run *r) {
 }
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }
+bool nat_run_tiles(nat_run *r) { return r->s->tiles; }
 
 bool nat_input_is_const(nat_run *r, int k) {
   const ait_node *n = &r->g->nodes[r->node];

@@ -2,6 +2,7 @@
  * C that the pool runs in parallel, each block finished by the fused
  * epilogue (bias, residual, activation) while it is still in cache. Gemm,
  * MatMul and their fused forms are built on it. */
+#include <math.h>
 #include <string.h>
 
 #include "backends/native/native.h"
@@ -261,6 +262,66 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
   nat_pool_run(nat_run_pool(r), (N + step - 1) / step, gemv_task, &j);
 }
 
+/* ---- register-tile GEMM (AVX-512) ---------------------------------------- */
+
+/* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on the AVX-512
+ * pointwise-convolution tiles (native_nhwc512.c), which read B as stored:
+ * no packing. For the products of transformers at small batches (128-row
+ * activations against 256..3072-wide weights) OpenBLAS repacks A and B in
+ * every block of every call. Relu and Clip become the tile's clamp; other
+ * activations run on each block while it is in cache. */
+typedef struct tile_job {
+  nat_nhwc c;
+  ait_act act;
+  int64_t pstep, mstep, n_m;
+} tile_job;
+
+static void tile_task(void *arg, int64_t t, int tid) {
+  const tile_job *j = arg;
+  int64_t P = j->c.W, M = j->c.M;
+  int64_t p0 = t / j->n_m * j->pstep, m0 = t % j->n_m * j->mstep;
+  int64_t p1 = p0 + j->pstep < P ? p0 + j->pstep : P, m1 = m0 + j->mstep < M ? m0 + j->mstep : M;
+  nat_nhwc512_pw(&j->c, p0, p1, m0, m1);
+  if (j->act.kind != AIT_ACT_NONE)
+    for (int64_t p = p0; p < p1; p++)
+      nat_act_f32(&j->act, j->c.y + p * M + m0, m1 - m0);
+}
+
+static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
+                      float *C, const nat_epilogue *e) {
+  if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || !nat_nhwc512_available() || e->row_bias ||
+      e->zb || (e->z && e->ldz != N))
+    return false;
+  tile_job j;
+  memset(&j, 0, sizeof j);
+  nat_nhwc *c = &j.c;
+  c->N = c->H = c->OH = 1;
+  c->W = c->OW = P;
+  c->C = K;
+  c->M = N;
+  c->x = A, c->w = B, c->b = e->col_bias, c->z = e->z, c->y = C;
+  c->lo = -INFINITY, c->hi = INFINITY;
+  j.act = e->act;
+  if (e->act.kind == AIT_ACT_RELU) {
+    c->lo = 0.0f, j.act.kind = AIT_ACT_NONE;
+  } else if (e->act.kind == AIT_ACT_CLIP) {
+    c->lo = e->act.p[0], c->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
+  }
+  nat_nhwc_pw_tile(P, N, &c->pw_mr, &c->pw_nv);
+  /* tasks: column blocks of whole register tiles, then rows, about 2 per thread */
+  int threads = nat_run_threads(r), want = threads > 1 ? threads * 2 : 1;
+  int64_t bw = 16 * c->pw_nv, nb = (N + bw - 1) / bw;
+  int64_t per = nb / want > 1 ? nb / want : 1;
+  j.mstep = per * bw;
+  j.n_m = (N + j.mstep - 1) / j.mstep;
+  int64_t row_parts = j.n_m >= want ? 1 : (want + j.n_m - 1) / j.n_m;
+  int64_t tiles = (P + c->pw_mr - 1) / c->pw_mr;
+  j.pstep = (tiles + row_parts - 1) / row_parts * c->pw_mr;
+  int64_t n_p = (P + j.pstep - 1) / j.pstep;
+  nat_pool_run(threads > 1 ? nat_run_pool(r) : NULL, n_p * j.n_m, tile_task, &j);
+  return true;
+}
+
 /* ---- parallel SGEMM ------------------------------------------------------ */
 
 typedef struct gemm_job {
@@ -475,6 +536,12 @@ ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *
     e.z = j.z;
     e.ldz = j.N;
     if (nat_gemv_const(r, 1, false, j.N, j.K, j.alpha, j.a, j.b, j.N, j.c, &e)) return AIT_OK;
+  }
+  if (b_shared && a_dense && z_rows && j.alpha == 1.0f) { /* all rows on register tiles */
+    nat_epilogue e = j.e;
+    e.z = j.z;
+    e.ldz = j.N;
+    if (tile_gemm(r, j.batch * j.M, j.N, j.K, j.a, j.b, j.c, &e)) return AIT_OK;
   }
   if (b_shared && a_dense && z_rows && j.rb > 0 && j.batch > 1) {
     /* one GEMM over all rows of A */
