@@ -340,14 +340,17 @@ static ait_graph *gemv_model(void) {
   return parse(m);
 }
 
-/* Packed copies a native state holds (one per product that took the path). */
-static int packs_of(void *state) {
+/* Packed copies of a kind a native state holds (one per product that took
+ * the path). */
+static int packs_kind(void *state, int kind) {
   const nat_state *s = state;
   int n = 0;
   for (int i = 0; s->node_data && i < s->g->n_nodes; i++)
-    n += s->node_data[i] != NULL;
+    n += s->node_data[i * NAT_DATA_KINDS + kind] != NULL;
   return n;
 }
+
+static int packs_of(void *state) { return packs_kind(state, NAT_DATA_GEMV); }
 
 static void test_gemv_packed(void) {
   ait_graph *g = gemv_model();
@@ -445,6 +448,23 @@ static void test_tiles(void) {
     CHECK(run_on("native:tiles=off", g, (const ait_tensor *const *)in, 2, &off) == AIT_OK);
     if (nat_nhwc512_available()) CHECK(diff(on, off) > 0);
     ait_tensor_free(on), ait_tensor_free(off);
+    /* each constant B packed once, reused, rebuilt after a release; none with tiles=off */
+    for (int v = 0; v < 2; v++) {
+      ait_backend_config cfg;
+      CHECK(ait_backend_config_parse(v ? "native:tiles=off" : "native", &cfg) == AIT_OK);
+      void *state = NULL;
+      CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+      ait_tensor *o[3][1] = {{0}};
+      for (int k = 0; state && k < 3; k++) {
+        if (k == 2) nat_exec_release(state);
+        CHECK(cfg.iface->infer(state, (const ait_tensor *const *)in, 2, o[k]) == AIT_OK);
+        if (k) CHECK(o[k][0] && !memcmp(o[k][0]->data, o[0][0]->data, ait_tensor_nbytes(o[0][0])));
+        CHECK(packs_kind(state, NAT_DATA_TILES) == (v == 0 && nat_nhwc512_available() ? 3 : 0));
+      }
+      for (int k = 0; k < 3; k++)
+        ait_tensor_free(o[k][0]);
+      if (state) cfg.iface->destroy(state);
+    }
     ait_tensor_free(in[0]), ait_tensor_free(in[1]);
   }
   ait_graph_free(rw);

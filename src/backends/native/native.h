@@ -221,7 +221,7 @@ typedef struct nat_state {
   int64_t arena_cap;
   void *scratch;
   int64_t scratch_cap;
-  void **node_data; /* per node: what a kernel built once (nat_node_data), or NULL */
+  void **node_data; /* per node and kind: what a kernel built once (nat_node_data), or NULL */
   nat_pass_stats stats;
   nat_ext ext; /* zero for native itself */
 } nat_state;
@@ -254,10 +254,11 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
-/* The running node's data slot: one malloc'd block a kernel builds from
+/* The running node's data slot of a kind: one malloc'd block a kernel builds from
  * constant inputs and keeps across runs (packed weights). The state frees
  * it with free() when its plans are released. NULL when out of memory. */
-void **nat_node_data(nat_run *r);
+enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_KINDS };
+void **nat_node_data(nat_run *r, int kind);
 /* Whether input k of the running node is an initializer (its bytes never
  * change between runs). */
 bool nat_input_is_const(nat_run *r, int k);
@@ -362,6 +363,7 @@ typedef struct nat_nhwc {
   int64_t xs_n, xs_h, xs_w, xs_c;
   int pw_mr, pw_nv;           /* pointwise register tile (nat_nhwc_pw_tile) */
   const float *x, *w, *b, *z; /* b, z may be NULL */
+  const float *wpk;           /* pointwise only, may be NULL: w packed in blocks of K x 16 pw_nv */
   float *y;
   float lo, hi;
 } nat_nhwc;

@@ -169,7 +169,7 @@ void nat_exec_release(nat_state *s) {
   s->scratch_cap = 0;
   nat_pool_free(s->pool);
   s->pool = NULL;
-  for (int i = 0; s->node_data && i < s->g->n_nodes; i++)
+  for (int i = 0; s->node_data && i < s->g->n_nodes * NAT_DATA_KINDS; i++)
     free(s->node_data[i]);
   free(s->node_data);
   s->node_data = NULL;
@@ -243,11 +243,11 @@ void *nat_scratch(nat_run *r, int64_t bytes) {
 nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
 void *nat_run_user(nat_run *r) { return r->s->ext.user; }
 
-void **nat_node_data(nat_run *r) {
+void **nat_node_data(nat_run *r, int kind) {
   nat_state *s = r->s;
-  if (!s->node_data && !(s->node_data = calloc((size_t)s->g->n_nodes, sizeof *s->node_data)))
-    return NULL;
-  return &s->node_data[r->node];
+  size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
+  if (!s->node_data && !(s->node_data = calloc(n, sizeof *s->node_data))) return NULL;
+  return &s->node_data[(size_t)r->node * NAT_DATA_KINDS + (size_t)kind];
 }
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }

@@ -3,6 +3,8 @@
  * epilogue (bias, residual, activation) while it is still in cache. Gemm,
  * MatMul and their fused forms are built on it. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/native/native.h"
@@ -265,11 +267,12 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
 /* ---- register-tile GEMM (AVX-512) ---------------------------------------- */
 
 /* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on the AVX-512
- * pointwise-convolution tiles (native_nhwc512.c), which read B as stored:
- * no packing. For the products of transformers at small batches (128-row
- * activations against 256..3072-wide weights) OpenBLAS repacks A and B in
- * every block of every call. Relu and Clip become the tile's clamp; other
- * activations run on each block while it is in cache. */
+ * pointwise-convolution tiles (native_nhwc512.c). For the products of
+ * transformers at small batches (128-row activations against 256..3072-wide
+ * weights) OpenBLAS repacks A and B in every block of every call; here a
+ * constant B is packed once (tile_packed), any other B is read as stored.
+ * Relu and Clip become the tile's clamp; other activations run on each
+ * block while it is in cache. */
 typedef struct tile_job {
   nat_nhwc c;
   ait_act act;
@@ -285,6 +288,39 @@ static void tile_task(void *arg, int64_t t, int tid) {
   if (j->act.kind != AIT_ACT_NONE)
     for (int64_t p = p0; p < p1; p++)
       nat_act_f32(&j->act, j->c.y + p * M + m0, m1 - m0);
+}
+
+/* B [K, N] packed for the tiles: column blocks of bw (zero-padded), each
+ * K x bw contiguous, so a tile reads its weights as one stream instead of
+ * one row per page (a 1024-wide B: every step of K in another page). */
+typedef struct tile_pack {
+  int64_t K, N, bw;
+  const float *src;
+  float *p; /* 64-byte aligned, inside this allocation */
+} tile_pack;
+
+static const float *tile_packed(nat_run *r, const float *B, int64_t K, int64_t N, int64_t bw) {
+  if (!nat_input_is_const(r, 1)) return NULL;
+  void **slot = nat_node_data(r, NAT_DATA_TILES);
+  if (!slot) return NULL;
+  tile_pack *pk = *slot;
+  if (pk && pk->K == K && pk->N == N && pk->bw == bw && pk->src == B) return pk->p;
+  free(pk);
+  *slot = NULL;
+  int64_t nb = (N + bw - 1) / bw;
+  size_t bytes = (size_t)(nb * bw * K) * sizeof(float);
+  if (!(pk = malloc(sizeof *pk + 64 + bytes))) return NULL;
+  *pk = (tile_pack){K, N, bw, B, (float *)(((uintptr_t)(pk + 1) + 63) & ~(uintptr_t)63)};
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t m0 = b * bw, mc = N - m0 < bw ? N - m0 : bw;
+    float *dst = pk->p + b * bw * K;
+    for (int64_t k = 0; k < K; k++) {
+      memcpy(dst + k * bw, B + k * N + m0, (size_t)mc * sizeof(float));
+      if (mc < bw) memset(dst + k * bw + mc, 0, (size_t)(bw - mc) * sizeof(float));
+    }
+  }
+  *slot = pk;
+  return pk->p;
 }
 
 static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
@@ -308,6 +344,7 @@ static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *
     c->lo = e->act.p[0], c->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
   }
   nat_nhwc_pw_tile(P, N, &c->pw_mr, &c->pw_nv);
+  c->wpk = tile_packed(r, B, K, N, 16 * c->pw_nv); /* NULL: B read as stored */
   /* tasks: column blocks of whole register tiles, then rows, about 2 per thread */
   int threads = nat_run_threads(r), want = threads > 1 ? threads * 2 : 1;
   int64_t bw = 16 * c->pw_nv, nb = (N + bw - 1) / bw;

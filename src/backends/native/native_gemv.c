@@ -127,7 +127,7 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
   if (!nat_run_gemv_pack(r) || !pack_available() || N < 4 || K < 1 ||
       (double)N * (double)K < GEMV_PACK_MIN || !nat_input_is_const(r, bk))
     return false;
-  void **slot = nat_node_data(r);
+  void **slot = nat_node_data(r, NAT_DATA_GEMV);
   if (!slot) return false;
   gemv_pack *pk = *slot;
   if (pk && (pk->N != N || pk->K != K || pk->tb != tb || pk->src != B)) {

@@ -206,20 +206,22 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 15) / 16);
       __mmask16 lm = nat_tail16(mc - 16 * (nv - 1));
-      const float *w = c->w + m, *b = c->b ? c->b + m : NULL;
+      /* packed weights (wpk): blocks of K x bw, block m / bw at m * K */
+      const float *w = c->wpk ? c->wpk + m * K : c->w + m, *b = c->b ? c->b + m : NULL;
+      int64_t ldw = c->wpk ? bw : M;
       for (int64_t p = q0; p < q1; p += rows) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
         if (mc == 24) {
-          pw_24(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi);
+          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi);
           continue;
         }
         switch (nv) {
-        case 1: pw_nv1(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-        case 2: pw_nv2(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-        case 3: pw_nv3(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
-        default: pw_nv4(mr, K, x, K, w, M, lm, b, z, y, M, lo, hi); break;
+        case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+        case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+        case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+        default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
         }
       }
     }
