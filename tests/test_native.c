@@ -350,7 +350,32 @@ static int packs_kind(void *state, int kind) {
   return n;
 }
 
-static int packs_of(void *state) { return packs_kind(state, NAT_DATA_GEMV); }
+/* g on `spec` three times (a release before the third): each run agrees
+ * with eager, the later ones bit for bit with the first (packs reused, then
+ * rebuilt), and the state holds `want` packs of `kind` after every run. */
+static void check_packs(const ait_graph *g, const char *spec, const ait_tensor *const *in, int n_in,
+                        int kind, int want) {
+  ait_backend_config cfg;
+  CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+  void *state = NULL;
+  CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+  if (!state) return;
+  ait_tensor *ref = NULL, *out[3][1] = {{0}};
+  CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
+  for (int k = 0; k < 3; k++) {
+    if (k == 2) nat_exec_release(state);
+    CHECK(cfg.iface->infer(state, in, n_in, out[k]) == AIT_OK);
+    CHECK(diff(out[k][0], ref) <= 1e-5);
+    if (k)
+      CHECK(out[k][0] && out[0][0] &&
+            !memcmp(out[k][0]->data, out[0][0]->data, ait_tensor_nbytes(out[0][0])));
+    CHECK(packs_kind(state, kind) == want);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(out[k][0]);
+  ait_tensor_free(ref);
+  cfg.iface->destroy(state);
+}
 
 static void test_gemv_packed(void) {
   ait_graph *g = gemv_model();
@@ -369,31 +394,12 @@ static void test_gemv_packed(void) {
   }
   /* the path runs (three packs, none with gemv=plain), its packs are reused
    * on the next run and rebuilt after a release, with the same outputs */
-  const char *specs[2] = {"native", "native:gemv=plain"};
-  for (int v = 0; v < 2; v++) {
-    ait_backend_config cfg;
-    CHECK(ait_backend_config_parse(specs[v], &cfg) == AIT_OK);
-    void *state = NULL;
-    CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
-    if (!state) continue;
-    const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
-    ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)}, *ref = NULL;
-    CHECK(ait_eager_run(g, (const ait_tensor *const *)in, 2, &ref) == AIT_OK);
-    ait_tensor *out[3][1] = {{0}};
-    for (int k = 0; k < 3; k++) {
-      if (k == 2) nat_exec_release(state);
-      CHECK(cfg.iface->infer(state, (const ait_tensor *const *)in, 2, out[k]) == AIT_OK);
-      CHECK(diff(out[k][0], ref) <= 1e-5);
-      if (k) CHECK(out[k][0] && !memcmp(out[k][0]->data, out[0][0]->data, 231 * sizeof(float)));
-      bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-      CHECK(packs_of(state) == (v == 0 && avx512 ? 3 : 0));
-    }
-    for (int k = 0; k < 3; k++)
-      ait_tensor_free(out[k][0]);
-    ait_tensor_free(ref);
-    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
-    cfg.iface->destroy(state);
-  }
+  const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
+  ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)};
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, avx512 ? 3 : 0);
+  check_packs(g, "native:gemv=plain", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, 0);
+  ait_tensor_free(in[0]), ait_tensor_free(in[1]);
   ait_graph_free(rw);
   ait_graph_free(g);
 }
@@ -449,22 +455,9 @@ static void test_tiles(void) {
     if (nat_nhwc512_available()) CHECK(diff(on, off) > 0);
     ait_tensor_free(on), ait_tensor_free(off);
     /* each constant B packed once, reused, rebuilt after a release; none with tiles=off */
-    for (int v = 0; v < 2; v++) {
-      ait_backend_config cfg;
-      CHECK(ait_backend_config_parse(v ? "native:tiles=off" : "native", &cfg) == AIT_OK);
-      void *state = NULL;
-      CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
-      ait_tensor *o[3][1] = {{0}};
-      for (int k = 0; state && k < 3; k++) {
-        if (k == 2) nat_exec_release(state);
-        CHECK(cfg.iface->infer(state, (const ait_tensor *const *)in, 2, o[k]) == AIT_OK);
-        if (k) CHECK(o[k][0] && !memcmp(o[k][0]->data, o[0][0]->data, ait_tensor_nbytes(o[0][0])));
-        CHECK(packs_kind(state, NAT_DATA_TILES) == (v == 0 && nat_nhwc512_available() ? 3 : 0));
-      }
-      for (int k = 0; k < 3; k++)
-        ait_tensor_free(o[k][0]);
-      if (state) cfg.iface->destroy(state);
-    }
+    check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_TILES,
+                nat_nhwc512_available() ? 3 : 0);
+    check_packs(g, "native:tiles=off", (const ait_tensor *const *)in, 2, NAT_DATA_TILES, 0);
     ait_tensor_free(in[0]), ait_tensor_free(in[1]);
   }
   ait_graph_free(rw);

@@ -299,6 +299,7 @@ typedef struct tile_pack {
   float *p; /* 64-byte aligned, inside this allocation */
 } tile_pack;
 
+/* B: input 1 of the running MatMul; NULL when it is not a constant or memory runs short. */
 static const float *tile_packed(nat_run *r, const float *B, int64_t K, int64_t N, int64_t bw) {
   if (!nat_input_is_const(r, 1)) return NULL;
   void **slot = nat_node_data(r, NAT_DATA_TILES);
