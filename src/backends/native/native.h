@@ -221,7 +221,7 @@ typedef struct nat_state {
   int64_t arena_cap;
   void *scratch;
   int64_t scratch_cap;
-  void **node_data; /* per node and kind: what a kernel built once (nat_node_data), or NULL */
+  void **node_data; /* per node and kind: a packed constant (nat_node_pack), or NULL */
   nat_pass_stats stats;
   nat_ext ext; /* zero for native itself */
 } nat_state;
@@ -254,11 +254,14 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
-/* The running node's data slot of a kind: one malloc'd block a kernel builds from
- * constant inputs and keeps across runs (packed weights). The state frees
- * it with free() when its plans are released. NULL when out of memory. */
+/* The running node's packed copy of a constant input (weights laid out for
+ * a kernel), one per kind, kept across runs: 64-byte aligned memory of
+ * `bytes`, made for `key` (the shape, layout and source it was packed
+ * from). *fresh: new memory the caller must fill (a copy made for another
+ * key was dropped). The state frees it when its plans are released. NULL
+ * when out of memory. */
 enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_KINDS };
-void **nat_node_data(nat_run *r, int kind);
+void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
 /* Whether input k of the running node is an initializer (its bytes never
  * change between runs). */
 bool nat_input_is_const(nat_run *r, int k);

@@ -14,6 +14,7 @@
  * Graphs with control flow run through the reference executor (their bodies
  * need its run context). */
 #include <cblas.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,11 +244,31 @@ void *nat_scratch(nat_run *r, int64_t bytes) {
 nat_pool *nat_run_pool(nat_run *r) { return r->s->pool; }
 void *nat_run_user(nat_run *r) { return r->s->ext.user; }
 
-void **nat_node_data(nat_run *r, int kind) {
+/* A node's packed copy: the key and size it was made for, then the data
+ * at the next 64-byte boundary. */
+typedef struct node_pack {
+  int64_t key[4];
+  size_t bytes;
+} node_pack;
+
+static void *pack_data(node_pack *h) {
+  return (void *)(((uintptr_t)(h + 1) + 63) & ~(uintptr_t)63);
+}
+
+void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh) {
   nat_state *s = r->s;
   size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
   if (!s->node_data && !(s->node_data = calloc(n, sizeof *s->node_data))) return NULL;
-  return &s->node_data[(size_t)r->node * NAT_DATA_KINDS + (size_t)kind];
+  void **slot = &s->node_data[(size_t)r->node * NAT_DATA_KINDS + (size_t)kind];
+  node_pack *h = *slot;
+  *fresh = false;
+  if (h && h->bytes == bytes && !memcmp(h->key, key, sizeof h->key)) return pack_data(h);
+  free(h); /* made for another shape: never read a stale copy */
+  if (!(*slot = h = malloc(sizeof *h + 64 + bytes))) return NULL;
+  memcpy(h->key, key, sizeof h->key);
+  h->bytes = bytes;
+  *fresh = true;
+  return pack_data(h);
 }
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }

@@ -292,36 +292,23 @@ static void tile_task(void *arg, int64_t t, int tid) {
 
 /* B [K, N] packed for the tiles: column blocks of bw (zero-padded), each
  * K x bw contiguous, so a tile reads its weights as one stream instead of
- * one row per page (a 1024-wide B: every step of K in another page). */
-typedef struct tile_pack {
-  int64_t K, N, bw;
-  const float *src;
-  float *p; /* 64-byte aligned, inside this allocation */
-} tile_pack;
-
-/* B: input 1 of the running MatMul; NULL when it is not a constant or memory runs short. */
+ * one row per page (a 1024-wide B: every step of K in another page). B is
+ * input 1 of the running MatMul; NULL when it is not a constant or memory
+ * runs short. */
 static const float *tile_packed(nat_run *r, const float *B, int64_t K, int64_t N, int64_t bw) {
   if (!nat_input_is_const(r, 1)) return NULL;
-  void **slot = nat_node_data(r, NAT_DATA_TILES);
-  if (!slot) return NULL;
-  tile_pack *pk = *slot;
-  if (pk && pk->K == K && pk->N == N && pk->bw == bw && pk->src == B) return pk->p;
-  free(pk);
-  *slot = NULL;
-  int64_t nb = (N + bw - 1) / bw;
-  size_t bytes = (size_t)(nb * bw * K) * sizeof(float);
-  if (!(pk = malloc(sizeof *pk + 64 + bytes))) return NULL;
-  *pk = (tile_pack){K, N, bw, B, (float *)(((uintptr_t)(pk + 1) + 63) & ~(uintptr_t)63)};
-  for (int64_t b = 0; b < nb; b++) {
+  int64_t nb = (N + bw - 1) / bw, key[4] = {K, N, bw, (int64_t)(intptr_t)B};
+  bool fresh;
+  float *p = nat_node_pack(r, NAT_DATA_TILES, key, (size_t)(nb * bw * K) * sizeof(float), &fresh);
+  for (int64_t b = 0; p && fresh && b < nb; b++) {
     int64_t m0 = b * bw, mc = N - m0 < bw ? N - m0 : bw;
-    float *dst = pk->p + b * bw * K;
+    float *dst = p + b * bw * K;
     for (int64_t k = 0; k < K; k++) {
       memcpy(dst + k * bw, B + k * N + m0, (size_t)mc * sizeof(float));
       if (mc < bw) memset(dst + k * bw + mc, 0, (size_t)(bw - mc) * sizeof(float));
     }
   }
-  *slot = pk;
-  return pk->p;
+  return p;
 }
 
 static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,

@@ -8,8 +8,8 @@
  * over the MLP benchmark's 7.4 MB of weights: 40 us packed against 46 us
  * as row streams on this 2-core Zen 4).
  *
- * The packed copy costs as much memory as B; it lives in the node's data
- * slot (nat_node_data) until the state's plans are released. Needs AVX-512
+ * The packed copy costs as much memory as B; it lives in the node's pack
+ * slot (nat_node_pack) until the state's plans are released. Needs AVX-512
  * (the packed kernel's only form); elsewhere the plain GEMV runs. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,21 +33,14 @@
  * (K rounded up to 16) and to whole blocks. */
 typedef struct gemv_pack {
   int64_t N, K, Kp;
-  bool tb;
-  const float *src; /* the B it was packed from (constants do not move) */
-  float *p;         /* 64-byte aligned, inside this allocation */
+  const float *p; /* 64-byte aligned */
 } gemv_pack;
 
-static gemv_pack *pack_new(const float *B, bool tb, int64_t N, int64_t K, int64_t ldb) {
-  int64_t Kp = (K + 15) / 16 * 16, nb = (N + 3) / 4;
-  size_t bytes = (size_t)nb * 4 * (size_t)Kp * sizeof(float);
-  gemv_pack *pk = malloc(sizeof *pk + 64 + bytes);
-  if (!pk) return NULL;
-  uintptr_t at = ((uintptr_t)(pk + 1) + 63) & ~(uintptr_t)63;
-  *pk = (gemv_pack){N, K, Kp, tb, B, (float *)at};
-  memset(pk->p, 0, bytes);
+static void pack_fill(float *p, const float *B, bool tb, int64_t N, int64_t K, int64_t Kp,
+                      int64_t ldb) {
+  memset(p, 0, (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float));
   for (int64_t j = 0; j < N; j++) {
-    float *blk = pk->p + (j / 4) * 4 * Kp + (j % 4) * 16;
+    float *blk = p + (j / 4) * 4 * Kp + (j % 4) * 16;
     if (tb) {
       const float *row = B + j * ldb; /* B is [N, K] */
       for (int64_t k = 0; k < K; k++)
@@ -57,7 +50,6 @@ static gemv_pack *pack_new(const float *B, bool tb, int64_t N, int64_t K, int64_
         blk[(k / 16) * 64 + k % 16] = B[k * ldb + j];
     }
   }
-  return pk;
 }
 
 /* c[j0..j1) = alpha * a . B for outputs j0 (a multiple of 4) to j1. */
@@ -96,10 +88,12 @@ static bool pack_available(void) {
 
 #else
 
-typedef struct gemv_pack gemv_pack;
-static gemv_pack *pack_new(const float *B, bool tb, int64_t N, int64_t K, int64_t ldb) {
-  return NULL;
-}
+typedef struct gemv_pack {
+  int64_t N, K, Kp;
+  const float *p;
+} gemv_pack;
+static void pack_fill(float *p, const float *B, bool tb, int64_t N, int64_t K, int64_t Kp,
+                      int64_t ldb) {}
 static void gemv_blocks(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
                         int64_t j1) {}
 static bool pack_available(void) { return false; }
@@ -127,15 +121,14 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
   if (!nat_run_gemv_pack(r) || !pack_available() || N < 4 || K < 1 ||
       (double)N * (double)K < GEMV_PACK_MIN || !nat_input_is_const(r, bk))
     return false;
-  void **slot = nat_node_data(r, NAT_DATA_GEMV);
-  if (!slot) return false;
-  gemv_pack *pk = *slot;
-  if (pk && (pk->N != N || pk->K != K || pk->tb != tb || pk->src != B)) {
-    free(pk); /* not expected for a constant, but never read a stale pack */
-    *slot = pk = NULL;
-  }
-  if (!pk && !(*slot = pk = pack_new(B, tb, N, K, ldb))) return false;
-  gemv_job j = {pk, a, alpha, c, e, N};
+  int64_t Kp = (K + 15) / 16 * 16, key[4] = {N, K, tb, (int64_t)(intptr_t)B};
+  bool fresh;
+  float *p =
+      nat_node_pack(r, NAT_DATA_GEMV, key, (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float), &fresh);
+  if (!p) return false;
+  if (fresh) pack_fill(p, B, tb, N, K, Kp, ldb);
+  gemv_pack pk = {N, K, Kp, p};
+  gemv_job j = {&pk, a, alpha, c, e, N};
   int threads = nat_run_threads(r);
   if (threads > 1) {
     /* about 16 chunks per thread, in whole blocks and cache lines of c:
