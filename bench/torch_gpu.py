@@ -118,11 +118,8 @@ def time_device(fn, args, iters, warmup):
     return [a.elapsed_time(b) for a, b in ev]
 
 
-def time_host(fn, host_args, dtype, iters, warmup):
-    import torch
-    def once():
-        out = fn(*to_device(host_args, dtype))
-        return out.float().cpu()
+def time_calls(once, iters, warmup):
+    """Wall-clock ms of each of `iters` calls of once(), after `warmup` calls."""
     for _ in range(warmup):
         once()
     sync()
@@ -132,6 +129,10 @@ def time_host(fn, host_args, dtype, iters, warmup):
         once()
         ms.append((time.perf_counter() - t0) * 1e3)
     return ms
+
+
+def time_host(fn, host_args, dtype, iters, warmup):
+    return time_calls(lambda: fn(*to_device(host_args, dtype)).float().cpu(), iters, warmup)
 
 
 def time_host_pinned(fn, host_args, dtype, iters, warmup):
@@ -145,14 +146,7 @@ def time_host_pinned(fn, host_args, dtype, iters, warmup):
         dst[0].copy_(out, non_blocking=DEV == "cuda")
         sync()
         return dst[0]
-    for _ in range(warmup):
-        once()
-    ms = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        once()
-        ms.append((time.perf_counter() - t0) * 1e3)
-    return ms
+    return time_calls(once, iters, warmup)
 
 
 def summarize(ms, batch):
