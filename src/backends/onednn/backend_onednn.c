@@ -103,24 +103,19 @@ static void onednn_destroy(void *state) {
   free(s);
 }
 
-/* Whether g has a convolution oneDNN's Winograd kernels could take: 3x3
- * constant weights, stride 1, no dilation, one group. Without one,
- * conv=winograd would build the same plan as direct, a duplicate for the tuner. */
+/* Whether g has a convolution oneDNN's Winograd kernels could take (over
+ * constant weights). Without one, conv=winograd would build the same plan as
+ * direct, a duplicate for the tuner. */
 static bool has_wino_conv(const ait_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     const ait_node *n = &g->nodes[i];
     if (n->domain[0] || strcmp(n->op_type, "Conv") || n->n_in < 2 || n->in[1] < 0) continue;
     const ait_tensor *w = g->values[n->in[1]].init;
-    if (!w || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) continue;
-    if (ait_attr_int(n, "group", 1) != 1) continue;
     int ns = 0, nd = 0;
     const int64_t *st = ait_attr_ints(n, "strides", &ns), *dl = ait_attr_ints(n, "dilations", &nd);
-    bool ones = true;
-    for (int k = 0; k < ns; k++)
-      ones = ones && st[k] == 1;
-    for (int k = 0; k < nd; k++)
-      ones = ones && dl[k] == 1;
-    if (ones) return true;
+    if (w && (!st || ns == 2) && (!dl || nd == 2) &&
+        dn_wino_fits(ait_attr_int(n, "group", 1), w->rank, w->dims + 2, st, dl))
+      return true;
   }
   return false;
 }

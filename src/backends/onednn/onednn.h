@@ -83,6 +83,13 @@ bool dn_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_no
  * /proc/cpuinfo and a oneDNN ISA with bf16); why says what is missing. */
 bool dn_cpu_has_bf16(char *why, size_t n);
 
+/* Whether a convolution is one oneDNN's Winograd kernels can take (and
+ * conv=winograd asks for): fp32 work, one group, a 3x3 window (kernel dims
+ * kd[2]), stride 1, no dilation. strides/dilations: 2 values, or NULL for
+ * ONNX's default of ones. */
+bool dn_wino_fits(int64_t group, int rank, const int64_t *kd, const int64_t *strides,
+                  const int64_t *dilations);
+
 /* ---- eltwise algorithms --------------------------------------------------- */
 
 typedef struct dn_elt {

@@ -41,6 +41,15 @@ static ait_status step_with_posts(dn_ctx *c, dnnl_primitive_desc_t pd, int n, in
 
 /* ---- convolution ---------------------------------------------------------- */
 
+bool dn_wino_fits(int64_t group, int rank, const int64_t *kd, const int64_t *strides,
+                  const int64_t *dilations) {
+  if (group != 1 || rank != 4) return false;
+  for (int k = 0; k < 2; k++)
+    if (kd[k] != 3 || (strides && strides[k] != 1) || (dilations && dilations[k] != 1))
+      return false;
+  return true;
+}
+
 typedef struct conv_arg {
   dnnl_memory_desc_t src, w, b, dst;
   dnnl_dims_t st, dil, pl, pr;
@@ -89,9 +98,8 @@ ait_status dn_plan_conv(dn_ctx *c, const dn_op *op) {
   dn_postset ps;
   /* Winograd only where it can pay: fp32, 3x3, stride 1, no dilation or groups.
    * oneDNN says unimplemented for shapes its kernels do not take; then direct. */
-  bool wino = c->s->wino && !use_bf16(c, op) && group == 1 && win.nsp == 2;
-  for (int k = 0; wino && k < 2; k++)
-    wino = w->dims[2 + k] == 3 && win.s[k] == 1 && win.d[k] == 1;
+  bool wino =
+      c->s->wino && !use_bf16(c, op) && dn_wino_fits(group, w->rank, w->dims + 2, win.s, win.d);
   for (int bf = use_bf16(c, op) ? 1 : 0, wi = wino; bf >= 0 && st == AIT_E_UNSUPPORTED;
        wi ? (void)(wi = 0) : (void)bf--) {
     a.alg = wi ? dnnl_convolution_winograd : dnnl_convolution_direct;
