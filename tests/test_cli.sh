@@ -60,7 +60,7 @@ expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test
 # --out may name a folder whose parents do not exist yet
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1 \
   --no-cache --out "$tmp/new/parents/tuned" "${fast[@]}"
-for f in decision.json report.json model.onnx backend; do
+for f in decision.json report.json model.onnx backend MANIFEST.sha256; do
   [ -e "$tmp/tuned/$f" ] || { echo "FAIL: tuned folder lacks $f"; fails=$((fails + 1)); }
 done
 expect 0 "strategy max-throughput" -- "$AITUNE" report "$tmp/tuned"
@@ -85,7 +85,16 @@ expect 0 "discarding a corrupted cache entry" -- "$AITUNE" tune "$BERT/model.onn
   --batch-sizes 1,2 --cache-dir "$tmp/cache" --out "$tmp/tuned3" "${fast[@]}"
 # a corrupted tuned folder is a clear error
 echo "{" >"$tmp/tuned3/decision.json"
-expect 1 "corrupted" -- "$AITUNE" run "$tmp/tuned3"
+expect 1 "decision.json is corrupted" -- "$AITUNE" run "$tmp/tuned3"
+# the manifest is sha256sum's format; one flipped byte of the backend's saved
+# state (which would load and compute wrong answers) is refused by name
+(cd "$tmp/tuned" && sha256sum --quiet -c MANIFEST.sha256) || { echo "FAIL: sha256sum -c"; fails=$((fails + 1)); }
+cp -r "$tmp/tuned" "$tmp/flip"
+state=$(cd "$tmp/flip" && find backend -type f | sort | head -1)
+printf '\x01' | dd of="$tmp/flip/$state" bs=1 seek=$(($(stat -c %s "$tmp/flip/$state") / 2)) conv=notrunc status=none
+expect 1 "$state is corrupted" -- "$AITUNE" run "$tmp/flip" --inputs "$BERT/test_data_set_0" --outputs "$tmp/fout"
+rm "$tmp/flip/MANIFEST.sha256"
+expect 1 "has no MANIFEST.sha256" -- "$AITUNE" run "$tmp/flip" --inputs "$BERT/test_data_set_0" --outputs "$tmp/fout"
 # the batch-size optimizer learns: a second run starts from the best known size
 # and measures fewer sizes than the first
 expect 0 "usage" -- "$AITUNE" batch --help

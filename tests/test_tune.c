@@ -993,6 +993,104 @@ static void test_save_load(void) {
   rm_tree(tmp);
 }
 
+/* Rewrite byte `at` of dir/rel (at < 0: from the end) with `c`, or cut the
+ * file to `cut` bytes (cut >= 0). */
+static void poke(const char *dir, const char *rel, long at, int c, long cut) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  if (cut >= 0) {
+    CHECK(truncate(p, cut) == 0);
+    return;
+  }
+  FILE *f = fopen(p, "r+b");
+  CHECK(f != NULL);
+  if (!f) return;
+  CHECK(fseek(f, at, at < 0 ? SEEK_END : SEEK_SET) == 0);
+  fputc(c, f);
+  fclose(f);
+}
+
+/* A saved artifact whose files do not match its manifest is refused, naming
+ * the file, before anything of it is used: t_fast's loader reads only the
+ * first line of its state, so without the manifest the state's last byte
+ * (and the report) could change unnoticed. */
+static void test_artifact_manifest(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  char tmp[64], dir[128], cmd[512];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    ait_module_free(m);
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s/tuned", tmp);
+  static const struct {
+    const char *file; /* what to break, relative to the artifact */
+    long at, cut;     /* poke at byte `at` (cut < 0) or cut to `cut` bytes */
+    ait_status want;
+    const char *msg;
+  } cases[] = {
+      {NULL, 0, -1, AIT_OK, NULL}, /* untouched: loads */
+      {"backend/t_fast.state", -1, -1, AIT_E_INVALID_MODEL, "backend/t_fast.state is corrupted"},
+      {"report.json", 40, -1, AIT_E_INVALID_MODEL, "report.json is corrupted"},
+      {"decision.json", 20, -1, AIT_E_INVALID_MODEL, "decision.json is corrupted"},
+      {"backend/t_fast.state", 0, 0, AIT_E_INVALID_MODEL, "t_fast.state is corrupted"},
+      {"MANIFEST.sha256", 3, -1, AIT_E_INVALID_MODEL, "is corrupted: its SHA-256"},
+      {"MANIFEST.sha256", 10, -1, AIT_E_PARSE, "MANIFEST.sha256 is corrupted (line"},
+      {"MANIFEST.sha256", 0, 50, AIT_E_PARSE, "MANIFEST.sha256 is corrupted (line 1 has no end)"},
+      {"MANIFEST.sha256", 0, 0, AIT_E_PARSE, "decision.json is not listed"},
+      {"MANIFEST.sha256", -1, -2, AIT_E_INVALID_MODEL, "has no MANIFEST.sha256"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+    if (cases[i].cut == -2) {
+      snprintf(cmd, sizeof cmd, "%s/%s", dir, cases[i].file);
+      CHECK(remove(cmd) == 0);
+    } else if (cases[i].file) {
+      /* in the manifest, another hex digit (column 3) keeps the line well
+       * formed and names a digest that does not match; a 'G' does not */
+      int c = 'x';
+      if (!strcmp(cases[i].file, "MANIFEST.sha256")) c = cases[i].at == 3 ? -1 : 'G';
+      if (c < 0) {
+        snprintf(cmd, sizeof cmd, "%s/%s", dir, cases[i].file);
+        FILE *mf = fopen(cmd, "rb");
+        int was = mf ? (fseek(mf, 3, SEEK_SET), fgetc(mf)) : '0';
+        if (mf) fclose(mf);
+        c = was == '0' ? '1' : '0';
+      }
+      poke(dir, cases[i].file, cases[i].at, c, cases[i].cut);
+    }
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), cases[i].want, cases[i].msg);
+    if (cases[i].want == AIT_OK) {
+      CHECK(l != NULL);
+      if (l) check_infer(l, 2, 5, NULL);
+    } else {
+      CHECK(l == NULL);
+    }
+    ait_module_free(l);
+  }
+  /* a manifest may not point outside the artifact */
+  CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+  snprintf(cmd, sizeof cmd, "%s/MANIFEST.sha256", dir);
+  FILE *f = fopen(cmd, "a");
+  CHECK(f != NULL);
+  if (f) {
+    fprintf(f, "%064d  ../../etc/passwd\n", 0);
+    fclose(f);
+  }
+  ait_module *l = NULL;
+  CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), AIT_E_PARSE,
+            "MANIFEST.sha256 is corrupted (line");
+  ait_module_free(m);
+  rm_tree(tmp);
+}
+
 typedef struct found_files {
   char paths[8][512];
   int n;
@@ -1230,6 +1328,7 @@ static const test_case tests[] = {
     {"bad_requests", test_bad_requests},
     {"min_speedup_ratio", test_min_speedup_ratio},
     {"save_load", test_save_load},
+    {"artifact_manifest", test_artifact_manifest},
     {"cache", test_cache},
     {"samples_from_infer", test_samples_from_infer},
 };

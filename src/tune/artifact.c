@@ -15,9 +15,11 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "hw/fingerprint.h"
+#include "tune/manifest.h"
 #include "tune/module_impl.h"
 
-#define AIT_DECISION_VERSION 1
+/* 2: the artifact carries MANIFEST.sha256 (manifest.c) */
+#define AIT_DECISION_VERSION 2
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   return remove(path);
@@ -100,6 +102,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir) {
     ait_err_prefix(st, "saving the %s backend's state", m->desc);
     goto out;
   }
+  if ((st = ait_manifest_write(tmp))) goto out; /* last: it covers everything above */
   /* swap into place: the old artifact (if any) is kept until the new one is in */
   struct stat sb;
   bool had = stat(dir, &sb) == 0;
@@ -172,9 +175,15 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
   char *dpath = ait_path_join(dir, "decision.json");
   void *text = NULL;
   size_t size = 0;
-  ait_status st = dpath ? ait_read_file(dpath, &text, &size) : AIT_E_NOMEM;
+  struct stat sb;
+  ait_status st = dpath ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st && stat(dpath, &sb) != 0)
+    st = ait_err(AIT_E_IO, "'%s' is not a tuned model: %s: %s", dir, dpath, strerror(errno));
+  /* nothing of the artifact is used before every file of it checks out */
+  if (!st) st = ait_manifest_check(dir);
+  if (!st) st = ait_read_file(dpath, &text, &size);
   free(dpath);
-  if (st) return ait_err_prefix(st, "'%s' is not a tuned model", dir);
+  if (st) return st;
   cJSON *d = cJSON_Parse(text);
   free(text);
   if (!d || !decision_valid(d)) {
