@@ -2,7 +2,7 @@
 # The whole test suite: set up, build with warnings as errors, check style,
 # run every test (unit, CLI, conformance floor, real models vs ONNX Runtime),
 # then the unit tests and the conformance suite again under the address and
-# undefined-behaviour sanitizers.
+# undefined-behaviour sanitizers, and the threading test under ThreadSanitizer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 "$ROOT/scripts/deps.sh" test
@@ -30,4 +30,9 @@ echo "== sanitizers (address, undefined)"
 cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=Debug -DAIT_SANITIZE=ON -DAIT_WERROR=ON >/dev/null
 cmake --build "$ROOT/build-asan" -j"$jobs" >/dev/null
 (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -L 'unit|cli|conformance')
+echo "== thread sanitizer (the threading contract: tests/test_threads.c)"
+cmake -S "$ROOT" -B "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIT_TSAN=ON -DAIT_CUDA=OFF \
+  -DAIT_WERROR=ON >/dev/null
+cmake --build "$ROOT/build-tsan" -j"$jobs" --target test_threads >/dev/null
+(cd "$ROOT/build-tsan" && ctest --output-on-failure -R '^test_threads$')
 echo "== all tests passed"
