@@ -1044,7 +1044,7 @@ static void test_artifact_manifest(void) {
       {"MANIFEST.sha256", 10, -1, AIT_E_PARSE, "MANIFEST.sha256 is corrupted (line"},
       {"MANIFEST.sha256", 0, 50, AIT_E_PARSE, "MANIFEST.sha256 is corrupted (line 1 has no end)"},
       {"MANIFEST.sha256", 0, 0, AIT_E_PARSE, "decision.json is not listed"},
-      {"MANIFEST.sha256", -1, -2, AIT_E_INVALID_MODEL, "has no MANIFEST.sha256"},
+      {"MANIFEST.sha256", -1, -2, AIT_E_UNSUPPORTED, "has no MANIFEST.sha256"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
@@ -1113,6 +1113,7 @@ static double now_s(void) {
 /* One tune of a new module with the cache at dir and the same sample each
  * time; t_fast must win. Returns the report's from_cache (-1 when missing),
  * the time taken and how often t_slow ran. */
+static int cache_warnings; /* warnings logged by the last cached_tune */
 static int cached_tune(const char *dir, ait_strategy strategy, double *secs, int *slow_infers) {
   const char *b[] = {"t_slow", "t_fast"};
   ait_tune_options o;
@@ -1130,6 +1131,7 @@ static int cached_tune(const char *dir, ait_strategy strategy, double *secs, int
   CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
   *secs = now_s() - t0;
   *slow_infers = tbk_counts_of("t_slow")->infer - slow;
+  cache_warnings = cap.warnings;
   CHECK_STR(ait_module_backend(m), "t_fast");
   check_infer(m, 2, 8, NULL);
   cJSON *r = report_of(m);
@@ -1181,6 +1183,21 @@ static void test_cache(void) {
           0); /* discarded, re-tuned */
     CHECK(slow > 0);
     CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1); /* and cached again */
+  }
+  /* an entry of an older format (no manifest) is re-tuned without a warning:
+   * it is not damaged */
+  found.n = 0;
+  nftw(dir, find_decision, 16, FTW_PHYS);
+  for (int i = 0; i < found.n; i++) {
+    char mp[600];
+    snprintf(mp, sizeof mp, "%.*s/MANIFEST.sha256", (int)(strlen(found.paths[i]) - 14),
+             found.paths[i]);
+    CHECK(remove(mp) == 0);
+  }
+  if (found.n > 0) {
+    CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 0);
+    CHECK(slow > 0 && cache_warnings == 0);
+    CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1);
   }
   /* a different strategy is a different decision */
   CHECK(cached_tune(dir, AIT_STRATEGY_MIN_LATENCY, &secs, &slow) == 0);

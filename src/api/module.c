@@ -345,7 +345,8 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
         ait_module_logf(m, 0, "answered from the cache (%s): %s", entry, m->desc);
         goto out;
       }
-      if (cst == AIT_E_NOT_FOUND)
+      /* another machine, an older format, a backend missing here: not damage */
+      if (cst == AIT_E_NOT_FOUND || cst == AIT_E_UNSUPPORTED)
         ait_module_logf(m, 0, "re-tuning: %s", ait_last_error());
       else
         ait_module_logf(m, 1, "discarding a corrupted cache entry %s: %s", entry, ait_last_error());

@@ -141,7 +141,7 @@ ait_status ait_manifest_check(const char *dir) {
   struct stat sb;
   ait_status st = AIT_OK;
   if (stat(mp, &sb) != 0)
-    st = ait_err(AIT_E_INVALID_MODEL,
+    st = ait_err(AIT_E_UNSUPPORTED,
                  "%s has no %s (saved by an older aitune, or not completely): "
                  "re-tune to make a checked artifact",
                  dir, AIT_MANIFEST_NAME);
