@@ -399,6 +399,19 @@ static void test_gemv_packed(void) {
   bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, avx512 ? 3 : 0);
   check_packs(g, "native:gemv=plain", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, 0);
+  /* each output is one thread's whole sum, so however the guided chunks
+   * fall (1..9 threads), the outputs are those of one thread, bit for bit */
+  ait_tensor *one = NULL;
+  CHECK(run_on("native:threads=1", g, (const ait_tensor *const *)in, 2, &one) == AIT_OK);
+  for (int t = 2; one && t <= 9; t++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "native:threads=%d", t);
+    ait_tensor *got = NULL;
+    CHECK(run_on(spec, g, (const ait_tensor *const *)in, 2, &got) == AIT_OK);
+    CHECK(got && !memcmp(got->data, one->data, ait_tensor_nbytes(one)));
+    ait_tensor_free(got);
+  }
+  ait_tensor_free(one);
   ait_tensor_free(in[0]), ait_tensor_free(in[1]);
   ait_graph_free(rw);
   ait_graph_free(g);
