@@ -155,8 +155,8 @@ static ait_status merge(nat_uses *u, const int *p) {
 
 ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged) {
   *merged = 0;
-  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8) || !o->qkv || !o->attention ||
-      o->attn_gemm || o->attn_wmma)
+  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8 && o->prec != CU_FP8WO) ||
+      !o->qkv || !o->attention || o->attn_gemm || o->attn_wmma)
     return AIT_OK;
   nat_uses u;
   memset(&u, 0, sizeof u);
