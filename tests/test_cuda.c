@@ -1164,9 +1164,11 @@ static bool run_spec(const char *what, const char *spec, const ait_graph *g, ait
  * So it must give what dtype=bf16 gives on a copy of g whose GEMM weights
  * are those dequantized values, computed here (e4m3 decoded times the
  * channel's scale), both with the heuristic's first algorithm: the same
- * GEMMs on the same bfloat16 numbers. This is the check a wrong scale or
- * channel in the dequantization kernel fails; the fp8 tolerance (cosine >=
- * 0.99) might not. The weights also take less device memory than bf16's. */
+ * GEMMs on the same bfloat16 numbers, so the same bits. This is the check a
+ * wrong scale or channel in the dequantization kernel fails; the fp8
+ * tolerance (cosine >= 0.99) let such a mutant through on bert_tiny and
+ * the LayerNorm model. The weights also take less device memory than
+ * bf16's. */
 static void check_fp8wo_exact(const char *what, const ait_graph *g, ait_tensor **in) {
   if (!spec_wanted("cuda:dtype=fp8wo")) return;
   ait_graph *dq = nat_graph_clone(g, NULL, false);
@@ -1217,7 +1219,11 @@ static void check_fp8wo_exact(const char *what, const ait_graph *g, ait_tensor *
     printf("%s: fp8wo vs bf16 on the dequantized weights (%d), output %d: %lld of %lld equal, "
            "max diff %.3g of %.3g, cosine %.7f\n",
            what, n_w, k, (long long)same, (long long)cnt, diff, big, cos);
-    CHECK(diff <= 1e-2 * big && cos >= 0.9999);
+    /* the same GEMM on the same numbers: bit-identical on an H200 (every
+     * element, every model); a slack of 1% of the elements for algorithms
+     * that differ in rounding. A channel off by one fails by far (the
+     * mutant: 28-51% equal, cosine 0.9990-0.99999) */
+    CHECK(same >= cnt - cnt / 100 && cos >= 0.999999);
   }
   if (ok) {
     printf("%s: device weights %lld bytes under fp8wo, %lld under bf16\n", what, (long long)w8,
