@@ -14,10 +14,14 @@
  *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads;
  *                     per-step device times for `aitune profile`
  *   cuda_fp8.c        dtype=fp8 weights: e4m3 with a per-tensor scale (host,
- *                     plain C, in every build); cuda_fp8.cu quantizes
- *                     activations on the device
+ *                     plain C, in every build); dtype=fp8wo's per-channel
+ *                     encoder and its saved file; cuda_fp8.cu quantizes
+ *                     activations on the device and dequantizes fp8wo weights
+ *   cuda_fp8wo.c      dtype=fp8wo: e4m3 GEMM weights dequantized to bf16 by a
+ *                     step before each GEMM; their save and load
  *   cuda_mem.c        device weights (uploaded once), the algorithm cache
- *   cuda_save.c       save/load: the rewritten graph and the algorithms
+ *   cuda_save.c       save/load: the rewritten graph, the algorithms and
+ *                     (fp8wo) the e4m3 weights
  *   cuda_debug.h      a dry planner for tests without a GPU
  *   *.cu              kernels (cuda_kernels.h)
  *

@@ -15,7 +15,7 @@
  * through strides, so the Split costs nothing; elsewhere the Split runs as
  * three strided copies.
  *
- * Only under qkv=on (the default), for 16-bit and fp8 storage with
+ * Only under qkv=on (the default), for 16-bit, fp8 and fp8wo storage with
  * attention=auto|on (the fused kernel's cases), and only for three products
  * of the same X with constant float32 weights of the same [K, N], the same
  * bias presence, no residual, activation or scale, each read once by a
