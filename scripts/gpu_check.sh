@@ -299,13 +299,17 @@ c = doc["conformance_node"]
 md += [f"Node conformance (cuda): {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped", ""]
 md += [f"Models vs ONNX Runtime: {doc['conformance_models']}", "",
        f"test_cuda exit: {doc['test_cuda_rc'] or '-'} (small models), {doc['test_cuda_models_rc'] or '-'} (resnet50, bert_base)", ""]
-md += ["| model | batch | aitune cuda config | median ms | samples/s |", "|---|---|---|---|---|"]
+md += ["| model | batch | aitune cuda config | median ms | samples/s | device weights MiB | arena MiB |",
+       "|---|---|---|---|---|---|---|"]
+def mib(x, key):
+    v = x.get("memory", {}).get(key)
+    return "-" if v is None else f"{v / 1048576:.1f}"
 for r in doc["aitune_bench"]:
     if "result" in r:
         x = r["result"]
-        md.append(f"| {r['model']} | {x['batch']} | {x['backend']} | {x['latency_ms']['median']:.3f} | {x['throughput']:.1f} |")
+        md.append(f"| {r['model']} | {x['batch']} | {x['backend']} | {x['latency_ms']['median']:.3f} | {x['throughput']:.1f} | {mib(x, 'weights_bytes')} | {mib(x, 'work_bytes')} |")
     else:
-        md.append(f"| {r['model']} | {r.get('batch')} | cuda:{r['dtype']} | {r['error']} | |")
+        md.append(f"| {r['model']} | {r.get('batch')} | cuda:{r['dtype']} | {r['error']} | | | |")
 md += ["", "| model | batch | torch mode | device ms | host ms (H2D+D2H) | host ms, pinned output | compile s | max abs diff |", "|---|---|---|---|---|---|---|---|"]
 for r in doc["torch"]:
     if "mode" not in r:

@@ -107,6 +107,11 @@ typedef struct ait_backend_iface {
    * list ({NULL}): never by default, only when named (backends that change
    * numerics on purpose, such as quantization). */
   const char *const *variants;
+  /* Optional: bytes the state holds now, *weights for the model's constants
+   * in the form(s) the backend keeps them (cuda: on the device), *work for
+   * its working memory (cuda: the activation arenas of its plans). NULL:
+   * the backend does not say. */
+  void (*memory)(void *state, int64_t *weights, int64_t *work);
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */

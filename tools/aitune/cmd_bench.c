@@ -18,7 +18,9 @@ static const char usage[] =
     "  --warmup N   untimed runs first (default 5)\n"
     "  --iters N    timed runs (default 50)\n"
     "  --json       print one JSON object: latency_ms {median,p90,p99,min,mean},\n"
-    "               throughput (samples/s), batch, backend, iters\n"
+    "               throughput (samples/s), batch, backend, iters, and memory\n"
+    "               {weights_bytes,work_bytes} where the backend reports what it\n"
+    "               holds (cuda: weights and activation arenas on the device)\n"
     "  --inputs DIR input_K.pb files to time on (default: seeded random values of the\n"
     "               declared shapes, symbolic dims 1)\n"
     "  --dim NAME=VALUE  size a symbolic axis of the inputs, e.g. --dim seq=128\n";
@@ -173,18 +175,29 @@ int cmd_bench(int argc, char **argv) {
   ait_latency_stats s;
   if (!st) st = outs ? ait_profile(bench_once, &ctx, batch, &po, &s) : AIT_E_NOMEM;
   int rc = 0;
+  /* what the backend holds, where it says (cuda: device bytes) */
+  int64_t wbytes = -1, work = -1;
+  if (!st && m->run.iface->memory) m->run.iface->memory(m->run.state, &wbytes, &work);
+  char mem[128] = "";
   if (st)
     rc = cli_fail(st, "benchmark failed");
-  else if (json)
+  else if (json) {
+    if (wbytes >= 0)
+      snprintf(mem, sizeof mem, ",\"memory\":{\"weights_bytes\":%lld,\"work_bytes\":%lld}",
+               (long long)wbytes, (long long)work);
     printf("{\"backend\":\"%s\",\"batch\":%d,\"iters\":%d,\"latency_ms\":{\"median\":%.6f,\"p90\":%"
            ".6f,"
-           "\"p99\":%.6f,\"min\":%.6f,\"mean\":%.6f},\"throughput\":%.3f}\n",
+           "\"p99\":%.6f,\"min\":%.6f,\"mean\":%.6f},\"throughput\":%.3f%s}\n",
            m->desc, batch, s.runs, s.median_ms, s.p90_ms, s.p99_ms, s.min_ms, s.mean_ms,
-           s.throughput);
-  else
-    printf(
-        "%s on %s, batch %d, %d runs: median %.3f ms, p90 %.3f ms, p99 %.3f ms, %.1f samples/s\n",
-        path, m->desc, batch, s.runs, s.median_ms, s.p90_ms, s.p99_ms, s.throughput);
+           s.throughput, mem);
+  } else {
+    if (wbytes >= 0)
+      snprintf(mem, sizeof mem, "; weights %.1f MiB, working memory %.1f MiB",
+               (double)wbytes / 1048576.0, (double)work / 1048576.0);
+    printf("%s on %s, batch %d, %d runs: median %.3f ms, p90 %.3f ms, p99 %.3f ms, %.1f "
+           "samples/s%s\n",
+           path, m->desc, batch, s.runs, s.median_ms, s.p90_ms, s.p99_ms, s.throughput, mem);
+  }
   free(outs);
   ait_sample_free(&in);
   ait_sample_free(&base);

@@ -17,7 +17,8 @@ static const char usage[] =
     "  type, sorted. Per-node times come from the eager and native executors (also as\n"
     "  partition segments) and from cuda (device time of each step replayed alone, CUDA\n"
     "  events: op types are the steps' kinds; plus the whole run as one CUDA graph replay);\n"
-    "  other backends time only as a whole.\n";
+    "  other backends time only as a whole. Backends that say what they hold (cuda: device\n"
+    "  bytes of weights and activation arenas) have it printed too.\n";
 
 typedef struct entry {
   char name[200];
@@ -156,6 +157,12 @@ int cmd_profile(int argc, char **argv) {
     if (t.whole_n > 0)
       printf("whole run on the device (%s): %.3f ms (mean of %ld)\n", t.whole_op,
              t.whole / (double)t.whole_n * 1e3, t.whole_n);
+    if (m->run.iface->memory) { /* what the backend holds (cuda: on the device) */
+      int64_t wb = 0, work = 0;
+      m->run.iface->memory(m->run.state, &wb, &work);
+      printf("memory: weights %lld bytes (%.1f MiB), working memory %lld bytes (%.1f MiB)\n",
+             (long long)wb, (double)wb / 1048576.0, (long long)work, (double)work / 1048576.0);
+    }
     /* per op type */
     tally ops = {0};
     for (int i = 0; i < t.n; i++) {

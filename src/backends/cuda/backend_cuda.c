@@ -6,8 +6,10 @@
  * types), fp8 (bf16 storage; MatMul/Gemm with constant weights run as
  * cuBLASLt e4m3 GEMMs: weights quantized once per tensor, activations per
  * tensor on the fly — the quant backend's fp8dq on the GPU; compute
- * capability 8.9 or newer); graphs=on|off (replay each input shape's plan as
- * a CUDA graph).
+ * capability 8.9 or newer), fp8wo (bf16 with MatMul/Gemm weights kept as
+ * e4m3 with one scale per output channel and dequantized into bf16 before
+ * each GEMM: quant's fp8wo on the GPU, for memory); graphs=on|off (replay
+ * each input shape's plan as a CUDA graph).
  *
  * available() asks the CUDA runtime for a device; without a driver or a GPU
  * it says why and the backend is skipped, so the same binary runs on
@@ -24,10 +26,12 @@
 #include "onnx/onnx_io.h"
 
 static const ait_option_def cuda_options[] = {
-    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8",
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8|fp8wo",
      "compute precision: fp32 strict, tf32 Tensor Cores on float32, bf16/fp16 storage with "
-     "float32 accumulation, or fp8 (bf16 storage, e4m3 GEMMs with dynamic per-tensor activation "
-     "scales: quant's fp8dq; needs compute capability >= 8.9)"},
+     "float32 accumulation, fp8 (bf16 storage, e4m3 GEMMs with dynamic per-tensor activation "
+     "scales: quant's fp8dq; needs compute capability >= 8.9), or fp8wo (bf16, MatMul/Gemm "
+     "weights stored as e4m3 with a scale per output channel, dequantized to bf16 before each "
+     "GEMM: quant's fp8wo; half of bf16's weight memory, a little slower)"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL,
      "dtype=fp8: cuBLASLt's fast accumulation (faster, fewer accumulator bits)"},
     {"fp8_amax", AIT_OPT_BOOL, "off", NULL,
@@ -65,15 +69,15 @@ static const ait_option_def cuda_options[] = {
 };
 
 const char *cu_prec_name(cu_prec p) {
-  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
-  return p >= CU_FP32 && p <= CU_FP8 ? names[p] : "fp32";
+  static const char *const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp8wo"};
+  return p >= CU_FP32 && p <= CU_PREC_LAST ? names[p] : "fp32";
 }
 
 ait_status cu_opts_parse(const ait_backend_config *cfg, cu_opts *o) {
   memset(o, 0, sizeof *o);
   const char *dt = ait_backend_config_get(cfg, "dtype");
   o->prec = CU_FP32;
-  for (int p = CU_FP32; p <= CU_FP8; p++)
+  for (int p = CU_FP32; p <= CU_PREC_LAST; p++)
     if (dt && !strcmp(dt, cu_prec_name((cu_prec)p))) o->prec = (cu_prec)p;
   const char *g = ait_backend_config_get(cfg, "graphs");
   o->graphs = !g || strcmp(g, "off") != 0;
@@ -143,6 +147,7 @@ static void cuda_destroy(void *state) {
   if (!s) return;
   cu_state_close(s);
   free(s->algos);
+  ait_cuda_e4m3w_free(s->wo, s->n_wo);
   ait_graph_free(s->g);
   free(s);
 }
@@ -158,9 +163,9 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool d
   s->g = g;
   s->dry = dry;
   cu_opts_parse(cfg, &s->o);
-  s->fdt = s->o.prec == CU_BF16 || s->o.prec == CU_FP8 ? AIT_BFLOAT16
-           : s->o.prec == CU_FP16                      ? AIT_FLOAT16
-                                                       : AIT_FLOAT32;
+  s->fdt = s->o.prec == CU_BF16 || s->o.prec == CU_FP8 || s->o.prec == CU_FP8WO ? AIT_BFLOAT16
+           : s->o.prec == CU_FP16                                               ? AIT_FLOAT16
+                                                                                : AIT_FLOAT32;
   ait_status st = cu_state_open(s);
   if (!st && !dry && s->o.prec == CU_FP8 && s->sm < 89)
     st = ait_err(AIT_E_UNSUPPORTED,
@@ -226,6 +231,16 @@ static ait_status cuda_deactivate(void *state) {
 
 static ait_status cuda_save(void *state, const char *dir) { return cu_save(state, dir); }
 
+/* Weights on the device (every format made), and the plans' arenas. */
+static void cuda_memory(void *state, int64_t *weights, int64_t *work) {
+  const cu_state *s = state;
+  *weights = *work = 0;
+  for (int i = 0; i < s->n_w; i++)
+    *weights += s->w[i].bytes;
+  for (int i = 0; i < s->n_plans; i++)
+    *work += s->plans[i]->arena_bytes;
+}
+
 static ait_status cuda_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                             void **state) {
   char why[256];
@@ -240,6 +255,7 @@ static ait_status cuda_load(const ait_backend_config *cfg, const ait_graph *g, c
   cu_state *s;
   AIT_TRY(make_state(cfg, loaded, false, &s));
   st = cu_load_algos(s, dir);
+  if (!st) st = cu_load_fp8wo(s, dir);
   if (st) {
     cuda_destroy(s);
     return st;
@@ -258,13 +274,27 @@ ait_status ait_cuda_dry_plan(const char *spec, const ait_graph *g, const ait_ten
   cu_plan *p = NULL;
   ait_status st = cu_plan_create(s, in, n_in, &p);
   if (!st && !(*text = cu_plan_describe(p))) st = ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  if (!st) { /* what the weights would take on the device */
+    int64_t wb = 0, work = 0;
+    cuda_memory(s, &wb, &work);
+    size_t len = strlen(*text);
+    char *more = realloc(*text, len + 96);
+    if (more) {
+      snprintf(more + len, 96, "weights: %lld bytes in %d buffers\n", (long long)wb, s->n_w);
+      *text = more;
+    } else {
+      st = ait_err(AIT_E_NOMEM, "cuda: out of memory");
+    }
+  }
   cu_plan_free(p);
   cuda_destroy(s);
   return st;
 }
 
+/* fp8wo is judged like fp8 (quantized: cosine and top-1). */
 static const char *cuda_precision(const ait_backend_config *cfg) {
-  return ait_backend_config_get(cfg, "dtype");
+  const char *dt = ait_backend_config_get(cfg, "dtype");
+  return dt && !strcmp(dt, "fp8wo") ? "fp8" : dt;
 }
 
 /* What the tuner tries when the user names no backends: every float
@@ -290,6 +320,7 @@ const ait_backend_iface ait_backend_cuda = {
     .destroy = cuda_destroy,
     .precision = cuda_precision,
     .variants = cuda_variants,
+    .memory = cuda_memory,
 };
 
 #endif

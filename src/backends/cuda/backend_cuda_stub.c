@@ -5,13 +5,14 @@
 #ifndef AIT_HAVE_CUDA
 
 #include <stdio.h>
+#include <string.h>
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
 #include "core/error.h"
 
 static const ait_option_def cuda_stub_options[] = {
-    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8", "compute precision"},
+    {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8|fp8wo", "compute precision"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL, "dtype=fp8: cuBLASLt fast accumulation"},
     {"gelu", AIT_OPT_ENUM, "auto", "auto|exact", "GELU after a GEMM: cuBLASLt tanh or exact"},
     {"graphs", AIT_OPT_BOOL, "on", NULL, "capture each input shape into a CUDA graph"},
@@ -65,7 +66,8 @@ ait_status ait_cuda_dry_plan(const char *spec, const ait_graph *g, const ait_ten
 }
 
 static const char *stub_precision(const ait_backend_config *cfg) {
-  return ait_backend_config_get(cfg, "dtype");
+  const char *dt = ait_backend_config_get(cfg, "dtype");
+  return dt && !strcmp(dt, "fp8wo") ? "fp8" : dt;
 }
 
 const ait_backend_iface ait_backend_cuda = {

@@ -23,4 +23,30 @@ ait_status ait_cuda_dry_plan(const char *spec, const ait_graph *g, const ait_ten
  * returns the scale (w ~= scale * e4m3(q)). */
 float ait_cuda_e4m3_weight(const float *w, int64_t rows, int64_t cols, bool transpose, uint8_t *q);
 
+/* dtype=fp8wo weights (cuda_fp8.c): w [rows, cols] float32 whose output
+ * channels are its rows when nk (a Gemm weight under transB, [N, K]), else
+ * its columns ([K, N]), quantized to e4m3 with one scale per output channel
+ * (absmax / 448; a non-finite weight codes as 0): the bytes quant's fp8wo
+ * makes. q receives rows * cols codes in w's own layout, scale the N scales
+ * (w ~= scale[channel] * e4m3(q)). */
+void ait_cuda_e4m3_channels(const float *w, int64_t rows, int64_t cols, bool nk, uint8_t *q,
+                            float *scale);
+
+/* One fp8wo weight as a saved folder keeps it (cuda_fp8w.bin). */
+typedef struct ait_cuda_e4m3w {
+  char *name;         /* the weight's value name in the saved graph */
+  bool nk;            /* [N, K], scales per row; else [K, N], scales per column */
+  int64_t rows, cols; /* the weight's dims */
+  uint8_t *codes;     /* rows * cols e4m3 codes, the weight's own layout */
+  float *scale;       /* one per output channel */
+} ait_cuda_e4m3w;
+
+/* Write n weights to path (atomically), with a checksum of their bytes. */
+ait_status ait_cuda_e4m3w_write(const char *path, const ait_cuda_e4m3w *w, int n);
+/* Read path whole into *w (new array of *n, free with ait_cuda_e4m3w_free):
+ * AIT_E_PARSE naming the file for a wrong magic or version, a truncated or
+ * padded file, a checksum that does not match, or an entry out of bounds. */
+ait_status ait_cuda_e4m3w_read(const char *path, ait_cuda_e4m3w **w, int *n);
+void ait_cuda_e4m3w_free(ait_cuda_e4m3w *w, int n);
+
 #endif

@@ -1,4 +1,5 @@
-/* Dynamic per-tensor fp8 quantization of GEMM activations (dtype=fp8):
+/* Dynamic per-tensor fp8 quantization of GEMM activations (dtype=fp8), and
+ * dtype=fp8wo's dequantization of e4m3 weights (at the end of the file):
  * absmax over the tensor (one atomic per block), then every element scaled
  * by 448 / absmax and converted to e4m3 by the hardware conversion (round to
  * nearest even, saturating: the encoder of src/backends/quant). The scale
@@ -136,5 +137,67 @@ __global__ void encode_kernel(const float *x, int64_t n, unsigned char *q) {
 extern "C" cudaError_t cuk_fp8_encode(cudaStream_t s, const float *x, int64_t n, unsigned char *q) {
   if (n <= 0) return cudaSuccess;
   encode_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, n, q);
+  return cudaGetLastError();
+}
+
+/* dtype=fp8wo: a GEMM weight kept as e4m3 codes q [rows, cols] with one
+ * scale per output channel (per row when scale_rows, else per column)
+ * dequantized into bfloat16 y of the same layout before the GEMM reads it:
+ * y = bf16(e4m3(q) * scale), rounded to nearest even (e4m3 values are exact
+ * in half precision, so the product is the only rounding). */
+__device__ __forceinline__ float2 e4m3x2_to_f2(unsigned short b2) {
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)b2, __NV_E4M3);
+  return __half22float2(__half2(h));
+}
+
+__global__ void fp8wo_kernel(const unsigned char *q, const float *scale, int64_t rows, int64_t cols,
+                             int scale_rows, __nv_bfloat16 *y) {
+  int64_t n = rows * cols, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)q[i], __NV_E4M3);
+    float s = scale[scale_rows ? i / cols : i % cols];
+    y[i] = cuk_from_f<__nv_bfloat16>(__half2float(__half(h)) * s);
+  }
+}
+
+/* cols % 8 == 0, aligned: 8 codes (8 bytes) in, 8 bfloat16 (16 bytes) out
+ * per thread, all in one row */
+__global__ void fp8wo_vec8(const unsigned char *q, const float *scale, int64_t n8, int64_t cols,
+                           int scale_rows, __nv_bfloat16 *y) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride) {
+    uint2 c = *(const uint2 *)(q + i * 8);
+    const unsigned short *c2 = (const unsigned short *)&c;
+    int64_t e = i * 8;
+    float s[8], v[8];
+    if (scale_rows) {
+      float r = scale[e / cols];
+#pragma unroll
+      for (int k = 0; k < 8; k++)
+        s[k] = r;
+    } else {
+      float4 a = *(const float4 *)(scale + e % cols), b = *(const float4 *)(scale + e % cols + 4);
+      s[0] = a.x, s[1] = a.y, s[2] = a.z, s[3] = a.w, s[4] = b.x, s[5] = b.y, s[6] = b.z,
+      s[7] = b.w;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      float2 f = e4m3x2_to_f2(c2[k]);
+      v[2 * k] = f.x * s[2 * k];
+      v[2 * k + 1] = f.y * s[2 * k + 1];
+    }
+    cuk_st8(y + e, v);
+  }
+}
+
+extern "C" cudaError_t cuk_fp8wo_dequant(cudaStream_t s, const unsigned char *q, const float *scale,
+                                         int64_t rows, int64_t cols, int scale_rows, void *y) {
+  int64_t n = rows * cols;
+  if (n <= 0) return cudaSuccess;
+  __nv_bfloat16 *yb = (__nv_bfloat16 *)y;
+  if (cols % 8 == 0 && cuk_al16(q, scale, y))
+    fp8wo_vec8<<<cuk_blocks(n / 8, 256), 256, 0, s>>>(q, scale, n / 8, cols, scale_rows, yb);
+  else
+    fp8wo_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(q, scale, rows, cols, scale_rows, yb);
   return cudaGetLastError();
 }

@@ -21,7 +21,10 @@
  * [M, K] is quantized per tensor at every run by cuk_fp8_quantize just before
  * the GEMM, and the two scales reach cuBLASLt as device pointers, so the
  * step is capturable. A GEMM cuBLASLt has no fp8 algorithm for runs in
- * bfloat16 (the bf16 weight is uploaded too). */
+ * bfloat16 (the bf16 weight is uploaded too).
+ *
+ * dtype=fp8wo: a constant weight reaches the GEMM as B dequantized from e4m3
+ * by a step of its own (cuda_fp8wo.c); the GEMM is dtype=bf16's. */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdio.h>
@@ -552,6 +555,16 @@ static ait_status try_fp8(cu_planner *pl, gemm_prm *g, int wv, bool nk) {
   return AIT_OK;
 }
 
+/* Operand B of GEMM node n: under dtype=fp8wo a constant weight comes
+ * dequantized from its e4m3 copy (cu_fp8wo_operand), else it is the
+ * value's tensor. */
+static ait_status gemm_b(cu_planner *pl, const ait_node *n, int *t) {
+  bool nk;
+  if (pl->s->o.prec == CU_FP8WO && cu_fp8wo_site(pl->s->g, n, &nk))
+    return cu_fp8wo_operand(pl, n, n->in[1], nk, t);
+  return cu_in(pl, n->in[1], CU_PLAIN, t);
+}
+
 static bool same_dims(const cu_tensor *a, const cu_tensor *b) {
   if (a->rank != b->rank) return false;
   for (int k = 0; k < a->rank; k++)
@@ -563,7 +576,7 @@ ait_status cu_lower_gemm(cu_planner *pl, const ait_node *n) {
   gemm_prm *g = new_prm();
   if (!g) return AIT_E_NOMEM;
   ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &g->a);
-  if (!st) st = cu_in(pl, n->in[1], CU_PLAIN, &g->b);
+  if (!st) st = gemm_b(pl, n, &g->b);
   if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &g->y);
   if (!st) st = set_act(n, g);
   const cu_tensor *A = &pl->p->t[g->a], *B = &pl->p->t[g->b];
@@ -681,7 +694,7 @@ ait_status cu_lower_matmul(cu_planner *pl, const ait_node *n) {
   gemm_prm *g = new_prm();
   if (!g) return AIT_E_NOMEM;
   ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &g->a);
-  if (!st) st = cu_in(pl, n->in[1], CU_PLAIN, &g->b);
+  if (!st) st = gemm_b(pl, n, &g->b);
   if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &g->y);
   if (!st) st = set_act(n, g);
   if (!st) st = matmul_shape(pl, g);

@@ -14,10 +14,14 @@
  *   cuda_exec.c       running a plan: uploads, steps or CUDA graph, downloads;
  *                     per-step device times for `aitune profile`
  *   cuda_fp8.c        dtype=fp8 weights: e4m3 with a per-tensor scale (host,
- *                     plain C, in every build); cuda_fp8.cu quantizes
- *                     activations on the device
+ *                     plain C, in every build); dtype=fp8wo's per-channel
+ *                     encoder and its saved file; cuda_fp8.cu quantizes
+ *                     activations on the device and dequantizes fp8wo weights
+ *   cuda_fp8wo.c      dtype=fp8wo: e4m3 GEMM weights dequantized to bf16 by a
+ *                     step before each GEMM; their save and load
  *   cuda_mem.c        device weights (uploaded once), the algorithm cache
- *   cuda_save.c       save/load: the rewritten graph and the algorithms
+ *   cuda_save.c       save/load: the rewritten graph, the algorithms and
+ *                     (fp8wo) the e4m3 weights
  *   cuda_debug.h      a dry planner for tests without a GPU
  *   *.cu              kernels (cuda_kernels.h)
  *
@@ -46,6 +50,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "backends/cuda/cuda_debug.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/native/native.h"
 #include "core/error.h"
@@ -54,7 +59,9 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16, CU_FP8 } cu_prec;
+/* CU_FP8WO: bf16 everywhere, GEMM weights kept in e4m3 (cuda_fp8wo.c) */
+typedef enum cu_prec { CU_FP32 = 0, CU_TF32, CU_BF16, CU_FP16, CU_FP8, CU_FP8WO } cu_prec;
+#define CU_PREC_LAST CU_FP8WO
 typedef enum cu_layout { CU_PLAIN = 0, CU_NHWC = 1 } cu_layout;
 
 typedef struct cu_opts {
@@ -94,11 +101,13 @@ ait_status cu_check_dnn(cudnnStatus_t e, const char *what);
 /* ---- device weights and the algorithm cache (cuda_mem.c) ------------------ */
 
 typedef enum cu_wfmt {
-  CU_W_STORE = 0, /* the storage type of the value (floats in the precision's type) */
-  CU_W_F32,       /* float32 (per-channel parameters of epilogues, norms) */
-  CU_W_KRSC,      /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
-  CU_W_E4M3_KN,   /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
-  CU_W_E4M3_NK    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
+  CU_W_STORE = 0,  /* the storage type of the value (floats in the precision's type) */
+  CU_W_F32,        /* float32 (per-channel parameters of epilogues, norms) */
+  CU_W_KRSC,       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_E4M3_KN,    /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
+  CU_W_E4M3_NK,    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
+  CU_W_E4M3_CH_KN, /* dtype=fp8wo: a weight [K, N] as e4m3 [K, N], then N float32 scales */
+  CU_W_E4M3_CH_NK  /* dtype=fp8wo: a weight [N, K] as e4m3 [N, K], then N float32 scales */
 } cu_wfmt;
 
 /* Bytes of an e4m3 weight image of n elements before its scale (16-aligned,
@@ -160,6 +169,10 @@ typedef struct cu_state {
   char device_name[128];
   int sm;   /* compute capability, major * 10 + minor */
   int n_sm; /* streaming multiprocessors (0 in a dry state) */
+  /* dtype=fp8wo: e4m3 weights read from a saved folder (cuda_fp8w.bin),
+   * used instead of quantizing the graph's weights again */
+  ait_cuda_e4m3w *wo;
+  int n_wo;
 } cu_state;
 
 /* Device handles, workspace and stream (idempotent). */
@@ -452,9 +465,34 @@ ait_status cu_infer(cu_state *s, const ait_tensor *const *in, int n_in, ait_tens
  * median in *ms. fn returns AIT_OK or a failure that ends the measurement. */
 ait_status cu_time(cu_state *s, ait_status (*fn)(void *arg), void *arg, int reps, float *ms);
 
+/* ---- dtype=fp8wo (cuda_fp8wo.c) ------------------------------------------ */
+
+/* Input 1 of node n of g (MatMul, Gemm or their fused forms) is a weight
+ * dtype=fp8wo keeps in e4m3: a constant 2-D float matrix of g; *nk: it is
+ * stored [N, K] (Gemm with transB), else [K, N]. */
+bool cu_fp8wo_site(const ait_graph *g, const ait_node *n, bool *nk);
+/* The bfloat16 B operand of GEMM node n whose weight, value v of the plan
+ * graph, is an fp8wo site of the state's graph: an arena temporary of v's
+ * dims (*t) and a step before the GEMM that dequantizes the state's e4m3
+ * weight into it. Weights at rest take half of bf16's bytes (plus a float
+ * per channel); the arena holds one bf16 weight at a time. */
+ait_status cu_fp8wo_operand(cu_planner *pl, const ait_node *n, int v, bool nk, int *t);
+/* The e4m3 image of value v of s->g (codes, padding to 16 bytes, the
+ * scales): from s->wo when loaded, else quantized now (new buffer). */
+ait_status cu_fp8wo_image(const cu_state *s, int v, bool nk, void **img, int64_t *bytes);
+/* Every fp8wo weight of s->g as the saved file keeps it (*w: new array of
+ * *n, ait_cuda_e4m3w_free). */
+ait_status cu_fp8wo_collect(const cu_state *s, ait_cuda_e4m3w **w, int *n);
+/* Check weights read from a saved folder against s->g (every fp8wo site has
+ * one, names and dims agree) and keep them in s->wo (taken over). */
+ait_status cu_fp8wo_adopt(cu_state *s, ait_cuda_e4m3w *w, int n, const char *path);
+
 /* ---- save / load (cuda_save.c) ------------------------------------------- */
 
 ait_status cu_save(cu_state *s, const char *dir);
 ait_status cu_load_algos(cu_state *s, const char *dir);
+/* dtype=fp8wo: read cuda_fp8w.bin (the e4m3 weights save() wrote) into
+ * s->wo, checked against s->g; nothing for other precisions. */
+ait_status cu_load_fp8wo(cu_state *s, const char *dir);
 
 #endif

@@ -263,6 +263,10 @@ cudaError_t cuk_fp8_quantize_parts(cudaStream_t s, int dt, const void *x, int64_
                                    int parts, unsigned char *q);
 cudaError_t cuk_fp8_amax_parts(cudaStream_t s, int dt, const void *x, int64_t n, float *part,
                                int parts);
+/* dtype=fp8wo: y (bfloat16, rows x cols) = e4m3(q) * scale, one scale per
+ * row (scale_rows) or per column; q, y of the same row-major layout. */
+cudaError_t cuk_fp8wo_dequant(cudaStream_t s, const unsigned char *q, const float *scale,
+                              int64_t rows, int64_t cols, int scale_rows, void *y);
 /* q[i] = e4m3(x[i]) by the hardware conversion, for tests. */
 cudaError_t cuk_fp8_encode(cudaStream_t s, const float *x, int64_t n, unsigned char *q);
 

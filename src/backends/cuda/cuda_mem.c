@@ -193,6 +193,8 @@ static ait_status e4m3_image(const ait_tensor *t, cu_wfmt fmt, void **out, int64
 static ait_status weight_image(const cu_state *s, const ait_tensor *t, cu_wfmt fmt, void **out,
                                int64_t *bytes) {
   if (fmt == CU_W_E4M3_KN || fmt == CU_W_E4M3_NK) return e4m3_image(t, fmt, out, bytes);
+  if (fmt == CU_W_E4M3_CH_KN || fmt == CU_W_E4M3_CH_NK) /* state weights only: cu_weight_get */
+    return ait_err(AIT_E_INTERNAL, "cuda: an fp8wo weight image of a plan constant");
   int64_t n = ait_tensor_numel(t);
   ait_dtype dt = fmt == CU_W_F32 ? AIT_FLOAT32 : cu_store_type(s, t->dtype);
   *bytes = n * (int64_t)ait_elem_size(dt);
@@ -243,7 +245,9 @@ ait_status cu_weight_get(cu_state *s, int v, cu_wfmt fmt, void **ptr) {
   }
   void *img = NULL, *dev = NULL;
   int64_t bytes = 0;
-  AIT_TRY(weight_image(s, s->g->values[v].init, fmt, &img, &bytes));
+  AIT_TRY(fmt == CU_W_E4M3_CH_KN || fmt == CU_W_E4M3_CH_NK
+              ? cu_fp8wo_image(s, v, fmt == CU_W_E4M3_CH_NK, &img, &bytes)
+              : weight_image(s, s->g->values[v].init, fmt, &img, &bytes));
   if (s->dry) { /* a distinct fake address per weight */
     free(img);
     dev = (void *)(uintptr_t)(((uint64_t)s->n_w + 1) << 32);

@@ -15,7 +15,7 @@
  * through strides, so the Split costs nothing; elsewhere the Split runs as
  * three strided copies.
  *
- * Only under qkv=on (the default), for 16-bit and fp8 storage with
+ * Only under qkv=on (the default), for 16-bit, fp8 and fp8wo storage with
  * attention=auto|on (the fused kernel's cases), and only for three products
  * of the same X with constant float32 weights of the same [K, N], the same
  * bias presence, no residual, activation or scale, each read once by a
@@ -155,8 +155,8 @@ static ait_status merge(nat_uses *u, const int *p) {
 
 ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged) {
   *merged = 0;
-  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8) || !o->qkv || !o->attention ||
-      o->attn_gemm || o->attn_wmma)
+  if ((o->prec != CU_BF16 && o->prec != CU_FP16 && o->prec != CU_FP8 && o->prec != CU_FP8WO) ||
+      !o->qkv || !o->attention || o->attn_gemm || o->attn_wmma)
     return AIT_OK;
   nat_uses u;
   memset(&u, 0, sizeof u);

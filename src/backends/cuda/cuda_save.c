@@ -1,6 +1,9 @@
 /* save()/load() of the cuda backend. The folder holds
  *   cuda.onnx        the rewritten graph (folded, fused; weights included),
  *                    so load() runs no graph passes;
+ *   cuda_fp8w.bin    dtype=fp8wo only: the e4m3 codes and per-channel scales
+ *                    of every MatMul/Gemm weight (ait_cuda_e4m3w_write, with
+ *                    a checksum), so load() does not quantize again;
  *   cuda_algos.bin   the algorithms chosen by measuring (cuBLASLt algorithm
  *                    structs, cuDNN algorithm and math type) by problem key,
  *                    with the precision, device and library versions they
@@ -8,7 +11,10 @@
  * load() checks the file whole (magic, version, sizes, terminated keys) and
  * refuses a precision other than the configuration's; algorithms measured on
  * another device or library version are dropped (they get measured again),
- * and each kept one is re-validated by cuBLASLt / cuDNN when a plan uses it. */
+ * and each kept one is re-validated by cuBLASLt / cuDNN when a plan uses it.
+ * cuda_fp8w.bin is checked whole too (ait_cuda_e4m3w_read) and against the
+ * graph (cu_fp8wo_adopt): a missing, truncated or corrupted file, or one
+ * for another graph, fails the load naming it. */
 #ifdef AIT_HAVE_CUDA
 
 #include <stdio.h>
@@ -52,6 +58,31 @@ static void head_of(const cu_state *s, file_head *h) {
   h->cublaslt = (int32_t)cublasLtGetVersion();
 }
 
+#define FP8W_FILE "cuda_fp8w.bin"
+
+static ait_status save_fp8wo(const cu_state *s, const char *dir) {
+  char *path = ait_path_join(dir, FP8W_FILE);
+  ait_cuda_e4m3w *w = NULL;
+  int n = 0;
+  ait_status st = path ? cu_fp8wo_collect(s, &w, &n) : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  if (!st) st = ait_cuda_e4m3w_write(path, w, n);
+  ait_cuda_e4m3w_free(w, n);
+  free(path);
+  return st;
+}
+
+ait_status cu_load_fp8wo(cu_state *s, const char *dir) {
+  if (s->o.prec != CU_FP8WO) return AIT_OK;
+  char *path = ait_path_join(dir, FP8W_FILE);
+  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  ait_cuda_e4m3w *w = NULL;
+  int n = 0;
+  ait_status st = ait_cuda_e4m3w_read(path, &w, &n);
+  if (!st) st = cu_fp8wo_adopt(s, w, n, path); /* takes w over */
+  free(path);
+  return st;
+}
+
 ait_status cu_save(cu_state *s, const char *dir) {
   char *gpath = ait_path_join(dir, "cuda.onnx"), *apath = ait_path_join(dir, "cuda_algos.bin");
   size_t size = sizeof(file_head) + sizeof(file_algo) * (size_t)s->n_algos;
@@ -78,6 +109,7 @@ ait_status cu_save(cu_state *s, const char *dir) {
     }
     st = ait_write_file_atomic(apath, buf, size);
   }
+  if (!st && s->o.prec == CU_FP8WO) st = save_fp8wo(s, dir);
   free(buf);
   free(gpath);
   free(apath);
@@ -114,7 +146,7 @@ ait_status cu_load_algos(cu_state *s, const char *dir) {
       st = ait_err(AIT_E_INVALID_ARG,
                    "cuda: %s was measured for dtype=%s layout=%s, the configuration is dtype=%s "
                    "layout=%s",
-                   path, cu_prec_name((cu_prec)(h.prec <= CU_FP8 ? h.prec : 0)),
+                   path, cu_prec_name((cu_prec)(h.prec <= CU_PREC_LAST ? h.prec : 0)),
                    h.nhwc ? "nhwc" : "nchw", cu_prec_name(s->o.prec), s->o.nhwc ? "nhwc" : "nchw");
   }
   bool same_machine = !st && h.sm == mine.sm && h.cudnn == mine.cudnn &&
