@@ -244,5 +244,24 @@ int main(void) {
   m = matmul_model();
   CHECK_ERR(ait_runner_build(&cfg, m->graph, NULL, &r), AIT_E_UNSUPPORTED, "too little to pay off");
   ait_model_free(m);
+
+  /* native with native as its fallback, and a node neither runs: the build
+   * says which node (it used to build no segment at all, and every run then
+   * failed with "graph output 'y' has no value") */
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d);
+  tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"r", NULL});
+  tb_node(tb, "FrobnicateTensor", "frob", (const char *[]){"r", NULL}, (const char *[]){"y", NULL});
+  m = load_tb(tb);
+  ait_backend_config ncfg;
+  CHECK_ERR(ait_backend_config_parse("native", &ncfg), AIT_OK, NULL);
+  if (m) {
+    CHECK_ERR(ait_runner_build(&ncfg, m->graph, NULL, &r), AIT_E_UNSUPPORTED, "FrobnicateTensor");
+    ait_session *sess = NULL;
+    CHECK_ERR(ait_session_create(m, "native", &sess), AIT_E_UNSUPPORTED, "'frob'");
+    CHECK(sess == NULL);
+  }
+  ait_model_free(m);
   return check_result("test_partition");
 }

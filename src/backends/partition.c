@@ -18,6 +18,8 @@ typedef struct segment {
   void *state;
   int *in_map, *out_map; /* sub input/output i -> value in g */
   int *nodes, n_nodes;   /* node indices in g */
+  bool primary;          /* on the backend asked for, not on the fallback (which may be the
+                            same backend: native with native as its fallback) */
 } segment;
 
 typedef struct part_state {
@@ -187,11 +189,12 @@ static ait_status finish_state(part_state *s) {
   return AIT_OK;
 }
 
-static ait_status add_segment(part_state *s, const ait_backend_config *cfg, const int *nodes,
-                              int n) {
+static ait_status add_segment(part_state *s, const ait_backend_config *cfg, bool primary,
+                              const int *nodes, int n) {
   segment *sg = &s->seg[s->n_seg];
   memset(sg, 0, sizeof *sg);
   sg->cfg = *cfg;
+  sg->primary = primary;
   ait_backend_describe(cfg, sg->desc, sizeof sg->desc);
   int nv = s->g->n_values;
   sg->in_map = malloc(sizeof(int) * ((size_t)nv + 1));
@@ -321,13 +324,14 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
       int end = start;
       while (end < nn && sup[order[end]] == sup[order[start]])
         end++;
-      st = add_segment(s, sup[order[start]] ? cfg : &fb, order + start, end - start);
+      st = add_segment(s, sup[order[start]] ? cfg : &fb, sup[order[start]], order + start,
+                       end - start);
       start = end;
     }
     bool changed = false;
     for (int k = 0; k < s->n_seg && !st; k++) {
       segment *sg = &s->seg[k];
-      if (sg->cfg.iface != cfg->iface || !sg->sub || sg->sub->n_nodes != sg->n_nodes) continue;
+      if (!sg->primary || !sg->sub || sg->sub->n_nodes != sg->n_nodes) continue;
       for (int j = 0; j < sg->n_nodes; j++)
         if (!cfg->iface->supports(cfg, sg->sub, &sg->sub->nodes[j], why, sizeof why)) {
           sup[sg->nodes[j]] = 0;
@@ -345,6 +349,8 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
     }
     s->n_seg = 0;
   }
+  if (!st && s->n_seg == 0 && nn > 0)
+    st = ait_err(AIT_E_INTERNAL, "partition: no segments for %d nodes", nn);
   out->n_segments = s->n_seg;
   /* a segment's inputs are cut tensors, not the model's: the model's samples
    * and graph spec do not describe them, so segments get neither (the node
@@ -423,7 +429,7 @@ ait_status ait_runner_load(const ait_backend_config *cfg, const ait_graph *g, co
     if (!ok || m == 0)
       st = ait_err(AIT_E_PARSE, "%s/partition.json: segment %d is corrupted", dir, k);
     else if (!(st = ait_backend_config_parse(b->valuestring, &scfg)) &&
-             !(st = add_segment(s, &scfg, nodes, m))) {
+             !(st = add_segment(s, &scfg, scfg.iface == cfg->iface, nodes, m))) {
       char name[32];
       snprintf(name, sizeof name, "seg_%d", k);
       char *sdir = ait_path_join(dir, name);
