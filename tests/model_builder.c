@@ -192,6 +192,19 @@ void tb_attr_int(tb_model *m, int node, const char *name, int64_t v) {
   m->attr_ptrs[node][n->n_attribute++] = a;
 }
 
+void tb_attr_str(tb_model *m, int node, const char *name, const char *v) {
+  Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
+  onnx__attribute_proto__init(a);
+  a->name = keep(m, name);
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a->has_s = 1;
+  a->s.data = (uint8_t *)keep(m, v);
+  a->s.len = strlen(v);
+  Onnx__NodeProto *n = &m->nodes[node];
+  m->attr_ptrs[node][n->n_attribute++] = a;
+}
+
 void tb_attr_ints(tb_model *m, int node, const char *name, int count, const int64_t *v) {
   int k = m->n_attrs;
   Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];

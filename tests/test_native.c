@@ -377,6 +377,81 @@ static void check_packs(const ait_graph *g, const char *spec, const ait_tensor *
   cfg.iface->destroy(state);
 }
 
+/* Gelu (opset 20): the reference against the closed forms in double, both
+ * `approximate` values, a bad one refused; native folds approximate="none"
+ * after a MatMul + bias into the product's epilogue (no Gelu node left) and
+ * agrees with the reference; "tanh" stays a node of its own. */
+static ait_graph *gelu_model(const char *approximate, bool matmul) {
+  static float w[24 * 40], b[40];
+  fill(w, 24 * 40, 0.3f), fill(b, 40, 0.5f);
+  const int64_t dx[2] = {-1, 24}, dy[2] = {-1, 40}, dw[2] = {24, 40}, db[1] = {40};
+  tb_model *m = tb_new(20);
+  tb_input(m, "x", 1, 2, matmul ? dx : (const int64_t[]){-1, 40});
+  tb_output(m, "y", 1, 2, dy);
+  const char *g_in = "x";
+  if (matmul) {
+    tb_init_f32(m, "w", 2, dw, w);
+    tb_init_f32(m, "b", 1, db, b);
+    tb_node(m, "MatMul", "mm", IN("x", "w"), IN("h"));
+    tb_node(m, "Add", "bias", IN("h", "b"), IN("hb"));
+    g_in = "hb";
+  }
+  int n = tb_node(m, "Gelu", "gelu", IN(g_in), IN("y"));
+  if (approximate) tb_attr_str(m, n, "approximate", approximate);
+  return parse(m);
+}
+
+static void test_gelu_op(void) {
+  static const char *const modes[] = {NULL, "none", "tanh"};
+  for (int k = 0; k < 3; k++) {
+    ait_graph *g = gelu_model(modes[k], false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    const int64_t dx[2] = {3, 40};
+    ait_tensor *x = rand_tensor(2, dx), *y = NULL;
+    float *xv = x->data;
+    xv[0] = 0, xv[1] = -3.5f, xv[2] = 6.0f, xv[3] = -0.25f; /* and 116 random in [-1, 1) */
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &y) == AIT_OK);
+    double worst = 0;
+    for (int i = 0; y && i < 120; i++) {
+      double v = xv[i],
+             want = k == 2 ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+                           : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+      double d = fabs(((float *)y->data)[i] - want) / (1 + fabs(want));
+      if (d > worst) worst = d;
+    }
+    if (!(worst <= 1e-6))
+      fprintf(stderr, "gelu %s: worst %g\n", modes[k] ? modes[k] : "default", worst);
+    CHECK(worst <= 1e-6);
+    /* the tanh form differs from the erf one: the attribute was read */
+    CHECK(y && (k == 2) == (fabsf(((float *)y->data)[3] -
+                                  (float)(0.5 * -0.25 * (1 + erf(-0.25 / sqrt(2.0))))) > 1e-7f));
+    ait_tensor_free(y), ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+  ait_graph *g = gelu_model("exact", false);
+  if (g) {
+    const int64_t dx[2] = {1, 40};
+    ait_tensor *x = rand_tensor(2, dx), *y = NULL;
+    CHECK_ERR(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &y), AIT_E_INVALID_ARG, "exact");
+    ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+  for (int k = 1; k < 3; k++) {
+    g = gelu_model(modes[k], true);
+    if (!g) continue;
+    nat_pass_stats st;
+    ait_graph *rw = rewrite(g, &st);
+    CHECK(rw && count_op(rw, "Gelu") == (k == 2));
+    const int64_t dx[2] = {5, 24};
+    ait_tensor *x = rand_tensor(2, dx);
+    if (rw) check_equivalent(g, rw, (const ait_tensor *const *)&x, 1, 1e-5);
+    ait_tensor_free(x);
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+}
+
 static void test_gemv_packed(void) {
   ait_graph *g = gemv_model();
   CHECK(g != NULL);
@@ -1028,6 +1103,7 @@ int main(void) {
   test_mlp();
   test_few_rows();
   test_gemv_packed();
+  test_gelu_op();
   test_tiles();
   test_attention();
   test_attention_shapes();

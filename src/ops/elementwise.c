@@ -43,6 +43,7 @@ const ait_op_def ait_ops_elementwise[] = {
     ROW(Sigmoid, 1, FL, ait_shape_same),
     ROW(HardSigmoid, 1, FL, ait_shape_same),
     ROW(HardSwish, 14, FL, ait_shape_same),
+    ROW(Gelu, 20, FL, ait_shape_same),
     ROW(Relu, 1, SNUM, ait_shape_same),
     ROW(LeakyRelu, 1, FL, ait_shape_same),
     ROW(Elu, 1, FL, ait_shape_same),

@@ -71,7 +71,7 @@ ait_status ait_ew_shape_castlike(ait_graph *g, const ait_node *n);
   X(Abs) X(Acos) X(Acosh) X(Asin) X(Asinh) X(Atan) X(Atanh) X(Cos) X(Cosh) X(Sin)       \
   X(Sinh) X(Tan) X(Tanh) X(Exp) X(Log) X(Sqrt) X(Reciprocal) X(Neg) X(Ceil) X(Floor)    \
   X(Round) X(Sign) X(Erf) X(Sigmoid) X(HardSigmoid) X(HardSwish) X(Relu) X(LeakyRelu)   \
-  X(Elu) X(Selu) X(Celu) X(Softplus) X(Softsign) X(ThresholdedRelu) X(Shrink)
+  X(Elu) X(Selu) X(Celu) X(Softplus) X(Softsign) X(ThresholdedRelu) X(Shrink) X(Gelu)
 
 /* Table-driven binary ops (two inputs, broadcasting). */
 #define AIT_EW_BINARY_OPS(X)                                                             \

@@ -7,6 +7,7 @@
  * uint64 functions. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "ops/elementwise_impl.h"
 
@@ -74,6 +75,11 @@ F(shrink, x<-p->a ? x + p->b : x> p->a ? x - p->b : 0.0)
 static double clamp01(double v) { return v < 0 ? 0.0 : v > 1 ? 1.0 : v; }
 static double f_hardsigmoid(double x, const ew_par *p) { return clamp01(p->a * x + p->b); }
 static double f_hardswish(double x, const ew_par *p) { return x * clamp01(x / 6.0 + 0.5); }
+/* Gelu-20: p->a = 1 for approximate="tanh", 0 for "none" (erf) */
+static double f_gelu(double x, const ew_par *p) {
+  if (p->a != 0) return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+}
 
 static int64_t s_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
 static int64_t s_neg(int64_t x) { return (int64_t)(0 - (uint64_t)x); } /* wraps like C */
@@ -119,6 +125,7 @@ static const ew_unop unops[EWU_COUNT] = {
     [EWU_Softsign] = {f_softsign, NULL, NULL, false, NULL, NULL, 0, 0},
     [EWU_ThresholdedRelu] = {f_thresholdedrelu, NULL, NULL, false, "alpha", NULL, 1.0f, 0},
     [EWU_Shrink] = {f_shrink, NULL, NULL, true, "lambd", "bias", 0.5f, 0.0f},
+    [EWU_Gelu] = {f_gelu, NULL, NULL, false, NULL, NULL, 0, 0}, /* "approximate": unary_run */
 };
 
 /* ---- float32 fast path ------------------------------------------------- */
@@ -153,6 +160,11 @@ static bool unary_f32(int op, const ew_par *p, const float *xs, float *ys, int64
   case EWU_HardSigmoid: LOOP(clamp01f(a * x + b));
   case EWU_HardSwish: LOOP(x * clamp01f(x / 6.0f + 0.5f));
   case EWU_Elu: LOOP(x < 0.0f ? a * expm1f(x) : x);
+  case EWU_Gelu:
+    if (a != 0.0f) {
+      LOOP(0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x))));
+    }
+    LOOP(0.5f * x * (1.0f + erff(x * 0.7071067812f)));
   default: return false;
   }
 }
@@ -175,6 +187,12 @@ static ait_status unary_run(int op, const ait_node *node, const ait_tensor *cons
   ew_par p = {0, 0, 0, 0};
   p.af = u->a_name ? ait_attr_float(node, u->a_name, u->a_def) : 0.0f;
   p.bf = u->b_name ? ait_attr_float(node, u->b_name, u->b_def) : 0.0f;
+  if (op == EWU_Gelu) {
+    const char *ap = ait_attr_str(node, "approximate", "none");
+    if (strcmp(ap, "none") && strcmp(ap, "tanh"))
+      return ait_err(AIT_E_INVALID_ARG, "Gelu approximate='%s': none or tanh", ap);
+    p.af = !strcmp(ap, "tanh") ? 1.0f : 0.0f;
+  }
   p.a = p.af;
   p.b = p.bf;
   ait_tensor *y = ait_tensor_new_like(x);

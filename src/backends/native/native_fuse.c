@@ -202,6 +202,9 @@ static bool act_of(const ait_graph *g, const ait_node *c, ait_act *a) {
     a->kind = AIT_ACT_TANH;
   } else if (!strcmp(op, "HardSwish")) {
     a->kind = AIT_ACT_HARD_SWISH;
+  } else if (!strcmp(op, "Gelu") && c->opset >= 20 &&
+             !strcmp(ait_attr_str(c, "approximate", "none"), "none")) {
+    a->kind = AIT_ACT_GELU; /* the op of opset 20; exported graphs before it spell it out */
   } else if (!strcmp(op, "LeakyRelu")) {
     a->kind = AIT_ACT_LEAKY_RELU;
     a->p[0] = ait_attr_float(c, "alpha", 0.01f);
