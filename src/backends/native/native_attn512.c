@@ -87,8 +87,12 @@ T512 void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m
 T512 void nat_attn512_values(const float *p, int64_t rows, int64_t Sk, const float *v, int64_t ldv,
                              int64_t Dv, float *y, int64_t ldy, const float *scale) {
   int nv = (int)(Dv / 16);
-  for (int64_t i = 0; i < rows; i += 8) {
-    int mr = (int)(rows - i < 8 ? rows - i : 8);
+  /* rows per tile: 8 x 4 accumulators would take all 32 vector registers
+   * and spill the loaded V rows and the broadcast (Dv = 64: P V ran slower
+   * than SGEMM's Q K^T); 6 x 4 leaves room */
+  int step = nv == 4 ? 6 : 8;
+  for (int64_t i = 0; i < rows; i += step) {
+    int mr = (int)(rows - i < step ? rows - i : step);
     const float *pi = p + i * Sk, *sc = scale ? scale + i : NULL;
     float *yi = y + i * ldy;
     switch (mr) {
