@@ -2,7 +2,8 @@
  * memory: a CNN block (Conv + BatchNorm folded, residual Add + Relu fused,
  * GlobalAveragePool, Flatten, Gemm, Softmax), a transformer block (MatMul +
  * bias + GELU pattern, LayerNormalization, batched MatMul of two inputs,
- * Softmax), two input signatures (re-planning), bf16 where the CPU has it,
+ * Softmax), Gelu (opset 20), two input signatures (re-planning), bf16 where
+ * the CPU has it,
  * Winograd 3x3 convolutions (conv=winograd) with save/load, save/load with a
  * corrupted file, and bad inputs. */
 #define _GNU_SOURCE
@@ -218,6 +219,40 @@ static void test_transformer(void) {
   ait_graph_free(g);
 }
 
+/* Gelu (opset 20) after MatMul + bias: gelu_erf / gelu_tanh, fused as a
+ * post-op, against the reference; an unknown `approximate` is refused. */
+static void test_gelu_op(void) {
+  static const char *const modes[] = {"none", "tanh", "bogus"};
+  for (int k = 0; k < 3; k++) {
+    static const int64_t dx[2] = {-1, 12}, dy[2] = {-1, 20}, dw[2] = {12, 20}, db[1] = {20};
+    float w[240], b[20];
+    fill(w, 240, 0.6f, 11), fill(b, 20, 0.4f, 12);
+    tb_model *tb = tb_new(20);
+    tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+    tb_output(tb, "y", AIT_FLOAT32, 2, dy);
+    tb_init_f32(tb, "W", 2, dw, w);
+    tb_init_f32(tb, "b", 1, db, b);
+    tb_node(tb, "MatMul", "mm", (const char *[]){"x", "W", NULL}, (const char *[]){"h", NULL});
+    tb_node(tb, "Add", "bias", (const char *[]){"h", "b", NULL}, (const char *[]){"hb", NULL});
+    int n = tb_node(tb, "Gelu", "gelu", (const char *[]){"hb", NULL}, (const char *[]){"y", NULL});
+    tb_attr_str(tb, n, "approximate", modes[k]);
+    ait_graph *g = parse(tb);
+    if (!g) continue;
+    ait_backend_config cfg;
+    CHECK_ERR(ait_backend_config_parse("onednn", &cfg), AIT_OK, NULL);
+    char why[256];
+    bool sup = cfg.iface->supports(&cfg, g, &g->nodes[g->n_nodes - 1], why, sizeof why);
+    CHECK(sup == (k < 2));
+    if (sup) {
+      int64_t d[2] = {7, 12};
+      ait_tensor *x = random_tensor(2, d, 5 + k);
+      check_against_eager(g, "onednn", &x, 1e-4, 1e-5, 0.99999);
+      ait_tensor_free(x);
+    }
+    ait_graph_free(g);
+  }
+}
+
 /* Save, load, run; a corrupted file is an error, never a crash. */
 static void test_save_load(void) {
   ait_graph *g = cnn_graph();
@@ -366,6 +401,7 @@ int main(void) {
   if (!b || !b->available(why, sizeof why)) return check_result("test_onednn");
   test_cnn();
   test_transformer();
+  test_gelu_op();
   test_save_load();
   test_winograd();
   test_bad_inputs();

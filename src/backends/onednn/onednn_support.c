@@ -124,7 +124,7 @@ dn_opk dn_op_kind(const ait_node *n) {
   static const char *const unary[] = {"Relu",       "LeakyRelu", "Elu",  "Selu",        "Sigmoid",
                                       "Tanh",       "Exp",       "Log",  "Sqrt",        "Abs",
                                       "Neg",        "Softplus",  "Clip", "HardSigmoid", "HardSwish",
-                                      "Reciprocal", "Pow",       "Mish", "Round"};
+                                      "Reciprocal", "Pow",       "Mish", "Round",       "Gelu"};
   for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
     if (!strcmp(n->op_type, unary[i])) return DN_K_UNARY;
   return DN_K_NONE;
@@ -179,6 +179,14 @@ bool dn_unary_elts(const ait_graph *g, const ait_node *n, dn_elt *e, int *count)
     e[0].alg = dnnl_eltwise_hardswish;
   } else if (!strcmp(op, "Mish")) {
     e[0].alg = dnnl_eltwise_mish;
+  } else if (!strcmp(op, "Gelu") && n->opset >= 20) {
+    const char *ap = ait_attr_str(n, "approximate", "none");
+    if (!strcmp(ap, "none"))
+      e[0].alg = dnnl_eltwise_gelu_erf;
+    else if (!strcmp(ap, "tanh"))
+      e[0].alg = dnnl_eltwise_gelu_tanh;
+    else
+      return false;
   } else if (!strcmp(op, "Round")) {
     e[0].alg = dnnl_eltwise_round;
   } else if (!strcmp(op, "Reciprocal")) {
