@@ -3,7 +3,8 @@
 
     python3 scripts/make_models.py [--out DIR] [--only NAME,...] [--list]
 
-Each model is exported to ONNX (opset 17) with a symbolic batch dim and saved
+Each model is exported to ONNX (opset 17) with a symbolic batch dim (encoder_dynamo:
+torch's dynamo exporter, opset 20, static shapes) and saved
 with a sample input and ONNX Runtime's outputs in the ONNX test layout:
     DIR/NAME/model.onnx, DIR/NAME/test_data_set_0/{input,output}_K.pb
 The small ones are committed under models/; the rest are generated into
@@ -94,6 +95,28 @@ def mlp():
     return MLP(), (torch.randn(1, 784),), ["input"], {0: "batch"}
 
 
+class TorchEncoder(nn.Module):
+    """PyTorch's own nn.TransformerEncoder (GELU feed-forward, pre-built
+    attention) with a classifier head: what a user hands over straight from
+    torch. Exported by the dynamo exporter at opset 20, whose graphs differ
+    from the TorchScript exporter's: the `Gelu` op, Gemm for the projections,
+    LayerNormalization, Squeeze/Unsqueeze around the heads."""
+
+    def __init__(self, hidden=64, heads=4, ffn=128, layers=2, classes=10):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(hidden, heads, ffn, activation="gelu", batch_first=True,
+                                           dropout=0.0)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.head(nn.functional.silu(self.enc(x))).softmax(-1)
+
+
+def encoder_dynamo():
+    return TorchEncoder(), (torch.randn(2, 16, 64),), ["input"], {}
+
+
 # name -> (builder, committed to the repo?)
 MODELS = {
     "mobilenetv2_035": (vision("mobilenet_v2", size=160, width_mult=0.35), True),
@@ -104,7 +127,10 @@ MODELS = {
     "resnet50": (vision("resnet50"), False),
     "bert_4l_256": (bert(vocab=30522, hidden=256, layers=4, heads=4, ffn=1024, seq=128), False),
     "bert_base": (bert(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, seq=128), False),
+    "encoder_dynamo": (encoder_dynamo, True),
 }
+# exported with torch's dynamo exporter (needs onnxscript) at opset 20, static shapes
+DYNAMO = {"encoder_dynamo"}
 # what the test suite builds when torch is available
 TEST_SET = ["resnet18", "mobilenetv2", "bert_4l_256"]
 
@@ -129,8 +155,12 @@ def export(name, out_dir):
                     for n in in_names}
     dynamic_axes["output"] = {0: "batch"}
     with torch.no_grad():
-        torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
-                          dynamic_axes=dynamic_axes, opset_version=17, dynamo=False)
+        if name in DYNAMO:
+            torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
+                              opset_version=20, dynamo=True, external_data=False)
+        else:
+            torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
+                              dynamic_axes=dynamic_axes, opset_version=17, dynamo=False)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {n: t.numpy() for n, t in zip(in_names, inputs)}
     outs = sess.run(None, feeds)

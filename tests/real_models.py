@@ -153,7 +153,9 @@ def main():
         with open(a.report, "w") as f:
             f.write("# Real models against ONNX Runtime\n\n")
             f.write("Real architectures built with PyTorch/torchvision (random weights, seed 0) by "
-                    "`scripts/make_models.py`, exported to ONNX opset 17, run by aitune's reference "
+                    "`scripts/make_models.py`, exported to ONNX opset 17 (encoder_dynamo: PyTorch's "
+                    "nn.TransformerEncoder through torch's dynamo exporter at opset 20, the `Gelu` op "
+                    "included), run by aitune's reference "
                     "backend `eager` (`aitune run --inputs --outputs`) and by ONNX Runtime "
                     f"{onnxruntime.__version__} (CPU) on the same inputs. Pass: max|aitune - ORT| / max|ORT| "
                     f"< {LIMIT:g} on every output.\n\n")
