@@ -1,5 +1,6 @@
 /* Bad input gets a status and a message naming the problem, never a crash. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -153,6 +154,54 @@ static void test_run_errors(void) {
   ait_model_free(m);
 }
 
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Window sizes are the model's: a LRN of 2^31-1 channels, pools with a
+ * 2^40-tap kernel under SAME padding (valid ONNX: the window covers the
+ * whole input) must cost the input's size, not the window's. Found by an
+ * attribute fuzz of the ONNX node tests (session 5): each ran for hours. */
+static void test_huge_windows(void) {
+  static const int64_t dx[4] = {1, 3, 8, 8};
+  float x[192];
+  for (int i = 0; i < 192; i++)
+    x[i] = (float)(i % 13) - 6.0f;
+  const char *ops[] = {"LRN", "AveragePool", "MaxPool"};
+  for (int k = 0; k < 3; k++) {
+    tb_model *tb = tb_new(13);
+    tb_input(tb, "x", AIT_FLOAT32, 4, dx);
+    tb_output(tb, "y", AIT_FLOAT32, 4, dx);
+    int n = tb_node(tb, ops[k], "op", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+    if (k == 0) {
+      tb_attr_int(tb, n, "size", 2147483647);
+    } else {
+      tb_attr_ints(tb, n, "kernel_shape", 2, (const int64_t[]){3, (int64_t)1 << 40});
+      tb_attr_str(tb, n, "auto_pad", "SAME_UPPER");
+    }
+    ait_model *m = NULL;
+    CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
+    for (int b = 0; m && b < 2; b++) {
+      ait_session *s = NULL;
+      CHECK_ERR(ait_session_create(m, b ? "native" : "eager", &s), AIT_OK, NULL);
+      ait_tensor_view in = {AIT_FLOAT32, 4, {1, 3, 8, 8}, x}, out;
+      double t0 = seconds();
+      CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+      double took = seconds() - t0;
+      if (took > 1.0)
+        fprintf(stderr, "%s on %s took %.1f s\n", ops[k], b ? "native" : "eager", took);
+      CHECK(took < 1.0);
+      /* the window covers every input: a row's pool sees its whole plane's
+       * rows within reach, so the maximum is the plane's maximum (6) */
+      if (k == 2 && ait_session_output(s, 0, &out) == AIT_OK) CHECK(((float *)out.data)[0] == 6.0f);
+      ait_session_free(s);
+    }
+    ait_model_free(m);
+  }
+}
+
 static void test_external_data(void) {
   char dir[] = "/tmp/ait_ext_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -216,6 +265,7 @@ int main(void) {
   test_graph_errors();
   test_unsupported();
   test_run_errors();
+  test_huge_windows();
   test_external_data();
   return check_result("test_errors");
 }

@@ -238,12 +238,14 @@ NN_KERNEL(nn_lrn_kernel) {
   for (int64_t n = 0; n < N; n++)
     for (int64_t c = 0; c < C; c++)
       for (int64_t j = 0; j < inner; j++) {
+        /* the window clipped to the channels: a huge size (a model's
+         * attribute) must not cost size steps per element */
         double sq = 0;
-        for (int64_t k = c - before; k <= c + after; k++)
-          if (k >= 0 && k < C) {
-            double t = x[(n * C + k) * inner + j];
-            sq += t * t;
-          }
+        int64_t k0 = c - before > 0 ? c - before : 0, k1 = after < C - 1 - c ? c + after : C - 1;
+        for (int64_t k = k0; k <= k1; k++) {
+          double t = x[(n * C + k) * inner + j];
+          sq += t * t;
+        }
         int64_t i = (n * C + c) * inner + j;
         y[i] = x[i] / pow(bias + alpha / (double)size * sq, beta);
       }

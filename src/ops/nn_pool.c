@@ -20,24 +20,30 @@ typedef struct pool_args {
   int64_t in_n, out_n;
 } pool_args;
 
+/* How many of the window's taps k = 0..K-1 (at start + k d, d >= 1) lie
+ * below lim: in closed form, since K comes from the model (a kernel of 2^40
+ * taps over a 32-wide input must not take 2^40 steps). */
+static int64_t taps_below(int64_t start, int64_t d, int64_t K, int64_t lim) {
+  __int128 gap = (__int128)lim - start;
+  if (gap <= 0) return 0;
+  __int128 n = (gap + d - 1) / d;
+  return n < K ? (int64_t)n : K;
+}
+
 /* One output value of plane x (and the flat in-plane index of the max). */
 static double pool_one(const pool_args *a, const double *x, const int64_t *o, int64_t *arg) {
   const nn_win *w = &a->w;
   int nsp = w->nsp;
   int64_t start[NN_MAX_SP], lo[NN_MAX_SP], hi[NN_MAX_SP], kk[NN_MAX_SP];
-  int64_t padded = 1; /* window positions inside the explicitly padded input */
+  double padded = 1; /* window positions inside the explicitly padded input */
   for (int i = 0; i < nsp; i++) {
     start[i] = o[i] * w->s[i] - w->pb[i];
-    int64_t l = 0, h = 0, pl = 0, ph = 0;
-    for (int64_t k = 0; k < w->k[i]; k++) {
-      int64_t p = start[i] + k * w->d[i];
-      if (p < 0) l = k + 1;
-      if (p < w->in[i]) h = k + 1;
-      if (p < -w->pb[i]) pl = k + 1;
-      if (p < w->in[i] + w->pe[i]) ph = k + 1;
-    }
+    int64_t K = w->k[i], d = w->d[i] > 0 ? w->d[i] : 1;
+    int64_t l = taps_below(start[i], d, K, 0), h = taps_below(start[i], d, K, w->in[i]);
+    int64_t pl = taps_below(start[i], d, K, -w->pb[i]);
+    int64_t ph = taps_below(start[i], d, K, w->in[i] + w->pe[i]);
     lo[i] = l, hi[i] = h > l ? h : l;
-    padded *= ph > pl ? ph - pl : 0;
+    padded *= ph > pl ? (double)(ph - pl) : 0.0;
   }
   double acc = a->kind == POOL_MAX ? -INFINITY : 0.0;
   int64_t count = 0, best = -1;

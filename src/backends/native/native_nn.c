@@ -22,6 +22,11 @@ typedef struct rows_job {
 
 /* ---- MaxPool ----------------------------------------------------------- */
 
+/* The first tap k with start + k d >= 0 (d >= 1). */
+static inline int64_t first_tap(int64_t start, int64_t d) {
+  return start >= 0 ? 0 : (-start + d - 1) / d;
+}
+
 NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
   const rows_job *j = arg;
   const nn_win *w = &j->w;
@@ -33,12 +38,14 @@ NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
       for (int64_t ow = 0; ow < OW; ow++) {
         float m = -INFINITY;
         bool any = false;
-        for (int64_t ki = 0; ki < w->k[0]; ki++) {
-          int64_t ih = oh * w->s[0] - w->pb[0] + ki * w->d[0];
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t kj = 0; kj < w->k[1]; kj++) {
-            int64_t iw = ow * w->s[1] - w->pb[1] + kj * w->d[1];
-            if (iw < 0 || iw >= W) continue;
+        /* only the taps inside the input: the kernel size is the model's */
+        int64_t h0 = oh * w->s[0] - w->pb[0], w0 = ow * w->s[1] - w->pb[1];
+        for (int64_t ki = first_tap(h0, w->d[0]); ki < w->k[0]; ki++) {
+          int64_t ih = h0 + ki * w->d[0];
+          if (ih >= H) break;
+          for (int64_t kj = first_tap(w0, w->d[1]); kj < w->k[1]; kj++) {
+            int64_t iw = w0 + kj * w->d[1];
+            if (iw >= W) break;
             float v = x[ih * W + iw];
             if (!any || v > m) m = v;
             any = true;
