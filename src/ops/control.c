@@ -245,10 +245,10 @@ typedef struct scan_attrs {
 static ait_status scan_core(ait_kctx *ctx, const ait_graph *body, int n_scan_in,
                             const scan_attrs *sa, const ait_tensor *const *in, int n_in,
                             ait_tensor **out, int n_out) {
-  int n_state = n_in - n_scan_in, n_scan_out = n_out - n_state;
-  if (!body || n_scan_in <= 0 || n_state < 0 || n_scan_out < 0 || body->n_inputs != n_in ||
-      body->n_outputs != n_out)
+  if (!body || n_scan_in <= 0 || n_scan_in > n_in || body->n_inputs != n_in ||
+      body->n_outputs != n_out || n_out < n_in - n_scan_in)
     return ait_err(AIT_E_INVALID_MODEL, "Scan: body and node inputs/outputs do not match");
+  int n_state = n_in - n_scan_in, n_scan_out = n_out - n_state;
   const int64_t *in_axes = sa->in_axes, *in_dirs = sa->in_dirs, *out_axes = sa->out_axes,
                 *out_dirs = sa->out_dirs;
   int c_axes = sa->c_axes, c_dirs = sa->c_dirs, c_oaxes = sa->c_oaxes, c_odirs = sa->c_odirs;

@@ -282,9 +282,10 @@ TN_SHAPE(tn_gather_nd_shape) {
   }
   int q = ind->rank, r = x->rank;
   int64_t m = ind->dims[q - 1].v;
-  int ro = q - 1 + r - (int)(b + m);
-  if (b < 0 || m < 1 || b + m > r || ro > AIT_MAX_RANK)
+  /* b and m are the model's: bound them before any arithmetic */
+  if (b < 0 || b > r || m < 1 || m > r - b || q - 1 + r - (int)(b + m) > AIT_MAX_RANK)
     return ait_err(AIT_E_SHAPE, "GatherND: index tuples of %lld for data rank %d", (long long)m, r);
+  int ro = q - 1 + r - (int)(b + m);
   ait_dim d[AIT_MAX_RANK];
   memcpy(d, ind->dims, (size_t)(q - 1) * sizeof *d);
   memcpy(d + q - 1, x->dims + b + m, (size_t)(r - b - m) * sizeof *d);

@@ -147,7 +147,8 @@ static ait_status split_sizes(const ait_node *node, int64_t dim, const int64_t *
     for (int i = 0; i < n; i++) {
       if (split[i] < 0) return ait_err(AIT_E_INVALID_ARG, "Split size %d is negative", i);
       sizes[i] = split[i];
-      sum += split[i];
+      if (__builtin_add_overflow(sum, split[i], &sum))
+        return ait_err(AIT_E_INVALID_ARG, "Split sizes overflow 64 bits");
     }
     if (sum != dim)
       return ait_err(AIT_E_SHAPE, "Split sizes sum to %lld, the axis has %lld", (long long)sum,

@@ -123,9 +123,8 @@ static ait_status reshape_shape(const ait_node *n, const ait_tensor *x, const ai
       infer = i;
       continue;
     }
-    if (d < 0) return AIT_E_UNSUPPORTED;
+    if (d < 0 || __builtin_mul_overflow(known, d, &known)) return AIT_E_UNSUPPORTED;
     dims[i] = d;
-    known *= d;
   }
   if (infer >= 0) {
     if (known == 0 || numel % known) return AIT_E_UNSUPPORTED;
