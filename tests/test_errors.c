@@ -170,16 +170,20 @@ static void test_huge_windows(void) {
   float x[192];
   for (int i = 0; i < 192; i++)
     x[i] = (float)(i % 13) - 6.0f;
-  const char *ops[] = {"LRN", "AveragePool", "MaxPool"};
-  for (int k = 0; k < 3; k++) {
+  const char *ops[] = {"LRN", "AveragePool", "MaxPool", "AveragePool"};
+  for (int k = 0; k < 4; k++) {
     tb_model *tb = tb_new(13);
     tb_input(tb, "x", AIT_FLOAT32, 4, dx);
     tb_output(tb, "y", AIT_FLOAT32, 4, dx);
     int n = tb_node(tb, ops[k], "op", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
     if (k == 0) {
       tb_attr_int(tb, n, "size", 2147483647);
-    } else {
+    } else if (k < 3) {
       tb_attr_ints(tb, n, "kernel_shape", 2, (const int64_t[]){3, (int64_t)1 << 40});
+      tb_attr_str(tb, n, "auto_pad", "SAME_UPPER");
+    } else { /* a stride of 2^63-1: ceil(8 / s) overflowed on the way */
+      tb_attr_ints(tb, n, "kernel_shape", 2, (const int64_t[]){3, 3});
+      tb_attr_ints(tb, n, "strides", 2, (const int64_t[]){1, INT64_MAX});
       tb_attr_str(tb, n, "auto_pad", "SAME_UPPER");
     }
     ait_model *m = NULL;

@@ -86,22 +86,38 @@ ait_status nn_win_conv(const ait_node *node, int nsp, const int64_t *in, const i
   AIT_TRY(read_auto_pad(node, &mode));
   AIT_TRY(read_common(node, nsp, in, kernel, use_dilations, w));
   for (int i = 0; i < nsp; i++) {
-    int64_t dk = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, s = w->s[i], n = w->in[i];
+    /* kernel, strides, dilations and pads are the model's: the window's
+     * arithmetic runs in 128 bits and must land well inside 64 */
+    const __int128 lim = (__int128)1 << 62;
+    __int128 dk = w->k[i] < 0 ? -1 : (__int128)(w->k[i] - 1) * w->d[i] + 1;
+    __int128 s = w->s[i], n = w->in[i], pb = w->pb[i], pe = w->pe[i];
+    if (dk > lim || pb > lim || pe > lim || pb < -lim || pe < -lim)
+      return ait_err(AIT_E_INVALID_ARG,
+                     "window in spatial dim %d is out of range (kernel %lld, dilation %lld, pads "
+                     "%lld/%lld)",
+                     i, (long long)w->k[i], (long long)w->d[i], (long long)w->pb[i],
+                     (long long)w->pe[i]);
     w->out[i] = -1;
     if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
       w->pb[i] = w->pe[i] = 0;
       if (n < 0) continue;
-      w->out[i] = (n + s - 1) / s;
+      __int128 out = (n + s - 1) / s;
+      w->out[i] = (int64_t)out;
       if (dk < 0) continue;
-      int64_t total = (w->out[i] - 1) * s + dk - n;
+      __int128 total = (out - 1) * s + dk - n;
       if (total < 0) total = 0;
-      w->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      w->pe[i] = total - w->pb[i];
+      if (total > lim)
+        return ait_err(AIT_E_INVALID_ARG, "SAME padding of %s in spatial dim %d is out of range",
+                       node->op_type, i);
+      w->pb[i] = (int64_t)(mode == PAD_SAME_UPPER ? total / 2 : total - total / 2);
+      w->pe[i] = (int64_t)total - w->pb[i];
       continue;
     }
-    if (mode == PAD_VALID) w->pb[i] = w->pe[i] = 0;
+    if (mode == PAD_VALID) w->pb[i] = w->pe[i] = 0, pb = pe = 0;
     if (n < 0 || dk < 0) continue;
-    int64_t span = n + w->pb[i] + w->pe[i] - dk;
+    if (n + pb + pe - dk > lim)
+      return ait_err(AIT_E_INVALID_ARG, "padded input of spatial dim %d is out of range", i);
+    int64_t span = (int64_t)(n + pb + pe - dk);
     if (span < 0)
       return ait_err(AIT_E_SHAPE,
                      "window of %lld (kernel %lld, dilation %lld) is larger than the padded input "
