@@ -247,6 +247,19 @@ static void test_overflowing_sizes(void) {
     }
     ait_model_free(m);
   }
+  /* DepthToSpace with a blocksize whose square overflows */
+  {
+    static const int64_t d4[4] = {1, 8, 2, 2};
+    tb_model *t2 = tb_new(13);
+    tb_input(t2, "x", AIT_FLOAT32, 4, d4);
+    tb_output(t2, "y", AIT_FLOAT32, 4, d4);
+    int n2 = tb_node(t2, "DepthToSpace", "d2s", (const char *[]){"x", NULL},
+                     (const char *[]){"y", NULL});
+    tb_attr_int(t2, n2, "blocksize", (int64_t)1 << 40);
+    ait_model *m2 = NULL;
+    CHECK_ERR(load_built(t2, &m2), AIT_E_INVALID_ARG, "blocksize");
+    ait_model_free(m2);
+  }
   /* GatherND's batch_dims, an attribute, far out of range */
   static const int64_t d222[3] = {2, 2, 2}, d21[2] = {2, 1};
   tb_model *tb = tb_new(13);

@@ -1,5 +1,6 @@
 /* Pad, DepthToSpace, SpaceToDepth, Trilu and ReverseSequence of the 'tensor'
  * family. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,8 +189,17 @@ TN_SHAPE(tn_pad_shape) {
 
 static ait_status block_of(const ait_node *node, int64_t *b) {
   *b = ait_attr_int(node, "blocksize", 0);
-  if (*b <= 0) return ait_err(AIT_E_INVALID_ARG, "blocksize must be positive");
+  /* b * b must fit 64 bits: no tensor has 2^31 channels per pixel */
+  if (*b <= 0 || *b > INT32_MAX)
+    return ait_err(AIT_E_INVALID_ARG, "blocksize %lld is out of range (1 .. 2^31-1)",
+                   (long long)*b);
   return AIT_OK;
+}
+
+/* x * y, or -1 when it overflows (the caller reports it) */
+static int64_t mul_or_neg(int64_t x, int64_t y) {
+  int64_t r;
+  return __builtin_mul_overflow(x, y, &r) ? -1 : r;
 }
 
 static bool is_crd(const ait_node *node) {
@@ -205,7 +215,10 @@ TN_KERNEL(tn_depth_to_space) {
   if (C % (b * b))
     return ait_err(AIT_E_SHAPE, "DepthToSpace: %lld channels do not divide by blocksize^2 %lld",
                    (long long)C, (long long)(b * b));
-  int64_t c = C / (b * b), od[4] = {N, c, H * b, W * b};
+  int64_t c = C / (b * b), od[4] = {N, c, mul_or_neg(H, b), mul_or_neg(W, b)};
+  if (od[2] < 0 || od[3] < 0)
+    return ait_err(AIT_E_SHAPE, "DepthToSpace: %lldx%lld times blocksize %lld overflows",
+                   (long long)H, (long long)W, (long long)b);
   bool crd = is_crd(node);
   int64_t vd[6] = {N, b, b, c, H, W};
   int dcr_perm[6] = {0, 3, 4, 1, 5, 2}, crd_perm[6] = {0, 1, 4, 2, 5, 3};
@@ -230,7 +243,10 @@ TN_KERNEL(tn_space_to_depth) {
   if (H % b || W % b)
     return ait_err(AIT_E_SHAPE, "SpaceToDepth: %lldx%lld does not divide by blocksize %lld",
                    (long long)H, (long long)W, (long long)b);
-  int64_t od[4] = {N, C * b * b, H / b, W / b}, vd[6] = {N, C, H / b, b, W / b, b};
+  int64_t od[4] = {N, mul_or_neg(C, b * b), H / b, W / b}, vd[6] = {N, C, H / b, b, W / b, b};
+  if (od[1] < 0)
+    return ait_err(AIT_E_SHAPE, "SpaceToDepth: %lld channels times blocksize^2 overflow",
+                   (long long)C);
   int perm[6] = {0, 3, 5, 1, 2, 4};
   AIT_TRY(tn_new(x->dtype, 4, od, &out[0]));
   if (ait_tensor_numel(x))
@@ -250,10 +266,10 @@ static ait_status space_shape(ait_graph *g, const ait_node *node, bool to_space)
       d[k] = x->dims[k].v;
     if (to_space) {
       d[1] = d[1] < 0 ? -1 : d[1] / (b * b);
-      d[2] = d[2] < 0 ? -1 : d[2] * b;
-      d[3] = d[3] < 0 ? -1 : d[3] * b;
+      d[2] = d[2] < 0 ? -1 : mul_or_neg(d[2], b);
+      d[3] = d[3] < 0 ? -1 : mul_or_neg(d[3], b);
     } else {
-      d[1] = d[1] < 0 ? -1 : d[1] * b * b;
+      d[1] = d[1] < 0 ? -1 : mul_or_neg(d[1], b * b);
       d[2] = d[2] < 0 ? -1 : d[2] / b;
       d[3] = d[3] < 0 ? -1 : d[3] / b;
     }
