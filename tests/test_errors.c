@@ -260,6 +260,26 @@ static void test_overflowing_sizes(void) {
     CHECK_ERR(load_built(t2, &m2), AIT_E_INVALID_ARG, "blocksize");
     ait_model_free(m2);
   }
+  /* ConvTranspose with a stride and an output_shape of 2^63-1 */
+  for (int v = 0; v < 2; v++) {
+    static const int64_t dx[4] = {1, 1, 3, 3}, dw[4] = {1, 1, 3, 3};
+    float w9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tb_model *t3 = tb_new(13);
+    tb_input(t3, "x", AIT_FLOAT32, 4, dx);
+    tb_output(t3, "y", AIT_FLOAT32, 4, dx);
+    tb_init_f32(t3, "w", 4, dw, w9);
+    int n3 = tb_node(t3, "ConvTranspose", "ct", (const char *[]){"x", "w", NULL},
+                     (const char *[]){"y", NULL});
+    if (v == 0)
+      tb_attr_ints(t3, n3, "strides", 2, (const int64_t[]){INT64_MAX, 1});
+    else
+      tb_attr_ints(t3, n3, "output_shape", 2, (const int64_t[]){INT64_MAX, 5});
+    ait_model *m3 = NULL;
+    ait_status st3 = load_built(t3, &m3);
+    CHECK(st3 != AIT_OK && strstr(ait_last_error(), "ConvTranspose") &&
+          strstr(ait_last_error(), "out of range"));
+    ait_model_free(m3);
+  }
   /* GatherND's batch_dims, an attribute, far out of range */
   static const int64_t d222[3] = {2, 2, 2}, d21[2] = {2, 1};
   tb_model *tb = tb_new(13);

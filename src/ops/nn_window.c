@@ -1,6 +1,7 @@
 /* Sliding-window geometry of Conv, ConvTranspose and the pools: output
  * sizes and effective pads from strides, dilations, pads, auto_pad,
  * ceil_mode, output_shape and output_padding, as the ONNX spec defines them. */
+#include <stdint.h>
 #include <string.h>
 
 #include "ops/nn_impl.h"
@@ -82,7 +83,7 @@ static ait_status read_common(const ait_node *node, int nsp, const int64_t *in,
 
 ait_status nn_win_conv(const ait_node *node, int nsp, const int64_t *in, const int64_t *kernel,
                        bool ceil_mode, bool use_dilations, nn_win *w) {
-  pad_mode mode;
+  pad_mode mode = PAD_NOTSET;
   AIT_TRY(read_auto_pad(node, &mode));
   AIT_TRY(read_common(node, nsp, in, kernel, use_dilations, w));
   for (int i = 0; i < nsp; i++) {
@@ -137,7 +138,7 @@ ait_status nn_win_conv(const ait_node *node, int nsp, const int64_t *in, const i
 
 ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const int64_t *kernel,
                         nn_win *w) {
-  pad_mode mode;
+  pad_mode mode = PAD_NOTSET;
   AIT_TRY(read_auto_pad(node, &mode));
   AIT_TRY(read_common(node, nsp, in, kernel, true, w));
   AIT_TRY(read_ints(node, "output_padding", nsp, 0, 0, w->out_pad));
@@ -147,7 +148,15 @@ ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const 
     return ait_err(AIT_E_INVALID_ARG, "output_shape has %d values for %d spatial dims", nos, nsp);
   if (os) os += nos - nsp; /* a full N, C, ... shape: keep the spatial part */
   for (int i = 0; i < nsp; i++) {
-    int64_t dk = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, s = w->s[i], n = w->in[i];
+    /* as in nn_win_conv: the model's numbers, 128-bit arithmetic, results
+     * well inside 64 bits */
+    const __int128 lim = (__int128)1 << 62;
+    __int128 dk = w->k[i] < 0 ? -1 : (__int128)(w->k[i] - 1) * w->d[i] + 1;
+    __int128 s = w->s[i], n = w->in[i], op = w->out_pad[i], out;
+    if (dk > lim || op > lim || op < -lim || w->pb[i] > lim || w->pe[i] > lim || w->pb[i] < -lim ||
+        w->pe[i] < -lim)
+      return ait_err(AIT_E_INVALID_ARG, "ConvTranspose window in spatial dim %d is out of range",
+                     i);
     w->out[i] = -1;
     if (mode == PAD_VALID) w->pb[i] = w->pe[i] = 0;
     if (os || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
@@ -159,27 +168,41 @@ ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const 
         if (os) w->out[i] = os[i];
         continue;
       }
-      w->out[i] = os ? os[i] : n * s;
+      out = os ? os[i] : n * s;
+      if (out > lim)
+        return ait_err(AIT_E_INVALID_ARG,
+                       "ConvTranspose output size in spatial dim %d is out of "
+                       "range",
+                       i);
+      w->out[i] = (int64_t)out;
       if (dk < 0) continue;
-      int64_t total = s * (n - 1) + w->out_pad[i] + dk - w->out[i];
+      __int128 total = s * (n - 1) + op + dk - out;
       if (total < 0) total = 0; /* a larger output is zero-extended at the end */
-      w->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      w->pe[i] = total - w->pb[i];
+      if (total > lim)
+        return ait_err(AIT_E_INVALID_ARG,
+                       "ConvTranspose padding in spatial dim %d is out of "
+                       "range",
+                       i);
+      w->pb[i] = (int64_t)(mode == PAD_SAME_UPPER ? total / 2 : total - total / 2);
+      w->pe[i] = (int64_t)total - w->pb[i];
       continue;
     }
     if (n < 0 || dk < 0) continue;
-    w->out[i] = s * (n - 1) + w->out_pad[i] + dk - w->pb[i] - w->pe[i];
-    if (w->out[i] < 0)
-      return ait_err(AIT_E_SHAPE, "ConvTranspose output size %lld in spatial dim %d",
-                     (long long)w->out[i], i);
+    out = s * (n - 1) + op + dk - w->pb[i] - w->pe[i];
+    if (out < 0 || out > lim)
+      return ait_err(AIT_E_SHAPE, "ConvTranspose output size %s in spatial dim %d",
+                     out < 0 ? "negative" : "out of range", i);
+    w->out[i] = (int64_t)out;
   }
   return AIT_OK;
 }
 
+/* The product, INT64_MAX when it overflows (an allocation of it then fails
+ * instead of being sized by a wrapped number). */
 static int64_t prod(int n, const int64_t *v) {
   int64_t p = 1;
   for (int i = 0; i < n; i++)
-    p *= v[i];
+    if (__builtin_mul_overflow(p, v[i], &p)) return INT64_MAX;
   return p;
 }
 int64_t nn_win_out_numel(const nn_win *w) { return prod(w->nsp, w->out); }
