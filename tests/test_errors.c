@@ -280,6 +280,34 @@ static void test_overflowing_sizes(void) {
           strstr(ait_last_error(), "out of range"));
     ait_model_free(m3);
   }
+  /* an RNN whose hidden_size (2^63-1) makes the inferred output dims
+   * multiply past 64 bits: the FLOP estimate a session makes must not */
+  {
+    static const int64_t dx[3] = {2, 1, 3}, dw[3] = {1, 4, 3}, dr[3] = {1, 4, 4};
+    float w12[12] = {0}, r16[16] = {0};
+    tb_model *t4 = tb_new(14);
+    tb_input(t4, "x", AIT_FLOAT32, 3, dx);
+    tb_output(t4, "y", AIT_FLOAT32, 4, (const int64_t[]){2, 1, 1, 4});
+    tb_init_f32(t4, "W", 3, dw, w12);
+    tb_init_f32(t4, "R", 3, dr, r16);
+    int n4 = tb_node(t4, "RNN", "rnn", (const char *[]){"x", "W", "R", NULL},
+                     (const char *[]){"y", NULL});
+    tb_attr_int(t4, n4, "hidden_size", INT64_MAX);
+    ait_model *m4 = NULL;
+    ait_status st4 = load_built(t4, &m4);
+    for (int b = 0; st4 == AIT_OK && b < 2; b++) {
+      ait_session *s4 = NULL;
+      st4 = ait_session_create(m4, b ? "native" : "eager", &s4);
+      if (st4 == AIT_OK) {
+        float xv[6] = {0};
+        ait_tensor_view in4 = {AIT_FLOAT32, 3, {2, 1, 3}, xv};
+        CHECK(ait_session_run(s4, &in4, 1) != AIT_OK && strstr(ait_last_error(), "hidden_size"));
+        ait_session_free(s4);
+        st4 = AIT_OK;
+      }
+    }
+    ait_model_free(m4);
+  }
   /* GatherND's batch_dims, an attribute, far out of range */
   static const int64_t d222[3] = {2, 2, 2}, d21[2] = {2, 1};
   tb_model *tb = tb_new(13);

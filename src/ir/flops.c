@@ -6,10 +6,11 @@
 static int64_t dim_or_1(const ait_value *v, int k) {
   return k < v->rank && v->dims[k].v >= 0 ? v->dims[k].v : 1;
 }
-static int64_t numel_of(const ait_value *v) {
-  int64_t n = 1;
+/* In double: an estimate, and a model's dims may multiply past 64 bits */
+static double numel_of(const ait_value *v) {
+  double n = 1;
   for (int k = 0; k < v->rank; k++)
-    n *= dim_or_1(v, k);
+    n *= (double)dim_or_1(v, k);
   return v->rank < 0 ? 0 : n;
 }
 
@@ -28,14 +29,14 @@ double ait_node_flops(const ait_graph *g, const ait_node *n) {
     for (int i = 1; i < b->rank; i++)
       k *= (double)dim_or_1(b, i);
     /* ConvTranspose: every input element meets C_out/group x kernel weights */
-    if (!strcmp(op, "ConvTranspose")) return a ? 2.0 * (double)numel_of(a) * k : 0;
-    return 2.0 * (double)numel_of(out) * k;
+    if (!strcmp(op, "ConvTranspose")) return a ? 2.0 * numel_of(a) * k : 0;
+    return 2.0 * numel_of(out) * k;
   }
   if (!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) {
     if (!a || a->rank < 1) return 0;
     int64_t k = dim_or_1(a, a->rank - 1);
     if (!strcmp(op, "Gemm") && ait_attr_int(n, "transA", 0)) k = dim_or_1(a, 0);
-    return 2.0 * (double)numel_of(out) * (double)k;
+    return 2.0 * numel_of(out) * (double)k;
   }
-  return (double)numel_of(out); /* elementwise-ish: one op per output */
+  return numel_of(out); /* elementwise-ish: one op per output */
 }
