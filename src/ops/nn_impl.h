@@ -76,6 +76,16 @@ ait_status nn_win_convt(const ait_node *node, int nsp, const int64_t *in, const 
 /* Whether this pool node's opset has the dilations attribute. */
 bool nn_pool_has_dilations(const ait_node *node);
 /* Product of w->out / w->in / w->k over the spatial dims. */
+/* How many of a window's taps k = 0..K-1 (at start + k d, d >= 1) lie below
+ * lim, in closed form: K is the model's (2^40 taps over a 32-wide input
+ * must not take 2^40 steps). Inline, and dividing only when dilated: the
+ * pooling kernels call it per output. */
+static inline int64_t nn_win_taps_below(int64_t start, int64_t d, int64_t K, int64_t lim) {
+  __int128 gap = (__int128)lim - start;
+  if (gap <= 0) return 0;
+  __int128 n = d == 1 ? gap : (gap + d - 1) / d;
+  return n < K ? (int64_t)n : K;
+}
 int64_t nn_win_out_numel(const nn_win *w);
 int64_t nn_win_in_numel(const nn_win *w);
 int64_t nn_win_k_numel(const nn_win *w);

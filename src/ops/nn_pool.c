@@ -20,16 +20,6 @@ typedef struct pool_args {
   int64_t in_n, out_n;
 } pool_args;
 
-/* How many of the window's taps k = 0..K-1 (at start + k d, d >= 1) lie
- * below lim: in closed form, since K comes from the model (a kernel of 2^40
- * taps over a 32-wide input must not take 2^40 steps). */
-static int64_t taps_below(int64_t start, int64_t d, int64_t K, int64_t lim) {
-  __int128 gap = (__int128)lim - start;
-  if (gap <= 0) return 0;
-  __int128 n = (gap + d - 1) / d;
-  return n < K ? (int64_t)n : K;
-}
-
 /* One output value of plane x (and the flat in-plane index of the max). */
 static double pool_one(const pool_args *a, const double *x, const int64_t *o, int64_t *arg) {
   const nn_win *w = &a->w;
@@ -39,9 +29,10 @@ static double pool_one(const pool_args *a, const double *x, const int64_t *o, in
   for (int i = 0; i < nsp; i++) {
     start[i] = o[i] * w->s[i] - w->pb[i];
     int64_t K = w->k[i], d = w->d[i] > 0 ? w->d[i] : 1;
-    int64_t l = taps_below(start[i], d, K, 0), h = taps_below(start[i], d, K, w->in[i]);
-    int64_t pl = taps_below(start[i], d, K, -w->pb[i]);
-    int64_t ph = taps_below(start[i], d, K, w->in[i] + w->pe[i]);
+    int64_t l = nn_win_taps_below(start[i], d, K, 0),
+            h = nn_win_taps_below(start[i], d, K, w->in[i]);
+    int64_t pl = nn_win_taps_below(start[i], d, K, -w->pb[i]);
+    int64_t ph = nn_win_taps_below(start[i], d, K, w->in[i] + w->pe[i]);
     lo[i] = l, hi[i] = h > l ? h : l;
     padded *= ph > pl ? (double)(ph - pl) : 0.0;
   }

@@ -22,11 +22,6 @@ typedef struct rows_job {
 
 /* ---- MaxPool ----------------------------------------------------------- */
 
-/* The first tap k with start + k d >= 0 (d >= 1). */
-static inline int64_t first_tap(int64_t start, int64_t d) {
-  return start >= 0 ? 0 : (-start + d - 1) / d;
-}
-
 NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
   const rows_job *j = arg;
   const nn_win *w = &j->w;
@@ -34,18 +29,21 @@ NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
   FOR_ROWS(j, t, plane) {
     const float *x = j->x + plane * H * W;
     float *y = j->y + plane * OH * OW;
-    for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t oh = 0; oh < OH; oh++) {
+      /* only the taps inside the input: the kernel size is the model's */
+      int64_t h0 = oh * w->s[0] - w->pb[0];
+      int64_t i0 = nn_win_taps_below(h0, w->d[0], w->k[0], 0);
+      int64_t i1 = nn_win_taps_below(h0, w->d[0], w->k[0], H);
       for (int64_t ow = 0; ow < OW; ow++) {
         float m = -INFINITY;
         bool any = false;
-        /* only the taps inside the input: the kernel size is the model's */
-        int64_t h0 = oh * w->s[0] - w->pb[0], w0 = ow * w->s[1] - w->pb[1];
-        for (int64_t ki = first_tap(h0, w->d[0]); ki < w->k[0]; ki++) {
+        int64_t w0 = ow * w->s[1] - w->pb[1];
+        int64_t j0 = nn_win_taps_below(w0, w->d[1], w->k[1], 0);
+        int64_t j1 = nn_win_taps_below(w0, w->d[1], w->k[1], W);
+        for (int64_t ki = i0; ki < i1; ki++) {
           int64_t ih = h0 + ki * w->d[0];
-          if (ih >= H) break;
-          for (int64_t kj = first_tap(w0, w->d[1]); kj < w->k[1]; kj++) {
+          for (int64_t kj = j0; kj < j1; kj++) {
             int64_t iw = w0 + kj * w->d[1];
-            if (iw >= W) break;
             float v = x[ih * W + iw];
             if (!any || v > m) m = v;
             any = true;
@@ -53,6 +51,7 @@ NAT_CLONES static void maxpool_task(void *arg, int64_t t, int tid) {
         }
         y[oh * OW + ow] = m;
       }
+    }
   }
 }
 
