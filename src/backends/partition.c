@@ -429,7 +429,9 @@ ait_status ait_runner_load(const ait_backend_config *cfg, const ait_graph *g, co
     if (!ok || m == 0)
       st = ait_err(AIT_E_PARSE, "%s/partition.json: segment %d is corrupted", dir, k);
     else if (!(st = ait_backend_config_parse(b->valuestring, &scfg)) &&
-             !(st = add_segment(s, &scfg, scfg.iface == cfg->iface, nodes, m))) {
+             /* primary only matters to the build's re-check; a loaded
+              * partition is not re-checked */
+             !(st = add_segment(s, &scfg, false, nodes, m))) {
       char name[32];
       snprintf(name, sizeof name, "seg_%d", k);
       char *sdir = ait_path_join(dir, name);
