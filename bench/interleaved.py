@@ -55,9 +55,9 @@ def load_inputs(d):
 
 
 class Aitune:
-    def __init__(self, lib, model, backend, inputs):
+    def __init__(self, lib, model, backend, inputs, label=""):
         self.lib = lib
-        self.name = f"aitune {backend}"
+        self.name = f"aitune {label}{backend}"
         self.model = ctypes.c_void_p()
         self.sess = ctypes.c_void_p()
         if lib.ait_model_load(model.encode(), ctypes.byref(self.model)):
@@ -100,6 +100,17 @@ class Ort:
         pass
 
 
+def open_lib(path):
+    lib = ctypes.CDLL(os.path.abspath(path))
+    lib.ait_last_error.restype = ctypes.c_char_p
+    lib.ait_session_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(View), ctypes.c_size_t]
+    lib.ait_session_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.ait_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.ait_session_free.argtypes = [ctypes.c_void_p]
+    lib.ait_model_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -115,17 +126,21 @@ def main():
                          "1 measures each run after the others ran (cold thread pools), more measures "
                          "steady back-to-back runs")
     ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libaitune.so"))
+    ap.add_argument("--alt-lib", action="append", default=[], metavar="NAME=PATH",
+                    help="another build of libaitune.so, loaded beside --lib (RTLD_LOCAL: each "
+                         "resolves its own symbols); --backend NAME@B runs B on it (A/B of two builds "
+                         "in one process)")
     ap.add_argument("--json")
     a = ap.parse_args()
-    lib = ctypes.CDLL(os.path.abspath(a.lib))
-    lib.ait_last_error.restype = ctypes.c_char_p
-    lib.ait_session_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(View), ctypes.c_size_t]
-    lib.ait_session_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.ait_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.ait_session_free.argtypes = [ctypes.c_void_p]
-    lib.ait_model_free.argtypes = [ctypes.c_void_p]
+    libs = {"": open_lib(a.lib)}
+    for spec in a.alt_lib:
+        name, path = spec.split("=", 1)
+        libs[name] = open_lib(path)
     inputs = load_inputs(a.inputs)
-    engines = [Aitune(lib, a.model, b, inputs) for b in a.backend]
+    engines = []
+    for b in a.backend:
+        name, b = b.split("@", 1) if "@" in b else ("", b)
+        engines.append(Aitune(libs[name], a.model, b, inputs, f"{name}@" if name else ""))
     for o in a.ort:
         label, path = o.split("=", 1) if "=" in o else (f"ort {os.path.basename(o)}", o)
         engines.append(Ort(path, inputs, label))

@@ -260,8 +260,14 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
  * from). *fresh: new memory the caller must fill (a copy made for another
  * key was dropped). The state frees it when its plans are released. NULL
  * when out of memory. */
-enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_KINDS };
+enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_KINDS };
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
+/* Input `input` of the running node, B [K, N], packed in slot `slot` for
+ * the pointwise tiles (native_nhwc512.c): column blocks of bw, each K x bw
+ * contiguous (nat_nhwc.wpk). NULL when B is not a constant or memory runs
+ * short. */
+const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int64_t K, int64_t N,
+                            int64_t bw);
 /* Whether input k of the running node is an initializer (its bytes never
  * change between runs). */
 bool nat_input_is_const(nat_run *r, int k);

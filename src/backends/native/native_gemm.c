@@ -270,7 +270,7 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
  * pointwise-convolution tiles (native_nhwc512.c). For the products of
  * transformers at small batches (128-row activations against 256..3072-wide
  * weights) OpenBLAS repacks A and B in every block of every call; here a
- * constant B is packed once (tile_packed), any other B is read as stored.
+ * constant B is packed once (nat_pack_tiles), any other B is read as stored.
  * Relu and Clip become the tile's clamp; other activations run on each
  * block while it is in cache. */
 typedef struct tile_job {
@@ -293,13 +293,15 @@ static void tile_task(void *arg, int64_t t, int tid) {
 /* B [K, N] packed for the tiles: column blocks of bw (zero-padded), each
  * K x bw contiguous, so a tile reads its weights as one stream instead of
  * one row per page (a 1024-wide B: every step of K in another page). B is
- * input 1 of the running MatMul; NULL when it is not a constant or memory
- * runs short. */
-static const float *tile_packed(nat_run *r, const float *B, int64_t K, int64_t N, int64_t bw) {
-  if (!nat_input_is_const(r, 1)) return NULL;
+ * input `input` of the running node, kept in its pack slot `slot`; NULL
+ * when it is not a constant or memory runs short (B is then read as
+ * stored). */
+const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int64_t K, int64_t N,
+                            int64_t bw) {
+  if (!nat_input_is_const(r, input)) return NULL;
   int64_t nb = (N + bw - 1) / bw, key[4] = {K, N, bw, (int64_t)(intptr_t)B};
   bool fresh;
-  float *p = nat_node_pack(r, NAT_DATA_TILES, key, (size_t)(nb * bw * K) * sizeof(float), &fresh);
+  float *p = nat_node_pack(r, slot, key, (size_t)(nb * bw * K) * sizeof(float), &fresh);
   for (int64_t b = 0; p && fresh && b < nb; b++) {
     int64_t m0 = b * bw, mc = N - m0 < bw ? N - m0 : bw;
     float *dst = p + b * bw * K;
@@ -332,7 +334,7 @@ static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *
     c->lo = e->act.p[0], c->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
   }
   nat_nhwc_pw_tile(P, N, &c->pw_mr, &c->pw_nv);
-  c->wpk = tile_packed(r, B, K, N, 16 * c->pw_nv); /* NULL: B read as stored */
+  c->wpk = nat_pack_tiles(r, NAT_DATA_TILES, 1, B, K, N, 16 * c->pw_nv);
   /* tasks: column blocks of whole register tiles, then rows, about 2 per thread */
   int threads = nat_run_threads(r), want = threads > 1 ? threads * 2 : 1;
   int64_t bw = 16 * c->pw_nv, nb = (N + bw - 1) / bw;
