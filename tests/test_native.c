@@ -768,12 +768,17 @@ static void test_nhwc(void) {
       {16, 200, 72, 2, 18, 18, false}, /* several 64-wide column blocks */
       {8, 24, 8, 1, 40, 36, true},     /* blocks of 16+ rows run in bands */
       {24, 40, 20, 2, 70, 66, false},  /* bands, stride 2 */
+      {32, 0, 16, 1, 40, 36, false},   /* no expand, bands: the stem joins the block */
+      {8, 0, 8, 1, 31, 29, false},     /* ... odd sizes (the stem's padded edges) */
+      {32, 0, 24, 2, 24, 24, false},   /* ... channel slices (a 6x6 output) */
   };
-  /* separate convs, then the block fused (whatever its size) */
-  for (int fuse = 0; fuse < 2; fuse++)
+  /* separate convs, then the block fused (whatever its size), then with
+   * the stem joining a block that has no expand conv */
+  for (int fuse = 0; fuse < 3; fuse++)
     for (int portable = 0; portable < 2; portable++) {
       nat_nhwc_set_portable(portable);
       nat_layout_set_block_bytes(fuse ? 0 : INT64_MAX);
+      nat_layout_set_fuse_stems(fuse == 2);
       for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         const ir_shape *s = &shapes[k];
         ait_graph *g = ir_model(s);
@@ -788,12 +793,14 @@ static void test_nhwc(void) {
         }
         /* every conv moved; one reorder, at the output (the stem reads NCHW) */
         int convs = s->E ? 5 : 4;
-        CHECK(st.relayout == convs && st.blocks == fuse);
-        CHECK(count_op(rw, "FusedConvNhwc") == (fuse ? 2 : convs));
-        CHECK(count_op(rw, "FusedInvertedResidual") == fuse);
+        bool stem_in = fuse == 2 && !s->E; /* the stem is the block's first stage */
+        CHECK(st.relayout == convs && st.blocks == (fuse > 0));
+        CHECK(count_op(rw, "FusedConvNhwc") == (!fuse ? convs : stem_in ? 1 : 2));
+        CHECK(count_op(rw, "FusedInvertedResidual") == (fuse > 0));
         CHECK(count_op(rw, "Transpose") == 1 && count_op(rw, "Add") == 0);
-        const ait_node *stem = find_node(rw, "stem");
-        CHECK(stem && !strcmp(ait_attr_str(stem, "x_layout", ""), "NCHW"));
+        const ait_node *stem = find_node(rw, stem_in ? "project" : "stem");
+        CHECK(stem &&
+              !strcmp(ait_attr_str(stem, stem_in ? "stem_x_layout" : "x_layout", ""), "NCHW"));
         for (int64_t batch = 1; batch <= 3; batch += 2) {
           const int64_t d[4] = {batch, 3, s->H, s->W};
           ait_tensor *x = rand_tensor(4, d);
@@ -804,7 +811,8 @@ static void test_nhwc(void) {
         ait_graph_free(g);
       }
     }
-  nat_layout_set_block_bytes(0); /* the default */
+  nat_layout_set_block_bytes(0); /* the defaults */
+  nat_layout_set_fuse_stems(true);
   nat_nhwc_set_portable(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);

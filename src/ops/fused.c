@@ -85,13 +85,31 @@ static ait_status inv_res_shape(ait_graph *g, const ait_node *n) {
     ait_set_out(g, n, 0, x->dtype, -1, NULL);
     return AIT_OK;
   }
-  int cnt = 0;
+  int cnt = 0, scnt = 0, pcnt = 0;
   const int64_t *st = ait_attr_ints(n, "strides", &cnt);
   ait_dim o[4];
   memset(o, 0, sizeof o);
   o[0] = x->dims[0];
+  /* a stem stage first (stem_* attributes): the block's input is its
+   * output, from X in its layout and the stem's window (W is HWIO) */
+  int64_t sp[2] = {x->dims[1].v, x->dims[2].v};
+  const ait_value *we = ait_node_in(g, n, 1);
+  const char *lay = ait_attr_str(n, "stem_x_layout", NULL);
+  if (lay) {
+    const int64_t *ss = ait_attr_ints(n, "stem_strides", &scnt);
+    const int64_t *pd = ait_attr_ints(n, "stem_pads", &pcnt);
+    bool nchw = !strcmp(lay, "NCHW");
+    for (int i = 0; i < 2; i++) {
+      int64_t in = x->dims[(nchw ? 2 : 1) + i].v, k = we && we->rank == 4 ? we->dims[i].v : -1;
+      sp[i] = -1;
+      if (ss && scnt == 2 && pd && pcnt == 4 && in >= 0 && k >= 1 && ss[i] >= 1 && pd[i] >= 0 &&
+          pd[2 + i] >= 0 && pd[i] <= k && pd[2 + i] <= k && in <= INT32_MAX &&
+          in + pd[i] + pd[2 + i] >= k)
+        sp[i] = (in + pd[i] + pd[2 + i] - k) / ss[i] + 1;
+    }
+  }
   for (int i = 0; i < 2; i++) {
-    int64_t s = st && cnt == 2 ? st[i] : 1, in = x->dims[1 + i].v;
+    int64_t s = st && cnt == 2 ? st[i] : 1, in = sp[i];
     o[1 + i].v = in >= 0 && s > 0 ? (in - 1) / s + 1 : -1;
   }
   o[3] = wp->dims[3];

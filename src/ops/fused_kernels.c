@@ -224,14 +224,16 @@ ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
 
 /* One stage of a FusedInvertedResidual as a FusedConvNhwc: the block's
  * <prefix>activation(_params), and for the depthwise stage its group, pads
- * of 1 and the block's strides. */
+ * of 1 and the block's strides; for a stem stage (stem) the stem_strides,
+ * stem_pads and stem_x_layout the layout pass wrote. */
 static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char *prefix,
-                                int64_t group, const ait_tensor *const *in4, ait_tensor **y) {
+                                int64_t group, bool stem, const ait_tensor *const *in4,
+                                ait_tensor **y) {
   static int64_t pads[4] = {1, 1, 1, 1};
   char key[64], keyp[64];
   snprintf(key, sizeof key, "%sactivation", prefix);
   snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
-  ait_attr a[5];
+  ait_attr a[6];
   memset(a, 0, sizeof a);
   int na = 0, cnt = 0, scnt = 0;
   const char *act = ait_attr_str(node, key, NULL);
@@ -241,6 +243,20 @@ static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char 
   if (params)
     a[na].name = (char *)"activation_params", a[na].type = AIT_ATTR_FLOATS, a[na].n = cnt,
     a[na++].floats = (float *)params;
+  if (stem) {
+    int pcnt = 0;
+    const int64_t *st = ait_attr_ints(node, "stem_strides", &scnt);
+    const int64_t *pd = ait_attr_ints(node, "stem_pads", &pcnt);
+    if (!st || scnt != 2 || !pd || pcnt != 4)
+      return ait_err(AIT_E_INVALID_ARG, "FusedInvertedResidual: a stem needs stem_strides (2) and "
+                                        "stem_pads (4)");
+    a[na].name = (char *)"strides", a[na].type = AIT_ATTR_INTS, a[na].n = 2,
+    a[na++].ints = (int64_t *)st;
+    a[na].name = (char *)"pads", a[na].type = AIT_ATTR_INTS, a[na].n = 4,
+    a[na++].ints = (int64_t *)pd;
+    a[na].name = (char *)"x_layout", a[na].type = AIT_ATTR_STRING,
+    a[na++].s = (char *)ait_attr_str(node, "stem_x_layout", "NHWC");
+  }
   if (group > 1) {
     a[na].name = (char *)"group", a[na].type = AIT_ATTR_INT, a[na++].i = group;
     a[na].name = (char *)"pads", a[na].type = AIT_ATTR_INTS, a[na].n = 4, a[na++].ints = pads;
@@ -268,15 +284,16 @@ ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
   ait_status st = AIT_OK;
   if (in[1]) {
     const ait_tensor *ein[4] = {in[0], in[1], in[2], NULL};
-    st = inv_res_stage(ctx, node, "expand_", 1, ein, &e);
+    bool stem = ait_attr_str(node, "stem_x_layout", NULL) != NULL;
+    st = inv_res_stage(ctx, node, "expand_", 1, stem, ein, &e);
   }
   if (st == AIT_OK) {
     const ait_tensor *din[4] = {e ? e : in[0], in[3], in[4], NULL};
-    st = inv_res_stage(ctx, node, "dw_", in[3]->dims[3], din, &d);
+    st = inv_res_stage(ctx, node, "dw_", in[3]->dims[3], false, din, &d);
   }
   if (st == AIT_OK) {
     const ait_tensor *pin[4] = {d, in[5], n_in > 6 ? in[6] : NULL, n_in > 7 ? in[7] : NULL};
-    st = inv_res_stage(ctx, node, "", 1, pin, &out[0]);
+    st = inv_res_stage(ctx, node, "", 1, false, pin, &out[0]);
   }
   ait_tensor_free(e);
   ait_tensor_free(d);

@@ -109,6 +109,9 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s);
  * the layout pass fuses it into FusedInvertedResidual (default 0: every
  * block); for tests. */
 void nat_layout_set_block_bytes(int64_t bytes);
+/* Whether a block's stem conv (dw right after it) joins the block (default
+ * on); for tests. */
+void nat_layout_set_fuse_stems(bool on);
 
 /* ---- thread pool (native_pool.c) --------------------------------------- */
 
@@ -374,6 +377,7 @@ typedef struct nat_nhwc {
   const float *x, *w, *b, *z; /* b, z may be NULL */
   const float *wpk;           /* pointwise only, may be NULL: w packed in blocks of K x 16 pw_nv */
   float *y;
+  int64_t y_r0; /* stem and window rows: output row r is at y + (r - y_r0) OW M (a ring row) */
   float lo, hi;
 } nat_nhwc;
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():

@@ -221,6 +221,9 @@ static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const b
  * rows, small ones in channel slices, native_nhwc.c). */
 static int64_t block_min_bytes = 0;
 void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
+/* Whether a stem conv joins the block it feeds (tests turn it off). */
+static bool fuse_stems = true;
+void nat_layout_set_fuse_stems(bool on) { fuse_stems = on; }
 
 /* The converted node writing value v when one node alone reads v, else -1. */
 static int sole_writer(const int *writer, const int *reads, int v) {
@@ -239,10 +242,36 @@ static ait_status copy_act(ait_node *to, const ait_node *from, const char *prefi
   return AIT_OK;
 }
 
+/* The stem_* attributes of a block whose first stage is stem node e (a
+ * FusedConvNhwc window conv): its strides, pads and input layout. False
+ * when its window is not one the block runs (padding wider than the
+ * kernel). */
+static bool stem_geometry(const ait_graph *g, const ait_node *e, int64_t st[2], int64_t pd[4]) {
+  const ait_tensor *w = g->values[e->in[1]].init; /* HWIO */
+  const ait_value *x = &g->values[e->in[0]];
+  bool nchw = !strcmp(ait_attr_str(e, "x_layout", "NHWC"), "NCHW");
+  int64_t sp[2] = {x->dims[nchw ? 2 : 1].v, x->dims[nchw ? 3 : 2].v},
+          k[2] = {w->dims[0], w->dims[1]};
+  nn_win win;
+  if (x->rank != 4 || nn_win_conv(e, 2, sp, k, false, true, &win) != AIT_OK) {
+    ait_err_clear();
+    return false;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (win.pb[i] > k[i] || win.pe[i] > k[i]) return false;
+    st[i] = win.s[i], pd[i] = win.pb[i], pd[2 + i] = win.pe[i];
+  }
+  return true;
+}
+
 /* Project node q (pointwise, NHWC) reading a depthwise node d (no residual)
  * that reads an expand node e (pointwise, no residual; optional): q
- * becomes FusedInvertedResidual(X, We, Be, Wd, Bd, Wp, Bp, Z), d and e die. */
-static ait_status make_block(ait_graph *g, int q, int d, int e, bool *dead) {
+ * becomes FusedInvertedResidual(X, We, Be, Wd, Bd, Wp, Bp, Z), d and e die.
+ * With stem, e is a stem conv instead (a small window, perhaps reading
+ * NCHW): it becomes the block's first stage (stem_* attributes), so its
+ * output, the largest activation of a MobileNet, is made a few rows at a
+ * time in the block's ring and never written out. */
+static ait_status make_block(ait_graph *g, int q, int d, int e, bool stem, bool *dead) {
   const ait_node *D = &g->nodes[d], *P = e >= 0 ? &g->nodes[e] : NULL;
   int cnt = 0;
   const int64_t *st = ait_attr_ints(D, "strides", &cnt);
@@ -272,6 +301,14 @@ static ait_status make_block(ait_graph *g, int q, int d, int e, bool *dead) {
   AIT_TRY(nat_attr_set_ints(Q, "strides", strides, 2));
   AIT_TRY(copy_act(Q, D, "dw_"));
   if (P) AIT_TRY(copy_act(Q, P, "expand_"));
+  if (stem) {
+    int64_t sst[2], spd[4];
+    if (!stem_geometry(g, P, sst, spd))
+      return ait_err(AIT_E_INTERNAL, "layout: stem window changed");
+    AIT_TRY(nat_attr_set_ints(Q, "stem_strides", sst, 2));
+    AIT_TRY(nat_attr_set_ints(Q, "stem_pads", spd, 4));
+    AIT_TRY(nat_attr_set_str(Q, "stem_x_layout", ait_attr_str(P, "x_layout", "NHWC")));
+  }
   dead[d] = true;
   if (e >= 0) dead[e] = true;
   return AIT_OK;
@@ -293,12 +330,20 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
     int d = sole_writer(writer, reads, Q->in[0]);
     if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
     int e = sole_writer(writer, reads, g->nodes[d].in[0]);
-    if (e >= 0 && (kind[e] != L_PW || (g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0))) e = -1;
+    bool stem = false;
+    if (e >= 0 && g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0) e = -1; /* a residual */
+    if (e >= 0 && kind[e] == L_STEM) {
+      int64_t sst[2], spd[4];
+      stem = fuse_stems && stem_geometry(g, &g->nodes[e], sst, spd);
+      if (!stem) e = -1;
+    } else if (e >= 0 && kind[e] != L_PW) {
+      e = -1;
+    }
     const ait_value *dx = &g->values[g->nodes[d].in[0]];
     int64_t bytes = 4 * dx->dims[1].v * dx->dims[2].v * dx->dims[3].v;
     if (dx->rank != 4 || dx->dims[1].v < 0 || dx->dims[2].v < 0 || bytes < block_min_bytes)
       continue;
-    st = make_block(g, q, d, e, dead);
+    st = make_block(g, q, d, e, stem, dead);
     s->blocks++;
   }
   free(reads);

@@ -62,7 +62,7 @@ NAT_CLONES static void window_rows(const nat_nhwc *c, bool dw, int64_t r0, int64
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, oh = r % c->OH;
     for (int64_t ow = 0; ow < c->OW; ow++) {
-      float *y = c->y + (r * c->OW + ow) * M;
+      float *y = c->y + ((r - c->y_r0) * c->OW + ow) * M;
       for (int64_t m = 0; m < M; m++)
         y[m] = c->b ? c->b[m] : 0.0f;
       for (int64_t ki = 0; ki < c->kh; ki++) {
@@ -83,7 +83,7 @@ NAT_CLONES static void window_rows(const nat_nhwc *c, bool dw, int64_t r0, int64
           }
         }
       }
-      const float *z = c->z ? c->z + (r * c->OW + ow) * M : NULL;
+      const float *z = c->z ? c->z + ((r - c->y_r0) * c->OW + ow) * M : NULL;
       for (int64_t m = 0; m < M; m++)
         y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
     }
@@ -281,6 +281,7 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
 typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e, v512;
+  bool stem; /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
@@ -291,6 +292,17 @@ static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
     nat_nhwc512_pw(c, 0, P, 0, c->M);
   else
     pw_rows(c, 0, P, 0, c->M);
+}
+
+/* Expanded row ih of image n into y: one output row of the stem stage. */
+static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
+  nat_nhwc e = j->e;
+  int64_t r = n * e.OH + ih;
+  e.y = y, e.y_r0 = r;
+  if (j->v512)
+    nat_nhwc512_stem(&e, r, r + 1);
+  else
+    window_rows(&e, false, r, r + 1);
 }
 
 static void ir_task(void *arg, int64_t t, int tid) {
@@ -306,11 +318,15 @@ static void ir_task(void *arg, int64_t t, int tid) {
     const float *rows[3];
     for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
       if (ih < 0) continue;
+      have = ih;
+      if (j->stem) {
+        ir_stem_row(j, n, ih, ring + (ih % 3) * row);
+        continue;
+      }
       nat_nhwc e = j->e;
       e.x = j->x + (n * H + ih) * W * j->e.C;
       e.y = ring + (ih % 3) * row;
       ir_pw(j, &e, W);
-      have = ih;
     }
     for (int ki = 0; ki < 3; ki++) {
       int64_t ih = lo + ki;
@@ -366,7 +382,9 @@ static void irc_task(void *arg, int64_t t, int tid) {
   int64_t e0 = q * c->blocks / c->n_slices * c->bw, e1 = (q + 1) * c->blocks / c->n_slices * c->bw;
   if (e1 > E) e1 = E;
   const float *src = j->x + n * HW * E;
-  if (j->has_e) {
+  if (j->stem) {
+    src = c->ebuf + n * HW * E; /* made before, by stem_task */
+  } else if (j->has_e) {
     nat_nhwc e = j->e;
     e.x = j->x + n * HW * e.C;
     e.y = c->ebuf + n * HW * E;
@@ -395,6 +413,15 @@ static void irc_task(void *arg, int64_t t, int tid) {
  * slices, 7x7 ones slower). */
 #define IR_BAND_MIN_ROWS 12
 
+/* The stem stage of a small image, before the slices: rows of every image. */
+static void stem_task(void *arg, int64_t t, int tid) {
+  const irc_job *c = arg;
+  const nat_nhwc *e = &c->j->e;
+  int64_t rows = e->N * e->OH, r0 = t * rows / c->n_slices, r1 = (t + 1) * rows / c->n_slices;
+  for (int64_t r = r0; r < r1; r++)
+    ir_stem_row(c->j, r / e->OH, r % e->OH, c->ebuf + r * e->OW * e->M);
+}
+
 static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   const nat_nhwc *d = &j->d;
   int64_t E = d->C, HW = d->H * d->W, OHW = d->OH * d->OW, threads = nat_run_threads(r);
@@ -403,10 +430,15 @@ static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   if (!buf) return AIT_E_NOMEM;
   c.ebuf = buf;
   c.dbuf = buf + (j->has_e ? N * HW * E : 0);
-  c.bw = j->has_e ? 16 * j->e.pw_nv : 16;
+  c.bw = j->has_e && !j->stem ? 16 * j->e.pw_nv : 16;
   c.blocks = (E + c.bw - 1) / c.bw;
   int64_t want = 4 * threads / N > 1 ? 4 * threads / N : 1;
   c.n_slices = c.blocks < want ? c.blocks : want;
+  if (j->stem) {
+    irc_job sc = c;
+    sc.n_slices = N * j->e.OH < 2 * threads ? N * j->e.OH : 2 * threads;
+    nat_pool_run(nat_run_pool(r), sc.n_slices, stem_task, &sc);
+  }
   nat_pool_run(nat_run_pool(r), N * c.n_slices, irc_task, &c);
   nat_nhwc p = j->p;
   p.x = c.dbuf;
@@ -430,6 +462,43 @@ static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tens
   return ir_act(n, prefix, &c->lo, &c->hi);
 }
 
+/* The stem stage (the layout pass's stem_* attributes): a group-1 window
+ * conv from X (NCHW or NHWC) with weights [kh, kw, C, M], bias and the
+ * expand_ activation; its output [N, OH, OW, M] is the block's input. */
+static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ait_tensor *Wt,
+                                const ait_tensor *B, nat_nhwc *c) {
+  int ns = 0, np = 0;
+  const int64_t *st = ait_attr_ints(n, "stem_strides", &ns),
+                *pd = ait_attr_ints(n, "stem_pads", &np);
+  if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || !st || ns != 2 || !pd || np != 4)
+    return AIT_E_UNSUPPORTED;
+  bool nchw = !strcmp(ait_attr_str(n, "stem_x_layout", "NHWC"), "NCHW");
+  c->N = X->dims[0];
+  c->C = nchw ? X->dims[1] : X->dims[3];
+  c->H = nchw ? X->dims[2] : X->dims[1];
+  c->W = nchw ? X->dims[3] : X->dims[2];
+  c->xs_c = nchw ? c->H * c->W : 1;
+  c->xs_w = nchw ? 1 : c->C;
+  c->xs_h = nchw ? c->W : c->W * c->C;
+  c->xs_n = c->H * c->W * c->C;
+  c->kh = Wt->dims[0], c->kw = Wt->dims[1], c->M = Wt->dims[3];
+  c->sh = st[0], c->sw = st[1], c->pt = pd[0], c->pl = pd[1];
+  /* what the layout pass wrote (a small window, nn_win_conv's geometry),
+   * checked again: a graph may come from a saved file */
+  if (Wt->dims[2] != c->C || c->kh < 1 || c->kw < 1 || c->kh * c->kw * c->C > 64 || c->sh < 1 ||
+      c->sw < 1 || c->pt < 0 || c->pl < 0 || pd[2] < 0 || pd[3] < 0 || c->pt > c->kh ||
+      c->pl > c->kw || pd[2] > c->kh || pd[3] > c->kw || c->H > INT32_MAX || c->W > INT32_MAX)
+    return AIT_E_UNSUPPORTED;
+  int64_t eh = c->H + c->pt + pd[2] - c->kh, ew = c->W + c->pl + pd[3] - c->kw;
+  if (eh < 0 || ew < 0) return AIT_E_UNSUPPORTED;
+  c->OH = eh / c->sh + 1, c->OW = ew / c->sw + 1;
+  if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != c->M)) return AIT_E_UNSUPPORTED;
+  c->x = X->data;
+  c->w = Wt->data;
+  c->b = B ? B->data : NULL;
+  return ir_act(n, "expand_", &c->lo, &c->hi);
+}
+
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   const ait_tensor *X = in[0], *Z = n_in > 7 ? in[7] : NULL;
   if (n_in < 6 || !X || X->dtype != AIT_FLOAT32 || X->rank != 4 || !in[3] || in[3]->rank != 4)
@@ -437,9 +506,14 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   ir_job j;
   memset(&j, 0, sizeof j);
   j.has_e = in[1] != NULL;
+  j.stem = j.has_e && ait_attr_str(n, "stem_x_layout", NULL) != NULL;
   int64_t N = X->dims[0], H = X->dims[1], W = X->dims[2], C = X->dims[3];
-  if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C))
+  if (j.stem) {
+    if (ir_stem_stage(n, X, in[1], in[2], &j.e)) return AIT_E_UNSUPPORTED;
+    H = j.e.OH, W = j.e.OW, C = j.e.M;
+  } else if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C)) {
     return AIT_E_UNSUPPORTED;
+  }
   int64_t E = j.has_e ? j.e.M : C;
   if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
   /* the depthwise stage: weights [3, 3, 1, E], its activation under dw_ */
@@ -470,8 +544,10 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.x = X->data;
   if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
   j.v512 = !force_portable && nat_nhwc512_available();
-  if (j.has_e) nat_nhwc_pw_tile(j.d.OH < IR_BAND_MIN_ROWS ? H * W : W, E, &j.e.pw_mr, &j.e.pw_nv);
-  if (j.has_e) pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.v512);
+  if (j.has_e && !j.stem) {
+    nat_nhwc_pw_tile(j.d.OH < IR_BAND_MIN_ROWS ? H * W : W, E, &j.e.pw_mr, &j.e.pw_nv);
+    pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.v512);
+  }
   if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N); /* packs p for its tile */
   nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
   pack_pw(r, &j.p, NAT_DATA_TILES_B, 5, j.v512);

@@ -413,7 +413,7 @@ INL T512 void stem_tile(const int np, const int nv, const nat_nhwc *c, int64_t n
   }
 #pragma GCC unroll 12
   for (int i = 0; i < np; i++) {
-    int64_t p = (n * c->OH + oh) * c->OW + ow + i;
+    int64_t p = (n * c->OH + oh - c->y_r0) * c->OW + ow + i;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
       if (j >= nv) break;
@@ -428,7 +428,7 @@ INL T512 void stem_tile(const int np, const int nv, const nat_nhwc *c, int64_t n
 /* One output pixel with bounds checks on every tap. */
 static T512 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, __m512 lo,
                             __m512 hi) {
-  int64_t M = c->M, p = (n * c->OH + oh) * c->OW + ow;
+  int64_t M = c->M, p = (n * c->OH + oh - c->y_r0) * c->OW + ow;
   for (int64_t m0 = 0; m0 < M; m0 += 16) {
     __mmask16 mk = nat_tail16(M - m0);
     __m512 acc = c->b ? _mm512_maskz_loadu_ps(mk, c->b + m0) : _mm512_setzero_ps();
