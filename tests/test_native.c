@@ -775,8 +775,13 @@ static void test_nhwc(void) {
   /* separate convs, then the block fused (whatever its size), then with
    * the stem joining a block that has no expand conv */
   for (int fuse = 0; fuse < 3; fuse++)
-    for (int portable = 0; portable < 2; portable++) {
+    for (int mode = 0; mode < 3; mode++) {
+      /* AVX-512, portable, and bands last first (each takes the rows its
+       * neighbour shares, on one thread; in order only on several) */
+      int portable = mode == 1;
+      if (mode == 2 && !fuse) continue;
       nat_nhwc_set_portable(portable);
+      nat_nhwc_set_bands_reversed(mode == 2);
       nat_layout_set_block_bytes(fuse ? 0 : INT64_MAX);
       nat_layout_set_fuse_stems(fuse == 2);
       for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -814,6 +819,7 @@ static void test_nhwc(void) {
   nat_layout_set_block_bytes(0); /* the defaults */
   nat_layout_set_fuse_stems(true);
   nat_nhwc_set_portable(false);
+  nat_nhwc_set_bands_reversed(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);
   ait_backend_config cfg;

@@ -387,6 +387,9 @@ bool nat_nhwc512_available(void);
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
 /* Tests: run FusedConvNhwc on the portable loops even where AVX-512 is. */
 void nat_nhwc_set_portable(bool on);
+/* Tests: run an image's bands of rows last first (on one thread, every
+ * band then finds its neighbour's boundary rows made). */
+void nat_nhwc_set_bands_reversed(bool on);
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* One output row of a depthwise 3x3, channels [c0, c1) of C: rows[] are

@@ -12,6 +12,7 @@
  * each on AVX-512 (native_nhwc512.c) when the CPU has it, else on the
  * portable loops below. Other convs go to the reference kernel. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,8 +34,9 @@ static NAT_INLINE float clampf(float v, float lo, float hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-static bool force_portable;
+static bool force_portable, bands_reversed;
 void nat_nhwc_set_portable(bool on) { force_portable = on; }
+void nat_nhwc_set_bands_reversed(bool on) { bands_reversed = on; }
 
 /* ---- portable kernels ------------------------------------------------- */
 
@@ -277,7 +279,14 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
 /* Per task: one image's band of output rows. The expanded input rows live
  * in a ring of three rows (each computed once per band), the depthwise
  * output in one row; both are the thread's, so the block's wide
- * intermediates never leave the core's cache. */
+ * intermediates never leave the core's cache.
+ *
+ * Neighbouring bands need the same one or two expanded rows (3 - stride)
+ * at their boundary. The band below makes them first, in shared rows, and
+ * publishes them; the band above, which needs them only at its end, takes
+ * them if published by then and else makes them itself (never waits: a
+ * descheduled neighbour must not stall it). With two bands of a 14x14
+ * block that saves 2 of 16 expanded rows (~7% of the block's work). */
 typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e, v512;
@@ -285,6 +294,8 @@ typedef struct ir_job {
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
+  float *shared;     /* per image and band boundary: 2 expanded rows */
+  atomic_int *ready; /* per image and band: its boundary rows are in shared */
 } ir_job;
 
 static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
@@ -305,34 +316,63 @@ static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
     window_rows(&e, false, r, r + 1);
 }
 
+/* Expanded rows [*r0, *r1] shared at the boundary of band k (> 0) of image
+ * n: those both it and band k - 1 read. */
+static void ir_boundary(const ir_job *j, int64_t k, int64_t *r0, int64_t *r1) {
+  const nat_nhwc *d = &j->d;
+  int64_t o = k * d->OH / j->n_chunks;
+  *r0 = o * d->sh - 1 > 0 ? o * d->sh - 1 : 0;
+  *r1 = (o - 1) * d->sh + 1 < d->H - 1 ? (o - 1) * d->sh + 1 : d->H - 1;
+}
+
 static void ir_task(void *arg, int64_t t, int tid) {
   const ir_job *j = arg;
   const nat_nhwc *d = &j->d;
   int64_t n = t / j->n_chunks, b = t % j->n_chunks;
+  if (bands_reversed) b = j->n_chunks - 1 - b;
   int64_t oh0 = b * d->OH / j->n_chunks, oh1 = (b + 1) * d->OH / j->n_chunks;
   int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
   float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
   int64_t have = oh0 * S - 2; /* last expanded row in the ring */
+  /* shared rows: [s0, s1] made here for band b - 1, [u0, u1] taken from band b + 1 */
+  int64_t s0 = 0, s1 = -1, u0 = 0, u1 = -1;
+  bool share = j->has_e && j->shared, taken = false, asked = false;
+  if (share && b > 0) ir_boundary(j, b, &s0, &s1);
+  if (share && b + 1 < j->n_chunks) ir_boundary(j, b + 1, &u0, &u1);
+  float *mine = share ? j->shared + (n * j->n_chunks + b) * 2 * row : NULL;
+  float *theirs = share ? j->shared + (n * j->n_chunks + b + 1) * 2 * row : NULL;
   for (int64_t oh = oh0; oh < oh1; oh++) {
     int64_t lo = oh * S - 1;
     const float *rows[3];
     for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
       if (ih < 0) continue;
       have = ih;
-      if (j->stem) {
-        ir_stem_row(j, n, ih, ring + (ih % 3) * row);
-        continue;
+      float *dst = ring + (ih % 3) * row;
+      if (ih >= s0 && ih <= s1) {
+        dst = mine + (ih - s0) * row;
+      } else if (ih >= u0 && ih <= u1) {
+        if (!asked)
+          asked = true,
+          taken = atomic_load_explicit(&j->ready[n * j->n_chunks + b + 1], memory_order_acquire);
+        if (taken) continue;
       }
-      nat_nhwc e = j->e;
-      e.x = j->x + (n * H + ih) * W * j->e.C;
-      e.y = ring + (ih % 3) * row;
-      ir_pw(j, &e, W);
+      if (j->stem) {
+        ir_stem_row(j, n, ih, dst);
+      } else {
+        nat_nhwc e = j->e;
+        e.x = j->x + (n * H + ih) * W * j->e.C;
+        e.y = dst;
+        ir_pw(j, &e, W);
+      }
+      if (ih == s1) atomic_store_explicit(&j->ready[n * j->n_chunks + b], 1, memory_order_release);
     }
     for (int ki = 0; ki < 3; ki++) {
       int64_t ih = lo + ki;
-      rows[ki] = ih < 0 || ih >= H ? NULL
-                 : j->has_e        ? ring + (ih % 3) * row
-                                   : j->x + (n * H + ih) * row;
+      rows[ki] = ih < 0 || ih >= H               ? NULL
+                 : !j->has_e                     ? j->x + (n * H + ih) * row
+                 : ih >= s0 && ih <= s1          ? mine + (ih - s0) * row
+                 : taken && ih >= u0 && ih <= u1 ? theirs + (ih - u0) * row
+                                                 : ring + (ih % 3) * row;
     }
     if (j->v512)
       nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
@@ -560,8 +600,18 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.n_chunks = (most / threads > 1 ? most / threads : 1) * threads;
   if (j.n_chunks > j.d.OH) j.n_chunks = j.d.OH;
   j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
-  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * j.per_thread * threads);
+  /* per band: 2 shared rows (a multiple of 16 floats) and a ready word */
+  int64_t bands = N * j.n_chunks,
+          shared = j.n_chunks > 1 && j.has_e && S < 3 ? bands * 2 * W * E : 0;
+  int64_t floats = j.per_thread * threads + (shared + 15) / 16 * 16;
+  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * floats + (int64_t)sizeof(atomic_int) * bands);
   if (!j.scratch) return AIT_E_NOMEM;
+  if (shared) {
+    j.shared = j.scratch + j.per_thread * threads;
+    j.ready = (atomic_int *)(j.scratch + floats);
+    for (int64_t k = 0; k < bands; k++)
+      atomic_init(&j.ready[k], 0);
+  }
   nat_pool_run(nat_run_pool(r), N * j.n_chunks, ir_task, &j);
   return AIT_OK;
 }
