@@ -774,6 +774,7 @@ static void test_nhwc(void) {
   };
   /* separate convs, then the block fused (whatever its size), then with
    * the stem joining a block that has no expand conv */
+  nat_set_scratch_poison(true);
   for (int fuse = 0; fuse < 3; fuse++)
     for (int mode = 0; mode < 3; mode++) {
       /* AVX-512, portable, and bands last first (each takes the rows its
@@ -820,6 +821,7 @@ static void test_nhwc(void) {
   nat_layout_set_fuse_stems(true);
   nat_nhwc_set_portable(false);
   nat_nhwc_set_bands_reversed(false);
+  nat_set_scratch_poison(false);
   /* layout=nchw keeps every conv NCHW */
   ait_graph *g = ir_model(&shapes[0]);
   ait_backend_config cfg;

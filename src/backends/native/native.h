@@ -255,6 +255,9 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
 /* Scratch memory valid until the kernel returns (64-byte aligned). NULL with
  * the last error set on failure. */
 void *nat_scratch(nat_run *r, int64_t bytes);
+/* Tests: fill scratch with huge floats on every nat_scratch (a kernel that reads
+ * what it did not write this run then fails, whatever a run before left). */
+void nat_set_scratch_poison(bool on);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
 /* The running node's packed copy of a constant input (weights laid out for

@@ -229,15 +229,22 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
   return AIT_OK;
 }
 
+static bool scratch_poison;
+void nat_set_scratch_poison(bool on) { scratch_poison = on; }
+
 void *nat_scratch(nat_run *r, int64_t bytes) {
   nat_state *s = r->s;
-  if (bytes <= s->scratch_cap) return s->scratch;
-  free(s->scratch);
-  int64_t cap = (bytes + 4095) / 4096 * 4096;
-  s->scratch = aligned_alloc(64, (size_t)cap);
-  s->scratch_cap = s->scratch ? cap : 0;
-  if (!s->scratch)
-    ait_err(AIT_E_NOMEM, "out of memory for %lld bytes of scratch", (long long)bytes);
+  if (bytes > s->scratch_cap) {
+    free(s->scratch);
+    int64_t cap = (bytes + 4095) / 4096 * 4096;
+    s->scratch = aligned_alloc(64, (size_t)cap);
+    s->scratch_cap = s->scratch ? cap : 0;
+    if (!s->scratch) {
+      ait_err(AIT_E_NOMEM, "out of memory for %lld bytes of scratch", (long long)bytes);
+      return NULL;
+    }
+  }
+  if (scratch_poison) memset(s->scratch, 0x7f, (size_t)bytes); /* floats of 3.4e38 */
   return s->scratch;
 }
 

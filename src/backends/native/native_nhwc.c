@@ -282,11 +282,14 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
  * intermediates never leave the core's cache.
  *
  * Neighbouring bands need the same one or two expanded rows (3 - stride)
- * at their boundary. The band below makes them first, in shared rows, and
- * publishes them; the band above, which needs them only at its end, takes
- * them if published by then and else makes them itself (never waits: a
- * descheduled neighbour must not stall it). With two bands of a 14x14
- * block that saves 2 of 16 expanded rows (~7% of the block's work). */
+ * at their boundary. Each is made once, by the band whose output rows it
+ * centres (stride 1: one each; stride 2: the lower band's, made before
+ * its other rows), into shared rows, and published; the other band takes
+ * it if published by the time it needs it, else makes it itself (never
+ * waits: a descheduled neighbour must not stall it). With two bands of a
+ * 14x14 block that saves 2 of 16 expanded rows (~7% of the block's work)
+ * and keeps the bands even (7 rows each; when the upper band made both,
+ * it made 8 and the lower 6, and the block waited on it as before). */
 typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e, v512;
@@ -294,8 +297,8 @@ typedef struct ir_job {
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
-  float *shared;     /* per image and band boundary: 2 expanded rows */
-  atomic_int *ready; /* per image and band: its boundary rows are in shared */
+  float *shared;     /* per image and band boundary: 2 expanded rows (ir_edge) */
+  atomic_int *ready; /* per image and band boundary: 2 ready words (ir_edge) */
 } ir_job;
 
 static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
@@ -316,14 +319,41 @@ static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
     window_rows(&e, false, r, r + 1);
 }
 
-/* Expanded rows [*r0, *r1] shared at the boundary of band k (> 0) of image
- * n: those both it and band k - 1 read. */
-static void ir_boundary(const ir_job *j, int64_t k, int64_t *r0, int64_t *r1) {
-  const nat_nhwc *d = &j->d;
-  int64_t o = k * d->OH / j->n_chunks;
-  *r0 = o * d->sh - 1 > 0 ? o * d->sh - 1 : 0;
-  *r1 = (o - 1) * d->sh + 1 < d->H - 1 ? (o - 1) * d->sh + 1 : d->H - 1;
+/* Expanded row ih of image n into dst: the expand 1x1 or the stem. */
+static void ir_expand_row(const ir_job *j, int64_t n, int64_t ih, float *dst) {
+  if (j->stem) {
+    ir_stem_row(j, n, ih, dst);
+    return;
+  }
+  nat_nhwc e = j->e;
+  e.x = j->x + (n * j->d.H + ih) * j->d.W * j->e.C;
+  e.y = dst;
+  ir_pw(j, &e, j->d.W);
 }
+
+/* The boundary between band k - 1 and band k (0 < k < n_chunks) of image
+ * n: expanded rows [r0, r1] both read (none when r1 < r0); rows below
+ * split are the lower band's to make, the others the upper band's. */
+typedef struct ir_edge {
+  int64_t r0, r1, split;
+  float *rows;                     /* row ih at rows + (ih - r0) * W * E */
+  atomic_int *lo_ready, *hi_ready; /* the lower's / the upper's rows are made */
+} ir_edge;
+
+static ir_edge ir_boundary(const ir_job *j, int64_t n, int64_t k) {
+  const nat_nhwc *d = &j->d;
+  ir_edge g = {0, -1, 0, NULL, NULL, NULL};
+  if (!j->shared || k <= 0 || k >= j->n_chunks) return g;
+  int64_t o = k * d->OH / j->n_chunks, i = n * j->n_chunks + k;
+  g.r0 = o * d->sh - 1 > 0 ? o * d->sh - 1 : 0;
+  g.r1 = (o - 1) * d->sh + 1 < d->H - 1 ? (o - 1) * d->sh + 1 : d->H - 1;
+  g.split = o * d->sh;
+  g.rows = j->shared + i * 2 * d->W * d->C;
+  g.lo_ready = &j->ready[2 * i], g.hi_ready = &j->ready[2 * i + 1];
+  return g;
+}
+
+static bool in_rows(int64_t ih, int64_t lo, int64_t hi) { return ih >= lo && ih <= hi; }
 
 static void ir_task(void *arg, int64_t t, int tid) {
   const ir_job *j = arg;
@@ -333,14 +363,15 @@ static void ir_task(void *arg, int64_t t, int tid) {
   int64_t oh0 = b * d->OH / j->n_chunks, oh1 = (b + 1) * d->OH / j->n_chunks;
   int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
   float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
-  int64_t have = oh0 * S - 2; /* last expanded row in the ring */
-  /* shared rows: [s0, s1] made here for band b - 1, [u0, u1] taken from band b + 1 */
-  int64_t s0 = 0, s1 = -1, u0 = 0, u1 = -1;
-  bool share = j->has_e && j->shared, taken = false, asked = false;
-  if (share && b > 0) ir_boundary(j, b, &s0, &s1);
-  if (share && b + 1 < j->n_chunks) ir_boundary(j, b + 1, &u0, &u1);
-  float *mine = share ? j->shared + (n * j->n_chunks + b) * 2 * row : NULL;
-  float *theirs = share ? j->shared + (n * j->n_chunks + b + 1) * 2 * row : NULL;
+  int64_t have = oh0 * S - 2; /* last expanded row made */
+  /* A: the boundary below (this band is its upper), B: above (its lower);
+   * this band makes A's rows from A.split and B's rows below B.split */
+  ir_edge A = ir_boundary(j, n, b), B = ir_boundary(j, n, b + 1);
+  int64_t a_own = A.split > A.r0 ? A.split : A.r0, b_own = B.split - 1 < B.r1 ? B.split - 1 : B.r1;
+  bool a_took = false, b_took = false, a_asked = false, b_asked = false;
+  for (int64_t ih = B.r0; ih <= b_own; ih++) /* first: the upper band needs them first */
+    ir_expand_row(j, n, ih, B.rows + (ih - B.r0) * row);
+  if (B.rows) atomic_store_explicit(B.lo_ready, 1, memory_order_release);
   for (int64_t oh = oh0; oh < oh1; oh++) {
     int64_t lo = oh * S - 1;
     const float *rows[3];
@@ -348,31 +379,32 @@ static void ir_task(void *arg, int64_t t, int tid) {
       if (ih < 0) continue;
       have = ih;
       float *dst = ring + (ih % 3) * row;
-      if (ih >= s0 && ih <= s1) {
-        dst = mine + (ih - s0) * row;
-      } else if (ih >= u0 && ih <= u1) {
-        if (!asked)
-          asked = true,
-          taken = atomic_load_explicit(&j->ready[n * j->n_chunks + b + 1], memory_order_acquire);
-        if (taken) continue;
+      if (in_rows(ih, a_own, A.r1)) {
+        dst = A.rows + (ih - A.r0) * row;
+      } else if (in_rows(ih, A.r0, a_own - 1)) {
+        if (!a_asked)
+          a_asked = true, a_took = atomic_load_explicit(A.lo_ready, memory_order_acquire);
+        if (a_took) continue;
+      } else if (in_rows(ih, B.r0, b_own)) {
+        continue; /* made first */
+      } else if (in_rows(ih, b_own + 1, B.r1)) {
+        if (!b_asked)
+          b_asked = true, b_took = atomic_load_explicit(B.hi_ready, memory_order_acquire);
+        if (b_took) continue;
       }
-      if (j->stem) {
-        ir_stem_row(j, n, ih, dst);
-      } else {
-        nat_nhwc e = j->e;
-        e.x = j->x + (n * H + ih) * W * j->e.C;
-        e.y = dst;
-        ir_pw(j, &e, W);
-      }
-      if (ih == s1) atomic_store_explicit(&j->ready[n * j->n_chunks + b], 1, memory_order_release);
+      ir_expand_row(j, n, ih, dst);
+      if (ih == A.r1 && a_own <= A.r1) /* the last of this band's rows at A, made */
+        atomic_store_explicit(A.hi_ready, 1, memory_order_release);
     }
     for (int ki = 0; ki < 3; ki++) {
       int64_t ih = lo + ki;
-      rows[ki] = ih < 0 || ih >= H               ? NULL
-                 : !j->has_e                     ? j->x + (n * H + ih) * row
-                 : ih >= s0 && ih <= s1          ? mine + (ih - s0) * row
-                 : taken && ih >= u0 && ih <= u1 ? theirs + (ih - u0) * row
-                                                 : ring + (ih % 3) * row;
+      bool shared_a = in_rows(ih, a_own, A.r1) || (a_took && in_rows(ih, A.r0, a_own - 1));
+      bool shared_b = in_rows(ih, B.r0, b_own) || (b_took && in_rows(ih, b_own + 1, B.r1));
+      rows[ki] = ih < 0 || ih >= H ? NULL
+                 : !j->has_e       ? j->x + (n * H + ih) * row
+                 : shared_a        ? A.rows + (ih - A.r0) * row
+                 : shared_b        ? B.rows + (ih - B.r0) * row
+                                   : ring + (ih % 3) * row;
     }
     if (j->v512)
       nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
@@ -600,16 +632,19 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.n_chunks = (most / threads > 1 ? most / threads : 1) * threads;
   if (j.n_chunks > j.d.OH) j.n_chunks = j.d.OH;
   j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
-  /* per band: 2 shared rows (a multiple of 16 floats) and a ready word */
-  int64_t bands = N * j.n_chunks,
-          shared = j.n_chunks > 1 && j.has_e && S < 3 ? bands * 2 * W * E : 0;
+  /* per band boundary: 2 shared rows and two ready words; bands of 3+
+   * rows, so that a band's two boundaries never share a row */
+  int64_t bands = N * j.n_chunks;
+  bool share = j.n_chunks > 1 && j.has_e && S < 3 && j.d.OH / j.n_chunks >= 3;
+  int64_t shared = share ? bands * 2 * W * E : 0;
   int64_t floats = j.per_thread * threads + (shared + 15) / 16 * 16;
-  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * floats + (int64_t)sizeof(atomic_int) * bands);
+  j.scratch =
+      nat_scratch(r, (int64_t)sizeof(float) * floats + (int64_t)sizeof(atomic_int) * 2 * bands);
   if (!j.scratch) return AIT_E_NOMEM;
-  if (shared) {
+  if (share) {
     j.shared = j.scratch + j.per_thread * threads;
     j.ready = (atomic_int *)(j.scratch + floats);
-    for (int64_t k = 0; k < bands; k++)
+    for (int64_t k = 0; k < 2 * bands; k++)
       atomic_init(&j.ready[k], 0);
   }
   nat_pool_run(nat_run_pool(r), N * j.n_chunks, ir_task, &j);
