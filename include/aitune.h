@@ -203,6 +203,10 @@ typedef struct ait_tune_options {
   /* A memory reading to tune under instead of reading the machine (tests
    * drive the pressure levels with it); NULL: read now. Borrowed. */
   const struct ait_mem_reading *mem_reading;
+  /* The runoff: candidates within 15% of the best are timed again in this
+   * many interleaved rounds, and the pick goes by the median of their
+   * per-round speed ratios (docs/tuning.md). Default 7; 0 = off. */
+  int runoff_rounds;
 } ait_tune_options;
 
 /* Fill *o with the defaults above (strategy max-throughput). */

@@ -282,6 +282,7 @@ static void test_defaults(void) {
   CHECK(o.warmup == 3 && o.min_runs == 10 && o.max_runs == 200);
   CHECK(fabs(o.cv_target - 0.05) < 1e-12 && fabs(o.time_budget_s - 2.0) < 1e-12);
   CHECK(o.cache_dir == NULL && o.log == NULL);
+  CHECK(o.runoff_rounds == 7);
   static const char *names[] = {"one-backend", "first-wins", "max-throughput", "min-latency",
                                 "latency-budget"};
   for (int s = 0; s < 5; s++) {
@@ -378,6 +379,39 @@ static void test_one_backend_fast_selected(void) {
   CHECK(tbk_counts_of("t_fast")->infer == before + 1); /* the module runs on t_fast */
   cJSON_Delete(r);
   ait_module_free(m);
+}
+
+/* max-throughput: the runoff re-times the finalists alternately. t_late
+ * looks 10% slower than t_steady while profiled and is 2x faster after:
+ * with the runoff it wins; without it, t_steady does. */
+static void test_runoff(void) {
+  const char *b[] = {"t_steady", "t_late"};
+  for (int rounds = 0; rounds <= 7; rounds += 7) {
+    ait_tune_options o;
+    log_capture cap;
+    fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 2, &cap);
+    o.runoff_rounds = rounds;
+    o.perf_validation = 0; /* the reference runs this tiny model in microseconds */
+    ait_module *m = new_module();
+    if (!m) return;
+    CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    cJSON *r = report_of(m);
+    const cJSON *ro_s = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_steady"), "runoff");
+    const cJSON *ro_l = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_late"), "runoff");
+    if (rounds) {
+      CHECK_STR(ait_module_backend(m), "t_late");
+      CHECK(ro_s && ro_l);
+      CHECK(num_field(ro_s, "rounds") == 7 && num_field(ro_l, "rounds") == 7);
+      CHECK(num_field(ro_s, "speed_ratio") == 1.0); /* the leader, against itself */
+      CHECK(num_field(ro_l, "speed_ratio") > 1.5);
+      CHECK(num_field(ro_l, "median_ms") < num_field(ro_s, "median_ms"));
+    } else {
+      CHECK_STR(ait_module_backend(m), "t_steady");
+      CHECK(!ro_s && !ro_l);
+    }
+    cJSON_Delete(r);
+    ait_module_free(m);
+  }
 }
 
 /* one-backend (extra): an unavailable backend is an error with its reason. */
@@ -1330,6 +1364,7 @@ static const test_case tests[] = {
     {"one_backend_fast_selected", test_one_backend_fast_selected},
     {"one_backend_unavailable", test_one_backend_unavailable},
     {"first_wins_order", test_first_wins_order},
+    {"runoff", test_runoff},
     {"first_wins_stops_at_winner", test_first_wins_stops_at_winner},
     {"first_wins_all_fail", test_first_wins_all_fail},
     {"unsupported", test_unsupported},

@@ -39,6 +39,7 @@ void ait_tune_options_init(ait_tune_options *o) {
   o->max_runs = 200;
   o->cv_target = 0.05;
   o->time_budget_s = 2.0;
+  o->runoff_rounds = 7;
   o->use_decision_cache = 1;
 }
 

@@ -71,6 +71,12 @@ static cJSON *candidate_json(const ait_candidate *c) {
   if (c->err.checked && c->err.top1 >= 0) cJSON_AddNumberToObject(v, "top1_agreement", c->err.top1);
   cJSON_AddItemToObject(o, "profile", profile_json(c));
   add_sweep(o, c);
+  if (c->runoff_rounds > 0) {
+    cJSON *ro = cJSON_AddObjectToObject(o, "runoff");
+    cJSON_AddNumberToObject(ro, "rounds", c->runoff_rounds);
+    cJSON_AddNumberToObject(ro, "speed_ratio", c->runoff_ratio);
+    cJSON_AddNumberToObject(ro, "median_ms", c->runoff_ms);
+  }
   return o;
 }
 

@@ -108,7 +108,10 @@ typedef struct ait_candidate {
   bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */
   int sweep_start;                         /* batch the sweep started from (learned) */
   bool sweep_learned;                      /* started from the history */
-  ait_runner run; /* built state while tuning (whole graph or partitioned), owned */
+  ait_runner run;      /* built state while tuning (whole graph or partitioned), owned */
+  int runoff_rounds;   /* > 0: timed again in the runoff, in this many rounds */
+  double runoff_ratio; /* its speed there over the leader's (median of per-round ratios) */
+  double runoff_ms;    /* its median time per run there */
 } ait_candidate;
 
 #endif

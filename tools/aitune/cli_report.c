@@ -61,6 +61,18 @@ int cli_print_report(FILE *f, const char *json) {
     snprintf(name, sizeof name, "%s", str(c, "backend"));
     row(f, name, str(c, "status"), c, cJSON_GetObjectItemCaseSensitive(c, "profile"));
   }
+  /* the runoff's finalists, timed again alternately */
+  bool first = true;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "candidates")) {
+    const cJSON *ro = cJSON_GetObjectItemCaseSensitive(c, "runoff");
+    if (!ro) continue;
+    if (first)
+      fprintf(f, "runoff (%d interleaved rounds, speed relative to the first):",
+              (int)num(ro, "rounds"));
+    fprintf(f, "%s %s %.3f", first ? "" : ",", str(c, "backend"), num(ro, "speed_ratio"));
+    first = false;
+  }
+  if (!first) fputc('\n', f);
   const cJSON *sel = cJSON_GetObjectItemCaseSensitive(r, "selection");
   fprintf(f, "selected: %s at batch %d", str(sel, "backend"), (int)num(sel, "batch"));
   if (num(sel, "throughput") > 0)

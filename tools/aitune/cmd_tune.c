@@ -35,6 +35,8 @@ static const char usage[] =
     "  --backend-config FILE   JSON config for the named backends that take one, e.g.\n"
     "                          {\"quantization\": \"int8dq\"} with --backends quant\n"
     "  --warmup N --min-runs N --max-runs N --cv X --time-budget S   profiling\n"
+    "  --runoff N              re-time the candidates within 15% of the best in N\n"
+    "                          interleaved rounds before choosing (default 7; 0: off)\n"
     "  --cache-dir DIR         cache folder (default $AITUNE_CACHE_DIR or ~/.cache/aitune)\n"
     "  --no-cache              tune afresh: do not reuse or store the decision\n"
     "  --no-history            also do not learn batch sizes from earlier tunes\n"
@@ -158,6 +160,8 @@ int cmd_tune(int argc, char **argv) {
       o.cv_target = atof(argv[++i]);
     else if (!strcmp(a, "--time-budget") && v)
       o.time_budget_s = atof(argv[++i]);
+    else if (!strcmp(a, "--runoff") && v)
+      o.runoff_rounds = atoi(argv[++i]);
     else if (!strcmp(a, "--cache-dir") && v)
       o.cache_dir = argv[++i];
     else if (!strcmp(a, "--no-cache"))
