@@ -706,6 +706,7 @@ static void test_attention(void) {
 typedef struct ir_shape {
   int64_t C, E, M, stride, H, W; /* E = 0: no expand conv (dw on the stem) */
   bool residual;
+  bool gap; /* a GlobalAveragePool after the last conv */
 } ir_shape;
 
 /* stem 3x3/2 (3 -> C) + Clip, [expand 1x1 (C -> E) + Clip], depthwise 3x3
@@ -754,23 +755,25 @@ static ait_graph *ir_model(const ir_shape *s) {
   tb_node(m, "Conv", "project", IN("d1", "wp"), IN("p0"));
   if (s->residual) tb_node(m, "Add", "residual", IN("p0", "s1"), IN("p1"));
   tb_node(m, "Conv", "out", IN(s->residual ? "p1" : "p0", "wo"), IN("o0"));
-  tb_node(m, "Relu", "out_relu", IN("o0"), IN("y"));
+  tb_node(m, "Relu", "out_relu", IN("o0"), IN(s->gap ? "r0" : "y"));
+  if (s->gap) tb_node(m, "GlobalAveragePool", "pool", IN("r0"), IN("y"));
   free(w0), free(b0), free(we), free(be), free(wd), free(bd), free(wp), free(wo);
   return parse(m);
 }
 
 static void test_nhwc(void) {
   static const ir_shape shapes[] = {
-      {16, 96, 16, 1, 28, 28, true},   /* MobileNetV2-like, multiples of 16 */
-      {24, 40, 20, 2, 31, 29, false},  /* stride 2, odd sizes, tails */
-      {8, 24, 8, 1, 10, 12, true},     /* channels below 16 */
-      {32, 0, 16, 1, 24, 24, false},   /* no expand: dw right after the stem */
-      {16, 200, 72, 2, 18, 18, false}, /* several 64-wide column blocks */
-      {8, 24, 8, 1, 40, 36, true},     /* blocks of 16+ rows run in bands */
-      {24, 40, 20, 2, 70, 66, false},  /* bands, stride 2 */
-      {32, 0, 16, 1, 40, 36, false},   /* no expand, bands: the stem joins the block */
-      {8, 0, 8, 1, 31, 29, false},     /* ... odd sizes (the stem's padded edges) */
-      {32, 0, 24, 2, 24, 24, false},   /* ... channel slices (a 6x6 output) */
+      {16, 96, 16, 1, 28, 28, true, false},   /* MobileNetV2-like, multiples of 16 */
+      {24, 40, 20, 2, 31, 29, false, false},  /* stride 2, odd sizes, tails */
+      {8, 24, 8, 1, 10, 12, true, false},     /* channels below 16 */
+      {32, 0, 16, 1, 24, 24, false, false},   /* no expand: dw right after the stem */
+      {16, 200, 72, 2, 18, 18, false, false}, /* several 64-wide column blocks */
+      {8, 24, 8, 1, 40, 36, true, false},     /* blocks of 16+ rows run in bands */
+      {24, 40, 20, 2, 70, 66, false, false},  /* bands, stride 2 */
+      {32, 0, 16, 1, 40, 36, false, false},   /* no expand, bands: the stem joins the block */
+      {8, 0, 8, 1, 31, 29, false, false},     /* ... odd sizes (the stem's padded edges) */
+      {32, 0, 24, 2, 24, 24, false, false},   /* ... channel slices (a 6x6 output) */
+      {16, 96, 16, 1, 28, 28, true, true},    /* pooled in NHWC: no reorder at all */
   };
   /* separate convs, then the block fused (whatever its size), then with
    * the stem joining a block that has no expand conv */
@@ -803,7 +806,8 @@ static void test_nhwc(void) {
         CHECK(st.relayout == convs && st.blocks == (fuse > 0));
         CHECK(count_op(rw, "FusedConvNhwc") == (!fuse ? convs : stem_in ? 1 : 2));
         CHECK(count_op(rw, "FusedInvertedResidual") == (fuse > 0));
-        CHECK(count_op(rw, "Transpose") == 1 && count_op(rw, "Add") == 0);
+        CHECK(count_op(rw, "Transpose") == !s->gap && count_op(rw, "Add") == 0);
+        CHECK(count_op(rw, "FusedGapNhwc") == s->gap && count_op(rw, "GlobalAveragePool") == 0);
         const ait_node *stem = find_node(rw, stem_in ? "project" : "stem");
         CHECK(stem &&
               !strcmp(ait_attr_str(stem, stem_in ? "stem_x_layout" : "x_layout", ""), "NCHW"));

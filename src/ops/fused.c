@@ -22,6 +22,26 @@ ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
 ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
                                       const ait_tensor *const *in, int n_in, ait_tensor **out,
                                       int n_out);
+ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                     const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                     int n_out);
+
+/* X [N, H, W, C] gives Y [N, C, 1, 1]. */
+static ait_status gap_nhwc_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *x = ait_node_in(g, n, 0);
+  if (!x) return AIT_OK;
+  if (x->rank != 4) {
+    ait_set_out(g, n, 0, x->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim o[4];
+  memset(o, 0, sizeof o);
+  o[0] = x->dims[0];
+  o[1] = x->dims[3];
+  o[2].v = o[3].v = 1;
+  ait_set_out(g, n, 0, x->dtype, 4, o);
+  return AIT_OK;
+}
 
 /* Q'[.., Sq, D] and V'[.., Sk, Dv] give Y[.., Sq, Dv] (batch dims of Q'),
  * then out_perm; unknown when a rank is. */
@@ -123,6 +143,7 @@ const ait_op_def ait_ops_fused[] = {
      ait_fused_conv_nhwc_kernel},
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, AIT_DT_FLOATS, inv_res_shape,
      ait_fused_inv_res_kernel},
+    {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, AIT_DT_FLOATS, gap_nhwc_shape, ait_fused_gap_nhwc_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},
     {AIT_FUSED_DOMAIN, "FusedAttention", 1, AIT_DT_FLOATS, attention_shape,

@@ -16,7 +16,12 @@
  *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise 3x3 of
  *       E with Wd, Bd, pads 1, `strides`), Y = act(1x1 conv of D with Wp,
  *       Bp, + Z). Weights HWIO; attributes strides, expand_activation(_params),
- *       dw_activation(_params), activation(_params)
+ *       dw_activation(_params), activation(_params). With stem_x_layout
+ *       (and stem_strides, stem_pads [4]), We is instead a stem: a group-1
+ *       window conv [kh, kw, C, E] of X (NCHW when stem_x_layout="NCHW")
+ *   FusedGapNhwc(X)            GlobalAveragePool of NHWC X [N, H, W, C]: Y
+ *       [N, C, 1, 1] (as the NCHW op would give; the same bytes as
+ *       [N, 1, 1, C])
  *   FusedGemm(A, B, C?)        Y = act(Gemm(A, B, C))
  *       attributes of Gemm, plus activation / activation_params
  *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)

@@ -299,3 +299,17 @@ ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
   ait_tensor_free(d);
   return st;
 }
+
+ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                     const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                     int n_out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2};
+  if (n_in < 1 || !in[0] || in[0]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedGapNhwc takes a 4-D X");
+  ait_tensor *x = NULL;
+  AIT_TRY(transpose4(node, in[0], to_nchw, &x));
+  const ait_tensor *gin[1] = {x};
+  ait_status st = run_std(node, "GlobalAveragePool", 1, NULL, gin, 1, &out[0]);
+  ait_tensor_free(x);
+  return st;
+}

@@ -330,6 +330,7 @@ ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* Mark g's FusedAttention nodes (attribute bf16 = 1) for products in
  * bfloat16 with float sums (native_attn_bf16.c) where the CPU has
  * AVX512-BF16; elsewhere they stay float32. */

@@ -214,6 +214,34 @@ static ait_status edges_out(ait_graph *g, int n_values, const int *twin, const b
   return st;
 }
 
+/* A GlobalAveragePool reading a converted value reads its NHWC twin as
+ * FusedGapNhwc: its output [N, C, 1, 1] has the bytes of the NHWC one, so
+ * the reorder back to NCHW goes (unless something else reads it). */
+static ait_status pool_in_nhwc(ait_graph *g, int n_values, const int *twin, const bool *conv_out) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    ait_node *n = &g->nodes[i];
+    int v = n->n_in > 0 ? n->in[0] : -1;
+    if (n->domain[0] || strcmp(n->op_type, "GlobalAveragePool") || n->n_in != 1 || n->n_out != 1 ||
+        v < 0 || v >= n_values || !conv_out[v] || g->values[v].rank != 4 ||
+        g->values[v].dtype != AIT_FLOAT32)
+      continue;
+    char *op = strdup("FusedGapNhwc"), *dom = strdup(AIT_FUSED_DOMAIN);
+    if (!op || !dom) {
+      free(op);
+      free(dom);
+      return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    }
+    free(n->op_type);
+    free(n->domain);
+    n->op_type = op;
+    n->domain = dom;
+    n->opset = 1;
+    n->op = ait_fused_op("FusedGapNhwc");
+    n->in[0] = twin[v];
+  }
+  return AIT_OK;
+}
+
 /* ---- inverted residual blocks ---------------------------------------------- */
 
 /* Blocks whose expanded activations take at least this many bytes (per
@@ -388,6 +416,7 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
       st = rewrite(g, i, kind[i], twin, conv_out, writer);
       done++;
     }
+  if (!st && done) st = pool_in_nhwc(g, nv, twin, conv_out);
   if (!st && done) st = edges_out(g, nv, twin, conv_out);
   bool *dead = done ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
   if (!st && done && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
