@@ -1,6 +1,7 @@
 /* Vectorised float32 math for the native kernels: exp (Cephes' polynomial,
  * about 1 ulp where it does not underflow), erf (Abramowitz & Stegun
- * 7.1.26, absolute error below 1.5e-7) and the activations built on them.
+ * 7.1.26, absolute error below 1.5e-7) and the activations built on them;
+ * GELU on AVX-512 has a table of its own (gelu512).
  *
  * libm's expf/erff are scalar calls, and the compiler will not if-convert
  * the clamps of a scalar version under the default -ftrapping-math, so the
@@ -100,33 +101,102 @@ NAT_CLONES void nat_erf_f32(const float *x, float *y, int64_t n) { MAP8(verf, x,
 #include "backends/native/native_avx512.h"
 #define NAT_HAVE_GELU512 1
 /* GELU sixteen lanes at a time on AVX-512 (the activation of every BERT
- * FFN: a tenth of a quantized encoder's time on eight lanes). Same math as
- * vgelu (A&S 7.1.26 erf, Cephes exp), with the division replaced by rcp14
- * and one Newton step (~23 bits) and 2^n by scalef. */
+ * FFN, run in the epilogue of its first product). Not vgelu's math: its exp
+ * and reciprocal cost 1.9 cycles an element on Zen 4, and a rational erf
+ * waits on vdivps (one per 6 cycles there). A table of short polynomials
+ * needs only multiply-adds and permutes: 0.5 erf(a / sqrt 2), a = |x|, in
+ * 32 pieces of width 1/5.6, piece j of degree 4 in d = 5.6 a - j; the k-th
+ * coefficients of all pieces fill two registers, and vpermt2ps picks each
+ * lane's by the low five bits of j. Piece 31 is the constant 0.5, so large
+ * |x| give x and -0 exactly. gelu_tab[k][j], the coefficient of d^k in
+ * piece j, is fitted and printed by scripts/gelu_table.py (pieces within
+ * 1.5e-8 of 0.5 erf, the constant within 2.6e-8). Measured on
+ * Zen 4 (128 x 1024 floats, chunks of 64 to all): 0.22 against 0.52 ns an
+ * element (0.8 against 1.9 cycles); error at most 8.3e-8 max(1, |x|) over
+ * every finite float, most of it the final rounding (A&S + exp: 2.1e-7). */
+static const float gelu_tab[5][32] = {
+    {0.0f,         0.0708628893f, 0.139507577f, 0.203921989f, 0.262474746f, 0.314033151f,
+     0.358011603f, 0.394350231f,  0.423436284f, 0.445988476f, 0.462927222f, 0.475251526f,
+     0.483937711f, 0.489868134f,  0.493790329f, 0.496303141f, 0.497862637f, 0.498800159f,
+     0.499346167f, 0.499654174f,  0.499822468f, 0.499911577f, 0.499957263f, 0.499979973f,
+     0.49999088f,  0.499995977f,  0.499998271f, 0.499999285f, 0.499999702f, 0.499999881f,
+     0.49999997f,  0.5f},
+    {0.0712396875f,   0.0701128468f,   0.06683819f,     0.0617167279f,
+     0.0551991798f,   0.0478204414f,   0.0401278473f,   0.0326159261f,
+     0.0256781895f,   0.0195817109f,   0.0144639937f,   0.0103484932f,
+     0.00717162108f,  0.00481403107f,  0.0031300534f,   0.00197126926f,
+     0.00120251765f,  0.000710539578f, 0.00040666468f,  0.000225442564f,
+     0.000121056117f, 6.29635033e-05f, 3.17206686e-05f, 1.54791487e-05f,
+     7.31643377e-06f, 3.34970196e-06f, 1.48545701e-06f, 6.38072947e-07f,
+     2.6547707e-07f,  1.06988551e-07f, 4.17636628e-08f, 0.0f},
+    {1.40607625e-07f,  -0.00111790572f,  -0.00213139085f,  -0.00295200804f,
+     -0.00352046988f,  -0.00381182646f,  -0.00383834471f,  -0.00364017254f,
+     -0.00327538396f,  -0.00280963467f,  -0.00230570347f,  -0.00181515364f,
+     -0.00137196621f,  -0.000997670344f, -0.000698460208f, -0.000471095205f,
+     -0.00030686846f,  -0.000192329739f, -0.000117148666f, -6.86776402e-05f,
+     -3.8199847e-05f,  -2.08866695e-05f, -1.07921815e-05f, -5.73877651e-06f,
+     -2.42183569e-06f, -1.12822056e-06f, -2.83609552e-07f, -1.92223439e-07f,
+     2.44219791e-07f,  1.87011537e-07f,  -4.17804415e-07f, 0.0f},
+    {-0.000379498844f, -0.000360294158f, -0.0003096289f,  -0.000233633546f,
+     -0.000143666883f, -5.15985921e-05f, 3.14324534e-05f, 9.7178854e-05f,
+     0.000141811892f,  0.000164571175f,  0.000168148865f, 0.000157140763f,
+     0.00013687207f,   0.000112289832f,  8.73495883e-05f, 6.47142515e-05f,
+     4.58097638e-05f,  3.10499345e-05f,  2.01891944e-05f, 1.26105315e-05f,
+     7.57445787e-06f,  4.37897688e-06f,  2.43830937e-06f, 1.30859098e-06f,
+     6.78320134e-07f,  3.38657713e-07f,  1.6334026e-07f,  7.59533592e-08f,
+     3.41325688e-08f,  1.48082044e-08f,  6.20644958e-09f, 0.0f},
+    {2.16615604e-06f,  8.89039893e-06f,  1.64432713e-05f,  2.12405466e-05f,
+     2.37073236e-05f,  2.08479414e-05f,  1.74030756e-05f,  1.39093345e-05f,
+     8.67223753e-06f,  2.31551735e-06f,  -2.65747599e-06f, -3.39650546e-06f,
+     -6.36725372e-06f, -6.8684335e-06f,  -6.84987435e-06f, -6.58066574e-06f,
+     -3.83942461e-06f, -4.17126375e-06f, -5.56409873e-07f, -4.42329764e-08f,
+     -2.58736554e-06f, -1.38449491e-06f, -1.69492864e-06f, 3.38845645e-08f,
+     -1.6234834e-06f,  -8.86711121e-07f, -1.35827975e-06f, -3.44356067e-07f,
+     -1.45698834e-06f, -9.48468085e-07f, 1.58891874e-06f,  0.0f},
+};
+
+typedef struct gelu_lut {
+  __m512 lo[5], hi[5]; /* coefficient k of pieces 0..15 and 16..31 */
+} gelu_lut;
+
+static inline __attribute__((always_inline, target("avx512f"))) __m512 gelu16(__m512 v,
+                                                                              const gelu_lut *t) {
+  const __m512 s = _mm512_set1_ps(5.6f), magic = _mm512_set1_ps(8388608.0f); /* 2^23 */
+  __m512 a0 = _mm512_abs_ps(v);
+  /* NaN (min returns its second operand) and inf land in piece 31 */
+  __m512 a = _mm512_min_ps(a0, _mm512_set1_ps(5.5f));
+  /* a s + 2^23 rounds a s to the integer j, the low bits of the float */
+  __m512 k = _mm512_fmadd_ps(a, s, magic);
+  __m512 d = _mm512_fmsub_ps(a, s, _mm512_sub_ps(k, magic));
+  __m512i j = _mm512_castps_si512(k);
+  __m512 e = _mm512_permutex2var_ps(t->lo[4], j, t->hi[4]);
+  e = _mm512_fmadd_ps(e, d, _mm512_permutex2var_ps(t->lo[3], j, t->hi[3]));
+  e = _mm512_fmadd_ps(e, d, _mm512_permutex2var_ps(t->lo[2], j, t->hi[2]));
+  e = _mm512_fmadd_ps(e, d, _mm512_permutex2var_ps(t->lo[1], j, t->hi[1]));
+  e = _mm512_fmadd_ps(e, d, _mm512_permutex2var_ps(t->lo[0], j, t->hi[0]));
+  /* x/2 + |x| e in one rounding (x Phi(x) carries inf, NaN and -inf's
+   * NaN), formed negated and flipped: the exact 0 of x <= -5.45 or x = -0
+   * is then -0, as x Phi(x) gives, not the +0 of a plain sum */
+  __m512 ng = _mm512_fnmsub_ps(a0, e, _mm512_mul_ps(v, _mm512_set1_ps(0.5f)));
+  return _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(ng), _mm512_set1_epi32((int)0x80000000u)));
+}
+
 __attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    /* |x|/sqrt 2, at most 10 (erf is 1 in float from 4 on; keeps inf and
-     * NaN out of the polynomial: the final x * phi carries them) */
-    __m512 a = _mm512_min_ps(_mm512_abs_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f))),
-                             _mm512_set1_ps(10.0f));
-    __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, one);
-    __m512 t = _mm512_rcp14_ps(d);
-    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
-    __m512 p = _mm512_set1_ps(1.061405429f);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-    /* a is finite (a NaN input became 10 in the min above) */
-    __m512 e = nat_exp16_nonpos(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
-    __m512 erf = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one); /* erf(|x|/sqrt 2) */
-    /* 0.5 x (1 + sign(x) erf): for x < 0, 1 - erf */
-    __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-    __m512 phi = _mm512_mask_sub_ps(_mm512_add_ps(one, erf), neg, one, erf);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), phi));
+  gelu_lut t;
+  for (int c = 0; c < 5; c++) {
+    t.lo[c] = _mm512_loadu_ps(gelu_tab[c]);
+    t.hi[c] = _mm512_loadu_ps(gelu_tab[c] + 16);
+  }
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) { /* unmasked, two blocks a step: ~8% faster */
+    __m512 y0 = gelu16(_mm512_loadu_ps(x + i), &t), y1 = gelu16(_mm512_loadu_ps(x + i + 16), &t);
+    _mm512_storeu_ps(x + i, y0);
+    _mm512_storeu_ps(x + i + 16, y1);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 m = nat_tail16(n - i);
+    _mm512_mask_storeu_ps(x + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i), &t));
   }
 }
 
