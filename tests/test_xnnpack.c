@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -603,6 +604,39 @@ static void test_shared_pool(void) {
   ait_graph_free(g);
 }
 
+static double cpu_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* After a run the pool's workers go quiet (XNN_FLAG_YIELD_WORKERS): left
+ * spinning, they held a core for ~30 ms after every run, and in the
+ * tuner's runoff whatever ran next (native, onednn) ran at one core's
+ * speed for whole blocks. Process CPU time over 100 ms of sleep after a
+ * run must stay small (spinning took 30+ ms of it). */
+static void test_quiet_after_run(void) {
+  ait_graph *g = m_convs();
+  ait_backend_config cfg;
+  void *s = g ? build("xnnpack:threads=2", g, &cfg) : NULL;
+  CHECK(s != NULL);
+  if (s) {
+    double worst = 0;
+    for (int rep = 0; rep < 3; rep++) {
+      compare_run("quiet after run", g, &cfg, s, 4, 1e-3, 1e-4);
+      double c0 = cpu_seconds();
+      struct timespec nap = {0, 100 * 1000 * 1000};
+      nanosleep(&nap, NULL);
+      double used = cpu_seconds() - c0;
+      worst = used > worst ? used : worst;
+    }
+    if (worst > 0.015) fprintf(stderr, "quiet after run: %.1f ms of CPU while idle\n", worst * 1e3);
+    CHECK(worst <= 0.015);
+    cfg.iface->destroy(s);
+  }
+  ait_graph_free(g);
+}
+
 static void test_bad_inputs(void) {
   ait_graph *g = m_convs();
   ait_backend_config cfg;
@@ -773,6 +807,7 @@ int main(void) {
   check_segments("segments: eltwise", m_eltwise(), 1); /* inputs are transposed up front */
   test_plan_cache();
   test_shared_pool();
+  test_quiet_after_run();
   test_bad_inputs();
   test_fp16();
   test_save_load(m_segments());

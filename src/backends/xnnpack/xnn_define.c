@@ -438,7 +438,11 @@ static ait_status define_all(dctx *d, int n_ext) {
   }
   d->op = NULL;
   xnn_runtime_t rt = NULL;
-  uint32_t flags = d->s->fp16 ? XNN_FLAG_FORCE_FP16_INFERENCE : 0;
+  /* workers yield after the last operator instead of spinning: left
+   * spinning they held a core for ~50 ms after each run (test_xnnpack), and
+   * whatever ran next in the process (other candidates in the tuner's
+   * runoff, native segments of a partition) ran at one core's speed */
+  uint32_t flags = XNN_FLAG_YIELD_WORKERS | (d->s->fp16 ? XNN_FLAG_FORCE_FP16_INFERENCE : 0);
   enum xnn_status st = xnn_create_runtime_v2(d->sg, d->s->pool, flags, &rt);
   if (st != xnn_status_success) {
     if (d->s->fp16)
