@@ -424,6 +424,12 @@ static bool beats(const tuner *t, const ait_candidate *c, const ait_candidate *b
 #define RUNOFF_MAX_ROUNDS 15
 #define RUNOFF_BUDGET_S 4.0
 #define RUNOFF_SLICE_MS 30.0 /* timed work per finalist and round */
+/* Runs per finalist and round, at most: a 50 us model (the MLP) gets 256
+ * (~13 ms), not 8: blocks of a few runs timed mostly a thread pool coming
+ * back from sleep after the other finalists' turns, and picked onednn
+ * (0.06 ms in the harness) over native (0.04 ms). Each block starts with
+ * an eighth of its runs untimed. */
+#define RUNOFF_MAX_REPS 256
 
 typedef struct finalist {
   ait_candidate *c;
@@ -443,14 +449,16 @@ static double median_of(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Median time of one run of f over its reps (after one untimed run). */
+/* Median time of one run of f over its reps (after reps / 8 + 1 untimed). */
 static ait_status runoff_time(tuner *t, finalist *f, double *ms) {
   int n_out = t->m->model->graph->n_outputs;
   ait_tensor **outs = calloc((size_t)n_out + 1, sizeof *outs);
   if (!outs) return ait_err(AIT_E_NOMEM, "out of memory");
   timed_ctx tc = {f->c, f->in, outs, n_out};
-  double v[8];
-  ait_status st = timed_infer(&tc);
+  double v[RUNOFF_MAX_REPS];
+  ait_status st = AIT_OK;
+  for (int r = 0; !st && r < f->reps / 8 + 1; r++)
+    st = timed_infer(&tc);
   for (int r = 0; !st && r < f->reps; r++) {
     double t0 = ait_now();
     st = timed_infer(&tc);
@@ -485,13 +493,13 @@ static int runoff(tuner *t, ait_candidate *cands, int n, int winner) {
       if (!near) continue;
       f[nf] = (finalist){c, i, b, 1, lat, {0}, NULL};
       f[nf].reps = lat > 0 ? (int)(RUNOFF_SLICE_MS / lat) : 1;
-      f[nf].reps = f[nf].reps < 1 ? 1 : f[nf].reps > 8 ? 8 : f[nf].reps;
+      f[nf].reps = f[nf].reps < 1 ? 1 : f[nf].reps > RUNOFF_MAX_REPS ? RUNOFF_MAX_REPS : f[nf].reps;
       nf++;
     }
   if (nf < 2) return winner;
   double round_s = 0;
   for (int k = 0; k < nf; k++)
-    round_s += (f[k].reps + 1) * f[k].est_ms * 1e-3;
+    round_s += (f[k].reps + f[k].reps / 8 + 1) * f[k].est_ms * 1e-3;
   int rounds = o->runoff_rounds < RUNOFF_MAX_ROUNDS ? o->runoff_rounds : RUNOFF_MAX_ROUNDS;
   if (round_s * rounds > RUNOFF_BUDGET_S) rounds = (int)(RUNOFF_BUDGET_S / round_s);
   if (rounds < 3) {
