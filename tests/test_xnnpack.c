@@ -611,27 +611,33 @@ static double cpu_seconds(void) {
 }
 
 /* After a run the pool's workers go quiet (XNN_FLAG_YIELD_WORKERS): left
- * spinning, they held a core for ~30 ms after every run, and in the
- * tuner's runoff whatever ran next (native, onednn) ran at one core's
- * speed for whole blocks. Process CPU time over 100 ms of sleep after a
- * run must stay small (spinning took 30+ ms of it). */
+ * spinning, they burned ~50 ms of CPU after every run, and in the tuner's
+ * runoff whatever ran next (native, onednn) ran at one core's speed for
+ * whole blocks. Process CPU time over 100 ms of sleep after a run: its
+ * median over 5 runs (after one unmeasured, whose first-use work can take
+ * tens of ms once) must stay small. */
 static void test_quiet_after_run(void) {
   ait_graph *g = m_convs();
   ait_backend_config cfg;
   void *s = g ? build("xnnpack:threads=2", g, &cfg) : NULL;
   CHECK(s != NULL);
   if (s) {
-    double worst = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    double used[6];
+    for (int rep = 0; rep < 6; rep++) {
       compare_run("quiet after run", g, &cfg, s, 4, 1e-3, 1e-4);
       double c0 = cpu_seconds();
       struct timespec nap = {0, 100 * 1000 * 1000};
       nanosleep(&nap, NULL);
-      double used = cpu_seconds() - c0;
-      worst = used > worst ? used : worst;
+      used[rep] = cpu_seconds() - c0;
     }
-    if (worst > 0.015) fprintf(stderr, "quiet after run: %.1f ms of CPU while idle\n", worst * 1e3);
-    CHECK(worst <= 0.015);
+    double *v = used + 1; /* sort the 5 measured */
+    for (int i = 1; i < 5; i++)
+      for (int k = i; k > 0 && v[k] < v[k - 1]; k--) {
+        double x = v[k];
+        v[k] = v[k - 1], v[k - 1] = x;
+      }
+    if (v[2] > 0.010) fprintf(stderr, "quiet after run: %.1f ms of CPU while idle\n", v[2] * 1e3);
+    CHECK(v[2] <= 0.010);
     cfg.iface->destroy(s);
   }
   ait_graph_free(g);
