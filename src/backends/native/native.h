@@ -40,6 +40,10 @@
  * initializers, never write into them). NULL with the last error set on
  * failure. */
 ait_graph *nat_graph_clone(const ait_graph *g, ait_graph *parent, bool borrow);
+/* Make n the fused op `op` (domain ai.aitune, opset 1; src/ops/fused.c):
+ * its type and domain strings replaced, its definition looked up. n is
+ * unchanged when memory runs short. */
+ait_status nat_node_make_fused(ait_node *n, const char *op);
 /* Set (add or replace) an attribute of node n. */
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v);
 ait_status nat_attr_set_int(ait_node *n, const char *name, int64_t v);

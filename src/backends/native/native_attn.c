@@ -87,26 +87,19 @@ static ait_status try_attention(nat_uses *u, int si, int *count) {
   /* node m2 becomes the fused node: it keeps the name of the product with V */
   ait_node *n = &g->nodes[m2];
   int *ins = malloc(sizeof(int) * 4);
-  char *op = strdup("FusedAttention"), *dom = strdup(AIT_FUSED_DOMAIN);
-  if (!ins || !op || !dom) {
+  if (!ins) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(n));
+  ait_status st = nat_node_make_fused(n, "FusedAttention");
+  if (st) {
     free(ins);
-    free(op);
-    free(dom);
-    return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(n));
+    return st;
   }
   ins[0] = tq >= 0 ? g->nodes[tq].in[0] : q;
   ins[1] = tk >= 0 ? g->nodes[tk].in[0] : k;
   ins[2] = tv >= 0 ? g->nodes[tv].in[0] : v;
   ins[3] = mask;
   free(n->in);
-  free(n->op_type);
-  free(n->domain);
   n->in = ins;
   n->n_in = 4;
-  n->op_type = op;
-  n->domain = dom;
-  n->opset = 1;
-  n->op = ait_fused_op("FusedAttention");
   AIT_TRY(nat_attr_set_float(n, "alpha", alpha));
   if (tq >= 0) AIT_TRY(set_perm(n, "q_perm", &g->nodes[tq]));
   if (tk >= 0) AIT_TRY(set_perm(n, "k_perm", &g->nodes[tk]));

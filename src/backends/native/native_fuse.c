@@ -56,20 +56,7 @@ static bool const_scalar(const ait_graph *g, int v, float *out) {
 /* Make p a fused node (first absorption) and grow its inputs to n_in. */
 static ait_status become_fused(ait_node *p, base_kind k, int n_in) {
   static const char *const names[] = {"", "FusedConv", "FusedGemm", "FusedMatMul"};
-  if (strcmp(p->domain, AIT_FUSED_DOMAIN)) {
-    char *op = strdup(names[k]), *dom = strdup(AIT_FUSED_DOMAIN);
-    if (!op || !dom) {
-      free(op);
-      free(dom);
-      return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(p));
-    }
-    free(p->op_type);
-    free(p->domain);
-    p->op_type = op;
-    p->domain = dom;
-    p->opset = 1;
-    p->op = ait_fused_op(names[k]);
-  }
+  if (strcmp(p->domain, AIT_FUSED_DOMAIN)) AIT_TRY(nat_node_make_fused(p, names[k]));
   if (p->n_in < n_in) {
     int *more = realloc(p->in, sizeof(int) * (size_t)n_in);
     if (!more) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(p));

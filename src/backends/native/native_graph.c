@@ -43,6 +43,22 @@ static ait_attr *attr_slot(ait_node *n, const char *name, ait_attr_type type) {
   return a;
 }
 
+ait_status nat_node_make_fused(ait_node *n, const char *op) {
+  char *t = strdup(op), *d = strdup(AIT_FUSED_DOMAIN);
+  if (!t || !d) {
+    free(t);
+    free(d);
+    return ait_err(AIT_E_NOMEM, "out of memory rewriting %s", ait_node_desc(n));
+  }
+  free(n->op_type);
+  free(n->domain);
+  n->op_type = t;
+  n->domain = d;
+  n->opset = 1;
+  n->op = ait_fused_op(op);
+  return AIT_OK;
+}
+
 ait_status nat_attr_set_str(ait_node *n, const char *name, const char *v) {
   ait_attr *a = attr_slot(n, name, AIT_ATTR_STRING);
   if (!a || !(a->s = strdup(v))) return ait_err(AIT_E_NOMEM, "out of memory setting an attribute");

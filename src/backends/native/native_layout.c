@@ -165,27 +165,19 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   int y = w >= 0 && o >= 0 ? twin_value(g, o, to_nhwc) : -1;
   if (y < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
   ait_node *n = &g->nodes[i];
-  char *op = strdup("FusedConvNhwc"), *dom = strdup(AIT_FUSED_DOMAIN);
   int *in = malloc(sizeof(int) * 4);
-  if (!op || !dom || !in) {
-    free(op);
-    free(dom);
+  if (!in) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  if ((st = nat_node_make_fused(n, "FusedConvNhwc")) != AIT_OK) {
     free(in);
-    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    return st;
   }
   in[0] = x;
   in[1] = w;
   in[2] = n->n_in > 2 ? n->in[2] : -1;
   in[3] = z;
   free(n->in);
-  free(n->op_type);
-  free(n->domain);
   n->in = in;
   n->n_in = 4;
-  n->op_type = op;
-  n->domain = dom;
-  n->opset = 1;
-  n->op = ait_fused_op("FusedConvNhwc");
   n->out[0] = y;
   if (nchw) AIT_TRY(nat_attr_set_str(n, "x_layout", "NCHW"));
   twin[o] = y;
@@ -225,18 +217,7 @@ static ait_status pool_in_nhwc(ait_graph *g, int n_values, const int *twin, cons
         v < 0 || v >= n_values || !conv_out[v] || g->values[v].rank != 4 ||
         g->values[v].dtype != AIT_FLOAT32)
       continue;
-    char *op = strdup("FusedGapNhwc"), *dom = strdup(AIT_FUSED_DOMAIN);
-    if (!op || !dom) {
-      free(op);
-      free(dom);
-      return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
-    }
-    free(n->op_type);
-    free(n->domain);
-    n->op_type = op;
-    n->domain = dom;
-    n->opset = 1;
-    n->op = ait_fused_op("FusedGapNhwc");
+    AIT_TRY(nat_node_make_fused(n, "FusedGapNhwc"));
     n->in[0] = twin[v];
   }
   return AIT_OK;
@@ -315,17 +296,14 @@ static ait_status make_block(ait_graph *g, int q, int d, int e, bool stem, bool 
   in[5] = Q->in[1];
   in[6] = Q->n_in > 2 ? Q->in[2] : -1;
   in[7] = Q->n_in > 3 ? Q->in[3] : -1;
-  char *op = strdup("FusedInvertedResidual");
-  if (!op) {
+  ait_status made = nat_node_make_fused(Q, "FusedInvertedResidual");
+  if (made) {
     free(in);
-    return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    return made;
   }
   free(Q->in);
-  free(Q->op_type);
   Q->in = in;
   Q->n_in = 8;
-  Q->op_type = op;
-  Q->op = ait_fused_op("FusedInvertedResidual");
   AIT_TRY(nat_attr_set_ints(Q, "strides", strides, 2));
   AIT_TRY(copy_act(Q, D, "dw_"));
   if (P) AIT_TRY(copy_act(Q, P, "expand_"));
