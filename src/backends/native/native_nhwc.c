@@ -220,7 +220,8 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
  * which comes from DRAM on MobileNetV2, whose 14 MB of weights and
  * activations do not stay in this machine's share of L3 between runs
  * (the 7x7 blocks ran 1.03 ms in the model against 0.81 alone, 0.85
- * packed; the model 1.03-1.04x faster, paired in one process). Only the AVX-512 tiles read packed weights. */
+ * packed; the model 1.03-1.04x faster, paired in one process). Only the
+ * AVX-512 tiles read packed weights. */
 static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, bool v512) {
   if (v512) c->wpk = nat_pack_tiles(r, slot, input, c->w, c->C, c->M, 16 * c->pw_nv);
 }
