@@ -370,6 +370,7 @@ static void ir_task(void *arg, int64_t t, int tid) {
   ir_edge A = ir_boundary(j, n, b), B = ir_boundary(j, n, b + 1);
   int64_t a_own = A.split > A.r0 ? A.split : A.r0, b_own = B.split - 1 < B.r1 ? B.split - 1 : B.r1;
   bool a_took = false, b_took = false, a_asked = false, b_asked = false;
+  const float *at[3] = {NULL, NULL, NULL};   /* where expanded row ih is, by ih % 3 */
   for (int64_t ih = B.r0; ih <= b_own; ih++) /* first: the upper band needs them first */
     ir_expand_row(j, n, ih, B.rows + (ih - B.r0) * row);
   if (B.rows) atomic_store_explicit(B.lo_ready, 1, memory_order_release);
@@ -380,32 +381,35 @@ static void ir_task(void *arg, int64_t t, int tid) {
       if (ih < 0) continue;
       have = ih;
       float *dst = ring + (ih % 3) * row;
+      const float **where = &at[ih % 3];
       if (in_rows(ih, a_own, A.r1)) {
         dst = A.rows + (ih - A.r0) * row;
       } else if (in_rows(ih, A.r0, a_own - 1)) {
         if (!a_asked)
           a_asked = true, a_took = atomic_load_explicit(A.lo_ready, memory_order_acquire);
-        if (a_took) continue;
+        if (a_took) {
+          *where = A.rows + (ih - A.r0) * row;
+          continue;
+        }
       } else if (in_rows(ih, B.r0, b_own)) {
-        continue; /* made first */
+        *where = B.rows + (ih - B.r0) * row; /* made first */
+        continue;
       } else if (in_rows(ih, b_own + 1, B.r1)) {
         if (!b_asked)
           b_asked = true, b_took = atomic_load_explicit(B.hi_ready, memory_order_acquire);
-        if (b_took) continue;
+        if (b_took) {
+          *where = B.rows + (ih - B.r0) * row;
+          continue;
+        }
       }
       ir_expand_row(j, n, ih, dst);
+      *where = dst;
       if (ih == A.r1 && a_own <= A.r1) /* the last of this band's rows at A, made */
         atomic_store_explicit(A.hi_ready, 1, memory_order_release);
     }
     for (int ki = 0; ki < 3; ki++) {
       int64_t ih = lo + ki;
-      bool shared_a = in_rows(ih, a_own, A.r1) || (a_took && in_rows(ih, A.r0, a_own - 1));
-      bool shared_b = in_rows(ih, B.r0, b_own) || (b_took && in_rows(ih, b_own + 1, B.r1));
-      rows[ki] = ih < 0 || ih >= H ? NULL
-                 : !j->has_e       ? j->x + (n * H + ih) * row
-                 : shared_a        ? A.rows + (ih - A.r0) * row
-                 : shared_b        ? B.rows + (ih - B.r0) * row
-                                   : ring + (ih % 3) * row;
+      rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % 3] : j->x + (n * H + ih) * row;
     }
     if (j->v512)
       nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
