@@ -96,6 +96,22 @@ static ait_status conv_nhwc_shape(ait_graph *g, const ait_node *n) {
   return AIT_OK;
 }
 
+bool ait_inv_res_stem(const ait_node *n, const int64_t in[2], const int64_t k[2], int64_t st[2],
+                      int64_t pb[2], int64_t out[2]) {
+  int ns = 0, np = 0;
+  const int64_t *s = ait_attr_ints(n, "stem_strides", &ns),
+                *pd = ait_attr_ints(n, "stem_pads", &np);
+  if (!s || ns != 2 || !pd || np != 4) return false;
+  for (int i = 0; i < 2; i++) {
+    if (in[i] < 0 || in[i] > INT32_MAX || k[i] < 1 || s[i] < 1 || pd[i] < 0 || pd[2 + i] < 0 ||
+        pd[i] > k[i] || pd[2 + i] > k[i] || in[i] + pd[i] + pd[2 + i] < k[i])
+      return false;
+    st[i] = s[i], pb[i] = pd[i];
+    out[i] = (in[i] + pd[i] + pd[2 + i] - k[i]) / s[i] + 1;
+  }
+  return true;
+}
+
 /* X [N, H, W, C], the depthwise stage's strides (pads 1, 3x3) and Wp [1, 1,
  * E, M] give Y [N, OH, OW, M]. */
 static ait_status inv_res_shape(ait_graph *g, const ait_node *n) {
@@ -105,7 +121,7 @@ static ait_status inv_res_shape(ait_graph *g, const ait_node *n) {
     ait_set_out(g, n, 0, x->dtype, -1, NULL);
     return AIT_OK;
   }
-  int cnt = 0, scnt = 0, pcnt = 0;
+  int cnt = 0;
   const int64_t *st = ait_attr_ints(n, "strides", &cnt);
   ait_dim o[4];
   memset(o, 0, sizeof o);
@@ -116,17 +132,11 @@ static ait_status inv_res_shape(ait_graph *g, const ait_node *n) {
   const ait_value *we = ait_node_in(g, n, 1);
   const char *lay = ait_attr_str(n, "stem_x_layout", NULL);
   if (lay) {
-    const int64_t *ss = ait_attr_ints(n, "stem_strides", &scnt);
-    const int64_t *pd = ait_attr_ints(n, "stem_pads", &pcnt);
-    bool nchw = !strcmp(lay, "NCHW");
-    for (int i = 0; i < 2; i++) {
-      int64_t in = x->dims[(nchw ? 2 : 1) + i].v, k = we && we->rank == 4 ? we->dims[i].v : -1;
-      sp[i] = -1;
-      if (ss && scnt == 2 && pd && pcnt == 4 && in >= 0 && k >= 1 && ss[i] >= 1 && pd[i] >= 0 &&
-          pd[2 + i] >= 0 && pd[i] <= k && pd[2 + i] <= k && in <= INT32_MAX &&
-          in + pd[i] + pd[2 + i] >= k)
-        sp[i] = (in + pd[i] + pd[2 + i] - k) / ss[i] + 1;
-    }
+    int a = strcmp(lay, "NCHW") ? 1 : 2;
+    int64_t in[2] = {x->dims[a].v, x->dims[a + 1].v}, ss[2], pb[2];
+    int64_t k[2] = {we && we->rank == 4 ? we->dims[0].v : -1,
+                    we && we->rank == 4 ? we->dims[1].v : -1};
+    if (!ait_inv_res_stem(n, in, k, ss, pb, sp)) sp[0] = sp[1] = -1;
   }
   for (int i = 0; i < 2; i++) {
     int64_t s = st && cnt == 2 ? st[i] : 1, in = sp[i];

@@ -105,4 +105,13 @@ void ait_act_apply_f32(const ait_act *a, float *x, int64_t n);
  * resolve fused nodes even where the registry lookup does not list them. */
 const ait_op_def *ait_fused_op(const char *name);
 
+/* The stem stage of a FusedInvertedResidual (its stem_* attributes): for X
+ * of spatial size in (H, W, in X's layout) and a window k (kh, kw), the
+ * strides st, the leading pads pb and the stage's output size out. False
+ * when an attribute is missing or out of range (padding wider than the
+ * window, sizes past 2^31, a window larger than the padded input). Shape
+ * inference and native's kernel both use it, so they cannot disagree. */
+bool ait_inv_res_stem(const ait_node *n, const int64_t in[2], const int64_t k[2], int64_t st[2],
+                      int64_t pb[2], int64_t out[2]);
+
 #endif

@@ -544,11 +544,7 @@ static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tens
  * expand_ activation; its output [N, OH, OW, M] is the block's input. */
 static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ait_tensor *Wt,
                                 const ait_tensor *B, nat_nhwc *c) {
-  int ns = 0, np = 0;
-  const int64_t *st = ait_attr_ints(n, "stem_strides", &ns),
-                *pd = ait_attr_ints(n, "stem_pads", &np);
-  if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || !st || ns != 2 || !pd || np != 4)
-    return AIT_E_UNSUPPORTED;
+  if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4) return AIT_E_UNSUPPORTED;
   bool nchw = !strcmp(ait_attr_str(n, "stem_x_layout", "NHWC"), "NCHW");
   c->N = X->dims[0];
   c->C = nchw ? X->dims[1] : X->dims[3];
@@ -559,16 +555,13 @@ static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ai
   c->xs_h = nchw ? c->W : c->W * c->C;
   c->xs_n = c->H * c->W * c->C;
   c->kh = Wt->dims[0], c->kw = Wt->dims[1], c->M = Wt->dims[3];
-  c->sh = st[0], c->sw = st[1], c->pt = pd[0], c->pl = pd[1];
-  /* what the layout pass wrote (a small window, nn_win_conv's geometry),
-   * checked again: a graph may come from a saved file */
-  if (Wt->dims[2] != c->C || c->kh < 1 || c->kw < 1 || c->kh * c->kw * c->C > 64 || c->sh < 1 ||
-      c->sw < 1 || c->pt < 0 || c->pl < 0 || pd[2] < 0 || pd[3] < 0 || c->pt > c->kh ||
-      c->pl > c->kw || pd[2] > c->kh || pd[3] > c->kw || c->H > INT32_MAX || c->W > INT32_MAX)
+  /* what the layout pass wrote (a small window), checked again: a graph
+   * may come from a saved file */
+  int64_t in[2] = {c->H, c->W}, k[2] = {c->kh, c->kw}, st[2], pb[2], out[2];
+  if (Wt->dims[2] != c->C || c->kh * c->kw * c->C > 64 || !ait_inv_res_stem(n, in, k, st, pb, out))
     return AIT_E_UNSUPPORTED;
-  int64_t eh = c->H + c->pt + pd[2] - c->kh, ew = c->W + c->pl + pd[3] - c->kw;
-  if (eh < 0 || ew < 0) return AIT_E_UNSUPPORTED;
-  c->OH = eh / c->sh + 1, c->OW = ew / c->sw + 1;
+  c->sh = st[0], c->sw = st[1], c->pt = pb[0], c->pl = pb[1];
+  c->OH = out[0], c->OW = out[1];
   if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != c->M)) return AIT_E_UNSUPPORTED;
   c->x = X->data;
   c->w = Wt->data;
