@@ -1160,6 +1160,43 @@ static void test_math(void) {
   }
 }
 
+/* LayerNormalization over the last axis, with and without bias: lengths
+ * around the AVX-512 row kernel's 32- and 16-float steps (tails of 5, 8,
+ * 12 and none) and rows far from zero mean (a one-pass variance would
+ * cancel). */
+static void test_layernorm(void) {
+  static const int64_t lens[] = {5, 16, 40, 256, 300};
+  for (size_t c = 0; c < sizeof lens / sizeof lens[0]; c++)
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+      int64_t L = lens[c], dx[2] = {-1, L}, dp[1] = {L};
+      float *sc = malloc(sizeof(float) * (size_t)L), *bi = malloc(sizeof(float) * (size_t)L);
+      for (int64_t i = 0; i < L; i++)
+        sc[i] = 0.5f + frand(), bi[i] = frand();
+      tb_model *m = tb_new(17);
+      tb_input(m, "x", 1, 2, dx);
+      tb_output(m, "y", 1, 2, dx);
+      tb_init_f32(m, "s", 1, dp, sc);
+      tb_init_f32(m, "b", 1, dp, bi);
+      tb_node(m, "LayerNormalization", "ln", with_bias ? IN("x", "s", "b") : IN("x", "s"), IN("y"));
+      ait_graph *g = parse(m);
+      CHECK(g != NULL);
+      const int64_t di[2] = {7, L};
+      ait_tensor *x = rand_tensor(2, di);
+      float *xv = x->data;
+      for (int64_t i = 0; i < 7 * L; i++)
+        xv[i] += 5.0f * (float)(i / L); /* row r has mean ~5 r */
+      ait_tensor *ref = NULL, *nat = NULL;
+      CHECK(g && ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+      CHECK(g && run_on("native", g, (const ait_tensor *const *)&x, 1, &nat) == AIT_OK);
+      double d = diff(nat, ref);
+      if (!(d <= 1e-5)) fprintf(stderr, "layernorm %lld bias %d: %g\n", (long long)L, with_bias, d);
+      CHECK(d <= 1e-5);
+      ait_tensor_free(ref), ait_tensor_free(nat), ait_tensor_free(x);
+      ait_graph_free(g);
+      free(sc), free(bi);
+    }
+}
+
 int main(void) {
   test_gelu_math();
   test_math();
@@ -1171,6 +1208,7 @@ int main(void) {
   test_tiles();
   test_attention();
   test_attention_shapes();
+  test_layernorm();
   test_nhwc();
   test_state();
   test_shape_cache();

@@ -430,6 +430,11 @@ void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 void nat_exp_f32(const float *x, float *y, int64_t n);
 void nat_erf_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
+/* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
+ * (x and y may be the same); false, writing nothing, where the CPU or the
+ * compiler has no AVX-512. */
+bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
+                          const float *bias, double eps);
 
 /* Multiply-adds below which a GEMM runs on one thread: a hand-off to the
  * pool costs a few microseconds, more when the machine is busy. */

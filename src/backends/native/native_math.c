@@ -209,6 +209,47 @@ __attribute__((target("avx512f"))) static void exp512(const float *x, float *y, 
   }
 }
 
+/* One LayerNormalization row, y = (x - mean) / sqrt(var + eps) * scale
+ * (+ bias), sixteen lanes at a time: the mean, then the mean of squared
+ * deviations (two passes, no cancellation), then the output. The row (1 KB
+ * for BERT's 256) stays in L1 between passes. Two accumulators a pass
+ * halve the chain of dependent adds. The 8-lane loops of native_nn.c
+ * took 14 us for a 128 x 256 LayerNorm in the 4-layer BERT, this 4.5. */
+__attribute__((target("avx512f"))) static void layernorm512(const float *x, float *y, int64_t n,
+                                                            const float *scale, const float *bias,
+                                                            double eps) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+    s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16)
+    s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(nat_tail16(n - i), x + i));
+  float mean = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)) / (float)n;
+  __m512 mv = _mm512_set1_ps(mean);
+  s0 = s1 = _mm512_setzero_ps();
+  for (i = 0; i + 32 <= n; i += 32) {
+    __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), mv);
+    __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv);
+    s0 = _mm512_fmadd_ps(d0, d0, s0);
+    s1 = _mm512_fmadd_ps(d1, d1, s1);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 m = nat_tail16(n - i);
+    __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + i), mv);
+    s0 = _mm512_fmadd_ps(d, d, s0);
+  }
+  float var = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)) / (float)n;
+  __m512 iv = _mm512_set1_ps((float)(1.0 / sqrt((double)var + eps)));
+  for (i = 0; i < n; i += 16) {
+    __mmask16 m = nat_tail16(n - i);
+    __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mv), iv);
+    __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + i) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(m, scale + i), b));
+  }
+}
+
 /* (the C runtime initialises the CPU model in a constructor) */
 static bool have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 #endif
@@ -239,6 +280,17 @@ NAT_CLONES void nat_act_f32(const ait_act *a, float *x, int64_t n) {
   }
 }
 
+bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
+                          const float *bias, double eps) {
+#ifdef NAT_HAVE_GELU512
+  if (have_avx512()) {
+    layernorm512(x, y, n, scale, bias, eps);
+    return true;
+  }
+#endif
+  return false;
+}
+
 #else /* no vector extensions: libm */
 
 void nat_exp_f32(const float *x, float *y, int64_t n) {
@@ -252,5 +304,10 @@ void nat_erf_f32(const float *x, float *y, int64_t n) {
 }
 
 void nat_act_f32(const ait_act *a, float *x, int64_t n) { ait_act_apply_f32(a, x, n); }
+
+bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
+                          const float *bias, double eps) {
+  return false;
+}
 
 #endif
