@@ -387,6 +387,7 @@ typedef struct nat_nhwc {
   float *y;
   int64_t y_r0; /* stem and window rows: output row r is at y + (r - y_r0) OW M (a ring row) */
   float lo, hi;
+  bool gelu; /* pointwise on AVX-512 only: GELU on each tile right after its store */
 } nat_nhwc;
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
@@ -433,6 +434,10 @@ void nat_act_f32(const ait_act *a, float *x, int64_t n);
 /* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
  * (x and y may be the same); false, writing nothing, where the CPU or the
  * compiler has no AVX-512. */
+/* GELU (as nat_act_f32) on rows [0, rows) x columns [0, n) of y (row
+ * stride ldy) on AVX-512: a product's tile while it is in L1. Only where
+ * nat_nhwc512_available(). */
+void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
 bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
                           const float *bias, double eps);
 

@@ -332,6 +332,8 @@ static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *
     c->lo = 0.0f, j.act.kind = AIT_ACT_NONE;
   } else if (e->act.kind == AIT_ACT_CLIP) {
     c->lo = e->act.p[0], c->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
+  } else if (e->act.kind == AIT_ACT_GELU) {
+    c->gelu = true, j.act.kind = AIT_ACT_NONE;
   }
   nat_nhwc_pw_tile(P, N, &c->pw_mr, &c->pw_nv);
   c->wpk = nat_pack_tiles(r, NAT_DATA_TILES, 1, B, K, N, 16 * c->pw_nv);

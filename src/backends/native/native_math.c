@@ -200,6 +200,21 @@ __attribute__((target("avx512f"))) static void gelu512(float *x, int64_t n) {
   }
 }
 
+__attribute__((target("avx512f"))) static void gelu512_tile(float *y, int64_t ldy, int64_t rows,
+                                                            int64_t n) {
+  gelu_lut t;
+  for (int c = 0; c < 5; c++) {
+    t.lo[c] = _mm512_loadu_ps(gelu_tab[c]);
+    t.hi[c] = _mm512_loadu_ps(gelu_tab[c] + 16);
+  }
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t i = 0; i < n; i += 16) {
+      __mmask16 m = nat_tail16(n - i);
+      float *p = y + r * ldy + i;
+      _mm512_mask_storeu_ps(p, m, gelu16(_mm512_maskz_loadu_ps(m, p), &t));
+    }
+}
+
 /* exp sixteen lanes at a time (softmax: attention's second cost after its
  * products). */
 __attribute__((target("avx512f"))) static void exp512(const float *x, float *y, int64_t n) {
@@ -280,6 +295,12 @@ NAT_CLONES void nat_act_f32(const ait_act *a, float *x, int64_t n) {
   }
 }
 
+void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {
+#ifdef NAT_HAVE_GELU512
+  gelu512_tile(y, ldy, rows, n);
+#endif
+}
+
 bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
                           const float *bias, double eps) {
 #ifdef NAT_HAVE_GELU512
@@ -304,6 +325,8 @@ void nat_erf_f32(const float *x, float *y, int64_t n) {
 }
 
 void nat_act_f32(const ait_act *a, float *x, int64_t n) { ait_act_apply_f32(a, x, n); }
+
+void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {}
 
 bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
                           const float *bias, double eps) {
