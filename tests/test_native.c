@@ -46,7 +46,8 @@ static double diff(const ait_tensor *a, const ait_tensor *b) {
   const float *x = a->data, *y = b->data;
   for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
     double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d;
+    if (isnan(d)) return d; /* kept: a later !(d <= NaN) would replace it */
+    if (d > m) m = d;
   }
   return m;
 }
