@@ -610,13 +610,16 @@ static void check_bf16(const ait_graph *g, const ait_tensor *const *in, int n_in
 }
 
 /* Head sizes 64 and 32 (the AVX-512 P V kernel's 4- and 2-vector tiles),
- * a mask per query row (broadcast along the keys) and a full mask. */
+ * a mask per query row (broadcast along the keys: a load across the lanes
+ * of the transposed scores), a full mask (a gather), and BERT's shape with
+ * a padding mask (a broadcast; 128 keys: 21 tiles of 6 and one of 2). The
+ * blocks' row counts (64, 6, 33) cover full and partial vectors of rows. */
 static void test_attention_shapes(void) {
-  static const int64_t m1[4] = {-1, 1, 70, 1}, m2[4] = {-1, 1, 33, 33};
+  static const int64_t m1[4] = {-1, 1, 70, 1}, m2[4] = {-1, 1, 33, 33}, m3[4] = {-1, 1, 1, 128};
   const struct {
     int64_t S, H, D;
     const int64_t *dm;
-  } cases[] = {{70, 3, 64, m1}, {33, 2, 32, m2}};
+  } cases[] = {{70, 3, 64, m1}, {33, 2, 32, m2}, {128, 4, 64, m3}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ait_graph *g = attention_model_of(cases[c].S, cases[c].H, cases[c].D, cases[c].dm);
     nat_pass_stats st;
@@ -644,9 +647,10 @@ static void test_attention_shapes(void) {
 }
 
 /* rank 3, key already transposed, Mul by a scale, no mask, Softmax axis 2 */
-static ait_graph *attention3_model(void) {
+static ait_graph *attention3_model_of(int64_t S, int64_t D, int64_t Dv) {
   static float scale = 0.3f;
-  static const int64_t dq[3] = {-1, 70, 8}, dk[3] = {-1, 8, 70}, dv[3] = {-1, 70, 12}, d0[1] = {0};
+  const int64_t dq[3] = {-1, S, D}, dk[3] = {-1, D, S}, dv[3] = {-1, S, Dv};
+  static const int64_t d0[1] = {0};
   tb_model *m = tb_new(13);
   tb_input(m, "q", 1, 3, dq);
   tb_input(m, "kt", 1, 3, dk);
@@ -658,6 +662,41 @@ static ait_graph *attention3_model(void) {
   tb_attr_int(m, tb_node(m, "Softmax", "softmax", IN("s1"), IN("p")), "axis", 2);
   tb_node(m, "MatMul", "pv", IN("p", "v"), IN("y"));
   return parse(m);
+}
+
+static ait_graph *attention3_model(void) { return attention3_model_of(70, 8, 12); }
+
+/* The transposed scores with keys stored transposed (a stride along the
+ * head dim), head sizes not a multiple of 16 (Qᵀ packed from partial
+ * vectors), no mask; key counts leaving 5 and 1 keys past the tiles of 6,
+ * blocks of 64, 37 and 49 rows; and scores in the hundreds (q scaled up),
+ * where exp overflows unless the maximum per row is subtracted: its
+ * outputs are near-one-hot mixes whose rounding allows 1e-4. */
+static void test_attention3_shapes(void) {
+  const struct {
+    int64_t S, D, Dv;
+    float qscale;
+    double tol;
+  } cases[] = {{101, 40, 32, 1.0f, 1e-5}, {49, 24, 16, 1.0f, 1e-5}, {70, 40, 32, 150.0f, 1e-4}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t S = cases[c].S, D = cases[c].D, Dv = cases[c].Dv;
+    ait_graph *g = attention3_model_of(S, D, Dv);
+    nat_pass_stats st;
+    ait_graph *rw = g ? rewrite(g, &st) : NULL;
+    CHECK(rw && count_op(rw, "FusedAttention") == 1);
+    if (rw) {
+      const int64_t dq[3] = {2, S, D}, dk[3] = {2, D, S}, dv[3] = {2, S, Dv};
+      ait_tensor *in[3] = {rand_tensor(3, dq), rand_tensor(3, dk), rand_tensor(3, dv)};
+      float *q = in[0]->data;
+      for (int64_t i = 0; i < ait_tensor_numel(in[0]); i++)
+        q[i] *= cases[c].qscale;
+      check_equivalent(g, rw, (const ait_tensor *const *)in, 3, cases[c].tol);
+      for (int i = 0; i < 3; i++)
+        ait_tensor_free(in[i]);
+    }
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
 }
 
 static void test_attention(void) {
@@ -1214,6 +1253,7 @@ int main(void) {
   test_attention();
   test_attention_shapes();
   test_layernorm();
+  test_attention3_shapes();
   test_nhwc();
   test_state();
   test_shape_cache();

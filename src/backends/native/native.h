@@ -340,18 +340,32 @@ ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const
  * AVX512-BF16; elsewhere they stay float32. */
 ait_status nat_attention_bf16(ait_graph *g);
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
-/* Attention's softmax and P V on AVX-512 (native_attn512.c), for one block
- * of query rows: y[rows][Dv] = (p v) * scale[row] with Dv a multiple of 16
- * up to 64 and v's rows of stride ldv. Only when nat_attn512_available(). */
+/* Attention on AVX-512 (native_attn512.c), for one block of query rows;
+ * only when nat_attn512_available(). values: y[rows][Dv] = (p v) *
+ * scale[row] with p(i, k) at p[i * pis + k * pks] (P's rows: pks = 1; Pᵀ:
+ * pis = 1), Dv a multiple of 16 up to 64 and v's rows of stride ldv. */
 bool nat_attn512_available(void);
-void nat_attn512_values(const float *p, int64_t rows, int64_t Sk, const float *v, int64_t ldv,
-                        int64_t Dv, float *y, int64_t ldy, const float *scale);
+void nat_attn512_values(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk,
+                        const float *v, int64_t ldv, int64_t Dv, float *y, int64_t ldy,
+                        const float *scale);
 /* Rows of s plus the mask (rows of stride mrs, columns of stride mcs; m may
  * be NULL) turned into exp(x - max) in place, with 1 / sum per row in inv:
  * the normalisation goes to the output rows (scale of nat_attn512_values),
  * Dv multiplies instead of Sk. */
 void nat_attn512_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
                          int64_t mcs, float *inv);
+/* The scores transposed: st[j][i] = alpha * sum_d q[i][d] k(j, d) + m(i, j)
+ * for rows <= 64 query rows (q's rows of stride ldq) and Sk keys, k(j, d)
+ * at k[j * kjs + d * kds], m(i, j) at m[i * mrs + j * mcs] (m may be NULL;
+ * mrs <= INT32_MAX / 16). st's rows have stride 64 (Sk x 64 floats); qt
+ * (D x 64 floats) receives alpha Qᵀ; mx (64 floats) the maximum per query
+ * row. softmax_t: exp(st - mx) in place down the columns, 1 / sum per query
+ * row in inv (64 floats); then nat_attn512_values(st, 1, 64, ...). Lanes past
+ * `rows` hold values nobody reads. */
+void nat_attn512_scores_t(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                          const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
+                          int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
+void nat_attn512_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
 /* Attention's products in bfloat16 (native_attn_bf16.c), only when
  * nat_attn_bf16_available(). Operands are 32-bit words holding a pair of
  * bfloat16 along the reduction. pack_rows: out[r][w] = (x(r, 2w),

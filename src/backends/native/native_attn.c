@@ -11,7 +11,10 @@
  * which works per (batch, head, block of query rows): the block's scores
  * stay in cache through the mask, the softmax and the product with V, so the
  * score matrix is never written to memory, and the transposes become
- * strides of the GEMM operands. */
+ * strides of the operands. On AVX-512 (native_attn512.c) the scores are
+ * computed transposed (query rows in the vector lanes) by a register tile,
+ * so the mask, the maximum and the softmax's sums are vector operations;
+ * elsewhere both products go through SGEMM. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +156,11 @@ typedef struct att_job {
   float *y;
   int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
   float *scratch;                            /* per thread: `per_thread` floats */
-  int64_t per_thread;                        /* ATT_ROWS * Sk (+ the keys' panel) */
+  int64_t per_thread;                        /* ATT_ROWS * Sk (+ the kernels' extras) */
   nat_gemm_fn gemm;
-  bool avx512; /* both products on native_attn512.c's kernels */
-  bool bf16;   /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
+  bool avx512;   /* softmax and P V on native_attn512.c's kernels */
+  bool scores_t; /* ... and the scores too, transposed (Sᵀ: keys x query rows) */
+  bool bf16;     /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
 } att_job;
 
 /* Whether a GEMM operand with logical strides st is stored transposed, and
@@ -219,15 +223,25 @@ static void att_task(void *arg, int64_t t, int tid) {
   float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
   float *s = j->scratch + (int64_t)tid * j->per_thread;
   const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
+  if (j->scores_t) {
+    /* keys down, query rows across the lanes: Sᵀ [Sk][ATT_ROWS], then the
+     * block's Qᵀ, the max and 1 / sum per query row */
+    float *qt = s + ATT_ROWS * j->Sk, *mx = qt + ATT_ROWS * j->D, *inv = mx + ATT_ROWS;
+    nat_attn512_scores_t(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], j->ks[2], j->Sk, m,
+                         j->ms[2], j->ms[3], qt, s, mx);
+    nat_attn512_softmax_t(s, rows, j->Sk, mx, inv);
+    nat_attn512_values(s, 1, ATT_ROWS, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    return;
+  }
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
-  /* the scores through SGEMM (its small-matrix kernel does the transposed
-   * keys well); softmax and P V on the AVX-512 kernels when they apply */
+  /* the scores through SGEMM; softmax and P V on the AVX-512 kernels when
+   * they apply */
   j->gemm(ta, tb, rows, j->Sk, j->D, j->alpha, q, lda, k, ldb, s, j->Sk);
   if (j->avx512) {
     float *inv = s + ATT_ROWS * j->Sk;
     nat_attn512_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv);
-    nat_attn512_values(s, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    nat_attn512_values(s, j->Sk, 1, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
   softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
@@ -359,17 +373,23 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   j.alpha = ait_attr_float(n, "alpha", 1.0f);
   j.gemm = nat_run_gemm(r);
   j.blocks = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
-  /* the AVX-512 products read rows with unit stride; the keys go through a
-   * transposed panel, so their layout does not matter */
+  /* the AVX-512 kernels read Q's, V's and Y's rows with unit stride; the
+   * keys are broadcast one element at a time, so their layout does not
+   * matter */
   j.avx512 = nat_attn512_available() && j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 &&
              j.Dv % 16 == 0 && j.Dv <= 64 && j.D <= 4096;
+  /* the transposed scores read the keys with any strides; a mask varying
+   * along the query rows is gathered with 32-bit offsets */
+  j.scores_t = j.avx512 && (!j.m || j.ms[2] <= INT32_MAX / 16);
   /* bfloat16 products when the pass or the caller asked for them */
   j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
   int threads = nat_run_threads(r);
   int64_t tasks = j.B * j.H * (j.bf16 ? 1 : j.blocks);
   double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
   bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
-  j.per_thread = j.bf16 ? bf16_scratch(&j) : ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0);
+  j.per_thread = j.bf16       ? bf16_scratch(&j)
+                 : j.scores_t ? ATT_ROWS * (j.Sk + j.D + 2)
+                              : ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0);
   j.per_thread = (j.per_thread + 15) / 16 * 16; /* threads' blocks on separate lines */
   j.scratch = nat_scratch(r, (int64_t)(par ? threads : 1) * j.per_thread * (int64_t)sizeof(float));
   if (!j.scratch) return AIT_E_NOMEM;
