@@ -22,8 +22,7 @@
 
 #include "backends/native/native_avx512.h"
 
-/* prfchw: PREFETCHW, which every AVX-512 CPU has */
-#define T512 __attribute__((target("avx512f,fma,prfchw")))
+#define T512 __attribute__((target("avx512f,fma")))
 #define INL static inline __attribute__((always_inline))
 
 bool nat_nhwc512_available(void) {
@@ -36,28 +35,11 @@ bool nat_nhwc512_available(void) {
  * page for wide layers, where the hardware prefetchers stop). */
 #define PW_PREFETCH 8
 
-/* The tile's output lines, asked for with intent to write before its
- * products start: a product's output is mostly memory no kernel touched
- * this run, and stores that each wait for their line stall the tile (128
- * x 256 x 1024 with cold output, Zen 4: 97-99 -> 101-102 GFLOP/s alone;
- * in the 4-layer BERT, where most outputs are still in L3, with the next
- * block's prefetch below: its products 7.64-7.74 -> 7.57-7.68 ms a run on
- * one thread). */
-INL T512 void pw_prefetch_out(const int mr, const int nv, float *y, int64_t ldy) {
-#pragma GCC unroll 12
-  for (int i = 0; i < 12; i++)
-    if (i < mr)
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; j++)
-        if (j < nv) __builtin_prefetch(y + i * ldy + 16 * j, 1, 3);
-}
-
 /* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
- * the last vector masked by lm. Step k also asks for line k of pf (pfn
- * lines, into L2): the next block of packed weights. */
+ * the last vector masked by lm. */
 INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
                       const float *w, int64_t ldw, __mmask16 lm, const float *b, const float *z,
-                      float *y, int64_t ldy, __m512 lo, __m512 hi, const char *pf, int64_t pfn) {
+                      float *y, int64_t ldy, __m512 lo, __m512 hi) {
   __m512 acc[12][4];
   __mmask16 m[4];
 #pragma GCC unroll 4
@@ -71,10 +53,8 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
     for (int i = 0; i < 12; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  pw_prefetch_out(mr, nv, y, ldy);
   for (int64_t k = 0; k < K; k++) {
     const float *wk = w + k * ldw;
-    if (k < pfn) _mm_prefetch(pf + 64 * k, _MM_HINT_T1);
     __m512 wv[4];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
@@ -109,9 +89,8 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
 
 #define PW_ARGS                                                                                    \
   int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __mmask16 lm,               \
-      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi, const char *pf, \
-      int64_t pfn
-#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, pf, pfn
+      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi
 #define PW_CASE(R, NV)                                                                             \
   case R: pw_tile(R, NV, PW_PASS); break;
 
@@ -151,11 +130,9 @@ INL T512 void pw_tile24(const int mr, PW_ARGS) {
 #pragma GCC unroll 12
   for (int i = 0; i < mr; i++)
     a[i] = b0, h[i] = b1;
-  pw_prefetch_out(mr, 2, y, ldy);
   for (int64_t k = 0; k < K; k++) {
     const float *wk = w + k * ldw;
     _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
-    if (k < pfn) _mm_prefetch(pf + 64 * k, _MM_HINT_T1);
     __m512 w0 = _mm512_loadu_ps(wk);
     __m256 w1 = _mm256_loadu_ps(wk + 16);
 #pragma GCC unroll 12
@@ -232,29 +209,23 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       /* packed weights (wpk): blocks of K x bw, block m / bw at m * K */
       const float *w = c->wpk ? c->wpk + m * K : c->w + m, *b = c->b ? c->b + m : NULL;
       int64_t ldw = c->wpk ? bw : M;
-      /* the next block's packed weights, K lines a tile: from DRAM (a
-       * transformer's weights do not stay in this machine's share of L3)
-       * they would stall the first tiles of that block (128 x 256 x 1024,
-       * weights and output cold: 101-102 -> 105 GFLOP/s) */
-      const char *nxt = c->wpk && m + bw < m1 ? (const char *)(w + bw * K) : NULL;
-      int64_t lines = nxt ? bw * K / 16 : 0, ti = 0;
-      for (int64_t p = q0; p < q1; p += rows, ti++) {
-        int64_t pfn = lines - ti * K < K ? lines - ti * K : K;
-        const char *pf = pfn > 0 ? nxt + 64 * ti * K : NULL;
-        if (pfn < 0) pfn = 0;
+      for (int64_t p = q0; p < q1; p += rows) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
         if (mc == 24) {
-          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, pf, pfn);
+          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi);
         } else {
           switch (nv) {
-          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, pf, pfn); break;
-          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, pf, pfn); break;
-          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, pf, pfn); break;
-          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, pf, pfn); break;
+          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
           }
         }
+        /* GELU while the tile is in L1 (a pass over a task's block after
+         * its product read it back from L2: the 4-layer BERT 1.03x faster
+         * in one process against that build, two threads) */
         if (c->gelu) nat_gelu512_tile(y, M, mr, mc);
       }
     }
