@@ -424,6 +424,13 @@ static void test_gelu_op(void) {
     if (!(worst <= 1e-6))
       fprintf(stderr, "gelu %s: worst %g\n", modes[k] ? modes[k] : "default", worst);
     CHECK(worst <= 1e-6);
+    /* native runs the op itself (not the reference's fallback) and agrees */
+    ait_tensor *yn = NULL;
+    CHECK(run_on("native", g, (const ait_tensor *const *)&x, 1, &yn) == AIT_OK);
+    if (!(diff(yn, y) <= 1e-6))
+      fprintf(stderr, "gelu %s on native: %g\n", modes[k] ? modes[k] : "default", diff(yn, y));
+    CHECK(diff(yn, y) <= 1e-6);
+    ait_tensor_free(yn);
     /* the tanh form differs from the erf one: the attribute was read */
     CHECK(y && (k == 2) == (fabsf(((float *)y->data)[3] -
                                   (float)(0.5 * -0.25 * (1 + erf(-0.25 / sqrt(2.0))))) > 1e-7f));

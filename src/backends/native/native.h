@@ -444,6 +444,8 @@ void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
  * with fast Sigmoid and Gelu (others as ait_act_apply_f32). y may be x. */
 void nat_exp_f32(const float *x, float *y, int64_t n);
 void nat_erf_f32(const float *x, float *y, int64_t n);
+/* GELU with approximate = "tanh" (ONNX Gelu-20). */
+void nat_gelu_tanh_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
 /* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
  * (x and y may be the same); false, writing nothing, where the CPU or the

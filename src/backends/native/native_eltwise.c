@@ -149,7 +149,7 @@ ait_status nat_k_binary(nat_run *r, const ait_node *n, const ait_tensor *const *
 
 /* ---- unary ----------------------------------------------------------------- */
 
-typedef enum un_op { U_ACT, U_ERF, U_EXP, U_SQRT, U_NEG } un_op;
+typedef enum un_op { U_ACT, U_ERF, U_EXP, U_SQRT, U_NEG, U_GELU_TANH } un_op;
 
 typedef struct un_job {
   un_op op;
@@ -188,6 +188,7 @@ static void un_task(void *arg, int64_t t, int tid) {
     for (int64_t i = 0; i < n; i++)
       y[i] = -x[i];
     break;
+  case U_GELU_TANH: nat_gelu_tanh_f32(x, y, n); break;
   }
 }
 
@@ -234,6 +235,14 @@ ait_status nat_k_unary(nat_run *r, const ait_node *n, const ait_tensor *const *i
                !clip_bound(n_in > 2 ? in[2] : NULL, INFINITY, &j.act.p[1])) {
       return AIT_E_UNSUPPORTED;
     }
+  } else if (!strcmp(op, "Gelu")) { /* opset 20; after a product it is fused instead */
+    const char *a = ait_attr_str(n, "approximate", "none");
+    if (!strcmp(a, "none"))
+      j.act.kind = AIT_ACT_GELU;
+    else if (!strcmp(a, "tanh"))
+      j.op = U_GELU_TANH;
+    else
+      return AIT_E_UNSUPPORTED;
   } else if (!strcmp(op, "Erf")) {
     j.op = U_ERF;
   } else if (!strcmp(op, "Exp")) {

@@ -35,6 +35,7 @@ static const fast_row fast_rows[] = {
     {"", "LeakyRelu", 1, nat_k_unary},
     {"", "Clip", 1, nat_k_unary},
     {"", "Erf", 1, nat_k_unary},
+    {"", "Gelu", 20, nat_k_unary},
     {"", "Exp", 1, nat_k_unary},
     {"", "Sqrt", 1, nat_k_unary},
     {"", "Neg", 1, nat_k_unary},

@@ -97,6 +97,19 @@ static inline void vsigmoid(v8f *io) {
 
 NAT_CLONES void nat_erf_f32(const float *x, float *y, int64_t n) { MAP8(verf, x, y, n); }
 
+/* GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715
+ * x^3), as x sigmoid(2u): the same function without the cancellation of 1
+ * + tanh(u) for negative x. */
+static inline void vgelu_tanh(v8f *io) {
+  v8f x = *io, u = x * (SPLAT(1.5957691216057308f) + SPLAT(0.0713548162726f) * x * x);
+  vsigmoid(&u);
+  *io = x * u;
+}
+
+NAT_CLONES void nat_gelu_tanh_f32(const float *x, float *y, int64_t n) {
+  MAP8(vgelu_tanh, x, y, n);
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "backends/native/native_avx512.h"
 #define NAT_HAVE_GELU512 1
@@ -322,6 +335,11 @@ void nat_exp_f32(const float *x, float *y, int64_t n) {
 void nat_erf_f32(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     y[i] = erff(x[i]);
+}
+
+void nat_gelu_tanh_f32(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = x[i] / (1.0f + expf(-1.5957691216057308f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
 void nat_act_f32(const ait_act *a, float *x, int64_t n) { ait_act_apply_f32(a, x, n); }
