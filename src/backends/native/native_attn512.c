@@ -32,30 +32,40 @@
 
 bool nat_attn512_available(void) { return __builtin_cpu_supports("avx512f"); }
 
+/* One step of a register tile of up to 8 rows x nv (<= 4) vectors:
+ * acc[r][c] += s[r * ss] * w[16 c .. 16 c + 16) for r < nr. P V broadcasts
+ * P and loads V's row; the transposed scores broadcast K and load Qᵀ's. */
+INL T512 void tile_step(__m512 acc[8][4], int nr, int nv, const float *w, const float *s,
+                        int64_t ss) {
+  __m512 w0 = _mm512_loadu_ps(w), w1 = nv > 1 ? _mm512_loadu_ps(w + 16) : w0;
+  __m512 w2 = nv > 2 ? _mm512_loadu_ps(w + 32) : w0, w3 = nv > 3 ? _mm512_loadu_ps(w + 48) : w0;
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+    if (r < nr) {
+      __m512 b = _mm512_set1_ps(s[r * ss]);
+      acc[r][0] = _mm512_fmadd_ps(b, w0, acc[r][0]);
+      if (nv > 1) acc[r][1] = _mm512_fmadd_ps(b, w1, acc[r][1]);
+      if (nv > 2) acc[r][2] = _mm512_fmadd_ps(b, w2, acc[r][2]);
+      if (nv > 3) acc[r][3] = _mm512_fmadd_ps(b, w3, acc[r][3]);
+    }
+}
+
+INL T512 void tile_zero(__m512 acc[8][4]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++)
+      acc[r][c] = _mm512_setzero_ps();
+}
+
 /* y[i][0..16nv) = sum_k p(i, k) v[k][0..16nv) for mr rows, with p(i, k) at
  * p[i * pis + k * pks] (rows of P, or of Pᵀ: pis = 1) */
 INL T512 void pv_tile(int mr, int nv, int64_t Sk, const float *p, int64_t pis, int64_t pks,
                       const float *v, int64_t ldv, float *y, int64_t ldy, const float *scale) {
   __m512 acc[8][4];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++)
-      acc[i][c] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < Sk; k++) {
-    const float *b = v + k * ldv, *pk = p + k * pks;
-    __m512 b0 = _mm512_loadu_ps(b), b1 = nv > 1 ? _mm512_loadu_ps(b + 16) : b0;
-    __m512 b2 = nv > 2 ? _mm512_loadu_ps(b + 32) : b0, b3 = nv > 3 ? _mm512_loadu_ps(b + 48) : b0;
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++)
-      if (i < mr) {
-        __m512 a = _mm512_set1_ps(pk[i * pis]);
-        acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-        if (nv > 1) acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
-        if (nv > 2) acc[i][2] = _mm512_fmadd_ps(a, b2, acc[i][2]);
-        if (nv > 3) acc[i][3] = _mm512_fmadd_ps(a, b3, acc[i][3]);
-      }
-  }
+  tile_zero(acc);
+  for (int64_t k = 0; k < Sk; k++)
+    tile_step(acc, mr, nv, v + k * ldv, p + k * pks, pis);
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++)
     if (i < mr)
@@ -152,27 +162,11 @@ INL T512 __m512 mask_lanes(const float *m, int64_t mrs, int64_t mcs, int64_t j, 
 INL T512 void qk_tile(int nk, int nv, int64_t D, const float *qt, const float *k, int64_t kjs,
                       int64_t kds, int64_t j0, const float *m, int64_t mrs, int64_t mcs,
                       const __mmask16 *lanes, __m512i gidx, float *st, float *mx) {
-  __m512 acc[6][4];
-#pragma GCC unroll 6
-  for (int r = 0; r < 6; r++)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++)
-      acc[r][c] = _mm512_setzero_ps();
+  __m512 acc[8][4];
+  tile_zero(acc);
   const float *kj = k + j0 * kjs;
-  for (int64_t d = 0; d < D; d++) {
-    const float *a = qt + d * ATT_T, *kd = kj + d * kds;
-    __m512 a0 = _mm512_loadu_ps(a), a1 = nv > 1 ? _mm512_loadu_ps(a + 16) : a0;
-    __m512 a2 = nv > 2 ? _mm512_loadu_ps(a + 32) : a0, a3 = nv > 3 ? _mm512_loadu_ps(a + 48) : a0;
-#pragma GCC unroll 6
-    for (int r = 0; r < 6; r++)
-      if (r < nk) {
-        __m512 b = _mm512_set1_ps(kd[r * kjs]);
-        acc[r][0] = _mm512_fmadd_ps(a0, b, acc[r][0]);
-        if (nv > 1) acc[r][1] = _mm512_fmadd_ps(a1, b, acc[r][1]);
-        if (nv > 2) acc[r][2] = _mm512_fmadd_ps(a2, b, acc[r][2]);
-        if (nv > 3) acc[r][3] = _mm512_fmadd_ps(a3, b, acc[r][3]);
-      }
-  }
+  for (int64_t d = 0; d < D; d++)
+    tile_step(acc, nk, nv, qt + d * ATT_T, kj + d * kds, kjs);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; c++)
     if (c < nv) {
