@@ -86,6 +86,21 @@ def _ratio(a, b):
     return f"{ta / tb:.2f}" if ta and tb else "–"
 
 
+def _round_ratio(a, b):
+    """Median over rounds of a's throughput over b's in the same round (the
+    rounds are interleaved over the run, so round k of every engine ran close
+    in time): less swayed than best-over-best by one lucky or unlucky round of
+    either engine. "–" unless both have every round."""
+    ma = [x["latency_ms"]["median"] for x in (a or {}).get("rounds", []) if "latency_ms" in x]
+    mb = [x["latency_ms"]["median"] for x in (b or {}).get("rounds", []) if "latency_ms" in x]
+    if not ma or len(ma) != len(mb):
+        return "–"
+    r = sorted(y / x for x, y in zip(ma, mb))
+    mid = len(r) // 2
+    med = r[mid] if len(r) % 2 else (r[mid - 1] + r[mid]) / 2
+    return f"{med:.2f}"
+
+
 def _short(row):
     return row["label"][len("aitune "):] if row["label"].startswith("aitune ") else row["label"]
 
@@ -103,12 +118,13 @@ def summary(cases):
                      _f(throughput(ort) if ort else None, "{:.1f}"),
                      _short(best) if best else "none passed", _ratio(best, ort),
                      (_short(tuned_ok)[len("tuned → "):] + ": " + _ratio(tuned_ok, ort)) if tuned_ok
-                     else "–", _ratio(pt, ort),
+                     else "–", _round_ratio(tuned_ok, ort) if tuned_ok else "–", _ratio(pt, ort),
                      (_short(best_h) + ": " + _ratio(best_h, ort)) if best_h else "–",
                      _ratio(ort8, ort),
                      (_short(best_q) + ": " + _ratio(best_q, ort8)) if best_q else "–"])
     return _table(["model", "batch", "GFLOP/sample", "ORT fp32 samples/s", "best aitune (fp32)",
-                   "aitune / ORT", "tuned pick / ORT", "PyTorch / ORT", "aitune bf16/fp16 / ORT",
+                   "aitune / ORT", "tuned pick / ORT", "tuned pick / ORT, median of rounds",
+                   "PyTorch / ORT", "aitune bf16/fp16 / ORT",
                    "ORT int8 / ORT",
                    "aitune int8/fp8 / ORT int8"], rows)
 
@@ -219,7 +235,10 @@ def write(path, res):
               "\"best aitune\" is the fastest aitune configuration (a backend or the tuned pick) "
               "whose outputs passed the check against ORT (the maximum of several noisy "
               "measurements, so biased upwards; \"tuned pick\" is what `aitune tune` chose, "
-              "timed once per round like every engine); reduced-precision floats (bf16, fp16) "
+              "timed once per round like every engine; its ratios compare best round with best "
+              "round, and \"median of rounds\" is the median over rounds of the ratio within each "
+              "round, which one lucky or unlucky round of either engine does not decide); "
+              "reduced-precision floats (bf16, fp16) "
               "are compared with ORT fp32, quantized ones (int8, fp8) with ORT's own dynamic int8.", ""]
     lines += summary(res["cases"])
     fl = flags(res["cases"])
