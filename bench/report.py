@@ -1,5 +1,6 @@
 """docs/benchmarks.md from the harness's results (bench/run.py)."""
 import datetime
+import statistics
 
 HOW_TO_READ = """\
 **How to read.** Every engine ran in its own process, one after the other, on the
@@ -95,10 +96,7 @@ def _round_ratio(a, b):
     mb = [x["latency_ms"]["median"] for x in (b or {}).get("rounds", []) if "latency_ms" in x]
     if not ma or len(ma) != len(mb):
         return "–"
-    r = sorted(y / x for x, y in zip(ma, mb))
-    mid = len(r) // 2
-    med = r[mid] if len(r) % 2 else (r[mid - 1] + r[mid]) / 2
-    return f"{med:.2f}"
+    return f"{statistics.median(y / x for x, y in zip(ma, mb)):.2f}"
 
 
 def _short(row):

@@ -447,13 +447,13 @@ void nat_erf_f32(const float *x, float *y, int64_t n);
 /* GELU with approximate = "tanh" (ONNX Gelu-20). */
 void nat_gelu_tanh_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
-/* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
- * (x and y may be the same); false, writing nothing, where the CPU or the
- * compiler has no AVX-512. */
 /* GELU (as nat_act_f32) on rows [0, rows) x columns [0, n) of y (row
  * stride ldy) on AVX-512: a product's tile while it is in L1. Only where
  * nat_nhwc512_available(). */
 void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
+/* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
+ * (x and y may be the same); false, writing nothing, where the CPU or the
+ * compiler has no AVX-512. */
 bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
                           const float *bias, double eps);
 

@@ -271,7 +271,8 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
  * transformers at small batches (128-row activations against 256..3072-wide
  * weights) OpenBLAS repacks A and B in every block of every call; here a
  * constant B is packed once (nat_pack_tiles), any other B is read as stored.
- * Relu and Clip become the tile's clamp; other activations run on each
+ * Relu and Clip become the tile's clamp, GELU runs on each tile right
+ * after its store (nat_nhwc.gelu); other activations run on each task's
  * block while it is in cache. */
 typedef struct tile_job {
   nat_nhwc c;
