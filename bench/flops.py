@@ -30,9 +30,10 @@ def _node_flops(node, shape):
     return 2 * int(np.prod(out)) * int(k)
 
 
-def count(model_path, inputs):
-    """FLOPs of model_path run on `inputs` (arrays in graph-input order) and
-    a per-op-type breakdown {op: flops}."""
+def per_node(model_path, inputs):
+    """{node name: (op type, FLOPs, class)} for every counted node of
+    model_path run on `inputs`; class is "depthwise", "pointwise" (1x1),
+    "conv" (other convolutions), "matmul" or "gemm"."""
     import onnx
     import onnxruntime as ort
     m = onnx.load(model_path)
@@ -55,10 +56,27 @@ def count(model_path, inputs):
     if want:
         for t, v in zip(want, sess.run(want, dict(zip(names, inputs)))):
             known[t] = list(np.shape(v))
-    total, by_op = 0, {}
+    out = {}
     for n in m.graph.node:
         if n.op_type in COUNTED:
-            f = _node_flops(n, lambda t: known[t])
-            total += f
-            by_op[n.op_type] = by_op.get(n.op_type, 0) + f
+            out[n.name] = (n.op_type, _node_flops(n, lambda t: known[t]), _klass(n, known))
+    return out
+
+
+def _klass(node, known):
+    if node.op_type != "Conv":
+        return node.op_type.lower()
+    w = known[node.input[1]]  # [Cout, Cin/group, kh, kw]
+    if _attr(node, "group", 1) > 1 and w[1] == 1:
+        return "depthwise"
+    return "pointwise" if w[2:] == [1, 1] else "conv"
+
+
+def count(model_path, inputs):
+    """FLOPs of model_path run on `inputs` (arrays in graph-input order) and
+    a per-op-type breakdown {op: flops}."""
+    total, by_op = 0, {}
+    for op, f, _ in per_node(model_path, inputs).values():
+        total += f
+        by_op[op] = by_op.get(op, 0) + f
     return total, by_op

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Per-op profiles of ONNX Runtime and an aitune backend on one model, side by side.
+
+    python3 bench/op_profile.py MODEL [--batch N] [--iters N] [--backend native]
+        [--aitune PATH] [--threads T] [--json PATH]
+
+MODEL is a name from scripts/make_models.py (mobilenetv2, bert_4l_256, ...).
+Both engines run the harness's file and inputs (bench/run.py: the sample
+repeated to the batch, symbolic dims other than the batch fixed to the
+sample's), one after the other in separate processes:
+  - ONNX Runtime (CPU, intra_op_num_threads = T, all graph optimizations) with
+    its profiler on; per-node kernel times of the timed runs, averaged per run;
+  - `aitune profile MODEL --backend B --inputs DIR --iters N` (its own timer
+    around every node).
+Both profilers add a little time per node, so the per-run totals read a few
+percent above an unprofiled run; compare shares and ratios. ORT's nodes that
+kept an original Conv/MatMul/Gemm name are also grouped by what they compute
+(pointwise, depthwise, other conv, matmul, gemm) with their GFLOP/s.
+Prints a markdown report to stdout.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import flops  # noqa: E402
+import run as harness  # noqa: E402
+from torch_worker import load_make_models  # noqa: E402
+
+
+def ort_profile(model, arrays, threads, warmup, iters, tmp):
+    """{op type: ms/run}, {node: ms/run}, ms/run over the timed runs."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tmp, "ort")
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in sess.get_inputs()], arrays))
+    for _ in range(warmup + iters):
+        sess.run(None, feeds)
+    with open(sess.end_profiling()) as f:
+        events = json.load(f)
+    runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
+    timed = runs[warmup:]
+    t0 = timed[0]["ts"]
+    by_op, by_node = {}, {}
+    for e in events:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time") or e["ts"] < t0:
+            continue
+        node, op = e["name"][:-len("_kernel_time")], e["args"].get("op_name", "?")
+        by_op[op] = by_op.get(op, 0.0) + e["dur"] / 1e3 / len(timed)
+        by_node[node] = by_node.get(node, (op, 0.0))[0], by_node.get(node, (op, 0.0))[1] + e["dur"] / 1e3 / len(timed)
+    total = sum(r["dur"] for r in timed) / 1e3 / len(timed)
+    return by_op, by_node, total
+
+
+def aitune_profile(aitune, model, pb, backend, iters):
+    """{op type: (nodes, ms/run)}, ms/run from `aitune profile`'s table."""
+    out = subprocess.run([aitune, "profile", model, "--backend", backend, "--inputs", pb,
+                          "--iters", str(iters), "--top", "0"], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"aitune profile failed: {out.stderr.strip()}")
+    lines = out.stdout.splitlines()
+    total = float(lines[0].split(": ")[1].split(" ms")[0])
+    ops, on = {}, False
+    for ln in lines[1:]:
+        f = ln.split()
+        if f[:2] == ["op", "nodes"]:
+            on = True
+        elif on and len(f) == 4:
+            ops[f[0]] = (int(f[1]), float(f[2]))
+        elif on and not f:
+            break
+    return ops, total
+
+
+def aliases(model, per_node):
+    """{name: counted node} for every name ORT may give a node it made from a
+    counted node: the node's own name, and the output tensors of it and of
+    the elementwise chain after it (ORT's NCHWc nodes are named after the
+    fused chain's output tensor, plus "_nchwc")."""
+    import onnx
+    g = onnx.load(model, load_external_data=False).graph
+    users = {}
+    for n in g.node:
+        for t in n.input:
+            users.setdefault(t, []).append(n)
+    out = {}
+    for n in g.node:
+        if n.name not in per_node:
+            continue
+        out[n.name] = n.name
+        t = n.output[0]
+        while True:
+            out[t] = out[t + "_nchwc"] = n.name
+            nxt = users.get(t, [])
+            if len(nxt) != 1 or nxt[0].op_type not in ("Clip", "Relu", "Add", "BatchNormalization"):
+                break
+            t = nxt[0].output[0]
+    return out
+
+
+def classes(by_node, per_node, alias):
+    """ORT's kernel time and FLOPs by class, for its nodes that are (or were
+    fused from) a counted node."""
+    out = {}
+    for node, (op, ms) in by_node.items():
+        hit = per_node.get(alias.get(node, ""))
+        if hit is None:
+            continue
+        _, f, k = hit
+        ms0, f0, n0 = out.get(k, (0.0, 0, 0))
+        out[k] = (ms0 + ms, f0 + f, n0 + 1)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--backend", default="native")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--aitune", default=os.path.join(REPO, "build", "aitune"))
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    mm = load_make_models()
+    d = harness.model_dir(mm, a.model)
+    sample = harness.read_sample(d)
+    with tempfile.TemporaryDirectory(prefix="ait-opprof-") as tmp:
+        model, fixed = harness.bench_model(os.path.join(d, "model.onnx"), sample, tmp)
+        _, pb, arrays, desc = harness.make_inputs(model, sample, a.batch, tmp)
+        per_node = flops.per_node(model, arrays)
+        alias = aliases(model, per_node)
+        o_ops, o_nodes, o_total = ort_profile(model, arrays, a.threads, a.warmup, a.iters, tmp)
+        backend = a.backend if "threads=" in a.backend else f"{a.backend}{':' if ':' not in a.backend else ','}threads={a.threads}"
+        n_ops, n_total = aitune_profile(a.aitune, model, pb, backend, a.iters)
+        for f in glob.glob(os.path.join(REPO, "ort_*.json")):
+            os.remove(f)
+    gflop = sum(f for _, f, _ in per_node.values()) / 1e9
+    print(f"### {a.model}, batch {a.batch}: ONNX Runtime vs aitune {backend}\n")
+    print(f"{a.iters} profiled runs each after {a.warmup} warm-up runs (aitune: 2), {a.threads} threads; "
+          f"inputs {desc}; {gflop:.3f} GFLOP per run.\n")
+    print(f"| | ONNX Runtime | aitune {backend} |\n|---|---|---|")
+    print(f"| ms per profiled run | {o_total:.3f} | {n_total:.3f} |")
+    print(f"| GFLOP/s | {gflop / o_total * 1e3:.1f} | {gflop / n_total * 1e3:.1f} |\n")
+    rows = sorted(o_ops.items(), key=lambda kv: -kv[1])
+    print("| ORT op | ms/run | % of nodes | | aitune op | nodes | ms/run | % of nodes |")
+    print("|---|---|---|---|---|---|---|---|")
+    nrows = sorted(n_ops.items(), key=lambda kv: -kv[1][1])
+    o_sum, n_sum = sum(o_ops.values()), sum(v[1] for v in n_ops.values())
+    for k in range(max(len(rows), len(nrows))):
+        left = f"{rows[k][0]} | {rows[k][1]:.3f} | {100 * rows[k][1] / o_sum:.1f}" if k < len(rows) else " | | "
+        right = (f"{nrows[k][0]} | {nrows[k][1][0]} | {nrows[k][1][1]:.3f} | {100 * nrows[k][1][1] / n_sum:.1f}"
+                 if k < len(nrows) else " | | | ")
+        print(f"| {left} | | {right} |")
+    cl = classes(o_nodes, per_node, alias)
+    if cl:
+        print("\nONNX Runtime's counted nodes by what they compute:\n")
+        print("| class | nodes | ms/run | GFLOP | GFLOP/s |\n|---|---|---|---|---|")
+        for k, (ms, f, n) in sorted(cl.items(), key=lambda kv: -kv[1][0]):
+            print(f"| {k} | {n} | {ms:.3f} | {f / 1e9:.3f} | {f / 1e9 / ms * 1e3:.1f} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"model": a.model, "batch": a.batch, "backend": backend, "gflop": gflop,
+                       "ort": {"total_ms": o_total, "ops": o_ops,
+                               "classes": {k: list(v) for k, v in cl.items()}},
+                       "aitune": {"total_ms": n_total, "ops": n_ops}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
