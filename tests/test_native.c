@@ -706,6 +706,46 @@ static void test_attention3_shapes(void) {
   }
 }
 
+/* The padded tail attention may leave out: keys whose mask is so far below
+ * the best key's that no score can lift them; never when the scores can
+ * (large q or k), when the mask has no such tail, or holds a NaN. */
+static void test_attention_live_keys(void) {
+  enum { S = 12, D = 4 };
+  float m[S], q[2 * D], k[D * S]; /* q [2][D], k' [D][S] */
+  for (int i = 0; i < 2 * D; i++)
+    q[i] = 0.5f - 0.1f * (float)i;
+  for (int i = 0; i < D * S; i++)
+    k[i] = 0.05f * (float)(i % 7) - 0.1f;
+  for (int t = 0; t < S; t++)
+    m[t] = t >= 9 ? -10000.0f : 0.0f;
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == 9);
+  /* one live key inside the tail keeps it from there on */
+  m[10] = 0.0f;
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == 11);
+  m[10] = -10000.0f;
+  /* scores of up to 2e4 could outweigh a -1e4 mask: every key stays */
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 4e4f) == S);
+  /* a mask only 50 below: exp(-50) is not zero in float */
+  for (int t = 9; t < S; t++)
+    m[t] = -50.0f;
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == S);
+  /* -inf pads too; a NaN anywhere keeps everything */
+  for (int t = 9; t < S; t++)
+    m[t] = -INFINITY;
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == 9);
+  m[3] = NAN;
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == S);
+  m[3] = 0.0f;
+  k[S + 10] = NAN; /* in a padded key: its NaN score must still reach the rows */
+  CHECK(nat_attn_live_keys(m, 1, S, q, D, 1, 2, k, S, 1, D, 0.5f) == S);
+  k[S + 10] = 0.0f;
+  /* a stride along the mask (mks) and keys stored key-major (kds = 1) */
+  float m2[2 * S];
+  for (int t = 0; t < S; t++)
+    m2[2 * t] = t >= 5 ? -1e4f : 0.0f, m2[2 * t + 1] = 123.0f;
+  CHECK(nat_attn_live_keys(m2, 2, S, q, D, 1, 2, k, 1, D, D, 0.5f) == 5);
+}
+
 static void test_attention(void) {
   ait_graph *g = attention_model(), *g3 = attention3_model();
   CHECK(g != NULL && g3 != NULL);
@@ -1258,6 +1298,7 @@ int main(void) {
   test_gelu_op();
   test_tiles();
   test_attention();
+  test_attention_live_keys();
   test_attention_shapes();
   test_layernorm();
   test_attention3_shapes();

@@ -340,6 +340,14 @@ ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const
  * AVX512-BF16; elsewhere they stay float32. */
 ait_status nat_attention_bf16(ait_graph *g);
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* How many leading keys attention needs for `rows` query rows when the
+ * mask (m, stride mks, the same for every row) may pad a tail of them:
+ * Sk, less the tail whose mask keeps every weight under e^-110 whatever
+ * the scores alpha q.k can be (bounded by |alpha| max|q| max|k|). q(i, d)
+ * at q[i * qrs + d * qcs]; k(d, t) at k[d * kds + t * kks]. */
+int64_t nat_attn_live_keys(const float *m, int64_t mks, int64_t Sk, const float *q, int64_t qrs,
+                           int64_t qcs, int64_t rows, const float *k, int64_t kds, int64_t kks,
+                           int64_t D, float alpha);
 /* Attention on AVX-512 (native_attn512.c), for one block of query rows;
  * only when nat_attn512_available(). values: y[rows][Dv] = (p v) *
  * scale[row] with p(i, k) at p[i * pis + k * pks] (P's rows: pks = 1; Pᵀ:

@@ -153,6 +153,7 @@ typedef struct att_job {
   int64_t B, H, Sq, D, Sk, Dv, blocks;
   float alpha;
   const float *q, *k, *v, *m;
+  const int64_t *live; /* per (batch, head): the keys not padded away (NULL: all Sk) */
   float *y;
   int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
   float *scratch;                            /* per thread: `per_thread` floats */
@@ -213,6 +214,64 @@ NAT_CLONES static void softmax_rows(float *s, int64_t rows, int64_t n, const flo
   }
 }
 
+/* sum of x[i * st]^2 for i < n, in eight lanes (one running sum would be
+ * a dependent chain; eight vectorise) */
+NAT_CLONES static float sumsq(const float *x, int64_t n, int64_t st) {
+  float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, r = 0;
+  int64_t i = 0;
+  if (st == 1)
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; l++)
+        a[l] += x[i + l] * x[i + l];
+  for (; i < n; i++)
+    r += x[i * st] * x[i * st];
+  return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])) + r;
+}
+
+/* A key whose weight exp(score + mask - row max) is below this many
+ * e-folds rounds to zero in float (the smallest denormal is e^-103.3). */
+#define ATT_UNDERFLOW 110.0
+
+/* Keys [e, Sk) with a mask so far below the others that none of them can
+ * weigh anything in any of the rows (each weight under e^-110: zero in
+ * float), so that attention over keys [0, e) gives the same rows: BERT's
+ * padded tail (mask -10000). A score alpha q.k lies within +-A, A = |alpha|
+ * max|q| max|k| (Cauchy-Schwarz), so a key j cannot weigh anything when
+ * mask[j] + A <= max(mask) - A - 110: the row's maximum is at least the
+ * best-masked key's score. Returns Sk when nothing can go (no such tail,
+ * a NaN anywhere, scores too large for the margin). O((rows + Sk) D): a
+ * fraction 1 / Sk of the attention's work. */
+int64_t nat_attn_live_keys(const float *m, int64_t mks, int64_t Sk, const float *q, int64_t qrs,
+                           int64_t qcs, int64_t rows, const float *k, int64_t kds, int64_t kks,
+                           int64_t D, float alpha) {
+  float mmax = -INFINITY;
+  for (int64_t t = 0; t < Sk; t++) {
+    float x = m[t * mks];
+    if (isnan(x)) return Sk;
+    mmax = x > mmax ? x : mmax;
+  }
+  if (!((double)m[(Sk - 1) * mks] < (double)mmax - ATT_UNDERFLOW)) return Sk; /* the usual case */
+  float qn = 0, kn = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    float a = sumsq(q + i * qrs, D, qcs);
+    if (isnan(a)) return Sk; /* a NaN score must reach the output */
+    qn = a > qn ? a : qn;
+  }
+  for (int64_t t = 0; t < Sk; t++) {
+    float a = sumsq(k + t * kks, D, kds);
+    if (isnan(a)) return Sk;
+    kn = a > kn ? a : kn;
+  }
+  /* 1.001: room for the float sums' rounding */
+  double A = 1.001 * fabs((double)alpha) * sqrt((double)qn) * sqrt((double)kn),
+         lim = (double)mmax - 2 * A - ATT_UNDERFLOW;
+  if (!(lim > -INFINITY)) return Sk; /* NaN or infinite scores: keep every key */
+  int64_t e = Sk;
+  while (e > 1 && (double)m[(e - 1) * mks] < lim)
+    e--;
+  return e;
+}
+
 static void att_task(void *arg, int64_t t, int tid) {
   const att_job *j = arg;
   int64_t blk = t % j->blocks, bh = t / j->blocks, b = bh / j->H, h = bh % j->H;
@@ -223,30 +282,31 @@ static void att_task(void *arg, int64_t t, int tid) {
   float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
   float *s = j->scratch + (int64_t)tid * j->per_thread;
   const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
+  int64_t sk = j->live ? j->live[bh] : j->Sk; /* the keys that can weigh anything */
   if (j->scores_t) {
     /* keys down, query rows across the lanes: Sᵀ [Sk][ATT_ROWS], then the
      * block's Qᵀ, the max and 1 / sum per query row */
     float *qt = s + ATT_ROWS * j->Sk, *mx = qt + ATT_ROWS * j->D, *inv = mx + ATT_ROWS;
-    nat_attn512_scores_t(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], j->ks[2], j->Sk, m,
-                         j->ms[2], j->ms[3], qt, s, mx);
-    nat_attn512_softmax_t(s, rows, j->Sk, mx, inv);
-    nat_attn512_values(s, 1, ATT_ROWS, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    nat_attn512_scores_t(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], j->ks[2], sk, m, j->ms[2],
+                         j->ms[3], qt, s, mx);
+    nat_attn512_softmax_t(s, rows, sk, mx, inv);
+    nat_attn512_values(s, 1, ATT_ROWS, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
   /* the scores through SGEMM; softmax and P V on the AVX-512 kernels when
    * they apply */
-  j->gemm(ta, tb, rows, j->Sk, j->D, j->alpha, q, lda, k, ldb, s, j->Sk);
+  j->gemm(ta, tb, rows, sk, j->D, j->alpha, q, lda, k, ldb, s, sk);
   if (j->avx512) {
     float *inv = s + ATT_ROWS * j->Sk;
-    nat_attn512_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv);
-    nat_attn512_values(s, j->Sk, 1, rows, j->Sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    nat_attn512_softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv);
+    nat_attn512_values(s, sk, 1, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
-  softmax_rows(s, rows, j->Sk, m, j->ms[2], j->ms[3]);
+  softmax_rows(s, rows, sk, m, j->ms[2], j->ms[3]);
   tb = mat_args(j->vs, &ldb);
-  j->gemm(false, tb, rows, j->Dv, j->Sk, 1.0f, s, j->Sk, v, ldb, y, j->ys[2]);
+  j->gemm(false, tb, rows, j->Dv, sk, 1.0f, s, sk, v, ldb, y, j->ys[2]);
 }
 
 static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -268,18 +328,20 @@ static void att_task_bf16(void *arg, int64_t t, int tid) {
   uint32_t *qb = (uint32_t *)(inv + ATT_ROWS), *kp = qb + up16(ATT_ROWS * D2);
   uint32_t *pb = kp + D2 * up16(j->Sk), *vp = pb + up16(ATT_ROWS * S2);
   const float *k = j->k + b * j->ks[0] + h * j->ks[1], *v = j->v + b * j->vs[0] + h * j->vs[1];
+  /* the keys that can weigh anything in any row (the layout keeps Sk's) */
+  int64_t sk = j->live ? j->live[t] : j->Sk, s2 = (sk + 1) / 2;
   /* K' is [D, Sk]: pairs of its rows; V is [Sk, Dv]: pairs of its rows */
-  nat_attn_bf16_pack_pairs(k, j->ks[2], j->ks[3], j->D, j->Sk, kp, up16(j->Sk));
-  nat_attn_bf16_pack_pairs(v, j->vs[2], j->vs[3], j->Sk, j->Dv, vp, j->Dv);
+  nat_attn_bf16_pack_pairs(k, j->ks[2], j->ks[3], j->D, sk, kp, up16(j->Sk));
+  nat_attn_bf16_pack_pairs(v, j->vs[2], j->vs[3], sk, j->Dv, vp, j->Dv);
   for (int64_t r0 = 0; r0 < j->Sq; r0 += ATT_ROWS) {
     int64_t rows = j->Sq - r0 < ATT_ROWS ? j->Sq - r0 : ATT_ROWS;
     const float *q = j->q + b * j->qs[0] + h * j->qs[1] + r0 * j->qs[2];
     const float *m = j->m ? j->m + b * j->ms[0] + h * j->ms[1] + r0 * j->ms[2] : NULL;
     float *y = j->y + b * j->ys[0] + h * j->ys[1] + r0 * j->ys[2];
     nat_attn_bf16_pack_rows(q, j->qs[2], j->qs[3], rows, j->D, qb, D2);
-    nat_attn_bf16_gemm(qb, D2, kp, up16(j->Sk), D2, rows, j->Sk, j->alpha, NULL, s, j->Sk);
-    nat_attn_bf16_softmax(s, rows, j->Sk, m, j->ms[2], j->ms[3], inv, pb, S2);
-    nat_attn_bf16_gemm(pb, S2, vp, j->Dv, S2, rows, j->Dv, 1.0f, inv, y, j->ys[2]);
+    nat_attn_bf16_gemm(qb, D2, kp, up16(j->Sk), D2, rows, sk, j->alpha, NULL, s, sk);
+    nat_attn_bf16_softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv, pb, s2);
+    nat_attn_bf16_gemm(pb, s2, vp, j->Dv, s2, rows, j->Dv, 1.0f, inv, y, j->ys[2]);
   }
 }
 
@@ -396,6 +458,20 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));
   j.q = Q->data, j.k = K->data, j.v = V->data, j.y = Y->data;
+  /* a padding mask (the same for every query row): per (batch, head), the
+   * keys past the last one that can weigh anything are left out */
+  int64_t live_small[64], *live = NULL;
+  if (j.m && j.ms[2] == 0 && j.Sk > 1) {
+    live = j.B * j.H <= 64 ? live_small : malloc(sizeof(int64_t) * (size_t)(j.B * j.H));
+    for (int64_t bh = 0; live && bh < j.B * j.H; bh++) {
+      int64_t b = bh / j.H, h = bh % j.H;
+      live[bh] = nat_attn_live_keys(
+          j.m + b * j.ms[0] + h * j.ms[1], j.ms[3], j.Sk, j.q + b * j.qs[0] + h * j.qs[1], j.qs[2],
+          j.qs[3], j.Sq, j.k + b * j.ks[0] + h * j.ks[1], j.ks[2], j.ks[3], j.D, j.alpha);
+    }
+  }
+  j.live = live;
   nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, j.bf16 ? att_task_bf16 : att_task, &j);
+  if (live != live_small) free(live);
   return AIT_OK;
 }
