@@ -160,12 +160,15 @@ def variants(backend_list, threads):
     return res
 
 
-def bench(aitune, target, batch, backend=None, iters=None, warmup=None, seconds=6.0, plan=None):
-    """`aitune bench TARGET [--backend B] --batch N --json`. Without a fixed
+def bench(aitune, target, batch, backend=None, iters=None, warmup=None, seconds=6.0, plan=None,
+          inputs=None):
+    """`aitune bench TARGET [--backend B] --batch N [--inputs DIR] --json`. Without a fixed
     iteration count or a plan [warmup, iters] from an earlier round, a 2-run
     probe (after one warm-up run) picks warm-up and timed runs with the workers' policy
     (bench/common.py). The result holds the plan it used under "plan"."""
     base = [aitune, "bench", target, "--batch", str(batch), "--json"]
+    if inputs:
+        base += ["--inputs", inputs]
     if backend:
         base += ["--backend", backend]
     if not iters and plan:

@@ -12,8 +12,10 @@ sample's), one after the other in separate processes:
     its profiler on; per-node kernel times of the timed runs, averaged per run;
   - `aitune profile MODEL --backend B --inputs DIR --iters N` (its own timer
     around every node).
-Both profilers add a little time per node, so the per-run totals read a few
-percent above an unprofiled run; compare shares and ratios. ORT's nodes that
+Both profilers add time per node (ONNX Runtime's up to 2x here), so each
+op's share of the profiled node time is applied to the engine's unprofiled
+median (ORT's session without the profiler, `aitune bench`; best of three
+medians, the engines alternating) to estimate its ms. ORT's nodes that
 kept an original Conv/MatMul/Gemm name are also grouped by what they compute
 (pointwise, depthwise, other conv, matmul, gemm) with their GFLOP/s.
 Prints a markdown report to stdout.
@@ -62,6 +64,37 @@ def ort_profile(model, arrays, threads, warmup, iters, tmp):
         by_node[node] = by_node.get(node, (op, 0.0))[0], by_node.get(node, (op, 0.0))[1] + e["dur"] / 1e3 / len(timed)
     total = sum(r["dur"] for r in timed) / 1e3 / len(timed)
     return by_op, by_node, total
+
+
+def ort_median(model, arrays, threads, warmup, iters):
+    """ORT's median ms per run without its profiler (which slows it by up to 2x here)."""
+    import statistics
+    import time
+
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in sess.get_inputs()], arrays))
+    ts = []
+    for k in range(warmup + iters):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        if k >= warmup:
+            ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def aitune_median(aitune, model, pb, backend, iters):
+    """`aitune bench`'s median ms per run on the inputs in pb (no per-node timers)."""
+    out = subprocess.run([aitune, "bench", model, "--backend", backend, "--inputs", pb, "--iters", str(iters)],
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"aitune bench failed: {out.stderr.strip()}")
+    return float(out.stdout.split("median ")[1].split(" ms")[0])
 
 
 def aitune_profile(aitune, model, pb, backend, iters):
@@ -146,6 +179,12 @@ def main():
         o_ops, o_nodes, o_total = ort_profile(model, arrays, a.threads, a.warmup, a.iters, tmp)
         backend = a.backend if "threads=" in a.backend else f"{a.backend}{':' if ':' not in a.backend else ','}threads={a.threads}"
         n_ops, n_total = aitune_profile(a.aitune, model, pb, backend, a.iters)
+        # unprofiled medians, alternating engines so a drift of the machine hits both
+        o_med, n_med = [], []
+        for _ in range(3):
+            o_med.append(ort_median(model, arrays, a.threads, a.warmup, a.iters))
+            n_med.append(aitune_median(a.aitune, model, pb, backend, a.iters))
+        o_med, n_med = min(o_med), min(n_med)
         for f in glob.glob(os.path.join(REPO, "ort_*.json")):
             os.remove(f)
     gflop = sum(f for _, f, _ in per_node.values()) / 1e9
@@ -153,30 +192,35 @@ def main():
     print(f"{a.iters} profiled runs each after {a.warmup} warm-up runs (aitune: 2), {a.threads} threads; "
           f"inputs {desc}; {gflop:.3f} GFLOP per run.\n")
     print(f"| | ONNX Runtime | aitune {backend} |\n|---|---|---|")
-    print(f"| ms per profiled run | {o_total:.3f} | {n_total:.3f} |")
-    print(f"| GFLOP/s | {gflop / o_total * 1e3:.1f} | {gflop / n_total * 1e3:.1f} |\n")
+    print(f"| ms per run, unprofiled (best of 3 medians, alternating) | {o_med:.3f} | {n_med:.3f} |")
+    print(f"| GFLOP/s, unprofiled | {gflop / o_med * 1e3:.1f} | {gflop / n_med * 1e3:.1f} |")
+    print(f"| ms per profiled run | {o_total:.3f} | {n_total:.3f} |\n")
+    print("Per op type: each op's share of the profiled node time, and that share of the "
+          "unprofiled median (\"est. ms\").\n")
     rows = sorted(o_ops.items(), key=lambda kv: -kv[1])
-    print("| ORT op | ms/run | % of nodes | | aitune op | nodes | ms/run | % of nodes |")
+    print("| ORT op | % of nodes | est. ms | | aitune op | nodes | % of nodes | est. ms |")
     print("|---|---|---|---|---|---|---|---|")
     nrows = sorted(n_ops.items(), key=lambda kv: -kv[1][1])
     o_sum, n_sum = sum(o_ops.values()), sum(v[1] for v in n_ops.values())
     for k in range(max(len(rows), len(nrows))):
-        left = f"{rows[k][0]} | {rows[k][1]:.3f} | {100 * rows[k][1] / o_sum:.1f}" if k < len(rows) else " | | "
-        right = (f"{nrows[k][0]} | {nrows[k][1][0]} | {nrows[k][1][1]:.3f} | {100 * nrows[k][1][1] / n_sum:.1f}"
-                 if k < len(nrows) else " | | | ")
+        left = (f"{rows[k][0]} | {100 * rows[k][1] / o_sum:.1f} | {o_med * rows[k][1] / o_sum:.3f}"
+                if k < len(rows) else " | | ")
+        right = (f"{nrows[k][0]} | {nrows[k][1][0]} | {100 * nrows[k][1][1] / n_sum:.1f} | "
+                 f"{n_med * nrows[k][1][1] / n_sum:.3f}" if k < len(nrows) else " | | | ")
         print(f"| {left} | | {right} |")
     cl = classes(o_nodes, per_node, alias)
     if cl:
         print("\nONNX Runtime's counted nodes by what they compute:\n")
-        print("| class | nodes | ms/run | GFLOP | GFLOP/s |\n|---|---|---|---|---|")
+        print("| class | nodes | % of nodes | est. ms | GFLOP | est. GFLOP/s |\n|---|---|---|---|---|---|")
         for k, (ms, f, n) in sorted(cl.items(), key=lambda kv: -kv[1][0]):
-            print(f"| {k} | {n} | {ms:.3f} | {f / 1e9:.3f} | {f / 1e9 / ms * 1e3:.1f} |")
+            est = o_med * ms / o_sum
+            print(f"| {k} | {n} | {100 * ms / o_sum:.1f} | {est:.3f} | {f / 1e9:.3f} | {f / 1e9 / est * 1e3:.1f} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"model": a.model, "batch": a.batch, "backend": backend, "gflop": gflop,
-                       "ort": {"total_ms": o_total, "ops": o_ops,
+                       "ort": {"total_ms": o_total, "median_ms": o_med, "ops": o_ops,
                                "classes": {k: list(v) for k, v in cl.items()}},
-                       "aitune": {"total_ms": n_total, "ops": n_ops}}, f, indent=1)
+                       "aitune": {"total_ms": n_total, "median_ms": n_med, "ops": n_ops}}, f, indent=1)
     return 0
 
 

@@ -56,11 +56,11 @@ METHOD = [
     "`.npy` (ONNX Runtime, PyTorch) and `.pb` (`aitune run`, `aitune tune --samples`).",
     "Models with symbolic dims other than the batch (the BERTs: `seq`) are benchmarked on a copy "
     "whose other dims are fixed to the sample's (seq = 128), batch left symbolic; every ONNX engine "
-    "(aitune, ONNX Runtime fp32 and int8) runs that same file. `aitune bench` makes symbolic dims 1 "
-    "and has no `--dim`, so without the copy it would time the BERTs at seq 1.",
-    "`aitune bench` times seeded random inputs of the declared shapes (floats uniform in [-1, 1], "
-    "integers 0/1 — so BERT token ids and the mask are 0/1), not the sample: the same shapes, so the "
-    "same work for these models. The numeric check uses the real inputs (`aitune run --inputs`).",
+    "(aitune, ONNX Runtime fp32 and int8) runs that same file.",
+    "`aitune bench --inputs` times the same input files as the peers (the sample, as `.pb`); "
+    "the numeric check runs them too (`aitune run --inputs`). Until session 8 `aitune bench` timed "
+    "seeded random inputs of the same shapes, the same work for these models until native began to "
+    "skip padded attention keys (the BERT samples pad 32 of 128 tokens).",
     "Timing: warm-up (at least one run, then until ~1 s or 5 runs), then the timed runs; the count is "
     "chosen from the warm-up so that each engine spends about the target seconds (3 to 1000 runs). "
     "aitune times itself in C (`aitune bench --warmup W --iters N`; W and N from a probe of one "
@@ -79,7 +79,7 @@ METHOD = [
     "available backend with the tuner's own variants, e.g. `native:threads=1`; default strategy "
     "max-throughput; validated against `eager`), once per model and batch in round 1, so the "
     "decision is measured under whatever load the machine had then; then `aitune bench DIR "
-    "--batch N` in every round and `aitune run DIR --inputs` for the check.",
+    "--batch N --inputs` in every round and `aitune run DIR --inputs` for the check.",
     "FLOPs: 2 × MACs of every Conv, MatMul and Gemm node at the benchmark's input shapes (`bench/flops.py`; "
     "shapes from one ONNX Runtime run, since shape inference cannot resolve the BERT head size).",
     "SGEMM ceiling: `bench/gemm_ceiling.c`, square row-major SGEMM with OpenBLAS and oneDNN at "
@@ -182,7 +182,7 @@ def time_row(a, row, save=None):
         r = engines.worker(c["script"], args + engines.timing_args(a.iters, a.warmup, a.seconds))
     else:
         r = engines.bench(a.aitune, c["target"], c["batch"], c.get("backend"), a.iters, a.warmup,
-                          a.seconds, c.get("plan"))
+                          a.seconds, c.get("plan"), c.get("inputs"))
         c.setdefault("plan", r.get("plan"))  # later rounds skip the probe
     row["rounds"].append(r)
     ok = [x for x in row["rounds"] if "error" not in x]
@@ -224,7 +224,8 @@ def aitune_rows(a, variants, model, pb, batch, work, ref, notes):
     for k, v in enumerate(variants):
         log(f"  aitune {v['config']}")
         row = new_row("aitune " + v["config"], "aitune", v["precision"],
-                      {"type": "aitune", "target": model, "backend": v["config"], "batch": batch})
+                      {"type": "aitune", "target": model, "backend": v["config"], "batch": batch,
+                       "inputs": pb})
         if "error" not in time_row(a, row):
             aitune_check(a, row, model, pb, os.path.join(work, f"out_aitune_{k}"), ref, v["config"])
         rows.append(row)
@@ -241,7 +242,7 @@ def aitune_rows(a, variants, model, pb, batch, work, ref, notes):
     if prec == "fp32" and base:  # options at their defaults: the backend's default precision
         prec = base["precision"]
     row = new_row(f"aitune tuned → {sel}", "aitune", prec,
-                  {"type": "aitune", "target": tdir, "batch": batch})
+                  {"type": "aitune", "target": tdir, "batch": batch, "inputs": pb})
     if "error" not in time_row(a, row):
         aitune_check(a, row, tdir, pb, os.path.join(work, "out_tuned"), ref)
     rows.append(row)
