@@ -12,10 +12,13 @@ sample's), one after the other in separate processes:
     its profiler on; per-node kernel times of the timed runs, averaged per run;
   - `aitune profile MODEL --backend B --inputs DIR --iters N` (its own timer
     around every node).
-Both profilers add time per node (ONNX Runtime's up to 2x here), so each
-op's share of the profiled node time is applied to the engine's unprofiled
-median (ORT's session without the profiler, `aitune bench`; best of three
-medians, the engines alternating) to estimate its ms. ORT's nodes that
+ONNX Runtime's profiler adds time per node (up to 2x a run here): each op's
+ms without it is estimated as its profiled ms less a fixed cost per node,
+the one that brings the profiled per-run total down to ORT's unprofiled
+median (a session without the profiler; best of three medians, alternating
+with `aitune bench`). aitune's timer costs well under a microsecond a node,
+so its profiled ms are shown as they are. The machine's slow phases can
+fall on one of the runs and not the other: run it twice. ORT's nodes that
 kept an original Conv/MatMul/Gemm name are also grouped by what they compute
 (pointwise, depthwise, other conv, matmul, gemm) with their GFLOP/s.
 Prints a markdown report to stdout.
@@ -157,6 +160,16 @@ def classes(by_node, per_node, alias):
     return out
 
 
+def estimate(ops, counts, profiled, unprofiled):
+    """Each op's ms without the profiler: its profiled ms less a fixed cost
+    per node, the cost that makes the per-run totals agree ((profiled -
+    unprofiled) / nodes per run). A profiler's cost is per node, not per
+    ms, so scaling shares would shrink the big products too little."""
+    nodes = sum(counts.values())
+    per = max(0.0, (profiled - unprofiled) / nodes) if nodes else 0.0
+    return {op: max(0.0, ms - counts.get(op, 0) * per) for op, ms in ops.items()}, per
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
@@ -187,6 +200,13 @@ def main():
         o_med, n_med = min(o_med), min(n_med)
         for f in glob.glob(os.path.join(REPO, "ort_*.json")):
             os.remove(f)
+    o_counts = {}
+    for op, _ in o_nodes.values():
+        o_counts[op] = o_counts.get(op, 0) + 1
+    o_est, o_per = estimate(o_ops, o_counts, o_total, o_med)
+    # aitune's timer costs well under a µs a node (its nodes' times add up to
+    # ~98% of a profiled run): its profiled ms stand as they are
+    n_est = {k: v[1] for k, v in n_ops.items()}
     gflop = sum(f for _, f, _ in per_node.values()) / 1e9
     print(f"### {a.model}, batch {a.batch}: ONNX Runtime vs aitune {backend}\n")
     print(f"{a.iters} profiled runs each after {a.warmup} warm-up runs (aitune: 2), {a.threads} threads; "
@@ -194,27 +214,27 @@ def main():
     print(f"| | ONNX Runtime | aitune {backend} |\n|---|---|---|")
     print(f"| ms per run, unprofiled (best of 3 medians, alternating) | {o_med:.3f} | {n_med:.3f} |")
     print(f"| GFLOP/s, unprofiled | {gflop / o_med * 1e3:.1f} | {gflop / n_med * 1e3:.1f} |")
-    print(f"| ms per profiled run | {o_total:.3f} | {n_total:.3f} |\n")
-    print("Per op type: each op's share of the profiled node time, and that share of the "
-          "unprofiled median (\"est. ms\").\n")
+    print(f"| ms per profiled run | {o_total:.3f} | {n_total:.3f} |")
+    print(f"| profiler's cost per node (µs) | {o_per * 1e3:.1f} | (not subtracted) |\n")
+    print("Per op type: profiled ms per run, and the estimate without the profiler (\"est. ms\": "
+          "less the profiler's cost per node).\n")
     rows = sorted(o_ops.items(), key=lambda kv: -kv[1])
-    print("| ORT op | % of nodes | est. ms | | aitune op | nodes | % of nodes | est. ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| ORT op | nodes | profiled ms | est. ms | | aitune op | nodes | profiled ms | est. ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     nrows = sorted(n_ops.items(), key=lambda kv: -kv[1][1])
-    o_sum, n_sum = sum(o_ops.values()), sum(v[1] for v in n_ops.values())
     for k in range(max(len(rows), len(nrows))):
-        left = (f"{rows[k][0]} | {100 * rows[k][1] / o_sum:.1f} | {o_med * rows[k][1] / o_sum:.3f}"
-                if k < len(rows) else " | | ")
-        right = (f"{nrows[k][0]} | {nrows[k][1][0]} | {100 * nrows[k][1][1] / n_sum:.1f} | "
-                 f"{n_med * nrows[k][1][1] / n_sum:.3f}" if k < len(nrows) else " | | | ")
+        left = (f"{rows[k][0]} | {o_counts.get(rows[k][0], 0)} | {rows[k][1]:.3f} | {o_est[rows[k][0]]:.3f}"
+                if k < len(rows) else " | | | ")
+        right = (f"{nrows[k][0]} | {nrows[k][1][0]} | {nrows[k][1][1]:.3f} | {n_est[nrows[k][0]]:.3f}"
+                 if k < len(nrows) else " | | | ")
         print(f"| {left} | | {right} |")
     cl = classes(o_nodes, per_node, alias)
     if cl:
         print("\nONNX Runtime's counted nodes by what they compute:\n")
-        print("| class | nodes | % of nodes | est. ms | GFLOP | est. GFLOP/s |\n|---|---|---|---|---|---|")
+        print("| class | nodes | profiled ms | est. ms | GFLOP | est. GFLOP/s |\n|---|---|---|---|---|---|")
         for k, (ms, f, n) in sorted(cl.items(), key=lambda kv: -kv[1][0]):
-            est = o_med * ms / o_sum
-            print(f"| {k} | {n} | {100 * ms / o_sum:.1f} | {est:.3f} | {f / 1e9:.3f} | {f / 1e9 / est * 1e3:.1f} |")
+            est = max(1e-9, ms - n * o_per)
+            print(f"| {k} | {n} | {ms:.3f} | {est:.3f} | {f / 1e9:.3f} | {f / 1e9 / est * 1e3:.1f} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"model": a.model, "batch": a.batch, "backend": backend, "gflop": gflop,
