@@ -24,32 +24,26 @@ kept an original Conv/MatMul/Gemm name are also grouped by what they compute
 Prints a markdown report to stdout.
 """
 import argparse
-import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import flops  # noqa: E402
+import ort_worker  # noqa: E402
 import run as harness  # noqa: E402
 from torch_worker import load_make_models  # noqa: E402
 
 
 def ort_profile(model, arrays, threads, warmup, iters, tmp):
-    """{op type: ms/run}, {node: ms/run}, ms/run over the timed runs."""
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tmp, "ort")
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    """{op type: ms/run}, {node: (op type, ms/run)}, ms/run over the timed runs."""
+    sess = ort_worker.session(model, threads, profile_prefix=os.path.join(tmp, "ort"))
     feeds = dict(zip([i.name for i in sess.get_inputs()], arrays))
     for _ in range(warmup + iters):
         sess.run(None, feeds)
@@ -62,25 +56,16 @@ def ort_profile(model, arrays, threads, warmup, iters, tmp):
     for e in events:
         if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time") or e["ts"] < t0:
             continue
-        node, op = e["name"][:-len("_kernel_time")], e["args"].get("op_name", "?")
-        by_op[op] = by_op.get(op, 0.0) + e["dur"] / 1e3 / len(timed)
-        by_node[node] = by_node.get(node, (op, 0.0))[0], by_node.get(node, (op, 0.0))[1] + e["dur"] / 1e3 / len(timed)
+        node, op, ms = e["name"][:-len("_kernel_time")], e["args"].get("op_name", "?"), e["dur"] / 1e3 / len(timed)
+        by_op[op] = by_op.get(op, 0.0) + ms
+        by_node[node] = (op, by_node.get(node, (op, 0.0))[1] + ms)
     total = sum(r["dur"] for r in timed) / 1e3 / len(timed)
     return by_op, by_node, total
 
 
 def ort_median(model, arrays, threads, warmup, iters):
     """ORT's median ms per run without its profiler (which slows it by up to 2x here)."""
-    import statistics
-    import time
-
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    sess = ort_worker.session(model, threads)
     feeds = dict(zip([i.name for i in sess.get_inputs()], arrays))
     ts = []
     for k in range(warmup + iters):
@@ -185,7 +170,7 @@ def main():
     d = harness.model_dir(mm, a.model)
     sample = harness.read_sample(d)
     with tempfile.TemporaryDirectory(prefix="ait-opprof-") as tmp:
-        model, fixed = harness.bench_model(os.path.join(d, "model.onnx"), sample, tmp)
+        model, _ = harness.bench_model(os.path.join(d, "model.onnx"), sample, tmp)
         _, pb, arrays, desc = harness.make_inputs(model, sample, a.batch, tmp)
         per_node = flops.per_node(model, arrays)
         alias = aliases(model, per_node)
@@ -198,8 +183,6 @@ def main():
             o_med.append(ort_median(model, arrays, a.threads, a.warmup, a.iters))
             n_med.append(aitune_median(a.aitune, model, pb, backend, a.iters))
         o_med, n_med = min(o_med), min(n_med)
-        for f in glob.glob(os.path.join(REPO, "ort_*.json")):
-            os.remove(f)
     o_counts = {}
     for op, _ in o_nodes.values():
         o_counts[op] = o_counts.get(op, 0) + 1

@@ -30,6 +30,22 @@ def quantize(model, folder):
     return out, time.perf_counter() - t0
 
 
+def session(model, threads, profile_prefix=None):
+    """The harness's ONNX Runtime session: CPU, `threads` intra-op threads,
+    sequential, all graph optimizations; its profiler on when
+    profile_prefix is given (bench/op_profile.py)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
@@ -45,12 +61,7 @@ def main():
     import onnxruntime as ort
     with tempfile.TemporaryDirectory(prefix="ait-ort-") as tmp:
         model, qtime = (quantize(a.model, tmp) if a.int8 else (a.model, None))
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = a.threads
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        sess = session(model, a.threads)
         inputs = common.load_inputs(a.inputs)
         names = [i.name for i in sess.get_inputs()]
         if len(names) != len(inputs):
