@@ -1082,6 +1082,45 @@ static void test_options(void) {
   CHECK_ERR(ait_backend_config_parse("native:gemm=mkl", &cfg), AIT_E_INVALID_ARG, "gemm");
 }
 
+/* What unused_option says of spec's state after one run of g on x. */
+static const char *unused_after_run(const char *spec, const ait_graph *g, const ait_tensor *x,
+                                    char *why, size_t n) {
+  ait_backend_config cfg;
+  void *state = NULL;
+  const char *opt = "(build failed)";
+  if (ait_backend_config_parse(spec, &cfg) || cfg.iface->build(&cfg, g, NULL, &state)) return opt;
+  ait_tensor *outs[8] = {0};
+  opt = cfg.iface->infer(state, &x, 1, outs) ? "(run failed)"
+                                             : cfg.iface->unused_option(state, why, n);
+  for (int k = 0; k < g->n_outputs; k++)
+    ait_tensor_free(outs[k]);
+  cfg.iface->destroy(state);
+  return opt;
+}
+
+/* native:gemm=X knows whether any run reached X: 18 rows without the tiles
+ * go through SGEMM; 6 rows run on native's GEMV, and the default provider
+ * is never an unused option. */
+static void test_gemm_unused(void) {
+  ait_graph *g = mlp_model();
+  nat_gemm_fn fn = NULL;
+  if (!g || nat_gemm_provider("blis", &fn) != AIT_OK) {
+    ait_graph_free(g);
+    return;
+  }
+  const int64_t d18[3] = {3, 6, 16}, d6[3] = {1, 6, 16};
+  ait_tensor *x18 = rand_tensor(3, d18), *x6 = rand_tensor(3, d6);
+  char why[256] = "";
+  CHECK(unused_after_run("native:gemm=blis,tiles=off", g, x18, why, sizeof why) == NULL);
+  const char *opt = unused_after_run("native:gemm=blis", g, x6, why, sizeof why);
+  CHECK(opt && !strcmp(opt, "gemm") && strstr(why, "gemm=blis"));
+  CHECK(unused_after_run("native", g, x6, why, sizeof why) == NULL);
+  CHECK(unused_after_run("native:gemm=openblas", g, x6, why, sizeof why) == NULL);
+  ait_tensor_free(x18);
+  ait_tensor_free(x6);
+  ait_graph_free(g);
+}
+
 /* gemm=blis computes what OpenBLAS does, or says why it cannot. */
 static void test_gemm_provider(void) {
   ait_graph *g = mlp_model();
@@ -1307,6 +1346,7 @@ int main(void) {
   test_shape_cache();
   test_options();
   test_gemm_provider();
+  test_gemm_unused();
   test_pool();
   test_planner();
   return check_result("test_native");

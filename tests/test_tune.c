@@ -665,6 +665,32 @@ static void test_max_throughput_no_perf_validation(void) {
   ait_module_free(m);
 }
 
+/* native:gemm=blis on a model without products never reaches BLIS: the
+ * same code as native, so it is not a candidate of its own (timing both
+ * would let noise choose between them); native itself stays. */
+static void test_same_as_default(void) {
+  const char *b[] = {"native", "native:gemm=blis"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 2, &cap);
+  o.perf_validation = 0;
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = report_of(m);
+  const char *st = cand_status(r, "native:gemm=blis");
+  if (st && !strcmp(st, "unsupported")) { /* no libblis here */
+    fprintf(stderr, "note: native:gemm=blis: %s\n", cand_error(r, "native:gemm=blis"));
+  } else {
+    CHECK_STR(st, "same_as_default");
+    CHECK_CAND_ERROR(r, "native:gemm=blis", "the same code as native");
+    CHECK_STR(cand_status(r, "native"), "selected");
+    CHECK_STR(ait_module_backend(m), "native");
+  }
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
 /* min-latency: profiled at batch 1 only, whatever batch sizes are given. */
 static void test_min_latency_batch_one(void) {
   const char *b[] = {"t_slow", "t_fast"};
@@ -1372,6 +1398,7 @@ static const test_case tests[] = {
     {"max_throughput_picks_fastest", test_max_throughput_picks_fastest},
     {"max_throughput_baseline_wins", test_max_throughput_baseline_wins},
     {"max_throughput_no_perf_validation", test_max_throughput_no_perf_validation},
+    {"same_as_default", test_same_as_default},
     {"min_latency_batch_one", test_min_latency_batch_one},
     {"latency_budget_picks_batch", test_latency_budget_picks_batch},
     {"latency_budget_none_fits", test_latency_budget_none_fits},

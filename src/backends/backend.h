@@ -112,6 +112,14 @@ typedef struct ait_backend_iface {
    * its working memory (cuda: the activation arenas of its plans). NULL:
    * the backend does not say. */
   void (*memory)(void *state, int64_t *weights, int64_t *work);
+  /* Optional: after runs, an option of the state's configuration that none
+   * of its runs so far exercised (native: gemm, when every product ran on
+   * native's own kernels and never reached the GEMM library), with the
+   * reason in why; NULL when every option may have mattered. The tuner then
+   * drops the candidate in favour of the same configuration with that
+   * option at its default: the same code, whose timings differ only by
+   * noise. */
+  const char *(*unused_option)(void *state, char *why, size_t n);
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */

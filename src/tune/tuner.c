@@ -21,7 +21,8 @@ const char *ait_cand_status_name(ait_cand_status s) {
                                       "build_failed",
                                       "incorrect",
                                       "slower_than_baseline",
-                                      "over_budget"};
+                                      "over_budget",
+                                      "same_as_default"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
@@ -621,6 +622,43 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
 
 static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
+/* Whether configurations a and b (same backend) agree on every option but
+ * `skip`, options left out reading as their defaults. */
+static bool same_but(const ait_backend_config *a, const ait_backend_config *b, const char *skip) {
+  const ait_backend_iface *f = a->iface;
+  if (f != b->iface) return false;
+  for (int i = 0; i < f->n_options; i++) {
+    const char *k = f->options[i].name, *va = ait_backend_config_get(a, k),
+               *vb = ait_backend_config_get(b, k);
+    if (!strcmp(k, skip)) continue;
+    if (strcmp(va ? va : f->options[i].def, vb ? vb : f->options[i].def)) return false;
+  }
+  return true;
+}
+
+/* A measured candidate whose runs never exercised one of its options (the
+ * backend says which: unused_option) runs the same code as an earlier one
+ * with that option at its default; timing both only lets noise pick
+ * between them. Returns that candidate's index, or -1. */
+static int same_as_earlier(const ait_candidate *cands, int i, char *why, size_t n) {
+  const ait_candidate *c = &cands[i];
+  const ait_backend_iface *f = c->cfg.iface;
+  if (!f->unused_option || c->run.iface != f || !c->run.state) return -1; /* partitioned: no */
+  const char *opt = f->unused_option(c->run.state, why, n);
+  if (!opt) return -1;
+  const char *def = NULL;
+  for (int k = 0; k < f->n_options; k++)
+    if (!strcmp(f->options[k].name, opt)) def = f->options[k].def;
+  for (int j = 0; def && j < i; j++) {
+    const ait_candidate *o = &cands[j];
+    const char *v = ait_backend_config_get(&o->cfg, opt);
+    bool judged = o->status == AIT_CAND_OK || o->status == AIT_CAND_SLOWER ||
+                  o->status == AIT_CAND_OVER_BUDGET;
+    if (judged && same_but(&c->cfg, &o->cfg, opt) && !strcmp(v ? v : def, def)) return j;
+  }
+  return -1;
+}
+
 /* ---- the strategies ---------------------------------------------------------- */
 
 /* The CPU has int8 dot products (VNNI or AMX-INT8), which int8 candidates need
@@ -824,6 +862,14 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
                o->min_speedup_ratio * 100, tp, btp, lat, blat);
     } else {
       c->status = AIT_CAND_OK;
+    }
+    char why[400];
+    int same = o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT && c->status == AIT_CAND_OK
+                   ? same_as_earlier(cands, i, why, sizeof why)
+                   : -1;
+    if (same >= 0) {
+      c->status = AIT_CAND_SAME;
+      snprintf(c->error, sizeof c->error, "the same code as %s: %s", cands[same].desc, why);
     }
     ait_module_logf(m, 0, "[%s] %s%s%s", c->desc, ait_cand_status_name(c->status),
                     c->error[0] ? ": " : "", c->error);

@@ -12,6 +12,7 @@
 #endif
 #include <cblas.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,8 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->tiles = true;
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
+  if (gemm && strcmp(gemm, "openblas") != 0)
+    snprintf(s->gemm_name, sizeof s->gemm_name, "%s", gemm);
   if (!st && passes) st = nat_run_passes_ex(g, &s->stats, true);
   if (!st && (passes & NAT_PASSES_LAYOUT)) st = nat_pass_layout(g, &s->stats);
   if (!st) st = nat_resolve_fused(g);
@@ -210,6 +213,20 @@ static ait_status native_load(const ait_backend_config *cfg, const ait_graph *g,
   return make_state(cfg, loaded, false, state);
 }
 
+/* native:gemm=X where no run has reached the GEMM library (every product
+ * on native's own tiles and GEMV, convolutions in NHWC): the same code as
+ * the default provider's configuration. */
+static const char *native_unused_option(void *state, char *why, size_t n) {
+  nat_state *s = state;
+  if (!s->gemm_name[0] || atomic_load_explicit(&s->gemm_calls, memory_order_relaxed) > 0)
+    return NULL;
+  snprintf(why, n,
+           "gemm=%s: no run reached the GEMM library (every product ran on native's own "
+           "kernels), so this is native's default configuration under another name",
+           s->gemm_name);
+  return "gemm";
+}
+
 /* Knobs the tuner searches: all cores, or one (on a busy machine a second
  * thread can cost more than it brings), and the GEMM library. */
 static const char *const native_variants[] = {"native", "native:threads=1", "native:gemm=blis",
@@ -233,4 +250,5 @@ const ait_backend_iface ait_backend_native = {
     .destroy = native_destroy,
     .precision = native_precision,
     .variants = native_variants,
+    .unused_option = native_unused_option,
 };

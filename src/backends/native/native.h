@@ -206,18 +206,20 @@ typedef void (*nat_gemm_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, f
 ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
 
 typedef struct nat_state {
-  ait_graph *g;      /* rewritten copy, owned */
-  nat_gemm_fn gemm;  /* the SGEMM provider */
-  int threads;       /* resolved thread count */
-  bool fuse;         /* passes enabled */
-  bool gemv_pack;    /* one-row products over constants read a packed B (gemv=packed) */
-  bool tiles;        /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
-  bool has_subgraph; /* control flow: runs through the reference executor */
-  nat_node *nodes;   /* per node of g */
-  bool *shape_only;  /* per node: depends on input shapes and constants only */
-  int *last;         /* per value: last node reading its storage (views extend it) */
-  int *root;         /* per value: the value whose storage it views (itself if none) */
-  int *free_at;      /* values whose storage dies after node i: free_list[free_at[i]..] */
+  ait_graph *g;                 /* rewritten copy, owned */
+  nat_gemm_fn gemm;             /* the SGEMM provider */
+  char gemm_name[32];           /* its option value when not the default, else "" */
+  _Atomic long long gemm_calls; /* provider calls over all runs (native:gemm's unused_option) */
+  int threads;                  /* resolved thread count */
+  bool fuse;                    /* passes enabled */
+  bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
+  bool tiles;                   /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
+  bool has_subgraph;            /* control flow: runs through the reference executor */
+  nat_node *nodes;              /* per node of g */
+  bool *shape_only;             /* per node: depends on input shapes and constants only */
+  int *last;                    /* per value: last node reading its storage (views extend it) */
+  int *root;                    /* per value: the value whose storage it views (itself if none) */
+  int *free_at; /* values whose storage dies after node i: free_list[free_at[i]..] */
   int *free_list;
   struct nat_run *run; /* per-value run tables, reused between runs */
   /* built lazily, freed by deactivate */
@@ -284,6 +286,10 @@ bool nat_input_is_const(nat_run *r, int k);
 bool nat_run_gemv_pack(nat_run *r); /* option gemv=packed */
 bool nat_run_tiles(nat_run *r);     /* option tiles=on */
 nat_gemm_fn nat_run_gemm(nat_run *r);
+/* The state's count of calls into the provider: a kernel adds to it where
+ * it calls nat_run_gemm's function (so native:gemm=X knows whether X ever
+ * ran: unused_option). */
+_Atomic long long *nat_run_gemm_calls(nat_run *r);
 int nat_run_threads(nat_run *r);
 
 /* ---- plans (native_plan.c) ------------------------------------------- */

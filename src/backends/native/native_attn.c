@@ -16,6 +16,7 @@
  * so the mask, the maximum and the softmax's sums are vector operations;
  * elsewhere both products go through SGEMM. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,7 +154,8 @@ typedef struct att_job {
   int64_t B, H, Sq, D, Sk, Dv, blocks;
   float alpha;
   const float *q, *k, *v, *m;
-  const int64_t *live; /* per (batch, head): the keys not padded away (NULL: all Sk) */
+  _Atomic long long *gemm_calls; /* the state's count of provider calls */
+  const int64_t *live;           /* per (batch, head): the keys not padded away (NULL: all Sk) */
   float *y;
   int64_t qs[4], ks[4], vs[4], ms[4], ys[4]; /* strides of the logical [B, H, rows, cols] */
   float *scratch;                            /* per thread: `per_thread` floats */
@@ -295,6 +297,7 @@ static void att_task(void *arg, int64_t t, int tid) {
   }
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
+  atomic_fetch_add_explicit(j->gemm_calls, 1, memory_order_relaxed);
   /* the scores through SGEMM; softmax and P V on the AVX-512 kernels when
    * they apply */
   j->gemm(ta, tb, rows, sk, j->D, j->alpha, q, lda, k, ldb, s, sk);
@@ -434,6 +437,7 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   if (j.ys[2] < j.Dv) return AIT_E_UNSUPPORTED;
   j.alpha = ait_attr_float(n, "alpha", 1.0f);
   j.gemm = nat_run_gemm(r);
+  j.gemm_calls = nat_run_gemm_calls(r);
   j.blocks = (j.Sq + ATT_ROWS - 1) / ATT_ROWS;
   /* the AVX-512 kernels read Q's, V's and Y's rows with unit stride; the
    * keys are broadcast one element at a time, so their layout does not

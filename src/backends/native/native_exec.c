@@ -286,6 +286,7 @@ bool nat_input_is_const(nat_run *r, int k) {
   return k >= 0 && k < n->n_in && n->in[k] >= 0 && r->g->values[n->in[k]].init != NULL;
 }
 nat_gemm_fn nat_run_gemm(nat_run *r) { return r->s->gemm; }
+_Atomic long long *nat_run_gemm_calls(nat_run *r) { return &r->s->gemm_calls; }
 int nat_run_threads(nat_run *r) { return r->s->threads; }
 
 int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk) {

@@ -3,6 +3,7 @@
  * epilogue (bias, residual, activation) while it is still in cache. Gemm,
  * MatMul and their fused forms are built on it. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,7 @@ static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *
 
 typedef struct gemm_job {
   nat_gemm_fn fn;
+  _Atomic long long *calls; /* the state's count of provider calls, may be NULL */
   bool ta, tb, split_rows;
   int64_t M, N, K, step;
   float alpha;
@@ -369,6 +371,7 @@ static void gemm_block(const gemm_job *j, int64_t i0, int64_t i1, int64_t j0, in
   const float *a = j->A + (j->ta ? i0 : i0 * j->lda);
   const float *b = j->B + (j->tb ? j0 * j->ldb : j0);
   if (i1 > i0 && j1 > j0) {
+    if (j->K > 0 && j->calls) atomic_fetch_add_explicit(j->calls, 1, memory_order_relaxed);
     if (j->K > 0)
       j->fn(j->ta, j->tb, i1 - i0, j1 - j0, j->K, j->alpha, a, j->lda, b, j->ldb,
             j->C + i0 * j->ldc + j0, j->ldc);
@@ -392,15 +395,15 @@ static void gemm_task(void *arg, int64_t t, int tid) {
 }
 
 /* nat_sgemm with GEMM provider fn; r NULL: on the calling thread. */
-static void sgemm_on(nat_run *r, nat_gemm_fn fn, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                     float *C, int64_t ldc, const nat_epilogue *e) {
+static void sgemm_on(nat_run *r, nat_gemm_fn fn, _Atomic long long *calls, bool ta, bool tb,
+                     int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float *C, int64_t ldc, const nat_epilogue *e) {
   if (M >= 1 && M <= NAT_FEW_ROWS && K >= 1 && (tb ? ldb >= K : ldb >= N) &&
       (M == 1 || (!ta && lda >= K && ldc >= N))) {
     gemv(r, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, e);
     return;
   }
-  gemm_job j = {fn, ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
+  gemm_job j = {fn, calls, ta, tb, false, M, N, K, 0, alpha, A, B, lda, ldb, ldc, C, e};
   int threads = r ? nat_run_threads(r) : 1;
   double work = (double)M * (double)N * (double)(K > 0 ? K : 1);
   if (threads <= 1 || work < NAT_PAR_MIN_MACS || M * N < 256) {
@@ -423,7 +426,8 @@ void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, fl
                const nat_epilogue *e) {
   nat_gemm_fn fn = r ? nat_run_gemm(r) : NULL;
   if (!fn) nat_gemm_provider("openblas", &fn);
-  sgemm_on(r, fn, ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, e);
+  sgemm_on(r, fn, r ? nat_run_gemm_calls(r) : NULL, ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc,
+           e);
 }
 
 /* ---- Gemm / FusedGemm ----------------------------------------------------- */
@@ -493,8 +497,9 @@ static void mm_item(const mm_job *j, int64_t q, nat_run *r) {
     e.zb_rs = j->zrs;
     e.zb_cs = j->zcs;
   }
-  sgemm_on(r, j->fn, false, false, j->M, j->N, j->K, j->alpha, j->a + oa * j->M * j->K, j->K,
-           j->b + ob * j->K * j->N, j->N, j->c + q * j->M * j->N, j->N, &e);
+  sgemm_on(r, j->fn, nat_run_gemm_calls(j->r), false, false, j->M, j->N, j->K, j->alpha,
+           j->a + oa * j->M * j->K, j->K, j->b + ob * j->K * j->N, j->N, j->c + q * j->M * j->N,
+           j->N, &e);
 }
 
 static void mm_task(void *arg, int64_t q, int tid) { mm_item(arg, q, NULL); }
