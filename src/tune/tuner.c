@@ -622,39 +622,32 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
 
 static void destroy_state(ait_candidate *c) { ait_runner_destroy(&c->run); }
 
-/* Whether configurations a and b (same backend) agree on every option but
- * `skip`, options left out reading as their defaults. */
-static bool same_but(const ait_backend_config *a, const ait_backend_config *b, const char *skip) {
-  const ait_backend_iface *f = a->iface;
-  if (f != b->iface) return false;
-  for (int i = 0; i < f->n_options; i++) {
-    const char *k = f->options[i].name, *va = ait_backend_config_get(a, k),
-               *vb = ait_backend_config_get(b, k);
-    if (!strcmp(k, skip)) continue;
-    if (strcmp(va ? va : f->options[i].def, vb ? vb : f->options[i].def)) return false;
-  }
-  return true;
-}
-
 /* A measured candidate whose runs never exercised one of its options (the
  * backend says which: unused_option) runs the same code as an earlier one
  * with that option at its default; timing both only lets noise pick
- * between them. Returns that candidate's index, or -1. */
+ * between them. Returns that candidate's index, or -1. Configurations
+ * compare by their canonical descriptions (ait_backend_describe: the
+ * non-default options, sorted), as each candidate's desc holds. */
 static int same_as_earlier(const ait_candidate *cands, int i, char *why, size_t n) {
   const ait_candidate *c = &cands[i];
   const ait_backend_iface *f = c->cfg.iface;
   if (!f->unused_option || c->run.iface != f || !c->run.state) return -1; /* partitioned: no */
   const char *opt = f->unused_option(c->run.state, why, n);
   if (!opt) return -1;
-  const char *def = NULL;
-  for (int k = 0; k < f->n_options; k++)
-    if (!strcmp(f->options[k].name, opt)) def = f->options[k].def;
-  for (int j = 0; def && j < i; j++) {
+  ait_backend_config d = c->cfg; /* c's configuration with opt back at its default */
+  d.n = 0;
+  for (int k = 0; k < c->cfg.n; k++)
+    if (strcmp(c->cfg.keys[k], opt)) {
+      memcpy(d.keys[d.n], c->cfg.keys[k], sizeof d.keys[0]);
+      memcpy(d.vals[d.n++], c->cfg.vals[k], sizeof d.vals[0]);
+    }
+  char desc[sizeof c->desc];
+  ait_backend_describe(&d, desc, sizeof desc);
+  for (int j = 0; j < i; j++) {
     const ait_candidate *o = &cands[j];
-    const char *v = ait_backend_config_get(&o->cfg, opt);
     bool judged = o->status == AIT_CAND_OK || o->status == AIT_CAND_SLOWER ||
                   o->status == AIT_CAND_OVER_BUDGET;
-    if (judged && same_but(&c->cfg, &o->cfg, opt) && !strcmp(v ? v : def, def)) return j;
+    if (judged && o->cfg.iface == f && !strcmp(o->desc, desc)) return j;
   }
   return -1;
 }
