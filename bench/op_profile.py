@@ -26,15 +26,15 @@ Prints a markdown report to stdout.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import common  # noqa: E402
+import engines  # noqa: E402
 import flops  # noqa: E402
 import ort_worker  # noqa: E402
 import run as harness  # noqa: E402
@@ -64,25 +64,20 @@ def ort_profile(model, arrays, threads, warmup, iters, tmp):
 
 
 def ort_median(model, arrays, threads, warmup, iters):
-    """ORT's median ms per run without its profiler (which slows it by up to 2x here)."""
+    """ORT's median ms per run without its profiler (which slows it by up to 2x here),
+    timed as the harness's worker times it (common.time_loop)."""
     sess = ort_worker.session(model, threads)
     feeds = dict(zip([i.name for i in sess.get_inputs()], arrays))
-    ts = []
-    for k in range(warmup + iters):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        if k >= warmup:
-            ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+    return common.time_loop(lambda: sess.run(None, feeds), 1, iters, warmup)["latency_ms"]["median"]
 
 
 def aitune_median(aitune, model, pb, backend, iters):
-    """`aitune bench`'s median ms per run on the inputs in pb (no per-node timers)."""
-    out = subprocess.run([aitune, "bench", model, "--backend", backend, "--inputs", pb, "--iters", str(iters)],
-                         capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(f"aitune bench failed: {out.stderr.strip()}")
-    return float(out.stdout.split("median ")[1].split(" ms")[0])
+    """`aitune bench`'s median ms per run on the inputs in pb (no per-node timers),
+    through the harness's own call (engines.bench)."""
+    r = engines.bench(aitune, model, 1, backend, iters, 2, inputs=pb)
+    if "error" in r:
+        raise SystemExit(f"aitune bench failed: {r['error']}")
+    return r["latency_ms"]["median"]
 
 
 def aitune_profile(aitune, model, pb, backend, iters):
