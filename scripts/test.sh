@@ -37,4 +37,6 @@ cmake -S "$ROOT" -B "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIT_T
   -DAIT_WERROR=ON >/dev/null
 cmake --build "$ROOT/build-tsan" -j"$jobs" --target test_threads >/dev/null
 (cd "$ROOT/build-tsan" && ctest --output-on-failure -R '^test_threads$')
+echo "== thread sanitizer at the AVX2 level (native's and oneDNN's kernels capped)"
+(cd "$ROOT/build-tsan" && AIT_MAX_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -R '^test_threads$')
 echo "== all tests passed"

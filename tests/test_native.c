@@ -483,7 +483,7 @@ static void test_gemv_packed(void) {
    * on the next run and rebuilt after a release, with the same outputs */
   const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
   ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)};
-  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  bool avx512 = nat_isa() >= NAT_ISA_AVX512; /* native_gemv.c's dispatch */
   check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, avx512 ? 3 : 0);
   check_packs(g, "native:gemv=plain", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, 0);
   /* each output is one thread's whole sum, so however the guided chunks
@@ -1208,7 +1208,7 @@ static void test_gelu_math(void) {
   enum { N = 1 << 16, DENSE = N - 4 * 277 };
   static float x[N], y[N];
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  bool table = __builtin_cpu_supports("avx512f"); /* nat_act_f32's dispatch */
+  bool table = nat_isa() >= NAT_ISA_AVX512; /* nat_act_f32's dispatch */
 #else
   bool table = false;
 #endif

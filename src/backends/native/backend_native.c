@@ -43,6 +43,9 @@ static const ait_option_def native_options[] = {
      "one-row products over constant weights: packed reads B as one sequential stream "
      "(a packed copy of B, built on the first batch-1 run: memory as large as B; AVX-512 "
      "CPUs); plain reads B as stored"},
+    {"isa", AIT_OPT_ENUM, "auto", "auto|avx512|avx2|portable",
+     "instruction-set level of native's own kernels: auto is the CPU's best; a lower one "
+     "forces that level's paths (capped by the CPU), to test and measure them"},
     {"tiles", AIT_OPT_BOOL, "on", NULL,
      "MatMuls of 16 or more rows (transformers) on AVX-512 register tiles that read B as "
      "stored; off: SGEMM (OpenBLAS/BLIS) blocks"},
@@ -125,6 +128,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->g = g;
   s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
   s->fuse = passes;
+  s->isa = nat_isa();
   s->gemv_pack = true;
   s->tiles = true;
   if (ext) s->ext = *ext;
@@ -153,13 +157,19 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   bool on = !fuse || strcmp(fuse, "off") != 0;
   const char *layout = ait_backend_config_get(cfg, "layout");
   int passes = run_passes && on ? NAT_PASSES : 0;
+  int isa = nat_isa_parse(ait_backend_config_get(cfg, "isa"));
+  if (isa < 0) isa = nat_isa_cpu(); /* the option table refused other names already */
+  /* the passes and the layout choice see the state's level, as its runs do */
+  int prev_isa = nat_isa_enter(isa);
   /* NHWC's kernels are AVX-512 ones; elsewhere its portable loops lose to SGEMM */
   bool nhwc = layout && !strcmp(layout, "nhwc");
   if (!layout || !strcmp(layout, "auto")) nhwc = nat_nhwc512_available();
   if (passes && nhwc) passes |= NAT_PASSES_LAYOUT;
   nat_state *s = NULL;
-  AIT_TRY(nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"), passes, NULL,
-                        &s));
+  ait_status made =
+      nat_state_new(g, resolve_threads(cfg), ait_backend_config_get(cfg, "gemm"), passes, NULL, &s);
+  nat_isa_enter(prev_isa);
+  AIT_TRY(made);
   s->fuse = on;
   const char *gemv = ait_backend_config_get(cfg, "gemv");
   s->gemv_pack = !gemv || strcmp(gemv, "plain") != 0;

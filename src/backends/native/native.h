@@ -18,6 +18,7 @@
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
  *   native_math.c     vectorisable exp / erf and activations
+ *   native_isa.c      the ISA level kernels pick their paths by
  *
  * Ownership: the state owns its rewritten copy of the graph; the caller's
  * graph is never modified. */
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "backends/native/native_isa.h"
 #include "core/error.h"
 #include "ops/fused_impl.h"
 #include "ops/op.h"
@@ -211,6 +213,7 @@ typedef struct nat_state {
   char gemm_name[32];           /* its option value when not the default, else "" */
   _Atomic long long gemm_calls; /* provider calls over all runs (native:gemm's unused_option) */
   int threads;                  /* resolved thread count */
+  int isa;                      /* nat_isa_level of its runs (option isa) */
   bool fuse;                    /* passes enabled */
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
   bool tiles;                   /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */

@@ -30,7 +30,7 @@
 #define T512 __attribute__((target("avx512f")))
 #define INL static inline __attribute__((always_inline))
 
-bool nat_attn512_available(void) { return __builtin_cpu_supports("avx512f"); }
+bool nat_attn512_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
 
 /* One step of a register tile of up to 8 rows x nv (<= 4) vectors:
  * acc[r][c] += s[r * ss] * w[16 c .. 16 c + 16) for r < nr. P V broadcasts

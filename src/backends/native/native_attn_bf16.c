@@ -26,7 +26,7 @@
 #define INL static inline __attribute__((always_inline))
 
 bool nat_attn_bf16_available(void) {
-  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+  return nat_isa() >= NAT_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
 }
 
 /* 16 floats of row r, columns c.. c+15 (< C), of a matrix with strides

@@ -525,11 +525,22 @@ static ait_status arena_reserve(nat_state *s, int64_t bytes) {
 
 /* ---- a run ---------------------------------------------------------------- */
 
+static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
+
+/* The run at the state's ISA level (native_isa.h), restored afterwards. */
 ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
   const ait_graph *g = s->g;
   for (int k = 0; k < g->n_outputs; k++)
     out[k] = NULL;
   if (s->has_subgraph) return ait_eager_run(g, in, n_in, out);
+  int prev_isa = nat_isa_enter(s->isa);
+  ait_status st = run_graph(s, in, n_in, out);
+  nat_isa_enter(prev_isa);
+  return st;
+}
+
+static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  const ait_graph *g = s->g;
   if (n_in != g->n_inputs)
     return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
                    n_in);

@@ -82,9 +82,7 @@ T512 static void gemv_blocks(const gemv_pack *pk, const float *a, float alpha, f
   }
 }
 
-static bool pack_available(void) {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-}
+static bool pack_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
 
 #else
 

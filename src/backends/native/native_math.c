@@ -282,7 +282,7 @@ __attribute__((target("avx512f"))) static void layernorm512(const float *x, floa
 }
 
 /* (the C runtime initialises the CPU model in a constructor) */
-static bool have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+static bool have_avx512(void) { return nat_isa() >= NAT_ISA_AVX512; }
 #endif
 
 NAT_CLONES void nat_exp_f32(const float *x, float *y, int64_t n) {

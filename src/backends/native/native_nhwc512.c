@@ -25,9 +25,7 @@
 #define T512 __attribute__((target("avx512f,fma")))
 #define INL static inline __attribute__((always_inline))
 
-bool nat_nhwc512_available(void) {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-}
+bool nat_nhwc512_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
 
 /* ---- pointwise ------------------------------------------------------------ */
 

@@ -53,6 +53,7 @@ struct nat_pool {
   _Atomic(nat_task_fn) fn;
   _Atomic(void *) arg;
   atomic_int_fast64_t n_tasks;
+  atomic_int isa;            /* the caller's nat_isa(): workers run the job at its level */
   atomic_uint_fast64_t word; /* job id << 32 | next task */
   atomic_int_fast64_t done;  /* tasks finished */
   atomic_uint job;           /* id of the latest job (never 0) */
@@ -117,6 +118,7 @@ static void *worker(void *a) {
       if (stop) return NULL;
     }
     seen = id;
+    nat_isa_enter(atomic_load(&p->isa));
 #ifdef __linux__
     atomic_store_explicit(&p->cpu[tid], sched_getcpu(), memory_order_relaxed);
 #endif
@@ -133,6 +135,7 @@ nat_pool *nat_pool_new(int threads) {
   atomic_init(&p->fn, NULL);
   atomic_init(&p->arg, NULL);
   atomic_init(&p->n_tasks, 0);
+  atomic_init(&p->isa, (int)nat_isa());
   atomic_init(&p->word, 0);
   atomic_init(&p->done, 0);
   atomic_init(&p->job, 0);
@@ -221,6 +224,7 @@ void nat_pool_run(nat_pool *p, int64_t n_tasks, nat_task_fn fn, void *arg) {
   atomic_store(&p->fn, fn);
   atomic_store(&p->arg, arg);
   atomic_store(&p->n_tasks, n_tasks);
+  atomic_store(&p->isa, (int)nat_isa());
   atomic_store(&p->done, 0);
   atomic_store(&p->word, (uint_fast64_t)id << 32);
   atomic_store(&p->job, id);

@@ -18,8 +18,7 @@ qnt_cpu qnt_cpu_detect(void) {
   qnt_cpu c = {false, false, false};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
+  c.avx512 = nat_isa() >= NAT_ISA_AVX512;
   c.vnni = c.avx512 && __builtin_cpu_supports("avx512vnni");
   c.bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
