@@ -27,8 +27,15 @@ def _last_line(text):
     return lines[-1].strip() if lines else "no message"
 
 
+# The environment of every aitune command (bench/suite.py --isa sets
+# AIT_MAX_ISA there); None: this process's.
+AITUNE_ENV = None
+
+
 def _run(cmd, env=None):
     """Run cmd; returns (stdout, error-or-None)."""
+    if env is None and cmd and os.path.basename(cmd[0]).startswith("aitune"):
+        env = AITUNE_ENV
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
