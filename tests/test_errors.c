@@ -195,9 +195,9 @@ static void test_huge_windows(void) {
       double t0 = seconds();
       CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
       double took = seconds() - t0;
-      if (took > 1.0)
+      if (took > 10.0)
         fprintf(stderr, "%s on %s took %.1f s\n", ops[k], b ? "native" : "eager", took);
-      CHECK(took < 1.0);
+      CHECK(took < 10.0); /* a hang guard, not a speed test: loaded sanitizer runs */
       /* the window covers every input: a row's pool sees its whole plane's
        * rows within reach, so the maximum is the plane's maximum (6) */
       if (k == 2 && ait_session_output(s, 0, &out) == AIT_OK) CHECK(((float *)out.data)[0] == 6.0f);
