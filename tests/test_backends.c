@@ -41,6 +41,8 @@ static behaviour rows[] = {
      * runs twice as fast: only timing them again, alternately, finds it */
     {.name = "t_steady", .sleep_us = 2000},
     {.name = "t_late", .sleep_us = 2200, .late_runs = 12, .late_sleep_us = 1000},
+    /* computes "in int8" (its precision hook), and slower than t_steady */
+    {.name = "t_lowp", .sleep_us = 4000},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -243,10 +245,27 @@ TBK_IFACE(if_norelu, "t_norelu", "test: refuses Relu nodes", avail_yes);
 TBK_IFACE(if_steady, "t_steady", "test: reference plus 2 ms per run", avail_yes);
 TBK_IFACE(if_late, "t_late", "test: reference plus 2.2 ms per run, 1 ms after 12 runs", avail_yes);
 
+static const char *prec_int8(const ait_backend_config *cfg) { return "int8"; }
+
+static const ait_backend_iface if_lowp = {
+    .name = "t_lowp",
+    .summary = "test: reference plus 4 ms per run, judged as int8",
+    .available = avail_yes,
+    .supports = tbk_supports,
+    .build = tbk_build,
+    .infer = tbk_infer,
+    .activate = tbk_nop,
+    .deactivate = tbk_nop,
+    .save = tbk_save,
+    .load = tbk_load,
+    .destroy = tbk_destroy,
+    .precision = prec_int8,
+};
+
 ait_status tbk_register_all(void) {
   static const ait_backend_iface *all[] = {&if_broken, &if_wrong,   &if_slow,      &if_batchy,
                                            &if_fast,   &if_unavail, &if_nosupport, &if_norelu,
-                                           &if_steady, &if_late};
+                                           &if_steady, &if_late,    &if_lowp};
   static bool done;
   if (done) return AIT_OK;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -13,6 +13,8 @@
  *   t_nosupport  supports() is false for every node
  *   t_norelu     supports() is false for Relu nodes only (a partial backend:
  *                the tuner may run it with a fallback for the Relu)
+ *   t_lowp       the reference plus 4 ms per infer, judged as int8 (its
+ *                precision hook): a reduced-precision candidate that loses
  *
  * Every backend counts its calls (tbk_counts_of) so tests can tell what the
  * tuner built, ran or loaded. save() writes "<name>.state" into the folder and

@@ -612,6 +612,29 @@ static void test_max_throughput_picks_fastest(void) {
   ait_module_free(m);
 }
 
+/* A reduced-precision candidate that is not faster than a float32 one is
+ * never picked (slower_than_more_precise, naming it), and every correct
+ * candidate that lost says to whom and by how much. */
+static void test_dominated_and_losers(void) {
+  const char *b[] = {"t_lowp", "t_steady", "t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 3, &cap);
+  o.perf_validation = 0; /* every candidate stays selectable on speed alone */
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_fast");
+  cJSON *r = report_of(m);
+  CHECK_STR(cand_status(r, "t_lowp"), "slower_than_more_precise");
+  CHECK_CAND_ERROR(r, "t_lowp", "more precise");
+  CHECK_STR(cand_status(r, "t_steady"), "ok");
+  CHECK_CAND_ERROR(r, "t_steady", "t_fast");
+  CHECK_CAND_ERROR(r, "t_steady", "correct, but");
+  cJSON_Delete(r);
+  ait_module_free(m);
+}
+
 /* max-throughput: the baseline wins when no candidate beats it. */
 static void test_max_throughput_baseline_wins(void) {
   const char *b[] = {"t_slow"};
@@ -1397,6 +1420,7 @@ static const test_case tests[] = {
     {"partial_support", test_partial_support},
     {"max_throughput_picks_fastest", test_max_throughput_picks_fastest},
     {"max_throughput_baseline_wins", test_max_throughput_baseline_wins},
+    {"dominated_and_losers", test_dominated_and_losers},
     {"max_throughput_no_perf_validation", test_max_throughput_no_perf_validation},
     {"same_as_default", test_same_as_default},
     {"min_latency_batch_one", test_min_latency_batch_one},

@@ -91,7 +91,8 @@ typedef enum ait_cand_status {
   AIT_CAND_INCORRECT,
   AIT_CAND_SLOWER,
   AIT_CAND_OVER_BUDGET,
-  AIT_CAND_SAME /* ran the same code as an earlier candidate (iface->unused_option) */
+  AIT_CAND_SAME,     /* ran the same code as an earlier candidate (iface->unused_option) */
+  AIT_CAND_DOMINATED /* reduced precision, and not faster than a more precise candidate */
 } ait_cand_status;
 
 const char *ait_cand_status_name(ait_cand_status s);

@@ -22,7 +22,8 @@ const char *ait_cand_status_name(ait_cand_status s) {
                                       "incorrect",
                                       "slower_than_baseline",
                                       "over_budget",
-                                      "same_as_default"};
+                                      "same_as_default",
+                                      "slower_than_more_precise"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 
@@ -652,6 +653,73 @@ static int same_as_earlier(const ait_candidate *cands, int i, char *why, size_t 
   return -1;
 }
 
+/* How much a candidate's precision keeps: float32 above the 16-bit floats
+ * above int8/fp8. */
+static int precision_rank(const ait_candidate *c) {
+  switch (compute_dtype(&c->cfg)) {
+  case AIT_FLOAT32: return 3;
+  case AIT_FLOAT16:
+  case AIT_BFLOAT16: return 2;
+  default: return 1;
+  }
+}
+
+/* A reduced-precision candidate that is not faster than a more precise one
+ * (quant slower than native fp32) gives up accuracy for nothing: it is
+ * never picked, whatever noise the runoff sees, and the report says which
+ * candidate it lost to. */
+static void mark_dominated(tuner *t, ait_candidate *cands, int n) {
+  for (int i = 0; i < n; i++) {
+    ait_candidate *c = &cands[i];
+    if (c->status != AIT_CAND_OK) continue;
+    for (int j = 0; j < n; j++) {
+      const ait_candidate *d = &cands[j];
+      if (j == i || d->status != AIT_CAND_OK || precision_rank(d) <= precision_rank(c) ||
+          better(t, c, d))
+        continue;
+      double tc = 0, lc = 0, td = 0, ld = 0;
+      int bc = 1, bd = 1;
+      best_point_as(t, c, true, &tc, &lc, &bc);
+      best_point_as(t, d, true, &td, &ld, &bd);
+      c->status = AIT_CAND_DOMINATED;
+      snprintf(c->error, sizeof c->error,
+               "reduced precision and not faster than %s (more precise): %.2f vs %.2f samples/s, "
+               "%.3f vs %.3f ms (fastest runs)",
+               d->desc, tc, td, lc, ld);
+      ait_module_logf(t->m, 0, "[%s] %s: %s", c->desc, ait_cand_status_name(c->status), c->error);
+      break;
+    }
+  }
+}
+
+/* Why each correct candidate that was not picked lost: to the selected
+ * one, with both measurements. */
+static void explain_losers(tuner *t, ait_candidate *cands, int n, int winner) {
+  if (winner < 0) return;
+  const ait_candidate *w = &cands[winner];
+  double tw = 0, lw = 0;
+  int bw = 1;
+  best_point_as(t, w, true, &tw, &lw, &bw);
+  bool lat = t->o->strategy == AIT_STRATEGY_MIN_LATENCY;
+  for (int i = 0; i < n; i++) {
+    ait_candidate *c = &cands[i];
+    if (i == winner || c->status != AIT_CAND_OK || c->error[0]) continue;
+    double tc = 0, lc = 0;
+    int bc = 1;
+    best_point_as(t, c, true, &tc, &lc, &bc);
+    if (c->runoff_rounds > 0)
+      snprintf(c->error, sizeof c->error,
+               "correct, but slower than %s in the runoff (the finalists timed alternately, %d "
+               "rounds): %.2fx its speed",
+               w->desc, c->runoff_rounds, c->runoff_ratio);
+    else
+      snprintf(c->error, sizeof c->error,
+               "correct, but %s than %s: %.2f vs %.2f samples/s (batch %d vs %d), %.3f vs %.3f "
+               "ms (fastest runs)",
+               lat ? "slower to answer" : "less throughput", w->desc, tc, tw, bc, bw, lc, lw);
+  }
+}
+
 /* ---- the strategies ---------------------------------------------------------- */
 
 /* The CPU has int8 dot products (VNNI or AMX-INT8), which int8 candidates need
@@ -887,6 +955,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if (c->run.state && c->run.iface->deactivate) c->run.iface->deactivate(c->run.state);
   }
   if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
+    mark_dominated(&t, cands, n);
     for (int i = 0; i < n; i++)
       if (cands[i].status == AIT_CAND_OK && cands[i].run.state &&
           (winner < 0 || better(&t, &cands[i], &cands[winner])))
@@ -906,6 +975,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     }
   }
   if (winner >= 0) {
+    explain_losers(&t, cands, n, winner);
     if (cands[winner].run.iface->activate)
       cands[winner].run.iface->activate(cands[winner].run.state);
     keep_selection(&t, &cands[winner], winner);
