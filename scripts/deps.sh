@@ -38,9 +38,16 @@ if [ "$what" = test ]; then
     python3 -m venv --system-site-packages "$venv"
   fi
   need=()
-  for mod in onnx onnxruntime numpy torch torchvision; do
+  # openvino: the openvino backend's C headers and libopenvino_c (CMake
+  # finds them in the venv; the library is loaded at run time)
+  for mod in onnx onnxruntime numpy torch torchvision openvino; do
     "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")
   done
+  if [ "${AIT_BENCH_DEPS:-0}" = 1 ]; then # bench/suite.py: dynamo export, the MiniLM export
+    for mod in onnxscript transformers safetensors; do
+      "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")
+    done
+  fi
   if [ ${#need[@]} -gt 0 ]; then
     echo "deps: pip installing ${need[*]} into .venv"
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check "${need[@]}"

@@ -14,13 +14,14 @@ extern const ait_backend_iface ait_backend_onednn;
 extern const ait_backend_iface ait_backend_xnnpack;
 extern const ait_backend_iface ait_backend_cuda;
 extern const ait_backend_iface ait_backend_quant;
+extern const ait_backend_iface ait_backend_openvino;
 
 /* Built-ins in preference order (first-wins tries them in this order when
  * the user names none: the GPU first); tests may append more at run time. */
-static const ait_backend_iface *table[32] = {&ait_backend_eager,   &ait_backend_cuda,
-                                             &ait_backend_native,  &ait_backend_onednn,
-                                             &ait_backend_xnnpack, &ait_backend_quant};
-static int n_table = 6;
+static const ait_backend_iface *table[32] = {
+    &ait_backend_eager,   &ait_backend_cuda,  &ait_backend_native,  &ait_backend_onednn,
+    &ait_backend_xnnpack, &ait_backend_quant, &ait_backend_openvino};
+static int n_table = 7;
 
 int ait_backend_count(void) { return n_table; }
 

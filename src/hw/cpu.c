@@ -202,7 +202,7 @@ static void read_caches(ait_hw_profile *p) {
   }
 }
 
-static int usable_cores(void) {
+int ait_hw_usable_cores(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
   return (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -214,7 +214,7 @@ ait_status ait_hw_cpu_query(ait_hw_profile *p) {
   p->logical_cores = online > 0 ? (int)online : 1;
   if (p->physical_cores <= 0 || p->physical_cores > p->logical_cores)
     p->physical_cores = p->logical_cores;
-  p->usable_cores = usable_cores();
+  p->usable_cores = ait_hw_usable_cores();
   read_caches(p);
   return AIT_OK;
 }

@@ -15,6 +15,8 @@
 /* CPU model, cores, features and caches into p. AIT_E_IO when /proc/cpuinfo
  * cannot be read. */
 ait_status ait_hw_cpu_query(ait_hw_profile *p);
+/* The cores this process may run on (its affinity mask), else the online ones. */
+int ait_hw_usable_cores(void);
 /* The ait_cpu_feature bits named in a /proc/cpuinfo "flags" value
  * (space-separated flag names). */
 uint32_t ait_hw_cpu_features_from_flags(const char *flags);

@@ -30,6 +30,9 @@ void ait_onnx_meta_clear(ait_onnx_meta *meta);
  * Values with `init` and no producer become initializers. Loading the file
  * back with ait_onnx_parse_model gives an equivalent graph. */
 ait_status ait_onnx_write_model(const ait_graph *g, const char *path);
+/* The same ModelProto bytes in memory: *out is malloc'ed, the caller frees
+ * it. */
+ait_status ait_onnx_write_model_buffer(const ait_graph *g, uint8_t **out, size_t *out_len);
 
 /* Load a graph a backend saved (with ait_onnx_write_model) as dir/file and
  * check it still fits `model`: the same inputs and outputs, by name and

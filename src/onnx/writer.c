@@ -253,6 +253,18 @@ static Onnx__GraphProto *graph_proto(wr *w, const ait_graph *g) {
 }
 
 ait_status ait_onnx_write_model(const ait_graph *g, const char *path) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  ait_status st = ait_onnx_write_model_buffer(g, &buf, &len);
+  if (st) return ait_err_prefix(st, "writing '%s'", path);
+  st = ait_write_file_atomic(path, buf, len);
+  free(buf);
+  return st;
+}
+
+ait_status ait_onnx_write_model_buffer(const ait_graph *g, uint8_t **out, size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
   if (g->parent) return ait_err(AIT_E_INVALID_ARG, "only a top-level graph can be written");
   wr w = {0};
   Onnx__ModelProto *mp = wr_alloc(&w, sizeof *mp);
@@ -277,17 +289,17 @@ ait_status ait_onnx_write_model(const ait_graph *g, const char *path) {
   }
   if (w.oom || !mp || !mp->graph) {
     wr_free(&w);
-    return ait_err(AIT_E_NOMEM, "out of memory writing '%s'", path);
+    return ait_err(AIT_E_NOMEM, "out of memory building the ModelProto");
   }
   size_t len = onnx__model_proto__get_packed_size(mp);
   uint8_t *buf = malloc(len ? len : 1);
-  if (!buf)
-    st = ait_err(AIT_E_NOMEM, "out of memory serializing '%s' (%zu bytes)", path, len);
-  else {
+  if (!buf) {
+    st = ait_err(AIT_E_NOMEM, "out of memory serializing the model (%zu bytes)", len);
+  } else {
     onnx__model_proto__pack(mp, buf);
-    st = ait_write_file_atomic(path, buf, len);
+    *out = buf;
+    *out_len = len;
   }
-  free(buf);
   wr_free(&w);
   return st;
 }

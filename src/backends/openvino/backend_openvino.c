@@ -1,0 +1,350 @@
+/* Backend `openvino`: Intel's CPU engine as a tuner candidate, through its C
+ * API (ov_lib.h, loaded at run time).
+ *
+ * build() writes aitune's IR back to ONNX bytes in memory (the ONNX writer:
+ * the tuner hands over the graph, never the user's file) and reads them with
+ * ov_core_read_model_from_memory_buffer. Each input signature gets its own
+ * compiled model: the model reshaped to those static shapes (OpenVINO's CPU
+ * plugin is fastest on static shapes), compiled for "CPU" with the LATENCY
+ * hint, `threads` inference threads, f32 (or bf16) inference precision and
+ * no thread pinning (other engines share the process), up to MAX_PLANS
+ * signatures, the oldest dropped beyond. A model OpenVINO cannot read or
+ * compile fails the build with OpenVINO's message: never a silent fallback.
+ *
+ * Inputs are handed to OpenVINO in place (host-pointer tensors). Outputs are
+ * OpenVINO's own buffers, borrowed until the next infer, deactivate or
+ * destroy (backend.h's contract). save() keeps nothing but a note: load()
+ * rebuilds from the graph, which the tuned folder holds. */
+#ifdef AIT_HAVE_OPENVINO
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/openvino/ov_lib.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "hw/hw_impl.h"
+#include "onnx/onnx_io.h"
+
+#define MAX_PLANS 4
+#define MAX_IO 256
+
+static const ait_option_def ov_options[] = {
+    {"threads", AIT_OPT_INT, "auto", "1..256",
+     "OpenVINO's inference threads (auto: the cores this process may use)"},
+    {"precision", AIT_OPT_ENUM, "f32", "f32|bf16",
+     "inference precision hint: bf16 where the CPU has AVX512-BF16 or AMX (judged as bf16)"},
+};
+
+/* aitune dtype <-> OpenVINO element type */
+static const struct {
+  ait_dtype dt;
+  ov_element_type_e ov;
+} dtypes[] = {
+    {AIT_FLOAT32, F32},  {AIT_FLOAT16, F16}, {AIT_BFLOAT16, BF16}, {AIT_FLOAT64, F64},
+    {AIT_INT8, I8},      {AIT_INT16, I16},   {AIT_INT32, I32},     {AIT_INT64, I64},
+    {AIT_UINT8, U8},     {AIT_UINT16, U16},  {AIT_UINT32, U32},    {AIT_UINT64, U64},
+    {AIT_BOOL, BOOLEAN},
+};
+
+static bool to_ov(ait_dtype dt, ov_element_type_e *out) {
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+    if (dtypes[i].dt == dt) return *out = dtypes[i].ov, true;
+  return false;
+}
+
+static bool from_ov(ov_element_type_e t, ait_dtype *out) {
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+    if (dtypes[i].ov == t) return *out = dtypes[i].dt, true;
+  return false;
+}
+
+typedef struct ov_plan {
+  int n_sig;
+  int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)]; /* rank, dims... of every input */
+  ov_compiled_model_t *compiled;
+  ov_infer_request_t *req;
+  unsigned last_use;
+} ov_plan;
+
+typedef struct ov_state {
+  const ov_lib *L;
+  ov_core_t *core;
+  ov_model_t *model;
+  uint8_t *onnx; /* the bytes the model was read from (kept while it lives) */
+  int n_in, n_out;
+  char threads[16];
+  char precision[8];
+  ov_plan *plans[MAX_PLANS];
+  unsigned uses;
+  ov_tensor_t *outs[MAX_IO]; /* the last run's outputs, lent to the caller */
+} ov_state;
+
+static bool ov_available(char *why, size_t n) {
+  const ov_lib *L = ov_lib_get(why, n);
+  if (!L) return false;
+  ov_core_t *core = NULL;
+  ov_status_e st = L->core_create(&core);
+  if (st != OK) {
+    snprintf(why, n, "OpenVINO: ov_core_create failed: %s", ov_lib_error(L, st));
+    return false;
+  }
+  L->core_free(core);
+  return true;
+}
+
+static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
+                        char *why, size_t n) {
+  /* OpenVINO's ONNX frontend reads the standard domains; an op it lacks
+   * fails the build with its message, naming the node */
+  if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml"))
+    return true;
+  snprintf(why, n, "OpenVINO's ONNX frontend reads the standard domains, not %s (%s)", node->domain,
+           ait_node_desc(node));
+  return false;
+}
+
+static void drop_outputs(ov_state *s) {
+  for (int k = 0; k < s->n_out; k++)
+    if (s->outs[k]) s->L->tensor_free(s->outs[k]), s->outs[k] = NULL;
+}
+
+static void plan_free(const ov_lib *L, ov_plan *p) {
+  if (!p) return;
+  if (p->req) L->infer_request_free(p->req);
+  if (p->compiled) L->compiled_model_free(p->compiled);
+  free(p);
+}
+
+static void release_plans(ov_state *s) {
+  drop_outputs(s);
+  for (int i = 0; i < MAX_PLANS; i++)
+    plan_free(s->L, s->plans[i]), s->plans[i] = NULL;
+}
+
+static void ov_destroy(void *state) {
+  ov_state *s = state;
+  if (!s) return;
+  release_plans(s);
+  if (s->model) s->L->model_free(s->model);
+  if (s->core) s->L->core_free(s->core);
+  free(s->onnx);
+  free(s);
+}
+
+static ait_status ov_fail(const ov_lib *L, ov_status_e st, const char *what) {
+  return ait_err(AIT_E_RUNTIME, "OpenVINO: %s: %s", what, ov_lib_error(L, st));
+}
+
+/* The model reshaped to the inputs' shapes, compiled, with its request. */
+static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan *p) {
+  const ov_lib *L = s->L;
+  ov_partial_shape_t shapes[MAX_IO];
+  size_t ports[MAX_IO];
+  int made = 0;
+  ov_status_e st = OK;
+  for (int i = 0; i < s->n_in && st == OK; i++) {
+    ports[i] = (size_t)i;
+    st = L->partial_shape_create_static(in[i]->rank, in[i]->dims, &shapes[i]);
+    made += st == OK;
+  }
+  if (st == OK) st = L->model_reshape_by_port_indexes(s->model, ports, shapes, (size_t)s->n_in);
+  for (int i = 0; i < made; i++)
+    L->partial_shape_free(&shapes[i]);
+  if (st != OK) return ov_fail(L, st, "reshaping the model to the input shapes");
+  st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", "LATENCY",
+                        "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
+                        s->precision, "ENABLE_CPU_PINNING", "NO");
+  if (st != OK) return ov_fail(L, st, "compiling the model for CPU");
+  st = L->compiled_model_create_infer_request(p->compiled, &p->req);
+  if (st != OK) return ov_fail(L, st, "creating an infer request");
+  return AIT_OK;
+}
+
+static int signature(const ait_tensor *const *in, int n_in, int64_t *sig) {
+  int k = 0;
+  for (int i = 0; i < n_in; i++) {
+    sig[k++] = in[i]->rank;
+    for (int d = 0; d < in[i]->rank; d++)
+      sig[k++] = in[i]->dims[d];
+  }
+  return k;
+}
+
+static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **out) {
+  int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)];
+  int n_sig = signature(in, s->n_in, sig);
+  int oldest = 0;
+  for (int i = 0; i < MAX_PLANS; i++) {
+    ov_plan *p = s->plans[i];
+    if (p && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig)) {
+      p->last_use = ++s->uses;
+      *out = p;
+      return AIT_OK;
+    }
+    if (!p || (s->plans[oldest] && p->last_use < s->plans[oldest]->last_use)) oldest = i;
+  }
+  ov_plan *p = calloc(1, sizeof *p);
+  if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
+  p->n_sig = n_sig;
+  memcpy(p->sig, sig, sizeof(int64_t) * (size_t)n_sig);
+  ait_status st = compile_plan(s, in, p);
+  if (st) {
+    plan_free(s->L, p);
+    return st;
+  }
+  drop_outputs(s); /* they may belong to the plan being replaced */
+  plan_free(s->L, s->plans[oldest]);
+  s->plans[oldest] = p;
+  p->last_use = ++s->uses;
+  *out = p;
+  return AIT_OK;
+}
+
+static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, ait_tensor **out) {
+  ov_state *s = state;
+  const ov_lib *L = s->L;
+  for (int k = 0; k < s->n_out; k++)
+    out[k] = NULL;
+  if (n_in != s->n_in)
+    return ait_err(AIT_E_INVALID_ARG, "openvino: the model takes %d inputs, got %d", s->n_in, n_in);
+  for (int i = 0; i < n_in; i++)
+    if (!in[i] || in[i]->kind != AIT_KIND_TENSOR)
+      return ait_err(AIT_E_INVALID_ARG, "openvino: input %d is not a tensor", i);
+  drop_outputs(s);
+  ov_plan *p = NULL;
+  AIT_TRY(plan_for(s, in, &p));
+  ov_status_e st = OK;
+  for (int i = 0; i < n_in && st == OK; i++) {
+    ov_element_type_e et;
+    if (!to_ov(in[i]->dtype, &et))
+      return ait_err(AIT_E_DTYPE, "openvino: input %d has dtype %s, which OpenVINO does not take",
+                     i, ait_dtype_name(in[i]->dtype));
+    ov_shape_t shape;
+    if ((st = L->shape_create(in[i]->rank, in[i]->dims, &shape)) != OK) break;
+    ov_tensor_t *t = NULL;
+    st = L->tensor_create_from_host_ptr(et, shape, in[i]->data, &t);
+    L->shape_free(&shape);
+    if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)i, t);
+    if (t) L->tensor_free(t); /* the request keeps its own reference */
+  }
+  if (st != OK) return ov_fail(L, st, "setting the inputs");
+  if ((st = L->infer(p->req)) != OK) return ov_fail(L, st, "inference");
+  ait_status res = AIT_OK;
+  for (int k = 0; k < s->n_out && !res; k++) {
+    ov_tensor_t *t = NULL;
+    ov_shape_t shape = {0, NULL};
+    ov_element_type_e et;
+    ait_dtype dt;
+    void *data = NULL;
+    if ((st = L->get_output_tensor_by_index(p->req, (size_t)k, &t)) != OK ||
+        (st = L->tensor_get_shape(t, &shape)) != OK ||
+        (st = L->tensor_get_element_type(t, &et)) != OK || (st = L->tensor_data(t, &data)) != OK) {
+      res = ov_fail(L, st, "reading the outputs");
+    } else if (!from_ov(et, &dt)) {
+      res = ait_err(AIT_E_DTYPE, "openvino: output %d has element type %d, unknown to aitune", k,
+                    (int)et);
+    } else if (shape.rank > AIT_MAX_RANK) {
+      res =
+          ait_err(AIT_E_UNSUPPORTED, "openvino: output %d has rank %lld", k, (long long)shape.rank);
+    } else if (!(out[k] = ait_tensor_wrap(dt, (int)shape.rank, shape.dims, data))) {
+      res = ait_err(AIT_E_NOMEM, "out of memory");
+    }
+    if (shape.dims) L->shape_free(&shape);
+    s->outs[k] = t;
+  }
+  if (res) {
+    for (int k = 0; k < s->n_out; k++)
+      ait_tensor_free(out[k]), out[k] = NULL;
+    drop_outputs(s);
+  }
+  return res;
+}
+
+static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
+                           const ait_build_info *info, void **state) {
+  char why[512] = "";
+  const ov_lib *L = ov_lib_get(why, sizeof why);
+  if (!L) return ait_err(AIT_E_UNSUPPORTED, "openvino: %s", why);
+  if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
+    return ait_err(AIT_E_UNSUPPORTED, "openvino: more than %d inputs or outputs", MAX_IO);
+  ov_state *s = calloc(1, sizeof *s);
+  if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
+  s->L = L;
+  s->n_in = g->n_inputs;
+  s->n_out = g->n_outputs;
+  snprintf(s->threads, sizeof s->threads, "%lld",
+           (long long)ait_backend_config_int(cfg, "threads", ait_hw_usable_cores()));
+  const char *prec = ait_backend_config_get(cfg, "precision");
+  snprintf(s->precision, sizeof s->precision, "%s", prec ? prec : "f32");
+  size_t len = 0;
+  ait_status st = ait_onnx_write_model_buffer(g, &s->onnx, &len);
+  ov_status_e os = OK;
+  if (!st && (os = L->core_create(&s->core)) != OK) st = ov_fail(L, os, "ov_core_create");
+  if (!st && (os = L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL,
+                                                    &s->model)) != OK)
+    st = ov_fail(L, os, "reading the model (its ONNX frontend)");
+  /* compile now for the first sample's shapes, so an op OpenVINO cannot
+   * compile fails the build rather than the first run */
+  if (!st && info && info->n_samples > 0 && info->samples && info->samples[0]) {
+    ov_plan *p = NULL;
+    st = plan_for(s, info->samples[0], &p);
+  }
+  if (st) {
+    ov_destroy(s);
+    return st;
+  }
+  *state = s;
+  return AIT_OK;
+}
+
+static ait_status ov_activate(void *state) { return AIT_OK; /* compiled again on demand */ }
+
+static ait_status ov_deactivate(void *state) {
+  release_plans(state);
+  return AIT_OK;
+}
+
+static ait_status ov_save(void *state, const char *dir) {
+  static const char note[] = "openvino: rebuilt from the tuned folder's graph on load\n";
+  char *path = ait_path_join(dir, "openvino.txt");
+  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_write_file_atomic(path, note, sizeof note - 1);
+  free(path);
+  return st;
+}
+
+static ait_status ov_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
+                          void **state) {
+  return ov_build(cfg, g, NULL, state);
+}
+
+static const char *ov_precision(const ait_backend_config *cfg) {
+  const char *p = ait_backend_config_get(cfg, "precision");
+  return p && !strcmp(p, "bf16") ? "bf16" : NULL;
+}
+
+static const char *const ov_variants[] = {"openvino", NULL};
+
+const ait_backend_iface ait_backend_openvino = {
+    .name = "openvino",
+    .summary = "Intel OpenVINO's CPU plugin through its C API (libopenvino_c, loaded at run time): "
+               "the graph as ONNX from memory, compiled per input shape",
+    .options = ov_options,
+    .n_options = (int)(sizeof ov_options / sizeof ov_options[0]),
+    .available = ov_available,
+    .supports = ov_supports,
+    .build = ov_build,
+    .infer = ov_infer,
+    .activate = ov_activate,
+    .deactivate = ov_deactivate,
+    .save = ov_save,
+    .load = ov_load,
+    .destroy = ov_destroy,
+    .precision = ov_precision,
+    .variants = ov_variants,
+};
+
+#endif
