@@ -1818,6 +1818,24 @@ static void test_history_range(void) {
   rm_tree(dir);
 }
 
+/* A symbolic dimension name is the model's text: quotes and backslashes in
+ * it stay valid JSON in decision.json (and in the cache key). */
+static void test_spec_json_escapes(void) {
+  ait_graph_spec sp;
+  memset(&sp, 0, sizeof sp);
+  sp.n_axes = 1;
+  sp.axes[0] = (ait_axis){.input = 0, .axis = 0, .min = 1, .opt = 2, .max = 3, .is_batch = true};
+  snprintf(sp.axes[0].sym, sizeof sp.axes[0].sym, "a\"b\\c");
+  char *text = ait_spec_json(&sp);
+  cJSON *j = text ? cJSON_Parse(text) : NULL;
+  CHECK(j != NULL);
+  const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "axes"), 0);
+  CHECK_STR(str_field(a, "name"), "a\"b\\c");
+  CHECK(num_field(a, "max") == 3);
+  cJSON_Delete(j);
+  free(text);
+}
+
 /* Calls through ait_module_infer before tuning become the samples. */
 static void test_samples_from_infer(void) {
   const char *b[] = {"t_fast"};
@@ -1970,6 +1988,7 @@ static const test_case tests[] = {
     {"cache_precision", test_cache_precision},
     {"bad_options", test_bad_options},
     {"history_range", test_history_range},
+    {"spec_json_escapes", test_spec_json_escapes},
 };
 
 int main(void) {
