@@ -113,6 +113,7 @@ expect 2 "latency-budget-ms expects a time in ms > 0, got 'abc'" -- "$AITUNE" tu
 expect 2 "max-runs expects an integer >= 1, got '0'" -- "$AITUNE" tune "$BERT/model.onnx" --max-runs 0 --out "$tmp/x"
 expect 2 "warmup expects an integer >= 0, got '3x'" -- "$AITUNE" tune "$BERT/model.onnx" --warmup 3x --out "$tmp/x"
 expect 2 "min-top1 expects a number in \[0, 1\], got '2'" -- "$AITUNE" tune "$BERT/model.onnx" --min-top1 2 --out "$tmp/x"
+expect 2 "batch-sizes expects" -- "$AITUNE" tune "$BERT/model.onnx" --batch-sizes 1,99999999999 --out "$tmp/x"
 expect 2 "must be >= --min-runs" -- "$AITUNE" tune "$BERT/model.onnx" --min-runs 9 --max-runs 5 --out "$tmp/x"
 # report checks the manifest; a folder without decision.json says so (issue 18, items 15-16)
 cp -r "$tmp/tuned" "$tmp/rep" && sed -i 's/max-throughput/min-latency/' "$tmp/rep/report.json"

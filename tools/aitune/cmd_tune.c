@@ -114,8 +114,9 @@ static int parse_ints(const char *s, int *vals, int max) {
   int n = 0;
   while (*s) {
     char *end;
+    errno = 0;
     long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || n == max) return -1;
+    if (end == s || errno || v < 1 || v > (1L << 20) || n == max) return -1;
     vals[n++] = (int)v;
     s = *end == ',' ? end + 1 : end;
     if (*end && *end != ',') return -1;
@@ -181,7 +182,8 @@ int cmd_tune(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--batch-sizes") && v) {
       if ((n_batches = parse_ints(argv[++i], batches, 16)) < 1)
-        return cli_usage(usage, "--batch-sizes expects positive integers like 1,2,4");
+        return cli_usage(usage,
+                         "--batch-sizes expects up to 16 integers in [1, 1048576] like 1,2,4");
     } else if (find_num_opt(a) && v) {
       const num_opt *r = find_num_opt(a);
       if (!set_num_opt(r, argv[++i], &o))
@@ -328,9 +330,11 @@ int cmd_batch(int argc, char **argv) {
     }
     if (!strcmp(a, "--backend") && v)
       backend = argv[++i];
-    else if (!strcmp(a, "--latency-budget-ms") && v)
-      o.latency_budget_ms = atof(argv[++i]);
-    else if (!strcmp(a, "--samples") && v)
+    else if (!strcmp(a, "--latency-budget-ms") && v) {
+      const num_opt *r = find_num_opt(a);
+      if (!set_num_opt(r, argv[++i], &o))
+        return cli_usage(use, "%s expects %s, got '%s'", a, r->what, argv[i]);
+    } else if (!strcmp(a, "--samples") && v)
       samples = argv[++i];
     else if (!strcmp(a, "--cache-dir") && v)
       o.cache_dir = argv[++i];
