@@ -233,7 +233,8 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
 /* Save the tuned module (decision, report, built backend state, model copy,
  * fingerprint) into dir, created if needed. Written to a temporary folder
- * first, then renamed into place. */
+ * first, then swapped into place. An existing dir that is not a tuned folder
+ * is refused (AIT_E_INVALID_ARG): see ait_module_save_flags. */
 ait_status ait_module_save(ait_module *m, const char *dir);
 /* ait_module_save with flags. An existing dir is replaced only when it is a
  * tuned folder (MANIFEST.sha256 and decision.json) unless AIT_SAVE_FORCE is

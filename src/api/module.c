@@ -328,7 +328,9 @@ static const key_row key_rows[] = {
  * cache_dir, use_decision_cache, log, log_user. */
 /* ait_tune_options grew or shrank: put the new option in key_rows (or, if it
  * cannot change a decision, in the list above) and update the size */
+#if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
 _Static_assert(sizeof(ait_tune_options) == 200, "a new tuning option: add it to key_rows");
+#endif
 
 static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
