@@ -1711,6 +1711,35 @@ static void test_cache_key(void) {
       check_failures++;
     }
   }
+  /* a backend's config file enters by its contents, not only its name */
+  char tmp[64], cfg[128], spec[200];
+  if (new_temp_dir(tmp, sizeof tmp)) {
+    snprintf(cfg, sizeof cfg, "%s/q.json", tmp);
+    snprintf(spec, sizeof spec, "quant:config=%s", cfg);
+    const char *qb[] = {spec};
+    o = base;
+    o.backends = qb;
+    write_text_file(cfg, "{\"quantization\": \"int8wo\"}");
+    ait_cache_key(m, &o, k0);
+    write_text_file(cfg, "{\"quantization\": \"int8dq\"}");
+    ait_cache_key(m, &o, k1);
+    CHECK(strcmp(k0, k1) != 0);
+    rm_tree(tmp);
+  }
+  /* and so does the ISA cap of the native backend */
+  const char *isa = getenv("AIT_MAX_ISA");
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", isa ? isa : "");
+  o = base;
+  setenv("AIT_MAX_ISA", "portable", 1);
+  ait_cache_key(m, &o, k0);
+  setenv("AIT_MAX_ISA", "avx2", 1);
+  ait_cache_key(m, &o, k1);
+  CHECK(strcmp(k0, k1) != 0);
+  if (isa)
+    setenv("AIT_MAX_ISA", saved, 1);
+  else
+    unsetenv("AIT_MAX_ISA");
   ait_module_free(m);
 }
 

@@ -353,6 +353,30 @@ static ait_mem_level memory_level(const ait_tune_options *o) {
   return r ? ait_mem_pressure(r, &thr) : AIT_MEM_LOW;
 }
 
+/* The SHA-256 of the file named by a `config=` option of backend spec b
+ * ("quant:config=/x.json,threads=2"); false when there is none (or it cannot
+ * be read: then the build will say so). */
+static bool config_digest(const char *b, char *hex65) {
+  const char *c = strchr(b, ':');
+  while (c) {
+    c++;
+    if (!strncmp(c, "config=", 7)) {
+      char path[4096];
+      size_t n = strcspn(c + 7, ",");
+      if (n >= sizeof path) return false;
+      memcpy(path, c + 7, n);
+      path[n] = '\0';
+      return ait_sha256_file(path, hex65) == 0;
+    }
+    c = strchr(c, ',');
+  }
+  return false;
+}
+
+/* Environment variables that change what a candidate computes or how fast
+ * (the memory thresholds, AITUNE_MEM_*, enter through the memory level). */
+static const char *const key_env[] = {"AIT_MAX_ISA"};
+
 /* One row's value, appended to k at `at`; returns the length written. */
 static size_t key_value(const key_row *r, const ait_tune_options *o, char *k, size_t cap,
                         size_t at) {
@@ -369,8 +393,14 @@ static size_t key_value(const key_row *r, const ait_tune_options *o, char *k, si
     break;
   case K_BACKENDS:
     if (!o->backends) at += (size_t)key_put(k, cap, at, "(all available)");
-    for (size_t i = 0; o->backends && i < o->n_backends; i++)
-      at += (size_t)key_put(k, cap, at, "%s\x1f", o->backends[i] ? o->backends[i] : "");
+    for (size_t i = 0; o->backends && i < o->n_backends; i++) {
+      const char *b = o->backends[i] ? o->backends[i] : "";
+      char digest[65];
+      at += (size_t)key_put(k, cap, at, "%s", b);
+      /* a config=FILE option names a file whose contents decide (quant's presets) */
+      if (config_digest(b, digest)) at += (size_t)key_put(k, cap, at, "@%s", digest);
+      at += (size_t)key_put(k, cap, at, "\x1f");
+    }
     break;
   case K_BATCHES:
     for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
@@ -401,6 +431,10 @@ void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65) 
   for (size_t i = 0; i < sizeof key_rows / sizeof key_rows[0]; i++) {
     at += (size_t)key_put(k, cap, at, "|%s=", key_rows[i].name);
     at += key_value(&key_rows[i], o, k, cap, at);
+  }
+  for (size_t i = 0; i < sizeof key_env / sizeof key_env[0]; i++) {
+    const char *v = getenv(key_env[i]);
+    at += (size_t)key_put(k, cap, at, "|$%s=%s", key_env[i], v ? v : "");
   }
   ait_sha256_hex(k, at < cap ? at : cap - 1, hex65);
   free(k);
