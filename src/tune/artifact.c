@@ -76,10 +76,12 @@ static char *decision_json(const ait_module *m) {
  * (a window where P is absent, closed by clean_stale on the next save). */
 
 static int kill_at_step, steps; /* tests: SIGKILL at the Nth step of a save's swap */
+static bool no_exchange;        /* tests: take the fallback swap */
 
-void ait_artifact_test_kill_at(int step) {
+void ait_artifact_test_kill_at(int step, bool fallback) {
   kill_at_step = step;
   steps = 0;
+  no_exchange = fallback;
 }
 
 static void step(void) {
@@ -169,7 +171,8 @@ static ait_status swap_in(const char *tmp, const char *dir, const char *old) {
     return AIT_OK;
   }
   step();
-  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+  errno = EINVAL;
+  if (!no_exchange && renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
     step();
     ait_rmtree(tmp); /* the old folder, now at tmp */
     return AIT_OK;

@@ -69,8 +69,9 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
 /* dir/report.json after checking dir's manifest: new string, caller frees. */
 ait_status ait_artifact_read_report(const char *dir, char **json);
 /* Tests: raise SIGKILL at the Nth step (rename or removal) of the next
- * saves' swap into place; 0 = off. */
-void ait_artifact_test_kill_at(int step);
+ * saves' swap into place (0 = off); with fallback, swap as on a file system
+ * without RENAME_EXCHANGE. */
+void ait_artifact_test_kill_at(int step, bool fallback);
 /* The decision cache key of (m, o): SHA-256 hex of every option that can
  * change the decision (see key_rows in src/api/module.c). */
 void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);
