@@ -233,8 +233,15 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
 /* Save the tuned module (decision, report, built backend state, model copy,
  * fingerprint) into dir, created if needed. Written to a temporary folder
- * first, then renamed into place. */
+ * first, then swapped into place. An existing dir that is not a tuned folder
+ * is refused (AIT_E_INVALID_ARG): see ait_module_save_flags. */
 ait_status ait_module_save(ait_module *m, const char *dir);
+/* ait_module_save with flags. An existing dir is replaced only when it is a
+ * tuned folder (MANIFEST.sha256 and decision.json) unless AIT_SAVE_FORCE is
+ * given; a dir that is or holds the module's model is never replaced. The
+ * swap is atomic: dir holds the old or the new folder at every instant. */
+#define AIT_SAVE_FORCE 1u
+ait_status ait_module_save_flags(ait_module *m, const char *dir, unsigned flags);
 /* The last tuning report as JSON (see docs/tuning.md); a new string the
  * caller frees with ait_free. AIT_E_NOT_FOUND before tuning. */
 ait_status ait_module_report_json(const ait_module *m, char **json);

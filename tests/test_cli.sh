@@ -93,6 +93,32 @@ printf '\x01' | dd of="$tmp/flip/$state" bs=1 seek=$(($(stat -c %s "$tmp/flip/$s
 expect 1 "$state is corrupted" -- "$AITUNE" run "$tmp/flip" --inputs "$BERT/test_data_set_0" --outputs "$tmp/fout"
 rm "$tmp/flip/MANIFEST.sha256"
 expect 1 "has no MANIFEST.sha256" -- "$AITUNE" run "$tmp/flip" --inputs "$BERT/test_data_set_0" --outputs "$tmp/fout"
+# --out replaces only a tuned folder, unless --force; never the model (issue 18, item 7)
+one=(--samples "$BERT/test_data_set_0" --batch-sizes 1 --no-cache "${fast[@]}")
+mkdir -p "$tmp/mine" && echo precious >"$tmp/mine/notes.txt" && echo precious >"$tmp/afile"
+expect 1 "is not an aitune tuned folder" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"
+expect 1 "is not an aitune tuned folder" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/afile" "${one[@]}"
+grep -q precious "$tmp/mine/notes.txt" "$tmp/afile" || { echo "FAIL: --out deleted a user's file"; fails=$((fails + 1)); }
+cp "$BERT/model.onnx" "$tmp/m.onnx"
+expect 1 "is the input model" -- "$AITUNE" tune "$tmp/m.onnx" --out "$tmp/m.onnx" --force "${one[@]}"
+expect 1 "holds the input model" -- "$AITUNE" tune "$tmp/m.onnx" --out "$tmp" --force "${one[@]}"
+[ -s "$tmp/m.onnx" ] || { echo "FAIL: --out deleted the input model"; fails=$((fails + 1)); }
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
+[ -f "$tmp/mine/decision.json" ] || { echo "FAIL: --force did not replace the folder"; fails=$((fails + 1)); }
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}" # a tuned folder now
+# numeric options are parsed whole and range-checked (issue 24)
+expect 2 "latency-budget-ms expects a time in ms > 0, got 'abc'" -- "$AITUNE" tune "$BERT/model.onnx" --strategy latency-budget --latency-budget-ms abc --out "$tmp/x"
+expect 2 "max-runs expects an integer >= 1, got '0'" -- "$AITUNE" tune "$BERT/model.onnx" --max-runs 0 --out "$tmp/x"
+expect 2 "warmup expects an integer >= 0, got '3x'" -- "$AITUNE" tune "$BERT/model.onnx" --warmup 3x --out "$tmp/x"
+expect 2 "min-top1 expects a number in \[0, 1\], got '2'" -- "$AITUNE" tune "$BERT/model.onnx" --min-top1 2 --out "$tmp/x"
+expect 2 "batch-sizes expects" -- "$AITUNE" tune "$BERT/model.onnx" --batch-sizes 1,99999999999 --out "$tmp/x"
+expect 2 "must be >= --min-runs" -- "$AITUNE" tune "$BERT/model.onnx" --min-runs 9 --max-runs 5 --out "$tmp/x"
+# report checks the manifest; a folder without decision.json says so (issue 18, items 15-16)
+cp -r "$tmp/tuned" "$tmp/rep" && sed -i 's/max-throughput/min-latency/' "$tmp/rep/report.json"
+expect 1 "report.json is corrupted" -- "$AITUNE" report "$tmp/rep"
+rm "$tmp/rep/decision.json"
+expect 1 "decision.json is missing" -- "$AITUNE" run "$tmp/rep"
+expect 1 "decision.json is missing" -- "$AITUNE" bench "$tmp/rep"
 # the batch-size optimizer learns: a second run starts from the best known size
 # and measures fewer sizes than the first
 expect 0 "usage" -- "$AITUNE" batch --help

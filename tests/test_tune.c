@@ -12,17 +12,23 @@
  * only the tests whose name contains it. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
+#include "tune/history.h"
+#include "tune/manifest.h"
+#include "tune/module_impl.h"
 #include "tune/profile.h"
 #include "tune/tune.h"
 
@@ -44,8 +50,8 @@ static char model_path[128];
 
 /* ---- the model ----------------------------------------------------------- */
 
-/* x [N,64] -> Relu -> Add(zero) x N_ADDS -> y, written to model_path. */
-static int write_model(void) {
+/* x [N,64] -> Relu -> Add(zero) x n_adds -> y, written to path. */
+static int write_model_to(const char *path, int n_adds) {
   static const int64_t dx[2] = {-1, WIDTH}, dz[1] = {WIDTH};
   static const float zero[WIDTH] = {0};
   tb_model *tb = tb_new(13);
@@ -53,11 +59,11 @@ static int write_model(void) {
   tb_output(tb, "y", AIT_FLOAT32, 2, dx);
   tb_init_f32(tb, "zero", 1, dz, zero);
   tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"a0", NULL});
-  for (int i = 1; i <= N_ADDS; i++) {
+  for (int i = 1; i <= n_adds; i++) {
     char name[16], in[16], out[16];
     snprintf(name, sizeof name, "add%d", i);
     snprintf(in, sizeof in, "a%d", i - 1);
-    if (i == N_ADDS)
+    if (i == n_adds)
       snprintf(out, sizeof out, "y");
     else
       snprintf(out, sizeof out, "a%d", i);
@@ -66,14 +72,18 @@ static int write_model(void) {
   size_t size;
   uint8_t *buf = tb_pack(tb, &size);
   tb_free(tb);
-  strcpy(model_dir, "/tmp/ait_test_tune_XXXXXX");
-  if (!mkdtemp(model_dir)) return -1;
-  snprintf(model_path, sizeof model_path, "%s/relu_chain.onnx", model_dir);
-  FILE *f = fopen(model_path, "wb");
+  FILE *f = fopen(path, "wb");
   int ok = f && fwrite(buf, 1, size, f) == size;
   if (f) ok = fclose(f) == 0 && ok;
   free(buf);
   return ok ? 0 : -1;
+}
+
+static int write_model(void) {
+  strcpy(model_dir, "/tmp/ait_test_tune_XXXXXX");
+  if (!mkdtemp(model_dir)) return -1;
+  snprintf(model_path, sizeof model_path, "%s/relu_chain.onnx", model_dir);
+  return write_model_to(model_path, N_ADDS);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -1158,7 +1168,10 @@ static void test_artifact_manifest(void) {
     }
     ait_module_free(l);
   }
-  /* a manifest may not point outside the artifact */
+  /* a manifest may not point outside the artifact (the folder above has
+   * lost its manifest: it is no tuned folder any more, so a save refuses it) */
+  CHECK_ERR(ait_module_save(m, dir), AIT_E_INVALID_ARG, "not an aitune tuned folder");
+  rm_tree(dir);
   CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
   snprintf(cmd, sizeof cmd, "%s/MANIFEST.sha256", dir);
   FILE *f = fopen(cmd, "a");
@@ -1196,13 +1209,15 @@ static double now_s(void) {
 /* One tune of a new module with the cache at dir and the same sample each
  * time; t_fast must win. Returns the report's from_cache (-1 when missing),
  * the time taken and how often t_slow ran. */
-static int cache_warnings; /* warnings logged by the last cached_tune */
+static int cache_warnings;           /* warnings logged by the last cached_tune */
+static const char *cached_precision; /* the precision policy of cached_tune */
 static int cached_tune(const char *dir, ait_strategy strategy, double *secs, int *slow_infers) {
   const char *b[] = {"t_slow", "t_fast"};
   ait_tune_options o;
   log_capture cap;
   fast_opts(&o, strategy, b, 2, &cap);
   o.cache_dir = dir;
+  o.precision = cached_precision;
   ait_module *m = new_module();
   if (!m) return -1;
   float x[2 * WIDTH];
@@ -1288,6 +1303,608 @@ static void test_cache(void) {
   CHECK(cached_tune(dir, AIT_STRATEGY_MIN_LATENCY, &secs, &slow) == 1);
   CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1);
   rm_tree(dir);
+}
+
+/* ---- untrusted tuned folders ---------------------------------------------- */
+
+/* A checksum is not a signature: edit dir/rel with `edit` (on its JSON, or
+ * remove it when edit is NULL) and rebuild the manifest, as sha256sum would. */
+static void tamper(const char *dir, const char *rel, void (*edit)(cJSON *)) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  if (!edit) {
+    CHECK(remove(p) == 0);
+  } else {
+    FILE *f = fopen(p, "rb");
+    char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    cJSON *j = cJSON_Parse(buf);
+    CHECK(j != NULL);
+    if (!j) return;
+    edit(j);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    f = fopen(p, "wb");
+    CHECK(f && fputs(text, f) >= 0);
+    if (f) fclose(f);
+    free(text);
+  }
+  CHECK_ERR(ait_manifest_write(dir), AIT_OK, NULL);
+}
+
+static cJSON *axis0(cJSON *d) {
+  return cJSON_GetArrayItem(
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "graph_spec"), "axes"),
+      0);
+}
+static void set_num(cJSON *o, const char *k, double v) {
+  cJSON_ReplaceItemInObjectCaseSensitive(o, k, cJSON_CreateNumber(v));
+}
+static void ed_version1(cJSON *d) { set_num(d, "version", 1); }
+static void ed_input99(cJSON *d) { set_num(axis0(d), "input", 99); }
+static void ed_axis_neg(cJSON *d) { set_num(axis0(d), "axis", -100000); }
+static void ed_axis5(cJSON *d) { set_num(axis0(d), "axis", 5); }
+static void ed_axis_frac(cJSON *d) { set_num(axis0(d), "axis", 0.5); }
+static void ed_min_max(cJSON *d) { set_num(axis0(d), "min", 1e9); }
+static void ed_axis_str(cJSON *d) {
+  cJSON_ReplaceItemInObjectCaseSensitive(axis0(d), "max", cJSON_CreateString("9"));
+}
+static void ed_batch_huge(cJSON *d) { set_num(d, "batch", 1e12); }
+static void ed_batch_str(cJSON *d) {
+  cJSON_ReplaceItemInObjectCaseSensitive(d, "batch", cJSON_CreateString("4"));
+}
+static void ed_sha(cJSON *d) {
+  cJSON_ReplaceItemInObjectCaseSensitive(d, "model_sha256", cJSON_CreateString("../x"));
+}
+static void ed_backend_long(cJSON *d) {
+  char big[2000];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  cJSON_ReplaceItemInObjectCaseSensitive(d, "backend", cJSON_CreateString(big));
+}
+static void ed_axes_obj(cJSON *d) {
+  cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "graph_spec"), "axes",
+                                         cJSON_CreateObject());
+}
+static void ed_no_spec(cJSON *d) { cJSON_DeleteItemFromObjectCaseSensitive(d, "graph_spec"); }
+static void ed_report_format(cJSON *r) {
+  cJSON_ReplaceItemInObjectCaseSensitive(r, "format", cJSON_CreateString("nope"));
+}
+
+/* Every field of decision.json and report.json is range- and type-checked
+ * on load (issue 18, items 3-5 and 15): each damage below, behind a rebuilt
+ * manifest, is refused by name instead of crashing or loading. */
+static void test_untrusted_folder(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  char tmp[64], dir[128];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    ait_module_free(m);
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s/tuned", tmp);
+  static const struct {
+    const char *file;
+    void (*edit)(cJSON *); /* NULL: remove the file */
+    ait_status want;
+    const char *msg;
+  } cases[] = {
+      {"decision.json", ed_version1, AIT_E_UNSUPPORTED, "has version 1; this aitune reads"},
+      {"decision.json", ed_input99, AIT_E_INVALID_MODEL, "names input 99 axis 0"},
+      {"decision.json", ed_axis_neg, AIT_E_PARSE, "'graph_spec.axes[0].axis'"},
+      {"decision.json", ed_axis5, AIT_E_INVALID_MODEL, "names input 0 axis 5"},
+      {"decision.json", ed_axis_frac, AIT_E_PARSE, "'graph_spec.axes[0].axis'"},
+      {"decision.json", ed_min_max, AIT_E_PARSE, "'graph_spec.axes[0].min/opt/max'"},
+      {"decision.json", ed_axis_str, AIT_E_PARSE, "'graph_spec.axes[0].max'"},
+      {"decision.json", ed_batch_huge, AIT_E_PARSE, "'batch'"},
+      {"decision.json", ed_batch_str, AIT_E_PARSE, "'batch'"},
+      {"decision.json", ed_sha, AIT_E_PARSE, "'model_sha256'"},
+      {"decision.json", ed_backend_long, AIT_E_PARSE, "'backend'"},
+      {"decision.json", ed_axes_obj, AIT_E_PARSE, "'graph_spec.axes'"},
+      {"decision.json", ed_no_spec, AIT_E_PARSE, "'graph_spec'"},
+      {"decision.json", NULL, AIT_E_IO, "decision.json is missing"},
+      {"report.json", NULL, AIT_E_INVALID_MODEL, "report.json is missing"},
+      {"report.json", ed_report_format, AIT_E_INVALID_MODEL, "report.json is corrupted"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rm_tree(dir);
+    CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+    tamper(dir, cases[i].file, cases[i].edit);
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), cases[i].want, cases[i].msg);
+    if (l) { /* must not crash either */
+      check_infer(l, 2, 5, NULL);
+      ait_module_free(l);
+    }
+  }
+  /* the report, as `aitune report` reads it, is checked against the manifest */
+  rm_tree(dir);
+  CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+  char *json = NULL;
+  CHECK_ERR(ait_artifact_read_report(dir, &json), AIT_OK, NULL);
+  free(json);
+  poke(dir, "report.json", 30, 'x', -1);
+  CHECK_ERR(ait_artifact_read_report(dir, &json), AIT_E_INVALID_MODEL, "report.json is corrupted");
+  ait_module_free(m);
+  rm_tree(tmp);
+}
+
+/* Another model's backend state (same inputs and outputs), copied in with a
+ * rebuilt manifest, is refused: the state is bound to the model's SHA-256. */
+static void test_state_binding(void) {
+  char tmp[64], other[160], da[192], db[192], cmd[800];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(other, sizeof other, "%s/other.onnx", tmp);
+  CHECK(write_model_to(other, N_ADDS - 3) == 0);
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *ma = new_module(), *mb = NULL;
+  CHECK_ERR(ait_module_create(other, NULL, &mb), AIT_OK, NULL);
+  if (!ma || !mb) {
+    ait_module_free(ma);
+    ait_module_free(mb);
+    rm_tree(tmp);
+    return;
+  }
+  snprintf(da, sizeof da, "%s/a", tmp);
+  snprintf(db, sizeof db, "%s/b", tmp);
+  CHECK_ERR(ait_module_tune(ma, &o), AIT_OK, NULL);
+  CHECK_ERR(ait_module_tune(mb, &o), AIT_OK, NULL);
+  CHECK_ERR(ait_module_save(ma, da), AIT_OK, NULL);
+  CHECK_ERR(ait_module_save(mb, db), AIT_OK, NULL);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/backend' && cp -r '%s/backend' '%s/backend'", da, db, da);
+  CHECK(system(cmd) == 0);
+  CHECK_ERR(ait_manifest_write(da), AIT_OK, NULL);
+  ait_module *l = NULL;
+  CHECK_ERR(ait_module_load(da, NULL, NULL, &l), AIT_E_INVALID_MODEL,
+            "holds the state of another model");
+  ait_module_free(l);
+  l = NULL;
+  /* nor may the binding go missing */
+  CHECK_ERR(ait_module_save(ma, da), AIT_OK, NULL);
+  tamper(da, "backend/model.sha256", NULL);
+  CHECK_ERR(ait_module_load(da, NULL, NULL, &l), AIT_E_INVALID_MODEL, "not bound to a model");
+  ait_module_free(l);
+  ait_module_free(ma);
+  ait_module_free(mb);
+  rm_tree(tmp);
+}
+
+static bool file_has(const char *path, const char *text) {
+  FILE *f = fopen(path, "rb");
+  char buf[256] = "";
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  return f && !strcmp(buf, text);
+}
+
+static void write_text_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+/* A save replaces only a tuned folder, unless forced, and never the model
+ * (issue 18, item 7). */
+static void test_save_refuses(void) {
+  const char *b[] = {"t_fast"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  char tmp[64], p[160], f[200];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    ait_module_free(m);
+    return;
+  }
+  /* a user's folder */
+  snprintf(p, sizeof p, "%s/mine", tmp);
+  CHECK(mkdir(p, 0777) == 0);
+  snprintf(f, sizeof f, "%s/notes.txt", p);
+  write_text_file(f, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG, "is not an aitune tuned folder");
+  CHECK(file_has(f, "precious"));
+  /* a folder with a decision.json but no manifest is not one either */
+  snprintf(f, sizeof f, "%s/decision.json", p);
+  write_text_file(f, "{}");
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG, "is not an aitune tuned folder");
+  CHECK_ERR(ait_module_save_flags(m, p, AIT_SAVE_FORCE), AIT_OK, NULL);
+  ait_module *l = NULL;
+  CHECK_ERR(ait_module_load(p, NULL, NULL, &l), AIT_OK, NULL);
+  ait_module_free(l);
+  /* now it is a tuned folder: replaced without --force */
+  CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  /* a file */
+  snprintf(p, sizeof p, "%s/file", tmp);
+  write_text_file(p, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG, "is not an aitune tuned folder");
+  CHECK(file_has(p, "precious"));
+  /* the model, or a folder holding it: never, even forced */
+  CHECK_ERR(ait_module_save_flags(m, model_path, AIT_SAVE_FORCE), AIT_E_INVALID_ARG,
+            "is the input model");
+  CHECK_ERR(ait_module_save_flags(m, model_dir, AIT_SAVE_FORCE), AIT_E_INVALID_ARG,
+            "holds the input model");
+  CHECK(access(model_path, R_OK) == 0);
+  CHECK_ERR(ait_module_save_flags(m, p, 8), AIT_E_INVALID_ARG, "flags");
+  ait_module_free(m);
+  rm_tree(tmp);
+}
+
+/* Names in dir starting with prefix. */
+static int count_prefixed(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d)))
+    n += !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return n;
+}
+
+/* A SIGKILL at any step of replacing a tuned folder leaves the old or the
+ * new one at its name (issue 18, item 8); the killed saves' leftovers are
+ * cleaned by the next save. */
+static void save_killed(bool fallback) {
+  const char *fast[] = {"t_fast"}, *slow[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  ait_module *mold = new_module(), *mnew = new_module();
+  if (!mold || !mnew) {
+    ait_module_free(mold);
+    ait_module_free(mnew);
+    return;
+  }
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, slow, 1, &cap);
+  CHECK_ERR(ait_module_tune(mold, &o), AIT_OK, NULL); /* falls back to eager */
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, fast, 1, &cap);
+  CHECK_ERR(ait_module_tune(mnew, &o), AIT_OK, NULL);
+  char tmp[64], p[128];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(p, sizeof p, "%s/tuned", tmp);
+  int kills = 0, leftovers = 0, windows = 0;
+  bool finished = false;
+  for (int k = 1; k <= 16 && !finished; k++) {
+    CHECK_ERR(ait_module_save(mold, p), AIT_OK, NULL);
+    CHECK(count_prefixed(tmp, "tuned.") == 0); /* the last kill's leftovers are gone */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      ait_artifact_test_kill_at(k, fallback);
+      _exit(ait_module_save(mnew, p) == AIT_OK ? 0 : 1);
+    }
+    int ws = 0;
+    CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid);
+    bool killed = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL;
+    finished = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+    CHECK(killed || finished);
+    kills += killed;
+    leftovers += count_prefixed(tmp, "tuned.");
+    ait_module *l = NULL;
+    struct stat sb;
+    if (fallback && killed && stat(p, &sb) != 0) {
+      /* the fallback's window: the old folder waits at P.old.PID, and the
+       * next save (at the top of the loop) cleans it up */
+      char parked[160];
+      snprintf(parked, sizeof parked, "%s.old.%ld", p, (long)pid);
+      CHECK_ERR(ait_module_load(parked, NULL, NULL, &l), AIT_OK, NULL);
+      CHECK_STR(l ? ait_module_backend(l) : "(none)", "eager");
+      ait_module_free(l);
+      windows++;
+      continue;
+    }
+    CHECK_ERR(ait_module_load(p, NULL, NULL, &l), AIT_OK, NULL);
+    const char *got = l ? ait_module_backend(l) : "(none)";
+    if (strcmp(got, "eager") && strcmp(got, "t_fast")) {
+      fprintf(stderr, "save_atomic: killed at step %d, the folder holds '%s'\n", k, got);
+      check_failures++;
+    }
+    if (finished) CHECK_STR(got, "t_fast");
+    ait_module_free(l);
+  }
+  CHECK(finished && kills >= 2);        /* at least: before the swap, after it */
+  CHECK(leftovers > 0);                 /* the kills did leave something to clean */
+  CHECK(windows == (fallback ? 1 : 0)); /* exchanging has no window at all */
+  ait_module_free(mold);
+  ait_module_free(mnew);
+  rm_tree(tmp);
+}
+
+static void test_save_atomic(void) { save_killed(false); }
+
+/* The same where the file system cannot exchange: a kill between its two
+ * renames leaves P missing but the old folder whole beside it. */
+static void test_save_fallback(void) { save_killed(true); }
+
+/* A cache entry whose report.json is gone (behind a rebuilt manifest) is
+ * re-tuned, not adopted without a report (issue 18, item 5). */
+static void test_cache_damaged_report(void) {
+  char dir[64];
+  if (!new_temp_dir(dir, sizeof dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  double secs;
+  int slow;
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 0);
+  found.n = 0;
+  nftw(dir, find_decision, 16, FTW_PHYS);
+  CHECK(found.n == 1);
+  for (int i = 0; i < found.n; i++) {
+    char entry[600];
+    snprintf(entry, sizeof entry, "%.*s", (int)(strlen(found.paths[i]) - 14), found.paths[i]);
+    tamper(entry, "report.json", NULL);
+  }
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 0); /* re-tuned */
+  CHECK(cache_warnings > 0); /* "discarding a corrupted cache entry" */
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1);
+  rm_tree(dir);
+}
+
+/* ---- the cache key: every option that changes a decision is in it -------- */
+
+static int filter_all(void *user, const char *op, const char *name) { return 1; }
+static const int batches_1_2[2] = {1, 2};
+static const char *const two_backends[] = {"t_fast", "t_slow"};
+static ait_mem_reading high_pressure = {.host_total = 100, .host_available = 5};
+
+typedef struct key_case {
+  const char *option;
+  void (*change)(ait_tune_options *o);
+} key_case;
+static void k_strategy(ait_tune_options *o) { o->strategy = AIT_STRATEGY_MIN_LATENCY; }
+static void k_backends(ait_tune_options *o) { o->backends = two_backends, o->n_backends = 2; }
+static void k_backends_all(ait_tune_options *o) { o->backends = NULL, o->n_backends = 0; }
+static void k_batches(ait_tune_options *o) { o->batch_sizes = batches_1_2; }
+static void k_budget(ait_tune_options *o) { o->latency_budget_ms = 5; }
+static void k_speedup(ait_tune_options *o) { o->min_speedup_ratio = 0.5; }
+static void k_perf(ait_tune_options *o) { o->perf_validation = 0; }
+static void k_rtol(ait_tune_options *o) { o->rtol = 1e-2; }
+static void k_atol(ait_tune_options *o) { o->atol = 1e-2; }
+static void k_cosine(ait_tune_options *o) { o->min_cosine = 0.9; }
+static void k_top1(ait_tune_options *o) { o->min_top1 = 0.5; }
+static void k_prec_any(ait_tune_options *o) { o->precision = "any"; }
+static void k_prec_auto(ait_tune_options *o) { o->precision = "auto"; }
+static void k_warmup(ait_tune_options *o) { o->warmup = 7; }
+static void k_min_runs(ait_tune_options *o) { o->min_runs = 4; }
+static void k_max_runs(ait_tune_options *o) { o->max_runs = 50; }
+static void k_cv(ait_tune_options *o) { o->cv_target = 0.1; }
+static void k_time(ait_tune_options *o) { o->time_budget_s = 3; }
+static void k_runoff(ait_tune_options *o) { o->runoff_rounds = 3; }
+static void k_filter(ait_tune_options *o) { o->node_filter = filter_all; }
+static void k_memory(ait_tune_options *o) { o->mem_reading = &high_pressure; }
+/* and these may not change it */
+static void k_fp32(ait_tune_options *o) { o->precision = "fp32"; }
+static void k_log(ait_tune_options *o) { o->log = NULL, o->log_user = NULL; }
+static void k_cache_dir(ait_tune_options *o) { o->cache_dir = "/elsewhere"; }
+
+static void test_cache_key(void) {
+  static const key_case changes[] = {
+      {"strategy", k_strategy},
+      {"backends", k_backends},
+      {"backends (all)", k_backends_all},
+      {"batch_sizes", k_batches},
+      {"latency_budget_ms", k_budget},
+      {"min_speedup_ratio", k_speedup},
+      {"perf_validation", k_perf},
+      {"rtol", k_rtol},
+      {"atol", k_atol},
+      {"min_cosine", k_cosine},
+      {"min_top1", k_top1},
+      {"precision any", k_prec_any},
+      {"precision auto", k_prec_auto},
+      {"warmup", k_warmup},
+      {"min_runs", k_min_runs},
+      {"max_runs", k_max_runs},
+      {"cv_target", k_cv},
+      {"time_budget_s", k_time},
+      {"runoff_rounds", k_runoff},
+      {"node_filter", k_filter},
+      {"memory pressure", k_memory},
+  };
+  static const key_case same[] = {
+      {"precision fp32 (the default)", k_fp32}, {"log", k_log}, {"cache_dir", k_cache_dir}};
+  ait_module *m = new_module();
+  if (!m) return;
+  const char *b[] = {"t_fast"};
+  log_capture cap;
+  ait_tune_options base, o;
+  fast_opts(&base, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  base.mem_reading = NULL;
+  char k0[65], k1[65];
+  ait_cache_key(m, &base, k0);
+  for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+    o = base;
+    changes[i].change(&o);
+    ait_cache_key(m, &o, k1);
+    if (!strcmp(k0, k1)) {
+      fprintf(stderr, "cache_key: changing %s leaves the key as it was\n", changes[i].option);
+      check_failures++;
+    }
+  }
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    o = base;
+    same[i].change(&o);
+    ait_cache_key(m, &o, k1);
+    if (strcmp(k0, k1)) {
+      fprintf(stderr, "cache_key: %s changes the key\n", same[i].option);
+      check_failures++;
+    }
+  }
+  /* a backend's config file enters by its contents, not only its name */
+  char tmp[64], cfg[128], spec[200];
+  if (new_temp_dir(tmp, sizeof tmp)) {
+    snprintf(cfg, sizeof cfg, "%s/q.json", tmp);
+    snprintf(spec, sizeof spec, "quant:config=%s", cfg);
+    const char *qb[] = {spec};
+    o = base;
+    o.backends = qb;
+    write_text_file(cfg, "{\"quantization\": \"int8wo\"}");
+    ait_cache_key(m, &o, k0);
+    write_text_file(cfg, "{\"quantization\": \"int8dq\"}");
+    ait_cache_key(m, &o, k1);
+    CHECK(strcmp(k0, k1) != 0);
+    rm_tree(tmp);
+  }
+  /* and so does the ISA cap of the native backend */
+  const char *isa = getenv("AIT_MAX_ISA");
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", isa ? isa : "");
+  o = base;
+  setenv("AIT_MAX_ISA", "portable", 1);
+  ait_cache_key(m, &o, k0);
+  setenv("AIT_MAX_ISA", "avx2", 1);
+  ait_cache_key(m, &o, k1);
+  CHECK(strcmp(k0, k1) != 0);
+  if (isa)
+    setenv("AIT_MAX_ISA", saved, 1);
+  else
+    unsetenv("AIT_MAX_ISA");
+  ait_module_free(m);
+}
+
+/* Unknown strategies, precisions and out-of-range numbers are refused by
+ * name (issue 18, item 16). */
+static void test_bad_options(void) {
+  static const int zero_batch[1] = {0};
+  ait_module *m = new_module();
+  if (!m) return;
+  const char *b[] = {"t_fast"};
+  log_capture cap;
+  ait_tune_options o;
+#define BAD(stmt, msg)                                                                             \
+  do {                                                                                             \
+    fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);                                        \
+    stmt;                                                                                          \
+    CHECK_ERR(ait_module_tune(m, &o), AIT_E_INVALID_ARG, msg);                                     \
+  } while (0)
+  BAD(o.strategy = (ait_strategy)99, "strategy: 99");
+  BAD(o.strategy = (ait_strategy)-1, "strategy: -1");
+  BAD(o.precision = "fp3", "precision: 'fp3'");
+  BAD(o.warmup = -1, "warmup");
+  BAD(o.min_runs = -1, "min_runs");
+  BAD(o.max_runs = 0, "max_runs");
+  BAD(o.max_runs = 2, "max_runs (2) must be >= min_runs (3)");
+  BAD(o.cv_target = -0.5, "cv_target");
+  BAD(o.time_budget_s = -1, "time_budget_s");
+  BAD(o.time_budget_s = NAN, "time_budget_s");
+  BAD(o.runoff_rounds = -1, "runoff_rounds");
+  BAD(o.rtol = -1, "rtol");
+  BAD(o.atol = INFINITY, "atol");
+  BAD(o.min_cosine = 2, "min_cosine");
+  BAD(o.min_top1 = -0.1, "min_top1");
+  BAD(o.latency_budget_ms = -3, "latency_budget_ms");
+  BAD(o.perf_validation = 5, "perf_validation");
+  BAD((o.batch_sizes = zero_batch, o.n_batch_sizes = 1), "batch_sizes[0]");
+  BAD((o.batch_sizes = NULL, o.n_batch_sizes = 3), "batch_sizes");
+  BAD((o.backends = NULL, o.n_backends = 2), "backends");
+#undef BAD
+  CHECK(!ait_module_backend(m) || !strcmp(ait_module_backend(m), "eager"));
+  ait_module_free(m);
+}
+
+/* A decision under --precision any is not served to a later default tune. */
+static void test_cache_precision(void) {
+  char dir[64];
+  if (!new_temp_dir(dir, sizeof dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  double secs;
+  int slow;
+  cached_precision = "any";
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 0);
+  cached_precision = NULL;
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 0);
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1);
+  cached_precision = "any";
+  CHECK(cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow) == 1);
+  cached_precision = NULL;
+  rm_tree(dir);
+}
+
+/* Damaged points of the batch history are skipped on read (issue 18,
+ * item 14): a batch of 1e12 once overflowed the sweep's doubling. */
+static void test_history_range(void) {
+  char dir[64];
+  if (!new_temp_dir(dir, sizeof dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  ait_module *m = new_module();
+  if (!m) return;
+  ait_history h;
+  ait_history_open(dir, m->model_sha, "t_fast", &h);
+  char hist[128];
+  snprintf(hist, sizeof hist, "%s/history", dir);
+  CHECK(mkdir(hist, 0777) == 0);
+  write_text_file(h.path, "{\"format\":\"aitune-batch-history\",\"points\":["
+                          "{\"batch\":1e12,\"throughput\":1e9,\"median_ms\":1},"
+                          "{\"batch\":2147483647,\"throughput\":1e9,\"median_ms\":1},"
+                          "{\"batch\":2.5,\"throughput\":1e9,\"median_ms\":1},"
+                          "{\"batch\":8,\"throughput\":1e9,\"median_ms\":-1},"
+                          "{\"batch\":16,\"throughput\":-5,\"median_ms\":1},"
+                          "{\"batch\":4,\"throughput\":100,\"median_ms\":1,\"times\":-7},"
+                          "{\"batch\":2,\"throughput\":50,\"median_ms\":1}]}");
+  ait_history_open(dir, m->model_sha, "t_fast", &h);
+  CHECK(h.n == 2);
+  CHECK(h.n >= 1 && h.pts[0].batch == 4 && h.pts[0].times == 1);
+  CHECK(ait_history_best(&h, 0) == 4);
+  /* a sweep from that history runs and picks a sane batch */
+  const char *b[] = {"t_fast"};
+  log_capture cap;
+  ait_tune_options o;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.batch_sizes = NULL, o.n_batch_sizes = 0;
+  o.cache_dir = dir;
+  o.use_decision_cache = 0;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = report_of(m);
+  const cJSON *bt = cJSON_GetObjectItemCaseSensitive(selection(r), "batch");
+  CHECK(cJSON_IsNumber(bt) && bt->valueint >= 1 && bt->valueint <= 1024);
+  cJSON_Delete(r);
+  ait_module_free(m);
+  rm_tree(dir);
+}
+
+/* A symbolic dimension name is the model's text: quotes and backslashes in
+ * it stay valid JSON in decision.json (and in the cache key). */
+static void test_spec_json_escapes(void) {
+  ait_graph_spec sp;
+  memset(&sp, 0, sizeof sp);
+  sp.n_axes = 1;
+  sp.axes[0] = (ait_axis){.input = 0, .axis = 0, .min = 1, .opt = 2, .max = 3, .is_batch = true};
+  snprintf(sp.axes[0].sym, sizeof sp.axes[0].sym, "a\"b\\c");
+  char *text = ait_spec_json(&sp);
+  cJSON *j = text ? cJSON_Parse(text) : NULL;
+  CHECK(j != NULL);
+  const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "axes"), 0);
+  CHECK_STR(str_field(a, "name"), "a\"b\\c");
+  CHECK(num_field(a, "max") == 3);
+  cJSON_Delete(j);
+  free(text);
 }
 
 /* Calls through ait_module_infer before tuning become the samples. */
@@ -1434,6 +2051,17 @@ static const test_case tests[] = {
     {"artifact_manifest", test_artifact_manifest},
     {"cache", test_cache},
     {"samples_from_infer", test_samples_from_infer},
+    {"untrusted_folder", test_untrusted_folder},
+    {"state_binding", test_state_binding},
+    {"save_refuses", test_save_refuses},
+    {"save_atomic", test_save_atomic},
+    {"save_fallback", test_save_fallback},
+    {"cache_damaged_report", test_cache_damaged_report},
+    {"cache_key", test_cache_key},
+    {"cache_precision", test_cache_precision},
+    {"bad_options", test_bad_options},
+    {"history_range", test_history_range},
+    {"spec_json_escapes", test_spec_json_escapes},
 };
 
 int main(void) {

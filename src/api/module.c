@@ -2,7 +2,9 @@
  * loading and running a tuned model. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,8 +171,12 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
 /* An input outside the tuned range of a dynamic axis? (warn once) */
 static void check_range(ait_module *m, ait_tensor *const *in) {
   if (m->warned_range || !m->tuned) return;
+  const ait_graph *g = m->model->graph;
   for (int a = 0; a < m->spec.n_axes; a++) {
     const ait_axis *x = &m->spec.axes[a];
+    /* the spec may come from a file: artifact.c checks it, and so does this */
+    if (x->input < 0 || x->input >= g->n_inputs || x->axis < 0 || x->axis >= in[x->input]->rank)
+      continue;
     int64_t v = in[x->input]->dims[x->axis];
     if (v >= x->min && v <= x->max) continue;
     ait_module_logf(m, 1,
@@ -243,8 +249,13 @@ ait_status ait_module_report_json(const ait_module *m, char **json) {
 }
 
 ait_status ait_module_save(ait_module *m, const char *dir) {
-  if (!m || !dir) return ait_err(AIT_E_INVALID_ARG, "module and dir are required");
-  return ait_artifact_save(m, dir);
+  return ait_module_save_flags(m, dir, 0);
+}
+
+ait_status ait_module_save_flags(ait_module *m, const char *dir, unsigned flags) {
+  if (!m || !dir || !dir[0]) return ait_err(AIT_E_INVALID_ARG, "module and dir are required");
+  if (flags & ~AIT_SAVE_FORCE) return ait_err(AIT_E_INVALID_ARG, "unknown save flags 0x%x", flags);
+  return ait_artifact_save(m, dir, flags);
 }
 
 /* ---- the decision cache ------------------------------------------------------ */
@@ -262,32 +273,237 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n) {
   return buf;
 }
 
-/* Everything a decision depends on except the fingerprint, which is checked
- * against the entry so a change can be reported. */
-static void cache_key(const ait_module *m, const ait_tune_options *o, char *hex65) {
+/* ---- the cache key: one row per option ------------------------------------
+ * Every option that can change the candidates or the verdicts is a row; the
+ * key is the SHA-256 of "aitune VERSION|model SHA|spec JSON|row=value|...".
+ * Options that cannot change the decision (where the cache is, logging) are
+ * listed in not_in_key, so a new option must be put in one or the other
+ * (the static assertion below counts them). The fingerprint is not in the
+ * key: it is checked against the entry, so a change can be reported. */
+
+typedef enum {
+  K_INT,
+  K_ENUM,
+  K_DBL,
+  K_PRECISION,
+  K_BACKENDS,
+  K_BATCHES,
+  K_FILTER,
+  K_MEMORY
+} key_kind;
+
+typedef struct key_row {
+  const char *name;
+  key_kind kind;
+  size_t off; /* of the field in ait_tune_options (lists: of the pointer) */
+} key_row;
+
+#define ROW(kind, field)                                                                           \
+  { #field, kind, offsetof(ait_tune_options, field) }
+static const key_row key_rows[] = {
+    ROW(K_ENUM, strategy),
+    ROW(K_BACKENDS, backends),   /* with n_backends */
+    ROW(K_BATCHES, batch_sizes), /* with n_batch_sizes */
+    ROW(K_DBL, latency_budget_ms),
+    ROW(K_DBL, min_speedup_ratio),
+    ROW(K_INT, perf_validation),
+    ROW(K_DBL, rtol),
+    ROW(K_DBL, atol),
+    ROW(K_DBL, min_cosine),
+    ROW(K_DBL, min_top1),
+    ROW(K_PRECISION, precision),
+    ROW(K_INT, warmup),
+    ROW(K_INT, min_runs),
+    ROW(K_INT, max_runs),
+    ROW(K_DBL, cv_target),
+    ROW(K_DBL, time_budget_s),
+    ROW(K_FILTER, node_filter), /* with node_filter_user */
+    ROW(K_MEMORY, mem_reading), /* the pressure level it gives (or the machine's now) */
+    ROW(K_INT, runoff_rounds),
+};
+#undef ROW
+
+/* Not in the key, as they cannot change a decision: n_backends and
+ * n_batch_sizes (read with their lists), node_filter_user (with node_filter),
+ * cache_dir, use_decision_cache, log, log_user. */
+/* ait_tune_options grew or shrank: put the new option in key_rows (or, if it
+ * cannot change a decision, in the list above) and update the size */
+#if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
+_Static_assert(sizeof(ait_tune_options) == 200, "a new tuning option: add it to key_rows");
+#endif
+
+static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...) {
+  if (at >= cap) return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(k + at, cap - at, fmt, ap);
+  va_end(ap);
+  return n < 0 ? 0 : n;
+}
+
+static ait_mem_level memory_level(const ait_tune_options *o) {
+  ait_mem_thresholds thr;
+  ait_mem_thresholds_init(&thr);
+  if (ait_mem_thresholds_from_env(&thr)) ait_err_clear(); /* the tune itself reports it */
+  ait_mem_reading now;
+  const ait_mem_reading *r = o->mem_reading;
+  if (!r && ait_mem_read(&now) == AIT_OK) r = &now;
+  return r ? ait_mem_pressure(r, &thr) : AIT_MEM_LOW;
+}
+
+/* The SHA-256 of the file named by a `config=` option of backend spec b
+ * ("quant:config=/x.json,threads=2"); false when there is none (or it cannot
+ * be read: then the build will say so). */
+static bool config_digest(const char *b, char *hex65) {
+  const char *c = strchr(b, ':');
+  while (c) {
+    c++;
+    if (!strncmp(c, "config=", 7)) {
+      char path[4096];
+      size_t n = strcspn(c + 7, ",");
+      if (n >= sizeof path) return false;
+      memcpy(path, c + 7, n);
+      path[n] = '\0';
+      return ait_sha256_file(path, hex65) == 0;
+    }
+    c = strchr(c, ',');
+  }
+  return false;
+}
+
+/* Environment variables that change what a candidate computes or how fast
+ * (the memory thresholds, AITUNE_MEM_*, enter through the memory level). */
+static const char *const key_env[] = {"AIT_MAX_ISA"};
+
+/* One row's value, appended to k at `at`; returns the length written. */
+static size_t key_value(const key_row *r, const ait_tune_options *o, char *k, size_t cap,
+                        size_t at) {
+  const char *f = (const char *)o + r->off;
+  size_t start = at;
+  switch (r->kind) {
+  case K_INT: at += (size_t)key_put(k, cap, at, "%d", *(const int *)(const void *)f); break;
+  case K_ENUM:
+    at += (size_t)key_put(k, cap, at, "%d", (int)*(const ait_strategy *)(const void *)f);
+    break;
+  case K_DBL: at += (size_t)key_put(k, cap, at, "%.17g", *(const double *)(const void *)f); break;
+  case K_PRECISION: /* NULL and "fp32" are one policy */
+    at += (size_t)key_put(k, cap, at, "%s", o->precision ? o->precision : "fp32");
+    break;
+  case K_BACKENDS:
+    if (!o->backends) at += (size_t)key_put(k, cap, at, "(all available)");
+    for (size_t i = 0; o->backends && i < o->n_backends; i++) {
+      const char *b = o->backends[i] ? o->backends[i] : "";
+      char digest[65];
+      at += (size_t)key_put(k, cap, at, "%s", b);
+      /* a config=FILE option names a file whose contents decide (quant's presets) */
+      if (config_digest(b, digest)) at += (size_t)key_put(k, cap, at, "@%s", digest);
+      at += (size_t)key_put(k, cap, at, "\x1f");
+    }
+    break;
+  case K_BATCHES:
+    for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
+      at += (size_t)key_put(k, cap, at, "%d,", o->batch_sizes[i]);
+    break;
+  case K_FILTER: /* a caller's function: only the same one (and user) may share a decision */
+    if (o->node_filter)
+      at += (size_t)key_put(k, cap, at, "%p/%p", (void *)(uintptr_t)o->node_filter,
+                            o->node_filter_user);
+    break;
+  case K_MEMORY: at += (size_t)key_put(k, cap, at, "%d", (int)memory_level(o)); break;
+  }
+  return at - start;
+}
+
+void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65) {
   char *spec = ait_spec_json(&m->spec);
-  size_t cap = 8192, at = 0;
+  size_t cap = 16384, at = 0;
   char *k = malloc(cap);
-  if (!k) {
+  if (!k || !spec) { /* no key: an impossible one, so nothing is served */
+    free(k);
     free(spec);
-    snprintf(hex65, 65, "%s", m->model_sha);
+    snprintf(hex65, 65, "%064d", 0);
     return;
   }
-  at += (size_t)snprintf(
-      k + at, cap - at,
-      "aitune %s|model %s|spec %s|strategy %s|perf %d %g|budget %g|tol %g %g %g|batches",
-      AIT_VERSION_STRING, m->model_sha, spec ? spec : "", ait_strategy_name(o->strategy),
-      o->perf_validation, o->min_speedup_ratio, o->latency_budget_ms, o->rtol, o->atol,
-      o->min_cosine);
-  for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes && at < cap; i++)
-    at += (size_t)snprintf(k + at, cap - at, " %d", o->batch_sizes[i]);
-  at += (size_t)snprintf(k + at, at < cap ? cap - at : 0, "|backends");
-  for (size_t i = 0; o->backends && i < o->n_backends && at < cap; i++)
-    at += (size_t)snprintf(k + at, cap - at, " %s", o->backends[i]);
-  if (!o->backends && at < cap) at += (size_t)snprintf(k + at, cap - at, " (all available)");
-  ait_sha256_hex(k, strlen(k), hex65);
+  at += (size_t)key_put(k, cap, at, "aitune %s|model %s|spec %s", AIT_VERSION_STRING, m->model_sha,
+                        spec);
+  for (size_t i = 0; i < sizeof key_rows / sizeof key_rows[0]; i++) {
+    at += (size_t)key_put(k, cap, at, "|%s=", key_rows[i].name);
+    at += key_value(&key_rows[i], o, k, cap, at);
+  }
+  for (size_t i = 0; i < sizeof key_env / sizeof key_env[0]; i++) {
+    const char *v = getenv(key_env[i]);
+    at += (size_t)key_put(k, cap, at, "|$%s=%s", key_env[i], v ? v : "");
+  }
+  ait_sha256_hex(k, at < cap ? at : cap - 1, hex65);
   free(k);
   free(spec);
+}
+
+/* ---- checking the options -------------------------------------------------- */
+
+typedef struct opt_range {
+  const char *name;
+  bool is_int;
+  size_t off;
+  double lo, hi; /* inclusive; NaN fails every comparison */
+} opt_range;
+
+#define RANGE(is_int, field, lo, hi)                                                               \
+  { #field, is_int, offsetof(ait_tune_options, field), lo, hi }
+static const opt_range opt_ranges[] = {
+    RANGE(false, latency_budget_ms, 0, 1e9),
+    RANGE(false, min_speedup_ratio, -0.99, 1e9),
+    RANGE(true, perf_validation, 0, 1),
+    RANGE(false, rtol, 0, 1e9),
+    RANGE(false, atol, 0, 1e9),
+    RANGE(false, min_cosine, 0, 1),
+    RANGE(false, min_top1, 0, 1),
+    RANGE(true, warmup, 0, 1000000),
+    RANGE(true, min_runs, 1, 1000000),
+    RANGE(true, max_runs, 1, 1000000),
+    RANGE(false, cv_target, 0, 1e6),
+    RANGE(false, time_budget_s, 0, 1e7),
+    RANGE(true, use_decision_cache, 0, 1),
+    RANGE(true, runoff_rounds, 0, 10000),
+};
+#undef RANGE
+
+#define MAX_TUNE_BATCH (1 << 20) /* what a decision.json may hold (artifact.c) */
+
+static ait_status check_options(const ait_tune_options *o) {
+  if ((unsigned)o->strategy >= sizeof strategy_names / sizeof strategy_names[0])
+    return ait_err(AIT_E_INVALID_ARG, "strategy: %d is not a strategy (0..%zu)", (int)o->strategy,
+                   sizeof strategy_names / sizeof strategy_names[0] - 1);
+  for (size_t i = 0; i < sizeof opt_ranges / sizeof opt_ranges[0]; i++) {
+    const opt_range *r = &opt_ranges[i];
+    const void *f = (const char *)o + r->off;
+    double v = r->is_int ? *(const int *)f : *(const double *)f;
+    if (!(v >= r->lo && v <= r->hi))
+      return ait_err(AIT_E_INVALID_ARG, "%s: %g is out of range [%g, %g]", r->name, v, r->lo,
+                     r->hi);
+  }
+  if (o->max_runs < o->min_runs)
+    return ait_err(AIT_E_INVALID_ARG, "max_runs (%d) must be >= min_runs (%d)", o->max_runs,
+                   o->min_runs);
+  if (o->precision && strcmp(o->precision, "fp32") && strcmp(o->precision, "auto") &&
+      strcmp(o->precision, "any"))
+    return ait_err(AIT_E_INVALID_ARG, "precision: '%s' is not fp32, auto or any", o->precision);
+  if (o->n_backends && !o->backends)
+    return ait_err(AIT_E_INVALID_ARG, "backends: NULL with n_backends %zu", o->n_backends);
+  for (size_t i = 0; o->backends && i < o->n_backends; i++)
+    if (!o->backends[i]) return ait_err(AIT_E_INVALID_ARG, "backends[%zu] is NULL", i);
+  if (o->n_batch_sizes && !o->batch_sizes)
+    return ait_err(AIT_E_INVALID_ARG, "batch_sizes: NULL with n_batch_sizes %zu", o->n_batch_sizes);
+  if (o->batch_sizes && o->n_batch_sizes > AIT_MAX_BATCHES)
+    return ait_err(AIT_E_INVALID_ARG, "batch_sizes: %zu sizes, at most %d", o->n_batch_sizes,
+                   AIT_MAX_BATCHES);
+  for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
+    if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_TUNE_BATCH)
+      return ait_err(AIT_E_INVALID_ARG, "batch_sizes[%zu]: batch size %d must be in [1, %d]", i,
+                     o->batch_sizes[i], MAX_TUNE_BATCH);
+  return AIT_OK;
 }
 
 /* Adopt a loaded cache entry's decision into m. */
@@ -317,6 +533,7 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
     o = *opts;
   else
     ait_tune_options_init(&o);
+  AIT_TRY(check_options(&o));
   ait_log_fn saved_log = m->log;
   void *saved_user = m->log_user;
   if (o.log) {
@@ -334,7 +551,7 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   ait_cache_root(&o, root, sizeof root);
   bool use_cache = root[0] && o.use_decision_cache;
   if (use_cache) {
-    cache_key(m, &o, key);
+    ait_cache_key(m, &o, key);
     snprintf(entry, sizeof entry, "%s/%.32s", root, key);
     struct stat sb;
     if (stat(entry, &sb) == 0) {
@@ -362,7 +579,7 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if ((st = ait_tuner_run(m, &o)) != AIT_OK) goto out;
   if (use_cache) {
     ait_status cst = ait_mkdir_p(root);
-    if (!cst) cst = ait_artifact_save(m, entry);
+    if (!cst) cst = ait_artifact_save(m, entry, AIT_SAVE_FORCE); /* the cache is ours */
     if (cst)
       ait_module_logf(m, 1, "could not store the decision in the cache: %s", ait_last_error());
   }

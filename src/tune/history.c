@@ -11,6 +11,9 @@
 #include "core/fileio.h"
 #include "hw/fingerprint.h"
 
+/* A measured time or rate: finite, >= 0, below a day's worth of anything. */
+static bool in_range(double v) { return v >= 0 && v <= 1e12; }
+
 void ait_history_open(const char *cache_root, const char *model_sha, const char *backend_desc,
                       ait_history *h) {
   memset(h, 0, sizeof *h);
@@ -34,18 +37,26 @@ void ait_history_open(const char *cache_root, const char *model_sha, const char 
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "batch"),
                 *tp = cJSON_GetObjectItemCaseSensitive(p, "throughput"),
                 *md = cJSON_GetObjectItemCaseSensitive(p, "median_ms");
-    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(tp) || !cJSON_IsNumber(md) || b->valueint < 1)
+    /* the file is untrusted: a batch of 1e12 would overflow the sweep's
+     * doubling, a NaN or negative time would win every comparison */
+    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(tp) || !cJSON_IsNumber(md) ||
+        !(b->valuedouble >= 1 && b->valuedouble <= AIT_HISTORY_MAX_BATCH) ||
+        b->valuedouble != (double)(int)b->valuedouble || !in_range(tp->valuedouble) ||
+        !in_range(md->valuedouble) || !(md->valuedouble > 0))
       continue; /* a damaged entry is skipped, the rest still teaches */
+    if (ait_history_get(h, (int)b->valuedouble)) continue; /* one point per batch */
     ait_batch_point *q = &h->pts[h->n++];
-    q->batch = b->valueint;
+    q->batch = (int)b->valuedouble;
     q->throughput = tp->valuedouble;
     q->median_ms = md->valuedouble;
     const cJSON *x;
-    q->times = cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(p, "times")) ? x->valueint : 1;
-    q->p90_ms = cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(p, "p90_ms")) ? x->valuedouble
-                                                                                  : q->median_ms;
-    q->p99_ms = cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(p, "p99_ms")) ? x->valuedouble
-                                                                                  : q->median_ms;
+    x = cJSON_GetObjectItemCaseSensitive(p, "times");
+    q->times =
+        cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1e6 ? (int)x->valuedouble : 1;
+    x = cJSON_GetObjectItemCaseSensitive(p, "p90_ms");
+    q->p90_ms = cJSON_IsNumber(x) && in_range(x->valuedouble) ? x->valuedouble : q->median_ms;
+    x = cJSON_GetObjectItemCaseSensitive(p, "p99_ms");
+    q->p99_ms = cJSON_IsNumber(x) && in_range(x->valuedouble) ? x->valuedouble : q->median_ms;
   }
   cJSON_Delete(root);
 }

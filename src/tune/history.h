@@ -9,6 +9,9 @@
 #include "tune/profile.h"
 
 #define AIT_HISTORY_MAX 32
+#define AIT_HISTORY_MAX_BATCH                                                                      \
+  1024 /* the sweep's largest size (tuner.c); larger reads are damage                              \
+        */
 
 typedef struct ait_batch_point {
   int batch;

@@ -58,10 +58,23 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r);
 /* The cache folder for these options ("" when off), into buf. */
 const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
 
-/* Tuned artifacts: save the module into dir (atomically), load one back. */
-ait_status ait_artifact_save(const ait_module *m, const char *dir);
+/* Tuned artifacts: save the module into dir (swapped in atomically; flags
+ * AIT_SAVE_FORCE replaces what is not a tuned folder), load one back. */
+ait_status ait_artifact_save(const ait_module *m, const char *dir, unsigned flags);
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                              bool strict_fingerprint, ait_module **out);
+/* May a save replace dir? AIT_OK when it is absent or a tuned folder (or,
+ * with force, anything), never when it is or holds model_path. */
+ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force);
+/* dir/report.json after checking dir's manifest: new string, caller frees. */
+ait_status ait_artifact_read_report(const char *dir, char **json);
+/* Tests: raise SIGKILL at the Nth step (rename or removal) of the next
+ * saves' swap into place (0 = off); with fallback, swap as on a file system
+ * without RENAME_EXCHANGE. */
+void ait_artifact_test_kill_at(int step, bool fallback);
+/* The decision cache key of (m, o): SHA-256 hex of every option that can
+ * change the decision (see key_rows in src/api/module.c). */
+void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);
 /* Remove a folder tree; quiet about missing paths. */
 void ait_rmtree(const char *path);
 

@@ -1,6 +1,7 @@
 /* Samples and the graph spec: which input axes are dynamic, their ranges,
  * and resizing a sample along them (for batch-size profiling and the
  * min/max validation runs). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,20 +162,25 @@ ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, in
   return AIT_OK;
 }
 
+/* Built with cJSON: a symbolic name is the model's text and may hold quotes. */
 char *ait_spec_json(const ait_graph_spec *spec) {
-  size_t cap = 128 + (size_t)spec->n_axes * 160, at = 0;
-  char *s = malloc(cap);
-  if (!s) return NULL;
-  at += (size_t)snprintf(s + at, cap - at, "{\"has_batch\":%s,\"axes\":[",
-                         spec->has_batch ? "true" : "false");
-  for (int a = 0; a < spec->n_axes; a++) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON *axes = j && cJSON_AddBoolToObject(j, "has_batch", spec->has_batch)
+                    ? cJSON_AddArrayToObject(j, "axes")
+                    : NULL;
+  bool ok = axes != NULL;
+  for (int a = 0; ok && a < spec->n_axes; a++) {
     const ait_axis *x = &spec->axes[a];
-    at += (size_t)snprintf(s + at, cap - at,
-                           "%s{\"input\":%d,\"axis\":%d,\"name\":\"%s\",\"min\":%lld,\"opt\":%lld,"
-                           "\"max\":%lld,\"batch\":%s}",
-                           a ? "," : "", x->input, x->axis, x->sym, (long long)x->min,
-                           (long long)x->opt, (long long)x->max, x->is_batch ? "true" : "false");
+    cJSON *o = cJSON_CreateObject();
+    ok = o && cJSON_AddItemToArray(axes, o) && cJSON_AddNumberToObject(o, "input", x->input) &&
+         cJSON_AddNumberToObject(o, "axis", x->axis) &&
+         cJSON_AddStringToObject(o, "name", x->sym) &&
+         cJSON_AddNumberToObject(o, "min", (double)x->min) &&
+         cJSON_AddNumberToObject(o, "opt", (double)x->opt) &&
+         cJSON_AddNumberToObject(o, "max", (double)x->max) &&
+         cJSON_AddBoolToObject(o, "batch", x->is_batch);
   }
-  snprintf(s + at, cap - at, "]}");
+  char *s = ok ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
   return s;
 }

@@ -35,7 +35,8 @@ ait_status cli_make_sample(const struct ait_graph *g, const char *in_dir, char (
 int cli_print_report(FILE *f, const char *json);
 /* Progress/warning sink for tuning: one line to stderr. */
 void cli_log(void *user, int is_warning, const char *line);
-/* True when path is a folder holding a tuned model (decision.json). */
+/* True when path is a folder: a model is a file, so it must be a tuned model
+ * (loading it says what is missing). */
 bool cli_is_tuned_dir(const char *path);
 
 /* Print "aitune: <what>: <library message>" to stderr; returns 1 (exit code). */

@@ -1,7 +1,10 @@
 /* aitune tune / aitune report. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +44,69 @@ static const char usage[] =
     "  --no-cache              tune afresh: do not reuse or store the decision\n"
     "  --no-history            also do not learn batch sizes from earlier tunes\n"
     "  --quiet                 no progress lines\n"
+    "  --force                 replace DIR even when it is not a tuned model folder\n"
+    "                          (never when it is or holds MODEL)\n"
     "Writes DIR (decision, report, built backend state, model copy) and prints the report.\n";
 
 void cli_log(void *user, int is_warning, const char *line) {
   fprintf(stderr, "%s%s\n", is_warning ? "warning: " : "  ", line);
 }
 
+/* A model is a file, so a folder can only be a tuned model: loading it
+ * names what is missing ("decision.json is missing"). */
 bool cli_is_tuned_dir(const char *path) {
   struct stat sb;
-  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return false;
-  char *p = ait_path_join(path, "decision.json");
-  bool ok = p && stat(p, &sb) == 0;
-  free(p);
-  return ok;
+  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The numeric options of `tune`, one row each: parsed whole (no "abc", no
+ * "5x") and range-checked, so a typo is an error and not a zero. */
+typedef struct num_opt {
+  const char *flag;
+  bool is_int;
+  size_t off; /* in ait_tune_options */
+  double lo, hi;
+  const char *what;
+} num_opt;
+
+#define OPT(flag, is_int, field, lo, hi, what)                                                     \
+  { flag, is_int, offsetof(ait_tune_options, field), lo, hi, what }
+static const num_opt num_opts[] = {
+    OPT("--latency-budget-ms", false, latency_budget_ms, 1e-6, 1e9, "a time in ms > 0"),
+    OPT("--min-speedup", false, min_speedup_ratio, -0.99, 1e9, "a ratio > -1"),
+    OPT("--min-cosine", false, min_cosine, 0, 1, "a number in [0, 1]"),
+    OPT("--min-top1", false, min_top1, 0, 1, "a number in [0, 1]"),
+    OPT("--rtol", false, rtol, 0, 1e9, "a number >= 0"),
+    OPT("--atol", false, atol, 0, 1e9, "a number >= 0"),
+    OPT("--warmup", true, warmup, 0, 1000000, "an integer >= 0"),
+    OPT("--min-runs", true, min_runs, 1, 1000000, "an integer >= 1"),
+    OPT("--max-runs", true, max_runs, 1, 1000000, "an integer >= 1"),
+    OPT("--cv", false, cv_target, 0, 1e6, "a number >= 0"),
+    OPT("--time-budget", false, time_budget_s, 0, 1e7, "a time in seconds >= 0"),
+    OPT("--runoff", true, runoff_rounds, 0, 10000, "an integer >= 0"),
+};
+#undef OPT
+
+/* The row for flag, or NULL. */
+static const num_opt *find_num_opt(const char *flag) {
+  for (size_t i = 0; i < sizeof num_opts / sizeof num_opts[0]; i++)
+    if (!strcmp(flag, num_opts[i].flag)) return &num_opts[i];
+  return NULL;
+}
+
+/* Parse text for row r into o; false when it is not a number in range. */
+static bool set_num_opt(const num_opt *r, const char *text, ait_tune_options *o) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno || !(v >= r->lo && v <= r->hi) || (r->is_int && v != floor(v)))
+    return false;
+  void *f = (char *)o + r->off;
+  if (r->is_int)
+    *(int *)f = (int)v;
+  else
+    *(double *)f = v;
+  return true;
 }
 
 /* "1,2,4" into vals; count or -1 on a bad list. */
@@ -61,8 +114,9 @@ static int parse_ints(const char *s, int *vals, int max) {
   int n = 0;
   while (*s) {
     char *end;
+    errno = 0;
     long v = strtol(s, &end, 10);
-    if (end == s || v < 1 || n == max) return -1;
+    if (end == s || errno || v < 1 || v > (1L << 20) || n == max) return -1;
     vals[n++] = (int)v;
     s = *end == ',' ? end + 1 : end;
     if (*end && *end != ',') return -1;
@@ -95,6 +149,7 @@ static ait_status add_samples_from(ait_module *m, const char *dir) {
 
 int cmd_tune(int argc, char **argv) {
   const char *model = NULL, *out = NULL, *backend_config = NULL;
+  bool force = false;
   const char *sample_dirs[16];
   int n_samples = 0;
   char *backends[32];
@@ -127,41 +182,22 @@ int cmd_tune(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--batch-sizes") && v) {
       if ((n_batches = parse_ints(argv[++i], batches, 16)) < 1)
-        return cli_usage(usage, "--batch-sizes expects positive integers like 1,2,4");
-    } else if (!strcmp(a, "--latency-budget-ms") && v)
-      o.latency_budget_ms = atof(argv[++i]);
-    else if (!strcmp(a, "--min-speedup") && v)
-      o.min_speedup_ratio = atof(argv[++i]);
-    else if (!strcmp(a, "--precision") && v) {
+        return cli_usage(usage,
+                         "--batch-sizes expects up to 16 integers in [1, 1048576] like 1,2,4");
+    } else if (find_num_opt(a) && v) {
+      const num_opt *r = find_num_opt(a);
+      if (!set_num_opt(r, argv[++i], &o))
+        return cli_usage(usage, "%s expects %s, got '%s'", a, r->what, argv[i]);
+    } else if (!strcmp(a, "--precision") && v) {
       o.precision = argv[++i];
       if (strcmp(o.precision, "fp32") && strcmp(o.precision, "auto") && strcmp(o.precision, "any"))
         return cli_usage(usage, "--precision expects fp32, auto or any, got '%s'", o.precision);
-    } else if (!strcmp(a, "--min-cosine") && v)
-      o.min_cosine = atof(argv[++i]);
-    else if (!strcmp(a, "--min-top1") && v)
-      o.min_top1 = atof(argv[++i]);
-    else if (!strcmp(a, "--backend-config") && v)
+    } else if (!strcmp(a, "--backend-config") && v)
       backend_config = argv[++i];
     else if (!strcmp(a, "--no-perf-validation"))
       o.perf_validation = 0;
     else if (!strcmp(a, "--samples") && v && n_samples < 16)
       sample_dirs[n_samples++] = argv[++i];
-    else if (!strcmp(a, "--rtol") && v)
-      o.rtol = atof(argv[++i]);
-    else if (!strcmp(a, "--atol") && v)
-      o.atol = atof(argv[++i]);
-    else if (!strcmp(a, "--warmup") && v)
-      o.warmup = atoi(argv[++i]);
-    else if (!strcmp(a, "--min-runs") && v)
-      o.min_runs = atoi(argv[++i]);
-    else if (!strcmp(a, "--max-runs") && v)
-      o.max_runs = atoi(argv[++i]);
-    else if (!strcmp(a, "--cv") && v)
-      o.cv_target = atof(argv[++i]);
-    else if (!strcmp(a, "--time-budget") && v)
-      o.time_budget_s = atof(argv[++i]);
-    else if (!strcmp(a, "--runoff") && v)
-      o.runoff_rounds = atoi(argv[++i]);
     else if (!strcmp(a, "--cache-dir") && v)
       o.cache_dir = argv[++i];
     else if (!strcmp(a, "--no-cache"))
@@ -170,6 +206,8 @@ int cmd_tune(int argc, char **argv) {
       o.cache_dir = "";
     else if (!strcmp(a, "--quiet"))
       o.log = NULL;
+    else if (!strcmp(a, "--force"))
+      force = true;
     else if (!strcmp(a, "--out") && v)
       out = argv[++i];
     else if (a[0] == '-')
@@ -181,6 +219,11 @@ int cmd_tune(int argc, char **argv) {
   }
   if (!model) return cli_usage(usage, "tune needs a MODEL");
   if (!out) return cli_usage(usage, "tune needs --out DIR");
+  if (o.max_runs < o.min_runs)
+    return cli_usage(usage, "--max-runs (%d) must be >= --min-runs (%d)", o.max_runs, o.min_runs);
+  /* before tuning, not after it: --out must be free to replace */
+  ait_status tst = ait_artifact_check_target(out, model, force);
+  if (tst) return cli_fail(tst, "cannot write --out");
   /* --backend-config FILE: a JSON config for every named backend that takes
    * one ({"quantization": "int8wo"} or the full form, for quant) */
   char with_cfg[32][1200];
@@ -225,7 +268,7 @@ int cmd_tune(int argc, char **argv) {
     ait_module_free(m);
     return cli_fail(st, "tuning failed");
   }
-  if ((st = ait_module_save(m, out))) {
+  if ((st = ait_module_save_flags(m, out, force ? AIT_SAVE_FORCE : 0))) {
     ait_module_free(m);
     return cli_fail(st, "cannot save the tuned model");
   }
@@ -256,11 +299,8 @@ int cmd_report(int argc, char **argv) {
       dir = argv[i];
   }
   if (!dir) return cli_usage(use, "report needs a DIR");
-  char *p = ait_path_join(dir, "report.json");
-  void *text = NULL;
-  size_t size;
-  ait_status st = p ? ait_read_file(p, &text, &size) : AIT_E_NOMEM;
-  free(p);
+  char *text = NULL; /* checked against the folder's manifest first */
+  ait_status st = ait_artifact_read_report(dir, &text);
   if (st) return cli_fail(st, "cannot read the report");
   int rc = json ? (fputs(text, stdout), fputc('\n', stdout), 0) : cli_print_report(stdout, text);
   free(text);
@@ -290,9 +330,11 @@ int cmd_batch(int argc, char **argv) {
     }
     if (!strcmp(a, "--backend") && v)
       backend = argv[++i];
-    else if (!strcmp(a, "--latency-budget-ms") && v)
-      o.latency_budget_ms = atof(argv[++i]);
-    else if (!strcmp(a, "--samples") && v)
+    else if (!strcmp(a, "--latency-budget-ms") && v) {
+      const num_opt *r = find_num_opt(a);
+      if (!set_num_opt(r, argv[++i], &o))
+        return cli_usage(use, "%s expects %s, got '%s'", a, r->what, argv[i]);
+    } else if (!strcmp(a, "--samples") && v)
       samples = argv[++i];
     else if (!strcmp(a, "--cache-dir") && v)
       o.cache_dir = argv[++i];
