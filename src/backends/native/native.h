@@ -458,21 +458,28 @@ void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 #endif
 
 /* Vectorisable float32 math (native_math.c): exp, erf, and activations
- * with fast Sigmoid and Gelu (others as ait_act_apply_f32). y may be x. */
+ * with fast Sigmoid, Tanh and Gelu (others as ait_act_apply_f32), each on
+ * the run's level (nat_isa(): AVX-512, AVX2 + FMA, else eight-lane vector
+ * extensions). y may be x. */
 void nat_exp_f32(const float *x, float *y, int64_t n);
 void nat_erf_f32(const float *x, float *y, int64_t n);
 /* GELU with approximate = "tanh" (ONNX Gelu-20). */
 void nat_gelu_tanh_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
 /* GELU (as nat_act_f32) on rows [0, rows) x columns [0, n) of y (row
- * stride ldy) on AVX-512: a product's tile while it is in L1. Only where
- * nat_nhwc512_available(). */
+ * stride ldy): a product's tile while it is in L1. 512: on AVX-512, only
+ * where nat_nhwc512_available(); 256: on AVX2 + FMA, only where nat_isa()
+ * >= NAT_ISA_AVX2 (the same values as the AVX-512 table, bit for bit). */
 void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
-/* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
- * (x and y may be the same); false, writing nothing, where the CPU or the
- * compiler has no AVX-512. */
-bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
-                          const float *bias, double eps);
+void nat_gelu256_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
+/* One LayerNormalization row of n floats (bias may be NULL) on the run's
+ * vector level, AVX-512 or AVX2 (x and y may be the same); false, writing
+ * nothing, below AVX2 or without compiler support. */
+bool nat_layernorm_row(const float *x, float *y, int64_t n, const float *scale, const float *bias,
+                       double eps);
+/* One Softmax row, y = exp(x - max) / sum (x and y may be the same), as
+ * nat_layernorm_row: false, writing nothing, below AVX2. */
+bool nat_softmax_row(const float *x, float *y, int64_t n);
 
 /* Multiply-adds below which a GEMM runs on one thread: a hand-off to the
  * pool costs a few microseconds, more when the machine is busy. */
