@@ -383,6 +383,20 @@ void nat_attn512_scores_t(const float *q, int64_t ldq, int64_t rows, int64_t D, 
                           const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
                           int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
 void nat_attn512_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
+/* The same four kernels on AVX2 + FMA (native_attn256.c), only when
+ * nat_attn256_available() (the run's level is AVX2 or above), with the
+ * same layouts (st and qt of row stride 64, mrs <= INT32_MAX / 16);
+ * values takes any Dv. */
+bool nat_attn256_available(void);
+void nat_attn256_values(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk,
+                        const float *v, int64_t ldv, int64_t Dv, float *y, int64_t ldy,
+                        const float *scale);
+void nat_attn256_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
+                         int64_t mcs, float *inv);
+void nat_attn256_scores_t(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                          const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
+                          int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
+void nat_attn256_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
 /* Attention's products in bfloat16 (native_attn_bf16.c), only when
  * nat_attn_bf16_available(). Operands are 32-bit words holding a pair of
  * bfloat16 along the reduction. pack_rows: out[r][w] = (x(r, 2w),

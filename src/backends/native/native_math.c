@@ -59,7 +59,16 @@ static inline void verf(v8f *io) {
   v8f e = -a * a;
   vexp(&e);
   v8f y = SPLAT(1.0f) - p * t * e;
-  *io = (v8f)(((v8i)y & abs_mask) | ((v8i)x & ~abs_mask)); /* sign of x */
+  y = (v8f)(((v8i)y & abs_mask) | ((v8i)x & ~abs_mask)); /* sign of x */
+  /* |x| < 0.5: Taylor's x P(x^2) (nat_erf8's) */
+  v8f z = x * x, s = SPLAT(1.2055332981789664e-4f);
+  s = s * z + SPLAT(-8.548325508299338e-4f);
+  s = s * z + SPLAT(5.223977625442188e-3f);
+  s = s * z + SPLAT(-2.6866170645131252e-2f);
+  s = s * z + SPLAT(1.1283791670955126e-1f);
+  s = s * z + SPLAT(-3.7612638903183754e-1f);
+  s = s * z + SPLAT(1.1283791670955126f);
+  *io = VSEL(a < SPLAT(0.5f), s * x, y);
 }
 
 static inline void vgelu(v8f *io) {
@@ -299,12 +308,13 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 tanh16(__
   p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
   __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
   __m512i sg = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u));
-  __m512 r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(big), sg));
-  r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), small);
+  __m512 r =
+      _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), small);
+  r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_abs_ps(r)), sg)); /* -0 too */
   return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
-/* erf sixteen lanes at a time, the A&S form of verf */
+/* erf sixteen lanes at a time, as nat_erf8: A&S from 0.5, Taylor below */
 static inline __attribute__((always_inline, target("avx512f"))) __m512 erf16(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f);
   __m512 a = _mm512_abs_ps(x);
@@ -318,6 +328,15 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 erf16(__m
   __m512 y = _mm512_abs_ps(_mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one));
   __m512i sg = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u));
   y = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sg));
+  __m512 z = _mm512_mul_ps(x, x), s = _mm512_set1_ps(1.2055332981789664e-4f); /* nat_erf8's */
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(-8.548325508299338e-4f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(5.223977625442188e-3f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(-2.6866170645131252e-2f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(1.1283791670955126e-1f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(-3.7612638903183754e-1f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(1.1283791670955126f));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ),
+                         _mm512_mul_ps(s, x));
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
