@@ -2,12 +2,14 @@
 """A model of the ops native's AVX2 math and attention kernels serve, for A/B timing.
 
     python3 bench/avx2_math_model.py OUT_DIR [--seq 128] [--heads 4] [--head 64] [--batch 1]
+                                     [--attention-only]
 
 Writes OUT_DIR/model.onnx and OUT_DIR/test_data_set_0/input_K.pb: BERT's attention as
 PyTorch exports it (Transposes, MatMul, Div, Add of a padding mask, Softmax, MatMul,
 Transpose: native fuses it to one FusedAttention), then Reshape to [B, S, H*D],
 LayerNormalization, Gelu (opset 20, erf form), Tanh, Sigmoid and a Softmax over the
-hidden axis, each a standalone op (no product to fuse into). Feed it to
+hidden axis, each a standalone op (no product to fuse into); --attention-only stops
+after the Reshape. Feed it to
 bench/interleaved.py.
 """
 import argparse
@@ -25,6 +27,7 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--head", type=int, default=64)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--attention-only", action="store_true")
     a = ap.parse_args()
     B, S, H, D = a.batch, a.seq, a.heads, a.head
     f = TensorProto.FLOAT
@@ -43,6 +46,9 @@ def main():
              N("Transpose", ["y0"], ["y1"], perm=[0, 2, 1, 3]), N("Reshape", ["y1", "shape"], ["r"]),
              N("LayerNormalization", ["r", "gamma", "beta"], ["l"], axis=-1), N("Gelu", ["l"], ["g"]),
              N("Tanh", ["g"], ["t"]), N("Sigmoid", ["t"], ["sg"]), N("Softmax", ["sg"], ["y"], axis=-1)]
+    if a.attention_only:
+        nodes = nodes[:10]
+        nodes[-1].output[0] = "y"
     g = helper.make_graph(nodes, "avx2_math", ins, [out], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
     m.ir_version = 9
