@@ -3,6 +3,7 @@
  * the backend against the reference, its plan cache across input shapes,
  * save/load, options, the thread pool and the arena planner. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1200,15 +1201,15 @@ static void test_planner(void) {
  * table, so a coefficient off by a few ulps of its term shows) and at
  * floats of every exponent; the exact limits (x from 6 on, -0 from -6
  * down, -0 at -0); and the lengths that take the masked tail. Bounds: the
- * AVX-512 table measures 8.3e-8 over all finite floats, the 8-lane
- * A&S form 2.0e-7. */
+ * AVX-512 table (and its AVX2 twin, the same values) measures 8.3e-8 over
+ * all finite floats, the 8-lane A&S form 2.0e-7. */
 static double gelu_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
 
 static void test_gelu_math(void) {
   enum { N = 1 << 16, DENSE = N - 4 * 277 };
   static float x[N], y[N];
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  bool table = nat_isa() >= NAT_ISA_AVX512; /* nat_act_f32's dispatch */
+  bool table = nat_isa() >= NAT_ISA_AVX2; /* nat_act_f32's dispatch: AVX-512's or AVX2's table */
 #else
   bool table = false;
 #endif
@@ -1327,6 +1328,243 @@ static void test_layernorm(void) {
     }
 }
 
+/* ---- ISA levels: the AVX2 twins against AVX-512, portable and eager ------ */
+
+/* The levels this CPU runs, highest first (forced per state by native:isa,
+ * per thread by nat_isa_enter). */
+static int isa_levels(int *lv) {
+  int n = 0;
+  for (int l = NAT_ISA_AVX512; l >= NAT_ISA_PORTABLE; l--)
+    if (l <= (int)nat_isa_cpu()) lv[n++] = l;
+  return n;
+}
+
+/* As run_on, also giving the state's count of SGEMM provider calls. */
+static ait_status run_counting(const char *spec, const ait_graph *g, const ait_tensor *const *in,
+                               int n_in, ait_tensor **out, long long *calls) {
+  ait_backend_config cfg;
+  AIT_TRY(ait_backend_config_parse(spec, &cfg));
+  void *state = NULL;
+  AIT_TRY(cfg.iface->build(&cfg, g, NULL, &state));
+  ait_tensor *outs[8] = {0};
+  ait_status st = cfg.iface->infer(state, in, n_in, outs);
+  *calls = atomic_load(&((nat_state *)state)->gemm_calls);
+  cfg.iface->destroy(state);
+  *out = outs[0];
+  for (int k = 1; k < g->n_outputs; k++)
+    ait_tensor_free(outs[k]);
+  return st;
+}
+
+/* g at every level (threads=1 and the default) against eager: within tol,
+ * and through the vector kernels (no SGEMM call: the transposed scores)
+ * at AVX2 and above when `vector` says they apply. */
+static void check_levels(const ait_graph *g, const ait_tensor *const *in, int n_in, double tol,
+                         bool vector, const char *what) {
+  ait_tensor *ref = NULL;
+  CHECK(ait_eager_run(g, in, n_in, &ref) == AIT_OK);
+  int lv[3], nl = isa_levels(lv);
+  for (int i = 0; i < nl; i++)
+    for (int t = 0; t < 2; t++) {
+      char spec[64];
+      snprintf(spec, sizeof spec, "native:isa=%s%s", nat_isa_name(lv[i]), t ? ",threads=1" : "");
+      ait_tensor *y = NULL;
+      long long calls = -1;
+      CHECK(run_counting(spec, g, in, n_in, &y, &calls) == AIT_OK);
+      double d = diff(y, ref);
+      if (!(d <= tol)) fprintf(stderr, "%s on %s: difference %g\n", what, spec, d);
+      CHECK(d <= tol);
+      if (vector) CHECK((calls == 0) == (lv[i] >= NAT_ISA_AVX2));
+      ait_tensor_free(y);
+    }
+  ait_tensor_free(ref);
+}
+
+/* Random attention shapes at every level: query and key counts across
+ * the tiles of 6 keys and the vectors of 8 and 16 rows, head sizes not a
+ * multiple of 8 (Qᵀ's partial blocks) and V's heads of any size (AVX2's
+ * masked last vector; AVX-512 takes multiples of 16 only and hands the
+ * others to AVX2), masks broadcast along the rows, along the keys and
+ * full (the gather), padding tails. */
+static void test_isa_attention(void) {
+  uint32_t saved = rng;
+  rng = 777;
+  for (int c = 0; c < 14; c++) {
+    int64_t S = 1 + (int64_t)((frand() + 1.0f) * 75.0f),
+            D = 1 + (int64_t)((frand() + 1.0f) * 40.0f);
+    int kind = c % 4; /* 0..2: 4-d with a mask; 3: rank 3, keys transposed, no mask */
+    if (kind == 3) {
+      int64_t Dv = 1 + (int64_t)((frand() + 1.0f) * 40.0f);
+      ait_graph *g = attention3_model_of(S, D, Dv);
+      CHECK(g != NULL);
+      if (!g) continue;
+      const int64_t dq[3] = {2, S, D}, dk[3] = {2, D, S}, dv[3] = {2, S, Dv};
+      ait_tensor *in[3] = {rand_tensor(3, dq), rand_tensor(3, dk), rand_tensor(3, dv)};
+      char what[64];
+      snprintf(what, sizeof what, "attention S %lld D %lld Dv %lld", (long long)S, (long long)D,
+               (long long)Dv);
+      check_levels(g, (const ait_tensor *const *)in, 3, 1e-5, true, what);
+      for (int i = 0; i < 3; i++)
+        ait_tensor_free(in[i]);
+      ait_graph_free(g);
+      continue;
+    }
+    /* attention_model_of's heads: D is both head sizes; 4 heads of D */
+    int64_t H = 1 + c % 3;
+    const int64_t dms[3][4] = {{-1, 1, 1, S}, {-1, 1, S, 1}, {-1, 1, S, S}};
+    ait_graph *g = attention_model_of(S, H, D, dms[kind]);
+    CHECK(g != NULL);
+    if (!g) continue;
+    const int64_t dq[4] = {2, S, H, D};
+    int64_t dm[4] = {2, 1, dms[kind][2], dms[kind][3]};
+    ait_tensor *in[4] = {rand_tensor(4, dq), rand_tensor(4, dq), rand_tensor(4, dq),
+                         rand_tensor(4, dm)};
+    float *mk = in[3]->data;
+    for (int64_t i = 0; i < ait_tensor_numel(in[3]); i++)
+      mk[i] = kind == 1                         ? frand()
+              : kind == 0 && i % S >= S - S / 4 ? -10000.0f /* a padded tail */
+              : kind == 2 && i % 5 == 2         ? -10000.0f
+                                                : 0.0f;
+    char what[64];
+    snprintf(what, sizeof what, "attention S %lld H %lld D %lld mask %d", (long long)S,
+             (long long)H, (long long)D, kind);
+    check_levels(g, (const ait_tensor *const *)in, 4, 1e-5, true, what);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(in[i]);
+    ait_graph_free(g);
+  }
+  rng = saved;
+}
+
+/* One op on x [rows, L] (attributes none but Softmax's axis and
+ * LayerNormalization's scale and bias), at every level against eager. */
+static void check_rows_op(const char *op, int64_t rows, int64_t L, double tol) {
+  int64_t dx[2] = {-1, L}, dp[1] = {L};
+  float *sc = malloc(sizeof(float) * (size_t)L), *bi = malloc(sizeof(float) * (size_t)L);
+  for (int64_t i = 0; i < L; i++)
+    sc[i] = 0.5f + frand(), bi[i] = frand();
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 2, dx);
+  tb_output(m, "y", 1, 2, dx);
+  tb_init_f32(m, "s", 1, dp, sc);
+  tb_init_f32(m, "b", 1, dp, bi);
+  if (!strcmp(op, "LayerNormalization"))
+    tb_node(m, op, "n", IN("x", "s", "b"), IN("y"));
+  else if (!strcmp(op, "Softmax"))
+    tb_attr_int(m, tb_node(m, op, "n", IN("x"), IN("y")), "axis", -1);
+  else
+    tb_node(m, op, "n", IN("x"), IN("y"));
+  ait_graph *g = parse(m);
+  CHECK(g != NULL);
+  const int64_t di[2] = {rows, L};
+  ait_tensor *x = rand_tensor(2, di);
+  float *xv = x->data;
+  for (int64_t i = 0; i < rows * L; i++) /* rows far from 0 and wide: both tails of exp */
+    xv[i] = xv[i] * 8.0f + (float)(i / L % 5);
+  char what[64];
+  snprintf(what, sizeof what, "%s [%lld, %lld]", op, (long long)rows, (long long)L);
+  if (g) check_levels(g, (const ait_tensor *const *)&x, 1, tol, false, what);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+  free(sc), free(bi);
+}
+
+/* Softmax, LayerNormalization and the activations on lengths around the
+ * vectors (none a multiple of 8 but 8, 16 and 256). Sigmoid, Tanh and
+ * Gelu against libm within 1e-6 (the outputs are within [-1, 8] or so). */
+static void test_isa_rows(void) {
+  static const int64_t lens[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 256, 257};
+  static const char *const ops[] = {"Softmax", "LayerNormalization", "Sigmoid", "Tanh"};
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+    for (size_t c = 0; c < sizeof lens / sizeof lens[0]; c++)
+      check_rows_op(ops[o], 5, lens[c], o == 1 ? 1e-5 : 1e-6);
+}
+
+/* Relative error (in units of 2^-24 of the result) of the vectorised
+ * functions against double libm at each level, on dense grids and every
+ * exponent; GELU bit for bit across the levels at and above AVX2 (one
+ * table), also through nat_gelu256_tile. Bounds: exp 2 ulp (measured
+ * 1.3), sigmoid and tanh 4 ulp (exp, an add and a divide: measured 2.9
+ * and 2.3), erf 4 ulp below |x| = 0.5 (a Taylor polynomial) and by its
+ * absolute error 4e-7 from there (A&S 1.5e-7 plus float rounding: 3.8e-7
+ * measured). */
+static double ulps(double got, double want) {
+  if (want == 0) return got == 0 ? 0 : INFINITY;
+  return fabs(got - want) / fabs(want) * 16777216.0;
+}
+
+static void test_isa_math(void) {
+  enum { N = 20000 };
+  static float x[N], y[N], g[3][N];
+  int n = 0;
+  for (int i = 0; i < 16000; i++)
+    x[n++] = -20.0f + 40.0f * (float)i / 15999.0f;
+  for (int e = -126; e <= 6 && n + 2 <= N; e++) /* small and large magnitudes, both signs */
+    for (int k = 0; k < 2; k++)
+      x[n++] = ldexpf(k ? -1.37f : 1.21f, e);
+  int lv[3], nl = isa_levels(lv), prev = nat_isa_enter(-1);
+  for (int li = 0; li < nl; li++) {
+    nat_isa_enter(lv[li]);
+    double we = 0, ws = 0, wt = 0, wf = 0;
+    nat_exp_f32(x, y, n);
+    for (int i = 0; i < n; i++)
+      if (x[i] > -87.0f && x[i] < 88.0f) we = fmax(we, ulps(y[i], exp((double)x[i])));
+    ait_act sig = {AIT_ACT_SIGMOID, {0, 0}}, th = {AIT_ACT_TANH, {0, 0}};
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    nat_act_f32(&sig, y, n);
+    for (int i = 0; i < n; i++) {
+      double w = 1.0 / (1.0 + exp(-(double)x[i]));
+      if (w > 1e-37) ws = fmax(ws, ulps(y[i], w)); /* not in the denormals */
+    }
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    nat_act_f32(&th, y, n);
+    for (int i = 0; i < n; i++)
+      wt = fmax(wt, ulps(y[i], tanh((double)x[i])));
+    nat_erf_f32(x, y, n);
+    for (int i = 0; i < n; i++)
+      wf = fmax(wf, fabsf(x[i]) < 0.5f ? ulps(y[i], erf((double)x[i])) * 1e-7
+                                       : fabs(y[i] - erf((double)x[i])));
+    if (!(we <= 2 && ws <= 4 && wt <= 4 && wf <= 4e-7))
+      fprintf(stderr, "math at %s: exp %.2f ulp, sigmoid %.2f, tanh %.2f, erf %.3g\n",
+              nat_isa_name(lv[li]), we, ws, wt, wf);
+    CHECK(we <= 2 && ws <= 4 && wt <= 4 && wf <= 4e-7); /* erf: 4 ulp counted as 4e-7 */
+    /* limits and non-finite values as libm gives them */
+    float odd[5] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f}, o[5];
+    memcpy(o, odd, sizeof o);
+    nat_act_f32(&th, o, 5);
+    CHECK(isnan(o[0]) && o[1] == 1.0f && o[2] == -1.0f && o[3] == 0 && signbit(o[4]));
+    memcpy(o, odd, sizeof o);
+    nat_act_f32(&sig, o, 5);
+    CHECK(isnan(o[0]) && o[1] == 1.0f && o[2] == 0.0f && o[3] == 0.5f && o[4] == 0.5f);
+    nat_erf_f32(odd, o, 5);
+    CHECK(isnan(o[0]) && o[1] == 1.0f && o[2] == -1.0f && o[3] == 0 && signbit(o[4]));
+    /* every length to 20 from offset 5 gives the long call's values */
+    ait_act gelu = {AIT_ACT_GELU, {0, 0}};
+    memcpy(g[li], x, sizeof(float) * (size_t)n);
+    nat_act_f32(&gelu, g[li], n);
+    for (int len = 1; len <= 20; len++) {
+      float part[20], want[20];
+      memcpy(part, x + 5, sizeof(float) * (size_t)len);
+      nat_act_f32(&th, part, len);
+      memcpy(want, x + 5, sizeof want);
+      nat_act_f32(&th, want, 20);
+      CHECK(!memcmp(part, want, sizeof(float) * (size_t)len));
+    }
+    if (lv[li] >= NAT_ISA_AVX2) { /* the tile: 3 rows of 37 of a 40-float stride */
+      float t[3 * 40];
+      memcpy(t, x + 1000, sizeof t);
+      nat_gelu256_tile(t, 40, 3, 37);
+      for (int r = 0; r < 3; r++) {
+        CHECK(!memcmp(t + 40 * r, g[li] + 1000 + 40 * r, sizeof(float) * 37));
+        CHECK(!memcmp(t + 40 * r + 37, x + 1000 + 40 * r + 37, sizeof(float) * 3));
+      }
+    }
+  }
+  for (int li = 0; li + 1 < nl; li++)
+    if (lv[li + 1] >= NAT_ISA_AVX2) CHECK(!memcmp(g[li], g[li + 1], sizeof(float) * (size_t)n));
+  nat_isa_enter(prev);
+}
+
 int main(void) {
   test_gelu_math();
   test_math();
@@ -1349,5 +1587,8 @@ int main(void) {
   test_gemm_unused();
   test_pool();
   test_planner();
+  test_isa_math();
+  test_isa_rows();
+  test_isa_attention();
   return check_result("test_native");
 }

@@ -383,6 +383,20 @@ void nat_attn512_scores_t(const float *q, int64_t ldq, int64_t rows, int64_t D, 
                           const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
                           int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
 void nat_attn512_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
+/* The same four kernels on AVX2 + FMA (native_attn256.c), only when
+ * nat_attn256_available() (the run's level is AVX2 or above), with the
+ * same layouts (st and qt of row stride 64, mrs <= INT32_MAX / 16);
+ * values takes any Dv. */
+bool nat_attn256_available(void);
+void nat_attn256_values(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk,
+                        const float *v, int64_t ldv, int64_t Dv, float *y, int64_t ldy,
+                        const float *scale);
+void nat_attn256_softmax(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs,
+                         int64_t mcs, float *inv);
+void nat_attn256_scores_t(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                          const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
+                          int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
+void nat_attn256_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
 /* Attention's products in bfloat16 (native_attn_bf16.c), only when
  * nat_attn_bf16_available(). Operands are 32-bit words holding a pair of
  * bfloat16 along the reduction. pack_rows: out[r][w] = (x(r, 2w),
@@ -458,21 +472,28 @@ void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 #endif
 
 /* Vectorisable float32 math (native_math.c): exp, erf, and activations
- * with fast Sigmoid and Gelu (others as ait_act_apply_f32). y may be x. */
+ * with fast Sigmoid, Tanh and Gelu (others as ait_act_apply_f32), each on
+ * the run's level (nat_isa(): AVX-512, AVX2 + FMA, else eight-lane vector
+ * extensions). y may be x. */
 void nat_exp_f32(const float *x, float *y, int64_t n);
 void nat_erf_f32(const float *x, float *y, int64_t n);
 /* GELU with approximate = "tanh" (ONNX Gelu-20). */
 void nat_gelu_tanh_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
 /* GELU (as nat_act_f32) on rows [0, rows) x columns [0, n) of y (row
- * stride ldy) on AVX-512: a product's tile while it is in L1. Only where
- * nat_nhwc512_available(). */
+ * stride ldy): a product's tile while it is in L1. 512: on AVX-512, only
+ * where nat_nhwc512_available(); 256: on AVX2 + FMA, only where nat_isa()
+ * >= NAT_ISA_AVX2 (the same values as the AVX-512 table, bit for bit). */
 void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
-/* One LayerNormalization row of n floats (bias may be NULL) on AVX-512
- * (x and y may be the same); false, writing nothing, where the CPU or the
- * compiler has no AVX-512. */
-bool nat_layernorm_row512(const float *x, float *y, int64_t n, const float *scale,
-                          const float *bias, double eps);
+void nat_gelu256_tile(float *y, int64_t ldy, int64_t rows, int64_t n);
+/* One LayerNormalization row of n floats (bias may be NULL) on the run's
+ * vector level, AVX-512 or AVX2 (x and y may be the same); false, writing
+ * nothing, below AVX2 or without compiler support. */
+bool nat_layernorm_row(const float *x, float *y, int64_t n, const float *scale, const float *bias,
+                       double eps);
+/* One Softmax row, y = exp(x - max) / sum (x and y may be the same), as
+ * nat_layernorm_row: false, writing nothing, below AVX2. */
+bool nat_softmax_row(const float *x, float *y, int64_t n);
 
 /* Multiply-adds below which a GEMM runs on one thread: a hand-off to the
  * pool costs a few microseconds, more when the machine is busy. */

@@ -11,10 +11,11 @@
  * which works per (batch, head, block of query rows): the block's scores
  * stay in cache through the mask, the softmax and the product with V, so the
  * score matrix is never written to memory, and the transposes become
- * strides of the operands. On AVX-512 (native_attn512.c) the scores are
+ * strides of the operands. On AVX-512 (native_attn512.c) and AVX2
+ * (native_attn256.c, the same design on 8-float vectors) the scores are
  * computed transposed (query rows in the vector lanes) by a register tile,
  * so the mask, the maximum and the softmax's sums are vector operations;
- * elsewhere both products go through SGEMM. */
+ * below AVX2 both products go through SGEMM. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -150,6 +151,23 @@ typedef struct att_mat {
   int64_t rs, cs;
 } att_mat;
 
+/* The vector kernels of one ISA level (native.h: nat_attn512_*, nat_attn256_*). */
+typedef struct att_kernels {
+  void (*scores_t)(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                   const float *k, int64_t kjs, int64_t kds, int64_t Sk, const float *m,
+                   int64_t mrs, int64_t mcs, float *qt, float *st, float *mx);
+  void (*softmax_t)(float *st, int64_t rows, int64_t Sk, const float *mx, float *inv);
+  void (*softmax)(float *s, int64_t rows, int64_t Sk, const float *m, int64_t mrs, int64_t mcs,
+                  float *inv);
+  void (*values)(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk, const float *v,
+                 int64_t ldv, int64_t Dv, float *y, int64_t ldy, const float *scale);
+} att_kernels;
+
+static const att_kernels att_avx512 = {nat_attn512_scores_t, nat_attn512_softmax_t,
+                                       nat_attn512_softmax, nat_attn512_values};
+static const att_kernels att_avx2 = {nat_attn256_scores_t, nat_attn256_softmax_t,
+                                     nat_attn256_softmax, nat_attn256_values};
+
 typedef struct att_job {
   int64_t B, H, Sq, D, Sk, Dv, blocks;
   float alpha;
@@ -161,9 +179,10 @@ typedef struct att_job {
   float *scratch;                            /* per thread: `per_thread` floats */
   int64_t per_thread;                        /* ATT_ROWS * Sk (+ the kernels' extras) */
   nat_gemm_fn gemm;
-  bool avx512;   /* softmax and P V on native_attn512.c's kernels */
-  bool scores_t; /* ... and the scores too, transposed (Sᵀ: keys x query rows) */
-  bool bf16;     /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
+  const att_kernels *vec; /* softmax and P V on these vector kernels (NULL: portable) */
+  bool avx512;            /* vec is native_attn512.c's */
+  bool scores_t;          /* ... and the scores too, transposed (Sᵀ: keys x query rows) */
+  bool bf16;              /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
 } att_job;
 
 /* Whether a GEMM operand with logical strides st is stored transposed, and
@@ -289,22 +308,22 @@ static void att_task(void *arg, int64_t t, int tid) {
     /* keys down, query rows across the lanes: Sᵀ [Sk][ATT_ROWS], then the
      * block's Qᵀ, the max and 1 / sum per query row */
     float *qt = s + ATT_ROWS * j->Sk, *mx = qt + ATT_ROWS * j->D, *inv = mx + ATT_ROWS;
-    nat_attn512_scores_t(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], j->ks[2], sk, m, j->ms[2],
-                         j->ms[3], qt, s, mx);
-    nat_attn512_softmax_t(s, rows, sk, mx, inv);
-    nat_attn512_values(s, 1, ATT_ROWS, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    j->vec->scores_t(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], j->ks[2], sk, m, j->ms[2],
+                     j->ms[3], qt, s, mx);
+    j->vec->softmax_t(s, rows, sk, mx, inv);
+    j->vec->values(s, 1, ATT_ROWS, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
   atomic_fetch_add_explicit(j->gemm_calls, 1, memory_order_relaxed);
-  /* the scores through SGEMM; softmax and P V on the AVX-512 kernels when
+  /* the scores through SGEMM; softmax and P V on the vector kernels when
    * they apply */
   j->gemm(ta, tb, rows, sk, j->D, j->alpha, q, lda, k, ldb, s, sk);
-  if (j->avx512) {
+  if (j->vec) {
     float *inv = s + ATT_ROWS * j->Sk;
-    nat_attn512_softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv);
-    nat_attn512_values(s, sk, 1, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    j->vec->softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv);
+    j->vec->values(s, sk, 1, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
   softmax_rows(s, rows, sk, m, j->ms[2], j->ms[3]);
@@ -442,11 +461,15 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   /* the AVX-512 kernels read Q's, V's and Y's rows with unit stride; the
    * keys are broadcast one element at a time, so their layout does not
    * matter */
-  j.avx512 = nat_attn512_available() && j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 &&
-             j.Dv % 16 == 0 && j.Dv <= 64 && j.D <= 4096;
+  bool rows_ok = j.qs[3] == 1 && j.vs[3] == 1 && j.ys[3] == 1 && j.D <= 4096;
+  /* the level of the run picks: AVX-512 (heads of V a multiple of 16 up
+   * to 64), else AVX2 (any head size; also on AVX-512 CPUs for the heads
+   * the 16-lane kernels do not take), else SGEMM and the portable loops */
+  j.avx512 = nat_attn512_available() && rows_ok && j.Dv % 16 == 0 && j.Dv <= 64;
+  j.vec = j.avx512 ? &att_avx512 : nat_attn256_available() && rows_ok ? &att_avx2 : NULL;
   /* the transposed scores read the keys with any strides; a mask varying
    * along the query rows is gathered with 32-bit offsets */
-  j.scores_t = j.avx512 && (!j.m || j.ms[2] <= INT32_MAX / 16);
+  j.scores_t = j.vec && (!j.m || j.ms[2] <= INT32_MAX / 16);
   /* bfloat16 products when the pass or the caller asked for them */
   j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
   int threads = nat_run_threads(r);
@@ -455,7 +478,7 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   bool par = threads > 1 && tasks > 1 && work >= NAT_PAR_MIN_MACS;
   j.per_thread = j.bf16       ? bf16_scratch(&j)
                  : j.scores_t ? ATT_ROWS * (j.Sk + j.D + 2)
-                              : ATT_ROWS * j.Sk + (j.avx512 ? ATT_ROWS : 0);
+                              : ATT_ROWS * j.Sk + (j.vec ? ATT_ROWS : 0);
   j.per_thread = (j.per_thread + 15) / 16 * 16; /* threads' blocks on separate lines */
   j.scratch = nat_scratch(r, (int64_t)(par ? threads : 1) * j.per_thread * (int64_t)sizeof(float));
   if (!j.scratch) return AIT_E_NOMEM;

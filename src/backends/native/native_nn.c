@@ -207,6 +207,7 @@ NAT_CLONES static void softmax_task(void *arg, int64_t t, int tid) {
   FOR_ROWS(j, t, row) {
     const float *x = j->x + row * j->len;
     float *y = j->y + row * j->len;
+    if (nat_softmax_row(x, y, j->len)) continue; /* AVX-512 or AVX2 */
     float m = lanes_max(x, j->len);
     for (int64_t i = 0; i < j->len; i++)
       y[i] = x[i] - m;
@@ -246,7 +247,7 @@ NAT_CLONES static void layernorm_task(void *arg, int64_t t, int tid) {
   FOR_ROWS(j, t, row) {
     const float *x = j->x + row * j->len;
     float *y = j->y + row * j->len;
-    if (nat_layernorm_row512(x, y, j->len, scale, bias, j->eps)) continue;
+    if (nat_layernorm_row(x, y, j->len, scale, bias, j->eps)) continue; /* AVX-512 or AVX2 */
     /* two passes (mean, then squared deviations): no cancellation */
     float mean = lanes_sum(x, j->len, 0.0f, 1) / (float)j->len;
     float var = lanes_sum(x, j->len, mean, 2) / (float)j->len;
