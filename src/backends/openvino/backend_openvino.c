@@ -145,12 +145,16 @@ static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan
   size_t ports[MAX_IO];
   int made = 0;
   ov_status_e st = OK;
+  /* scalars stay as declared: a rank-0 partial shape does not read back as
+   * rank 0 (Range refuses it) */
   for (int i = 0; i < s->n_in && st == OK; i++) {
-    ports[i] = (size_t)i;
-    st = L->partial_shape_create_static(in[i]->rank, in[i]->dims, &shapes[i]);
+    if (in[i]->rank == 0) continue;
+    ports[made] = (size_t)i;
+    st = L->partial_shape_create_static(in[i]->rank, in[i]->dims, &shapes[made]);
     made += st == OK;
   }
-  if (st == OK) st = L->model_reshape_by_port_indexes(s->model, ports, shapes, (size_t)s->n_in);
+  if (st == OK && made)
+    st = L->model_reshape_by_port_indexes(s->model, ports, shapes, (size_t)made);
   for (int i = 0; i < made; i++)
     L->partial_shape_free(&shapes[i]);
   if (st != OK) return ov_fail(L, st, "reshaping the model to the input shapes");
@@ -222,11 +226,10 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
     if (!to_ov(in[i]->dtype, &et))
       return ait_err(AIT_E_DTYPE, "openvino: input %d has dtype %s, which OpenVINO does not take",
                      i, ait_dtype_name(in[i]->dtype));
-    ov_shape_t shape;
-    if ((st = L->shape_create(in[i]->rank, in[i]->dims, &shape)) != OK) break;
+    /* a shape over our dims, not ov_shape_create's copy: that refuses rank 0 */
+    ov_shape_t shape = {in[i]->rank, (int64_t *)in[i]->dims};
     ov_tensor_t *t = NULL;
     st = L->tensor_create_from_host_ptr(et, shape, in[i]->data, &t);
-    L->shape_free(&shape);
     if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)i, t);
     if (t) L->tensor_free(t); /* the request keeps its own reference */
   }
@@ -239,9 +242,16 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
     ov_element_type_e et;
     ait_dtype dt;
     void *data = NULL;
-    if ((st = L->get_output_tensor_by_index(p->req, (size_t)k, &t)) != OK ||
-        (st = L->tensor_get_shape(t, &shape)) != OK ||
-        (st = L->tensor_get_element_type(t, &et)) != OK || (st = L->tensor_data(t, &data)) != OK) {
+    size_t count = 0;
+    if ((st = L->get_output_tensor_by_index(p->req, (size_t)k, &t)) == OK &&
+        L->tensor_get_shape(t, &shape) != OK) {
+      /* ov_tensor_get_shape refuses rank 0: a one-element tensor whose
+       * shape cannot be read is a scalar */
+      shape = (ov_shape_t){0, NULL};
+      if ((st = L->tensor_get_size(t, &count)) == OK && count != 1) st = INVALID_C_PARAM;
+    }
+    if (st != OK || (st = L->tensor_get_element_type(t, &et)) != OK ||
+        (st = L->tensor_data(t, &data)) != OK) {
       res = ov_fail(L, st, "reading the outputs");
     } else if (!from_ov(et, &dt)) {
       res = ait_err(AIT_E_DTYPE, "openvino: output %d has element type %d, unknown to aitune", k,

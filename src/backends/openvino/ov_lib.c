@@ -38,7 +38,7 @@ static const struct {
     ROW(tensor_get_element_type, "ov_tensor_get_element_type"),
     ROW(tensor_data, "ov_tensor_data"),
     ROW(tensor_free, "ov_tensor_free"),
-    ROW(shape_create, "ov_shape_create"),
+    ROW(tensor_get_size, "ov_tensor_get_size"),
     ROW(shape_free, "ov_shape_free"),
     ROW(get_last_err_msg, "ov_get_last_err_msg"),
     ROW(get_error_info, "ov_get_error_info"),
@@ -51,7 +51,25 @@ static bool loaded;
 static char load_error[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* OpenVINO's TBB dlopens libtbbbind with RTLD_DEEPBIND, which
+ * AddressSanitizer's runtime refuses (the process dies), and TBB is not
+ * instrumented for ThreadSanitizer: in sanitizer builds the backend says
+ * so instead of loading. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AIT_OV_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define AIT_OV_SANITIZED 1
+#endif
+#endif
+
 static void load(void) {
+#ifdef AIT_OV_SANITIZED
+  snprintf(load_error, sizeof load_error,
+           "not in a sanitizer build (OpenVINO's TBB dlopens with RTLD_DEEPBIND, which "
+           "AddressSanitizer refuses; TBB is not instrumented for ThreadSanitizer)");
+  return;
+#endif
   /* the path CMake found first, then the loader's search path */
   const char *const paths[] = {AIT_OPENVINO_LIB, "libopenvino_c.so"};
   void *h = NULL;

@@ -43,8 +43,8 @@ typedef struct ov_lib {
   ov_status_e (*tensor_get_shape)(const ov_tensor_t *tensor, ov_shape_t *shape);
   ov_status_e (*tensor_get_element_type)(const ov_tensor_t *tensor, ov_element_type_e *type);
   ov_status_e (*tensor_data)(const ov_tensor_t *tensor, void **data);
+  ov_status_e (*tensor_get_size)(const ov_tensor_t *tensor, size_t *elements_size);
   void (*tensor_free)(ov_tensor_t *tensor);
-  ov_status_e (*shape_create)(const int64_t rank, const int64_t *dims, ov_shape_t *shape);
   ov_status_e (*shape_free)(ov_shape_t *shape);
   const char *(*get_last_err_msg)(void);
   const char *(*get_error_info)(ov_status_e status);
