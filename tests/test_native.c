@@ -17,6 +17,8 @@
 #include "onnx/onnx_io.h"
 #include "runtime/eager.h"
 
+char *openblas_get_corename(void); /* cblas.h (OpenBLAS), linked through libaitune */
+
 /* ---- helpers -------------------------------------------------------------- */
 
 static uint32_t rng = 12345;
@@ -1101,7 +1103,7 @@ static const char *unused_after_run(const char *spec, const ait_graph *g, const 
 
 /* native:gemm=X knows whether any run reached X: 18 rows without the tiles
  * go through SGEMM; 6 rows run on native's GEMV, and the default provider
- * is never an unused option. */
+ * (auto) is never an unused option. */
 static void test_gemm_unused(void) {
   ait_graph *g = mlp_model();
   nat_gemm_fn fn = NULL;
@@ -1116,10 +1118,30 @@ static void test_gemm_unused(void) {
   const char *opt = unused_after_run("native:gemm=blis", g, x6, why, sizeof why);
   CHECK(opt && !strcmp(opt, "gemm") && strstr(why, "gemm=blis"));
   CHECK(unused_after_run("native", g, x6, why, sizeof why) == NULL);
-  CHECK(unused_after_run("native:gemm=openblas", g, x6, why, sizeof why) == NULL);
+  CHECK(unused_after_run("native:gemm=auto", g, x6, why, sizeof why) == NULL);
+  /* the default is auto now: a named openblas that no run reached is too */
+  opt = unused_after_run("native:gemm=openblas", g, x6, why, sizeof why);
+  CHECK(opt && !strcmp(opt, "gemm"));
   ait_tensor_free(x18);
   ait_tensor_free(x6);
   ait_graph_free(g);
+}
+
+/* gemm=auto is OpenBLAS unless OpenBLAS runs pre-AVX2 kernels on an AVX2
+ * CPU (an OpenBLAS older than the CPU model), then BLIS when installed. */
+static void test_gemm_auto(void) {
+  char why[256] = "";
+  const char *pick = nat_gemm_auto(why, sizeof why);
+  const char *core = openblas_get_corename();
+  bool old_kernels = core && (!strcmp(core, "Prescott") || !strcmp(core, "Nehalem") ||
+                              !strcmp(core, "Core2") || !strcmp(core, "Sandybridge"));
+  nat_gemm_fn fn = NULL;
+  bool blis = nat_gemm_provider("blis", &fn) == AIT_OK;
+  printf("gemm=auto: %s (OpenBLAS core %s)%s%s\n", pick, core ? core : "?", why[0] ? ": " : "",
+         why);
+  CHECK(!strcmp(pick, old_kernels && blis && nat_isa_cpu() >= NAT_ISA_AVX2 ? "blis" : "openblas"));
+  CHECK(nat_gemm_provider("auto", &fn) == AIT_OK && fn);
+  CHECK(nat_gemm_provider("nonesuch", &fn) == AIT_E_INVALID_ARG);
 }
 
 /* gemm=blis computes what OpenBLAS does, or says why it cannot. */
@@ -1585,6 +1607,7 @@ int main(void) {
   test_options();
   test_gemm_provider();
   test_gemm_unused();
+  test_gemm_auto();
   test_pool();
   test_planner();
   test_isa_math();

@@ -27,9 +27,10 @@ static const ait_option_def native_options[] = {
     {"threads", AIT_OPT_INT, "auto", "1..256",
      "threads of the pool (auto: the cores this process may use); OpenBLAS runs "
      "single-threaded inside it"},
-    {"gemm", AIT_OPT_ENUM, "openblas", "openblas|blis",
+    {"gemm", AIT_OPT_ENUM, "auto", "auto|openblas|blis",
      "SGEMM library: OpenBLAS, or BLIS (Debian's libblis4, loaded at run time; unavailable "
-     "when not installed)"},
+     "when not installed); auto: OpenBLAS, unless its kernels for this CPU are below its ISA "
+     "level (an OpenBLAS older than the CPU falls back to SSE3 ones), then BLIS"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nhwc|nchw",
      "nhwc: chains of convs with a depthwise conv run channels-last (NHWC, fused inverted "
      "residual blocks) with reorders at their edges; nchw: every conv stays NCHW (SGEMM); "
@@ -133,8 +134,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->tiles = true;
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
-  if (gemm && strcmp(gemm, "openblas") != 0)
-    snprintf(s->gemm_name, sizeof s->gemm_name, "%s", gemm);
+  if (gemm && strcmp(gemm, "auto") != 0) snprintf(s->gemm_name, sizeof s->gemm_name, "%s", gemm);
   if (!st && passes) st = nat_run_passes_ex(g, &s->stats, true);
   if (!st && (passes & NAT_PASSES_LAYOUT)) st = nat_pass_layout(g, &s->stats);
   if (!st) st = nat_resolve_fused(g);

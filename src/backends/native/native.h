@@ -206,6 +206,10 @@ typedef void (*nat_gemm_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, f
 /* The provider named by option gemm ("openblas", "blis"); AIT_E_UNSUPPORTED
  * with the reason when its library cannot be loaded. */
 ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
+/* What gemm=auto (the default) resolves to here: "openblas", or "blis" when
+ * OpenBLAS would run kernels below the CPU's ISA level and BLIS is
+ * installed (with the reason in why, which may be NULL). */
+const char *nat_gemm_auto(char *why, size_t n);
 
 typedef struct nat_state {
   ait_graph *g;                 /* rewritten copy, owned */

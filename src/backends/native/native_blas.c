@@ -4,7 +4,9 @@
  *
  * OpenBLAS is linked. BLIS (Debian's libblis4) is loaded with dlopen when
  * first asked for, with its symbols kept local: it also exports cblas_*,
- * which must not replace OpenBLAS's, and the build must not depend on it. */
+ * which must not replace OpenBLAS's, and the build must not depend on it.
+ * The default, auto, is OpenBLAS unless its kernels are below the CPU's
+ * level (nat_gemm_auto), then BLIS where it is installed. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -66,7 +68,36 @@ static void blis_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
              tb ? 1 : (long)ldb, tb ? (long)ldb : 1, &beta, C, (long)ldc, 1);
 }
 
+/* OpenBLAS picks its kernels by CPU model, and a model newer than its
+ * release gets the SSE3 "Prescott" ones: Debian 12's 0.3.21 does so on
+ * current Xeons (family 6 model 207), where its SGEMM then runs at a
+ * fraction of the machine's speed. These are its cores without AVX2+FMA
+ * kernels. */
+static bool openblas_below(nat_isa_level cpu) {
+  static const char *const pre_avx2[] = {"Prescott",   "Core2",       "Penryn",       "Dunnington",
+                                         "Nehalem",    "Sandybridge", "Atom",         "Katmai",
+                                         "Coppermine", "Northwood",   "Banias",       "Barcelona",
+                                         "Bobcat",     "Bulldozer",   "Piledriver",   "Steamroller",
+                                         "Excavator",  "Opteron",     "Opteron_SSE3", "Unknown"};
+  if (cpu < NAT_ISA_AVX2) return false;
+  const char *core = openblas_get_corename();
+  for (size_t i = 0; core && i < sizeof pre_avx2 / sizeof pre_avx2[0]; i++)
+    if (!strcmp(core, pre_avx2[i])) return true;
+  return false;
+}
+
+const char *nat_gemm_auto(char *why, size_t n) {
+  if (!openblas_below(nat_isa_cpu())) return "openblas";
+  pthread_once(&blis.once, blis_load);
+  if (!blis.sgemm) return "openblas";
+  if (why)
+    snprintf(why, n, "OpenBLAS runs its %s kernels on this %s CPU: BLIS instead",
+             openblas_get_corename(), nat_isa_name(nat_isa_cpu()));
+  return "blis";
+}
+
 ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn) {
+  if (!name || !strcmp(name, "auto")) name = nat_gemm_auto(NULL, 0);
   if (!name || !strcmp(name, "openblas")) {
     *fn = openblas_sgemm;
     return AIT_OK;
@@ -78,5 +109,6 @@ ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn) {
     *fn = blis_sgemm;
     return AIT_OK;
   }
-  return ait_err(AIT_E_INVALID_ARG, "native: unknown gemm provider '%s' (openblas|blis)", name);
+  return ait_err(AIT_E_INVALID_ARG, "native: unknown gemm provider '%s' (auto|openblas|blis)",
+                 name);
 }
