@@ -14,7 +14,7 @@
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
  *   native_layout.c   the layout pass: depthwise conv chains into NHWC
  *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
- *                     tiles in native_nhwc512.c)
+ *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c)
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
  *   native_math.c     vectorisable exp / erf and activations

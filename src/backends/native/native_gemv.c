@@ -86,6 +86,7 @@ T512 static void gemv_blocks(const gemv_pack *pk, const float *a, float alpha, f
   }
 }
 
+#define GEMV_PF 1024
 /* gemv_blocks on AVX2: per output two accumulators (the group's halves),
  * eight chains in flight to cover the multiply-add latency. */
 T256 static void gemv_blocks256(const gemv_pack *pk, const float *a, float alpha, float *c,
@@ -99,6 +100,10 @@ T256 static void gemv_blocks256(const gemv_pack *pk, const float *a, float alpha
       s[q] = _mm256_setzero_ps();
     for (int64_t k = 0; k < Kp; k += 16, w += 64) {
       __m256 x0, x1;
+      _mm_prefetch((const char *)(w + GEMV_PF), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 48), _MM_HINT_T0);
       if (k < kfull) {
         x0 = _mm256_loadu_ps(a + k), x1 = _mm256_loadu_ps(a + k + 8);
       } else { /* the padded group: reads masked, B's padding is zero */
