@@ -486,8 +486,8 @@ static void test_gemv_packed(void) {
    * on the next run and rebuilt after a release, with the same outputs */
   const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
   ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)};
-  bool avx512 = nat_isa() >= NAT_ISA_AVX512; /* native_gemv.c's dispatch */
-  check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, avx512 ? 3 : 0);
+  bool vec = nat_isa() >= NAT_ISA_AVX2; /* native_gemv.c's dispatch */
+  check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, vec ? 3 : 0);
   check_packs(g, "native:gemv=plain", (const ait_tensor *const *)in, 2, NAT_DATA_GEMV, 0);
   /* each output is one thread's whole sum, so however the guided chunks
    * fall (1..9 threads), the outputs are those of one thread, bit for bit */
@@ -555,11 +555,11 @@ static void test_tiles(void) {
     /* the tiles really ran where the CPU has them: their sums differ from SGEMM's */
     CHECK(run_on("native", g, (const ait_tensor *const *)in, 2, &on) == AIT_OK);
     CHECK(run_on("native:tiles=off", g, (const ait_tensor *const *)in, 2, &off) == AIT_OK);
-    if (nat_nhwc512_available()) CHECK(diff(on, off) > 0);
+    if (nat_nhwc_available()) CHECK(diff(on, off) > 0);
     ait_tensor_free(on), ait_tensor_free(off);
     /* each constant B packed once, reused, rebuilt after a release; none with tiles=off */
     check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_TILES,
-                nat_nhwc512_available() ? 3 : 0);
+                nat_nhwc_available() ? 3 : 0);
     check_packs(g, "native:tiles=off", (const ait_tensor *const *)in, 2, NAT_DATA_TILES, 0);
     ait_tensor_free(in[0]), ait_tensor_free(in[1]);
   }
@@ -1587,6 +1587,112 @@ static void test_isa_math(void) {
   nat_isa_enter(prev);
 }
 
+/* ==== avx2-kern: every vector kernel at each ISA level, random shapes ===== */
+
+/* Each level named explicitly (native:isa=L) in one process, so one run of
+ * the test checks the AVX-512, the AVX2 and the portable kernels against
+ * eager whatever AIT_MAX_ISA says (a level above the CPU's is capped). */
+static const char *const isa_levels[] = {"avx512", "avx2", "portable"};
+
+static uint32_t isa_rng = 12345u;
+static int64_t isa_rand(int64_t lo, int64_t hi) { /* uniform in [lo, hi] */
+  isa_rng = isa_rng * 1664525u + 1013904223u;
+  return lo + (int64_t)((isa_rng >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+/* Inverted residual chains of random odd shapes (channel tails of both
+ * vector widths, strides 1 and 2, batch 1..3, with and without expand or
+ * residual), separate convs and fused blocks, at every level. */
+static void test_isa_nhwc(void) {
+  nat_set_scratch_poison(true);
+  for (int k = 0; k < 10; k++) {
+    ir_shape s;
+    s.C = isa_rand(3, 40);
+    s.E = k % 4 == 3 ? 0 : isa_rand(5, 150);
+    s.M = k % 3 == 0 ? s.C : isa_rand(3, 90);
+    s.stride = 1 + k % 2;
+    s.H = isa_rand(9, 44), s.W = isa_rand(9, 44);
+    s.residual = s.stride == 1 && s.M == s.C;
+    s.gap = k % 5 == 4;
+    ait_graph *g = ir_model(&s);
+    CHECK(g != NULL);
+    if (!g) continue;
+    nat_pass_stats st;
+    ait_graph *rw = rewrite(g, &st);
+    for (int fuse = 0; rw && fuse < 2; fuse++) {
+      nat_layout_set_block_bytes(fuse ? 0 : INT64_MAX);
+      int64_t batch = isa_rand(1, 3);
+      const int64_t d[4] = {batch, 3, s.H, s.W};
+      ait_tensor *x = rand_tensor(4, d), *ref = NULL;
+      CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+      for (size_t l = 0; l < sizeof isa_levels / sizeof isa_levels[0]; l++)
+        for (int t = 1; t <= 2; t++) {
+          char spec[96];
+          snprintf(spec, sizeof spec, "native:isa=%s,layout=nhwc,threads=%d", isa_levels[l], t);
+          ait_tensor *y = NULL;
+          CHECK(run_on(spec, g, (const ait_tensor *const *)&x, 1, &y) == AIT_OK);
+          double dd = diff(y, ref);
+          if (!(dd <= 1e-4))
+            fprintf(stderr, "isa nhwc %s: C %lld E %lld M %lld s %lld %lldx%lld n %lld: %g\n", spec,
+                    (long long)s.C, (long long)s.E, (long long)s.M, (long long)s.stride,
+                    (long long)s.H, (long long)s.W, (long long)batch, dd);
+          CHECK(dd <= 1e-4);
+          ait_tensor_free(y);
+        }
+      ait_tensor_free(ref), ait_tensor_free(x);
+    }
+    nat_layout_set_block_bytes(0);
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+  nat_set_scratch_poison(false);
+}
+
+/* The MatMul tiles (random row counts, odd widths: tails of 8 and 16
+ * lanes, the 24-wide tile) and the packed GEMV at each level; the vector
+ * levels pack their weights (3 packs each), the portable one none. */
+static void test_isa_products(void) {
+  ait_graph *g = tiles_model(), *gv = gemv_model(), *gg = gelu_model("none", true);
+  CHECK(g && gv && gg);
+  for (size_t l = 0; g && gv && gg && l < sizeof isa_levels / sizeof isa_levels[0]; l++) {
+    char spec[64], spec2[64];
+    snprintf(spec, sizeof spec, "native:isa=%s", isa_levels[l]);
+    snprintf(spec2, sizeof spec2, "native:isa=%s,threads=2", isa_levels[l]);
+    int level = nat_isa_parse(isa_levels[l]);
+    for (int k = 0; k < 4; k++) {
+      const int64_t rows = isa_rand(16, 150), dx[2] = {rows, 37}, dz[2] = {rows, 24};
+      ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)}, *ref = NULL, *y = NULL;
+      CHECK(ait_eager_run(g, (const ait_tensor *const *)in, 2, &ref) == AIT_OK);
+      for (int t = 0; t < 2; t++) {
+        CHECK(run_on(t ? spec2 : spec, g, (const ait_tensor *const *)in, 2, &y) == AIT_OK);
+        CHECK(diff(y, ref) <= 1e-5);
+        ait_tensor_free(y);
+      }
+      if (k == 0)
+        check_packs(g, spec, (const ait_tensor *const *)in, 2, NAT_DATA_TILES,
+                    level >= NAT_ISA_AVX2 ? 3 : 0);
+      /* GELU on each tile (40 columns: a masked last vector of either width) */
+      const int64_t dg[2] = {rows, 24};
+      ait_tensor *xg = rand_tensor(2, dg), *rg = NULL, *yg = NULL;
+      CHECK(ait_eager_run(gg, (const ait_tensor *const *)&xg, 1, &rg) == AIT_OK);
+      CHECK(run_on(spec2, gg, (const ait_tensor *const *)&xg, 1, &yg) == AIT_OK);
+      CHECK(diff(yg, rg) <= 1e-5);
+      ait_tensor_free(xg), ait_tensor_free(rg), ait_tensor_free(yg);
+      ait_tensor_free(ref), ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+    }
+    const int64_t dx[2] = {1, 301}, dz[2] = {1, 231};
+    ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)};
+    check_packs(gv, spec, (const ait_tensor *const *)in, 2, NAT_DATA_GEMV,
+                level >= NAT_ISA_AVX2 ? 3 : 0);
+    check_packs(gv, spec2, (const ait_tensor *const *)in, 2, NAT_DATA_GEMV,
+                level >= NAT_ISA_AVX2 ? 3 : 0);
+    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+  }
+  ait_graph_free(g), ait_graph_free(gv), ait_graph_free(gg);
+}
+
+/* ==== end avx2-kern ======================================================== */
+
 int main(void) {
   test_gelu_math();
   test_math();
@@ -1613,5 +1719,7 @@ int main(void) {
   test_isa_math();
   test_isa_rows();
   test_isa_attention();
+  test_isa_nhwc();     /* avx2-kern */
+  test_isa_products(); /* avx2-kern */
   return check_result("test_native");
 }

@@ -14,7 +14,7 @@
  *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
  *   native_layout.c   the layout pass: depthwise conv chains into NHWC
  *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
- *                     tiles in native_nhwc512.c)
+ *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c)
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
  *   native_math.c     vectorisable exp / erf and activations
@@ -220,7 +220,7 @@ typedef struct nat_state {
   int isa;                      /* nat_isa_level of its runs (option isa) */
   bool fuse;                    /* passes enabled */
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
-  bool tiles;                   /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
+  bool tiles;                   /* MatMuls of >= 16 rows on vector register tiles (tiles=on) */
   bool has_subgraph;            /* control flow: runs through the reference executor */
   nat_node *nodes;              /* per node of g */
   bool *shape_only;             /* per node: depends on input shapes and constants only */
@@ -330,7 +330,7 @@ void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, fl
 /* c[0..N) = alpha * a . op(B) + epilogue for one row a, when B is input bk
  * of the running node and a constant: B packed once into one sequential
  * stream (native_gemv.c). False, with nothing done, where that does not
- * apply (no AVX-512, a small or non-constant B, out of memory). */
+ * apply (the portable level, a small or non-constant B, out of memory). */
 bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e);
 
@@ -430,20 +430,41 @@ void nat_attn_bf16_softmax(const float *s, int64_t rows, int64_t Sk, const float
 typedef struct nat_nhwc {
   int64_t N, H, W, C, M, OH, OW, kh, kw, sh, sw, pt, pl;
   int64_t xs_n, xs_h, xs_w, xs_c;
-  int pw_mr, pw_nv;           /* pointwise register tile (nat_nhwc_pw_tile) */
+  int pw_mr, pw_nv, pw_bw;    /* pointwise register tile (nat_nhwc_tile): rows, vectors, floats */
   const float *x, *w, *b, *z; /* b, z may be NULL */
-  const float *wpk;           /* pointwise only, may be NULL: w packed in blocks of K x 16 pw_nv */
+  const float *wpk;           /* pointwise only, may be NULL: w packed in blocks of K x pw_bw */
   float *y;
   int64_t y_r0; /* stem and window rows: output row r is at y + (r - y_r0) OW M (a ring row) */
   float lo, hi;
-  bool gelu; /* pointwise on AVX-512 only: GELU on each tile right after its store */
+  bool gelu; /* pointwise on a vector level only: GELU on each tile right after its store */
 } nat_nhwc;
+/* The vector level of FusedConvNhwc's kernels and the MatMul tiles in this
+ * run: NAT_ISA_AVX512 (native_nhwc512.c), NAT_ISA_AVX2 (native_nhwc256.c)
+ * or NAT_ISA_PORTABLE (the loops of native_nhwc.c). */
+int nat_nhwc_level(void);
+/* Whether some vector level exists (the layout pass pays off there). */
+bool nat_nhwc_available(void);
+/* c's pointwise register tile at `level` for P pixels (of c->M channels). */
+void nat_nhwc_tile(nat_nhwc *c, int level, int64_t P);
+/* Pointwise on pixels [p0, p1) and channels [m0, m1) at `level` (m0 a
+ * multiple of c->pw_bw where c->wpk is set). */
+void nat_nhwc_pw(const nat_nhwc *c, int level, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+/* AVX2 kernels (native_nhwc256.c), as the AVX-512 ones below, only when
+ * nat_nhwc256_available(); nat_nhwc256_pw_tile's nv counts 8-float vectors. */
+bool nat_nhwc256_available(void);
+void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
+void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1);
+void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y);
+void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
  * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */
 bool nat_nhwc512_available(void);
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv);
-/* Tests: run FusedConvNhwc on the portable loops even where AVX-512 is. */
+/* Tests: run FusedConvNhwc on the portable loops even where a vector level is. */
 void nat_nhwc_set_portable(bool on);
 /* Tests: run an image's bands of rows last first (on one thread, every
  * band then finds its neighbour's boundary rows made). */

@@ -265,10 +265,10 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
   nat_pool_run(nat_run_pool(r), (N + step - 1) / step, gemv_task, &j);
 }
 
-/* ---- register-tile GEMM (AVX-512) ---------------------------------------- */
+/* ---- register-tile GEMM (AVX-512, AVX2) ------------------------------------ */
 
-/* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on the AVX-512
- * pointwise-convolution tiles (native_nhwc512.c). For the products of
+/* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on the pointwise-
+ * convolution tiles of the run's level (native_nhwc512.c, native_nhwc256.c). For the products of
  * transformers at small batches (128-row activations against 256..3072-wide
  * weights) OpenBLAS repacks A and B in every block of every call; here a
  * constant B is packed once (nat_pack_tiles), any other B is read as stored.
@@ -278,6 +278,7 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
 typedef struct tile_job {
   nat_nhwc c;
   ait_act act;
+  int level; /* nat_nhwc_level() */
   int64_t pstep, mstep, n_m;
 } tile_job;
 
@@ -286,7 +287,7 @@ static void tile_task(void *arg, int64_t t, int tid) {
   int64_t P = j->c.W, M = j->c.M;
   int64_t p0 = t / j->n_m * j->pstep, m0 = t % j->n_m * j->mstep;
   int64_t p1 = p0 + j->pstep < P ? p0 + j->pstep : P, m1 = m0 + j->mstep < M ? m0 + j->mstep : M;
-  nat_nhwc512_pw(&j->c, p0, p1, m0, m1);
+  nat_nhwc_pw(&j->c, j->level, p0, p1, m0, m1);
   if (j->act.kind != AIT_ACT_NONE)
     for (int64_t p = p0; p < p1; p++)
       nat_act_f32(&j->act, j->c.y + p * M + m0, m1 - m0);
@@ -317,11 +318,13 @@ const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int
 
 static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
                       float *C, const nat_epilogue *e) {
-  if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || !nat_nhwc512_available() || e->row_bias ||
+  int level = nat_nhwc_level();
+  if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || level == NAT_ISA_PORTABLE || e->row_bias ||
       e->zb || (e->z && e->ldz != N))
     return false;
   tile_job j;
   memset(&j, 0, sizeof j);
+  j.level = level;
   nat_nhwc *c = &j.c;
   c->N = c->H = c->OH = 1;
   c->W = c->OW = P;
@@ -337,11 +340,11 @@ static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *
   } else if (e->act.kind == AIT_ACT_GELU) {
     c->gelu = true, j.act.kind = AIT_ACT_NONE;
   }
-  nat_nhwc_pw_tile(P, N, &c->pw_mr, &c->pw_nv);
-  c->wpk = nat_pack_tiles(r, NAT_DATA_TILES, 1, B, K, N, 16 * c->pw_nv);
+  nat_nhwc_tile(c, level, P);
+  c->wpk = nat_pack_tiles(r, NAT_DATA_TILES, 1, B, K, N, c->pw_bw);
   /* tasks: column blocks of whole register tiles, then rows, about 2 per thread */
   int threads = nat_run_threads(r), want = threads > 1 ? threads * 2 : 1;
-  int64_t bw = 16 * c->pw_nv, nb = (N + bw - 1) / bw;
+  int64_t bw = c->pw_bw, nb = (N + bw - 1) / bw;
   int64_t per = nb / want > 1 ? nb / want : 1;
   j.mstep = per * bw;
   j.n_m = (N + j.mstep - 1) / j.mstep;

@@ -9,8 +9,10 @@
  * as row streams on this 2-core Zen 4).
  *
  * The packed copy costs as much memory as B; it lives in the node's pack
- * slot (nat_node_pack) until the state's plans are released. Needs AVX-512
- * (the packed kernel's only form); elsewhere the plain GEMV runs. */
+ * slot (nat_node_pack) until the state's plans are released. The packed
+ * kernel has an AVX-512 form and an AVX2 one (the same packing, each
+ * 16-step group read as two 8-float halves), picked by the run's level;
+ * at the portable level the plain GEMV runs. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,9 +26,11 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "backends/native/native_avx2.h"
 #include "backends/native/native_avx512.h"
 
 #define T512 __attribute__((target("avx512f,fma")))
+#define T256 __attribute__((target("avx2,fma")))
 
 /* B as ceil(N/4) blocks; block b holds outputs 4b..4b+3 as Kp/16 groups of
  * 4 x 16 floats (output q's 16 reduction steps at q*16), zero-padded to Kp
@@ -82,7 +86,49 @@ T512 static void gemv_blocks(const gemv_pack *pk, const float *a, float alpha, f
   }
 }
 
-static bool pack_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
+#define GEMV_PF 1024
+/* gemv_blocks on AVX2: per output two accumulators (the group's halves),
+ * eight chains in flight to cover the multiply-add latency. */
+T256 static void gemv_blocks256(const gemv_pack *pk, const float *a, float alpha, float *c,
+                                int64_t j0, int64_t j1) {
+  const int64_t K = pk->K, Kp = pk->Kp, kfull = K / 16 * 16;
+  const __m256i t0 = nat_tail8(K - kfull), t1 = nat_tail8(K - kfull - 8);
+  for (int64_t j = j0; j < j1; j += 4) {
+    const float *w = pk->p + j * Kp;
+    __m256 s[8];
+    for (int q = 0; q < 8; q++)
+      s[q] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < Kp; k += 16, w += 64) {
+      __m256 x0, x1;
+      _mm_prefetch((const char *)(w + GEMV_PF), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 32), _MM_HINT_T0);
+      _mm_prefetch((const char *)(w + GEMV_PF + 48), _MM_HINT_T0);
+      if (k < kfull) {
+        x0 = _mm256_loadu_ps(a + k), x1 = _mm256_loadu_ps(a + k + 8);
+      } else { /* the padded group: reads masked, B's padding is zero */
+        x0 = _mm256_maskload_ps(a + k, t0), x1 = _mm256_maskload_ps(a + k + 8, t1);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++) {
+        s[2 * q] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * q), x0, s[2 * q]);
+        s[2 * q + 1] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * q + 8), x1, s[2 * q + 1]);
+      }
+    }
+    for (int q = 0; q < 4 && j + q < j1; q++)
+      c[j + q] = alpha * nat_hsum8(_mm256_add_ps(s[2 * q], s[2 * q + 1]));
+  }
+}
+
+/* The packed kernel of the run's level, NULL at the portable one. */
+typedef void (*gemv_fn)(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
+                        int64_t j1);
+static gemv_fn pack_kernel(void) {
+  static const gemv_fn by_level[] = {
+      [NAT_ISA_PORTABLE] = NULL, [NAT_ISA_AVX2] = gemv_blocks256, [NAT_ISA_AVX512] = gemv_blocks};
+  int l = nat_isa();
+  return l >= NAT_ISA_PORTABLE && l <= NAT_ISA_AVX512 ? by_level[l] : NULL;
+}
 
 #else
 
@@ -92,15 +138,16 @@ typedef struct gemv_pack {
 } gemv_pack;
 static void pack_fill(float *p, const float *B, bool tb, int64_t N, int64_t K, int64_t Kp,
                       int64_t ldb) {}
-static void gemv_blocks(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
-                        int64_t j1) {}
-static bool pack_available(void) { return false; }
+typedef void (*gemv_fn)(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
+                        int64_t j1);
+static gemv_fn pack_kernel(void) { return NULL; }
 
 #endif
 
 #define GEMV_MAX_CHUNKS 128
 
 typedef struct gemv_job {
+  gemv_fn fn; /* the level's packed kernel */
   const gemv_pack *pk;
   const float *a;
   float alpha;
@@ -135,14 +182,15 @@ static void gemv_chunks(gemv_job *j, int64_t N, int threads) {
 static void gemv_task(void *arg, int64_t t, int tid) {
   const gemv_job *j = arg;
   int64_t N = j->pk->N, j0 = j->bound[t], j1 = j->bound[t + 1];
-  gemv_blocks(j->pk, j->a, j->alpha, j->c, j0, j1);
+  j->fn(j->pk, j->a, j->alpha, j->c, j0, j1);
   nat_epilogue_apply(j->e, j->c, N, 0, 1, j0, j1);
 }
 
 bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e) {
-  if (!nat_run_gemv_pack(r) || !pack_available() || N < 4 || K < 1 ||
-      (double)N * (double)K < GEMV_PACK_MIN || !nat_input_is_const(r, bk))
+  gemv_fn fn = pack_kernel();
+  if (!nat_run_gemv_pack(r) || !fn || N < 4 || K < 1 || (double)N * (double)K < GEMV_PACK_MIN ||
+      !nat_input_is_const(r, bk))
     return false;
   int64_t Kp = (K + 15) / 16 * 16, key[4] = {N, K, tb, (int64_t)(intptr_t)B};
   bool fresh;
@@ -151,7 +199,7 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
   if (!p) return false;
   if (fresh) pack_fill(p, B, tb, N, K, Kp, ldb);
   gemv_pack pk = {N, K, Kp, p};
-  gemv_job j = {&pk, a, alpha, c, e, 0, {0}};
+  gemv_job j = {fn, &pk, a, alpha, c, e, 0, {0}};
   gemv_chunks(&j, N, nat_run_threads(r));
   nat_pool_run(nat_run_pool(r), j.n_chunks, gemv_task, &j);
   return true;

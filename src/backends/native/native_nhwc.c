@@ -9,8 +9,9 @@
  *     when there are few pixels (the last layers at 7x7)
  *   depthwise 3x3 (one channel per group, dilation 1): tasks over output rows
  *   stem (group 1, dilation 1, any window): tasks over output rows
- * each on AVX-512 (native_nhwc512.c) when the CPU has it, else on the
- * portable loops below. Other convs go to the reference kernel. */
+ * each on AVX-512 (native_nhwc512.c) or AVX2 (native_nhwc256.c) by the
+ * run's level (nat_isa), else on the portable loops below (a table of
+ * kernels per level, nhwc_levels). Other convs go to the reference kernel. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,10 +24,11 @@ typedef enum { K_PW, K_DW, K_STEM } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
+typedef struct nhwc_kernels nhwc_kernels;
 typedef struct nhwc_job {
   const nat_nhwc *c;
   nhwc_kind kind;
-  bool v512;
+  const nhwc_kernels *k;
   int64_t rows, unit, row_tasks, col_chunk, col_tasks;
 } nhwc_job;
 
@@ -116,6 +118,67 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
   }
 }
 
+static void dw_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, true, r0, r1); }
+static void stem_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, false, r0, r1); }
+static void portable_tile(int64_t P, int64_t M, int *mr, int *nv) {
+  nat_nhwc_pw_tile(P, M, mr, nv);
+}
+
+/* ---- kernels per level ----------------------------------------------------- */
+
+typedef void (*pw_fn)(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+typedef void (*rows_fn)(const nat_nhwc *c, int64_t r0, int64_t r1);
+typedef void (*dw_row_fn)(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                          int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                          const float *z, float lo, float hi, float *y);
+typedef void (*tile_fn)(int64_t P, int64_t M, int *mr, int *nv);
+struct nhwc_kernels {
+  pw_fn pw;
+  rows_fn dw3, stem; /* dw3: depthwise 3x3 only */
+  dw_row_fn dw_row;
+  tile_fn tile;
+  int lanes;   /* floats per vector of the tile */
+  bool packed; /* the pointwise kernel reads packed weights (wpk) */
+};
+/* The portable tile is the AVX-512 one's (it only sets the column blocks
+ * of tasks and slices, as before there were levels). */
+static const nhwc_kernels nhwc_levels[] = {
+    [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false},
+    [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
+                      nat_nhwc256_pw_tile, 8, true},
+    [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
+                        nat_nhwc_pw_tile, 16, true},
+};
+
+int nat_nhwc_level(void) {
+  return nat_nhwc512_available()   ? NAT_ISA_AVX512
+         : nat_nhwc256_available() ? NAT_ISA_AVX2
+                                   : NAT_ISA_PORTABLE;
+}
+bool nat_nhwc_available(void) { return nat_nhwc_level() > NAT_ISA_PORTABLE; }
+
+/* The kernels of this run (the portable ones when a test forces them). */
+static const nhwc_kernels *run_kernels(void) {
+  return &nhwc_levels[force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level()];
+}
+
+static const nhwc_kernels *level_kernels(int level) {
+  return &nhwc_levels[level >= NAT_ISA_PORTABLE && level <= NAT_ISA_AVX512 ? level
+                                                                           : NAT_ISA_PORTABLE];
+}
+
+/* c's register tile on kernels k for P pixels. */
+static void set_tile(nat_nhwc *c, const nhwc_kernels *k, int64_t P) {
+  k->tile(P, c->M, &c->pw_mr, &c->pw_nv);
+  c->pw_bw = k->lanes * c->pw_nv;
+}
+
+void nat_nhwc_tile(nat_nhwc *c, int level, int64_t P) { set_tile(c, level_kernels(level), P); }
+
+void nat_nhwc_pw(const nat_nhwc *c, int level, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  level_kernels(level)->pw(c, p0, p1, m0, m1);
+}
+
 /* ---- tasks --------------------------------------------------------------- */
 
 static void nhwc_task(void *arg, int64_t t, int tid) {
@@ -127,24 +190,14 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
   int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
   if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
-  case K_PW:
-    if (j->v512)
-      nat_nhwc512_pw(c, r0, r1, m0, m1);
-    else
-      pw_rows(c, r0, r1, m0, m1);
-    break;
+  case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
   case K_DW:
-    if (j->v512 && c->kh == 3 && c->kw == 3)
-      nat_nhwc512_dw(c, r0, r1);
+    if (c->kh == 3 && c->kw == 3)
+      j->k->dw3(c, r0, r1);
     else
       window_rows(c, true, r0, r1);
     break;
-  case K_STEM:
-    if (j->v512)
-      nat_nhwc512_stem(c, r0, r1);
-    else
-      window_rows(c, false, r0, r1);
-    break;
+  case K_STEM: j->k->stem(c, r0, r1); break;
   }
 }
 
@@ -221,21 +274,21 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
  * activations do not stay in this machine's share of L3 between runs
  * (the 7x7 blocks ran 1.03 ms in the model against 0.81 alone, 0.85
  * packed; the model 1.03-1.04x faster, paired in one process). Only the
- * AVX-512 tiles read packed weights. */
-static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, bool v512) {
-  if (v512) c->wpk = nat_pack_tiles(r, slot, input, c->w, c->C, c->M, 16 * c->pw_nv);
+ * vector tiles read packed weights. */
+static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, const nhwc_kernels *k) {
+  if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, c->C, c->M, c->pw_bw);
 }
 
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
-static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, bool v512, int slot, int input) {
-  nat_nhwc_pw_tile(P, c->M, &c->pw_mr, &c->pw_nv);
-  pack_pw(r, c, slot, input, v512);
-  nhwc_job j = {c, K_PW, v512, P, c->pw_mr, 1, c->M, 1};
+static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
+  set_tile(c, k, P);
+  pack_pw(r, c, slot, input, k);
+  nhwc_job j = {c, K_PW, k, P, c->pw_mr, 1, c->M, 1};
   int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
   double macs = (double)P * c->M * c->C;
-  int64_t bw = 16 * c->pw_nv;
+  int64_t bw = c->pw_bw;
   if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
     j.row_tasks = 1;
   } else if (tiles >= 8 * threads) {
@@ -262,12 +315,12 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
-  bool v512 = !force_portable && nat_nhwc512_available();
+  const nhwc_kernels *k = run_kernels();
   if (kind == K_PW) {
-    run_pw(r, &c, c.N * c.OH * c.OW, v512, NAT_DATA_TILES, 1);
+    run_pw(r, &c, c.N * c.OH * c.OW, k, NAT_DATA_TILES, 1);
     return AIT_OK;
   }
-  nhwc_job j = {&c, kind, v512, c.N * c.OH, 1, 1, c.M, 1};
+  nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
   double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
   j.row_tasks = (j.rows + chunk - 1) / chunk;
@@ -293,7 +346,8 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
  * it made 8 and the lower 6, and the block waited on it as before). */
 typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
-  bool has_e, v512;
+  bool has_e;
+  const nhwc_kernels *k; /* the run's kernels */
   bool stem; /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
@@ -302,22 +356,14 @@ typedef struct ir_job {
   atomic_int *ready; /* per image and band boundary: 2 ready words (ir_edge) */
 } ir_job;
 
-static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) {
-  if (j->v512)
-    nat_nhwc512_pw(c, 0, P, 0, c->M);
-  else
-    pw_rows(c, 0, P, 0, c->M);
-}
+static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) { j->k->pw(c, 0, P, 0, c->M); }
 
 /* Expanded row ih of image n into y: one output row of the stem stage. */
 static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
   nat_nhwc e = j->e;
   int64_t r = n * e.OH + ih;
   e.y = y, e.y_r0 = r;
-  if (j->v512)
-    nat_nhwc512_stem(&e, r, r + 1);
-  else
-    window_rows(&e, false, r, r + 1);
+  j->k->stem(&e, r, r + 1);
 }
 
 /* Expanded row ih of image n into dst: the expand 1x1 or the stem. */
@@ -411,10 +457,7 @@ static void ir_task(void *arg, int64_t t, int tid) {
       int64_t ih = lo + ki;
       rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % 3] : j->x + (n * H + ih) * row;
     }
-    if (j->v512)
-      nat_nhwc512_dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
-    else
-      dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    j->k->dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
     nat_nhwc p = j->p;
     int64_t r = (n * d->OH + oh) * d->OW * p.M;
     p.x = drow;
@@ -465,10 +508,7 @@ static void irc_task(void *arg, int64_t t, int tid) {
     nat_nhwc e = j->e;
     e.x = j->x + n * HW * e.C;
     e.y = c->ebuf + n * HW * E;
-    if (j->v512)
-      nat_nhwc512_pw(&e, 0, HW, e0, e1);
-    else
-      pw_rows(&e, 0, HW, e0, e1);
+    j->k->pw(&e, 0, HW, e0, e1);
     src = e.y;
   }
   for (int64_t oh = 0; oh < d->OH; oh++) {
@@ -478,10 +518,7 @@ static void irc_task(void *arg, int64_t t, int tid) {
       rows[ki] = ih < 0 || ih >= d->H ? NULL : src + ih * d->W * E;
     }
     float *y = c->dbuf + (n * d->OH + oh) * d->OW * E;
-    if (j->v512)
-      nat_nhwc512_dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
-    else
-      dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    j->k->dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
   }
 }
 
@@ -507,7 +544,7 @@ static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   if (!buf) return AIT_E_NOMEM;
   c.ebuf = buf;
   c.dbuf = buf + (j->has_e ? N * HW * E : 0);
-  c.bw = j->has_e && !j->stem ? 16 * j->e.pw_nv : 16;
+  c.bw = j->has_e && !j->stem ? j->e.pw_bw : j->k->lanes;
   c.blocks = (E + c.bw - 1) / c.bw;
   int64_t want = 4 * threads / N > 1 ? 4 * threads / N : 1;
   c.n_slices = c.blocks < want ? c.blocks : want;
@@ -521,7 +558,7 @@ static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   p.x = c.dbuf;
   p.y = j->y;
   p.z = j->z;
-  run_pw(r, &p, N * OHW, j->v512, NAT_DATA_TILES_B, 5);
+  run_pw(r, &p, N * OHW, j->k, NAT_DATA_TILES_B, 5);
   return AIT_OK;
 }
 
@@ -613,14 +650,14 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.y = Y->data;
   j.x = X->data;
   if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
-  j.v512 = !force_portable && nat_nhwc512_available();
+  j.k = run_kernels();
   if (j.has_e && !j.stem) {
-    nat_nhwc_pw_tile(j.d.OH < IR_BAND_MIN_ROWS ? H * W : W, E, &j.e.pw_mr, &j.e.pw_nv);
-    pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.v512);
+    set_tile(&j.e, j.k, j.d.OH < IR_BAND_MIN_ROWS ? H * W : W);
+    pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.k);
   }
   if (j.d.OH < IR_BAND_MIN_ROWS) return ir_by_channels(r, &j, N); /* packs p for its tile */
-  nat_nhwc_pw_tile(j.d.OW, M, &j.p.pw_mr, &j.p.pw_nv);
-  pack_pw(r, &j.p, NAT_DATA_TILES_B, 5, j.v512);
+  set_tile(&j.p, j.k, j.d.OW);
+  pack_pw(r, &j.p, NAT_DATA_TILES_B, 5, j.k);
   int threads = nat_run_threads(r);
   /* bands of at least 8 rows, two per thread where there are enough, a
    * multiple of the threads (a band recomputes one or two expanded rows of

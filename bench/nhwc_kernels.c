@@ -1,0 +1,131 @@
+/* Per-kernel timing of FusedConvNhwc's kernels (native_nhwc512.c,
+ * native_nhwc256.c) at the AVX-512 and AVX2 levels on MobileNet-like and
+ * transformer-like shapes: one thread, best of 200 calls (the best survives
+ * a loaded machine), GFLOP/s and the AVX2 / AVX-512 time ratio as a
+ * Markdown table. Needs a CPU with AVX-512. Build and run after the
+ * Release build:
+ *   L=$(sed 's/.*libaitune.a//' build/CMakeFiles/aitune.dir/link.txt)
+ *   cc -O2 -Isrc -Iinclude -Ibuild -o /tmp/nhwc_kernels bench/nhwc_kernels.c \
+ *      build/libaitune.a $L -lpthread && taskset -c 1 /tmp/nhwc_kernels */
+#include "backends/native/native.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static float *rnd(int64_t n) {
+  float *p = aligned_alloc(64, (size_t)((n * 4 + 63) / 64 * 64));
+  for (int64_t i = 0; i < n; i++)
+    p[i] = (float)rand() / RAND_MAX - 0.5f;
+  return p;
+}
+static float *pack(const float *B, int64_t K, int64_t N, int64_t bw) {
+  int64_t nb = (N + bw - 1) / bw;
+  float *p = aligned_alloc(64, (size_t)(nb * bw * K * 4));
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t m0 = b * bw, mc = N - m0 < bw ? N - m0 : bw;
+    for (int64_t k = 0; k < K; k++) {
+      memcpy(p + b * bw * K + k * bw, B + k * N + m0, mc * 4);
+      memset(p + b * bw * K + k * bw + mc, 0, (bw - mc) * 4);
+    }
+  }
+  return p;
+}
+typedef void (*pwf)(const nat_nhwc *, int64_t, int64_t, int64_t, int64_t);
+typedef void (*rf)(const nat_nhwc *, int64_t, int64_t);
+static double best(void (*f)(void *), void *a, int reps) {
+  double b = 1e9;
+  for (int r = 0; r < reps; r++) {
+    double t = now();
+    f(a);
+    t = now() - t;
+    if (t < b) b = t;
+  }
+  return b;
+}
+typedef struct {
+  nat_nhwc c;
+  pwf pw;
+  rf rows;
+  int64_t P, R;
+} job;
+static void run_pw(void *a) {
+  job *j = a;
+  j->pw(&j->c, 0, j->P, 0, j->c.M);
+}
+static void run_rows(void *a) {
+  job *j = a;
+  j->rows(&j->c, 0, j->R);
+}
+
+static void pw(int64_t P, int64_t K, int64_t M) {
+  float *x = rnd(P * K), *w = rnd(K * M), *b = rnd(M), *y = rnd(P * M);
+  double t[2];
+  for (int l = 0; l < 2; l++) {
+    job j;
+    memset(&j, 0, sizeof j);
+    j.c.C = K, j.c.M = M, j.c.x = x, j.c.w = w, j.c.b = b, j.c.y = y, j.c.lo = 0, j.c.hi = 6;
+    nat_nhwc_tile(&j.c, l == 0 ? NAT_ISA_AVX512 : NAT_ISA_AVX2, P);
+    j.c.wpk = pack(w, K, M, j.c.pw_bw);
+    j.pw = l == 0 ? nat_nhwc512_pw : nat_nhwc256_pw;
+    j.P = P;
+    t[l] = best(run_pw, &j, 200);
+    free((void *)j.c.wpk);
+  }
+  double gf = 2.0 * P * K * M * 1e-9;
+  printf("| pointwise %lld px, %lld -> %lld | %.1f | %.1f | %.2f |\n", (long long)P, (long long)K,
+         (long long)M, gf / t[0], gf / t[1], t[1] / t[0]);
+  free(x), free(w), free(b), free(y);
+}
+
+static void win(bool dw, int64_t H, int64_t C, int64_t M, int64_t k, int64_t S, bool nchw) {
+  int64_t OH = (H + 2 * (k / 2) - k) / S + 1;
+  float *x = rnd(H * H * C), *w = rnd(k * k * (dw ? 1 : C) * M), *b = rnd(M), *y = rnd(OH * OH * M);
+  double t[2];
+  for (int l = 0; l < 2; l++) {
+    job j;
+    memset(&j, 0, sizeof j);
+    nat_nhwc *c = &j.c;
+    c->N = 1, c->H = c->W = H, c->C = C, c->M = M, c->OH = c->OW = OH, c->kh = c->kw = k,
+    c->sh = c->sw = S, c->pt = c->pl = k / 2;
+    if (nchw)
+      c->xs_c = H * H, c->xs_h = H, c->xs_w = 1;
+    else
+      c->xs_c = 1, c->xs_w = C, c->xs_h = H * C;
+    c->xs_n = H * H * C;
+    c->x = x, c->w = w, c->b = b, c->y = y, c->lo = 0, c->hi = 6;
+    j.rows = dw ? (l == 0 ? nat_nhwc512_dw : nat_nhwc256_dw)
+                : (l == 0 ? nat_nhwc512_stem : nat_nhwc256_stem);
+    j.R = OH;
+    t[l] = best(run_rows, &j, 200);
+  }
+  double gf = 2.0 * OH * OH * M * k * k * (dw ? 1 : C) * 1e-9;
+  printf("| %s %lldx%lld x %lld%s, stride %lld | %.1f | %.1f | %.2f |\n",
+         dw ? "depthwise 3x3" : "stem 3x3", (long long)H, (long long)H, (long long)(dw ? C : M),
+         dw ? "" : (nchw ? " (NCHW 3-ch input)" : ""), (long long)S, gf / t[0], gf / t[1],
+         t[1] / t[0]);
+  free(x), free(w), free(b), free(y);
+}
+
+int main(void) {
+  printf("| kernel (one thread, best of 200) | AVX-512 GFLOP/s | AVX2 GFLOP/s | AVX2 time / "
+         "AVX-512 time |\n|---|---|---|---|\n");
+  pw(56 * 56, 24, 144);
+  pw(56 * 56, 144, 24);
+  pw(28 * 28, 32, 192);
+  pw(14 * 14, 384, 64);
+  pw(49, 320, 1280);
+  pw(128, 256, 1024);
+  pw(128, 1024, 256);
+  win(true, 56, 144, 144, 3, 1, false);
+  win(true, 56, 144, 144, 3, 2, false);
+  win(true, 14, 576, 576, 3, 1, false);
+  win(false, 224, 3, 32, 3, 2, true);
+  return 0;
+}

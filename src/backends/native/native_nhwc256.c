@@ -1,0 +1,488 @@
+/* FusedConvNhwc's kernels on AVX2+FMA: native_nhwc512.c's design for
+ * vectors of eight channels and sixteen registers (driver and portable path
+ * in native_nhwc.c). The last vector of a block is read and written through
+ * a lane mask when M (or C) is not a multiple of 8; each kernel exists
+ * with and without that tail, so full vectors use plain loads:
+ *   pointwise  a register tile of 6 pixels x 16 channels, 4 x 24 or
+ *              12 x 8 (at most 12 accumulators, the weight row's vectors
+ *              and one broadcast in 16 registers); bias, residual and
+ *              clamp on the tile before it is stored
+ *   depthwise  3x3: per output row, runs of 4 pixels (stride 1) or 3
+ *              (stride 2); per channel vector the nine weight vectors stay
+ *              in registers, each input vector loaded once per row and
+ *              used by every output of the run that reads it
+ *   stem       a small group-1 window: per pixel, taps x input channels
+ *              broadcast against weight vectors, up to 32 channels a tile
+ * Compiled with per-function target attributes; nat_nhwc256_available()
+ * says whether the run's level (nat_isa) allows them. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/native/native.h"
+#include "ops/fused_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "backends/native/native_avx2.h"
+
+#define T256 __attribute__((target("avx2,fma")))
+#define INL static inline __attribute__((always_inline))
+
+bool nat_nhwc256_available(void) { return nat_isa() >= NAT_ISA_AVX2; }
+
+/* Vector p of a block: through mask m when it is the block's tail. */
+#define LD8(p, tl, m) ((tl) ? _mm256_maskload_ps((p), (m)) : _mm256_loadu_ps(p))
+#define ST8(p, tl, m, v)                                                                           \
+  do {                                                                                             \
+    if (tl)                                                                                        \
+      _mm256_maskstore_ps((p), (m), (v));                                                          \
+    else                                                                                           \
+      _mm256_storeu_ps((p), (v));                                                                  \
+  } while (0)
+
+/* ---- pointwise ------------------------------------------------------------ */
+
+#define PW_PREFETCH 8
+
+/* y[i][0..8nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
+ * the last vector through mask lm when tail. */
+INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, const float *x,
+                      int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b,
+                      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi) {
+  __m256 acc[12][3];
+#pragma GCC unroll 3
+  for (int j = 0; j < 3; j++) {
+    if (j >= nv) break;
+    const bool tl = tail && j == nv - 1;
+    __m256 bj = b ? LD8(b + 8 * j, tl, lm) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++)
+      if (i < mr) acc[i][j] = bj;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    const float *wk = w + k * ldw;
+    __m256 wv[3];
+    _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
+    if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++)
+      if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+      if (i >= mr) break;
+      __m256 xb = _mm256_broadcast_ss(x + i * ldx + k);
+#pragma GCC unroll 3
+      for (int j = 0; j < 3; j++)
+        if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++) {
+      if (j >= nv) break;
+      const bool tl = tail && j == nv - 1;
+      __m256 v = acc[i][j];
+      if (z) v = _mm256_add_ps(v, LD8(z + i * ldy + 8 * j, tl, lm));
+      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+      ST8(y + i * ldy + 8 * j, tl, lm, v);
+    }
+  }
+}
+
+#define PW_ARGS                                                                                    \
+  int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b, \
+      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi
+#define PW_CASE(R, NV)                                                                             \
+  case R:                                                                                          \
+    if (tail)                                                                                      \
+      pw_tile(R, NV, true, PW_PASS);                                                               \
+    else                                                                                           \
+      pw_tile(R, NV, false, PW_PASS);                                                              \
+    break;
+
+/* One function per vector count, a case per row count up to that count's
+ * tile (12, 6, 4 rows): each tile fully unrolled with its accumulators in
+ * registers. */
+static T256 void pw_nv1(int mr, bool tail, PW_ARGS) {
+  switch (mr) {
+    PW_CASE(1, 1)
+    PW_CASE(2, 1)
+    PW_CASE(3, 1)
+    PW_CASE(4, 1)
+    PW_CASE(5, 1)
+    PW_CASE(6, 1)
+    PW_CASE(7, 1)
+    PW_CASE(8, 1)
+    PW_CASE(9, 1)
+    PW_CASE(10, 1)
+    PW_CASE(11, 1)
+    PW_CASE(12, 1)
+  default: break;
+  }
+}
+static T256 void pw_nv2(int mr, bool tail, PW_ARGS) {
+  switch (mr) {
+    PW_CASE(1, 2)
+    PW_CASE(2, 2)
+    PW_CASE(3, 2)
+    PW_CASE(4, 2)
+    PW_CASE(5, 2)
+    PW_CASE(6, 2)
+  default: break;
+  }
+}
+static T256 void pw_nv3(int mr, bool tail, PW_ARGS) {
+  switch (mr) {
+    PW_CASE(1, 3)
+    PW_CASE(2, 3)
+    PW_CASE(3, 3)
+    PW_CASE(4, 3)
+  default: break;
+  }
+}
+
+/* Rows a tile of nv vectors takes at most (12 accumulators). */
+static const int pw_rows_of[4] = {0, 12, 6, 4};
+
+/* The register tile for P pixels by M channels: mr rows by nv vectors of
+ * 8, the one that leaves the fewest unused slots in the last row and
+ * column blocks (ties: the first, 6 x 2, whose 8 loads per 12 multiply-adds
+ * leave the load ports room). */
+void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
+  static const int cand[][2] = {{6, 2}, {4, 3}, {12, 1}};
+  int64_t m8 = (M + 7) / 8;
+  double best = -1;
+  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+    int64_t r = cand[i][0], v = cand[i][1];
+    double use =
+        (double)P / (double)((P + r - 1) / r * r) * ((double)m8 / (double)((m8 + v - 1) / v * v));
+    if (use > best + 1e-9) best = use, *mr = (int)r, *nv = (int)v;
+  }
+}
+
+/* GELU on a tile while it is in L1. TODO(avx2-attn): nat_gelu256_tile once
+ * native_math.c has it; until then nat_act_f32's rows (its AVX2 clone). */
+static void gelu_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {
+  ait_act g = {AIT_ACT_GELU, {0.0f, 0.0f}};
+  for (int64_t i = 0; i < rows; i++)
+    nat_act_f32(&g, y + i * ldy, n);
+}
+
+/* As native_nhwc512.c's: a panel of X stays in L2 while every channel
+ * block's weights stream past it once. */
+#define PW_PANEL_BYTES (96 * 1024)
+
+T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
+  int64_t K = c->C, M = c->M, bw = 8 * c->pw_nv;
+  int rows = c->pw_mr;
+  int64_t panel = PW_PANEL_BYTES / (4 * (K > 0 ? K : 1)) / rows * rows;
+  if (panel < rows) panel = rows;
+  for (int64_t q0 = p0; q0 < p1; q0 += panel) {
+    int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
+    for (int64_t m = m0; m < m1; m += bw) {
+      int64_t mc = m1 - m < bw ? m1 - m : bw;
+      int nv = (int)((mc + 7) / 8), most = pw_rows_of[nv];
+      bool tail = mc % 8 != 0;
+      __m256i lm = nat_tail8(mc - 8 * (nv - 1));
+      /* packed weights (wpk): blocks of K x bw, block m / bw at m * K */
+      const float *w = c->wpk ? c->wpk + m * K : c->w + m, *b = c->b ? c->b + m : NULL;
+      int64_t ldw = c->wpk ? bw : M;
+      for (int64_t p = q0; p < q1; p += rows) {
+        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        for (int i = 0; i < mr; i += most) { /* a tile never wider than its registers */
+          int r = mr - i < most ? mr - i : most;
+          const float *x = c->x + (p + i) * K, *z = c->z ? c->z + (p + i) * M + m : NULL;
+          float *y = c->y + (p + i) * M + m;
+          switch (nv) {
+          case 1: pw_nv1(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          case 2: pw_nv2(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          default: pw_nv3(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          }
+        }
+        if (c->gelu) gelu_tile(c->y + p * M + m, M, mr, mc);
+      }
+    }
+  }
+}
+
+/* ---- depthwise 3x3 ----------------------------------------------------- */
+
+#define DW_PIX 4
+
+/* n (<= 4) stride-S outputs of one channel vector from input column iw on:
+ * each input vector is loaded once per row and used by every output that
+ * reads it; columns outside [0, W) are zeros. */
+INL T256 void dwn(const int n, const int S, const bool edge, const bool tail,
+                  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
+                  __m256i m, const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi,
+                  float *y) {
+  __m256 acc[DW_PIX];
+#pragma GCC unroll 4
+  for (int t = 0; t < n; t++)
+    acc[t] = bias;
+#pragma GCC unroll 3
+  for (int ki = 0; ki < 3; ki++) {
+    if (!rows[ki]) continue;
+#pragma GCC unroll 9
+    for (int u = 0; u < S * (n - 1) + 3; u++) {
+      int64_t col = iw + u; /* columns outside the row are the zero padding */
+      __m256 x = !edge || (col >= 0 && col < W) ? LD8(rows[ki] + col * C + cb, tail, m)
+                                                : _mm256_setzero_ps();
+#pragma GCC unroll 4
+      for (int t = 0; t < n; t++) {
+        int d = u - S * t;
+        if (d >= 0 && d < 3) acc[t] = _mm256_fmadd_ps(x, k[3 * ki + d], acc[t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < n; t++) {
+    __m256 v = acc[t];
+    if (z) v = _mm256_add_ps(v, LD8(z + t * C, tail, m));
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    ST8(y + t * C, tail, m, v);
+  }
+}
+
+#define DW_ARGS                                                                                    \
+  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb, __m256i m,             \
+      const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi, float *y
+#define DW_PASS rows, iw, W, C, cb, m, k, bias, z, lo, hi, y
+/* n outputs, n, the stride, edge (some taps outside the row) and tail
+ * constants in each case (accumulators in registers) */
+#define DW_CASE(N, S)                                                                              \
+  case N:                                                                                          \
+    if (edge)                                                                                      \
+      tail ? dwn(N, S, true, true, DW_PASS) : dwn(N, S, true, false, DW_PASS);                     \
+    else                                                                                           \
+      tail ? dwn(N, S, false, true, DW_PASS) : dwn(N, S, false, false, DW_PASS);                   \
+    break;
+static T256 void dw_s1(int n, bool edge, bool tail, DW_ARGS) {
+  switch (n) {
+    DW_CASE(1, 1)
+    DW_CASE(2, 1)
+    DW_CASE(3, 1)
+    DW_CASE(4, 1)
+  default: break;
+  }
+}
+static T256 void dw_s2(int n, bool edge, bool tail, DW_ARGS) {
+  switch (n) {
+    DW_CASE(1, 2)
+    DW_CASE(2, 2)
+    DW_CASE(3, 2)
+  default: break;
+  }
+}
+
+/* One output whose taps start at input column iw, those outside [0, W)
+ * skipped (strides above 2). */
+static T256 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
+                     __m256i m, const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi,
+                     float *y) {
+  __m256 acc = bias;
+  for (int ki = 0; ki < 3; ki++) {
+    if (!rows[ki]) continue;
+    for (int kj = 0; kj < 3; kj++) {
+      if (iw + kj < 0 || iw + kj >= W) continue;
+      const float *p = rows[ki] + (iw + kj) * C + cb;
+      acc = _mm256_fmadd_ps(_mm256_maskload_ps(p, m), k[3 * ki + kj], acc);
+    }
+  }
+  if (z) acc = _mm256_add_ps(acc, _mm256_maskload_ps(z, m));
+  acc = _mm256_min_ps(_mm256_max_ps(acc, lo), hi);
+  _mm256_maskstore_ps(y, m, acc);
+}
+
+T256 void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                             const float *b, const float *z, float lo_, float hi_, float *y) {
+  __m256 lo = _mm256_set1_ps(lo_), hi = _mm256_set1_ps(hi_);
+  for (int64_t cb = c0; cb < c1; cb += 8) {
+    bool tail = c1 - cb < 8;
+    __m256i m = nat_tail8(c1 - cb);
+    __m256 k[9];
+    for (int t = 0; t < 9; t++)
+      k[t] = _mm256_maskload_ps(w + t * C + cb, m);
+    __m256 bias = b ? _mm256_maskload_ps(b + cb, m) : _mm256_setzero_ps();
+    if (S == 1 || S == 2) { /* the whole row in runs, borders included */
+      int step = S == 1 ? DW_PIX : 3;
+      for (int64_t ow = 0, n; ow < OW; ow += n) {
+        n = OW - ow < step ? OW - ow : step;
+        const float *zz = z ? z + ow * C + cb : NULL;
+        int64_t iw = ow * S - pl;
+        bool edge = iw < 0 || iw + S * (n - 1) + 2 >= W;
+        if (S == 1)
+          dw_s1((int)n, edge, tail, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+        else
+          dw_s2((int)n, edge, tail, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
+      }
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ow++)
+      dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
+          y + ow * C + cb);
+  }
+}
+
+T256 void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  int64_t C = c->C, W = c->W, OW = c->OW;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    const float *row[3];
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki;
+      row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
+    }
+    nat_nhwc256_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
+                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
+  }
+}
+
+/* ---- stem: small group-1 windows ---------------------------------------- */
+
+/* Pixels [ow, ow + np) of output row (n, oh), all taps inside the row
+ * horizontally, channels [m0, m0 + 8 nv) (the last vector through lm). */
+INL T256 void stem_tile(const int np, const int nv, const nat_nhwc *c, int64_t n, int64_t oh,
+                        int64_t ow, int64_t m0, __m256i lm, __m256 lo, __m256 hi) {
+  int64_t M = c->M;
+  __m256 acc[12][4];
+  __m256i mk[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    if (j >= nv) break;
+    mk[j] = j == nv - 1 ? lm : _mm256_set1_epi32(-1);
+    __m256 b = c->b ? _mm256_maskload_ps(c->b + m0 + 8 * j, mk[j]) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < np; i++)
+      acc[i][j] = b;
+  }
+  for (int64_t ki = 0; ki < c->kh; ki++) {
+    int64_t ih = oh * c->sh - c->pt + ki;
+    if (ih < 0 || ih >= c->H) continue;
+    for (int64_t kj = 0; kj < c->kw; kj++) {
+      const float *x = c->x + n * c->xs_n + ih * c->xs_h + (ow * c->sw - c->pl + kj) * c->xs_w;
+      const float *w = c->w + (ki * c->kw + kj) * c->C * M + m0;
+      for (int64_t ci = 0; ci < c->C; ci++) {
+        __m256 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+          if (j < nv) wv[j] = _mm256_maskload_ps(w + ci * M + 8 * j, mk[j]);
+        const float *xc = x + ci * c->xs_c;
+#pragma GCC unroll 12
+        for (int i = 0; i < np; i++) {
+          __m256 xb = _mm256_broadcast_ss(xc + i * c->sw * c->xs_w);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; j++)
+            if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < np; i++) {
+    int64_t p = (n * c->OH + oh - c->y_r0) * c->OW + ow + i;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      if (j >= nv) break;
+      __m256 v = acc[i][j];
+      if (c->z) v = _mm256_add_ps(v, _mm256_maskload_ps(c->z + p * M + m0 + 8 * j, mk[j]));
+      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+      _mm256_maskstore_ps(c->y + p * M + m0 + 8 * j, mk[j], v);
+    }
+  }
+}
+
+/* One output pixel with bounds checks on every tap. */
+static T256 void stem_pixel(const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, __m256 lo,
+                            __m256 hi) {
+  int64_t M = c->M, p = (n * c->OH + oh - c->y_r0) * c->OW + ow;
+  for (int64_t m0 = 0; m0 < M; m0 += 8) {
+    __m256i mk = nat_tail8(M - m0);
+    __m256 acc = c->b ? _mm256_maskload_ps(c->b + m0, mk) : _mm256_setzero_ps();
+    for (int64_t ki = 0; ki < c->kh; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki;
+      if (ih < 0 || ih >= c->H) continue;
+      for (int64_t kj = 0; kj < c->kw; kj++) {
+        int64_t iw = ow * c->sw - c->pl + kj;
+        if (iw < 0 || iw >= c->W) continue;
+        const float *x = c->x + n * c->xs_n + ih * c->xs_h + iw * c->xs_w;
+        const float *w = c->w + (ki * c->kw + kj) * c->C * M + m0;
+        for (int64_t ci = 0; ci < c->C; ci++)
+          acc = _mm256_fmadd_ps(_mm256_set1_ps(x[ci * c->xs_c]), _mm256_maskload_ps(w + ci * M, mk),
+                                acc);
+      }
+    }
+    if (c->z) acc = _mm256_add_ps(acc, _mm256_maskload_ps(c->z + p * M + m0, mk));
+    acc = _mm256_min_ps(_mm256_max_ps(acc, lo), hi);
+    _mm256_maskstore_ps(c->y + p * M + m0, mk, acc);
+  }
+}
+
+/* A stem tile with the pixel and vector counts as constants (np x nv at
+ * most 12 accumulators: 12 x 1, 6 x 2, 4 x 3, 3 x 4). */
+#define STEM_ARGS                                                                                  \
+  const nat_nhwc *c, int nv, int64_t n, int64_t oh, int64_t ow, int64_t m0, __m256i lm, __m256 lo, \
+      __m256 hi
+#define STEM_PASS c, n, oh, ow, m0, lm, lo, hi
+static T256 void stem_tiles(int np, STEM_ARGS) {
+  switch (np * 8 + nv) {
+  case 12 * 8 + 1: stem_tile(12, 1, STEM_PASS); break;
+  case 6 * 8 + 1: stem_tile(6, 1, STEM_PASS); break;
+  case 6 * 8 + 2: stem_tile(6, 2, STEM_PASS); break;
+  case 4 * 8 + 1: stem_tile(4, 1, STEM_PASS); break;
+  case 4 * 8 + 2: stem_tile(4, 2, STEM_PASS); break;
+  case 4 * 8 + 3: stem_tile(4, 3, STEM_PASS); break;
+  case 3 * 8 + 1: stem_tile(3, 1, STEM_PASS); break;
+  case 3 * 8 + 2: stem_tile(3, 2, STEM_PASS); break;
+  case 3 * 8 + 3: stem_tile(3, 3, STEM_PASS); break;
+  case 3 * 8 + 4: stem_tile(3, 4, STEM_PASS); break;
+  default: break;
+  }
+}
+
+T256 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
+  /* outputs whose taps all lie inside the row: [jl, jh) */
+  int64_t S = c->sw, jl = (c->pl + S - 1) / S;
+  int64_t jh = c->W - c->kw + c->pl >= 0 ? (c->W - c->kw + c->pl) / S + 1 : 0;
+  if (jh > c->OW) jh = c->OW;
+  if (jl > jh) jl = jh;
+  static const int np_of[5] = {0, 12, 6, 4, 3};
+  int64_t width = c->M < 32 ? c->M : 32;
+  int np = np_of[(width + 7) / 8];
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t ow = 0; ow < c->OW;) {
+      if (ow >= jl && ow + np <= jh) {
+        for (int64_t m0 = 0; m0 < c->M; m0 += 32) {
+          int64_t mc = c->M - m0 < 32 ? c->M - m0 : 32;
+          int nv = (int)((mc + 7) / 8);
+          stem_tiles(np, c, nv, n, oh, ow, m0, nat_tail8(mc - 8 * (nv - 1)), lo, hi);
+        }
+        ow += np;
+      } else {
+        stem_pixel(c, n, oh, ow, lo, hi);
+        ow++;
+      }
+    }
+  }
+}
+
+#else
+
+bool nat_nhwc256_available(void) { return false; }
+void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 2; }
+void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
+void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                        const float *z, float lo, float hi, float *y) {}
+void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+
+#endif
