@@ -155,46 +155,113 @@ RNN_AVX2 static void act_avx2(bool sigmoid, float a, float b, float *x, int64_t 
   }
 }
 
-/* out[0..N) = h[0..K) . RT, RT's rows of stride ld: the sum of rows scaled
- * by h[k], 64 columns (8 registers) at a time so the FMAs do not wait. */
-RNN_AVX2 static void gemv_avx2(const float *h, int64_t K, const float *rt, int64_t ld, int64_t N,
-                               float *out) {
-  int64_t j = 0;
-  for (; j + 64 <= N; j += 64) {
+/* Products against panels: a matrix B [K][N] stored as ceil(N/16) panels of
+ * K x 16 floats (columns past N zero), so every product streams its weights
+ * contiguously (pack_panels). Columns [16 p0, 16 p1) of c = a . B (+ bias),
+ * only the N real columns written. */
+RNN_AVX2 static inline void store16(float *c, __m256 lo, __m256 hi, int64_t n, const float *bias) {
+  if (n >= 16) {
+    if (bias) {
+      lo = _mm256_add_ps(lo, _mm256_loadu_ps(bias));
+      hi = _mm256_add_ps(hi, _mm256_loadu_ps(bias + 8));
+    }
+    _mm256_storeu_ps(c, lo);
+    _mm256_storeu_ps(c + 8, hi);
+    return;
+  }
+  float t[16];
+  _mm256_storeu_ps(t, lo);
+  _mm256_storeu_ps(t + 8, hi);
+  for (int64_t i = 0; i < n; i++)
+    c[i] = t[i] + (bias ? bias[i] : 0.0f);
+}
+
+/* Four rows of a (stride lda) against panels [p0, p1): 4 x 16 accumulators. */
+RNN_AVX2 static void tile4_avx2(const float *a, int64_t lda, int64_t K, const float *pn, int64_t p0,
+                                int64_t p1, int64_t N, float *c, int64_t ldc, const float *bias) {
+  for (int64_t p = p0; p < p1; p++) {
+    const float *w = pn + p * K * 16;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00;
+    for (int64_t k = 0; k < K; k++) {
+      __m256 w0 = _mm256_loadu_ps(w + k * 16), w1 = _mm256_loadu_ps(w + k * 16 + 8);
+      __m256 x = _mm256_broadcast_ss(a + k);
+      c00 = _mm256_fmadd_ps(x, w0, c00);
+      c01 = _mm256_fmadd_ps(x, w1, c01);
+      x = _mm256_broadcast_ss(a + lda + k);
+      c10 = _mm256_fmadd_ps(x, w0, c10);
+      c11 = _mm256_fmadd_ps(x, w1, c11);
+      x = _mm256_broadcast_ss(a + 2 * lda + k);
+      c20 = _mm256_fmadd_ps(x, w0, c20);
+      c21 = _mm256_fmadd_ps(x, w1, c21);
+      x = _mm256_broadcast_ss(a + 3 * lda + k);
+      c30 = _mm256_fmadd_ps(x, w0, c30);
+      c31 = _mm256_fmadd_ps(x, w1, c31);
+    }
+    int64_t j0 = p * 16, n = N - j0;
+    const float *bj = bias ? bias + j0 : NULL;
+    store16(c + j0, c00, c01, n, bj);
+    store16(c + ldc + j0, c10, c11, n, bj);
+    store16(c + 2 * ldc + j0, c20, c21, n, bj);
+    store16(c + 3 * ldc + j0, c30, c31, n, bj);
+  }
+}
+
+/* One row against panels [p0, p1): four panels at a time (8 accumulators,
+ * four sequential streams), so the FMAs do not wait on each other. */
+RNN_AVX2 static void row1_avx2(const float *a, int64_t K, const float *pn, int64_t p0, int64_t p1,
+                               int64_t N, float *c, const float *bias) {
+  int64_t p = p0;
+  for (; p + 4 <= p1; p += 4) {
+    const float *w0 = pn + p * K * 16, *w1 = w0 + K * 16, *w2 = w1 + K * 16, *w3 = w2 + K * 16;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     for (int64_t k = 0; k < K; k++) {
-      const float *row = rt + k * ld + j;
-      __m256 hk = _mm256_broadcast_ss(h + k);
-      a0 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row), a0);
-      a1 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 8), a1);
-      a2 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 16), a2);
-      a3 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 24), a3);
-      a4 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 32), a4);
-      a5 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 40), a5);
-      a6 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 48), a6);
-      a7 = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 56), a7);
+      __m256 x = _mm256_broadcast_ss(a + k);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16 + 8), a1);
+      a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16), a2);
+      a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16 + 8), a3);
+      a4 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16), a4);
+      a5 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16 + 8), a5);
+      a6 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16), a6);
+      a7 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16 + 8), a7);
     }
-    _mm256_storeu_ps(out + j, a0);
-    _mm256_storeu_ps(out + j + 8, a1);
-    _mm256_storeu_ps(out + j + 16, a2);
-    _mm256_storeu_ps(out + j + 24, a3);
-    _mm256_storeu_ps(out + j + 32, a4);
-    _mm256_storeu_ps(out + j + 40, a5);
-    _mm256_storeu_ps(out + j + 48, a6);
-    _mm256_storeu_ps(out + j + 56, a7);
+    int64_t j0 = p * 16;
+    store16(c + j0, a0, a1, N - j0, bias ? bias + j0 : NULL);
+    store16(c + j0 + 16, a2, a3, N - j0 - 16, bias ? bias + j0 + 16 : NULL);
+    store16(c + j0 + 32, a4, a5, N - j0 - 32, bias ? bias + j0 + 32 : NULL);
+    store16(c + j0 + 48, a6, a7, N - j0 - 48, bias ? bias + j0 + 48 : NULL);
   }
-  for (; j + 8 <= N; j += 8) {
-    __m256 a0 = _mm256_setzero_ps();
-    for (int64_t k = 0; k < K; k++)
-      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(h + k), _mm256_loadu_ps(rt + k * ld + j), a0);
-    _mm256_storeu_ps(out + j, a0);
+  for (; p < p1; p++) {
+    const float *w = pn + p * K * 16;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    int64_t k = 0;
+    for (; k + 2 <= K; k += 2) { /* two sums per half: half the dependency chain */
+      __m256 x = _mm256_broadcast_ss(a + k), y = _mm256_broadcast_ss(a + k + 1);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
+      b0 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 16), b0);
+      b1 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 24), b1);
+    }
+    for (; k < K; k++) {
+      __m256 x = _mm256_broadcast_ss(a + k);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
+    }
+    int64_t j0 = p * 16;
+    store16(c + j0, _mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), N - j0, bias ? bias + j0 : NULL);
   }
-  for (; j < N; j++) {
-    float s = 0;
-    for (int64_t k = 0; k < K; k++)
-      s += h[k] * rt[k * ld + j];
-    out[j] = s;
-  }
+}
+
+/* c [M][ldc] (columns [0, N)) = a [M][lda] . panels, panels [p0, p1). */
+RNN_AVX2 static void panels_avx2(const float *a, int64_t lda, int64_t M, int64_t K, const float *pn,
+                                 int64_t p0, int64_t p1, int64_t N, float *c, int64_t ldc,
+                                 const float *bias) {
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4)
+    tile4_avx2(a + i * lda, lda, K, pn, p0, p1, N, c + i * ldc, ldc, bias);
+  for (; i < M; i++)
+    row1_avx2(a + i * lda, K, pn, p0, p1, N, c + i * ldc, bias);
 }
 #endif
 
@@ -209,6 +276,18 @@ static void gemv_portable(const float *h, int64_t K, const float *rt, int64_t ld
   }
 }
 
+static int64_t n_panels(int64_t N) { return (N + 15) / 16; }
+
+/* B [K][N] = rows^T as panels (see panels_avx2): rows is [N][K] (W or R). */
+static void pack_panels(const float *rows, int64_t N, int64_t K, float *dst) {
+  for (int64_t p = 0; p < n_panels(N); p++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < 16; c++) {
+        int64_t col = p * 16 + c;
+        dst[(p * K + k) * 16 + c] = col < N ? rows[col * K + k] : 0.0f;
+      }
+}
+
 /* ---- configuration -------------------------------------------------------- */
 
 typedef struct rnn_job {
@@ -220,8 +299,12 @@ typedef struct rnn_job {
   ract acts[2][3];
   const int64_t *lens; /* [B] */
   int64_t max_len;
-  const float *xw;  /* [S*B rows in X's order][D*GH], biases included */
-  const float *rt;  /* [D][H][GH]: R^T per direction */
+  const float *xw; /* [S*B rows in X's order][D*GH], biases included */
+  const float *rt; /* portable: [D][H][GH], R^T per direction; panels: per
+                    * direction rp_dir floats, R's gates as panels (GRU
+                    * without linear_before_reset: z,r then h at rp_b) */
+  bool panels;
+  int64_t rp_dir, rp_b;
   const float *rbh; /* [D][H]: GRU's R_h bias under linear_before_reset */
   const float *p;   /* [D][3H] or NULL */
   const float *h0, *c0;
@@ -306,25 +389,28 @@ static NAT_INLINE void clip_vec(const rnn_job *j, float *x, int64_t n) {
     x[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
 }
 
-/* out rows [B][ld] (columns [0, N)) = hs [B][K] . rt (stride ld), for the
- * rows still running at step k (all of them on the GEMM path). */
-static NAT_INLINE void rec_product(const rnn_job *j, const float *hs, int64_t K, const float *rt,
+/* out rows [B][ld] (columns [0, N)) = hs [B][K] . R^T's segment seg (a
+ * column offset into R^T, or panels), for the rows still running at step k
+ * (all of them where rows go four at a time or to the provider). */
+static NAT_INLINE void rec_product(const rnn_job *j, const float *hs, int64_t K, const float *seg,
                                    int64_t N, float *out, int64_t ld, int64_t k) {
+#ifdef RNN_HAVE_AVX2
+  if (j->panels) {
+    int64_t b = 0;
+    for (; b + 4 <= j->B; b += 4)
+      tile4_avx2(hs + b * K, K, K, seg, 0, n_panels(N), N, out + b * ld, ld, NULL);
+    for (; b < j->B; b++)
+      if (k < j->lens[b]) row1_avx2(hs + b * K, K, seg, 0, n_panels(N), N, out + b * ld, NULL);
+    return;
+  }
+#endif
   if (j->B > RNN_GEMV_ROWS) {
-    j->gemm(false, false, j->B, N, K, 1.0f, hs, K, rt, j->GH, out, ld);
+    j->gemm(false, false, j->B, N, K, 1.0f, hs, K, seg, j->GH, out, ld);
     (*j->gemm_calls)++;
     return;
   }
-  for (int64_t b = 0; b < j->B; b++) {
-    if (k >= j->lens[b]) continue;
-#ifdef RNN_HAVE_AVX2
-    if (j->avx2) {
-      gemv_avx2(hs + b * K, K, rt, j->GH, N, out + b * ld);
-      continue;
-    }
-#endif
-    gemv_portable(hs + b * K, K, rt, j->GH, N, out + b * ld);
-  }
+  for (int64_t b = 0; b < j->B; b++)
+    if (k < j->lens[b]) gemv_portable(hs + b * K, K, seg, j->GH, N, out + b * ld);
 }
 
 static NAT_INLINE int64_t x_row(const rnn_job *j, int64_t t, int64_t b) {
@@ -344,7 +430,8 @@ static NAT_INLINE void run_dir(const rnn_job *j, int64_t d) {
   int64_t B = j->B, H = j->H, GH = j->GH, D = j->D;
   float *hs = j->work + d * j->work_dir, *cs = hs + B * H, *rh = cs + B * H, *tmp = rh + B * GH;
   float *g = tmp + B * H;
-  const float *rt = j->rt + d * H * GH;
+  const float *rt = j->panels ? j->rt + d * j->rp_dir : j->rt + d * H * GH;
+  const float *rt_h = j->panels ? rt + j->rp_b : rt + 2 * H; /* GRU's h gate, split */
   const float *p = j->p ? j->p + d * 3 * H : NULL;
   const ract *acts = j->acts[d];
   bool back = j->reverse || d == 1;
@@ -381,7 +468,7 @@ static NAT_INLINE void run_dir(const rnn_job *j, int64_t d) {
         for (int64_t i = 0; i < H; i++)
           tmp[b * H + i] = zr[H + i] * h[i];
       }
-      rec_product(j, tmp, H, rt + 2 * H, H, rh + 2 * H, GH, k);
+      rec_product(j, tmp, H, rt_h, H, rh + 2 * H, GH, k);
     }
     for (int64_t b = 0; b < B; b++) {
       if (k >= j->lens[b]) continue;
@@ -478,6 +565,30 @@ static void dir_task(void *arg, int64_t d, int tid) {
   run_dir_portable(j, d);
 }
 
+/* The input projections on AVX2: panels [t * per_task, ...) of W per task. */
+typedef struct proj_job {
+  const float *x;
+  int64_t M, K;
+  const float *wp;
+  int64_t N;
+  float *c;
+  const float *bias;
+  int64_t per_task;
+} proj_job;
+
+static void proj_task(void *arg, int64_t t, int tid) {
+  (void)tid;
+#ifdef RNN_HAVE_AVX2
+  const proj_job *j = arg;
+  int64_t p0 = t * j->per_task, p1 = p0 + j->per_task;
+  if (p1 > n_panels(j->N)) p1 = n_panels(j->N);
+  panels_avx2(j->x, j->K, j->M, j->K, j->wp, p0, p1, j->N, j->c, j->N, j->bias);
+#else
+  (void)arg;
+  (void)t;
+#endif
+}
+
 /* ---- the kernel -------------------------------------------------------------- */
 
 static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -533,13 +644,25 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   j.input_forget = kind == K_LSTM && ait_attr_int(n, "input_forget", 0) != 0;
   if (parse_acts(n, &j, kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3)) return AIT_E_UNSUPPORTED;
 
-  /* scratch: lens, XW, bias, R^T (when not packed), R_h bias, work */
+    /* The weights as the products read them: on AVX2, W and R as panels;
+     * portable, R^T (W goes to the provider as stored). Kept across runs in the
+     * node's pack when W and R are constants, else rebuilt in scratch. */
+#ifdef RNN_HAVE_AVX2
+  j.panels = nat_isa() >= NAT_ISA_AVX2;
+  j.avx2 = j.panels;
+#endif
+  bool split = kind == K_GRU && !j.lbr;
+  j.rp_b = n_panels(split ? 2 * H : GH) * 16 * H;
+  j.rp_dir = j.rp_b + (split ? n_panels(H) * 16 * H : 0);
+  int64_t f_wp = j.panels ? n_panels(D * GH) * 16 * I : 0;
+  int64_t f_pack = j.panels ? f_wp + D * j.rp_dir : D * H * GH;
+  bool consts = nat_input_is_const(r, 1) && nat_input_is_const(r, 2);
+  /* scratch: lens, XW, bias, the weights (unless packed), R_h bias, work */
   int64_t M = S * Bn;
-  bool r_const = nat_input_is_const(r, 2);
   j.work_dir = round16(3 * Bn * H + Bn * GH + GH);
   int64_t f_lens = round16(Bn * 2), f_xw = round16(M * D * GH), f_bias = round16(D * GH);
-  int64_t f_rt = r_const ? 0 : round16(D * H * GH), f_rbh = round16(D * H);
-  int64_t total = f_lens + f_xw + f_bias + f_rt + f_rbh + D * j.work_dir;
+  int64_t f_w = consts ? 0 : round16(f_pack), f_rbh = round16(D * H);
+  int64_t total = f_lens + f_xw + f_bias + f_w + f_rbh + D * j.work_dir;
   float *sc = nat_scratch(r, total * (int64_t)sizeof(float));
   if (!sc) return AIT_E_NOMEM;
   int64_t *lens = (int64_t *)sc;
@@ -552,21 +675,30 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
     if (lens[b] > j.max_len) j.max_len = lens[b];
   }
   j.lens = lens;
-  float *xw = sc + f_lens, *bias = xw + f_xw, *rt = bias + f_bias, *rbh = rt + f_rt;
+  float *xw = sc + f_lens, *bias = xw + f_xw, *wbuf = bias + f_bias, *rbh = wbuf + f_w;
   j.work = rbh + f_rbh;
-  bool fill_rt = true;
-  if (r_const) { /* R^T packed once for this node, kept across runs */
-    int64_t key[4] = {D, GH, H, (int64_t)(intptr_t)R->data};
-    rt = nat_node_pack(r, NAT_DATA_RNN, key, sizeof(float) * (size_t)(D * H * GH), &fill_rt);
-    if (!rt) return AIT_E_NOMEM;
+  bool fill = true;
+  if (consts) {
+    int64_t key[4] = {j.panels, (int64_t)(intptr_t)W->data, (int64_t)(intptr_t)R->data,
+                      (D * GH * 65536 + H) * 65536 + I};
+    wbuf = nat_node_pack(r, NAT_DATA_RNN, key, sizeof(float) * (size_t)f_pack, &fill);
+    if (!wbuf) return AIT_E_NOMEM;
   }
-  if (fill_rt) {
-    const float *rs = R->data;
+  const float *rs = R->data;
+  if (fill && j.panels) {
+    pack_panels(W->data, D * GH, I, wbuf);
+    for (int64_t d = 0; d < D; d++) {
+      float *dst = wbuf + f_wp + d * j.rp_dir;
+      pack_panels(rs + d * GH * H, split ? 2 * H : GH, H, dst);
+      if (split) pack_panels(rs + (d * GH + 2 * H) * H, H, H, dst + j.rp_b);
+    }
+  } else if (fill) {
     for (int64_t d = 0; d < D; d++)
       for (int64_t g = 0; g < GH; g++)
         for (int64_t k = 0; k < H; k++)
-          rt[(d * H + k) * GH + g] = rs[(d * GH + g) * H + k];
+          wbuf[(d * H + k) * GH + g] = rs[(d * GH + g) * H + k];
   }
+  const float *rt = j.panels ? wbuf + f_wp : wbuf;
   const float *bs = Bias ? Bias->data : NULL;
   for (int64_t d = 0; d < D; d++)
     for (int64_t g = 0; g < GH; g++) {
@@ -587,9 +719,6 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   j.gemm = nat_run_gemm(r);
   j.gemm_calls = nat_run_gemm_calls(r);
   if (!j.gemm && nat_gemm_provider("openblas", &j.gemm)) return AIT_E_UNSUPPORTED;
-#ifdef RNN_HAVE_AVX2
-  j.avx2 = nat_isa() >= NAT_ISA_AVX2;
-#endif
 
   /* outputs: only those the node uses */
   int n_outs = kind == K_LSTM ? 3 : 2;
@@ -604,10 +733,19 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   }
 
   /* every step's input projections at once */
-  nat_epilogue e;
-  memset(&e, 0, sizeof e);
-  e.col_bias = bias;
-  nat_sgemm(r, false, true, M, D * GH, I, 1.0f, X->data, I, W->data, I, xw, D * GH, &e);
+  if (j.panels) {
+    proj_job pj = {X->data, M, I, wbuf, D * GH, xw, bias, 0};
+    int64_t np = n_panels(D * GH);
+    pj.per_task = nat_chunk(r, np, 1);
+    bool par = (double)M * (double)(D * GH) * (double)I >= NAT_PAR_MIN_MACS / 4;
+    nat_pool_run(par ? nat_run_pool(r) : NULL, (np + pj.per_task - 1) / pj.per_task, proj_task,
+                 &pj);
+  } else {
+    nat_epilogue e;
+    memset(&e, 0, sizeof e);
+    e.col_bias = bias;
+    nat_sgemm(r, false, true, M, D * GH, I, 1.0f, X->data, I, W->data, I, xw, D * GH, &e);
+  }
   nat_pool_run(D > 1 ? nat_run_pool(r) : NULL, D, dir_task, &j);
   return AIT_OK;
 }
