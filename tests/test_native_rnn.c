@@ -218,7 +218,7 @@ out:
 static void test_rnn_random(const char *const *specs, int n_specs) {
   static const char *const ops[] = {"RNN", "GRU", "LSTM"};
   static const char *const dirs[] = {"forward", "reverse", "bidirectional"};
-  static const int64_t hs[] = {1, 5, 16, 37, 70};
+  static const int64_t hs[] = {1, 5, 16, 37, 64, 70};
   int cases = 0;
   for (int o = 0; o < 3; o++)
     for (int d = 0; d < 3; d++)
@@ -227,7 +227,7 @@ static void test_rnn_random(const char *const *specs, int n_specs) {
         c.S = 1 + urand() % 7;
         c.B = rep == 0 ? 1 : 1 + urand() % 7; /* above 4: the GEMM path */
         c.I = 1 + urand() % 20;
-        c.H = hs[urand() % 5];
+        c.H = hs[urand() % 6];
         c.layout = urand() % 2;
         c.lens = urand() % 2;
         c.h0 = urand() % 2;

@@ -155,6 +155,43 @@ RNN_AVX2 static void act_avx2(bool sigmoid, float a, float b, float *x, int64_t 
   }
 }
 
+/* One LSTM row in one pass (the default activations, no clip, H % 8 == 0):
+ * a holds h R^T, xr the projections with both biases; c and h update in
+ * place; p (peepholes i, o, f) may be NULL. */
+RNN_AVX2 static void lstm_row_avx2(const float *xr, const float *a, const float *p, float *c,
+                                   float *h, int64_t H) {
+  for (int64_t i = 0; i < H; i += 8) {
+    __m256 ci = _mm256_loadu_ps(c + i);
+    __m256 gi = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(xr + i));
+    __m256 go = _mm256_add_ps(_mm256_loadu_ps(a + H + i), _mm256_loadu_ps(xr + H + i));
+    __m256 gf = _mm256_add_ps(_mm256_loadu_ps(a + 2 * H + i), _mm256_loadu_ps(xr + 2 * H + i));
+    __m256 gc = _mm256_add_ps(_mm256_loadu_ps(a + 3 * H + i), _mm256_loadu_ps(xr + 3 * H + i));
+    if (p) {
+      gi = _mm256_fmadd_ps(_mm256_loadu_ps(p + i), ci, gi);
+      gf = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * H + i), ci, gf);
+    }
+    __m256 cn = _mm256_fmadd_ps(sigmoid8(gf), ci, _mm256_mul_ps(sigmoid8(gi), tanh8(gc)));
+    if (p) go = _mm256_fmadd_ps(_mm256_loadu_ps(p + H + i), cn, go);
+    _mm256_storeu_ps(c + i, cn);
+    _mm256_storeu_ps(h + i, _mm256_mul_ps(sigmoid8(go), tanh8(cn)));
+  }
+}
+
+/* One GRU row with linear_before_reset in one pass (default activations,
+ * no clip, H % 8 == 0); rb: R_h's bias. */
+RNN_AVX2 static void gru_lbr_row_avx2(const float *xr, const float *a, const float *rb, float *h,
+                                      int64_t H) {
+  for (int64_t i = 0; i < H; i += 8) {
+    __m256 z = sigmoid8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(xr + i)));
+    __m256 r = sigmoid8(_mm256_add_ps(_mm256_loadu_ps(a + H + i), _mm256_loadu_ps(xr + H + i)));
+    __m256 rh = _mm256_add_ps(_mm256_loadu_ps(a + 2 * H + i), _mm256_loadu_ps(rb + i));
+    __m256 hh = tanh8(_mm256_fmadd_ps(r, rh, _mm256_loadu_ps(xr + 2 * H + i)));
+    __m256 hp = _mm256_loadu_ps(h + i);
+    /* (1 - z) hh + z h = hh + z (h - hh) */
+    _mm256_storeu_ps(h + i, _mm256_fmadd_ps(z, _mm256_sub_ps(hp, hh), hh));
+  }
+}
+
 /* Products against panels: a matrix B [K][N] stored as ceil(N/16) panels of
  * K x 16 floats (columns past N zero), so every product streams its weights
  * contiguously (pack_panels). Columns [16 p0, 16 p1) of c = a . B (+ bias),
@@ -304,6 +341,7 @@ typedef struct rnn_job {
                     * direction rp_dir floats, R's gates as panels (GRU
                     * without linear_before_reset: z,r then h at rp_b) */
   bool panels;
+  bool fused; /* AVX2 one-pass gates (lstm_row_avx2, gru_lbr_row_avx2) */
   int64_t rp_dir, rp_b;
   const float *rbh; /* [D][H]: GRU's R_h bias under linear_before_reset */
   const float *p;   /* [D][3H] or NULL */
@@ -475,6 +513,16 @@ static NAT_INLINE void run_dir(const rnn_job *j, int64_t d) {
       int64_t t = back ? j->lens[b] - 1 - k : k;
       const float *xr = j->xw + x_row(j, t, b) * D * GH + d * GH;
       float *a = rh + b * GH, *h = hs + b * H, *c = cs + b * H;
+#ifdef RNN_HAVE_AVX2
+      if (j->fused) {
+        if (j->kind == K_LSTM)
+          lstm_row_avx2(xr, a, p, c, h, H);
+        else
+          gru_lbr_row_avx2(xr, a, j->rbh + d * H, h, H);
+        if (j->y) memcpy(j->y + y_at(j, t, d, b), h, sizeof(float) * (size_t)H);
+        continue;
+      }
+#endif
       if (j->kind == K_RNN) {
         for (int64_t i = 0; i < H; i++)
           h[i] = a[i] + xr[i];
@@ -642,14 +690,24 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   }
   j.lbr = kind == K_GRU && ait_attr_int(n, "linear_before_reset", 0) != 0;
   j.input_forget = kind == K_LSTM && ait_attr_int(n, "input_forget", 0) != 0;
-  if (parse_acts(n, &j, kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3)) return AIT_E_UNSUPPORTED;
+  int n_act = kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3;
+  if (parse_acts(n, &j, n_act)) return AIT_E_UNSUPPORTED;
+  /* the default activations: gates in one pass where the CPU allows */
+  bool defaults =
+      !j.has_clip && !j.input_forget && H % 8 == 0 && (kind == K_LSTM || (kind == K_GRU && j.lbr));
+  for (int d = 0; d < j.D && defaults; d++)
+    for (int k = 0; k < n_act; k++)
+      defaults &= j.acts[d][k].fn == (k == 0 ? RA_SIGMOID : RA_TANH);
 
-    /* The weights as the products read them: on AVX2, W and R as panels;
-     * portable, R^T (W goes to the provider as stored). Kept across runs in the
-     * node's pack when W and R are constants, else rebuilt in scratch. */
+      /* The weights as the products read them: on AVX2, W and R as panels;
+       * portable, R^T (W goes to the provider as stored). Kept across runs in the
+       * node's pack when W and R are constants, else rebuilt in scratch. */
 #ifdef RNN_HAVE_AVX2
   j.panels = nat_isa() >= NAT_ISA_AVX2;
   j.avx2 = j.panels;
+  j.fused = j.avx2 && defaults;
+#else
+  (void)defaults;
 #endif
   bool split = kind == K_GRU && !j.lbr;
   j.rp_b = n_panels(split ? 2 * H : GH) * 16 * H;
