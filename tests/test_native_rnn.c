@@ -68,8 +68,8 @@ static void set_strings(ait_node *n, const char *name, const char *const *v, int
  * how many NAT_DATA_RNN packs the state holds. */
 static void check_graph(const ait_graph *g, const char *spec, const ait_tensor *const *in, int n_in,
                         double tol, int *packs, const char *what) {
-  ait_tensor *ref[4] = {0}, *out[4] = {0};
-  CHECK(g->n_outputs <= 4);
+  ait_tensor *ref[6] = {0}, *out[6] = {0};
+  CHECK(g->n_outputs <= 6);
   ait_status st = ait_eager_run(g, in, n_in, ref);
   CHECK(st == AIT_OK);
   if (st) {
@@ -277,7 +277,8 @@ static void test_rnn_fallback(void) {
  *   y = If(c): then a + w (w an initializer of the main graph), else a - x
  *   z, zs = Loop(M, true, x): s' = s + a; cond' = cond; an If inside the
  *   body on cond reads a (two scopes up) and s: zs stacks (s' * a) or s'
- *   per iteration. */
+ *   per iteration.
+ *   q, qs = Scan(x; xs [3, 4]): s' = s + x_t * a (a read from the main graph). */
 static ait_graph *control_model(void) {
   static const int64_t v4[1] = {4}, scal[1] = {1};
   static const float w[4] = {0.5f, -1.0f, 2.0f, 3.0f};
@@ -317,10 +318,26 @@ static ait_graph *control_model(void) {
   tb_output(body, "s2", 1, 1, v4);
   tb_output(body, "o", 1, 1, v4);
   tb_attr_graph(m, nl, "body", body);
+  /* Scan over xs [3, 4]: state s' = s + x_t * a, scan output s' */
+  static const int64_t v34[2] = {3, 4};
+  tb_input(m, "xs", 1, 2, v34);
+  int nsc = tb_node(m, "Scan", "scan", IN("x", "xs"), IN("q", "qs"));
+  tb_attr_int(m, nsc, "num_scan_inputs", 1);
+  tb_model *sb = tb_new(17);
+  tb_input(sb, "st", 1, 1, v4);
+  tb_input(sb, "xt", 1, 1, v4);
+  tb_node(sb, "Mul", "s_mul", IN("xt", "a"), IN("xa"));
+  tb_node(sb, "Add", "s_add", IN("st", "xa"), IN("st2"));
+  tb_node(sb, "Identity", "s_id", IN("st2"), IN("yt"));
+  tb_output(sb, "st2", 1, 1, v4);
+  tb_output(sb, "yt", 1, 1, v4);
+  tb_attr_graph(m, nsc, "body", sb);
   int64_t zs[2] = {-1, 4};
   tb_output(m, "y", 1, 1, v4);
   tb_output(m, "z", 1, 1, v4);
   tb_output(m, "zs", 1, 2, zs);
+  tb_output(m, "q", 1, 1, v4);
+  tb_output(m, "qs", 1, 2, v34);
   return tb_parse_graph(m);
 }
 
@@ -332,19 +349,23 @@ static void test_control_flow(const char *const *specs, int n_specs) {
   ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 1, v4);
   fill(x->data, 4, 1.0f);
   ait_tensor *c = ait_tensor_new(AIT_BOOL, 0, v4), *M = ait_tensor_new(AIT_INT64, 0, v4);
+  int64_t v34[2] = {3, 4};
+  ait_tensor *xs = ait_tensor_new(AIT_FLOAT32, 2, v34);
+  fill(xs->data, 12, 1.0f);
   for (int cond = 0; cond < 2; cond++)
     for (int64_t trips = 0; trips < 4; trips += 3) {
       *(uint8_t *)c->data = (uint8_t)cond;
       *(int64_t *)M->data = trips;
-      const ait_tensor *in[3] = {x, c, M};
+      const ait_tensor *in[4] = {x, c, M, xs};
       char what[64];
       snprintf(what, sizeof what, "If/Loop cond=%d trips=%lld", cond, (long long)trips);
       for (int k = 0; k < n_specs; k++)
-        check_graph(g, specs[k], in, 3, 1e-6, NULL, what);
+        check_graph(g, specs[k], in, 4, 1e-6, NULL, what);
     }
   ait_tensor_free(x);
   ait_tensor_free(c);
   ait_tensor_free(M);
+  ait_tensor_free(xs);
   ait_graph_free(g);
 }
 
