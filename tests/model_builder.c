@@ -32,6 +32,8 @@ struct tb_model {
   int64_t ints[CAP][8];
   char *strs[CAP * 8];
   int n_strs;
+  tb_model *subs[8]; /* bodies of graph attributes, freed with the model */
+  int n_subs;
 };
 
 static char *keep(tb_model *m, const char *s) {
@@ -67,6 +69,8 @@ void tb_free(tb_model *m) {
     free(m->strs[i]);
   for (size_t i = 0; i < m->graph.n_initializer; i++)
     free(m->inits[i].float_data);
+  for (int i = 0; i < m->n_subs; i++)
+    tb_free(m->subs[i]);
   free(m);
 }
 
@@ -215,6 +219,18 @@ void tb_attr_ints(tb_model *m, int node, const char *name, int count, const int6
   memcpy(m->ints[k], v, sizeof(int64_t) * (size_t)count);
   a->n_ints = (size_t)count;
   a->ints = m->ints[k];
+  Onnx__NodeProto *n = &m->nodes[node];
+  m->attr_ptrs[node][n->n_attribute++] = a;
+}
+
+void tb_attr_graph(tb_model *m, int node, const char *name, tb_model *body) {
+  Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
+  onnx__attribute_proto__init(a);
+  a->name = keep(m, name);
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+  a->g = &body->graph;
+  m->subs[m->n_subs++] = body;
   Onnx__NodeProto *n = &m->nodes[node];
   m->attr_ptrs[node][n->n_attribute++] = a;
 }

@@ -29,6 +29,9 @@ void tb_attr_int(tb_model *m, int node, const char *name, int64_t v);
 void tb_attr_str(tb_model *m, int node, const char *name, const char *v);
 /* Set an ints attribute (at most 8 values) on node idx. */
 void tb_attr_ints(tb_model *m, int node, const char *name, int count, const int64_t *v);
+/* Set a graph attribute on node idx: body's graph (a model made with tb_new,
+ * whose opset is ignored), taken over by m. */
+void tb_attr_graph(tb_model *m, int node, const char *name, tb_model *body);
 /* Set the domain of node idx. */
 void tb_domain(tb_model *m, int node, const char *domain);
 /* Serialize; *size receives the length; caller frees. */

@@ -8,12 +8,15 @@
 #include "runtime/observe.h"
 
 /* One graph run in progress: the graph, the value table, and the run that
- * encloses it (for subgraphs reading outer-scope values). */
+ * encloses it (for subgraphs reading outer-scope values). A context made by
+ * ait_eager_run_node_bodies has no graph: its bodies go to `body`. */
 struct ait_kctx {
   const ait_graph *g;
   const ait_tensor **vals; /* current tensor of each value, NULL when not (yet) live */
   ait_tensor **owned;      /* tensors this run allocated (freed after last use) */
   struct ait_kctx *parent;
+  ait_body_fn body;
+  void *body_user;
 };
 
 static ait_status unsupported(const ait_node *n) {
@@ -66,6 +69,12 @@ ait_status ait_eager_run_node(const ait_node *n, const ait_tensor *const *in, in
   return call_kernel(NULL, n, in, n_in, out);
 }
 
+ait_status ait_eager_run_node_bodies(const ait_node *n, const ait_tensor *const *in, int n_in,
+                                     ait_tensor **out, ait_body_fn body, void *user) {
+  ait_kctx ctx = {NULL, NULL, NULL, NULL, body, user};
+  return call_kernel(&ctx, n, in, n_in, out);
+}
+
 /* The tensor an outer-scope value names, searching enclosing runs. */
 static const ait_tensor *outer_lookup(const ait_kctx *ctx, const char *name) {
   for (; ctx; ctx = ctx->parent) {
@@ -97,8 +106,12 @@ static ait_status run_graph(ait_kctx *parent, const ait_graph *g, const ait_tens
     return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
                    n_inputs);
   int nv = g->n_values;
-  ait_kctx ctx = {g, calloc((size_t)nv + 1, sizeof(void *)), calloc((size_t)nv + 1, sizeof(void *)),
-                  parent};
+  ait_kctx ctx = {g,
+                  calloc((size_t)nv + 1, sizeof(void *)),
+                  calloc((size_t)nv + 1, sizeof(void *)),
+                  parent,
+                  NULL,
+                  NULL};
   int *last = malloc(sizeof(int) * ((size_t)nv + 1));
   ait_status st = AIT_OK;
   if (!ctx.vals || !ctx.owned || !last) {
@@ -196,5 +209,6 @@ ait_status ait_eager_run(const ait_graph *g, const ait_tensor *const *inputs, in
 ait_status ait_kctx_run_graph(ait_kctx *ctx, const ait_graph *body, const ait_tensor *const *inputs,
                               int n_inputs, ait_tensor **outputs) {
   if (!ctx) return ait_err(AIT_E_INTERNAL, "subgraph run without a graph run");
+  if (ctx->body) return ctx->body(ctx->body_user, body, inputs, n_inputs, outputs);
   return run_graph(ctx, body, inputs, n_inputs, outputs);
 }

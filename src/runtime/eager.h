@@ -13,6 +13,16 @@
 ait_status ait_eager_run_node(const ait_node *n, const ait_tensor *const *in, int n_in,
                               ait_tensor **out);
 
+/* Run one node whose subgraphs (If/Loop/Scan bodies) another executor runs:
+ * every body run the node's kernel asks for goes to body(user, ...), with
+ * ait_kctx_run_graph's contract (inputs borrowed, outputs[0..body->n_outputs)
+ * new tensors the caller owns; outer-scope values are body's business). */
+typedef ait_status (*ait_body_fn)(void *user, const ait_graph *body,
+                                  const ait_tensor *const *inputs, int n_inputs,
+                                  ait_tensor **outputs);
+ait_status ait_eager_run_node_bodies(const ait_node *n, const ait_tensor *const *in, int n_in,
+                                     ait_tensor **out, ait_body_fn body, void *user);
+
 /* Check that every node of g (and its subgraphs) has a reference kernel.
  * AIT_E_UNSUPPORTED naming the node, op and opset otherwise. */
 ait_status ait_eager_check(const ait_graph *g);

@@ -17,6 +17,7 @@
  *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c)
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
+ *   native_rnn.c      RNN, GRU, LSTM
  *   native_math.c     vectorisable exp / erf and activations
  *   native_isa.c      the ISA level kernels pick their paths by
  *
@@ -222,6 +223,8 @@ typedef struct nat_state {
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
   bool tiles;                   /* MatMuls of >= 16 rows on vector register tiles (tiles=on) */
   bool has_subgraph;            /* control flow: runs through the reference executor */
+  bool tiles;                   /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
+  bool has_subgraph;            /* control flow: bodies run on states of their own */
   nat_node *nodes;              /* per node of g */
   bool *shape_only;             /* per node: depends on input shapes and constants only */
   int *last;                    /* per value: last node reading its storage (views extend it) */
@@ -279,7 +282,7 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
  * from). *fresh: new memory the caller must fill (a copy made for another
  * key was dropped). The state frees it when its plans are released. NULL
  * when out of memory. */
-enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_KINDS };
+enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_RNN, NAT_DATA_KINDS };
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
 /* Input `input` of the running node, B [K, N], packed in slot `slot` for
  * the pointwise tiles (native_nhwc512.c): column blocks of bw, each K x bw
@@ -348,6 +351,10 @@ ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
+ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_lstm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* Mark g's FusedAttention nodes (attribute bf16 = 1) for products in
  * bfloat16 with float sums (native_attn_bf16.c) where the CPU has
  * AVX512-BF16; elsewhere they stay float32. */

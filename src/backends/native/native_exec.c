@@ -11,8 +11,17 @@
  * for that value and re-plans afterwards. The second run keeps the results
  * of shape-only nodes (Shape -> Gather -> Concat ...) in the plan; later runs
  * skip those nodes while every Shape/Size node sees the shape it saw.
- * Graphs with control flow run through the reference executor (their bodies
- * need its run context). */
+ *
+ * Control flow (If, Loop, Scan): the node runs its reference kernel, which
+ * keeps the ops' semantics in one place (src/ops/control.c), but every body
+ * run it asks for comes back here (ait_eager_run_node_bodies): a body runs on
+ * a native state of its own over a copy of the body graph, passes included,
+ * built on the first run and kept in the parent's run (nat_body), so a Loop
+ * body's plan, arena and packed weights serve every iteration. A body's
+ * outer-scope values are read straight from the enclosing run's value table
+ * (outer_run / outer_src, resolved when the body state is built); the
+ * enclosing graph keeps those values alive up to the control-flow node
+ * (mark_outer_uses). */
 #include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +30,12 @@
 #include "backends/native/native.h"
 #include "runtime/eager.h"
 #include "runtime/observe.h"
+
+/* A subgraph of one of the graph's nodes and the native state running it. */
+typedef struct nat_body {
+  const ait_graph *src; /* the attribute's graph in s->g */
+  nat_state *st;        /* over a copy of src; NULL until its first run */
+} nat_body;
 
 struct nat_run {
   nat_state *s;
@@ -35,6 +50,13 @@ struct nat_run {
   bool recording;         /* keeping shape-only results in the plan */
   bool drop_cache;        /* the plan's shape-only results went stale */
   bool miss;              /* some value did not fit its planned slot */
+  nat_body *bodies;       /* every subgraph attribute of g's nodes */
+  int n_bodies;
+  /* in a body's state: where each outer-scope value lives (the run of an
+   * enclosing state, and the value there), NULL / -1 for other values */
+  const nat_run **outer_run;
+  int *outer_src;
+  const nat_run *outer_up; /* in a body's state: the enclosing state's run */
 };
 
 /* ---- static analysis ------------------------------------------------- */
@@ -74,6 +96,41 @@ static ait_status mark_shape_only(nat_state *s) {
   return AIT_OK;
 }
 
+/* Mark in last[] the values of graph `top` that subgraph `sub` (and the
+ * subgraphs in it) read from an enclosing scope, as read by node `at`. */
+static void mark_outer_uses(const ait_graph *top, const ait_graph *sub, int at, int *last) {
+  for (int i = 0; i < sub->n_values; i++) {
+    if (!sub->values[i].outer) continue;
+    int v = ait_graph_find_value(top, sub->values[i].name);
+    if (v >= 0 && last[v] < at) last[v] = at;
+  }
+  for (int i = 0; i < sub->n_nodes; i++)
+    for (int k = 0; k < sub->nodes[i].n_attrs; k++)
+      if (sub->nodes[i].attrs[k].g) mark_outer_uses(top, sub->nodes[i].attrs[k].g, at, last);
+}
+
+/* The table of subgraphs (their states come on first use) and the liveness
+ * of the values they read. */
+static ait_status prepare_bodies(nat_state *s) {
+  const ait_graph *g = s->g;
+  nat_run *r = s->run;
+  int count = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_attrs; k++)
+      count += g->nodes[i].attrs[k].g != NULL;
+  if (!count) return AIT_OK;
+  if (!(r->bodies = calloc((size_t)count, sizeof *r->bodies)))
+    return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_attrs; k++) {
+      const ait_graph *sub = g->nodes[i].attrs[k].g;
+      if (!sub) continue;
+      r->bodies[r->n_bodies++].src = sub;
+      mark_outer_uses(g, sub, i, s->last);
+    }
+  return AIT_OK;
+}
+
 ait_status nat_exec_prepare(nat_state *s) {
   const ait_graph *g = s->g;
   int nv = g->n_values, nn = g->n_nodes;
@@ -109,6 +166,7 @@ ait_status nat_exec_prepare(nat_state *s) {
       if (n->in[k] >= 0) s->last[n->in[k]] = i;
     if (s->nodes[i].kind == NAT_VIEW) s->root[n->out[0]] = s->root[n->in[0]];
   }
+  AIT_TRY(prepare_bodies(s));
   for (int k = 0; k < g->n_outputs; k++)
     s->last[g->outputs[k]] = nn;
   /* a view keeps its input's storage alive: extend backwards */
@@ -174,6 +232,10 @@ void nat_exec_release(nat_state *s) {
     free(s->node_data[i]);
   free(s->node_data);
   s->node_data = NULL;
+  for (int i = 0; s->run && i < s->run->n_bodies; i++) { /* rebuilt on their next run */
+    nat_state_free(s->run->bodies[i].st);
+    s->run->bodies[i].st = NULL;
+  }
 }
 
 void nat_exec_free(nat_state *s) {
@@ -183,6 +245,9 @@ void nat_exec_free(nat_state *s) {
     free(s->run->val);
     free(s->run->heap);
     free(s->run->need);
+    free(s->run->bodies);
+    free(s->run->outer_run);
+    free(s->run->outer_src);
     free(s->run);
     s->run = NULL;
   }
@@ -320,9 +385,19 @@ static ait_status run_view(nat_run *r, const ait_node *n, const ait_tensor *cons
   return AIT_OK;
 }
 
+static ait_status run_body(void *user, const ait_graph *body, const ait_tensor *const *in, int n_in,
+                           ait_tensor **out);
+
+static bool has_body(const ait_node *n) {
+  for (int k = 0; k < n->n_attrs; k++)
+    if (n->attrs[k].g) return true;
+  return false;
+}
+
 static ait_status run_ref(nat_run *r, const ait_node *n, const ait_tensor *const *in) {
   ait_tensor *out[64];
-  AIT_TRY(ait_eager_run_node(n, in, n->n_in, out));
+  AIT_TRY(has_body(n) ? ait_eager_run_node_bodies(n, in, n->n_in, out, run_body, r)
+                      : ait_eager_run_node(n, in, n->n_in, out));
   for (int k = 0; k < n->n_out; k++) {
     int v = n->out[k];
     if (v < 0) {
@@ -333,6 +408,65 @@ static ait_status run_ref(nat_run *r, const ait_node *n, const ait_tensor *const
     r->val[v] = out[k];
   }
   return AIT_OK;
+}
+
+/* ---- control-flow bodies ---------------------------------------------------- */
+
+/* A native state for body b of run r: a copy of its graph (initializers
+ * borrowed from r's graph, which outlives it) with the parent's options,
+ * and where each of its outer-scope values lives. */
+static ait_status body_state(nat_run *r, nat_body *b) {
+  nat_state *s = r->s;
+  ait_graph *copy = nat_graph_clone(b->src, (ait_graph *)r->g, true);
+  if (!copy) return AIT_E_NOMEM;
+  nat_state *bs = NULL;
+  int prev_isa = nat_isa_enter(s->isa); /* the passes see the parent's level */
+  ait_status st = nat_state_new(copy, s->threads, s->gemm_name[0] ? s->gemm_name : NULL,
+                                s->fuse ? NAT_PASSES : 0, s->ext.kernel ? &s->ext : NULL, &bs);
+  nat_isa_enter(prev_isa);
+  AIT_TRY(st);
+  bs->isa = s->isa;
+  bs->fuse = s->fuse;
+  bs->gemv_pack = s->gemv_pack;
+  bs->tiles = s->tiles;
+  const ait_graph *bg = bs->g;
+  nat_run *br = bs->run;
+  br->outer_run = calloc((size_t)bg->n_values + 1, sizeof *br->outer_run);
+  br->outer_src = malloc(sizeof(int) * ((size_t)bg->n_values + 1));
+  if (!br->outer_run || !br->outer_src) {
+    nat_state_free(bs);
+    return ait_err(AIT_E_NOMEM, "out of memory for a control-flow body");
+  }
+  for (int v = 0; v < bg->n_values; v++) {
+    br->outer_src[v] = -1;
+    if (!bg->values[v].outer) continue;
+    /* the nearest enclosing graph that has the name (an outer value there
+     * is filled from further out when that graph's run starts) */
+    const nat_run *e = r;
+    int src = -1;
+    while (e && (src = ait_graph_find_value(e->g, bg->values[v].name)) < 0)
+      e = e->outer_up;
+    br->outer_run[v] = src >= 0 ? e : NULL;
+    br->outer_src[v] = src;
+  }
+  br->outer_up = r;
+  b->st = bs;
+  return AIT_OK;
+}
+
+static ait_status run_body(void *user, const ait_graph *body, const ait_tensor *const *in, int n_in,
+                           ait_tensor **out) {
+  nat_run *r = user;
+  nat_body *b = NULL;
+  for (int i = 0; i < r->n_bodies && !b; i++)
+    if (r->bodies[i].src == body) b = &r->bodies[i];
+  if (!b) return ait_err(AIT_E_INTERNAL, "subgraph '%s' is not one of the graph's", body->name);
+  if (!b->st) AIT_TRY(body_state(r, b));
+  nat_state *bs = b->st;
+  bs->pool = r->s->pool; /* the parent's threads, borrowed for the run */
+  ait_status st = nat_exec_run(bs, in, n_in, out);
+  bs->pool = NULL;
+  return st;
 }
 
 static ait_status run_node_uncached(nat_run *r, int i, const ait_node *n,
@@ -532,7 +666,6 @@ ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait
   const ait_graph *g = s->g;
   for (int k = 0; k < g->n_outputs; k++)
     out[k] = NULL;
-  if (s->has_subgraph) return ait_eager_run(g, in, n_in, out);
   int prev_isa = nat_isa_enter(s->isa);
   ait_status st = run_graph(s, in, n_in, out);
   nat_isa_enter(prev_isa);
@@ -565,6 +698,8 @@ static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in,
     r->heap[v] = NULL;
     r->need[v] = 0;
   }
+  for (int v = 0; r->outer_src && v < g->n_values; v++)
+    if (r->outer_src[v] >= 0) r->val[v] = r->outer_run[v]->val[r->outer_src[v]];
   for (int i = 0; i < n_in; i++)
     r->val[g->inputs[i]] = in[i];
   ait_status st = AIT_OK;

@@ -45,7 +45,13 @@ static const fast_row fast_rows[] = {
     {"", "LayerNormalization", 17, nat_k_layernorm},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "Transpose", 1, nat_k_transpose},
+    {"", "RNN", 7, nat_k_rnn},
+    {"", "GRU", 7, nat_k_gru},
+    {"", "LSTM", 7, nat_k_lstm},
 };
+
+/* Ops whose fast kernels make every output (the others make output 0 only). */
+static const char *const all_output_ops[] = {"RNN", "GRU", "LSTM"};
 
 static const char *const view_ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
 
@@ -60,11 +66,31 @@ static bool is_read(const ait_graph *g, int v) {
   return false;
 }
 
+/* The fast row for node n, or NULL. */
+static const fast_row *fast_row_of(const ait_node *n) {
+  for (size_t i = 0; i < sizeof fast_rows / sizeof fast_rows[0]; i++) {
+    const fast_row *f = &fast_rows[i];
+    if (!strcmp(n->domain, f->domain) && !strcmp(n->op_type, f->op) && n->opset >= f->min_opset)
+      return f;
+  }
+  return NULL;
+}
+
 nat_node nat_dispatch(const ait_graph *g, const ait_node *n) {
   nat_node d = {NAT_REF, NULL};
-  if (!n->op || !n->op->kernel || n->n_out < 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0)
+  if (!n->op || !n->op->kernel || n->n_out < 1 || n->n_in < 1 || n->in[0] < 0) return d;
+  const fast_row *f = fast_row_of(n);
+  bool all = false;
+  for (size_t i = 0; f && !f->domain[0] && i < sizeof all_output_ops / sizeof all_output_ops[0];
+       i++)
+    all |= !strcmp(n->op_type, all_output_ops[i]);
+  if (all) { /* output 0 may be absent: Y_h alone is common */
+    d.kind = NAT_FAST;
+    d.fast = f->fn;
     return d;
-  for (int k = 1; k < n->n_out; k++) /* fast kernels make output 0 only */
+  }
+  if (n->out[0] < 0) return d;
+  for (int k = 1; k < n->n_out; k++) /* other fast kernels make output 0 only */
     if (is_read(g, n->out[k])) return d;
   if (!n->domain[0]) {
     for (size_t i = 0; i < sizeof view_ops / sizeof view_ops[0]; i++)
@@ -75,13 +101,9 @@ nat_node nat_dispatch(const ait_graph *g, const ait_node *n) {
         return d;
       }
   }
-  for (size_t i = 0; i < sizeof fast_rows / sizeof fast_rows[0]; i++) {
-    const fast_row *f = &fast_rows[i];
-    if (!strcmp(n->domain, f->domain) && !strcmp(n->op_type, f->op) && n->opset >= f->min_opset) {
-      d.kind = NAT_FAST;
-      d.fast = f->fn;
-      return d;
-    }
+  if (f) {
+    d.kind = NAT_FAST;
+    d.fast = f->fn;
   }
   return d;
 }

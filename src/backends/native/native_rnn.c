@@ -1,0 +1,819 @@
+/* Recurrent layers (RNN, GRU, LSTM) on native's kernels, ONNX semantics as
+ * the reference (src/ops/reduce_rnn.c, which documents them): every
+ * direction, the activations attributes, clip, input_forget,
+ * linear_before_reset, sequence_lens, initial_h/initial_c, peepholes,
+ * layout 0/1, and any of Y, Y_h, Y_c.
+ *
+ * The reference spends its time in two matrix-vector products per step and
+ * batch row, in double. Here:
+ *   1. the input projections of every step, direction and batch row are one
+ *      GEMM on the pool: XW [S*B, D*G*H] = X [S*B, I] . W [D*G*H, I]^T plus
+ *      both biases (the W bias and the R bias, except GRU's R_h bias under
+ *      linear_before_reset, which stays inside r * (.)); rows keep X's
+ *      order, so layout 1 needs no transpose;
+ *   2. each direction is one pool task (bidirectional: two cores); per step
+ *      it multiplies the states H [B, H] by R^T, packed once per node as
+ *      [H][G*H] (nat_node_pack keeps it across runs when R is a constant), so
+ *      a step reads R^T's rows contiguously: an AVX2 axpy-form GEMV for few
+ *      batch rows, the GEMM provider otherwise;
+ *   3. the gate math runs on whole gate vectors (sigmoid and tanh from an
+ *      8-lane exp on AVX2, libm on the portable path).
+ * Everything is float32; the products sum in float, so results differ from
+ * the double reference by ~1e-6. A node outside these cases (another dtype,
+ * a shape the reference would refuse) declines before asking for outputs:
+ * the reference runs it and reports the error. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RNN_HAVE_AVX2 1
+#define RNN_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+typedef enum rnn_kind { K_RNN, K_GRU, K_LSTM } rnn_kind;
+
+/* ---- activations ---------------------------------------------------------- */
+
+typedef enum ra_fn {
+  RA_RELU,
+  RA_TANH,
+  RA_SIGMOID,
+  RA_AFFINE,
+  RA_LEAKY_RELU,
+  RA_THRESHOLDED_RELU,
+  RA_SCALED_TANH,
+  RA_HARD_SIGMOID,
+  RA_ELU,
+  RA_SOFTSIGN,
+  RA_SOFTPLUS
+} ra_fn;
+
+typedef struct ract {
+  ra_fn fn;
+  float alpha, beta;
+} ract;
+
+/* the reference's table: name (lower case), parameters taken, defaults */
+static const struct {
+  const char *name;
+  ra_fn fn;
+  int n_params;
+  float alpha, beta;
+} act_rows[] = {
+    {"relu", RA_RELU, 0, 0, 0},
+    {"tanh", RA_TANH, 0, 0, 0},
+    {"sigmoid", RA_SIGMOID, 0, 0, 0},
+    {"affine", RA_AFFINE, 2, 1.0f, 0.0f},
+    {"leakyrelu", RA_LEAKY_RELU, 1, 0.01f, 0},
+    {"thresholdedrelu", RA_THRESHOLDED_RELU, 1, 1.0f, 0},
+    {"scaledtanh", RA_SCALED_TANH, 2, 1.0f, 1.0f},
+    {"hardsigmoid", RA_HARD_SIGMOID, 2, 0.2f, 0.5f},
+    {"elu", RA_ELU, 1, 1.0f, 0},
+    {"softsign", RA_SOFTSIGN, 0, 0, 0},
+    {"softplus", RA_SOFTPLUS, 0, 0, 0},
+};
+
+static const char *const default_acts[3][3] = {
+    {"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+
+static float act_scalar(const ract *a, float xf) {
+  double x = xf;
+  switch (a->fn) {
+  case RA_RELU: return x > 0 ? xf : 0.0f;
+  case RA_TANH: return tanhf(xf);
+  case RA_SIGMOID: return (float)(1.0 / (1.0 + exp(-x)));
+  case RA_AFFINE: return (float)(a->alpha * x + a->beta);
+  case RA_LEAKY_RELU: return x >= 0 ? xf : (float)(a->alpha * x);
+  case RA_THRESHOLDED_RELU: return x > a->alpha ? xf : 0.0f;
+  case RA_SCALED_TANH: return (float)(a->alpha * tanh(a->beta * x));
+  case RA_HARD_SIGMOID: return (float)fmin(fmax(a->alpha * x + a->beta, 0.0), 1.0);
+  case RA_ELU: return x >= 0 ? xf : (float)(a->alpha * (exp(x) - 1.0));
+  case RA_SOFTSIGN: return (float)(x / (1.0 + fabs(x)));
+  case RA_SOFTPLUS: return x > 30 ? xf : (float)log1p(exp(x));
+  }
+  return xf;
+}
+
+#ifdef RNN_HAVE_AVX2
+/* exp on 8 lanes: Cephes' polynomial (as native_math.c), inputs clamped to
+ * [-87, 88], which sigmoid and tanh never leave in a way that matters. */
+RNN_AVX2 static inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
+  __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+RNN_AVX2 static inline __m256 sigmoid8(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+/* tanh |x| = (1 - e) / (1 + e) with e = exp(-2|x|), the sign put back */
+RNN_AVX2 static inline __m256 tanh8(__m256 x) {
+  __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 ax = _mm256_andnot_ps(sign, x);
+  __m256 e = exp8(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  return _mm256_or_ps(t, _mm256_and_ps(x, sign));
+}
+
+/* Sigmoid or tanh (scale a, inner scale b: a tanh(b x)) over x[0..n). The
+ * tail goes through a padded block so every lane takes the same path. */
+RNN_AVX2 static void act_avx2(bool sigmoid, float a, float b, float *x, int64_t n) {
+  __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    v = sigmoid ? sigmoid8(v) : _mm256_mul_ps(va, tanh8(_mm256_mul_ps(vb, v)));
+    _mm256_storeu_ps(x + i, v);
+  }
+  if (i < n) {
+    float pad[8] = {0};
+    memcpy(pad, x + i, sizeof(float) * (size_t)(n - i));
+    __m256 v = _mm256_loadu_ps(pad);
+    v = sigmoid ? sigmoid8(v) : _mm256_mul_ps(va, tanh8(_mm256_mul_ps(vb, v)));
+    _mm256_storeu_ps(pad, v);
+    memcpy(x + i, pad, sizeof(float) * (size_t)(n - i));
+  }
+}
+
+/* One LSTM row in one pass (the default activations, no clip, H % 8 == 0):
+ * a holds h R^T, xr the projections with both biases; c and h update in
+ * place; p (peepholes i, o, f) may be NULL. */
+RNN_AVX2 static void lstm_row_avx2(const float *xr, const float *a, const float *p, float *c,
+                                   float *h, int64_t H) {
+  for (int64_t i = 0; i < H; i += 8) {
+    __m256 ci = _mm256_loadu_ps(c + i);
+    __m256 gi = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(xr + i));
+    __m256 go = _mm256_add_ps(_mm256_loadu_ps(a + H + i), _mm256_loadu_ps(xr + H + i));
+    __m256 gf = _mm256_add_ps(_mm256_loadu_ps(a + 2 * H + i), _mm256_loadu_ps(xr + 2 * H + i));
+    __m256 gc = _mm256_add_ps(_mm256_loadu_ps(a + 3 * H + i), _mm256_loadu_ps(xr + 3 * H + i));
+    if (p) {
+      gi = _mm256_fmadd_ps(_mm256_loadu_ps(p + i), ci, gi);
+      gf = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * H + i), ci, gf);
+    }
+    __m256 cn = _mm256_fmadd_ps(sigmoid8(gf), ci, _mm256_mul_ps(sigmoid8(gi), tanh8(gc)));
+    if (p) go = _mm256_fmadd_ps(_mm256_loadu_ps(p + H + i), cn, go);
+    _mm256_storeu_ps(c + i, cn);
+    _mm256_storeu_ps(h + i, _mm256_mul_ps(sigmoid8(go), tanh8(cn)));
+  }
+}
+
+/* One GRU row with linear_before_reset in one pass (default activations,
+ * no clip, H % 8 == 0); rb: R_h's bias. */
+RNN_AVX2 static void gru_lbr_row_avx2(const float *xr, const float *a, const float *rb, float *h,
+                                      int64_t H) {
+  for (int64_t i = 0; i < H; i += 8) {
+    __m256 z = sigmoid8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(xr + i)));
+    __m256 r = sigmoid8(_mm256_add_ps(_mm256_loadu_ps(a + H + i), _mm256_loadu_ps(xr + H + i)));
+    __m256 rh = _mm256_add_ps(_mm256_loadu_ps(a + 2 * H + i), _mm256_loadu_ps(rb + i));
+    __m256 hh = tanh8(_mm256_fmadd_ps(r, rh, _mm256_loadu_ps(xr + 2 * H + i)));
+    __m256 hp = _mm256_loadu_ps(h + i);
+    /* (1 - z) hh + z h = hh + z (h - hh) */
+    _mm256_storeu_ps(h + i, _mm256_fmadd_ps(z, _mm256_sub_ps(hp, hh), hh));
+  }
+}
+
+/* Products against panels: a matrix B [K][N] stored as ceil(N/16) panels of
+ * K x 16 floats (columns past N zero), so every product streams its weights
+ * contiguously (pack_panels). Columns [16 p0, 16 p1) of c = a . B (+ bias),
+ * only the N real columns written. */
+RNN_AVX2 static inline void store16(float *c, __m256 lo, __m256 hi, int64_t n, const float *bias) {
+  if (n >= 16) {
+    if (bias) {
+      lo = _mm256_add_ps(lo, _mm256_loadu_ps(bias));
+      hi = _mm256_add_ps(hi, _mm256_loadu_ps(bias + 8));
+    }
+    _mm256_storeu_ps(c, lo);
+    _mm256_storeu_ps(c + 8, hi);
+    return;
+  }
+  float t[16];
+  _mm256_storeu_ps(t, lo);
+  _mm256_storeu_ps(t + 8, hi);
+  for (int64_t i = 0; i < n; i++)
+    c[i] = t[i] + (bias ? bias[i] : 0.0f);
+}
+
+/* Four rows of a (stride lda) against panels [p0, p1): 4 x 16 accumulators. */
+RNN_AVX2 static void tile4_avx2(const float *a, int64_t lda, int64_t K, const float *pn, int64_t p0,
+                                int64_t p1, int64_t N, float *c, int64_t ldc, const float *bias) {
+  for (int64_t p = p0; p < p1; p++) {
+    const float *w = pn + p * K * 16;
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00;
+    for (int64_t k = 0; k < K; k++) {
+      __m256 w0 = _mm256_loadu_ps(w + k * 16), w1 = _mm256_loadu_ps(w + k * 16 + 8);
+      __m256 x = _mm256_broadcast_ss(a + k);
+      c00 = _mm256_fmadd_ps(x, w0, c00);
+      c01 = _mm256_fmadd_ps(x, w1, c01);
+      x = _mm256_broadcast_ss(a + lda + k);
+      c10 = _mm256_fmadd_ps(x, w0, c10);
+      c11 = _mm256_fmadd_ps(x, w1, c11);
+      x = _mm256_broadcast_ss(a + 2 * lda + k);
+      c20 = _mm256_fmadd_ps(x, w0, c20);
+      c21 = _mm256_fmadd_ps(x, w1, c21);
+      x = _mm256_broadcast_ss(a + 3 * lda + k);
+      c30 = _mm256_fmadd_ps(x, w0, c30);
+      c31 = _mm256_fmadd_ps(x, w1, c31);
+    }
+    int64_t j0 = p * 16, n = N - j0;
+    const float *bj = bias ? bias + j0 : NULL;
+    store16(c + j0, c00, c01, n, bj);
+    store16(c + ldc + j0, c10, c11, n, bj);
+    store16(c + 2 * ldc + j0, c20, c21, n, bj);
+    store16(c + 3 * ldc + j0, c30, c31, n, bj);
+  }
+}
+
+/* One row against panels [p0, p1): four panels at a time (8 accumulators,
+ * four sequential streams), so the FMAs do not wait on each other. */
+RNN_AVX2 static void row1_avx2(const float *a, int64_t K, const float *pn, int64_t p0, int64_t p1,
+                               int64_t N, float *c, const float *bias) {
+  int64_t p = p0;
+  for (; p + 4 <= p1; p += 4) {
+    const float *w0 = pn + p * K * 16, *w1 = w0 + K * 16, *w2 = w1 + K * 16, *w3 = w2 + K * 16;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (int64_t k = 0; k < K; k++) {
+      __m256 x = _mm256_broadcast_ss(a + k);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16 + 8), a1);
+      a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16), a2);
+      a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16 + 8), a3);
+      a4 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16), a4);
+      a5 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16 + 8), a5);
+      a6 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16), a6);
+      a7 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16 + 8), a7);
+    }
+    int64_t j0 = p * 16;
+    store16(c + j0, a0, a1, N - j0, bias ? bias + j0 : NULL);
+    store16(c + j0 + 16, a2, a3, N - j0 - 16, bias ? bias + j0 + 16 : NULL);
+    store16(c + j0 + 32, a4, a5, N - j0 - 32, bias ? bias + j0 + 32 : NULL);
+    store16(c + j0 + 48, a6, a7, N - j0 - 48, bias ? bias + j0 + 48 : NULL);
+  }
+  for (; p < p1; p++) {
+    const float *w = pn + p * K * 16;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    int64_t k = 0;
+    for (; k + 2 <= K; k += 2) { /* two sums per half: half the dependency chain */
+      __m256 x = _mm256_broadcast_ss(a + k), y = _mm256_broadcast_ss(a + k + 1);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
+      b0 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 16), b0);
+      b1 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 24), b1);
+    }
+    for (; k < K; k++) {
+      __m256 x = _mm256_broadcast_ss(a + k);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
+    }
+    int64_t j0 = p * 16;
+    store16(c + j0, _mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), N - j0, bias ? bias + j0 : NULL);
+  }
+}
+
+/* c [M][ldc] (columns [0, N)) = a [M][lda] . panels, panels [p0, p1). */
+RNN_AVX2 static void panels_avx2(const float *a, int64_t lda, int64_t M, int64_t K, const float *pn,
+                                 int64_t p0, int64_t p1, int64_t N, float *c, int64_t ldc,
+                                 const float *bias) {
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4)
+    tile4_avx2(a + i * lda, lda, K, pn, p0, p1, N, c + i * ldc, ldc, bias);
+  for (; i < M; i++)
+    row1_avx2(a + i * lda, K, pn, p0, p1, N, c + i * ldc, bias);
+}
+#endif
+
+static void gemv_portable(const float *h, int64_t K, const float *rt, int64_t ld, int64_t N,
+                          float *out) {
+  memset(out, 0, sizeof(float) * (size_t)N);
+  for (int64_t k = 0; k < K; k++) {
+    float hk = h[k];
+    const float *row = rt + k * ld;
+    for (int64_t j = 0; j < N; j++)
+      out[j] += hk * row[j];
+  }
+}
+
+static int64_t n_panels(int64_t N) { return (N + 15) / 16; }
+
+/* B [K][N] = rows^T as panels (see panels_avx2): rows is [N][K] (W or R). */
+static void pack_panels(const float *rows, int64_t N, int64_t K, float *dst) {
+  for (int64_t p = 0; p < n_panels(N); p++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t c = 0; c < 16; c++) {
+        int64_t col = p * 16 + c;
+        dst[(p * K + k) * 16 + c] = col < N ? rows[col * K + k] : 0.0f;
+      }
+}
+
+/* ---- configuration -------------------------------------------------------- */
+
+typedef struct rnn_job {
+  rnn_kind kind;
+  int64_t S, B, I, H, D, GH;
+  int layout;
+  bool reverse, has_clip, lbr, input_forget, avx2;
+  float clip;
+  ract acts[2][3];
+  const int64_t *lens; /* [B] */
+  int64_t max_len;
+  const float *xw; /* [S*B rows in X's order][D*GH], biases included */
+  const float *rt; /* portable: [D][H][GH], R^T per direction; panels: per
+                    * direction rp_dir floats, R's gates as panels (GRU
+                    * without linear_before_reset: z,r then h at rp_b) */
+  bool panels;
+  bool fused; /* AVX2 one-pass gates (lstm_row_avx2, gru_lbr_row_avx2) */
+  int64_t rp_dir, rp_b;
+  const float *rbh; /* [D][H]: GRU's R_h bias under linear_before_reset */
+  const float *p;   /* [D][3H] or NULL */
+  const float *h0, *c0;
+  float *y, *yh, *yc; /* NULL when not wanted */
+  float *work;        /* per direction: work_dir floats */
+  int64_t work_dir;
+  nat_gemm_fn gemm;
+  _Atomic long long *gemm_calls;
+} rnn_job;
+
+/* Rows at or below which the recurrent product runs as per-row GEMVs; above,
+ * as one call into the GEMM provider. */
+#define RNN_GEMV_ROWS 4
+
+static ait_status parse_acts(const ait_node *n, rnn_job *j, int n_act) {
+  const ait_attr *names = ait_node_attr(n, "activations");
+  int n_names = names && names->type == AIT_ATTR_STRINGS ? names->n : 0;
+  if (n_names && n_names != n_act && n_names != n_act * j->D) return AIT_E_UNSUPPORTED;
+  int n_alpha, n_beta, ai = 0, bi = 0;
+  const float *alphas = ait_attr_floats(n, "activation_alpha", &n_alpha);
+  const float *betas = ait_attr_floats(n, "activation_beta", &n_beta);
+  for (int d = 0; d < j->D; d++)
+    for (int k = 0; k < n_act; k++) {
+      const char *nm = default_acts[j->kind][k];
+      if (n_names) nm = names->strings[n_names == n_act ? k : d * n_act + k];
+      char low[32];
+      size_t len = strlen(nm);
+      if (len >= sizeof low) return AIT_E_UNSUPPORTED;
+      for (size_t i = 0; i <= len; i++)
+        low[i] = (char)tolower((unsigned char)nm[i]);
+      int row = -1;
+      for (int i = 0; i < (int)(sizeof act_rows / sizeof act_rows[0]); i++)
+        if (!strcmp(act_rows[i].name, low)) row = i;
+      if (row < 0) return AIT_E_UNSUPPORTED;
+      ract *a = &j->acts[d][k];
+      a->fn = act_rows[row].fn;
+      a->alpha = act_rows[row].alpha;
+      a->beta = act_rows[row].beta;
+      /* only listed activations consume alpha/beta, in order (as the reference) */
+      if (n_names && act_rows[row].n_params >= 1 && ai < n_alpha) a->alpha = alphas[ai++];
+      if (n_names && act_rows[row].n_params >= 2 && bi < n_beta) a->beta = betas[bi++];
+    }
+  return AIT_OK;
+}
+
+static bool dims_are(const ait_tensor *t, int rank, int64_t a, int64_t b, int64_t c) {
+  int64_t want[3] = {a, b, c};
+  if (t->kind != AIT_KIND_TENSOR || t->rank != rank) return false;
+  for (int i = 0; i < rank; i++)
+    if (t->dims[i] != want[i]) return false;
+  return true;
+}
+
+static bool is_f32(const ait_tensor *t) {
+  return t && t->kind == AIT_KIND_TENSOR && t->dtype == AIT_FLOAT32;
+}
+
+/* ---- the recurrence --------------------------------------------------------- */
+
+static NAT_INLINE void act_vec(const rnn_job *j, const ract *a, float *x, int64_t n) {
+#ifdef RNN_HAVE_AVX2
+  if (j->avx2 && (a->fn == RA_SIGMOID || a->fn == RA_TANH || a->fn == RA_SCALED_TANH)) {
+    bool sg = a->fn == RA_SIGMOID;
+    act_avx2(sg, a->fn == RA_SCALED_TANH ? a->alpha : 1.0f,
+             a->fn == RA_SCALED_TANH ? a->beta : 1.0f, x, n);
+    return;
+  }
+#endif
+  if (a->fn == RA_RELU) {
+    for (int64_t i = 0; i < n; i++)
+      x[i] = x[i] > 0 ? x[i] : 0.0f;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++)
+    x[i] = act_scalar(a, x[i]);
+}
+
+static NAT_INLINE void clip_vec(const rnn_job *j, float *x, int64_t n) {
+  if (!j->has_clip) return;
+  float c = j->clip;
+  for (int64_t i = 0; i < n; i++)
+    x[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
+}
+
+/* out rows [B][ld] (columns [0, N)) = hs [B][K] . R^T's segment seg (a
+ * column offset into R^T, or panels), for the rows still running at step k
+ * (all of them where rows go four at a time or to the provider). */
+static NAT_INLINE void rec_product(const rnn_job *j, const float *hs, int64_t K, const float *seg,
+                                   int64_t N, float *out, int64_t ld, int64_t k) {
+#ifdef RNN_HAVE_AVX2
+  if (j->panels) {
+    int64_t b = 0;
+    for (; b + 4 <= j->B; b += 4)
+      tile4_avx2(hs + b * K, K, K, seg, 0, n_panels(N), N, out + b * ld, ld, NULL);
+    for (; b < j->B; b++)
+      if (k < j->lens[b]) row1_avx2(hs + b * K, K, seg, 0, n_panels(N), N, out + b * ld, NULL);
+    return;
+  }
+#endif
+  if (j->B > RNN_GEMV_ROWS) {
+    j->gemm(false, false, j->B, N, K, 1.0f, hs, K, seg, j->GH, out, ld);
+    (*j->gemm_calls)++;
+    return;
+  }
+  for (int64_t b = 0; b < j->B; b++)
+    if (k < j->lens[b]) gemv_portable(hs + b * K, K, seg, j->GH, N, out + b * ld);
+}
+
+static NAT_INLINE int64_t x_row(const rnn_job *j, int64_t t, int64_t b) {
+  return j->layout ? b * j->S + t : t * j->B + b;
+}
+/* offset of (d, b) in initial_h/c and Y_h/Y_c */
+static NAT_INLINE int64_t state_at(const rnn_job *j, int64_t d, int64_t b) {
+  return (j->layout ? b * j->D + d : d * j->B + b) * j->H;
+}
+static NAT_INLINE int64_t y_at(const rnn_job *j, int64_t t, int64_t d, int64_t b) {
+  return (j->layout ? (b * j->S + t) * j->D + d : (t * j->D + d) * j->B + b) * j->H;
+}
+
+/* Direction d over the whole sequence. Work: hs [B][H], cs [B][H], rh
+ * [B][GH], tmp [B][H], g [GH]. */
+static NAT_INLINE void run_dir(const rnn_job *j, int64_t d) {
+  int64_t B = j->B, H = j->H, GH = j->GH, D = j->D;
+  float *hs = j->work + d * j->work_dir, *cs = hs + B * H, *rh = cs + B * H, *tmp = rh + B * GH;
+  float *g = tmp + B * H;
+  const float *rt = j->panels ? j->rt + d * j->rp_dir : j->rt + d * H * GH;
+  const float *rt_h = j->panels ? rt + j->rp_b : rt + 2 * H; /* GRU's h gate, split */
+  const float *p = j->p ? j->p + d * 3 * H : NULL;
+  const ract *acts = j->acts[d];
+  bool back = j->reverse || d == 1;
+  for (int64_t b = 0; b < B; b++) {
+    if (j->h0)
+      memcpy(hs + b * H, j->h0 + state_at(j, d, b), sizeof(float) * (size_t)H);
+    else
+      memset(hs + b * H, 0, sizeof(float) * (size_t)H);
+    if (j->c0)
+      memcpy(cs + b * H, j->c0 + state_at(j, d, b), sizeof(float) * (size_t)H);
+    else
+      memset(cs + b * H, 0, sizeof(float) * (size_t)H);
+    if (j->y) /* Y is 0 past a row's length */
+      for (int64_t t = j->lens[b]; t < j->S; t++)
+        memset(j->y + y_at(j, t, d, b), 0, sizeof(float) * (size_t)H);
+  }
+  /* GRU without linear_before_reset needs r before its third product */
+  bool split = j->kind == K_GRU && !j->lbr;
+  for (int64_t k = 0; k < j->max_len; k++) {
+    rec_product(j, hs, H, rt, split ? 2 * H : GH, rh, GH, k);
+    if (split) {
+      for (int64_t b = 0; b < B; b++) {
+        if (k >= j->lens[b]) {
+          memset(tmp + b * H, 0, sizeof(float) * (size_t)H);
+          continue;
+        }
+        int64_t t = back ? j->lens[b] - 1 - k : k;
+        const float *xr = j->xw + x_row(j, t, b) * D * GH + d * GH;
+        float *zr = rh + b * GH, *h = hs + b * H;
+        for (int64_t i = 0; i < 2 * H; i++)
+          zr[i] += xr[i];
+        clip_vec(j, zr, 2 * H);
+        act_vec(j, &acts[0], zr, 2 * H);
+        for (int64_t i = 0; i < H; i++)
+          tmp[b * H + i] = zr[H + i] * h[i];
+      }
+      rec_product(j, tmp, H, rt_h, H, rh + 2 * H, GH, k);
+    }
+    for (int64_t b = 0; b < B; b++) {
+      if (k >= j->lens[b]) continue;
+      int64_t t = back ? j->lens[b] - 1 - k : k;
+      const float *xr = j->xw + x_row(j, t, b) * D * GH + d * GH;
+      float *a = rh + b * GH, *h = hs + b * H, *c = cs + b * H;
+#ifdef RNN_HAVE_AVX2
+      if (j->fused) {
+        if (j->kind == K_LSTM)
+          lstm_row_avx2(xr, a, p, c, h, H);
+        else
+          gru_lbr_row_avx2(xr, a, j->rbh + d * H, h, H);
+        if (j->y) memcpy(j->y + y_at(j, t, d, b), h, sizeof(float) * (size_t)H);
+        continue;
+      }
+#endif
+      if (j->kind == K_RNN) {
+        for (int64_t i = 0; i < H; i++)
+          h[i] = a[i] + xr[i];
+        clip_vec(j, h, H);
+        act_vec(j, &acts[0], h, H);
+      } else if (j->kind == K_GRU) {
+        float *z = a, *r = a + H, *hh = a + 2 * H;
+        if (!split) {
+          for (int64_t i = 0; i < 2 * H; i++)
+            a[i] += xr[i];
+          clip_vec(j, a, 2 * H);
+          act_vec(j, &acts[0], a, 2 * H);
+          const float *rb = j->rbh + d * H;
+          for (int64_t i = 0; i < H; i++)
+            hh[i] = xr[2 * H + i] + r[i] * (hh[i] + rb[i]);
+        } else {
+          for (int64_t i = 0; i < H; i++)
+            hh[i] += xr[2 * H + i];
+        }
+        clip_vec(j, hh, H);
+        act_vec(j, &acts[1], hh, H);
+        for (int64_t i = 0; i < H; i++)
+          h[i] = (1.0f - z[i]) * hh[i] + z[i] * h[i];
+      } else { /* LSTM: gates i, o, f, c; peepholes i, o, f */
+        float *gi = a, *go = a + H, *gf = a + 2 * H, *gc = a + 3 * H;
+        for (int64_t i = 0; i < GH; i++)
+          a[i] += xr[i];
+        if (p)
+          for (int64_t i = 0; i < H; i++) {
+            gi[i] += p[i] * c[i];
+            gf[i] += p[2 * H + i] * c[i];
+          }
+        clip_vec(j, gi, H);
+        clip_vec(j, gf, 2 * H); /* f and c */
+        act_vec(j, &acts[0], gi, H);
+        if (j->input_forget)
+          for (int64_t i = 0; i < H; i++)
+            gf[i] = 1.0f - gi[i];
+        else
+          act_vec(j, &acts[0], gf, H);
+        act_vec(j, &acts[1], gc, H);
+        for (int64_t i = 0; i < H; i++)
+          c[i] = gf[i] * c[i] + gi[i] * gc[i];
+        if (p)
+          for (int64_t i = 0; i < H; i++)
+            go[i] += p[H + i] * c[i];
+        clip_vec(j, go, H);
+        act_vec(j, &acts[0], go, H);
+        memcpy(g, c, sizeof(float) * (size_t)H);
+        act_vec(j, &acts[2], g, H); /* h(C) unclipped, as the reference */
+        for (int64_t i = 0; i < H; i++)
+          h[i] = go[i] * g[i];
+      }
+      if (j->y) memcpy(j->y + y_at(j, t, d, b), h, sizeof(float) * (size_t)H);
+    }
+  }
+  for (int64_t b = 0; b < B; b++) {
+    bool ran = j->lens[b] > 0; /* 0 for an empty sequence, as the reference */
+    if (j->yh) {
+      if (ran)
+        memcpy(j->yh + state_at(j, d, b), hs + b * H, sizeof(float) * (size_t)H);
+      else
+        memset(j->yh + state_at(j, d, b), 0, sizeof(float) * (size_t)H);
+    }
+    if (j->yc) {
+      if (ran)
+        memcpy(j->yc + state_at(j, d, b), cs + b * H, sizeof(float) * (size_t)H);
+      else
+        memset(j->yc + state_at(j, d, b), 0, sizeof(float) * (size_t)H);
+    }
+  }
+}
+
+#ifdef RNN_HAVE_AVX2
+RNN_AVX2 static void run_dir_avx2(const rnn_job *j, int64_t d) { run_dir(j, d); }
+#endif
+static void run_dir_portable(const rnn_job *j, int64_t d) { run_dir(j, d); }
+
+static void dir_task(void *arg, int64_t d, int tid) {
+  const rnn_job *j = arg;
+  (void)tid;
+#ifdef RNN_HAVE_AVX2
+  if (j->avx2) {
+    run_dir_avx2(j, d);
+    return;
+  }
+#endif
+  run_dir_portable(j, d);
+}
+
+/* The input projections on AVX2: panels [t * per_task, ...) of W per task. */
+typedef struct proj_job {
+  const float *x;
+  int64_t M, K;
+  const float *wp;
+  int64_t N;
+  float *c;
+  const float *bias;
+  int64_t per_task;
+} proj_job;
+
+static void proj_task(void *arg, int64_t t, int tid) {
+  (void)tid;
+#ifdef RNN_HAVE_AVX2
+  const proj_job *j = arg;
+  int64_t p0 = t * j->per_task, p1 = p0 + j->per_task;
+  if (p1 > n_panels(j->N)) p1 = n_panels(j->N);
+  panels_avx2(j->x, j->K, j->M, j->K, j->wp, p0, p1, j->N, j->c, j->N, j->bias);
+#else
+  (void)arg;
+  (void)t;
+#endif
+}
+
+/* ---- the kernel -------------------------------------------------------------- */
+
+static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
+                             const ait_tensor *const *in, int n_in) {
+  const ait_tensor *opt[8] = {0};
+  for (int i = 0; i < n_in && i < 8; i++)
+    opt[i] = in[i];
+  const ait_tensor *X = opt[0], *W = opt[1], *R = opt[2], *Bias = opt[3], *L = opt[4];
+  const ait_tensor *H0 = opt[5], *C0 = kind == K_LSTM ? opt[6] : NULL;
+  const ait_tensor *P = kind == K_LSTM ? opt[7] : NULL;
+  if (!is_f32(X) || !is_f32(W) || !is_f32(R) || X->rank != 3 || R->rank != 3)
+    return AIT_E_UNSUPPORTED;
+  rnn_job j;
+  memset(&j, 0, sizeof j);
+  j.kind = kind;
+  int G = kind == K_RNN ? 1 : kind == K_GRU ? 3 : 4;
+  const char *dir = ait_attr_str(n, "direction", "forward");
+  if (!strcmp(dir, "bidirectional"))
+    j.D = 2;
+  else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse"))
+    j.D = 1;
+  else
+    return AIT_E_UNSUPPORTED;
+  j.reverse = !strcmp(dir, "reverse");
+  j.layout = (int)ait_attr_int(n, "layout", 0);
+  if (j.layout != 0 && j.layout != 1) return AIT_E_UNSUPPORTED;
+  j.S = X->dims[j.layout ? 1 : 0];
+  j.B = X->dims[j.layout ? 0 : 1];
+  j.I = X->dims[2];
+  j.H = R->dims[2];
+  j.GH = G * j.H;
+  int64_t S = j.S, Bn = j.B, I = j.I, H = j.H, D = j.D, GH = j.GH;
+  if (ait_attr_int(n, "hidden_size", H) != H || S < 1 || Bn < 1 || I < 1 || H < 1)
+    return AIT_E_UNSUPPORTED;
+  int64_t sa = j.layout ? Bn : D, sb = j.layout ? D : Bn;
+  if (!dims_are(W, 3, D, GH, I) || !dims_are(R, 3, D, GH, H) ||
+      (Bias && (!is_f32(Bias) || !dims_are(Bias, 2, D, 2 * GH, 0))) ||
+      (H0 && (!is_f32(H0) || !dims_are(H0, 3, sa, sb, H))) ||
+      (C0 && (!is_f32(C0) || !dims_are(C0, 3, sa, sb, H))) ||
+      (P && (!is_f32(P) || !dims_are(P, 2, D, 3 * H, 0))))
+    return AIT_E_UNSUPPORTED;
+  if (L && (L->kind != AIT_KIND_TENSOR || L->rank != 1 || L->dims[0] != Bn ||
+            (L->dtype != AIT_INT32 && L->dtype != AIT_INT64)))
+    return AIT_E_UNSUPPORTED;
+  const ait_attr *clip = ait_node_attr(n, "clip");
+  if (clip) {
+    j.has_clip = true;
+    j.clip = clip->f;
+  }
+  j.lbr = kind == K_GRU && ait_attr_int(n, "linear_before_reset", 0) != 0;
+  j.input_forget = kind == K_LSTM && ait_attr_int(n, "input_forget", 0) != 0;
+  int n_act = kind == K_RNN ? 1 : kind == K_GRU ? 2 : 3;
+  if (parse_acts(n, &j, n_act)) return AIT_E_UNSUPPORTED;
+  /* the default activations: gates in one pass where the CPU allows */
+  bool defaults =
+      !j.has_clip && !j.input_forget && H % 8 == 0 && (kind == K_LSTM || (kind == K_GRU && j.lbr));
+  for (int d = 0; d < j.D && defaults; d++)
+    for (int k = 0; k < n_act; k++)
+      defaults &= j.acts[d][k].fn == (k == 0 ? RA_SIGMOID : RA_TANH);
+
+      /* The weights as the products read them: on AVX2, W and R as panels;
+       * portable, R^T (W goes to the provider as stored). Kept across runs in the
+       * node's pack when W and R are constants, else rebuilt in scratch. */
+#ifdef RNN_HAVE_AVX2
+  j.panels = nat_isa() >= NAT_ISA_AVX2;
+  j.avx2 = j.panels;
+  j.fused = j.avx2 && defaults;
+#else
+  (void)defaults;
+#endif
+  bool split = kind == K_GRU && !j.lbr;
+  j.rp_b = n_panels(split ? 2 * H : GH) * 16 * H;
+  j.rp_dir = j.rp_b + (split ? n_panels(H) * 16 * H : 0);
+  int64_t f_wp = j.panels ? n_panels(D * GH) * 16 * I : 0;
+  int64_t f_pack = j.panels ? f_wp + D * j.rp_dir : D * H * GH;
+  bool consts = nat_input_is_const(r, 1) && nat_input_is_const(r, 2);
+  /* scratch: lens, XW, bias, the weights (unless packed), R_h bias, work */
+  int64_t M = S * Bn;
+  j.work_dir = round16(3 * Bn * H + Bn * GH + GH);
+  int64_t f_lens = round16(Bn * 2), f_xw = round16(M * D * GH), f_bias = round16(D * GH);
+  int64_t f_w = consts ? 0 : round16(f_pack), f_rbh = round16(D * H);
+  int64_t total = f_lens + f_xw + f_bias + f_w + f_rbh + D * j.work_dir;
+  float *sc = nat_scratch(r, total * (int64_t)sizeof(float));
+  if (!sc) return AIT_E_NOMEM;
+  int64_t *lens = (int64_t *)sc;
+  j.max_len = 0;
+  for (int64_t b = 0; b < Bn; b++) {
+    lens[b] = !L                      ? S
+              : L->dtype == AIT_INT32 ? ((const int32_t *)L->data)[b]
+                                      : ((const int64_t *)L->data)[b];
+    if (lens[b] < 0 || lens[b] > S) return AIT_E_UNSUPPORTED; /* the reference says why */
+    if (lens[b] > j.max_len) j.max_len = lens[b];
+  }
+  j.lens = lens;
+  float *xw = sc + f_lens, *bias = xw + f_xw, *wbuf = bias + f_bias, *rbh = wbuf + f_w;
+  j.work = rbh + f_rbh;
+  bool fill = true;
+  if (consts) {
+    int64_t key[4] = {j.panels, (int64_t)(intptr_t)W->data, (int64_t)(intptr_t)R->data,
+                      (D * GH * 65536 + H) * 65536 + I};
+    wbuf = nat_node_pack(r, NAT_DATA_RNN, key, sizeof(float) * (size_t)f_pack, &fill);
+    if (!wbuf) return AIT_E_NOMEM;
+  }
+  const float *rs = R->data;
+  if (fill && j.panels) {
+    pack_panels(W->data, D * GH, I, wbuf);
+    for (int64_t d = 0; d < D; d++) {
+      float *dst = wbuf + f_wp + d * j.rp_dir;
+      pack_panels(rs + d * GH * H, split ? 2 * H : GH, H, dst);
+      if (split) pack_panels(rs + (d * GH + 2 * H) * H, H, H, dst + j.rp_b);
+    }
+  } else if (fill) {
+    for (int64_t d = 0; d < D; d++)
+      for (int64_t g = 0; g < GH; g++)
+        for (int64_t k = 0; k < H; k++)
+          wbuf[(d * H + k) * GH + g] = rs[(d * GH + g) * H + k];
+  }
+  const float *rt = j.panels ? wbuf + f_wp : wbuf;
+  const float *bs = Bias ? Bias->data : NULL;
+  for (int64_t d = 0; d < D; d++)
+    for (int64_t g = 0; g < GH; g++) {
+      float v = bs ? bs[d * 2 * GH + g] : 0.0f;
+      float rb = bs ? bs[d * 2 * GH + GH + g] : 0.0f;
+      if (j.lbr && g >= 2 * H)
+        rbh[d * H + g - 2 * H] = rb; /* stays inside r * (h R_h^T + Rb_h) */
+      else
+        v += rb;
+      bias[d * GH + g] = v;
+    }
+  j.xw = xw;
+  j.rt = rt;
+  j.rbh = rbh;
+  j.p = P ? P->data : NULL;
+  j.h0 = H0 ? H0->data : NULL;
+  j.c0 = C0 ? C0->data : NULL;
+  j.gemm = nat_run_gemm(r);
+  j.gemm_calls = nat_run_gemm_calls(r);
+  if (!j.gemm && nat_gemm_provider("openblas", &j.gemm)) return AIT_E_UNSUPPORTED;
+
+  /* outputs: only those the node uses */
+  int n_outs = kind == K_LSTM ? 3 : 2;
+  float **dst[3] = {&j.y, &j.yh, &j.yc};
+  for (int o = 0; o < n_outs && o < n->n_out; o++) {
+    if (n->out[o] < 0) continue;
+    int64_t y0[4] = {S, D, Bn, H}, y1[4] = {Bn, S, D, H}, h0[3] = {D, Bn, H}, h1[3] = {Bn, D, H};
+    const int64_t *dims = o == 0 ? (j.layout ? y1 : y0) : (j.layout ? h1 : h0);
+    ait_tensor *t;
+    AIT_TRY(nat_output(r, o, AIT_FLOAT32, o == 0 ? 4 : 3, dims, &t));
+    *dst[o] = t->data;
+  }
+
+  /* every step's input projections at once */
+  if (j.panels) {
+    proj_job pj = {X->data, M, I, wbuf, D * GH, xw, bias, 0};
+    int64_t np = n_panels(D * GH);
+    pj.per_task = nat_chunk(r, np, 1);
+    bool par = (double)M * (double)(D * GH) * (double)I >= NAT_PAR_MIN_MACS / 4;
+    nat_pool_run(par ? nat_run_pool(r) : NULL, (np + pj.per_task - 1) / pj.per_task, proj_task,
+                 &pj);
+  } else {
+    nat_epilogue e;
+    memset(&e, 0, sizeof e);
+    e.col_bias = bias;
+    nat_sgemm(r, false, true, M, D * GH, I, 1.0f, X->data, I, W->data, I, xw, D * GH, &e);
+  }
+  nat_pool_run(D > 1 ? nat_run_pool(r) : NULL, D, dir_task, &j);
+  return AIT_OK;
+}
+
+ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  return rnn_kernel(K_RNN, r, n, in, n_in);
+}
+ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  return rnn_kernel(K_GRU, r, n, in, n_in);
+}
+ait_status nat_k_lstm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  return rnn_kernel(K_LSTM, r, n, in, n_in);
+}
