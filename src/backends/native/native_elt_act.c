@@ -22,12 +22,14 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 #define SPLAT(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
 #define VSEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
-#define LOAD(p) (*(const v8f *)__builtin_assume_aligned((p), 32))
-#define STORE(p, v) (*(v8f *)__builtin_assume_aligned((p), 32) = (v))
+/* unaligned: the rows of a product's output start anywhere */
+typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
+#define LOAD(p) ((v8f) * (const v8f_u *)(p))
+#define STORE(p, v) (*(v8f_u *)(p) = (v8f_u)(v))
 
-/* Every block is a multiple of 8 floats in aligned buffers (the tail is
- * padded), so the loops below have no remainder. One body, compiled for
- * the baseline and for AVX2+FMA. */
+/* Every block is a multiple of 8 floats (a tail is padded in a buffer), so
+ * the loops below have no remainder. One body, compiled for the baseline
+ * and for AVX2+FMA. */
 #define ELT_STEPS(SUFFIX, ATTR)                                                                    \
   ATTR static void clamp_##SUFFIX(float *v, int64_t n, float lo, float hi) {                       \
     for (int64_t i = 0; i < n; i += 8) {                                                           \
@@ -139,20 +141,24 @@ void nat_elt_act_f32(const ait_act *a, float *x, int64_t n) {
   bool avx2 = use_avx2(), keep_x = false;
   for (int i = 0; i < n_steps; i++)
     keep_x |= steps[i].mul_x;
-  float v[ELT_BLOCK] __attribute__((aligned(32)));
+  float tail[ELT_BLOCK] __attribute__((aligned(32)));
   float x0[ELT_BLOCK] __attribute__((aligned(32)));
   float t[ELT_BLOCK] __attribute__((aligned(32)));
   for (int64_t lo = 0; lo < n; lo += ELT_BLOCK) {
     int64_t m = n - lo < ELT_BLOCK ? n - lo : ELT_BLOCK, m8 = (m + 7) & ~(int64_t)7;
-    memcpy(v, x + lo, sizeof(float) * (size_t)m);
-    for (int64_t i = m; i < m8; i++)
-      v[i] = 0.0f;
+    float *v = x + lo; /* in place, but for a tail that is not 8 floats long */
+    if (m8 != m) {
+      v = tail;
+      memcpy(v, x + lo, sizeof(float) * (size_t)m);
+      for (int64_t i = m; i < m8; i++)
+        v[i] = 0.0f;
+    }
     if (keep_x) memcpy(x0, v, sizeof(float) * (size_t)m8);
     for (int s = 0; s < n_steps; s++) {
       run_step(steps[s].kind, steps[s].p, v, m8, t, avx2);
       if (steps[s].mul_x) CALL(mul, v, x0, m8);
     }
-    memcpy(x + lo, v, sizeof(float) * (size_t)m);
+    if (v == tail) memcpy(x + lo, v, sizeof(float) * (size_t)m);
   }
 }
 

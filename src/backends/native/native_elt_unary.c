@@ -185,7 +185,7 @@ static bool un_setup(const ait_node *n, const ait_tensor *const *in, int n_in, u
   }
   for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
     const un_def *d = &defs[i];
-    if (strcmp(op, d->op)) continue;
+    if (op[0] != d->op[0] || strcmp(op, d->op)) continue;
     float p0 = d->a0 ? ait_attr_float(n, d->a0, d->d0) : 0;
     float p1 = d->a1 ? ait_attr_float(n, d->a1, d->d1) : 0;
     j->act.kind = d->act;

@@ -197,7 +197,7 @@ static const elt_row_def rows[] = {
 static elt_row find_row(const char *op, ait_dtype in, ait_dtype *out) {
   int isa = nat_isa() >= NAT_ISA_AVX2;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (rows[i].in == in && !strcmp(rows[i].op, op)) {
+    if (rows[i].in == in && rows[i].op[0] == op[0] && !strcmp(rows[i].op, op)) {
       *out = rows[i].out;
       return rows[i].fn[isa];
     }
