@@ -6,8 +6,8 @@
 
 Each model is x [1, size] through N nodes that no pass fuses or removes (Abs, then Add(., x),
 alternating), so every node runs. Each engine runs `runs` times back to back per round, rounds
-interleaved between engines (in a seeded random order); per engine and N the best round's mean
-per run. Per node: the slope between the smallest and the largest N; per run: the intercept.
+interleaved between engines (in a seeded random order), each run timed on its own; per engine
+and N the fastest single run (on a shared machine the runs that no other process interrupted). Per node: the slope between the smallest and the largest N; per run: the intercept.
 Both engines are called from Python (aitune through its C API, ONNX Runtime through its Python
 API), so the interpreter's call overhead (about a microsecond) is in both.
 """
@@ -75,17 +75,17 @@ def main():
         rng = random.Random(n)
         for _ in range(a.rounds):
             for e in rng.sample(engines, len(engines)):
-                t = time.perf_counter()
                 for _ in range(a.runs):
+                    t = time.perf_counter()
                     e.run()
-                us = (time.perf_counter() - t) / a.runs * 1e6
-                best[(e.name, n)] = min(best.get((e.name, n), 1e30), us)
+                    us = (time.perf_counter() - t) * 1e6
+                    best[(e.name, n)] = min(best.get((e.name, n), 1e30), us)
         for e in engines:
             if hasattr(e, "close"):
                 e.close()
     names = list(dict.fromkeys(k[0] for k in best))
-    print(f"size {a.size}, {len(os.sched_getaffinity(0))} cores; microseconds per run (best round of "
-          f"{a.runs} runs)")
+    print(f"size {a.size}, {len(os.sched_getaffinity(0))} cores; microseconds per run (fastest of "
+          f"{a.runs * a.rounds} runs)")
     print("| engine | " + " | ".join(f"N = {n}" for n in ns) + " | per run (us) | per node (us) |")
     print("|---|" + "---|" * (len(ns) + 2))
     for nm in names:

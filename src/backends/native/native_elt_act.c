@@ -60,6 +60,14 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
     for (int64_t i = 0; i < n; i += 8)                                                             \
       STORE(v + i, SPLAT(1.0f) / (SPLAT(1.0f) + LOAD(t + i)));                                     \
   }                                                                                                \
+  /* SiLU as the first step: x / (1 + e^-x), no copy of x kept */                                  \
+  ATTR static void silu_##SUFFIX(float *v, int64_t n, float *t) {                                  \
+    for (int64_t i = 0; i < n; i += 8)                                                             \
+      STORE(t + i, -LOAD(v + i));                                                                  \
+    nat_exp_f32(t, t, n);                                                                          \
+    for (int64_t i = 0; i < n; i += 8)                                                             \
+      STORE(v + i, LOAD(v + i) / (SPLAT(1.0f) + LOAD(t + i)));                                     \
+  }                                                                                                \
   ATTR static void gelu_##SUFFIX(float *v, int64_t n, float *t) {                                  \
     for (int64_t i = 0; i < n; i += 8)                                                             \
       STORE(t + i, LOAD(v + i) * SPLAT(0.70710678118654752f));                                     \
@@ -139,7 +147,9 @@ void nat_elt_act_f32(const ait_act *a, float *x, int64_t n) {
   const ait_act_step *steps = a->kind == AIT_ACT_PROGRAM ? a->steps : &one;
   int n_steps = a->kind == AIT_ACT_PROGRAM ? a->n_steps : 1;
   bool avx2 = use_avx2(), keep_x = false;
-  for (int i = 0; i < n_steps; i++)
+  /* a first step Sigmoid*x (SiLU) needs no copy of x: one pass less */
+  int first = steps[0].kind == AIT_ACT_SIGMOID && steps[0].mul_x ? 1 : 0;
+  for (int i = first; i < n_steps; i++)
     keep_x |= steps[i].mul_x;
   float tail[ELT_BLOCK] __attribute__((aligned(32)));
   float x0[ELT_BLOCK] __attribute__((aligned(32)));
@@ -154,7 +164,8 @@ void nat_elt_act_f32(const ait_act *a, float *x, int64_t n) {
         v[i] = 0.0f;
     }
     if (keep_x) memcpy(x0, v, sizeof(float) * (size_t)m8);
-    for (int s = 0; s < n_steps; s++) {
+    if (first) CALL(silu, v, m8, t);
+    for (int s = first; s < n_steps; s++) {
       run_step(steps[s].kind, steps[s].p, v, m8, t, avx2);
       if (steps[s].mul_x) CALL(mul, v, x0, m8);
     }
