@@ -334,6 +334,51 @@ static void test_cast(void) {
     }
 }
 
+/* ReduceMax/Min/Sum/Mean over axis blocks (and one that is not a block:
+ * the reference runs it), keepdims on and off. */
+static void test_reduce(void) {
+  static const char *const ops[] = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"};
+  static const shape sh[] = {{3, {3, 37, 19}}, {4, {2, 5, 1, 1029}}, {2, {1, 70001}}};
+  static const struct {
+    int n;
+    int64_t axes[3];
+  } ax[] = {{1, {-1}}, {1, {1}}, {2, {0, 1}}, {0, {0}}, {2, {0, 2}}, {1, {0}}};
+  for (int o = 0; o < 4; o++)
+    for (int s = 0; s < 3; s++)
+      for (size_t a = 0; a < sizeof ax / sizeof ax[0]; a++)
+        for (int keep = 0; keep < 2; keep++) {
+          bool fits = true;
+          for (int k = 0; k < ax[a].n; k++)
+            fits &= ax[a].axes[k] < sh[s].rank;
+          if (!fits) continue;
+          tb_model *m = tb_new(11); /* axes as an attribute for all four */
+          tb_input(m, "a", 1, sh[s].rank, sh[s].d);
+          int nd = tb_node(m, ops[o], "n", IN("a"), IN("y"));
+          if (ax[a].n) tb_attr_ints(m, nd, "axes", ax[a].n, ax[a].axes);
+          tb_attr_int(m, nd, "keepdims", keep);
+          int64_t od[4];
+          int orank = 0;
+          bool red[4] = {false};
+          for (int k = 0; k < ax[a].n; k++)
+            red[ax[a].axes[k] < 0 ? ax[a].axes[k] + sh[s].rank : ax[a].axes[k]] = true;
+          for (int k = 0; k < sh[s].rank; k++)
+            if (ax[a].n && !red[k])
+              od[orank++] = sh[s].d[k];
+            else if (keep)
+              od[orank++] = 1;
+          tb_output(m, "y", 1, orank, od);
+          ait_graph *g = tb_parse_graph(m);
+          CHECK(g && is_fast(g));
+          ait_tensor *x = rand_of(AIT_FLOAT32, sh[s].rank, sh[s].d, o < 2);
+          char what[64];
+          snprintf(what, sizeof what, "%s shape %d axes %zu keepdims %d", ops[o], s, a, keep);
+          const ait_tensor *in[1] = {x};
+          check_specs(g, in, 1, 2e-5, what);
+          ait_tensor_free(x);
+          ait_graph_free(g);
+        }
+}
+
 /* ---- fusion -------------------------------------------------------------- */
 
 static ait_graph *rewrite(const ait_graph *g) {
@@ -601,6 +646,7 @@ int main(int argc, char **argv) {
   test_where_prelu();
   test_unary();
   test_cast();
+  test_reduce();
   test_conv_fusions();
   test_matmul_fusions();
   test_standalone();
