@@ -141,6 +141,19 @@ static bool use_avx2(void) {
 #endif
 }
 
+/* The program on v[0..n), n a multiple of 8. */
+static void run_block(const ait_act_step *steps, int n_steps, int first, bool keep_x, float *v,
+                      int64_t n, bool avx2) {
+  float x0[ELT_BLOCK] __attribute__((aligned(32)));
+  float t[ELT_BLOCK] __attribute__((aligned(32)));
+  if (keep_x) memcpy(x0, v, sizeof(float) * (size_t)n);
+  if (first) CALL(silu, v, n, t);
+  for (int s = first; s < n_steps; s++) {
+    run_step(steps[s].kind, steps[s].p, v, n, t, avx2);
+    if (steps[s].mul_x) CALL(mul, v, x0, n);
+  }
+}
+
 void nat_elt_act_f32(const ait_act *a, float *x, int64_t n) {
   if (a->kind == AIT_ACT_NONE || n <= 0) return;
   ait_act_step one = {a->kind, {a->p[0], a->p[1]}, false};
@@ -151,25 +164,17 @@ void nat_elt_act_f32(const ait_act *a, float *x, int64_t n) {
   int first = steps[0].kind == AIT_ACT_SIGMOID && steps[0].mul_x ? 1 : 0;
   for (int i = first; i < n_steps; i++)
     keep_x |= steps[i].mul_x;
-  float tail[ELT_BLOCK] __attribute__((aligned(32)));
-  float x0[ELT_BLOCK] __attribute__((aligned(32)));
-  float t[ELT_BLOCK] __attribute__((aligned(32)));
-  for (int64_t lo = 0; lo < n; lo += ELT_BLOCK) {
-    int64_t m = n - lo < ELT_BLOCK ? n - lo : ELT_BLOCK, m8 = (m + 7) & ~(int64_t)7;
-    float *v = x + lo; /* in place, but for a tail that is not 8 floats long */
-    if (m8 != m) {
-      v = tail;
-      memcpy(v, x + lo, sizeof(float) * (size_t)m);
-      for (int64_t i = m; i < m8; i++)
-        v[i] = 0.0f;
-    }
-    if (keep_x) memcpy(x0, v, sizeof(float) * (size_t)m8);
-    if (first) CALL(silu, v, m8, t);
-    for (int s = first; s < n_steps; s++) {
-      run_step(steps[s].kind, steps[s].p, v, m8, t, avx2);
-      if (steps[s].mul_x) CALL(mul, v, x0, m8);
-    }
-    if (v == tail) memcpy(x + lo, v, sizeof(float) * (size_t)m);
+  /* in place in blocks of ELT_BLOCK; the last n % 8 floats (kernels call
+   * this per output row, often short) through a padded 8-float copy */
+  int64_t n8 = n & ~(int64_t)7;
+  for (int64_t lo = 0; lo < n8; lo += ELT_BLOCK)
+    run_block(steps, n_steps, first, keep_x, x + lo, n8 - lo < ELT_BLOCK ? n8 - lo : ELT_BLOCK,
+              avx2);
+  if (n8 < n) {
+    float tail[8] __attribute__((aligned(32))) = {0};
+    memcpy(tail, x + n8, sizeof(float) * (size_t)(n - n8));
+    run_block(steps, n_steps, first, keep_x, tail, 8, avx2);
+    memcpy(x + n8, tail, sizeof(float) * (size_t)(n - n8));
   }
 }
 

@@ -242,11 +242,14 @@ static ait_status set_act(ait_node *p, const ait_act *a) {
   return np ? nat_attr_set_floats(p, "activation_params", a->p, np) : AIT_OK;
 }
 
-static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+/* The activations past HardSwish/Gelu (Softplus, GeluTanh) only with
+ * `programs`: the other users of these passes lower activations by name. */
+static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool programs, bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   ait_act a;
   if (has_act(p) || c->in[0] != p->out[0] || !act_of(g, c, &a)) return AIT_OK;
+  if (!programs && a.kind >= AIT_ACT_SOFTPLUS) return AIT_OK;
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &a));
   absorb(u, pi, ci);
@@ -463,7 +466,7 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
       if (!done) AIT_TRY(try_bias(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_scale(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_residual(u, pi, ci, k, &done));
-      if (!done) AIT_TRY(try_act(u, pi, ci, k, &done));
+      if (!done) AIT_TRY(try_act(u, pi, ci, k, programs, &done));
       if (!done && programs) AIT_TRY(try_channel_scale(u, pi, ci, k, &done));
       if (!done && programs) AIT_TRY(try_more_act(u, pi, ci, k, &done));
     }
