@@ -22,6 +22,8 @@ ait_status ait_fused_inv_res_kernel(ait_kctx *ctx, const ait_node *node,
 ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
                                       const ait_tensor *const *in, int n_in, ait_tensor **out,
                                       int n_out);
+ait_status ait_fused_unary_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                  int n_in, ait_tensor **out, int n_out);
 ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
                                      int n_out);
@@ -155,6 +157,7 @@ const ait_op_def ait_ops_fused[] = {
      ait_fused_inv_res_kernel},
     {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, AIT_DT_FLOATS, gap_nhwc_shape, ait_fused_gap_nhwc_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
+    {AIT_FUSED_DOMAIN, "FusedUnary", 1, AIT_DT_FLOATS, ait_shape_same, ait_fused_unary_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},
     {AIT_FUSED_DOMAIN, "FusedAttention", 1, AIT_DT_FLOATS, attention_shape,
      ait_fused_attention_kernel},

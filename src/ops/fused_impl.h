@@ -37,11 +37,20 @@
  * `+` broadcasts as numpy does (ONNX Add). The activation is applied last:
  * "" or absent (none), "Relu", "Clip" [min, max], "Sigmoid", "Tanh",
  * "LeakyRelu" [alpha], "HardSigmoid" [alpha, beta], "HardSwish", "Gelu"
- * (exact, with erf). activation_params holds the bracketed floats. */
+ * (exact, with erf), "Softplus", "GeluTanh", and "Program": an epilogue
+ * program, a short list of steps (ait_act_step) written in the attribute
+ * `epilogue` as names joined by ';', each with an optional "*x" (multiply
+ * by the program's input), e.g. "Sigmoid*x" (SiLU) or "Softplus;Tanh*x"
+ * (Mish); its activation_params hold two floats per step.
+ * activation_params holds the bracketed floats.
+ *
+ *   FusedUnary(X)              Y = act(X): a chain of elementwise ops
+ *       without a producer to join (e.g. Sigmoid + Mul), one pass */
 #ifndef AIT_OPS_FUSED_IMPL_H
 #define AIT_OPS_FUSED_IMPL_H
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "ops/op.h"
 
@@ -57,12 +66,29 @@ typedef enum ait_act_kind {
   AIT_ACT_HARD_SIGMOID,
   AIT_ACT_HARD_SWISH,
   AIT_ACT_GELU,
+  AIT_ACT_SOFTPLUS,  /* log(1 + e^x) */
+  AIT_ACT_GELU_TANH, /* Gelu with approximate = "tanh" */
+  AIT_ACT_PROGRAM,   /* the steps below, in order */
   AIT_ACT_COUNT
 } ait_act_kind;
 
+/* One step of an epilogue program: v = kind(v) (with p), then, with mul_x,
+ * v = v * x, x being the value the program started from. SiLU is
+ * [Sigmoid*x], HardSwish [HardSigmoid(1/6, 1/2)*x], Mish [Softplus,
+ * Tanh*x]. A step's kind is never AIT_ACT_PROGRAM. */
+typedef struct ait_act_step {
+  ait_act_kind kind;
+  float p[2];
+  bool mul_x;
+} ait_act_step;
+
+#define AIT_ACT_MAX_STEPS 4
+
 typedef struct ait_act {
   ait_act_kind kind;
-  float p[2]; /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta */
+  float p[2];  /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta */
+  int n_steps; /* AIT_ACT_PROGRAM only */
+  ait_act_step steps[AIT_ACT_MAX_STEPS];
 } ait_act;
 
 /* Name of an activation as written in the `activation` attribute ("" for
@@ -75,6 +101,13 @@ ait_act_kind ait_act_from_name(const char *name);
 /* The activation of a fused node from its attributes; AIT_E_INVALID_ARG for
  * an unknown name or a wrong number of parameters. */
 ait_status ait_act_parse(const ait_node *n, ait_act *a);
+
+/* The `epilogue` text of program a in buf (cap bytes) and its 2 floats per
+ * step in params (2 * AIT_ACT_MAX_STEPS); returns the number of params, -1
+ * when buf is too small. */
+int ait_act_program_text(const ait_act *a, char *buf, size_t cap, float *params);
+/* The steps of an AIT_ACT_PROGRAM on one value. */
+float ait_act_program_f32(const ait_act *a, float x);
 
 /* y = act(x), one value. */
 static inline float ait_act_f32(const ait_act *a, float x) {
@@ -94,6 +127,10 @@ static inline float ait_act_f32(const ait_act *a, float x) {
     return x * (v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v);
   }
   case AIT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  case AIT_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+  case AIT_ACT_GELU_TANH:
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  case AIT_ACT_PROGRAM: return ait_act_program_f32(a, x);
   default: return x;
   }
 }

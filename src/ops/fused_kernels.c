@@ -71,7 +71,7 @@ static ait_status run_fused(ait_kctx *ctx, const ait_node *node, ait_kernel_fn k
   ait_tensor *y = NULL;
   AIT_TRY(k(ctx, base, in, n_in < n_base ? n_in : n_base, &y, 1));
   ait_status st = AIT_OK;
-  if (alpha != 1.0f) st = scale_act(y, alpha, &(ait_act){AIT_ACT_NONE, {0, 0}});
+  if (alpha != 1.0f) st = scale_act(y, alpha, &(ait_act){.kind = AIT_ACT_NONE});
   for (int i = n_base; i < n_in && st == AIT_OK; i++)
     if (in[i]) st = add_into(node, &y, in[i]);
   if (st == AIT_OK) st = scale_act(y, 1.0f, &act);
@@ -99,6 +99,22 @@ ait_status ait_fused_matmul_kernel(ait_kctx *ctx, const ait_node *node, const ai
   ait_node mm = plain_node(node, "MatMul", 13);
   return run_fused(ctx, node, nn_matmul_kernel, &mm, in, n_in, 2,
                    ait_attr_float(node, "alpha", 1.0f), out);
+}
+
+ait_status ait_fused_unary_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                                  int n_in, ait_tensor **out, int n_out) {
+  ait_act act;
+  AIT_TRY(ait_act_parse(node, &act));
+  if (n_in < 1 || !in[0]) return ait_err(AIT_E_INVALID_ARG, "FusedUnary: missing input");
+  ait_tensor *y = ait_tensor_clone(in[0]);
+  if (!y) return ait_err(AIT_E_NOMEM, "FusedUnary: out of memory");
+  ait_status st = scale_act(y, 1.0f, &act);
+  if (st != AIT_OK) {
+    ait_tensor_free(y);
+    return st;
+  }
+  out[0] = y;
+  return AIT_OK;
 }
 
 /* The standard op `op` (reference kernel at `opset`) on in[0..n_in), with

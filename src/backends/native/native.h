@@ -108,6 +108,8 @@ ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
+/* Epilogue programs and FusedUnary (native_fuse.c); native only. */
+ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s);
 /* Chains of convs holding a depthwise conv into FusedConvNhwc nodes, with
  * Transposes at their edges (native_layout.c). Runs on a compacted graph
  * after the other passes, and compacts it again. */
@@ -512,6 +514,9 @@ void nat_erf_f32(const float *x, float *y, int64_t n);
 /* GELU with approximate = "tanh" (ONNX Gelu-20). */
 void nat_gelu_tanh_f32(const float *x, float *y, int64_t n);
 void nat_act_f32(const ait_act *a, float *x, int64_t n);
+/* The kinds nat_act_f32 has no path of its own for, and epilogue programs
+ * (native_elt_act.c), vectorised where nat_isa() allows. */
+void nat_elt_act_f32(const ait_act *a, float *x, int64_t n);
 /* GELU (as nat_act_f32) on rows [0, rows) x columns [0, n) of y (row
  * stride ldy): a product's tile while it is in L1. 512: on AVX-512, only
  * where nat_nhwc512_available(); 256: on AVX2 + FMA, only where nat_isa()

@@ -6,7 +6,13 @@
  *   activation Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish,
  *             and Gelu written out as x * 0.5 * (1 + erf(x / sqrt 2))
  * The node becomes FusedConv / FusedGemm / FusedMatMul (domain ai.aitune,
- * see src/ops/fused_impl.h) and keeps its name; the absorbed nodes die. */
+ * see src/ops/fused_impl.h) and keeps its name; the absorbed nodes die.
+ *
+ * nat_pass_epilogue (native only: the other users of the passes lower
+ * activations by name) goes further, with epilogue programs: a gate that
+ * multiplies the product (SiLU, HardSwish spelled out, Mish), more
+ * activations after the first, a Mul by a per-channel constant (folded into
+ * the weights), and the same gates without a producer (FusedUnary). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -189,6 +195,11 @@ static bool act_of(const ait_graph *g, const ait_node *c, ait_act *a) {
     a->kind = AIT_ACT_TANH;
   } else if (!strcmp(op, "HardSwish")) {
     a->kind = AIT_ACT_HARD_SWISH;
+  } else if (!strcmp(op, "Softplus")) {
+    a->kind = AIT_ACT_SOFTPLUS;
+  } else if (!strcmp(op, "Gelu") && c->opset >= 20 &&
+             !strcmp(ait_attr_str(c, "approximate", "none"), "tanh")) {
+    a->kind = AIT_ACT_GELU_TANH;
   } else if (!strcmp(op, "Gelu") && c->opset >= 20 &&
              !strcmp(ait_attr_str(c, "approximate", "none"), "none")) {
     a->kind = AIT_ACT_GELU; /* the op of opset 20; exported graphs before it spell it out */
@@ -219,15 +230,26 @@ static bool act_of(const ait_graph *g, const ait_node *c, ait_act *a) {
 
 static ait_status set_act(ait_node *p, const ait_act *a) {
   AIT_TRY(nat_attr_set_str(p, "activation", ait_act_name(a->kind)));
+  if (a->kind == AIT_ACT_PROGRAM) {
+    char text[160];
+    float params[2 * AIT_ACT_MAX_STEPS];
+    int np = ait_act_program_text(a, text, sizeof text, params);
+    if (np < 0) return ait_err(AIT_E_INTERNAL, "epilogue of %s too long", ait_node_desc(p));
+    AIT_TRY(nat_attr_set_str(p, "epilogue", text));
+    return nat_attr_set_floats(p, "activation_params", params, np);
+  }
   int np = ait_act_n_params(a->kind);
   return np ? nat_attr_set_floats(p, "activation_params", a->p, np) : AIT_OK;
 }
 
-static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+/* The activations past HardSwish/Gelu (Softplus, GeluTanh) only with
+ * `programs`: the other users of these passes lower activations by name. */
+static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool programs, bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   ait_act a;
   if (has_act(p) || c->in[0] != p->out[0] || !act_of(g, c, &a)) return AIT_OK;
+  if (!programs && a.kind >= AIT_ACT_SOFTPLUS) return AIT_OK;
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &a));
   absorb(u, pi, ci);
@@ -278,7 +300,7 @@ static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
   if (m2 < 0 || !is_op(&g->nodes[m2], "Mul") ||
       !const_scalar(g, other_input(&g->nodes[m2], g->nodes[m1].out[0]), &v) || v != 0.5f)
     return AIT_OK;
-  ait_act act = {AIT_ACT_GELU, {0, 0}};
+  ait_act act = {.kind = AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
   absorb(u, pi, m2);
@@ -287,8 +309,149 @@ static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
   return AIT_OK;
 }
 
-/* Absorb as much of what follows node pi as the rules allow. */
-static ait_status fuse_from(nat_uses *u, int pi, int *count) {
+/* ---- epilogue programs ------------------------------------------------ */
+
+/* y -> G1 -> .. -> Gk -> Mul(y, .): a gate of elementwise activations whose
+ * result multiplies y itself (SiLU: Sigmoid; HardSwish: HardSigmoid; Mish:
+ * Softplus, Tanh). Fills the program's steps and the nodes to drop (gate
+ * nodes, then the Mul last); *n_nodes = k + 1. y must have exactly two
+ * readers: G1 and the Mul. */
+static bool match_gated(const nat_uses *u, int y, int skip, ait_act *prog, int *nodes,
+                        int *n_nodes) {
+  const ait_graph *g = u->g;
+  if (y < 0 || u->uses[y] != 2 || g->values[y].dtype != AIT_FLOAT32) return false;
+  int first = -1;
+  for (int i = 0; i < g->n_nodes && first < 0; i++) {
+    if (u->dead[i] || i == skip) continue;
+    const ait_node *n = &g->nodes[i];
+    ait_act a;
+    if (n->n_in >= 1 && n->in[0] == y && !is_op(n, "Mul") && act_of(g, n, &a)) first = i;
+  }
+  if (first < 0) return false;
+  memset(prog, 0, sizeof *prog);
+  prog->kind = AIT_ACT_PROGRAM;
+  int at = first, k = 0;
+  for (;;) {
+    const ait_node *n = &g->nodes[at];
+    ait_act a;
+    if (k == AIT_ACT_MAX_STEPS || n->n_out < 1 || !act_of(g, n, &a)) return false;
+    prog->steps[k].kind = a.kind;
+    prog->steps[k].p[0] = a.p[0], prog->steps[k].p[1] = a.p[1];
+    nodes[k++] = at;
+    int v = n->out[0];
+    int next = sole_reader(u, v);
+    if (next < 0 || u->dead[next]) return false;
+    const ait_node *m = &g->nodes[next];
+    if (is_op(m, "Mul") && m->opset >= 7 && other_input(m, v) == y) {
+      prog->steps[k - 1].mul_x = true;
+      prog->n_steps = k;
+      nodes[k] = next;
+      *n_nodes = k + 1;
+      return g->values[m->out[0]].dtype == AIT_FLOAT32;
+    }
+    if (m->in[0] != v) return false;
+    at = next;
+  }
+}
+
+/* The gated chain after producer pi into its activation, as a program. */
+static ait_status try_gated(nat_uses *u, int pi, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi];
+  ait_act prog;
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
+  if (has_act(p) || u->is_out[p->out[0]] || !match_gated(u, p->out[0], pi, &prog, nodes, &nn))
+    return AIT_OK;
+  AIT_TRY(become_fused(p, k, p->n_in));
+  AIT_TRY(set_act(p, &prog));
+  absorb(u, pi, nodes[nn - 1]);
+  for (int i = 0; i < nn - 1; i++)
+    u->dead[nodes[i]] = true;
+  *done = true;
+  return AIT_OK;
+}
+
+/* An activation after a producer that has one already: one more step of
+ * its program (a gated step is matched first, by try_gated). */
+static ait_status try_more_act(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  ait_act a, cur;
+  if (!has_act(p) || c->in[0] != p->out[0] || !act_of(g, c, &a)) return AIT_OK;
+  if (ait_act_parse(p, &cur) != AIT_OK) {
+    ait_err_clear();
+    return AIT_OK;
+  }
+  if (cur.kind != AIT_ACT_PROGRAM) {
+    ait_act one = cur;
+    memset(&cur, 0, sizeof cur);
+    cur.kind = AIT_ACT_PROGRAM;
+    cur.n_steps = 1;
+    cur.steps[0].kind = one.kind;
+    cur.steps[0].p[0] = one.p[0], cur.steps[0].p[1] = one.p[1];
+  }
+  if (cur.n_steps == AIT_ACT_MAX_STEPS) return AIT_OK;
+  ait_act_step *st = &cur.steps[cur.n_steps++];
+  st->kind = a.kind;
+  st->p[0] = a.p[0], st->p[1] = a.p[1];
+  AIT_TRY(become_fused(p, k, p->n_in));
+  AIT_TRY(set_act(p, &cur));
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* Mul by a per-channel (Conv) / per-column (MatMul) constant right after
+ * the product, before any bias-free addend or activation: folded into
+ * constant weights (and bias), no work left at run time. */
+static ait_status try_channel_scale(nat_uses *u, int pi, int ci, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
+  int y = p->out[0];
+  if (!is_op(c, "Mul") || c->opset < 7 || (k != B_CONV && k != B_MATMUL) || has_act(p) ||
+      in_at(p, 3) >= 0 || ait_attr_float(p, "alpha", 1.0f) != 1.0f)
+    return AIT_OK;
+  int o = other_input(c, y), w = in_at(p, 1), b = in_at(p, 2);
+  const ait_value *yv = &g->values[y];
+  if (o < 0 || o == y || yv->rank < (k == B_CONV ? 3 : 1) || !nat_is_const(g, w)) return AIT_OK;
+  if (b >= 0 && !nat_is_const(g, b)) return AIT_OK;
+  const ait_value *cv = &g->values[c->out[0]];
+  if (cv->rank >= 0 && cv->rank != yv->rank) return AIT_OK;
+  const ait_tensor *W = g->values[w].init;
+  if (W->dtype != AIT_FLOAT32 || (k == B_MATMUL && W->rank != 2)) return AIT_OK;
+  int64_t F = out_features(g, p, k);
+  ait_tensor *sc = feature_bias(g, o, F, k == B_CONV ? yv->rank - 2 : 0, yv->rank);
+  if (!sc) return AIT_OK;
+  ait_tensor *W2 = ait_tensor_clone(W), *B2 = NULL;
+  if (b >= 0) B2 = ait_tensor_clone(g->values[b].init);
+  if (!W2 || (b >= 0 && (!B2 || B2->dtype != AIT_FLOAT32 || ait_tensor_numel(B2) != F))) {
+    ait_tensor_free(sc), ait_tensor_free(W2), ait_tensor_free(B2);
+    return W2 ? AIT_OK : AIT_E_NOMEM;
+  }
+  const float *s = sc->data;
+  float *wd = W2->data;
+  int64_t per = ait_tensor_numel(W2) / F;
+  for (int64_t i = 0; i < ait_tensor_numel(W2); i++)
+    wd[i] *= s[k == B_CONV ? i / per : i % F];
+  if (B2)
+    for (int64_t i = 0; i < F; i++)
+      ((float *)B2->data)[i] *= s[i];
+  ait_tensor_free(sc);
+  int wv = nat_add_initializer(g, g->values[w].name, "_scaled", W2);
+  int bv = B2 ? nat_add_initializer(g, g->values[b].name, "_scaled", B2) : -1;
+  if (wv < 0 || (B2 && bv < 0)) return AIT_E_NOMEM;
+  p = &g->nodes[pi];
+  AIT_TRY(become_fused(p, k, p->n_in));
+  p->in[1] = wv;
+  if (B2) p->in[2] = bv;
+  absorb(u, pi, ci);
+  *done = true;
+  return AIT_OK;
+}
+
+/* Absorb as much of what follows node pi as the rules allow; with
+ * `programs`, also the chains that need an epilogue program. */
+static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
   ait_graph *g = u->g;
   for (;;) {
     ait_node *p = &g->nodes[pi];
@@ -297,12 +460,15 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count) {
     if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
     bool done = false;
     AIT_TRY(try_gelu(u, pi, k, &done));
+    if (!done && programs) AIT_TRY(try_gated(u, pi, k, &done));
     int ci = sole_reader(u, y);
     if (!done && ci >= 0 && !u->dead[ci] && g->nodes[ci].n_out >= 1) {
       if (!done) AIT_TRY(try_bias(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_scale(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_residual(u, pi, ci, k, &done));
-      if (!done) AIT_TRY(try_act(u, pi, ci, k, &done));
+      if (!done) AIT_TRY(try_act(u, pi, ci, k, programs, &done));
+      if (!done && programs) AIT_TRY(try_channel_scale(u, pi, ci, k, &done));
+      if (!done && programs) AIT_TRY(try_more_act(u, pi, ci, k, &done));
     }
     if (!done) return AIT_OK;
     (*count)++;
@@ -315,7 +481,55 @@ ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s) {
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
-    AIT_TRY(fuse_from(u, i, &s->fused));
+    AIT_TRY(fuse_from(u, i, &s->fused, false));
   }
+  return AIT_OK;
+}
+
+/* A gated chain without a producer to join (its input has other readers,
+ * or comes from anything but a product): one FusedUnary in place of the
+ * gate's first node. Then single-reader activations after a FusedUnary
+ * join its program. */
+static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
+  ait_graph *g = u->g;
+  ait_node *n = &g->nodes[i];
+  ait_act prog, a;
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
+  if (n->n_in < 1 || !act_of(g, n, &a) || n->n_out < 1) return AIT_OK;
+  int y = n->in[0];
+  if (!match_gated(u, y, -1, &prog, nodes, &nn) || nodes[0] != i) return AIT_OK;
+  AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
+  n->n_in = 1; /* Clip's bounds are in the program now */
+  AIT_TRY(set_act(n, &prog));
+  absorb(u, i, nodes[nn - 1]);
+  for (int k = 1; k < nn - 1; k++)
+    u->dead[nodes[k]] = true;
+  (*count)++;
+  AIT_TRY(nat_uses_refresh(u));
+  for (;;) { /* activations after it: more steps */
+    n = &g->nodes[i];
+    int ci = sole_reader(u, n->out[0]);
+    if (ci < 0 || u->dead[ci] || prog.n_steps == AIT_ACT_MAX_STEPS) return AIT_OK;
+    const ait_node *c = &g->nodes[ci];
+    if (c->n_out < 1 || c->in[0] != n->out[0] || !act_of(g, c, &a)) return AIT_OK;
+    ait_act_step *st = &prog.steps[prog.n_steps++];
+    st->kind = a.kind;
+    st->p[0] = a.p[0], st->p[1] = a.p[1];
+    AIT_TRY(set_act(n, &prog));
+    absorb(u, i, ci);
+    (*count)++;
+    AIT_TRY(nat_uses_refresh(u));
+  }
+}
+
+ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
+    if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
+    AIT_TRY(fuse_from(u, i, &s->fused, true));
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!u->dead[i]) AIT_TRY(fuse_unary_from(u, i, &s->fused));
   return AIT_OK;
 }

@@ -662,6 +662,8 @@ NAT_CLONES void nat_act_f32(const ait_act *a, float *x, int64_t n) {
     ait_act_apply_f32(a, x, n);
     return;
   default: ait_act_apply_f32(a, x, n); return;
+  case AIT_ACT_SIGMOID: MAP8(vsigmoid, x, x, n); return;
+  default: nat_elt_act_f32(a, x, n); return; /* native_elt_act.c */
   }
 }
 
@@ -723,7 +725,7 @@ void nat_gelu_tanh_f32(const float *x, float *y, int64_t n) {
     y[i] = x[i] / (1.0f + expf(-1.5957691216057308f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
-void nat_act_f32(const ait_act *a, float *x, int64_t n) { ait_act_apply_f32(a, x, n); }
+void nat_act_f32(const ait_act *a, float *x, int64_t n) { nat_elt_act_f32(a, x, n); }
 
 void nat_gelu512_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {}
 void nat_gelu256_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {}

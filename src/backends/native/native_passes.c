@@ -236,6 +236,7 @@ ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention
   if (!st) st = nat_pass_remove_noops(&u, stats);
   if (!st) st = nat_pass_fold_batchnorm(&u, stats);
   if (!st) st = nat_pass_fuse(&u, stats);
+  if (!st && attention) st = nat_pass_epilogue(&u, stats);
   if (!st && attention) st = nat_pass_attention(&u, stats);
   if (!st) st = nat_graph_compact(g, u.dead);
   if (!st) st = nat_resolve_fused(g);
