@@ -109,7 +109,7 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
   int64_t pads[6];
   for (int i = 0; i < c->nsp; i++)
     pads[i] = c->pb[i], pads[c->nsp + i] = c->pe[i];
-  tb_attr_ints(m, node, "kernel_shape", c->nsp, c->k);
+  /* kernel_shape comes from W; at most 8 attributes (model_builder) */
   tb_attr_ints(m, node, "strides", c->nsp, c->s);
   tb_attr_ints(m, node, "dilations", c->nsp, c->d);
   if (c->auto_pad)
