@@ -22,8 +22,9 @@
 #define DW_X86 1
 #endif
 
-/* Outputs per step of the vector loops (4 accumulators of 16 lanes). */
-#define DW_STEP 64
+/* The vector loops take 64 outputs a step (4 accumulators of 16 lanes),
+ * then 16 (one); the virtual plane is rounded up to DW_STEP outputs. */
+#define DW_STEP 16
 
 /* y[f] = bias + sum_t tw[t] * base[toff[t] + f] for f in [0, F), F a
  * multiple of DW_STEP. */
@@ -46,7 +47,8 @@ static void dw_sum_portable(const float *base, const int64_t *toff, const float 
 __attribute__((target("avx2,fma"))) static void dw_sum_avx2(const float *base, const int64_t *toff,
                                                             const float *tw, int64_t T, float bias,
                                                             float *y, int64_t F) {
-  for (int64_t f = 0; f < F; f += 32) {
+  int64_t f = 0;
+  for (; f + 32 <= F; f += 32) {
     __m256 a0 = _mm256_set1_ps(bias), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t t = 0; t < T; t++) {
       const float *s = base + toff[t] + f;
@@ -61,13 +63,20 @@ __attribute__((target("avx2,fma"))) static void dw_sum_avx2(const float *base, c
     _mm256_storeu_ps(y + f + 16, a2);
     _mm256_storeu_ps(y + f + 24, a3);
   }
+  for (; f < F; f += 8) {
+    __m256 a0 = _mm256_set1_ps(bias);
+    for (int64_t t = 0; t < T; t++)
+      a0 = _mm256_fmadd_ps(_mm256_set1_ps(tw[t]), _mm256_loadu_ps(base + toff[t] + f), a0);
+    _mm256_storeu_ps(y + f, a0);
+  }
 }
 
 __attribute__((target("avx512f,fma"))) static void dw_sum_avx512(const float *base,
                                                                  const int64_t *toff,
                                                                  const float *tw, int64_t T,
                                                                  float bias, float *y, int64_t F) {
-  for (int64_t f = 0; f < F; f += 64) {
+  int64_t f = 0;
+  for (; f + 64 <= F; f += 64) {
     __m512 a0 = _mm512_set1_ps(bias), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t t = 0; t < T; t++) {
       const float *s = base + toff[t] + f;
@@ -81,6 +90,12 @@ __attribute__((target("avx512f,fma"))) static void dw_sum_avx512(const float *ba
     _mm512_storeu_ps(y + f + 16, a1);
     _mm512_storeu_ps(y + f + 32, a2);
     _mm512_storeu_ps(y + f + 48, a3);
+  }
+  for (; f < F; f += 16) {
+    __m512 a0 = _mm512_set1_ps(bias);
+    for (int64_t t = 0; t < T; t++)
+      a0 = _mm512_fmadd_ps(_mm512_set1_ps(tw[t]), _mm512_loadu_ps(base + toff[t] + f), a0);
+    _mm512_storeu_ps(y + f, a0);
   }
 }
 #endif
