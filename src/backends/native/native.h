@@ -277,7 +277,7 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
  * from). *fresh: new memory the caller must fill (a copy made for another
  * key was dropped). The state frees it when its plans are released. NULL
  * when out of memory. */
-enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_KINDS };
+enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_CONV, NAT_DATA_KINDS };
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
 /* Input `input` of the running node, B [K, N], packed in slot `slot` for
  * the pointwise tiles (native_nhwc512.c): column blocks of bw, each K x bw

@@ -235,6 +235,7 @@ ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in
   AIT_TRY(make_output(r, &c, in[0]->rank));
   if (c.N * c.M * c.out_n == 0) return AIT_OK;
   if (c.Cg == 1 && c.group > 1) return nat_conv_depthwise(r, &c);
+  if (nat_conv_grouped_fits(&c)) return nat_conv_grouped(r, &c);
   return conv_gemm(r, &c);
 }
 

@@ -26,9 +26,24 @@ static inline void nat_cv_range(int64_t n_out, int64_t s, int64_t off, int64_t n
   if (*hi < *lo) *hi = *lo;
 }
 
+/* The zero-padded phase planes of native_conv_dw.c (see there), for
+ * direct loops that read every tap at a fixed offset on a virtual output
+ * grid of Lq columns: F outputs (OH * Lq rounded up to `step`) per output
+ * depth slice; phase planes of PS floats, `plane` floats per input channel. */
+typedef struct nat_cv_grid {
+  int64_t Hq, Lq, PS, F, plane;
+} nat_cv_grid;
+void nat_cv_grid_of(const nat_cv *c, int64_t step, nat_cv_grid *q);
+/* Input channel plane x (all depth slices) into buf (q->plane floats). */
+void nat_cv_phases(const nat_cv *c, const nat_cv_grid *q, const float *x, float *buf);
+
 /* Depthwise (one input channel per group, any channel multiplier): direct
  * loops, images x channels over the pool (native_conv_dw.c). */
 ait_status nat_conv_depthwise(nat_run *r, const nat_cv *c);
+/* Grouped, 2 to 64 channels a group in and out: direct register tiles on
+ * phase planes, weights packed once per node (native_conv_grp.c). */
+bool nat_conv_grouped_fits(const nat_cv *c);
+ait_status nat_conv_grouped(nat_run *r, const nat_cv *c);
 /* ConvTranspose: W^T X per group and block of input pixels, then col2im
  * (native_conv_t.c). */
 ait_status nat_convt_run(nat_run *r, const nat_cv *c);

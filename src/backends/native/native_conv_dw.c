@@ -112,41 +112,48 @@ static dw_sum_fn dw_sum_for(int isa) {
 typedef struct dw_job {
   const nat_cv *c;
   dw_sum_fn sum;
-  int64_t Hq, Lq, PS; /* phase plane: rows, columns, floats (with slack) */
-  int64_t F;          /* virtual outputs per output depth slice, rounded to DW_STEP */
-  int64_t slot;       /* floats of one thread's scratch */
+  nat_cv_grid q;
+  int64_t slot; /* floats of one thread's scratch */
   float *scratch;
 } dw_job;
 
-/* The phase planes of input plane x (all depth slices) into buf. */
-static void dw_phases(const dw_job *j, const float *x, float *buf) {
-  const nat_cv *c = j->c;
+void nat_cv_phases(const nat_cv *c, const nat_cv_grid *q, const float *x, float *buf) {
   const int64_t sh = c->s[1], sw = c->s[2], H = c->in[1], W = c->in[2];
   for (int64_t id = 0; id < c->in[0]; id++)
     for (int64_t a = 0; a < sh; a++)
       for (int64_t b = 0; b < sw; b++) {
-        float *p = buf + ((id * sh + a) * sw + b) * j->PS;
+        float *p = buf + ((id * sh + a) * sw + b) * q->PS;
         int64_t lo, hi;
-        nat_cv_range(j->Lq, sw, b - c->pb[2], W, &lo, &hi);
-        for (int64_t i = 0; i < j->Hq; i++, p += j->Lq) {
+        nat_cv_range(q->Lq, sw, b - c->pb[2], W, &lo, &hi);
+        for (int64_t i = 0; i < q->Hq; i++, p += q->Lq) {
           int64_t ih = i * sh + a - c->pb[1];
           if (ih < 0 || ih >= H) {
-            memset(p, 0, sizeof(float) * (size_t)j->Lq);
+            memset(p, 0, sizeof(float) * (size_t)q->Lq);
             continue;
           }
           const float *src = x + (id * H + ih) * W + b - c->pb[2];
-          for (int64_t q = 0; q < lo; q++)
-            p[q] = 0.0f;
+          for (int64_t k = 0; k < lo; k++)
+            p[k] = 0.0f;
           if (sw == 1)
             memcpy(p + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
           else
-            for (int64_t q = lo; q < hi; q++)
-              p[q] = src[q * sw];
-          for (int64_t q = hi; q < j->Lq; q++)
-            p[q] = 0.0f;
+            for (int64_t k = lo; k < hi; k++)
+              p[k] = src[k * sw];
+          for (int64_t k = hi; k < q->Lq; k++)
+            p[k] = 0.0f;
         }
-        memset(p, 0, sizeof(float) * (size_t)(j->PS - j->Hq * j->Lq));
+        memset(p, 0, sizeof(float) * (size_t)(q->PS - q->Hq * q->Lq));
       }
+}
+
+void nat_cv_grid_of(const nat_cv *c, int64_t step, nat_cv_grid *q) {
+  /* the virtual grid: OW columns plus the widest tap offset */
+  q->Lq = c->out[2] + (c->k[2] - 1) * c->d[2] / c->s[2];
+  q->Hq = c->out[1] + (c->k[1] - 1) * c->d[1] / c->s[1];
+  q->F = (c->out[1] * q->Lq + step - 1) / step * step;
+  /* reads reach F - 1 + the largest tap offset < Hq * Lq + step */
+  q->PS = ((q->Hq + 1) * q->Lq + step + 15) / 16 * 16;
+  q->plane = c->in[0] * c->s[1] * c->s[2] * q->PS;
 }
 
 static void dw_task(void *arg, int64_t t, int tid) {
@@ -156,10 +163,10 @@ static void dw_task(void *arg, int64_t t, int tid) {
   const int64_t sh = c->s[1], sw = c->s[2], OH = c->out[1], OW = c->out[2];
   const int64_t kd_n = c->k[0], kh_n = c->k[1], kw_n = c->k[2];
   float *buf = j->scratch + (int64_t)tid * j->slot;
-  float *acc = buf + c->in[0] * sh * sw * j->PS;
-  float *tw = acc + j->F;
+  float *acc = buf + j->q.plane;
+  float *tw = acc + j->q.F;
   int64_t *toff = (int64_t *)(tw + c->k_n + (c->k_n & 1));
-  dw_phases(j, c->x + (n * c->C + ci) * c->in_n, buf);
+  nat_cv_phases(c, &j->q, c->x + (n * c->C + ci) * c->in_n, buf);
   for (int64_t mm = 0; mm < c->Mg; mm++) {
     int64_t m = ci * c->Mg + mm;
     const float *wm = c->w + m * c->k_n;
@@ -173,17 +180,17 @@ static void dw_task(void *arg, int64_t t, int tid) {
           int64_t dh = kh * c->d[1], a = dh % sh, qh = dh / sh;
           for (int64_t kw = 0; kw < kw_n; kw++) {
             int64_t dw = kw * c->d[2], b = dw % sw, qw = dw / sw;
-            toff[T] = ((id * sh + a) * sw + b) * j->PS + qh * j->Lq + qw;
+            toff[T] = ((id * sh + a) * sw + b) * j->q.PS + qh * j->q.Lq + qw;
             tw[T++] = wm[(kd * kh_n + kh) * kw_n + kw];
           }
         }
       }
-      j->sum(buf, toff, tw, T, bias, acc, j->F);
+      j->sum(buf, toff, tw, T, bias, acc, j->q.F);
       int64_t y0 = ((n * c->M + m) * c->out[0] + od) * OH * OW;
       float *y = c->y + y0;
       const float *z = c->z ? c->z + y0 : NULL;
       for (int64_t oh = 0; oh < OH; oh++) {
-        const float *src = acc + oh * j->Lq;
+        const float *src = acc + oh * j->q.Lq;
         float *yr = y + oh * OW;
         if (z)
           for (int64_t q = 0; q < OW; q++)
@@ -201,14 +208,8 @@ ait_status nat_conv_depthwise(nat_run *r, const nat_cv *c) {
   memset(&j, 0, sizeof j);
   j.c = c;
   j.sum = dw_sum_for(nat_isa());
-  /* the virtual grid: OW columns plus the widest tap offset */
-  j.Lq = c->out[2] + (c->k[2] - 1) * c->d[2] / c->s[2];
-  j.Hq = c->out[1] + (c->k[1] - 1) * c->d[1] / c->s[1];
-  j.F = (c->out[1] * j.Lq + DW_STEP - 1) / DW_STEP * DW_STEP;
-  /* reads reach F - 1 + the largest tap offset < Hq * Lq + DW_STEP */
-  j.PS = (j.Hq + 1) * j.Lq + DW_STEP;
-  j.PS = (j.PS + 15) / 16 * 16;
-  j.slot = c->in[0] * c->s[1] * c->s[2] * j.PS + j.F + c->k_n + 1 + 2 * c->k_n + 16;
+  nat_cv_grid_of(c, DW_STEP, &j.q);
+  j.slot = j.q.plane + j.q.F + c->k_n + 1 + 2 * c->k_n + 16;
   j.slot = (j.slot + 15) / 16 * 16;
   int64_t tasks = c->N * c->C;
   double work = (double)tasks * (double)c->Mg * (double)c->out_n * (double)c->k_n;
