@@ -13,6 +13,7 @@
  *   native_blas.c     GEMM providers: OpenBLAS, BLIS (dlopen)
  *   native_conv.c     Conv 1-3-D: blocked im2col/pointwise + SGEMM per group
  *   native_conv_dw.c  depthwise Conv: direct vector loops on phase planes
+ *   native_conv_grp.c grouped Conv, 2-64 channels a group: register tiles
  *   native_conv_t.c   ConvTranspose: W^T X + col2im
  *   native_layout.c   the layout pass: depthwise conv chains into NHWC
  *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
