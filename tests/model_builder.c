@@ -18,7 +18,7 @@ struct tb_model {
   Onnx__OperatorSetIdProto opset;
   Onnx__OperatorSetIdProto *opsets[1];
   Onnx__NodeProto nodes[CAP], *node_ptrs[CAP];
-  Onnx__AttributeProto attrs[CAP], *attr_ptrs[CAP][4];
+  Onnx__AttributeProto attrs[CAP], *attr_ptrs[CAP][8]; /* up to 8 attributes a node */
   int n_attrs;
   Onnx__ValueInfoProto vis[CAP], *in_ptrs[CAP], *out_ptrs[CAP];
   Onnx__TypeProto types[CAP];

@@ -11,7 +11,10 @@
  *   native_kernels.c  which fast kernel runs which node
  *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues, GEMV
  *   native_blas.c     GEMM providers: OpenBLAS, BLIS (dlopen)
- *   native_conv.c     Conv: im2col/pointwise + SGEMM, depthwise direct
+ *   native_conv.c     Conv 1-3-D: blocked im2col/pointwise + SGEMM per group
+ *   native_conv_dw.c  depthwise Conv: direct vector loops on phase planes
+ *   native_conv_grp.c grouped Conv, 2-64 channels a group: register tiles
+ *   native_conv_t.c   ConvTranspose: W^T X + col2im
  *   native_layout.c   the layout pass: depthwise conv chains into NHWC
  *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
  *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c)
@@ -285,6 +288,7 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
  * key was dropped). The state frees it when its plans are released. NULL
  * when out of memory. */
 enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_RNN, NAT_DATA_KINDS };
+enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_CONV, NAT_DATA_KINDS };
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
 /* Input `input` of the running node, B [K, N], packed in slot `slot` for
  * the pointwise tiles (native_nhwc512.c): column blocks of bw, each K x bw
@@ -340,6 +344,10 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e);
 
 ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_convt(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Tests: Conv / FusedConv / ConvTranspose nodes native_conv.c has handed
+ * to the reference kernel since the process started. */
+long long nat_conv_declined(void);
 ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_binary(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

@@ -1,275 +1,248 @@
-/* 2-D Conv / FusedConv in float32.
- *   depthwise (one input channel per group): a direct loop per output plane,
- *     planes spread over the pool
- *   pointwise (1x1, stride 1, no padding): SGEMM straight on the input
- *   otherwise: im2col (rows spread over the pool) + SGEMM, per image and group
- * Bias, the residual Z and the activation run as the GEMM epilogue. Other
- * ranks and dtypes go to the reference kernel. */
+/* Conv / FusedConv (and the setup ConvTranspose shares) in float32, over
+ * 1, 2 or 3 spatial dims, any kernel, stride, dilation, pads and group:
+ *   depthwise (one input channel per group, any channel multiplier): direct
+ *     vector loops (native_conv_dw.c)
+ *   otherwise per-group GEMMs Y_g = W_g . col_g, cut into blocks of output
+ *     pixels (and of output channels when there are few blocks): one task
+ *     per (image, group, pixel block, channel block), so all groups and
+ *     images share the pool. Each task builds its own im2col block (K x pb,
+ *     bounded whatever the input's size) in its thread's scratch and runs a
+ *     single-threaded SGEMM on it; a 1x1, stride-1, unpadded conv reads the
+ *     input directly. Bias, the residual Z and the activation run on the
+ *     block while it is in cache.
+ * Other dtypes, more than 3 spatial dims, and a residual that is not of the
+ * output's shape go to the reference kernel (counted: nat_conv_declined). */
 #include <string.h>
 
-#include "backends/native/native.h"
+#include "backends/native/native_conv.h"
 #include "ops/nn_impl.h"
 
-typedef struct conv {
-  int64_t N, C, H, W, M, OH, OW, group, Cg, Mg, kh, kw;
-  int64_t sh, sw, dh, dw, pt, pl;
-  const float *x, *w, *b, *z;
-  float *y, *col;
-  ait_act act;
-} conv;
+static _Atomic long long declined;
 
-/* [lo, hi) of outputs o with 0 <= o*s + off < n. */
-static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t n, int64_t *lo,
-                        int64_t *hi) {
-  int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
-  int64_t h = n - off <= 0 ? 0 : (n - off - 1) / s + 1;
-  *lo = l < n_out ? l : n_out;
-  *hi = h < n_out ? h : n_out;
-  if (*hi < *lo) *hi = *lo;
+long long nat_conv_declined(void) { return declined; }
+
+/* AIT_E_UNSUPPORTED, counted. */
+static ait_status decline(void) {
+  declined++;
+  return AIT_E_UNSUPPORTED;
 }
 
-/* ---- depthwise -------------------------------------------------------- */
-
-typedef struct dw_job {
-  const conv *c;
-  int64_t per_task;
-} dw_job;
-
-static NAT_INLINE void dw_plane(const conv *c, int64_t plane) {
-  int64_t n = plane / c->M, m = plane % c->M, ci = m / c->Mg;
-  const float *x = c->x + (n * c->C + ci) * c->H * c->W;
-  const float *wk = c->w + m * c->kh * c->kw;
-  float *y = c->y + plane * c->OH * c->OW;
-  float bias = c->b ? c->b[m] : 0.0f;
-  int64_t lo[16], hi[16];
-  bool small = c->kw <= 16;
-  for (int64_t kj = 0; small && kj < c->kw; kj++)
-    valid_range(c->OW, c->sw, kj * c->dw - c->pl, c->W, &lo[kj], &hi[kj]);
-  for (int64_t oh = 0; oh < c->OH; oh++) {
-    float *yr = y + oh * c->OW;
-    for (int64_t j = 0; j < c->OW; j++)
-      yr[j] = bias;
-    for (int64_t ki = 0; ki < c->kh; ki++) {
-      int64_t ih = oh * c->sh - c->pt + ki * c->dh;
-      if (ih < 0 || ih >= c->H) continue;
-      const float *xr = x + ih * c->W;
-      for (int64_t kj = 0; kj < c->kw; kj++) {
-        float wv = wk[ki * c->kw + kj];
-        int64_t off = kj * c->dw - c->pl, l, h;
-        if (small)
-          l = lo[kj], h = hi[kj];
-        else
-          valid_range(c->OW, c->sw, off, c->W, &l, &h);
-        if (c->sw == 1) {
-          const float *xs = xr + off;
-          for (int64_t j = l; j < h; j++)
-            yr[j] += wv * xs[j];
-        } else if (c->sw == 2) {
-          const float *xs = xr + off;
-          for (int64_t j = l; j < h; j++)
-            yr[j] += wv * xs[2 * j];
-        } else {
-          for (int64_t j = l; j < h; j++)
-            yr[j] += wv * xr[j * c->sw + off];
-        }
-      }
-    }
-    if (c->z) {
-      const float *zr = c->z + plane * c->OH * c->OW + oh * c->OW;
-      for (int64_t j = 0; j < c->OW; j++)
-        yr[j] += zr[j];
-    }
-    nat_act_f32(&c->act, yr, c->OW);
-  }
-}
-
-/* 3x3, dilation 1, stride S: each output row in one pass over nine input
- * values, rows above/below the input read as zeros, columns next to the
- * border computed with bounds checks. */
-#define DW3_MAX_W 2048
-static NAT_INLINE void dw3_plane(const conv *c, int64_t plane, int64_t S) {
-  static const float zeros[DW3_MAX_W];
-  int64_t n = plane / c->M, m = plane % c->M, ci = m / c->Mg;
-  const float *x = c->x + (n * c->C + ci) * c->H * c->W;
-  const float *k = c->w + m * 9;
-  float *y = c->y + plane * c->OH * c->OW;
-  const float bias = c->b ? c->b[m] : 0.0f;
-  const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6],
-              k7 = k[7], k8 = k[8];
-  int64_t W = c->W, OW = c->OW, pl = c->pl;
-  /* interior: 0 <= j*S - pl and j*S - pl + 2 < W */
-  int64_t jl = (pl + S - 1) / S, jh = W - 3 + pl >= 0 ? (W - 3 + pl) / S + 1 : 0;
-  if (jh > OW) jh = OW;
-  if (jl > jh) jl = jh;
-  for (int64_t oh = 0; oh < c->OH; oh++) {
-    const float *r[3];
-    for (int ki = 0; ki < 3; ki++) {
-      int64_t ih = oh * c->sh - c->pt + ki;
-      r[ki] = ih >= 0 && ih < c->H ? x + ih * W : zeros;
-    }
-    const float *r0 = r[0] - pl, *r1 = r[1] - pl, *r2 = r[2] - pl;
-    float *yr = y + oh * OW;
-    for (int64_t j = 0; j < OW; j++) {
-      if (j == jl && jl < jh) { /* the interior, vectorisable */
-        if (S == 1) {
-          for (; j < jh; j++)
-            yr[j] = bias + k0 * r0[j] + k1 * r0[j + 1] + k2 * r0[j + 2] + k3 * r1[j] +
-                    k4 * r1[j + 1] + k5 * r1[j + 2] + k6 * r2[j] + k7 * r2[j + 1] + k8 * r2[j + 2];
-        } else {
-          for (; j < jh; j++) {
-            int64_t q = 2 * j;
-            yr[j] = bias + k0 * r0[q] + k1 * r0[q + 1] + k2 * r0[q + 2] + k3 * r1[q] +
-                    k4 * r1[q + 1] + k5 * r1[q + 2] + k6 * r2[q] + k7 * r2[q + 1] + k8 * r2[q + 2];
-          }
-        }
-        if (j >= OW) break;
-      }
-      float s = bias;
-      for (int kj = 0; kj < 3; kj++) {
-        int64_t iw = j * S - pl + kj;
-        if (iw < 0 || iw >= W) continue;
-        s += k[kj] * r[0][iw] + k[3 + kj] * r[1][iw] + k[6 + kj] * r[2][iw];
-      }
-      yr[j] = s;
-    }
-    if (c->z) {
-      const float *zr = c->z + plane * c->OH * OW + oh * OW;
-      for (int64_t j = 0; j < OW; j++)
-        yr[j] += zr[j];
-    }
-    nat_act_f32(&c->act, yr, OW);
-  }
-}
-
-NAT_CLONES static void dw_task(void *arg, int64_t t, int tid) {
-  const dw_job *j = arg;
-  const conv *c = j->c;
-  int64_t total = c->N * c->M;
-  bool k3 = c->kh == 3 && c->kw == 3 && c->dh == 1 && c->dw == 1 && c->W <= DW3_MAX_W &&
-            (c->sw == 1 || c->sw == 2) && c->pl <= 2;
-  for (int64_t p = t * j->per_task; p < (t + 1) * j->per_task && p < total; p++) {
-    if (k3)
-      dw3_plane(c, p, c->sw);
-    else
-      dw_plane(c, p);
-  }
-}
-
-/* ---- im2col ----------------------------------------------------------------- */
-
-typedef struct col_job {
-  const conv *c;
-  const float *x; /* first channel of the group in this image */
-} col_job;
-
-/* Row (channel, ki, kj) of the column matrix. */
-static void col_task(void *arg, int64_t row, int tid) {
-  const col_job *j = arg;
-  const conv *c = j->c;
-  int64_t k2 = c->kh * c->kw, ch = row / k2, ki = (row % k2) / c->kw, kj = row % c->kw;
-  const float *xc = j->x + ch * c->H * c->W;
-  float *dst = c->col + row * c->OH * c->OW;
-  int64_t off = kj * c->dw - c->pl, lo, hi;
-  valid_range(c->OW, c->sw, off, c->W, &lo, &hi);
-  for (int64_t oh = 0; oh < c->OH; oh++, dst += c->OW) {
-    int64_t ih = oh * c->sh - c->pt + ki * c->dh;
-    if (ih < 0 || ih >= c->H) {
-      memset(dst, 0, sizeof(float) * (size_t)c->OW);
-      continue;
-    }
-    const float *src = xc + ih * c->W + off;
-    for (int64_t q = 0; q < lo; q++)
-      dst[q] = 0.0f;
-    if (c->sw == 1)
-      memcpy(dst + lo, src + lo, sizeof(float) * (size_t)(hi - lo));
-    else
-      for (int64_t q = lo; q < hi; q++)
-        dst[q] = src[q * c->sw];
-    for (int64_t q = hi; q < c->OW; q++)
-      dst[q] = 0.0f;
-  }
-}
-
-/* ---- the kernel ----------------------------------------------------------- */
-
-static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in, conv *c) {
+/* Geometry of a Conv (transpose false) or ConvTranspose node on inputs X, W,
+ * B (and Z for FusedConv) into c. AIT_E_UNSUPPORTED outside what the native
+ * kernels run (the reference then runs it, or reports the error). */
+static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in, bool transpose,
+                        nat_cv *c) {
   const ait_tensor *X = in[0], *W = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
-  const ait_tensor *Z = n_in > 3 ? in[3] : NULL;
-  if (!X || !W || X->dtype != AIT_FLOAT32 || W->dtype != AIT_FLOAT32 || X->rank != 4 ||
-      W->rank != 4)
+  const ait_tensor *Z = n_in > 3 && !transpose ? in[3] : NULL;
+  if (!X || !W || X->kind != AIT_KIND_TENSOR || W->kind != AIT_KIND_TENSOR ||
+      X->dtype != AIT_FLOAT32 || W->dtype != AIT_FLOAT32 || X->rank < 3 || X->rank > 5 ||
+      W->rank != X->rank)
     return AIT_E_UNSUPPORTED;
   memset(c, 0, sizeof *c);
+  int nsp = X->rank - 2, lead = 3 - nsp;
   c->group = ait_attr_int(n, "group", 1);
-  c->N = X->dims[0], c->C = X->dims[1], c->H = X->dims[2], c->W = X->dims[3];
-  c->M = W->dims[0];
-  if (c->group < 1 || c->C % c->group || c->M % c->group || W->dims[1] != c->C / c->group)
-    return AIT_E_UNSUPPORTED;
+  c->N = X->dims[0], c->C = X->dims[1];
+  if (c->group < 1 || c->C % c->group) return AIT_E_UNSUPPORTED;
   c->Cg = c->C / c->group;
-  c->Mg = c->M / c->group;
   nn_win w;
-  if (nn_win_conv(n, 2, X->dims + 2, W->dims + 2, false, true, &w) != AIT_OK) {
+  ait_status st;
+  if (!transpose) {
+    c->M = W->dims[0];
+    if (c->M % c->group || W->dims[1] != c->Cg) return AIT_E_UNSUPPORTED;
+    st = nn_win_conv(n, nsp, X->dims + 2, W->dims + 2, false, true, &w);
+  } else {
+    if (W->dims[0] != c->C) return AIT_E_UNSUPPORTED;
+    c->M = W->dims[1] * c->group;
+    st = nn_win_convt(n, nsp, X->dims + 2, W->dims + 2, &w);
+  }
+  if (st != AIT_OK) {
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
-  c->OH = w.out[0], c->OW = w.out[1], c->kh = w.k[0], c->kw = w.k[1];
-  c->sh = w.s[0], c->sw = w.s[1], c->dh = w.d[0], c->dw = w.d[1];
-  c->pt = w.pb[0], c->pl = w.pb[1];
-  if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != c->M || B->rank != 1))
+  c->Mg = c->M / c->group;
+  for (int i = 0; i < 3; i++) {
+    int s = i - lead;
+    bool real = s >= 0;
+    c->in[i] = real ? w.in[s] : 1;
+    c->out[i] = real ? w.out[s] : 1;
+    c->k[i] = real ? w.k[s] : 1;
+    c->s[i] = real ? w.s[s] : 1;
+    c->d[i] = real ? w.d[s] : 1;
+    c->pb[i] = real ? w.pb[s] : 0;
+    if (c->out[i] < 0 || c->k[i] < 1 || c->s[i] < 1 || c->d[i] < 1) return AIT_E_UNSUPPORTED;
+  }
+  c->in_n = nn_win_in_numel(&w);
+  c->out_n = nn_win_out_numel(&w);
+  c->k_n = nn_win_k_numel(&w);
+  if (B && (B->kind != AIT_KIND_TENSOR || B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != c->M ||
+            B->rank != 1))
     return AIT_E_UNSUPPORTED;
   if (Z) {
-    int64_t od[4] = {c->N, c->M, c->OH, c->OW};
-    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank != 4 ||
-        memcmp(Z->dims, od, sizeof od))
+    int64_t od[AIT_MAX_RANK] = {c->N, c->M};
+    memcpy(od + 2, w.out, sizeof(int64_t) * (size_t)nsp);
+    if (Z->dtype != AIT_FLOAT32 || Z->kind != AIT_KIND_TENSOR || Z->rank != X->rank ||
+        memcmp(Z->dims, od, sizeof(int64_t) * (size_t)X->rank))
       return AIT_E_UNSUPPORTED;
     c->z = Z->data;
   }
-  if (ait_act_parse(n, &c->act) != AIT_OK) return AIT_E_UNSUPPORTED;
+  if (!transpose && ait_act_parse(n, &c->act) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
   c->x = X->data;
   c->w = W->data;
   c->b = B ? B->data : NULL;
   return AIT_OK;
 }
 
-ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
-  conv c;
-  ait_status st = setup(n, in, n_in, &c);
-  if (st) return st;
-  int64_t od[4] = {c.N, c.M, c.OH, c.OW};
+/* The output tensor [N, M, out...] of rank `rank`. */
+static ait_status make_output(nat_run *r, nat_cv *c, int rank) {
+  int64_t od[AIT_MAX_RANK] = {c->N, c->M};
+  memcpy(od + 2, c->out + (5 - rank), sizeof(int64_t) * (size_t)(rank - 2));
   ait_tensor *Y;
-  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
-  c.y = Y->data;
-  int64_t ohw = c.OH * c.OW, kdim = c.Cg * c.kh * c.kw;
-  if (c.N * c.M * ohw == 0) return AIT_OK;
-  if (c.Cg == 1 && c.group > 1) {
-    dw_job j = {&c, nat_chunk(r, c.N * c.M, 1)};
-    int64_t tasks = (c.N * c.M + j.per_task - 1) / j.per_task;
-    nat_pool_run(nat_run_pool(r), tasks, dw_task, &j);
-    return AIT_OK;
-  }
-  bool pointwise = c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.pt == 0 && c.pl == 0 &&
-                   c.OH == c.H && c.OW == c.W;
-  if (!pointwise) {
-    c.col = nat_scratch(r, (int64_t)sizeof(float) * kdim * ohw);
-    if (!c.col) return AIT_E_NOMEM;
-  }
-  for (int64_t b = 0; b < c.N; b++)
-    for (int64_t g = 0; g < c.group; g++) {
-      const float *xg = c.x + (b * c.C + g * c.Cg) * c.H * c.W;
-      const float *bm = xg;
-      if (!pointwise) {
-        col_job cj = {&c, xg};
-        nat_pool_run(nat_run_pool(r), kdim, col_task, &cj);
-        bm = c.col;
-      }
-      int64_t y0 = (b * c.M + g * c.Mg) * ohw;
-      nat_epilogue e;
-      memset(&e, 0, sizeof e);
-      e.row_bias = c.b ? c.b + g * c.Mg : NULL;
-      e.z = c.z ? c.z + y0 : NULL;
-      e.ldz = ohw;
-      e.act = c.act;
-      nat_sgemm(r, false, false, c.Mg, ohw, kdim, 1.0f, c.w + g * c.Mg * kdim, kdim, bm, ohw,
-                c.y + y0, ohw, &e);
-    }
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, od, &Y));
+  c->y = Y->data;
   return AIT_OK;
+}
+
+/* ---- the GEMM path ----------------------------------------------------------- */
+
+typedef struct gemm_job {
+  const nat_cv *c;
+  nat_gemm_fn fn;
+  _Atomic long long *calls;
+  float *col; /* per thread: kdim x pb floats; NULL when pointwise */
+  int64_t kdim, pb, npb, mb, nmb;
+} gemm_job;
+
+/* Columns [p0, p1) of the column matrix of image-and-group input x into
+ * col (row stride p1 - p0): row (ch, kd, kh, kw), column p = output pixel. */
+static void im2col_block(const nat_cv *c, const float *x, int64_t p0, int64_t p1, float *col) {
+  const int64_t OH = c->out[1], OW = c->out[2], H = c->in[1], W = c->in[2], np = p1 - p0;
+  float *dst = col;
+  for (int64_t ch = 0; ch < c->Cg; ch++) {
+    const float *xc = x + ch * c->in_n;
+    for (int64_t kd = 0; kd < c->k[0]; kd++)
+      for (int64_t kh = 0; kh < c->k[1]; kh++)
+        for (int64_t kw = 0; kw < c->k[2]; kw++, dst += np) {
+          int64_t off = kw * c->d[2] - c->pb[2], lo, hi;
+          nat_cv_range(OW, c->s[2], off, W, &lo, &hi);
+          for (int64_t p = p0; p < p1;) {
+            int64_t ow = p % OW, oh = (p / OW) % OH, od = p / (OW * OH);
+            int64_t len = OW - ow < p1 - p ? OW - ow : p1 - p, e = ow + len;
+            float *o = dst + (p - p0) - ow; /* indexed by ow */
+            int64_t id = od * c->s[0] - c->pb[0] + kd * c->d[0];
+            int64_t ih = oh * c->s[1] - c->pb[1] + kh * c->d[1];
+            p += len;
+            if (id < 0 || id >= c->in[0] || ih < 0 || ih >= H) {
+              memset(o + ow, 0, sizeof(float) * (size_t)len);
+              continue;
+            }
+            const float *src = xc + (id * H + ih) * W + off;
+            int64_t a = lo > ow ? lo : ow, b = hi < e ? hi : e;
+            if (b < a) b = a;
+            for (int64_t q = ow; q < a; q++)
+              o[q] = 0.0f;
+            if (c->s[2] == 1)
+              memcpy(o + a, src + a, sizeof(float) * (size_t)(b - a));
+            else
+              for (int64_t q = a; q < b; q++)
+                o[q] = src[q * c->s[2]];
+            for (int64_t q = b; q < e; q++)
+              o[q] = 0.0f;
+          }
+        }
+  }
+}
+
+static void gemm_task(void *arg, int64_t t, int tid) {
+  const gemm_job *j = arg;
+  const nat_cv *c = j->c;
+  int64_t mbi = t % j->nmb, pbi = (t / j->nmb) % j->npb, ng = t / (j->nmb * j->npb);
+  int64_t n = ng / c->group, g = ng % c->group;
+  int64_t p0 = pbi * j->pb, p1 = p0 + j->pb < c->out_n ? p0 + j->pb : c->out_n;
+  int64_t m0 = mbi * j->mb, m1 = m0 + j->mb < c->Mg ? m0 + j->mb : c->Mg;
+  if (m0 >= m1 || p0 >= p1) return;
+  const float *xg = c->x + (n * c->C + g * c->Cg) * c->in_n, *bm;
+  int64_t ldb;
+  if (j->col) {
+    float *col = j->col + (int64_t)tid * j->kdim * j->pb;
+    im2col_block(c, xg, p0, p1, col);
+    bm = col, ldb = p1 - p0;
+  } else {
+    bm = xg + p0, ldb = c->in_n;
+  }
+  int64_t y0 = (n * c->M + g * c->Mg + m0) * c->out_n + p0;
+  float *y = c->y + y0;
+  j->fn(false, false, m1 - m0, p1 - p0, j->kdim, 1.0f, c->w + (g * c->Mg + m0) * j->kdim, j->kdim,
+        bm, ldb, y, c->out_n);
+  if (j->calls) (*j->calls)++;
+  nat_epilogue e;
+  memset(&e, 0, sizeof e);
+  e.row_bias = c->b ? c->b + g * c->Mg + m0 : NULL;
+  e.z = c->z ? c->z + y0 : NULL;
+  e.ldz = c->out_n;
+  e.act = c->act;
+  nat_epilogue_apply(&e, y, c->out_n, 0, m1 - m0, 0, p1 - p0);
+}
+
+/* Floats of one task's im2col block: 1 MB, about an L2 (smaller blocks
+ * make OpenBLAS pack W_g again for every few columns). */
+#define COL_BLOCK_FLOATS (1 << 18)
+
+static ait_status conv_gemm(nat_run *r, const nat_cv *c) {
+  gemm_job j;
+  memset(&j, 0, sizeof j);
+  j.c = c;
+  j.fn = nat_run_gemm(r);
+  if (!j.fn) nat_gemm_provider("openblas", &j.fn);
+  j.calls = nat_run_gemm_calls(r);
+  j.kdim = c->Cg * c->k_n;
+  bool pointwise = c->k_n == 1 && c->s[0] * c->s[1] * c->s[2] == 1 && !c->pb[0] && !c->pb[1] &&
+                   !c->pb[2] && c->out_n == c->in_n;
+  int threads = nat_run_threads(r);
+  if (threads < 1) threads = 1;
+  double macs = (double)c->N * (double)c->M * (double)c->out_n * (double)j.kdim;
+  bool serial = threads == 1 || macs < NAT_PAR_MIN_MACS;
+  /* pixel blocks: the im2col block bounded, at least 64 columns for the
+   * SGEMM; no split of a small output */
+  int64_t pb = COL_BLOCK_FLOATS / (j.kdim > 0 ? j.kdim : 1);
+  pb = pb < 128 ? 128 : (pb + 15) / 16 * 16;
+  if (pb >= c->out_n) pb = c->out_n;
+  j.pb = pb;
+  j.npb = (c->out_n + pb - 1) / pb;
+  /* channel blocks where images x groups x pixel blocks leave threads idle */
+  int64_t tasks = c->N * c->group * j.npb, nmb = 1;
+  if (!serial && tasks < 2 * threads && c->Mg >= 64) {
+    nmb = (2 * threads + tasks - 1) / tasks;
+    if (nmb > c->Mg / 32) nmb = c->Mg / 32;
+  }
+  j.mb = (c->Mg + nmb - 1) / nmb;
+  if (j.mb < c->Mg) j.mb = (j.mb + 7) / 8 * 8;
+  j.nmb = (c->Mg + j.mb - 1) / j.mb;
+  if (!pointwise) {
+    int slots = serial ? 1 : nat_pool_threads(nat_run_pool(r));
+    j.col = nat_scratch(r, (int64_t)sizeof(float) * slots * j.kdim * j.pb);
+    if (!j.col) return AIT_E_NOMEM;
+  }
+  nat_pool_run(serial ? NULL : nat_run_pool(r), tasks * j.nmb, gemm_task, &j);
+  return AIT_OK;
+}
+
+ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  nat_cv c;
+  if (setup(n, in, n_in, false, &c) != AIT_OK) return decline();
+  AIT_TRY(make_output(r, &c, in[0]->rank));
+  if (c.N * c.M * c.out_n == 0) return AIT_OK;
+  if (c.Cg == 1 && c.group > 1) return nat_conv_depthwise(r, &c);
+  if (nat_conv_grouped_fits(&c)) return nat_conv_grouped(r, &c);
+  return conv_gemm(r, &c);
+}
+
+ait_status nat_k_convt(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  nat_cv c;
+  if (setup(n, in, n_in, true, &c) != AIT_OK) return decline();
+  AIT_TRY(make_output(r, &c, in[0]->rank));
+  if (c.N * c.M * c.out_n == 0) return AIT_OK;
+  return nat_convt_run(r, &c);
 }

@@ -16,6 +16,7 @@ typedef struct fast_row {
 static const fast_row fast_rows[] = {
     {"", "Conv", 1, nat_k_conv},
     {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv},
+    {"", "ConvTranspose", 1, nat_k_convt},
     {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, nat_k_conv_nhwc},
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, nat_k_inv_res},
     {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, nat_k_gap_nhwc},

@@ -1,0 +1,343 @@
+/* Native's convolutions (native_conv*.c) against the eager reference on
+ * random shapes: 1-D, 2-D and 3-D; groups 1, 2, 4 and depthwise, channel
+ * multipliers; kernels 1 to 7, strides 1 to 3, dilations 1 and 2, uneven
+ * pads and every auto_pad; batch 1 and 3; FusedConv's bias, residual and
+ * activation (Conv + Add + activation, fused by native); ConvTranspose with groups, strides, pads,
+ * output_padding and dilations. Each case runs at every ISA level (avx512, avx2, portable) on 1 and
+ * 4 threads, and none may fall back to the reference kernel. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/native/native.h"
+#include "check.h"
+#include "model_builder.h"
+#include "runtime/eager.h"
+
+static uint32_t rng = 777;
+static uint32_t urand(uint32_t n) {
+  rng = rng * 1664525u + 1013904223u;
+  return (rng >> 8) % n;
+}
+static float frand(void) { return (float)urand(65536) / 32768.0f - 1.0f; }
+static void fill(float *v, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; i++)
+    v[i] = frand() * scale;
+}
+
+typedef struct conv_case {
+  bool transpose;
+  int nsp;
+  int64_t N, C, M, group;
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], op[3]; /* op: output_padding */
+  const char *auto_pad;                                 /* NULL: explicit pads */
+  bool bias, residual;
+  const char *act; /* FusedConv's activation, NULL: a plain Conv */
+} conv_case;
+
+static int64_t out_size(const conv_case *c, int i) {
+  int64_t dk = (c->k[i] - 1) * c->d[i] + 1, n = c->in[i], s = c->s[i];
+  if (c->transpose) {
+    if (c->auto_pad && strcmp(c->auto_pad, "VALID")) return n * s;
+    int64_t pb = c->auto_pad ? 0 : c->pb[i], pe = c->auto_pad ? 0 : c->pe[i];
+    return s * (n - 1) + c->op[i] + dk - pb - pe;
+  }
+  if (c->auto_pad && strcmp(c->auto_pad, "VALID")) return (n + s - 1) / s;
+  if (c->auto_pad) return (n - dk) / s + 1;
+  return (n + c->pb[i] + c->pe[i] - dk) / s + 1;
+}
+
+static void describe(const conv_case *c, char *buf, size_t size) {
+  snprintf(
+      buf, size,
+      "%s %dD N%lld C%lld M%lld g%lld in %lldx%lldx%lld k %lldx%lldx%lld s %lldx%lldx%lld d "
+      "%lldx%lldx%lld pads %lld,%lld,%lld/%lld,%lld,%lld op %lld,%lld,%lld auto_pad %s bias %d "
+      "res %d act %s",
+      c->transpose ? "ConvTranspose" : "Conv", c->nsp, (long long)c->N, (long long)c->C,
+      (long long)c->M, (long long)c->group, (long long)c->in[0], (long long)c->in[1],
+      (long long)c->in[2], (long long)c->k[0], (long long)c->k[1], (long long)c->k[2],
+      (long long)c->s[0], (long long)c->s[1], (long long)c->s[2], (long long)c->d[0],
+      (long long)c->d[1], (long long)c->d[2], (long long)c->pb[0], (long long)c->pb[1],
+      (long long)c->pb[2], (long long)c->pe[0], (long long)c->pe[1], (long long)c->pe[2],
+      (long long)c->op[0], (long long)c->op[1], (long long)c->op[2],
+      c->auto_pad ? c->auto_pad : "-", c->bias, c->residual, c->act ? c->act : "-");
+}
+
+/* The graph of one case: x (and z for a residual) in, y out. */
+static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
+  int rank = c->nsp + 2;
+  int64_t xd[5] = {c->N, c->C}, wd[5], bd[1] = {c->M};
+  ydims[0] = c->N, ydims[1] = c->M;
+  if (c->transpose)
+    wd[0] = c->C, wd[1] = c->M / c->group;
+  else
+    wd[0] = c->M, wd[1] = c->C / c->group;
+  int64_t wn = wd[0] * wd[1];
+  for (int i = 0; i < c->nsp; i++) {
+    xd[2 + i] = c->in[i];
+    wd[2 + i] = c->k[i];
+    wn *= c->k[i];
+    ydims[2 + i] = out_size(c, i);
+  }
+  float *w = malloc(sizeof(float) * (size_t)wn), *b = malloc(sizeof(float) * (size_t)c->M);
+  fill(w, wn, 0.5f);
+  fill(b, c->M, 0.5f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, rank, xd);
+  if (c->residual) tb_input(m, "z", 1, rank, ydims);
+  tb_output(m, "y", 1, rank, ydims);
+  tb_init_f32(m, "w", rank, wd, w);
+  tb_init_f32(m, "b", 1, bd, b);
+  free(w);
+  free(b);
+  const char *const in_plain[] = {"x", "w", NULL}, *const in_bias[] = {"x", "w", "b", NULL};
+  const char *const *ins = c->bias ? in_bias : in_plain;
+  /* the residual Add and the activation after it: native's fusion makes
+   * them one FusedConv */
+  bool res = c->residual && !c->transpose, act = c->act && c->act[0] && !c->transpose;
+  int node = tb_node(m, c->transpose ? "ConvTranspose" : "Conv", "conv", ins,
+                     (const char *const[]){res || act ? "c" : "y", NULL});
+  if (res)
+    tb_node(m, "Add", "res", (const char *const[]){"c", "z", NULL},
+            (const char *const[]){act ? "r" : "y", NULL});
+  if (act)
+    tb_node(m, c->act, "act", (const char *const[]){res ? "r" : "c", NULL},
+            (const char *const[]){"y", NULL});
+  int64_t pads[6];
+  for (int i = 0; i < c->nsp; i++)
+    pads[i] = c->pb[i], pads[c->nsp + i] = c->pe[i];
+  /* kernel_shape comes from W; at most 8 attributes (model_builder) */
+  tb_attr_ints(m, node, "strides", c->nsp, c->s);
+  tb_attr_ints(m, node, "dilations", c->nsp, c->d);
+  if (c->auto_pad)
+    tb_attr_str(m, node, "auto_pad", c->auto_pad);
+  else
+    tb_attr_ints(m, node, "pads", 2 * c->nsp, pads);
+  if (c->group > 1) tb_attr_int(m, node, "group", c->group);
+  if (c->transpose) tb_attr_ints(m, node, "output_padding", c->nsp, c->op);
+  return tb_parse_graph(m);
+}
+
+/* Largest |a-b| / (1 + |b|); INFINITY on a shape mismatch. */
+static double diff(const ait_tensor *a, const ait_tensor *b) {
+  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return INFINITY;
+  double m = 0;
+  const float *x = a->data, *y = b->data;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
+    if (!(d <= m)) m = d; /* NaN sticks */
+  }
+  return m;
+}
+
+static ait_status run_on(const char *spec, const ait_graph *g, const ait_tensor *const *in,
+                         int n_in, ait_tensor **out) {
+  ait_backend_config cfg;
+  AIT_TRY(ait_backend_config_parse(spec, &cfg));
+  void *state = NULL;
+  AIT_TRY(cfg.iface->build(&cfg, g, NULL, &state));
+  /* twice: the second run reads what the first packed (nat_node_pack) */
+  ait_tensor *first = NULL;
+  *out = NULL;
+  ait_status st = cfg.iface->infer(state, in, n_in, &first);
+  if (st == AIT_OK) st = cfg.iface->infer(state, in, n_in, out);
+  cfg.iface->destroy(state);
+  if (st == AIT_OK && diff(first, *out) != 0.0) {
+    fprintf(stderr, "%s: the second run differs from the first\n", spec);
+    st = AIT_E_INTERNAL;
+  }
+  ait_tensor_free(first);
+  return st;
+}
+
+static int cases_run;
+
+static void check_case(const conv_case *c) {
+  char what[512];
+  describe(c, what, sizeof what);
+  int64_t yd[5];
+  ait_graph *g = case_graph(c, yd);
+  CHECK(g != NULL);
+  if (!g) return;
+  int rank = c->nsp + 2;
+  int64_t xd[5] = {c->N, c->C};
+  for (int i = 0; i < c->nsp; i++)
+    xd[2 + i] = c->in[i];
+  ait_tensor *in[2] = {ait_tensor_new(AIT_FLOAT32, rank, xd), NULL};
+  fill(in[0]->data, ait_tensor_numel(in[0]), 1.0f);
+  int n_in = 1;
+  if (c->residual) {
+    in[1] = ait_tensor_new(AIT_FLOAT32, rank, yd);
+    fill(in[1]->data, ait_tensor_numel(in[1]), 1.0f);
+    n_in = 2;
+  }
+  ait_tensor *ref = NULL;
+  ait_status st = ait_eager_run(g, (const ait_tensor *const *)in, n_in, &ref);
+  if (st != AIT_OK) fprintf(stderr, "%s: eager: %s\n", what, ait_last_error());
+  CHECK(st == AIT_OK);
+  static const char *const isas[] = {"avx512", "avx2", "portable"};
+  static const int threads[] = {1, 4};
+  for (int a = 0; ref && a < 3; a++)
+    for (int t = 0; t < 2; t++) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "native:layout=nchw,isa=%s,threads=%d", isas[a], threads[t]);
+      long long before = nat_conv_declined();
+      ait_tensor *y = NULL;
+      st = run_on(spec, g, (const ait_tensor *const *)in, n_in, &y);
+      double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+      long long fell = nat_conv_declined() - before;
+      if (!(d <= 1e-4) || fell)
+        fprintf(stderr, "%s on %s: difference %g, %lld fallback(s) (%s)\n", what, spec, d, fell,
+                st == AIT_OK ? "ok" : ait_last_error());
+      CHECK(d <= 1e-4);
+      CHECK(fell == 0);
+      ait_tensor_free(y);
+    }
+  cases_run++;
+  ait_tensor_free(ref);
+  ait_tensor_free(in[0]);
+  ait_tensor_free(in[1]);
+  ait_graph_free(g);
+}
+
+/* A case with the given shape essentials, everything else plain. */
+static conv_case base(int nsp, int64_t N, int64_t C, int64_t M, int64_t group, int64_t n, int64_t k,
+                      int64_t s, int64_t d) {
+  conv_case c;
+  memset(&c, 0, sizeof c);
+  c.nsp = nsp, c.N = N, c.C = C, c.M = M, c.group = group;
+  for (int i = 0; i < 3; i++)
+    c.in[i] = n, c.k[i] = k, c.s[i] = s, c.d[i] = d;
+  return c;
+}
+
+static void test_fixed(void) {
+  /* depthwise 3x3 stride 1 and 2, 5x5, 7x7 dilated, with multiplier */
+  conv_case c = base(2, 1, 8, 8, 8, 13, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1;
+  check_case(&c);
+  c.s[0] = c.s[1] = 2, c.act = "Relu", c.bias = true;
+  check_case(&c);
+  c = base(2, 3, 6, 12, 6, 11, 5, 1, 2);
+  c.pb[0] = 4, c.pb[1] = 1, c.pe[0] = 0, c.pe[1] = 3, c.residual = true, c.act = "HardSwish";
+  check_case(&c);
+  c = base(2, 1, 4, 4, 4, 20, 7, 3, 1);
+  c.auto_pad = "SAME_UPPER";
+  check_case(&c);
+  c.auto_pad = "SAME_LOWER";
+  check_case(&c);
+  c.auto_pad = "VALID";
+  check_case(&c);
+  /* grouped, pointwise, strided pointwise, 1-D, 3-D */
+  c = base(2, 3, 8, 12, 4, 9, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.residual = true, c.act = "Sigmoid";
+  check_case(&c);
+  c = base(2, 2, 16, 24, 1, 10, 1, 1, 1);
+  c.bias = true, c.act = "Relu";
+  check_case(&c);
+  c = base(2, 1, 16, 24, 2, 10, 1, 2, 1);
+  check_case(&c);
+  c = base(1, 3, 5, 7, 1, 40, 5, 2, 1);
+  c.pb[0] = 3, c.pe[0] = 1, c.bias = true;
+  check_case(&c);
+  c = base(1, 1, 6, 6, 6, 33, 7, 1, 2);
+  c.auto_pad = "SAME_UPPER", c.act = "Tanh";
+  check_case(&c);
+  c = base(3, 1, 4, 6, 2, 6, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pb[2] = 1, c.pe[2] = 2, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
+  c = base(3, 2, 4, 8, 4, 7, 3, 2, 1);
+  c.pb[1] = 1;
+  check_case(&c);
+  /* a large input: several pixel blocks of im2col, channel blocks */
+  c = base(2, 1, 32, 128, 1, 40, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
+  c = base(2, 1, 64, 64, 8, 30, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1;
+  check_case(&c);
+  /* grouped with more than 64 channels a group (SGEMM), and with 2, 5 and
+   * 13 (register tiles of 8 and 4 with a remainder) */
+  c = base(2, 2, 4, 136, 2, 9, 3, 1, 1);
+  c.bias = true, c.act = "Relu";
+  check_case(&c);
+  c = base(2, 1, 4, 26, 2, 12, 3, 2, 1);
+  c.pb[0] = c.pb[1] = 1, c.bias = true, c.residual = true;
+  check_case(&c);
+  c = base(2, 3, 10, 10, 2, 8, 3, 1, 2);
+  c.pe[0] = c.pe[1] = 2;
+  check_case(&c);
+  /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
+  c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
+  c.transpose = true, c.pb[0] = c.pb[1] = 1, c.pe[0] = c.pe[1] = 1, c.op[0] = c.op[1] = 1;
+  c.bias = true;
+  check_case(&c);
+  c = base(2, 3, 4, 4, 4, 9, 4, 2, 1);
+  c.transpose = true, c.pb[0] = 1, c.pe[1] = 2;
+  check_case(&c);
+  c = base(1, 2, 6, 9, 3, 17, 5, 3, 2);
+  c.transpose = true, c.op[0] = 2, c.bias = true;
+  check_case(&c);
+  c = base(3, 1, 4, 4, 1, 5, 3, 2, 1);
+  c.transpose = true, c.auto_pad = "SAME_UPPER";
+  check_case(&c);
+  c = base(2, 1, 64, 32, 1, 24, 4, 2, 1);
+  c.transpose = true, c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true;
+  check_case(&c);
+}
+
+/* Random shapes over everything the kernels take. */
+static void test_random(int count) {
+  static const int64_t ks[] = {1, 3, 5, 7}, gs[] = {1, 2, 4, 0}; /* 0: depthwise */
+  static const char *const acts[] = {NULL, "", "Relu", "Sigmoid", "HardSwish", "Tanh"};
+  static const char *const pads[] = {NULL, NULL, NULL, "SAME_UPPER", "SAME_LOWER", "VALID"};
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.transpose = urand(5) == 0;
+    c.nsp = 1 + (int)urand(3);
+    c.N = urand(3) ? 1 : 3;
+    int64_t g = gs[urand(4)], cg = 1 + urand(4), mult = 1 + urand(3);
+    if (g == 0) {
+      c.C = 2 + urand(7);
+      c.group = c.C, c.M = c.C * (urand(3) ? 1 : mult);
+    } else {
+      c.group = g, c.C = g * cg, c.M = g * (1 + urand(5));
+    }
+    c.auto_pad = pads[urand(6)];
+    for (int i = 0; i < c.nsp; i++) {
+      int64_t lim = c.nsp == 3 ? 7 : c.nsp == 2 ? 15 : 40;
+      c.k[i] = ks[urand(c.nsp == 3 ? 2 : 4)];
+      c.s[i] = 1 + urand(3);
+      c.d[i] = 1 + urand(2);
+      int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+      c.in[i] = dk + urand((uint32_t)lim);
+      c.pb[i] = urand((uint32_t)c.k[i]);
+      c.pe[i] = urand((uint32_t)c.k[i]);
+      if (c.transpose) {
+        c.op[i] = urand((uint32_t)(c.s[i] > c.d[i] ? c.s[i] : c.d[i]));
+        if (c.op[i] >= c.s[i] && c.op[i] >= c.d[i]) c.op[i] = 0;
+      }
+    }
+    if (c.transpose) {
+      c.bias = urand(2);
+      if (c.auto_pad && strcmp(c.auto_pad, "VALID")) c.auto_pad = NULL;
+    } else {
+      c.act = acts[urand(6)];
+      c.bias = urand(2);
+      c.residual = c.act && urand(2);
+    }
+    check_case(&c);
+  }
+}
+
+int main(void) {
+  test_fixed();
+  test_random(60);
+  printf("test_native_conv: %d cases\n", cases_run);
+  return check_result("test_native_conv");
+}
