@@ -1531,7 +1531,7 @@ static void test_isa_math(void) {
     nat_exp_f32(x, y, n);
     for (int i = 0; i < n; i++)
       if (x[i] > -87.0f && x[i] < 88.0f) we = fmax(we, ulps(y[i], exp((double)x[i])));
-    ait_act sig = {AIT_ACT_SIGMOID, {0, 0}}, th = {AIT_ACT_TANH, {0, 0}};
+    ait_act sig = {.kind = AIT_ACT_SIGMOID}, th = {.kind = AIT_ACT_TANH};
     memcpy(y, x, sizeof(float) * (size_t)n);
     nat_act_f32(&sig, y, n);
     for (int i = 0; i < n; i++) {
@@ -1561,7 +1561,7 @@ static void test_isa_math(void) {
     nat_erf_f32(odd, o, 5);
     CHECK(isnan(o[0]) && o[1] == 1.0f && o[2] == -1.0f && o[3] == 0 && signbit(o[4]));
     /* every length to 20 from offset 5 gives the long call's values */
-    ait_act gelu = {AIT_ACT_GELU, {0, 0}};
+    ait_act gelu = {.kind = AIT_ACT_GELU};
     memcpy(g[li], x, sizeof(float) * (size_t)n);
     nat_act_f32(&gelu, g[li], n);
     for (int len = 1; len <= 20; len++) {
@@ -1592,7 +1592,7 @@ static void test_isa_math(void) {
 /* Each level named explicitly (native:isa=L) in one process, so one run of
  * the test checks the AVX-512, the AVX2 and the portable kernels against
  * eager whatever AIT_MAX_ISA says (a level above the CPU's is capped). */
-static const char *const isa_levels[] = {"avx512", "avx2", "portable"};
+static const char *const kern_levels[] = {"avx512", "avx2", "portable"};
 
 static uint32_t isa_rng = 12345u;
 static int64_t isa_rand(int64_t lo, int64_t hi) { /* uniform in [lo, hi] */
@@ -1625,10 +1625,10 @@ static void test_isa_nhwc(void) {
       const int64_t d[4] = {batch, 3, s.H, s.W};
       ait_tensor *x = rand_tensor(4, d), *ref = NULL;
       CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
-      for (size_t l = 0; l < sizeof isa_levels / sizeof isa_levels[0]; l++)
+      for (size_t l = 0; l < sizeof kern_levels / sizeof kern_levels[0]; l++)
         for (int t = 1; t <= 2; t++) {
           char spec[96];
-          snprintf(spec, sizeof spec, "native:isa=%s,layout=nhwc,threads=%d", isa_levels[l], t);
+          snprintf(spec, sizeof spec, "native:isa=%s,layout=nhwc,threads=%d", kern_levels[l], t);
           ait_tensor *y = NULL;
           CHECK(run_on(spec, g, (const ait_tensor *const *)&x, 1, &y) == AIT_OK);
           double dd = diff(y, ref);
@@ -1654,11 +1654,11 @@ static void test_isa_nhwc(void) {
 static void test_isa_products(void) {
   ait_graph *g = tiles_model(), *gv = gemv_model(), *gg = gelu_model("none", true);
   CHECK(g && gv && gg);
-  for (size_t l = 0; g && gv && gg && l < sizeof isa_levels / sizeof isa_levels[0]; l++) {
+  for (size_t l = 0; g && gv && gg && l < sizeof kern_levels / sizeof kern_levels[0]; l++) {
     char spec[64], spec2[64];
-    snprintf(spec, sizeof spec, "native:isa=%s", isa_levels[l]);
-    snprintf(spec2, sizeof spec2, "native:isa=%s,threads=2", isa_levels[l]);
-    int level = nat_isa_parse(isa_levels[l]);
+    snprintf(spec, sizeof spec, "native:isa=%s", kern_levels[l]);
+    snprintf(spec2, sizeof spec2, "native:isa=%s,threads=2", kern_levels[l]);
+    int level = nat_isa_parse(kern_levels[l]);
     for (int k = 0; k < 4; k++) {
       const int64_t rows = isa_rand(16, 150), dx[2] = {rows, 37}, dz[2] = {rows, 24};
       ait_tensor *in[2] = {rand_tensor(2, dx), rand_tensor(2, dz)}, *ref = NULL, *y = NULL;

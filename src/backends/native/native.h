@@ -227,8 +227,6 @@ typedef struct nat_state {
   bool fuse;                    /* passes enabled */
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
   bool tiles;                   /* MatMuls of >= 16 rows on vector register tiles (tiles=on) */
-  bool has_subgraph;            /* control flow: runs through the reference executor */
-  bool tiles;                   /* MatMuls of >= 16 rows on AVX-512 register tiles (tiles=on) */
   bool has_subgraph;            /* control flow: bodies run on states of their own */
   nat_node *nodes;              /* per node of g */
   bool *shape_only;             /* per node: depends on input shapes and constants only */
@@ -287,8 +285,14 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
  * from). *fresh: new memory the caller must fill (a copy made for another
  * key was dropped). The state frees it when its plans are released. NULL
  * when out of memory. */
-enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_RNN, NAT_DATA_KINDS };
-enum { NAT_DATA_GEMV, NAT_DATA_TILES, NAT_DATA_TILES_B, NAT_DATA_CONV, NAT_DATA_KINDS };
+enum {
+  NAT_DATA_GEMV,
+  NAT_DATA_TILES,
+  NAT_DATA_TILES_B,
+  NAT_DATA_RNN,
+  NAT_DATA_CONV,
+  NAT_DATA_KINDS
+};
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh);
 /* Input `input` of the running node, B [K, N], packed in slot `slot` for
  * the pointwise tiles (native_nhwc512.c): column blocks of bw, each K x bw

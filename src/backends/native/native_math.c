@@ -661,8 +661,6 @@ NAT_CLONES void nat_act_f32(const ait_act *a, float *x, int64_t n) {
 #endif
     ait_act_apply_f32(a, x, n);
     return;
-  default: ait_act_apply_f32(a, x, n); return;
-  case AIT_ACT_SIGMOID: MAP8(vsigmoid, x, x, n); return;
   default: nat_elt_act_f32(a, x, n); return; /* native_elt_act.c */
   }
 }

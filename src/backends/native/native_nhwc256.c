@@ -164,12 +164,9 @@ void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
   }
 }
 
-/* GELU on a tile while it is in L1. TODO(avx2-attn): nat_gelu256_tile once
- * native_math.c has it; until then nat_act_f32's rows (its AVX2 clone). */
+/* GELU on a tile while it is in L1 (native_math.c's AVX2 table form). */
 static void gelu_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {
-  ait_act g = {AIT_ACT_GELU, {0.0f, 0.0f}};
-  for (int64_t i = 0; i < rows; i++)
-    nat_act_f32(&g, y + i * ldy, n);
+  nat_gelu256_tile(y, ldy, rows, n);
 }
 
 /* As native_nhwc512.c's: a panel of X stays in L2 while every channel
