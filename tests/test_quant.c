@@ -1171,9 +1171,19 @@ static void test_levels_bert(const char *path) {
     }
     unsetenv("AIT_QUANT_NO_AVXVNNI");
   }
-  /* a level above the CPU's is capped, a level the CPU lacks for a forced
-   * kernel family is an error */
+  /* isa above the level is capped (as native:isa); kernels= above it is an
+   * error; an unknown level is refused */
   qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=int8dq,isa=avx512", NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+  if (s)
+    CHECK(s->ns->isa == (int)nat_isa_cpu() && s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
+  Q->destroy(s);
+  s = NULL;
+  if (nat_isa_cpu() < NAT_ISA_AVX512)
+    CHECK_ERR(build("quant:preset=int8dq,kernels=avx512", NULL, NULL, m->graph, NULL, &s),
+              AIT_E_UNSUPPORTED, "kernels=avx512 needs avx512f");
+  Q->destroy(s);
+  s = NULL;
   CHECK_ERR(build("quant:preset=int8dq,isa=bogus", NULL, NULL, m->graph, NULL, &s),
             AIT_E_INVALID_ARG, NULL);
   Q->destroy(s);

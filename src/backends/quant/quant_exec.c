@@ -69,21 +69,22 @@ void qnt_state_free(qnt_state *s) {
 }
 
 /* The features quant's kernels may use under option kernels, and whether
- * a forced level (isa or kernels) finds what it needs. */
+ * kernels=avx512|avx2 finds what it needs (isa= is capped by the CPU, as
+ * native:isa is). Without VNNI or
+ * BF16 the dq presets have AVX2 tiles to fall back on (QUAD7, and float
+ * tiles on e4m3-rounded activations), so only the level itself counts. */
 static ait_status kernel_cpu(const qnt_config *c, qnt_cpu *cpu) {
   if (c->kernels == QNT_ISA_PORTABLE) *cpu = (qnt_cpu){false, false, false, false, false};
   if (c->kernels == QNT_ISA_AVX2) cpu->avx512 = cpu->vnni = cpu->bf16 = false;
-  bool z = c->isa == QNT_ISA_AVX512 || c->kernels == QNT_ISA_AVX512;
-  bool y = c->isa == QNT_ISA_AVX2 || c->kernels == QNT_ISA_AVX2;
-  const char *need = y && !cpu->avx2                                  ? "avx2/fma/f16c"
-                     : !z                                             ? NULL
-                     : !cpu->avx512                                   ? "avx512f/avx512bw/avx512vl"
-                     : c->act && c->weights == QNT_INT8 && !cpu->vnni ? "avx512vnni"
-                     : c->act && c->weights == QNT_FP8 && !cpu->bf16  ? "avx512bf16"
-                                                                      : NULL;
+  bool z = c->kernels == QNT_ISA_AVX512, y = c->kernels == QNT_ISA_AVX2;
+  const char *need = z && !cpu->avx512 ? "avx512f/avx512bw/avx512vl"
+                     : y && !cpu->avx2 ? "avx2/fma/f16c"
+                                       : NULL;
   if (need)
-    return ait_err(AIT_E_UNSUPPORTED, "quant: %s=%s needs %s, which this CPU lacks",
-                   c->kernels != QNT_ISA_AUTO ? "kernels" : "isa", z ? "avx512" : "avx2", need);
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "quant: kernels=%s needs %s, which this CPU (or its level: isa, "
+                   "AIT_MAX_ISA) lacks",
+                   z ? "avx512" : "avx2", need);
   return AIT_OK;
 }
 
