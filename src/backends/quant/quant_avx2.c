@@ -275,8 +275,22 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
     /* bytes 0, 4, 8, 12 of each 128-bit lane: the low byte of each int32 */
     __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0,
                                     4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    int64_t gend = w->gsize, g = 0;
-    for (int64_t k = 0; k < K; k += 8) {
+    int64_t gend = w->gsize, g = 0, k = 0;
+    /* 32 at a time where no group ends inside (asum needs the group sums):
+     * four conversions packed to bytes with signed saturation (the codes
+     * are within +-127), + 128 as bytes */
+    for (; !asum && k + 32 <= K; k += 32) {
+      __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xr + k), inv));
+      __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xr + k + 8), inv));
+      __m256i v2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xr + k + 16), inv));
+      __m256i v3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xr + k + 24), inv));
+      __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+      /* the packs interleave 128-bit lanes: dwords 0 4 1 5 2 6 3 7 */
+      b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      b = _mm256_max_epi8(b, _mm256_set1_epi8(-127)); /* -128 only from saturation */
+      _mm256_storeu_si256((__m256i *)(qr + k), _mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)));
+    }
+    for (; k < K; k += 8) {
       int nk = K - k >= 8 ? 8 : (int)(K - k);
       __m256 xv = nk == 8 ? _mm256_loadu_ps(xr + k) : _mm256_maskload_ps(xr + k, lanes(nk));
       __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(xv, inv));
@@ -294,7 +308,7 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
         gend += w->gsize;
       }
     }
-    for (int64_t k = K; k < ldq; k++)
+    for (k = K; k < ldq; k++)
       qr[k] = 128; /* code 0: the padded weights are 0 too */
   }
 }
@@ -443,21 +457,24 @@ T_AVXVNNI static void tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t ld
 
 /* Without VNNI: vpmaddubsw (u8 x s8 pairs into int16; the 7-bit weights
  * keep it from saturating) and vpmaddwd by ones into int32, 4 rows at most
- * (the product's temporary and the ones take registers too). */
+ * (the product's temporary and the ones take registers too). Named
+ * accumulators: with arrays GCC copied each one around every add, and the
+ * three instructions per product already keep the front end busy. */
 #define QNT_PROW(i)                                                                                \
   if (mr > i) {                                                                                    \
     int32_t a4;                                                                                    \
     memcpy(&a4, a + i * lda + 4 * k, sizeof a4);                                                   \
     __m256i av = _mm256_set1_epi32(a4);                                                            \
-    r##i[0] = _mm256_add_epi32(r##i[0], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));    \
-    r##i[1] = _mm256_add_epi32(r##i[1], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));    \
+    s##i##0 = _mm256_add_epi32(s##i##0, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));    \
+    s##i##1 = _mm256_add_epi32(s##i##1, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));    \
   }
 
 INLINE T_AVX2 void tile16_madd(const int mr, int64_t k4, const uint8_t *a, int64_t lda,
                                const uint8_t *b, int c0, float *c, int64_t ldc, int n, bool acc,
                                const qnt_vnni_post *post) {
-  __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
-  __m256i r0[2] = {z, z}, r1[2] = {z, z}, r2[2] = {z, z}, r3[2] = {z, z};
+  __m256i ones = _mm256_set1_epi16(1);
+  __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00;
+  __m256i s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   const uint8_t *bc = b + 4 * c0;
   for (int64_t k = 0; k < k4; k++) {
     const uint8_t *bk = bc + k * QNT_PANEL * 4;
@@ -465,6 +482,7 @@ INLINE T_AVX2 void tile16_madd(const int mr, int64_t k4, const uint8_t *a, int64
     __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
     QNT_PROW(0) QNT_PROW(1) QNT_PROW(2) QNT_PROW(3)
   }
+  const __m256i r0[2] = {s00, s01}, r1[2] = {s10, s11}, r2[2] = {s20, s21}, r3[2] = {s30, s31};
   const __m256i *rows[4] = {r0, r1, r2, r3};
 #pragma GCC unroll 4
   for (int i = 0; i < mr; i++)
@@ -505,8 +523,8 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
       tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
       continue;
     }
-    /* 6 rows as 3 + 3, 5 as 3 + 2: two tiles of even height */
-    int top = mr > 4 ? (mr + 1) / 2 : mr;
+    /* 6 rows as 4 + 2, 5 as 4 + 1 */
+    int top = mr > 4 ? 4 : mr;
     tile_madd(top, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
     if (mr > top) {
       qnt_vnni_post rest = post_rows(post, top);
