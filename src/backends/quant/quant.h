@@ -303,7 +303,9 @@ void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t ldx, f
                             int64_t ldq);
 void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                           float *y, int ncols);
-/* vnni: AVX-VNNI on QUAD; else vpmaddubsw on QUAD7. Same post as VNNI. */
+/* vnni: AVX-VNNI on QUAD (mr <= QNT_MR); else vpmaddubsw on QUAD7 (mr <=
+ * QNT_MR7, as tiles of 4). Same post as VNNI. */
+#define QNT_MR7 8
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post);

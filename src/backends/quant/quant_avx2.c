@@ -523,13 +523,10 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
       tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
       continue;
     }
-    /* 6 rows as 4 + 2, 5 as 4 + 1 */
-    int top = mr > 4 ? 4 : mr;
-    tile_madd(top, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
-    if (mr > top) {
-      qnt_vnni_post rest = post_rows(post, top);
-      tile_madd(mr - top, k4, a + top * lda, lda, b, c0, c + top * ldc, ldc, ncols - c0, acc,
-                &rest);
+    for (int r = 0; r < mr; r += 4) { /* tiles of 4 rows */
+      qnt_vnni_post rows = post_rows(post, r);
+      tile_madd(mr - r < 4 ? mr - r : 4, k4, a + r * lda, lda, b, c0, c + r * ldc, ldc, ncols - c0,
+                acc, &rows);
     }
   }
 }

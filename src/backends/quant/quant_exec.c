@@ -70,9 +70,9 @@ void qnt_state_free(qnt_state *s) {
 
 /* The features quant's kernels may use under option kernels, and whether
  * kernels=avx512|avx2 finds what it needs (isa= is capped by the CPU, as
- * native:isa is). Without VNNI or
- * BF16 the dq presets have AVX2 tiles to fall back on (QUAD7, and float
- * tiles on e4m3-rounded activations), so only the level itself counts. */
+ * native:isa is). Without VNNI or BF16 the dq presets have AVX2 tiles to
+ * fall back on (QUAD7, and float tiles on e4m3-rounded activations), so
+ * only the level itself counts. */
 static ait_status kernel_cpu(const qnt_config *c, qnt_cpu *cpu) {
   if (c->kernels == QNT_ISA_PORTABLE) *cpu = (qnt_cpu){false, false, false, false, false};
   if (c->kernels == QNT_ISA_AVX2) cpu->avx512 = cpu->vnni = cpu->bf16 = false;

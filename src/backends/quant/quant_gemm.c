@@ -310,8 +310,10 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
-  for (int64_t r = m0; r < m1; r += QNT_MR) {
-    int mr = (int)min64(QNT_MR, m1 - r);
+  /* the vpmaddubsw tiles take 4 rows: 8 at a time, two whole tiles */
+  int step = w->layout == QNT_L_QUAD7 ? QNT_MR7 : QNT_MR;
+  for (int64_t r = m0; r < m1; r += step) {
+    int mr = (int)min64(step, m1 - r);
     for (int64_t g = 0; g < w->G; g++) {
       int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
