@@ -4,7 +4,10 @@
  * pre-flight failures of the microscaling presets on the CPU; the filter
  * (op types, patterns, minimum size, the C callback); configuration errors;
  * both JSON forms; save/load without re-quantizing, corrupted files; bad
- * inputs; and a tuning run through the public API with a node filter. */
+ * inputs; and a tuning run through the public API with a node filter.
+ * Then the AVX2 tiles (with and without AVX-VNNI) against the portable
+ * kernel and the float product on random shapes, and the presets on
+ * bert_tiny (argv[1]) at each ISA level. */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,6 +18,7 @@
 #include "check.h"
 #include "core/error.h"
 #include "model_builder.h"
+#include "onnx/onnx_io.h"
 #include "runtime/eager.h"
 
 extern const ait_backend_iface ait_backend_quant;
@@ -246,6 +250,16 @@ static double vs_eager(qnt_state *s, const ait_graph *g, const ait_tensor *x, do
 
 /* ---- tests ------------------------------------------------------------- */
 
+/* Whether int8 activations run on 7-bit weights here (QNT_L_QUAD7: AVX2
+ * without VNNI, e.g. AIT_MAX_ISA=avx2 with AIT_QUANT_NO_AVXVNNI=1, or a
+ * Zen 2/3 CPU): those kernels then multiply other weights than the portable
+ * ones, and agree with them to `floor` only as 7-bit weights allow. */
+static double agree(double floor, bool int8_act) {
+  qnt_cpu c = qnt_cpu_detect();
+  bool seven = int8_act && qnt_layout_for(QNT_INT8, true, c) == QNT_L_QUAD7;
+  return seven ? 0.9995 : floor;
+}
+
 static void test_e4m3(void) {
   for (int b = 0; b < 256; b++) {
     if ((b & 0x7F) == 0x7F) {
@@ -389,7 +403,7 @@ static void test_presets(const ait_graph *mlp, const ait_graph *conv) {
     ait_tensor *ya = NULL, *yb = NULL;
     const ait_tensor *in[1] = {x};
     if (a && b && !Q->infer(a, in, 1, &ya) && !Q->infer(b, in, 1, &yb))
-      CHECK(cosine(ya, yb, NULL) > 0.9999);
+      CHECK(cosine(ya, yb, NULL) > agree(0.9999, !strcmp(presets[i], "int8dq")));
     ait_tensor_free(ya), ait_tensor_free(yb);
     Q->destroy(a), Q->destroy(b);
   }
@@ -701,9 +715,10 @@ static void test_outliers(const ait_graph *mlp) {
   }
   fprintf(stderr, "outliers: cosine %.6f / %.6f (portable) / %.6f (absmax), max rel %.4f / %.4f\n",
           c[0], c[1], c[2], rel[0], rel[2]);
-  CHECK(c[0] > c[2] && rel[0] < rel[2]);
+  /* with 7-bit weights their error sets the largest deviation */
+  CHECK(c[0] > c[2] && (rel[0] < rel[2] || (agree(1, true) < 1 && rel[0] <= rel[2])));
   CHECK(c[0] > 0.999);
-  if (y[0] && y[1]) CHECK(cosine(y[0], y[1], NULL) > 0.99999);
+  if (y[0] && y[1]) CHECK(cosine(y[0], y[1], NULL) > agree(0.99999, true));
   if (y[0] && y[3]) CHECK(cosine(y[0], y[3], NULL) == 1.0 || cosine(y[0], y[3], NULL) > 0.9999999);
   for (int i = 0; i < 4; i++)
     ait_tensor_free(y[i]);
@@ -766,7 +781,7 @@ static void residual_case(const ait_graph *g, int rows, bool many) {
     Q->destroy(s);
   }
   for (int i = 0; i < 4; i += 2)
-    if (y[i] && y[i + 1]) CHECK(cosine(y[i], y[i + 1], NULL) > 0.99999);
+    if (y[i] && y[i + 1]) CHECK(cosine(y[i], y[i + 1], NULL) > agree(0.99999, true));
   for (int i = 0; i < 4; i++)
     ait_tensor_free(y[i]);
   ait_tensor_free(x);
@@ -783,12 +798,13 @@ static void test_shared(void) {
   CHECK_ERR(build("quant:preset=int8dq,kernels=portable", NULL, NULL, m->graph, NULL, &port),
             AIT_OK, NULL);
   if (s && port) {
-    CHECK(s->n_q == 2 && (s->cpu.vnni ? s->n_bufs == 1 : s->n_bufs == 0) && port->n_bufs == 0);
+    bool u8 = s->q[0].w.layout == QNT_L_QUAD || s->q[0].w.layout == QNT_L_QUAD7;
+    CHECK(s->n_q == 2 && s->n_bufs == (u8 ? 1 : 0) && port->n_bufs == 0);
     for (int k = 0; k < 3; k++) {
       ait_tensor *x = input(m->graph, 9 + 4 * (k == 2), 61 + (uint32_t)k), *y = NULL, *yp = NULL;
       double rel = 1, c = vs_eager(s, m->graph, x, &rel, &y);
       vs_eager(port, m->graph, x, NULL, &yp);
-      CHECK(c > 0.999 && y && yp && cosine(y, yp, NULL) > 0.99999);
+      CHECK(c > 0.999 && y && yp && cosine(y, yp, NULL) > agree(0.99999, true));
       ait_tensor_free(x);
       ait_tensor_free(y);
       ait_tensor_free(yp);
@@ -926,7 +942,258 @@ static void test_tune(const uint8_t *bytes, size_t n) {
   ait_module_free(m);
 }
 
-int main(void) {
+/* ---- AVX2 kernels (quant_avx2.c) ---------------------------------------- */
+
+/* One product through the AVX2 tiles of layout qnt_layout_for() gives on
+ * an AVX2 CPU with or without AVX-VNNI, against the portable kernel on the
+ * same codes (the canonical rows of the packed weight: for QUAD7 its 7-bit
+ * codes) and against the float product. With AVX-512 VNNI the AVX-VNNI
+ * tile must match the zmm one too. */
+typedef struct avx2_case {
+  qnt_wtype t;
+  bool act, vnni;
+  qnt_gran gran;
+  int64_t group;
+  bool sym;
+  float outliers;
+} avx2_case;
+
+static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, uint32_t seed) {
+  float *w = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
+  int64_t ldx = K + 3;
+  float *x = malloc(sizeof(float) * (size_t)(M * ldx));
+  float *ya = malloc(sizeof(float) * (size_t)(M * N)),
+        *yr = malloc(sizeof(float) * (size_t)(M * N));
+  float *yz = malloc(sizeof(float) * (size_t)(M * N)),
+        *yf = malloc(sizeof(float) * (size_t)(M * N));
+  fill(w, N * K, 0.2f, seed), fill(bias, N, 0.1f, seed + 1), fill(x, M * ldx, 1.0f, seed + 2);
+  for (int64_t m = 0; c->outliers > 0 && m < M; m += 2) /* far outliers, on a few channels */
+    x[m * ldx + (m * 7) % K] = m % 4 ? 25.0f : -30.0f;
+  qnt_config cfg = {.weights = c->t, .gran = c->gran, .group = c->group, .symmetric = c->sym};
+  qnt_weight q, ref;
+  CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
+  qnt_cpu cpu = {.avx2 = true, .avxvnni = c->vnni};
+  qnt_layout l = qnt_layout_for(c->t, c->act, cpu);
+  CHECK(l == (!c->act           ? QNT_L_PANEL
+              : c->t == QNT_FP8 ? QNT_L_PANEL
+              : c->vnni         ? QNT_L_QUAD
+                                : QNT_L_QUAD7));
+  /* a second packing for the zmm tiles, from the same rows */
+  qnt_weight z = q;
+  bool zmm =
+      qnt_cpu_detect().avx512 && (l != QNT_L_QUAD || qnt_cpu_detect().vnni) && l != QNT_L_QUAD7;
+  if (zmm) {
+    z.codes = malloc(q.n_codes), z.scale = malloc(sizeof(float) * (size_t)(N * q.G));
+    z.zero = q.zero ? malloc((size_t)(N * q.G)) : NULL;
+    memcpy(z.codes, q.codes, q.n_codes),
+        memcpy(z.scale, q.scale, sizeof(float) * (size_t)(N * q.G));
+    if (q.zero) memcpy(z.zero, q.zero, (size_t)(N * q.G));
+    CHECK_ERR(qnt_weight_pack(&z, l), AIT_OK, NULL);
+  }
+  CHECK_ERR(qnt_weight_pack(&q, l), AIT_OK, NULL);
+  q.ymm = true;
+  /* the portable reference on the packed weight's own codes and scales */
+  ref = q;
+  ref.layout = QNT_L_ROWS, ref.ymm = false;
+  ref.pscale = ref.pbias = NULL, ref.pwsum = NULL, ref.pzero = NULL;
+  ref.n_codes = (size_t)(N * K);
+  ref.codes = malloc(ref.n_codes), ref.scale = malloc(sizeof(float) * (size_t)(N * q.G));
+  ref.zero = q.zero ? malloc((size_t)(N * q.G)) : NULL;
+  memcpy(ref.scale, q.scale, sizeof(float) * (size_t)(N * q.G));
+  if (q.zero) memcpy(ref.zero, q.zero, (size_t)(N * q.G));
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++)
+      ref.codes[n * K + k] = qnt_weight_code(&q, n, k);
+  qnt_mm p = {&q, c->act, x, M, ldx, ya, N, 0, N, bias, c->outliers, NULL, NULL, NULL, 0};
+  CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
+  p.w = &ref, p.y = yr;
+  CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
+  if (zmm) {
+    p.w = &z, p.y = yz;
+    CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
+  }
+  /* the float product with the original weights */
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      double s = bias[n];
+      for (int64_t k = 0; k < K; k++)
+        s += (double)x[m * ldx + k] * w[n * K + k];
+      yf[m * N + n] = (float)s;
+    }
+  double ymax = 0, dr = 0, dz = 0, dot = 0, na = 0, nf = 0;
+  for (int64_t i = 0; i < M * N; i++) {
+    ymax = fmax(ymax, fabs(yr[i]));
+    dr = fmax(dr, fabs(ya[i] - yr[i]));
+    if (zmm) dz = fmax(dz, fabs(ya[i] - yz[i]));
+    dot += (double)ya[i] * yf[i], na += (double)ya[i] * ya[i], nf += (double)yf[i] * yf[i];
+  }
+  double cs = dot / sqrt(na * nf + 1e-30);
+  /* int8 activations: a code may round the other way where x * (1/s) and
+   * x / s differ (the vector paths multiply); e4m3 activations likewise */
+  double tol = (c->act ? 2e-3 : 2e-5) * (ymax + 1);
+  /* e4m3 on both sides loses more on short rows (K = 8: 0.9989) */
+  double floor = c->act && c->t == QNT_FP8 ? 0.998 : 0.999;
+  if (dr > tol || (zmm && dz > tol) || cs < floor)
+    fprintf(stderr,
+            "avx2 %s%s%s M=%lld K=%lld N=%lld layout %d: max diff %.3g vs portable, %.3g vs "
+            "zmm (of %.3g), cosine vs float %.6f\n",
+            c->t == QNT_FP8 ? "fp8" : "int8", c->act ? " act" : "", c->vnni ? " avxvnni" : "",
+            (long long)M, (long long)K, (long long)N, (int)l, dr, dz, ymax, cs);
+  CHECK(dr <= tol && (!zmm || dz <= tol) && cs >= floor);
+  qnt_weight_free(&q), qnt_weight_free(&ref);
+  if (zmm) qnt_weight_free(&z);
+  free(w), free(bias), free(x), free(ya), free(yr), free(yz), free(yf);
+}
+
+static void test_avx2_products(void) {
+  int prev = nat_isa_enter(NAT_ISA_AVX2);
+  qnt_cpu cpu = qnt_cpu_detect();
+  nat_isa_enter(prev);
+  if (!cpu.avx2) {
+    fprintf(stderr, "test_avx2_products: no AVX2 level here, skipped\n");
+    return;
+  }
+  const avx2_case cases[] = {
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS}, /* int8dq, Zen 2/3 */
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0},
+      {QNT_INT8, false, false, QNT_CHANNEL, 0, true, 0}, /* int8wo */
+      {QNT_INT8, false, false, QNT_GROUP, 16, false, 0},
+      {QNT_FP8, false, false, QNT_CHANNEL, 0, true, 0}, /* fp8wo */
+      {QNT_FP8, true, false, QNT_CHANNEL, 0, true, 0},  /* fp8dq without AVX512-BF16 */
+      {QNT_FP8, true, false, QNT_GROUP, 32, true, 0},
+      {QNT_INT8, true, true, QNT_CHANNEL, 0, true, QNT_OUTLIERS}, /* int8dq on AVX-VNNI */
+      {QNT_INT8, true, true, QNT_GROUP, 32, false, QNT_OUTLIERS},
+  };
+  const int64_t shapes[][3] = {{1, 45, 17},  {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
+                               {13, 45, 96}, {37, 131, 70}, {24, 300, 64}, {2, 8, 9}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].vnni && !cpu.avxvnni) continue; /* no AVX-VNNI tile to run here */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      avx2_product(&cases[i], shapes[s][0], shapes[s][1], shapes[s][2], (uint32_t)(7 * i + s));
+  }
+}
+
+/* 7-bit codes: halved with ties to even, scales doubled, values kept to
+ * within half a (doubled) step. */
+static void test_quad7(void) {
+  enum { N = 9, K = 37 };
+  float w[N * K];
+  fill(w, N * K, 1.0f, 5);
+  qnt_config cfg = {.weights = QNT_INT8, .gran = QNT_CHANNEL, .symmetric = true};
+  qnt_weight q;
+  CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
+  float s8[N];
+  memcpy(s8, q.scale, sizeof s8);
+  CHECK_ERR(qnt_weight_pack(&q, QNT_L_QUAD7), AIT_OK, NULL);
+  int bad = 0;
+  for (int n = 0; n < N; n++) {
+    bad += q.scale[n] != 2 * s8[n];
+    for (int k = 0; k < K; k++) { /* half an 8-bit step, then one more from halving */
+      int c = (int8_t)qnt_weight_code(&q, n, k);
+      bad += c < -64 || c > 64 || fabsf(qnt_weight_value(&q, n, k) - w[n * K + k]) > 1.501f * s8[n];
+    }
+  }
+  CHECK(bad == 0);
+  qnt_weight_free(&q);
+  /* asymmetric weights have no 7-bit form */
+  cfg.symmetric = false;
+  CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
+  CHECK_ERR(qnt_weight_pack(&q, QNT_L_QUAD7), AIT_E_INTERNAL, "symmetric");
+  qnt_weight_free(&q);
+}
+
+/* A model folder's committed inputs (model.onnx next to test_data_set_0). */
+static int read_inputs(const char *model, ait_tensor **in, int cap) {
+  char dir[512], file[600];
+  snprintf(dir, sizeof dir, "%s", model);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  int n = 0;
+  for (; n < cap; n++) {
+    snprintf(file, sizeof file, "%s/test_data_set_0/input_%d.pb", dir, n);
+    if (access(file, R_OK) != 0 || ait_tensor_file_read(file, &in[n], NULL) != AIT_OK) break;
+  }
+  return n;
+}
+
+/* The presets end to end on bert_tiny at each level (and at AVX2 without
+ * AVX-VNNI, the Zen 2/3 path), cosine >= 0.99 against the float model; the
+ * layouts are the level's. */
+static void test_levels_bert(const char *path) {
+  ait_model *m = NULL;
+  if (!path || ait_model_load(path, &m) != AIT_OK) {
+    fprintf(stderr, "test_levels_bert: no model at %s, skipped\n", path ? path : "(none)");
+    return;
+  }
+  ait_tensor *in[4] = {0};
+  int n_in = read_inputs(path, in, 4);
+  const ait_tensor *cin[4] = {in[0], in[1], in[2], in[3]};
+  ait_tensor *want = NULL;
+  CHECK_ERR(ait_eager_run(m->graph, cin, n_in, &want), AIT_OK, NULL);
+  const struct {
+    const char *isa;
+    bool novnni;
+  } levels[] = {{"avx512", false}, {"avx2", false}, {"avx2", true}, {"portable", false}};
+  for (size_t l = 0; l < sizeof levels / sizeof levels[0] && want; l++) {
+    if (!strcmp(levels[l].isa, "avx512") && nat_isa_cpu() < NAT_ISA_AVX512) continue;
+    if (!strcmp(levels[l].isa, "avx2") && nat_isa_cpu() < NAT_ISA_AVX2) continue;
+    if (levels[l].novnni) setenv("AIT_QUANT_NO_AVXVNNI", "1", 1);
+    for (int i = 0; i < 4; i++) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "quant:preset=%s,isa=%s", presets[i], levels[l].isa);
+      qnt_state *s = NULL;
+      CHECK_ERR(build(spec, NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+      if (!s) continue;
+      CHECK(s->ns->isa == nat_isa_parse(levels[l].isa));
+      /* the products' layouts follow the level */
+      int bad = 0;
+      for (int k = 0; k < s->n_q; k++) {
+        const qnt_weight *w = &s->q[k].w;
+        if (s->q[k].site.kind == QNT_K_GATHER) continue;
+        bool z = !strcmp(levels[l].isa, "avx512"), y = !strcmp(levels[l].isa, "avx2");
+        qnt_layout want_l = !z && !y             ? QNT_L_ROWS
+                            : !s->cfg.act        ? QNT_L_PANEL
+                            : w->type == QNT_FP8 ? (z && s->cpu.bf16 ? QNT_L_PAIR : QNT_L_PANEL)
+                            : z                  ? (s->cpu.vnni ? QNT_L_QUAD : QNT_L_QUAD7)
+                            : s->cpu.avxvnni     ? QNT_L_QUAD
+                                                 : QNT_L_QUAD7;
+        bad += w->layout != want_l || (w->layout != QNT_L_ROWS && w->ymm != y);
+      }
+      CHECK(bad == 0 && (!levels[l].novnni || !s->cpu.avxvnni));
+      ait_tensor *got = NULL;
+      CHECK_ERR(Q->infer(s, cin, n_in, &got), AIT_OK, NULL);
+      double rel = 1, c = got ? cosine(got, want, &rel) : -1;
+      fprintf(stderr, "bert_tiny %s%s: cosine %.6f vs float\n", spec,
+              levels[l].novnni ? " (no AVX-VNNI)" : "", c);
+      CHECK(c >= 0.99);
+      ait_tensor_free(got);
+      Q->destroy(s);
+    }
+    unsetenv("AIT_QUANT_NO_AVXVNNI");
+  }
+  /* isa above the level is capped (as native:isa); kernels= above it is an
+   * error; an unknown level is refused */
+  qnt_state *s = NULL;
+  CHECK_ERR(build("quant:preset=int8dq,isa=avx512", NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+  if (s)
+    CHECK(s->ns->isa == (int)nat_isa_cpu() && s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
+  Q->destroy(s);
+  s = NULL;
+  if (nat_isa_cpu() < NAT_ISA_AVX512)
+    CHECK_ERR(build("quant:preset=int8dq,kernels=avx512", NULL, NULL, m->graph, NULL, &s),
+              AIT_E_UNSUPPORTED, "kernels=avx512 needs avx512f");
+  Q->destroy(s);
+  s = NULL;
+  CHECK_ERR(build("quant:preset=int8dq,isa=bogus", NULL, NULL, m->graph, NULL, &s),
+            AIT_E_INVALID_ARG, NULL);
+  Q->destroy(s);
+  ait_tensor_free(want);
+  for (int i = 0; i < n_in; i++)
+    ait_tensor_free(in[i]);
+  ait_model_free(m);
+}
+
+int main(int argc, char **argv) {
   if (!ait_backend_find("quant")) CHECK_ERR(ait_backend_register(Q), AIT_OK, NULL);
   snprintf(tmpdir, sizeof tmpdir, "/tmp/test_quant.XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -950,6 +1217,9 @@ int main(void) {
   test_shared();
   test_gather();
   test_tune(bytes, nbytes);
+  test_quad7();
+  test_avx2_products();
+  test_levels_bert(argc > 1 ? argv[1] : NULL);
   free(bytes);
   ait_model_free(mlp);
   ait_model_free(conv);

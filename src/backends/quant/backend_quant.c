@@ -41,8 +41,11 @@ static const ait_option_def quant_options[] = {
     {"config", AIT_OPT_STRING, "", NULL,
      "JSON file: {\"quantization\": \"int8dq\"} or the full form (docs/quantization.md)"},
     {"threads", AIT_OPT_INT, "auto", "1..256", "threads of the quantized kernels (auto: cores)"},
-    {"kernels", AIT_OPT_ENUM, "auto", "auto|avx512|portable",
-     "auto: AVX-512 (VNNI, BF16) when the CPU has it; portable: plain C"},
+    {"isa", AIT_OPT_ENUM, "auto", "auto|avx512|avx2|portable",
+     "level of the whole state, as native:isa (auto: the CPU's, capped by AIT_MAX_ISA); "
+     "avx512 uses VNNI/BF16 where present, avx2 AVX-VNNI where present"},
+    {"kernels", AIT_OPT_ENUM, "auto", "auto|avx512|avx2|portable",
+     "caps quant's own kernels below the state's level (native's kernels keep isa's)"},
 };
 
 static bool quant_available(char *why, size_t n) { return true; }

@@ -35,7 +35,8 @@
 typedef enum qnt_wtype { QNT_INT8, QNT_FP8, QNT_MXFP8, QNT_NVFP4 } qnt_wtype;
 typedef enum qnt_gran { QNT_TENSOR, QNT_CHANNEL, QNT_GROUP } qnt_gran;
 enum { QNT_OP_MATMUL = 1, QNT_OP_GEMM = 2, QNT_OP_CONV = 4, QNT_OP_GATHER = 8, QNT_OP_ALL = 15 };
-typedef enum qnt_isa { QNT_ISA_AUTO, QNT_ISA_AVX512, QNT_ISA_PORTABLE } qnt_isa;
+/* options isa and kernels; AUTO: native's default level (AIT_MAX_ISA) */
+typedef enum qnt_isa { QNT_ISA_AUTO, QNT_ISA_AVX512, QNT_ISA_AVX2, QNT_ISA_PORTABLE } qnt_isa;
 
 typedef struct qnt_config {
   char preset[16]; /* the preset it came from; "" for a custom configuration */
@@ -59,7 +60,8 @@ typedef struct qnt_config {
   int64_t min_weight;                /* weights with fewer elements stay float */
   /* run time, not part of the quantization */
   int threads;
-  qnt_isa isa;
+  qnt_isa isa;     /* option isa: the level of the state, native's part too */
+  qnt_isa kernels; /* option kernels: caps quant's own kernels only */
 } qnt_config;
 
 /* Resolve a backend configuration (a preset, custom options or config=FILE,
@@ -122,7 +124,11 @@ typedef enum qnt_layout {
   QNT_L_ROWS,  /* [N][K] codes */
   QNT_L_PANEL, /* per panel of 64 channels: [K][64] (weight-only kernels) */
   QNT_L_PAIR,  /* per panel: [ceil(K/2)][64][2] (fp8 x fp8 on AVX512-BF16) */
-  QNT_L_QUAD   /* per panel: [ceil(K/4)][64][4] (int8 x int8 on VNNI) */
+  QNT_L_QUAD,  /* per panel: [ceil(K/4)][64][4] (int8 x int8 on VNNI, AVX-VNNI) */
+  /* QUAD with 7-bit codes (|q| <= 64, scales doubled): int8 x int8 on AVX2
+   * without VNNI, where vpmaddubsw would saturate on 8-bit weights;
+   * symmetric weights only */
+  QNT_L_QUAD7
 } qnt_layout;
 
 typedef struct qnt_weight {
@@ -133,6 +139,7 @@ typedef struct qnt_weight {
   float *scale;     /* [N][G]: w ~ scale * (q - zero) */
   int8_t *zero;     /* [N][G], asym only, else NULL */
   qnt_layout layout;
+  bool ymm;       /* packed layouts: run by the AVX2 tiles (else AVX-512; QUAD7: AVX2) */
   uint8_t *codes; /* in `layout` */
   size_t n_codes;
   /* packed layouts only: per (panel, group) rows of 64, padded with zeros */
@@ -206,10 +213,15 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool);
 
 /* CPU features the AVX-512 kernels need (checked at run time). */
 typedef struct qnt_cpu {
-  bool avx512; /* avx512f + avx512bw + avx512vl: weight-only kernels */
-  bool vnni;   /* avx512vnni: int8 x int8 */
-  bool bf16;   /* avx512bf16: fp8 x fp8 */
+  bool avx512;  /* avx512f + avx512bw + avx512vl: weight-only kernels */
+  bool vnni;    /* avx512vnni: int8 x int8 */
+  bool bf16;    /* avx512bf16: fp8 x fp8 */
+  bool avx2;    /* avx2 + fma + f16c: the AVX2 tiles (quant_avx2.c) */
+  bool avxvnni; /* AVX-VNNI (vpdpbusd on ymm), at the AVX2 level */
 } qnt_cpu;
+/* What the CPU has, capped by the calling thread's level (nat_isa()). The
+ * environment variable AIT_QUANT_NO_AVXVNNI=1 hides AVX-VNNI (the test
+ * suite's and the benchmarks' way to run the Zen 2/3 path here). */
 qnt_cpu qnt_cpu_detect(void);
 
 /* The layout a weight should use for (type, act) on cpu; ROWS when no
@@ -273,6 +285,30 @@ void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds, floa
 /* Weight-only tile over the whole reduction axis, dequantizing in registers. */
 void qnt_x86_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, int64_t lda, float *c,
                      int64_t ldc, int ncols, const float *bias);
+
+/* AVX2 (+FMA, F16C) pieces (quant_avx2.c), same contracts as the AVX-512
+ * ones above; tiles walk the panel 16 channels at a time. */
+void qnt_avx2_dequant_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, float *buf);
+void qnt_avx2_tile_f32(int mr, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                       int64_t ldc, int ncols, bool acc, const float *bias);
+void qnt_avx2_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, int64_t lda, float *c,
+                      int64_t ldc, int ncols, const float *bias);
+void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
+                            int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
+                            float outliers, int32_t *oidx, float *ores, int32_t *ocnt);
+/* fp8 activations without AVX512-BF16: each row rounded to e4m3 at its own
+ * scale (max |x| / 448), stored back in float (value * scale), for the
+ * float tiles. */
+void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t ldx, float *q,
+                            int64_t ldq);
+void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
+                          float *y, int ncols);
+/* vnni: AVX-VNNI on QUAD (mr <= QNT_MR); else vpmaddubsw on QUAD7 (mr <=
+ * QNT_MR7, as tiles of 4). Same post as VNNI. */
+#define QNT_MR7 8
+void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
+                      const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
+                      const qnt_vnni_post *post);
 
 /* ---- the rewritten graph on native's executor (quant_exec.c) ---------- */
 

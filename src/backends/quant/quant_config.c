@@ -233,16 +233,24 @@ ait_status qnt_config_resolve(const ait_backend_config *cfg, qnt_config *out) {
   return AIT_OK;
 }
 
+static qnt_isa isa_of(const char *name) {
+  static const char *const names[] = {[QNT_ISA_AUTO] = "auto",
+                                      [QNT_ISA_AVX512] = "avx512",
+                                      [QNT_ISA_AVX2] = "avx2",
+                                      [QNT_ISA_PORTABLE] = "portable"};
+  for (int i = 0; name && i < (int)(sizeof names / sizeof names[0]); i++)
+    if (!strcmp(name, names[i])) return (qnt_isa)i;
+  return QNT_ISA_AUTO;
+}
+
 void qnt_config_runtime(const ait_backend_config *cfg, qnt_config *c) {
   c->threads = (int)ait_backend_config_int(cfg, "threads", 0);
   if (c->threads <= 0) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = online > 0 ? (int)online : 1;
   }
-  const char *k = ait_backend_config_get(cfg, "kernels");
-  c->isa = !k || !strcmp(k, "auto") ? QNT_ISA_AUTO
-           : !strcmp(k, "avx512")   ? QNT_ISA_AVX512
-                                    : QNT_ISA_PORTABLE;
+  c->isa = isa_of(ait_backend_config_get(cfg, "isa"));
+  c->kernels = isa_of(ait_backend_config_get(cfg, "kernels"));
 }
 
 bool qnt_config_same_quant(const qnt_config *a, const qnt_config *b) {

@@ -68,20 +68,32 @@ void qnt_state_free(qnt_state *s) {
   free(s);
 }
 
-static ait_status check_isa(const qnt_config *c, qnt_cpu cpu) {
-  if (c->isa != QNT_ISA_AVX512) return AIT_OK;
-  const char *need = !cpu.avx512                                     ? "avx512f/avx512bw/avx512vl"
-                     : c->act && c->weights == QNT_INT8 && !cpu.vnni ? "avx512vnni"
-                     : c->act && c->weights == QNT_FP8 && !cpu.bf16  ? "avx512bf16"
-                                                                     : NULL;
+/* The features quant's kernels may use under option kernels, and whether
+ * kernels=avx512|avx2 finds what it needs (isa= is capped by the CPU, as
+ * native:isa is). Without VNNI or BF16 the dq presets have AVX2 tiles to
+ * fall back on (QUAD7, and float tiles on e4m3-rounded activations), so
+ * only the level itself counts. */
+static ait_status kernel_cpu(const qnt_config *c, qnt_cpu *cpu) {
+  if (c->kernels == QNT_ISA_PORTABLE) *cpu = (qnt_cpu){false, false, false, false, false};
+  if (c->kernels == QNT_ISA_AVX2) cpu->avx512 = cpu->vnni = cpu->bf16 = false;
+  bool z = c->kernels == QNT_ISA_AVX512, y = c->kernels == QNT_ISA_AVX2;
+  const char *need = z && !cpu->avx512 ? "avx512f/avx512bw/avx512vl"
+                     : y && !cpu->avx2 ? "avx2/fma/f16c"
+                                       : NULL;
   if (need)
-    return ait_err(AIT_E_UNSUPPORTED, "quant: kernels=avx512 needs %s, which this CPU lacks", need);
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "quant: kernels=%s needs %s, which this CPU (or its level: isa, "
+                   "AIT_MAX_ISA) lacks",
+                   z ? "avx512" : "avx2", need);
   return AIT_OK;
 }
 
 static nat_kernel claim(void *user, const ait_graph *g, const ait_node *n) {
   return n->domain && !strcmp(n->domain, QNT_DOMAIN) ? qnt_k_op : NULL;
 }
+
+/* Layouts whose products quantize their activations to u8 rows. */
+static bool u8_rows(qnt_layout l) { return l == QNT_L_QUAD || l == QNT_L_QUAD7; }
 
 /* Products with int8 activations that read the same value with the same
  * activation layout (reduction length, groups, zero points) share one
@@ -92,11 +104,11 @@ static ait_status share_inputs(qnt_state *s, const ait_graph *g) {
   if (!s->cfg.act) return AIT_OK;
   for (int i = 0; i < s->n_q; i++) {
     qnt_node *a = &s->q[i];
-    if (a->share >= 0 || a->site.kind != QNT_K_MATMUL || a->w.layout != QNT_L_QUAD) continue;
+    if (a->share >= 0 || a->site.kind != QNT_K_MATMUL || !u8_rows(a->w.layout)) continue;
     int x = g->nodes[a->site.node].in[0];
     for (int j = i + 1; j < s->n_q; j++) {
       qnt_node *b = &s->q[j];
-      if (b->share >= 0 || b->site.kind != QNT_K_MATMUL || b->w.layout != QNT_L_QUAD ||
+      if (b->share >= 0 || b->site.kind != QNT_K_MATMUL || b->w.layout != a->w.layout ||
           g->nodes[b->site.node].in[0] != x || b->w.K != a->w.K || b->w.G != a->w.G ||
           b->w.gsize != a->w.gsize || b->w.asym != a->w.asym)
         continue;
@@ -114,7 +126,7 @@ static ait_status share_inputs(qnt_state *s, const ait_graph *g) {
 }
 
 static ait_status prepare(qnt_state *s, ait_graph *g) {
-  ait_status st = check_isa(&s->cfg, s->cpu);
+  ait_status st = kernel_cpu(&s->cfg, &s->cpu);
   for (int i = 0; i < s->n_q && !st; i++) {
     qnt_node *q = &s->q[i];
     ait_node *n = &g->nodes[q->site.node];
@@ -124,7 +136,9 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
     /* tables are read a row at a time: canonical rows */
     bool rows = grouped || q->site.kind == QNT_K_GATHER;
     qnt_layout l = rows ? QNT_L_ROWS : qnt_layout_for(q->w.type, s->cfg.act, s->cpu);
+    if (l == QNT_L_QUAD7 && q->w.asym) l = QNT_L_ROWS; /* 7-bit codes are symmetric */
     if (q->w.layout == QNT_L_ROWS) st = qnt_weight_pack(&q->w, l);
+    q->w.ymm = !s->cpu.avx512;
     if (!st) st = rewrite_node(n, &q->site, i);
     s->qbytes += qnt_weight_bytes(&q->w);
     s->float_bytes += (size_t)(q->w.N * q->w.K) * sizeof(float);
@@ -153,8 +167,18 @@ ait_status qnt_state_make(const qnt_config *c, ait_graph *g, qnt_node *q, int n,
   s->cfg = *c;
   s->q = q;
   s->n_q = n;
-  s->cpu = c->isa == QNT_ISA_PORTABLE ? (qnt_cpu){false, false, false} : qnt_cpu_detect();
+  /* the state's level: option isa, else native's default (AIT_MAX_ISA);
+   * native's state made in prepare() takes it too, so the kernels chosen
+   * here are the ones its runs (and its pool's workers) ask for */
+  static const int levels[] = {[QNT_ISA_AUTO] = -1,
+                               [QNT_ISA_AVX512] = NAT_ISA_AVX512,
+                               [QNT_ISA_AVX2] = NAT_ISA_AVX2,
+                               [QNT_ISA_PORTABLE] = NAT_ISA_PORTABLE};
+  int want = levels[c->isa];
+  int prev = nat_isa_enter(want >= 0 ? want : (int)nat_isa_cpu());
+  s->cpu = qnt_cpu_detect(); /* all false at the portable level */
   ait_status st = prepare(s, g);
+  nat_isa_enter(prev);
   if (st) {
     qnt_state_free(s);
     return st;

@@ -14,21 +14,54 @@
  * (too few rows to pay for writing a buffer). */
 enum { KC_F32 = 256, KC_BF16 = 256, SMALL_M = 12 };
 
+/* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's
+ * __builtin_cpu_supports does not know it), with the OS saving ymm state
+ * (which AVX2 being usable implies). */
+static bool has_avxvnni(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static _Atomic int cpu = -1; /* cpuid traps in some VMs: once */
+  int v = cpu;
+  if (v < 0) {
+    unsigned a = 0, b, c = 0, d;
+    __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+    v = 0;
+    if (a >= 7) {
+      a = 7, c = 1;
+      __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+      v = (a >> 4) & 1;
+    }
+    cpu = v;
+  }
+  const char *off = getenv("AIT_QUANT_NO_AVXVNNI");
+  return v && !(off && *off && strcmp(off, "0") != 0);
+#else
+  return false;
+#endif
+}
+
 qnt_cpu qnt_cpu_detect(void) {
-  qnt_cpu c = {false, false, false};
+  qnt_cpu c = {false, false, false, false, false};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   c.avx512 = nat_isa() >= NAT_ISA_AVX512;
   c.vnni = c.avx512 && __builtin_cpu_supports("avx512vnni");
   c.bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
+  c.avx2 = nat_isa() >= NAT_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  c.avxvnni = c.avx2 && has_avxvnni();
 #endif
   return c;
 }
 
 qnt_layout qnt_layout_for(qnt_wtype t, bool act, qnt_cpu cpu) {
-  if (!act) return cpu.avx512 ? QNT_L_PANEL : QNT_L_ROWS;
-  if (t == QNT_INT8) return cpu.vnni ? QNT_L_QUAD : QNT_L_ROWS;
-  return cpu.bf16 ? QNT_L_PAIR : QNT_L_ROWS;
+  bool floats = cpu.avx512 || cpu.avx2; /* some float tile runs */
+  if (!act) return floats ? QNT_L_PANEL : QNT_L_ROWS;
+  /* QUAD runs the zmm VNNI tile at the AVX-512 level, the AVX-VNNI one
+   * below it (the driver goes by nat_isa()) */
+  if (t == QNT_INT8 && cpu.avx512) return cpu.vnni ? QNT_L_QUAD : QNT_L_QUAD7;
+  if (t == QNT_INT8) return cpu.avxvnni ? QNT_L_QUAD : cpu.avx2 ? QNT_L_QUAD7 : QNT_L_ROWS;
+  /* fp8 x fp8 without AVX512-BF16: activations rounded to e4m3, float tiles */
+  return cpu.bf16 ? QNT_L_PAIR : floats ? QNT_L_PANEL : QNT_L_ROWS;
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -201,9 +234,21 @@ typedef struct job {
    * channel, its slot in wdq (-1: none left), what the codes miss */
   int32_t *oidx, *oslot, *ocnt;
   float *ores;
-  float *wdq;     /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
-  bool unslotted; /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
+  float *wdq;      /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
+  bool unslotted;  /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
+  bool z512;       /* the AVX-512 tiles (the run's level), else the AVX2 ones */
+  const float *xa; /* float tiles: their activations (x, or x rounded to e4m3) */
+  int64_t ldxa;
 } job;
+
+/* The outlier correction of the tile family the job runs. */
+static void outlier_fix(const job *j, const uint8_t *b, int k4, float r, const float *sw,
+                        const int8_t *zw, float *y, int ncols) {
+  if (j->z512)
+    qnt_x86_outlier_fix(b, k4, r, sw, zw, y, ncols);
+  else
+    qnt_avx2_outlier_fix(b, k4, r, sw, zw, y, ncols);
+}
 
 static void rows_of(const job *j, size_t mc, int64_t *m0, int64_t *m1) {
   *m0 = (int64_t)mc * j->mchunk;
@@ -224,21 +269,25 @@ static void task_f32(void *ctx, size_t pi, size_t mc) {
   int64_t P = (int64_t)pi, m0, m1, K = w->K;
   rows_of(j, mc, &m0, &m1);
   int ncols = panel_cols(w, P);
+  const float *x = j->xa;
+  int64_t ldx = j->ldxa;
   if (m1 - m0 <= SMALL_M) {
     for (int64_t r = m0; r < m1; r += QNT_MR)
-      qnt_x86_tile_wo((int)min64(QNT_MR, m1 - r), w, P, p->x + r * p->ldx, p->ldx,
-                      p->y + r * p->ldy + 64 * P, p->ldy, ncols, p->bias ? p->bias + 64 * P : NULL);
+      (j->z512 ? qnt_x86_tile_wo : qnt_avx2_tile_wo)((int)min64(QNT_MR, m1 - r), w, P, x + r * ldx,
+                                                     ldx, p->y + r * p->ldy + 64 * P, p->ldy, ncols,
+                                                     p->bias ? p->bias + 64 * P : NULL);
     finish(p, P, m0, m1, ncols);
     return;
   }
   float buf[KC_F32 * QNT_PANEL] __attribute__((aligned(64)));
   for (int64_t k0 = 0; k0 < K; k0 += KC_F32) {
     int64_t kc = min64(KC_F32, K - k0);
-    qnt_x86_dequant_panel(w, P, k0, kc, buf);
+    (j->z512 ? qnt_x86_dequant_panel : qnt_avx2_dequant_panel)(w, P, k0, kc, buf);
     const float *bias = k0 + kc >= K && p->bias ? p->bias + 64 * P : NULL;
     for (int64_t r = m0; r < m1; r += QNT_MR)
-      qnt_x86_tile_f32((int)min64(QNT_MR, m1 - r), kc, p->x + r * p->ldx + k0, p->ldx, buf,
-                       p->y + r * p->ldy + 64 * P, p->ldy, ncols, k0 > 0, bias);
+      (j->z512 ? qnt_x86_tile_f32
+               : qnt_avx2_tile_f32)((int)min64(QNT_MR, m1 - r), kc, x + r * ldx + k0, ldx, buf,
+                                    p->y + r * p->ldy + 64 * P, p->ldy, ncols, k0 > 0, bias);
   }
   finish(p, P, m0, m1, ncols);
 }
@@ -261,8 +310,10 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
-  for (int64_t r = m0; r < m1; r += QNT_MR) {
-    int mr = (int)min64(QNT_MR, m1 - r);
+  /* the vpmaddubsw tiles take 4 rows: 8 at a time, two whole tiles */
+  int step = w->layout == QNT_L_QUAD7 ? QNT_MR7 : QNT_MR;
+  for (int64_t r = m0; r < m1; r += step) {
+    int mr = (int)min64(step, m1 - r);
     for (int64_t g = 0; g < w->G; g++) {
       int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
@@ -281,9 +332,13 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                             j->ores ? j->ores + r * QNT_MAX_OUTLIERS : NULL,
                             j->wdq ? j->wdq + 64 * P : NULL,
                             w->N};
-      qnt_x86_tile_vnni(mr, b4 - a4, j->qa + r * j->lda + a4 * 4, j->lda,
-                        w->codes + (P * K4 + a4) * QNT_PANEL * 4, p->y + r * p->ldy + 64 * P,
-                        p->ldy, ncols, g > 0, &post);
+      const uint8_t *a = j->qa + r * j->lda + a4 * 4, *b = w->codes + (P * K4 + a4) * QNT_PANEL * 4;
+      float *y = p->y + r * p->ldy + 64 * P;
+      if (j->z512)
+        qnt_x86_tile_vnni(mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
+      else
+        qnt_avx2_tile_u8(mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,
+                         g > 0, &post);
     }
     for (int64_t m = r; j->unslotted && m < r + mr; m++) { /* outliers without a float row */
       const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
@@ -292,9 +347,9 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
         if (slot[o] >= 0) continue;
         int64_t k = j->oidx[m * QNT_MAX_OUTLIERS + o], g = k / w->gsize;
         size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
-        qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4),
-                            j->ores[m * QNT_MAX_OUTLIERS + o], w->pscale + par,
-                            w->pzero ? w->pzero + par : NULL, y, ncols);
+        outlier_fix(j, w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4),
+                    j->ores[m * QNT_MAX_OUTLIERS + o], w->pscale + par,
+                    w->pzero ? w->pzero + par : NULL, y, ncols);
       }
     }
     if (more) nat_epilogue_apply(&rest, p->y, p->ldy, r, r + mr, 64 * P, 64 * P + ncols);
@@ -383,11 +438,11 @@ static void rows_task(void *arg, int64_t t, int tid) {
   const job *j = rr->j;
   const qnt_mm *p = j->p;
   int64_t m0 = t * rr->chunk, m1 = min64(p->M, m0 + rr->chunk), G = p->w->G;
-  qnt_x86_quant_rows_u8(p->x + m0 * p->ldx, m1 - m0, p->w->K, p->ldx, rr->q + m0 * j->lda, j->lda,
-                        rr->sa + m0, p->w, rr->asum ? rr->asum + m0 * G : NULL, p->outliers,
-                        j->oidx ? j->oidx + m0 * QNT_MAX_OUTLIERS : NULL,
-                        j->ores ? j->ores + m0 * QNT_MAX_OUTLIERS : NULL,
-                        j->ocnt ? j->ocnt + m0 : NULL);
+  (j->z512 ? qnt_x86_quant_rows_u8 : qnt_avx2_quant_rows_u8)(
+      p->x + m0 * p->ldx, m1 - m0, p->w->K, p->ldx, rr->q + m0 * j->lda, j->lda, rr->sa + m0, p->w,
+      rr->asum ? rr->asum + m0 * G : NULL, p->outliers,
+      j->oidx ? j->oidx + m0 * QNT_MAX_OUTLIERS : NULL,
+      j->ores ? j->ores + m0 * QNT_MAX_OUTLIERS : NULL, j->ocnt ? j->ocnt + m0 : NULL);
 }
 
 /* The int8 activation rows, split over the pool when there are many. */
@@ -420,9 +475,9 @@ static void outlier_slots(job *j, int32_t *map) {
         memset(row, 0, sizeof(float) * (size_t)w->N);
         for (int64_t P = 0; P * QNT_PANEL < w->N; P++) {
           size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
-          qnt_x86_outlier_fix(w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4), 1.0f,
-                              w->pscale + par, w->pzero ? w->pzero + par : NULL,
-                              row + P * QNT_PANEL, panel_cols(w, P));
+          outlier_fix(j, w->codes + (P * K4 + k / 4) * QNT_PANEL * 4, (int)(k % 4), 1.0f,
+                      w->pscale + par, w->pzero ? w->pzero + par : NULL, row + P * QNT_PANEL,
+                      panel_cols(w, P));
         }
         map[k] = slots++;
       }
@@ -440,16 +495,31 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   if (p->n0 != 0 || p->nn != w->N)
     return ait_err(AIT_E_INTERNAL, "quant: a packed weight runs whole");
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL, M = p->M, K = w->K;
-  job j = {p, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false};
+  job j = {p,    0,    NULL, NULL, 0,     NULL,  NULL, NULL,
+           NULL, NULL, NULL, NULL, false, false, p->x, p->ldx};
+  /* the tiles the weight was packed for (QUAD7 has only the AVX2 one) */
+  j.z512 = !w->ymm && w->layout != QNT_L_QUAD7;
   if (w->layout == QNT_L_PANEL) {
+    float *heap = NULL, *xr = NULL;
+    if (p->act) { /* fp8 x fp8 without AVX512-BF16: e4m3 activations in float */
+      int64_t ld = (K + 15) / 16 * 16;
+      size_t bytes = line(M * ld, sizeof(float));
+      xr = p->r ? nat_scratch(p->r, (int64_t)bytes) : NULL;
+      if (!xr && !(xr = heap = aligned_alloc(64, bytes)))
+        return ait_err(AIT_E_NOMEM, "out of memory quantizing %lld activation rows", (long long)M);
+      qnt_avx2_quant_rows_f8(p->x, M, K, p->ldx, xr, ld);
+      j.xa = xr, j.ldxa = ld;
+    }
     run_tasks(pool, task_f32, &j, P);
+    free(heap);
     return AIT_OK;
   }
   /* the quantized rows and their side tables (the activation part), and
    * the outlier slots of this weight: the executor's scratch when there is
    * one (no fresh pages per call), else the heap; the activation part in
    * the shared buffer when the product has one */
-  bool quad = w->layout == QNT_L_QUAD, outl = quad && p->outliers > 0;
+  bool quad = w->layout == QNT_L_QUAD || w->layout == QNT_L_QUAD7;
+  bool outl = quad && p->outliers > 0;
   j.lda = quad ? (K + 3) / 4 * 4 : (K + 1) / 2 * 2;
   size_t s_sa = line(M, sizeof(float)), s_act = line(M * j.lda, quad ? 1 : sizeof(uint16_t));
   size_t s_asum = quad && w->asym ? line(M * w->G, sizeof(int32_t)) : 0;

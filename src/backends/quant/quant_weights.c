@@ -182,7 +182,32 @@ ait_status qnt_weight_quantize(const qnt_config *c, const float *w, int64_t N, i
 static int64_t panels(const qnt_weight *w) { return (w->N + QNT_PANEL - 1) / QNT_PANEL; }
 
 /* Steps of the reduction axis one packed row holds (1, 2 or 4 codes). */
-static int64_t kstep(qnt_layout l) { return l == QNT_L_PAIR ? 2 : l == QNT_L_QUAD ? 4 : 1; }
+static int64_t kstep(qnt_layout l) {
+  return l == QNT_L_PAIR ? 2 : l == QNT_L_QUAD || l == QNT_L_QUAD7 ? 4 : 1;
+}
+
+/* QUAD7: the codes of each (channel, group) block with some |q| > 64
+ * halved (ties to even) and its scale doubled, in place, so the weight's
+ * values (and what save() writes) are the ones the vpmaddubsw tile
+ * multiplies. Blocks within 64 keep their codes: packing again (a loaded
+ * QUAD7 weight) changes nothing. */
+static ait_status halve_codes(qnt_weight *w) {
+  if (w->type != QNT_INT8 || w->asym)
+    return ait_err(AIT_E_INTERNAL, "quant: 7-bit codes are for symmetric int8 weights");
+  for (int64_t n = 0; n < w->N; n++)
+    for (int64_t g = 0; g < w->G; g++) {
+      uint8_t *q = w->codes + n * w->K;
+      int64_t k0 = g * w->gsize, k1 = k0 + w->gsize < w->K ? k0 + w->gsize : w->K;
+      bool big = false;
+      for (int64_t k = k0; k < k1 && !big; k++)
+        big = abs((int8_t)q[k]) > 64;
+      if (!big) continue;
+      for (int64_t k = k0; k < k1; k++)
+        q[k] = (uint8_t)(int8_t)nearbyintf((float)(int8_t)q[k] * 0.5f);
+      w->scale[n * w->G + g] *= 2.0f;
+    }
+  return AIT_OK;
+}
 
 static size_t code_index(const qnt_weight *w, qnt_layout l, int64_t n, int64_t k) {
   if (l == QNT_L_ROWS) return (size_t)(n * w->K + k);
@@ -206,13 +231,15 @@ ait_status qnt_weight_pack(qnt_weight *w, qnt_layout to) {
   if (w->layout != QNT_L_ROWS)
     return ait_err(AIT_E_INTERNAL, "quant: packing a weight that is already packed");
   if (to == QNT_L_ROWS) return AIT_OK;
+  if (to == QNT_L_QUAD7) AIT_TRY(halve_codes(w));
+  bool quad = to == QNT_L_QUAD || to == QNT_L_QUAD7;
   int64_t P = panels(w), st = kstep(to), ks = (w->K + st - 1) / st;
   size_t n_codes = (size_t)(P * ks * QNT_PANEL * st), n_par = (size_t)(P * w->G * QNT_PANEL);
   uint8_t *codes = calloc(n_codes, 1);
   float *ps = calloc(n_par, sizeof *ps), *pb = calloc(n_par, sizeof *pb);
-  int32_t *pw = to == QNT_L_QUAD ? calloc(n_par, sizeof *pw) : NULL;
-  int8_t *pz = to == QNT_L_QUAD && w->asym ? calloc(n_par, 1) : NULL;
-  if (!codes || !ps || !pb || (to == QNT_L_QUAD && !pw) || (to == QNT_L_QUAD && w->asym && !pz)) {
+  int32_t *pw = quad ? calloc(n_par, sizeof *pw) : NULL;
+  int8_t *pz = quad && w->asym ? calloc(n_par, 1) : NULL;
+  if (!codes || !ps || !pb || (quad && !pw) || (quad && w->asym && !pz)) {
     free(codes), free(ps), free(pb), free(pw), free(pz);
     return ait_err(AIT_E_NOMEM, "out of memory packing a %lld x %lld weight", (long long)w->N,
                    (long long)w->K);
