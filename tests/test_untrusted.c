@@ -5,7 +5,9 @@
  *
  * Models too large or too deep for the test builder are written straight
  * in the protobuf wire format (pb_* below). */
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -428,7 +430,68 @@ static void test_fold_cap(void) {
   }
 }
 
-int main(void) {
+/* ---- the fuzzers' seeds and minimized crashers --------------------------- */
+
+/* Every file of tests/fuzz/seeds/{model,tensor} (crashers the fuzzers found
+ * are kept there) loads or fails with a status; a model that loads is run
+ * on eager when its inputs are small and fully declared. */
+static void test_fuzz_seeds(const char *model_arg) {
+  char root[1024];
+  snprintf(root, sizeof root, "%s", model_arg);
+  for (int up = 0; up < 3; up++) { /* .../models/bert_tiny/model.onnx -> ... */
+    char *slash = strrchr(root, '/');
+    if (!slash) return;
+    *slash = '\0';
+  }
+  static const char *const kinds[] = {"model", "tensor"};
+  int files = 0;
+  for (int k = 0; k < 2; k++) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/seeds/%s", root, kinds[k]);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) continue;
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.') continue;
+      char path[1400];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      files++;
+      if (k == 1) {
+        ait_tensor *t = NULL;
+        if (ait_tensor_file_read(path, &t, NULL) == AIT_OK) ait_tensor_free(t);
+        continue;
+      }
+      ait_model *m = NULL;
+      if (ait_model_load(path, &m) != AIT_OK) continue;
+      ait_session *s = NULL;
+      if (ait_session_create(m, "eager", &s) == AIT_OK) {
+        size_t n = ait_model_num_inputs(m);
+        ait_tensor_view in[8];
+        static float zeros[4096];
+        bool ok = n <= 8;
+        for (size_t i = 0; ok && i < n; i++) {
+          ait_tensor_info info;
+          ok = ait_model_input(m, i, &info) == AIT_OK && info.rank >= 0;
+          int64_t numel = 1;
+          in[i] = (ait_tensor_view){info.dtype, info.rank, {0}, zeros};
+          for (int r = 0; ok && r < info.rank; r++) {
+            in[i].dims[r] = info.dims[r] < 0 ? 1 : info.dims[r];
+            numel *= in[i].dims[r];
+            ok = numel * 8 <= (int64_t)sizeof zeros;
+          }
+        }
+        if (ok) (void)ait_session_run(s, in, n);
+        ait_session_free(s);
+      }
+      ait_model_free(m);
+    }
+    closedir(d);
+  }
+  CHECK(files >= 10);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) test_fuzz_seeds(argv[1]);
   test_missing_required_input();
   test_deep_nesting();
   test_files();
