@@ -31,7 +31,7 @@ static void pb_raw(pb *b, const void *d, size_t n) {
     b->cap = (b->n + n) * 2 + 64;
     b->p = realloc(b->p, b->cap);
   }
-  memcpy(b->p + b->n, d, n);
+  if (n) memcpy(b->p + b->n, d, n);
   b->n += n;
 }
 
@@ -59,7 +59,7 @@ static void pb_bytes(pb *b, int field, const void *d, size_t n) {
 static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
 /* append sub as a message field and free it */
 static void pb_msg(pb *b, int field, pb *sub) {
-  pb_bytes(b, field, sub->p, sub->n);
+  pb_bytes(b, field, sub->p ? sub->p : (uint8_t *)"", sub->n);
   free(sub->p);
   *sub = (pb){0};
 }

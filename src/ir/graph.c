@@ -279,7 +279,7 @@ ait_status ait_graph_toposort(ait_graph *g) {
   }
   for (int i = 0; i < nn; i++)
     sorted[i] = g->nodes[order[i]];
-  memcpy(g->nodes, sorted, sizeof(ait_node) * (size_t)nn);
+  if (nn) memcpy(g->nodes, sorted, sizeof(ait_node) * (size_t)nn); /* nodes is NULL when nn == 0 */
   for (int v = 0; v < nv; v++)
     g->values[v].producer = -1;
   for (int i = 0; i < nn; i++)

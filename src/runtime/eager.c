@@ -39,6 +39,8 @@ ait_status ait_eager_check(const ait_graph *g) {
 static ait_status call_kernel(ait_kctx *ctx, const ait_node *n, const ait_tensor *const *in,
                               int n_in, ait_tensor **out) {
   if (!n->op || !n->op->kernel) return unsupported(n);
+  if (n->n_out < 1) /* every ONNX op has an output; kernels write out[0] */
+    return ait_err(AIT_E_INVALID_MODEL, "%s has no outputs", ait_node_desc(n));
   int miss = ait_op_missing_input(n, in, n_in);
   if (miss >= 0) /* kernels may assume what the spec requires is there */
     return ait_err(AIT_E_INVALID_MODEL, "%s lacks its required input %d%s", ait_node_desc(n), miss,
