@@ -23,28 +23,34 @@ static bool parse_count(const char *s, long long *out) {
   return true;
 }
 
-/* Is `path` (after resolving links) inside folder `root`? Both resolved
- * with realpath, so a symbolic link beside the model cannot point out of its
- * folder. */
-static ait_status check_under(const char *root, const char *path, const char *tname,
-                              const char *loc) {
+/* `path` with links resolved, if it lies inside folder `root` (also
+ * resolved): *resolved is a new string the caller frees, and the one that is
+ * read, so a link swapped after the check is not followed either. Both go
+ * through realpath, so a symbolic link beside the model cannot point out of
+ * its folder. */
+static ait_status resolve_under(const char *root, const char *path, const char *tname,
+                                const char *loc, char **resolved) {
   char *rroot = realpath(root, NULL), *rpath = realpath(path, NULL);
   ait_status st = AIT_OK;
   if (!rroot || !rpath) {
-    st = ait_err(AIT_E_IO, "tensor '%s': cannot open external data '%s': %s", tname, loc,
+    st = ait_err(AIT_E_IO, "tensor '%s': cannot open external data '%.200s': %s", tname, loc,
                  strerror(errno));
   } else {
     size_t n = strlen(rroot);
     bool inside = !strncmp(rpath, rroot, n) && (rpath[n] == '/' || (n == 1 && rroot[0] == '/'));
     if (!inside)
       st = ait_err(AIT_E_INVALID_MODEL,
-                   "tensor '%s': external data '%s' resolves outside the model's folder (a "
+                   "tensor '%s': external data '%.200s' resolves outside the model's folder (a "
                    "symbolic link?), which is refused",
                    tname, loc);
   }
   free(rroot);
-  free(rpath);
-  return st;
+  if (st) {
+    free(rpath);
+    return st;
+  }
+  *resolved = rpath;
+  return AIT_OK;
 }
 
 /* External data: the bytes live in a side file named by "location",
@@ -76,9 +82,11 @@ static ait_status read_external(const Onnx__TensorProto *tp, const char *base_di
   const char *root = base_dir && base_dir[0] ? base_dir : ".";
   char *path = ait_path_join(root, loc);
   if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_status st = check_under(root, path, name, loc);
-  if (!st) st = ait_read_file_range(path, offset, length, data, size);
+  char *real = NULL;
+  ait_status st = resolve_under(root, path, name, loc, &real);
   free(path);
+  if (!st) st = ait_read_file_range(real, offset, length, data, size);
+  free(real);
   if (st) return ait_err_prefix(st, "external data of tensor '%s'", name);
   return AIT_OK;
 }
