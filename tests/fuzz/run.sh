@@ -15,11 +15,12 @@ bdir=${AIT_FUZZ_BUILD:-$root/build-fuzz}
 cc=${CC_FUZZ:-$(command -v clang-14 || command -v clang)}
 jobs=${AIT_FUZZ_JOBS:-2}
 
+mkdir -p "$bdir"
 cmake -S "$root" -B "$bdir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
-  -DAIT_FUZZ=ON -DAIT_CUDA=OFF >"$bdir.cmake.log" 2>&1 || { cat "$bdir.cmake.log"; exit 1; }
+  -DAIT_FUZZ=ON -DAIT_CUDA=OFF >"$bdir/fuzz-cmake.log" 2>&1 || { cat "$bdir/fuzz-cmake.log"; exit 1; }
 for t in $targets; do
-  nice cmake --build "$bdir" -j"$jobs" --target "fuzz_$t" >"$bdir.build.log" 2>&1 ||
-    { tail -50 "$bdir.build.log"; exit 1; }
+  nice cmake --build "$bdir" -j"$jobs" --target "fuzz_$t" >"$bdir/fuzz-build.log" 2>&1 ||
+    { tail -50 "$bdir/fuzz-build.log"; exit 1; }
 done
 
 mkdir -p "$bdir/crashes"
