@@ -32,6 +32,8 @@ cmake --build "$ROOT/build-asan" -j"$jobs" >/dev/null
 (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -L 'unit|cli|conformance')
 echo "== fuzz: mutated node tests (attributes, integer inputs) under the sanitizers"
 python3 "$ROOT/tests/fuzz_nodes.py" --aitune "$ROOT/build-asan/aitune" --seed 1 --cases 150
+echo "== fuzz: libFuzzer targets (model bytes, tuned folders, TensorProtos), 2 minutes each"
+"$ROOT/tests/fuzz/run.sh" 120
 echo "== thread sanitizer (the threading contract: tests/test_threads.c)"
 cmake -S "$ROOT" -B "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIT_TSAN=ON -DAIT_CUDA=OFF \
   -DAIT_WERROR=ON >/dev/null

@@ -32,6 +32,11 @@ expect 1 "not a valid ONNX model" -- "$AITUNE" run "$tmp/truncated.onnx"
 echo "hello" >"$tmp/text.onnx"
 expect 1 "not a valid ONNX model" -- "$AITUNE" run "$tmp/text.onnx"
 expect 2 "NAME=VALUE" -- "$AITUNE" run "$MODEL" --dim batch
+# untrusted files (issue 18): a folder or a FIFO as the model is named as such
+# (a FIFO used to hang the read), never read as bytes
+expect 1 "is a directory" -- "$AITUNE" info "$tmp"
+mkfifo "$tmp/fifo.onnx"
+expect 1 "a FIFO" -- timeout 10 "$AITUNE" info "$tmp/fifo.onnx"
 expect 0 "Conv" -- "$AITUNE" info "$MODEL"
 expect 0 "estimated FLOPs" -- "$AITUNE" info "$MODEL"
 expect 0 "Conv" -- "$AITUNE" info --ops

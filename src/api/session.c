@@ -79,8 +79,13 @@ ait_status ait_api_check_input(const ait_value *decl, const ait_tensor_view *in,
 ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t n_inputs) {
   if (!s) return ait_err(AIT_E_INVALID_ARG, "ait_session_run: session is NULL");
   const ait_graph *g = s->model->graph;
-  if (n_inputs != (size_t)g->n_inputs || (n_inputs && !inputs))
+  if (n_inputs != (size_t)g->n_inputs)
     return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n_inputs);
+  if (n_inputs && !inputs)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "ait_session_run: inputs is NULL, but the model takes %d (the "
+                   "first is '%s')",
+                   g->n_inputs, g->values[g->inputs[0]].name);
   clear_outputs(s);
   ait_tensor **wrapped = calloc(n_inputs + 1, sizeof *wrapped);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);

@@ -1,6 +1,8 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,32 +11,71 @@
 
 #include "core/error.h"
 
+ait_status ait_open_regular(const char *path, int *fd_out, long long *size_out) {
+  /* O_NONBLOCK so opening a FIFO (which would wait for a writer) returns at
+   * once; fstat then refuses anything that is not a regular file. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return ait_err(AIT_E_IO, "cannot open '%s': %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    ait_status st = ait_err(AIT_E_IO, "cannot stat '%s': %s", path, strerror(errno));
+    close(fd);
+    return st;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return ait_err(AIT_E_IO, "'%s' is %s, not a regular file", path,
+                   S_ISDIR(sb.st_mode)    ? "a directory"
+                   : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                   : S_ISSOCK(sb.st_mode) ? "a socket"
+                                          : "a device or special file");
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    ait_status st = ait_err(AIT_E_IO, "cannot read '%s': %s", path, strerror(errno));
+    close(fd);
+    return st;
+  }
+  *fd_out = fd;
+  *size_out = (long long)sb.st_size;
+  return AIT_OK;
+}
+
 ait_status ait_read_file_range(const char *path, long long offset, long long length, void **data,
                                size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ait_err(AIT_E_IO, "cannot open '%s': %s", path, strerror(errno));
-  if (fseeko(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return ait_err(AIT_E_IO, "cannot seek in '%s': %s", path, strerror(errno));
-  }
-  long long total = (long long)ftello(f);
-  if (offset < 0 || offset > total || (length >= 0 && offset + length > total)) {
-    fclose(f);
+  int fd;
+  long long total;
+  AIT_TRY(ait_open_regular(path, &fd, &total));
+  /* sizes are checked against the file before anything is allocated */
+  if (offset < 0 || offset > total || (length >= 0 && length > total - offset)) {
+    close(fd);
     return ait_err(AIT_E_IO, "'%s' has %lld bytes; cannot read %lld bytes at offset %lld", path,
                    total, length, offset);
   }
   long long n = length < 0 ? total - offset : length;
+  if ((unsigned long long)n >= (unsigned long long)SIZE_MAX) {
+    close(fd);
+    return ait_err(AIT_E_NOMEM, "'%s' is too large to read (%lld bytes)", path, n);
+  }
   char *buf = malloc((size_t)n + 1);
   if (!buf) {
-    fclose(f);
+    close(fd);
     return ait_err(AIT_E_NOMEM, "out of memory reading %lld bytes of '%s'", n, path);
   }
-  if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    fclose(f);
-    return ait_err(AIT_E_IO, "cannot read '%s'", path);
+  long long got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, buf + got, (size_t)(n - got), (off_t)(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) { /* an error, or the file shrank under us */
+      ait_status st = ait_err(AIT_E_IO, "cannot read '%s': %s", path,
+                              r < 0 ? strerror(errno) : "it ended early");
+      free(buf);
+      close(fd);
+      return st;
+    }
+    got += r;
   }
-  fclose(f);
+  close(fd);
   buf[n] = '\0';
   *data = buf;
   *size = (size_t)n;

@@ -8,10 +8,19 @@
 
 #include "aitune.h"
 
+/* Every read goes through ait_open_regular: files are untrusted, so only
+ * regular files are opened (a FIFO would block forever, a folder has no
+ * size), and sizes are checked against fstat before allocating. */
+
+/* Open `path` read-only if it is a regular file: *fd (caller closes) and its
+ * size. AIT_E_IO naming the path and what it is otherwise ("is a directory",
+ * "is a FIFO"). */
+ait_status ait_open_regular(const char *path, int *fd, long long *size);
 /* Read all of `path` into a new buffer (*data, caller frees; NUL-terminated
  * one byte past *size for convenience). AIT_E_IO naming the path on failure. */
 ait_status ait_read_file(const char *path, void **data, size_t *size);
-/* Read `length` bytes at `offset` of `path` (length < 0: to the end). */
+/* Read `length` bytes at `offset` of `path` (length < 0: to the end); a
+ * range outside the file is an AIT_E_IO error. */
 ait_status ait_read_file_range(const char *path, long long offset, long long length, void **data,
                                size_t *size);
 /* Write `size` bytes to `path` atomically: a temp file in the same folder,

@@ -12,9 +12,11 @@ size_t ait_elem_size(ait_dtype dt) {
 }
 
 int64_t ait_shape_numel(int rank, const int64_t *dims) {
+  /* saturates: shapes from a model are untrusted, and a product past 2^63
+   * must read as "too large", not wrap (signed overflow is undefined) */
   int64_t n = 1;
   for (int i = 0; i < rank; i++)
-    n *= dims[i];
+    if (__builtin_mul_overflow(n, dims[i], &n)) n = INT64_MAX;
   return n;
 }
 

@@ -35,6 +35,7 @@ typedef struct ait_tensor {
 /* Element size of dtype inside a tensor (sizeof(char *) for strings). */
 size_t ait_elem_size(ait_dtype dt);
 /* Product of dims; 1 for rank 0. */
+/* Product of dims, saturating at INT64_MAX (never overflows). */
 int64_t ait_shape_numel(int rank, const int64_t *dims);
 static inline int64_t ait_tensor_numel(const ait_tensor *t) {
   return ait_shape_numel(t->rank, t->dims);

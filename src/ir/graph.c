@@ -119,19 +119,101 @@ int64_t ait_graph_opset(const ait_graph *g, const char *domain) {
   return -1;
 }
 
-/* Kahn's algorithm; among ready nodes the one earliest in the file goes first,
- * so a valid file order is kept as it is. */
+/* ---- name index ------------------------------------------------------ */
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static void index_put(ait_name_index *ix, const ait_graph *g, int v) {
+  size_t mask = ix->cap - 1, i = (size_t)name_hash(g->values[v].name) & mask;
+  for (; ix->slot[i] >= 0; i = (i + 1) & mask)
+    if (!strcmp(g->values[ix->slot[i]].name, g->values[v].name)) return; /* first one wins */
+  ix->slot[i] = v;
+}
+
+ait_status ait_name_index_sync(ait_name_index *ix, const ait_graph *g) {
+  if (ix->n > g->n_values) ix->n = 0, ix->cap = 0; /* values were compacted: start over */
+  if ((size_t)g->n_values * 2 >= ix->cap) {
+    size_t cap = 64;
+    while (cap <= (size_t)g->n_values * 2)
+      cap *= 2;
+    int *slot = malloc(sizeof(int) * cap);
+    if (!slot) return ait_err(AIT_E_NOMEM, "out of memory indexing value names");
+    free(ix->slot);
+    ix->slot = slot;
+    ix->cap = cap;
+    memset(slot, 0xff, sizeof(int) * cap); /* -1 everywhere */
+    ix->n = 0;
+  }
+  for (; ix->n < g->n_values; ix->n++)
+    index_put(ix, g, ix->n);
+  return AIT_OK;
+}
+
+int ait_name_index_find(const ait_name_index *ix, const ait_graph *g, const char *name) {
+  if (!ix->cap) return -1;
+  size_t mask = ix->cap - 1;
+  for (size_t i = (size_t)name_hash(name) & mask; ix->slot[i] >= 0; i = (i + 1) & mask)
+    if (!strcmp(g->values[ix->slot[i]].name, name)) return ix->slot[i];
+  return -1;
+}
+
+void ait_name_index_free(ait_name_index *ix) {
+  free(ix->slot);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* ---- topological order ------------------------------------------------ */
+
+/* Min-heap of ready node indices: among ready nodes the one earliest in the
+ * file goes first, so a valid file order is kept as it is. */
+static void heap_push(int *h, int *n, int x) {
+  int i = (*n)++;
+  for (; i > 0 && h[(i - 1) / 2] > x; i = (i - 1) / 2)
+    h[i] = h[(i - 1) / 2];
+  h[i] = x;
+}
+
+static int heap_pop(int *h, int *n) {
+  int top = h[0], x = h[--(*n)], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && h[c + 1] < h[c]) c++;
+    if (h[c] >= x) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = x;
+  return top;
+}
+
+/* Kahn's algorithm over a consumer list (value -> reading nodes), so the
+ * sort is O(nodes + edges + nodes log nodes) for any graph size. */
 ait_status ait_graph_toposort(ait_graph *g) {
   int nn = g->n_nodes > 0 ? g->n_nodes : 0, nv = g->n_values > 0 ? g->n_values : 0;
-  int *producer = malloc(sizeof(int) * (size_t)(nv ? nv : 1));
-  int *pending = calloc((size_t)(nn ? nn : 1), sizeof(int));
-  int *order = malloc(sizeof(int) * (size_t)(nn ? nn : 1));
-  char *done = calloc((size_t)(nn ? nn : 1), 1);
+  size_t n_edges = 0;
+  for (int i = 0; i < nn; i++)
+    n_edges += (size_t)(g->nodes[i].n_in > 0 ? g->nodes[i].n_in : 0);
+  int *producer = malloc(sizeof(int) * (size_t)(nv + 1));
+  int *pending = calloc((size_t)nn + 1, sizeof(int));
+  int *order = malloc(sizeof(int) * ((size_t)nn + 1));
+  int *heap = malloc(sizeof(int) * ((size_t)nn + 1));
+  int *first = calloc((size_t)nv + 2, sizeof(int)); /* CSR offsets into use[] */
+  int *use = malloc(sizeof(int) * (n_edges + 1));
+  char *is_input = calloc((size_t)nv + 1, 1);
+  ait_node *sorted = NULL;
   ait_status st = AIT_OK;
-  if (!producer || !pending || !order || !done) {
+  if (!producer || !pending || !order || !heap || !first || !use || !is_input) {
     st = ait_err(AIT_E_NOMEM, "out of memory sorting the graph");
     goto out;
   }
+  for (int j = 0; j < g->n_inputs; j++)
+    if (g->inputs[j] >= 0 && g->inputs[j] < nv) is_input[g->inputs[j]] = 1;
   for (int v = 0; v < nv; v++)
     producer[v] = -1;
   for (int i = 0; i < nn; i++)
@@ -149,63 +231,69 @@ ait_status ait_graph_toposort(ait_graph *g) {
     for (int k = 0; k < g->nodes[i].n_in; k++) {
       int v = g->nodes[i].in[k];
       if (v < 0) continue;
-      if (producer[v] < 0 && !g->values[v].init && !g->values[v].outer) {
-        bool is_input = false;
-        for (int j = 0; j < g->n_inputs; j++)
-          is_input |= g->inputs[j] == v;
-        if (!is_input) {
-          st = ait_err(AIT_E_INVALID_MODEL,
-                       "%s reads tensor '%s', which is not a graph input, an initializer or the "
-                       "output of any node",
-                       ait_node_desc(&g->nodes[i]), g->values[v].name);
-          goto out;
-        }
+      if (producer[v] < 0 && !g->values[v].init && !g->values[v].outer && !is_input[v]) {
+        st = ait_err(AIT_E_INVALID_MODEL,
+                     "%s reads tensor '%s', which is not a graph input, an initializer or the "
+                     "output of any node",
+                     ait_node_desc(&g->nodes[i]), g->values[v].name);
+        goto out;
       }
-      if (producer[v] >= 0) pending[i]++;
+      if (producer[v] >= 0) {
+        pending[i]++;
+        first[v + 1]++;
+      }
     }
-  int n_order = 0;
-  while (n_order < nn) {
-    int pick = -1;
-    for (int i = 0; i < nn && pick < 0; i++)
-      if (!done[i] && pending[i] == 0) pick = i;
-    if (pick < 0) {
-      for (int i = 0; i < nn; i++)
-        if (!done[i]) {
-          st = ait_err(AIT_E_INVALID_MODEL, "the graph has a cycle through %s",
-                       ait_node_desc(&g->nodes[i]));
-          goto out;
-        }
-      break;
+  for (int v = 0; v < nv; v++) /* counts -> list ends */
+    first[v + 1] += first[v];
+  first[nv + 1] = first[nv];
+  for (int i = nn - 1; i >= 0; i--) /* fill backwards: each list in node order, ends -> starts */
+    for (int k = g->nodes[i].n_in - 1; k >= 0; k--) {
+      int v = g->nodes[i].in[k];
+      if (v >= 0 && producer[v] >= 0) use[--first[v + 1]] = i;
     }
-    done[pick] = 1;
+  /* now first[v + 1] is the start of v's list and first[v + 2] its end */
+  int n_heap = 0, n_order = 0;
+  for (int i = 0; i < nn; i++)
+    if (pending[i] == 0) heap_push(heap, &n_heap, i);
+  while (n_heap) {
+    int pick = heap_pop(heap, &n_heap);
     order[n_order++] = pick;
     for (int k = 0; k < g->nodes[pick].n_out; k++) {
       int v = g->nodes[pick].out[k];
       if (v < 0) continue;
-      for (int i = 0; i < nn; i++)
-        for (int j = 0; j < g->nodes[i].n_in; j++)
-          if (g->nodes[i].in[j] == v) pending[i]--;
+      for (int e = first[v + 1]; e < first[v + 2]; e++)
+        if (--pending[use[e]] == 0) heap_push(heap, &n_heap, use[e]);
     }
   }
-  ait_node *sorted = malloc(sizeof(ait_node) * ((size_t)nn + 1));
-  if (!sorted) {
+  if (n_order < nn) {
+    for (int i = 0; i < nn; i++)
+      if (pending[i] > 0) {
+        st = ait_err(AIT_E_INVALID_MODEL, "the graph has a cycle through %s",
+                     ait_node_desc(&g->nodes[i]));
+        goto out;
+      }
+  }
+  if (!(sorted = malloc(sizeof(ait_node) * ((size_t)nn + 1)))) {
     st = ait_err(AIT_E_NOMEM, "out of memory sorting the graph");
     goto out;
   }
   for (int i = 0; i < nn; i++)
     sorted[i] = g->nodes[order[i]];
-  memcpy(g->nodes, sorted, sizeof(ait_node) * (size_t)nn);
-  free(sorted);
+  if (nn) memcpy(g->nodes, sorted, sizeof(ait_node) * (size_t)nn); /* nodes is NULL when nn == 0 */
   for (int v = 0; v < nv; v++)
     g->values[v].producer = -1;
   for (int i = 0; i < nn; i++)
     for (int k = 0; k < g->nodes[i].n_out; k++)
       if (g->nodes[i].out[k] >= 0) g->values[g->nodes[i].out[k]].producer = i;
 out:
+  free(sorted);
   free(producer);
   free(pending);
   free(order);
-  free(done);
+  free(heap);
+  free(first);
+  free(use);
+  free(is_input);
   return st;
 }
 

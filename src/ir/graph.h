@@ -109,8 +109,24 @@ void ait_graph_free(ait_graph *g);
 /* The outermost graph (the one holding the opset imports). */
 const ait_graph *ait_graph_root(const ait_graph *g);
 
-/* Index of the value named `name`, or -1. Linear search; for loaders. */
+/* Index of the value named `name`, or -1. Linear search: code that looks up
+ * many names (the loader) uses an ait_name_index instead. */
 int ait_graph_find_value(const ait_graph *g, const char *name);
+
+/* Name -> value index over one graph's values (open addressing), so loading
+ * a graph of n values costs O(n), not O(n^2). Zero-initialize; sync indexes
+ * the values added since the last sync (and starts over if values were
+ * removed); find returns the first value of that name, as
+ * ait_graph_find_value does, or -1. Only valid for the graph it was synced
+ * with, until values are renamed or removed. */
+typedef struct ait_name_index {
+  int *slot;
+  size_t cap;
+  int n;
+} ait_name_index;
+ait_status ait_name_index_sync(ait_name_index *ix, const ait_graph *g);
+int ait_name_index_find(const ait_name_index *ix, const ait_graph *g, const char *name);
+void ait_name_index_free(ait_name_index *ix);
 /* Add a value (name copied). Returns its index, or -1 on out-of-memory. */
 int ait_graph_add_value(ait_graph *g, const char *name);
 /* Append a node; returns a pointer to the zeroed node (valid until the next

@@ -65,10 +65,28 @@ static bool foldable(const ait_node *n) {
   return true;
 }
 
+/* Folding runs a kernel at load time, so its cost must be known before it
+ * runs: every output the node has must have a shape the shape function
+ * already inferred, of at most FOLD_KEEP_MAX elements (a 215-byte
+ * ConstantOfShape can ask for 1.5e9 floats). */
+static bool fold_small(ait_graph *g, const ait_node *n) {
+  for (int k = 0; k < n->n_out; k++) {
+    const ait_value *v = ait_node_out(g, n, k);
+    if (!v) continue;
+    if (!shape_known(v)) return false;
+    int64_t e = 1;
+    for (int d = 0; d < v->rank; d++) {
+      if (v->dims[d].v && e > FOLD_KEEP_MAX / v->dims[d].v) return false;
+      e *= v->dims[d].v;
+    }
+  }
+  return true;
+}
+
 /* Try to compute the node's outputs now. Shape/Size only need the input's
  * shape, so a zero tensor of that shape stands in for unknown data. */
 static void try_fold(ait_graph *g, const ait_node *n) {
-  if (!foldable(n) || n->n_in > 16 || n->n_out > 8) return;
+  if (!foldable(n) || n->n_in > 16 || n->n_out > 8 || !fold_small(g, n)) return;
   bool shape_only = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
   const ait_tensor *in[16] = {0};
   ait_tensor *tmp[16] = {0};

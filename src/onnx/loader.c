@@ -1,5 +1,7 @@
 /* ModelProto -> IR graph. Everything the protobuf holds that the IR needs is
  * copied, so the protobuf is freed before returning. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +17,13 @@ typedef struct load_ctx {
 } load_ctx;
 
 static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g);
+static ait_status build_graph_indexed(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g,
+                                      ait_name_index *ix);
 
-static void set_type(ait_value *v, const Onnx__TypeProto *tp) {
-  if (!tp) return;
+/* Set v's type from a declaration. A rank above AIT_MAX_RANK is an error
+ * (said as such, not as "no declared shape" later). */
+static ait_status set_type(ait_value *v, const Onnx__TypeProto *tp) {
+  if (!tp) return AIT_OK;
   const Onnx__TypeProto__Tensor *tt = NULL;
   if (tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
     v->type = AIT_VT_TENSOR;
@@ -27,17 +33,20 @@ static void set_type(ait_value *v, const Onnx__TypeProto *tp) {
     const Onnx__TypeProto *e = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
     if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type)
       v->dtype = (ait_dtype)e->tensor_type->elem_type;
-    return;
+    return AIT_OK;
   } else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
     v->type = AIT_VT_OPTIONAL;
     const Onnx__TypeProto *e = tp->optional_type ? tp->optional_type->elem_type : NULL;
     if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type)
       v->dtype = (ait_dtype)e->tensor_type->elem_type;
-    return;
+    return AIT_OK;
   }
-  if (!tt) return;
+  if (!tt) return AIT_OK;
   if (tt->has_elem_type) v->dtype = (ait_dtype)tt->elem_type;
-  if (!tt->shape || tt->shape->n_dim > AIT_MAX_RANK) return;
+  if (!tt->shape) return AIT_OK;
+  if (tt->shape->n_dim > AIT_MAX_RANK)
+    return ait_err(AIT_E_UNSUPPORTED, "'%s' has rank %zu, above the maximum rank %d (AIT_MAX_RANK)",
+                   v->name, tt->shape->n_dim, AIT_MAX_RANK);
   v->rank = (int)tt->shape->n_dim;
   for (int k = 0; k < v->rank; k++) {
     const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
@@ -45,15 +54,23 @@ static void set_type(ait_value *v, const Onnx__TypeProto *tp) {
     v->dims[k].sym = NULL;
     v->dims[k].v = -1;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-      v->dims[k].v = d->dim_value;
+      v->dims[k].v = d->dim_value >= 0 ? d->dim_value : -1; /* a negative size is unknown */
     else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
              d->dim_param && d->dim_param[0])
       v->dims[k].sym = strdup(d->dim_param);
   }
+  return AIT_OK;
 }
 
-static int value_for(ait_graph *g, const char *name) {
-  int v = ait_graph_find_value(g, name);
+/* The value named `name` in g, added when new; ix is g's name index. */
+static ait_status declare(ait_value *v, const Onnx__TypeProto *tp, const char *what) {
+  ait_status st = set_type(v, tp);
+  return st ? ait_err_prefix(st, "%s", what) : AIT_OK;
+}
+
+static int value_for(ait_graph *g, ait_name_index *ix, const char *name) {
+  if (ait_name_index_sync(ix, g)) return -1;
+  int v = ait_name_index_find(ix, g, name);
   return v >= 0 ? v : ait_graph_add_value(g, name);
 }
 
@@ -123,7 +140,8 @@ static ait_status convert_attr(load_ctx *lc, ait_graph *g, const ait_node *n,
   return AIT_OK;
 }
 
-static ait_status add_node(load_ctx *lc, ait_graph *g, const Onnx__NodeProto *np) {
+static ait_status add_node(load_ctx *lc, ait_graph *g, ait_name_index *ix,
+                           const Onnx__NodeProto *np) {
   ait_node *n = ait_graph_add_node(g, np->name, np->op_type, np->domain);
   if (!n) return AIT_E_NOMEM;
   if (!np->op_type || !np->op_type[0])
@@ -135,7 +153,7 @@ static ait_status add_node(load_ctx *lc, ait_graph *g, const Onnx__NodeProto *np
   for (size_t i = 0; i < np->n_output; i++) {
     n->out[i] = -1;
     n->n_out = (int)i + 1;
-    if (np->output[i][0] && (n->out[i] = value_for(g, np->output[i])) < 0) return AIT_E_NOMEM;
+    if (np->output[i][0] && (n->out[i] = value_for(g, ix, np->output[i])) < 0) return AIT_E_NOMEM;
   }
   for (size_t i = 0; i < np->n_input; i++) {
     n->in[i] = -1;
@@ -153,12 +171,13 @@ static ait_status add_node(load_ctx *lc, ait_graph *g, const Onnx__NodeProto *np
 /* Inputs are resolved after every node's outputs exist, so file order does
  * not matter. A name found nowhere in a subgraph is read from an enclosing
  * scope; in the top graph it stays an undefined value that toposort reports. */
-static ait_status resolve_inputs(ait_graph *g, const Onnx__GraphProto *gp) {
+static ait_status resolve_inputs(ait_graph *g, ait_name_index *ix, const Onnx__GraphProto *gp) {
   for (size_t i = 0; i < gp->n_node; i++) {
     const Onnx__NodeProto *np = gp->node[i];
     for (size_t k = 0; k < np->n_input; k++) {
       if (!np->input[k][0]) continue;
-      int v = ait_graph_find_value(g, np->input[k]);
+      AIT_TRY(ait_name_index_sync(ix, g));
+      int v = ait_name_index_find(ix, g, np->input[k]);
       if (v < 0) {
         if ((v = ait_graph_add_value(g, np->input[k])) < 0) return AIT_E_NOMEM;
         g->values[v].outer = g->parent != NULL;
@@ -170,11 +189,19 @@ static ait_status resolve_inputs(ait_graph *g, const Onnx__GraphProto *gp) {
 }
 
 static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g) {
+  ait_name_index ix = {0};
+  ait_status st = build_graph_indexed(lc, gp, g, &ix);
+  ait_name_index_free(&ix);
+  return st;
+}
+
+static ait_status build_graph_indexed(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g,
+                                      ait_name_index *ix) {
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = gp->initializer[i];
     if (!tp->name || !tp->name[0])
       return ait_err(AIT_E_INVALID_MODEL, "initializer %zu has no name", i);
-    int v = value_for(g, tp->name);
+    int v = value_for(g, ix, tp->name);
     if (v < 0) return AIT_E_NOMEM;
     if (g->values[v].init)
       return ait_err(AIT_E_INVALID_MODEL, "initializer '%s' is defined twice", tp->name);
@@ -195,26 +222,28 @@ static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_grap
     const Onnx__ValueInfoProto *vi = gp->input[i];
     if (!vi->name || !vi->name[0])
       return ait_err(AIT_E_INVALID_MODEL, "graph input %zu has no name", i);
-    int v = value_for(g, vi->name);
+    int v = value_for(g, ix, vi->name);
     if (v < 0) return AIT_E_NOMEM;
     if (g->values[v].init) continue; /* an initializer listed as input: a constant default */
     for (int j = 0; j < g->n_inputs; j++)
       if (g->inputs[j] == v)
         return ait_err(AIT_E_INVALID_MODEL, "graph input '%s' is listed twice", vi->name);
-    set_type(&g->values[v], vi->type);
+    AIT_TRY(declare(&g->values[v], vi->type, "graph input"));
     g->inputs[g->n_inputs++] = v;
   }
   for (size_t i = 0; i < gp->n_node; i++)
-    AIT_TRY(add_node(lc, g, gp->node[i]));
-  AIT_TRY(resolve_inputs(g, gp));
+    AIT_TRY(add_node(lc, g, ix, gp->node[i]));
+  AIT_TRY(resolve_inputs(g, ix, gp));
+  AIT_TRY(ait_name_index_sync(ix, g));
   for (size_t i = 0; i < gp->n_value_info; i++) {
     const Onnx__ValueInfoProto *vi = gp->value_info[i];
-    int v = vi->name ? ait_graph_find_value(g, vi->name) : -1;
-    if (v >= 0 && !g->values[v].init) set_type(&g->values[v], vi->type);
+    int v = vi->name ? ait_name_index_find(ix, g, vi->name) : -1;
+    if (v >= 0 && !g->values[v].init) AIT_TRY(declare(&g->values[v], vi->type, "value_info"));
   }
   for (size_t i = 0; i < gp->n_output; i++) {
     const Onnx__ValueInfoProto *vi = gp->output[i];
-    int v = vi->name ? ait_graph_find_value(g, vi->name) : -1;
+    AIT_TRY(ait_name_index_sync(ix, g));
+    int v = vi->name ? ait_name_index_find(ix, g, vi->name) : -1;
     if (v < 0) {
       /* a subgraph may pass an outer-scope value straight through */
       if (!g->parent || !vi->name)
@@ -224,15 +253,36 @@ static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_grap
       g->values[v].outer = true;
     }
     ait_value *val = &g->values[v];
-    if (val->dtype == AIT_UNDEFINED || val->rank < 0) set_type(val, vi->type);
+    if (val->dtype == AIT_UNDEFINED || val->rank < 0)
+      AIT_TRY(declare(val, vi->type, "graph output"));
     g->outputs[g->n_outputs++] = v;
   }
   return ait_graph_toposort(g);
 }
 
+/* Registry lookups are a scan of every row; a model of 100,000 nodes uses a
+ * few dozen distinct (domain, op, opset) triples, so they are remembered. */
+typedef struct op_memo {
+  const char *domain, *op_type; /* borrowed from the graph's nodes */
+  int64_t opset;
+  const ait_op_def *row;
+} op_memo;
+
+static const ait_op_def *lookup_memo(op_memo *memo, const ait_node *n, int64_t opset) {
+  uint64_t h = (uint64_t)opset * 31;
+  for (const char *c = n->op_type; *c; c++)
+    h = h * 131 + (unsigned char)*c;
+  op_memo *e = &memo[h % 256];
+  if (e->op_type && e->opset == opset && !strcmp(e->op_type, n->op_type) &&
+      !strcmp(e->domain, n->domain))
+    return e->row;
+  *e = (op_memo){n->domain, n->op_type, opset, ait_op_lookup(n->domain, n->op_type, opset, NULL)};
+  return e->row;
+}
+
 /* Resolve every node's registry row, recursively. Unknown ops are kept
  * (aitune info can still describe the model); a session reports them. */
-static ait_status resolve_ops(ait_graph *g) {
+static ait_status resolve_ops(ait_graph *g, op_memo *memo) {
   for (int i = 0; i < g->n_nodes; i++) {
     ait_node *n = &g->nodes[i];
     int64_t opset = ait_graph_opset(g, n->domain);
@@ -240,9 +290,9 @@ static ait_status resolve_ops(ait_graph *g) {
       return ait_err(AIT_E_INVALID_MODEL, "%s uses domain '%s', which the model does not import",
                      ait_node_desc(n), n->domain[0] ? n->domain : "ai.onnx");
     n->opset = (int)opset;
-    n->op = ait_op_lookup(n->domain, n->op_type, opset, NULL);
+    n->op = lookup_memo(memo, n, opset);
     for (int k = 0; k < n->n_attrs; k++)
-      if (n->attrs[k].g) AIT_TRY(resolve_ops(n->attrs[k].g));
+      if (n->attrs[k].g) AIT_TRY(resolve_ops(n->attrs[k].g, memo));
   }
   return AIT_OK;
 }
@@ -253,8 +303,67 @@ void ait_onnx_meta_clear(ait_onnx_meta *meta) {
   memset(meta, 0, sizeof *meta);
 }
 
+/* ---- nesting bound ------------------------------------------------------
+ * protobuf-c unpacks nested messages recursively, and so do build_graph and
+ * shape inference: a 360 KB model of Ifs nested 3,000 deep overflows the
+ * stack. The wire format is scanned first, guided by protobuf-c's own
+ * descriptors, and the model is refused when messages nest deeper than
+ * AIT_MAX_MESSAGE_DEPTH. The scan recurses at most that deep itself and
+ * skips non-message fields (raw data) without reading them. */
+
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+    uint8_t b = *(*p)++;
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+/* false when the nesting is too deep; malformed bytes are left to unpack. */
+static bool depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
+                     int depth) {
+  if (depth > AIT_MAX_MESSAGE_DEPTH) return false;
+  while (p < end) {
+    uint64_t key, len;
+    if (!wire_varint(&p, end, &key)) return true;
+    switch (key & 7) {
+    case 0:
+      if (!wire_varint(&p, end, &len)) return true;
+      break;
+    case 1:
+      if (end - p < 8) return true;
+      p += 8;
+      break;
+    case 5:
+      if (end - p < 4) return true;
+      p += 4;
+      break;
+    case 2: {
+      if (!wire_varint(&p, end, &len) || len > (uint64_t)(end - p)) return true;
+      const ProtobufCFieldDescriptor *f =
+          key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                                 : NULL;
+      if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+          !depth_ok(p, p + len, (const ProtobufCMessageDescriptor *)f->descriptor, depth + 1))
+        return false;
+      p += len;
+      break;
+    }
+    default: return true; /* groups or garbage: unpack refuses them */
+    }
+  }
+  return true;
+}
+
 ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
                                 ait_graph **out, ait_onnx_meta *meta) {
+  if (!depth_ok(data, (const uint8_t *)data + size, &onnx__model_proto__descriptor, 1))
+    return ait_err(AIT_E_INVALID_MODEL,
+                   "the model nests messages more than %d deep (subgraphs inside subgraphs); "
+                   "refused to protect the stack (AIT_MAX_MESSAGE_DEPTH)",
+                   AIT_MAX_MESSAGE_DEPTH);
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
   if (!mp)
     return ait_err(AIT_E_PARSE, "not a valid ONNX model: the protobuf could not be decoded "
@@ -289,7 +398,14 @@ ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_
   }
   load_ctx lc = {base_dir};
   if ((st = build_graph(&lc, mp->graph, g)) != AIT_OK) goto out;
-  if ((st = resolve_ops(g)) != AIT_OK) goto out;
+  op_memo *memo = calloc(256, sizeof *memo);
+  if (!memo) {
+    st = ait_err(AIT_E_NOMEM, "out of memory");
+    goto out;
+  }
+  st = resolve_ops(g, memo);
+  free(memo);
+  if (st) goto out;
   if ((st = ait_graph_infer_shapes(g)) != AIT_OK) goto out;
   if (meta) {
     meta->ir_version = mp->ir_version;

@@ -10,6 +10,12 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 
+/* Deepest nesting of protobuf messages a model may have (ModelProto = 1;
+ * each subgraph level adds 3: GraphProto > NodeProto > AttributeProto), so
+ * about 32 subgraphs inside each other. Deeper models are refused before
+ * unpacking (docs/conformance.md, "Limits"). */
+#define AIT_MAX_MESSAGE_DEPTH 100
+
 /* Model-level facts kept beside the graph. Strings owned by the struct. */
 typedef struct ait_onnx_meta {
   int64_t ir_version;

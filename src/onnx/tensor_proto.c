@@ -1,4 +1,8 @@
 /* TensorProto <-> ait_tensor, including external data side files. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,36 +12,82 @@
 #include "onnx/onnx_io.h"
 #include "onnx/onnx_priv.h"
 
+/* A non-negative decimal number, all of `s`; false otherwise. */
+static bool parse_count(const char *s, long long *out) {
+  if (!s[0] || !isdigit((unsigned char)s[0])) return false;
+  errno = 0;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+/* `path` with links resolved, if it lies inside folder `root` (also
+ * resolved): *resolved is a new string the caller frees, and the one that is
+ * read, so a link swapped after the check is not followed either. Both go
+ * through realpath, so a symbolic link beside the model cannot point out of
+ * its folder. */
+static ait_status resolve_under(const char *root, const char *path, const char *tname,
+                                const char *loc, char **resolved) {
+  char *rroot = realpath(root, NULL), *rpath = realpath(path, NULL);
+  ait_status st = AIT_OK;
+  if (!rroot || !rpath) {
+    st = ait_err(AIT_E_IO, "tensor '%s': cannot open external data '%.200s': %s", tname, loc,
+                 strerror(errno));
+  } else {
+    size_t n = strlen(rroot);
+    bool inside = !strncmp(rpath, rroot, n) && (rpath[n] == '/' || (n == 1 && rroot[0] == '/'));
+    if (!inside)
+      st = ait_err(AIT_E_INVALID_MODEL,
+                   "tensor '%s': external data '%.200s' resolves outside the model's folder (a "
+                   "symbolic link?), which is refused",
+                   tname, loc);
+  }
+  free(rroot);
+  if (st) {
+    free(rpath);
+    return st;
+  }
+  *resolved = rpath;
+  return AIT_OK;
+}
+
 /* External data: the bytes live in a side file named by "location",
- * relative to the model's folder. Absolute paths and ".." are refused so a
- * model cannot read arbitrary files. */
+ * relative to the model's folder. Absolute paths, ".." and links that
+ * resolve outside the folder are refused so a model cannot read arbitrary
+ * files; offset and length must be non-negative numbers inside the file. */
 static ait_status read_external(const Onnx__TensorProto *tp, const char *base_dir, void **data,
                                 size_t *size) {
-  const char *loc = NULL;
+  const char *loc = NULL, *name = tp->name ? tp->name : "";
   long long offset = 0, length = -1;
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
     if (!e->key || !e->value) continue;
+    bool is_off = !strcmp(e->key, "offset"), is_len = !strcmp(e->key, "length");
     if (!strcmp(e->key, "location"))
       loc = e->value;
-    else if (!strcmp(e->key, "offset"))
-      offset = atoll(e->value);
-    else if (!strcmp(e->key, "length"))
-      length = atoll(e->value);
+    else if ((is_off || is_len) && !parse_count(e->value, is_off ? &offset : &length))
+      return ait_err(AIT_E_INVALID_MODEL,
+                     "tensor '%s': external data %s '%.40s' is not a non-negative number", name,
+                     e->key, e->value);
   }
   if (!loc || !loc[0])
-    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has external data without a location",
-                   tp->name ? tp->name : "");
+    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has external data without a location", name);
   if (loc[0] == '/' || strstr(loc, ".."))
     return ait_err(AIT_E_INVALID_MODEL,
-                   "tensor '%s': external data location '%s' must be relative to the model's "
+                   "tensor '%s': external data location '%.200s' must be relative to the model's "
                    "folder, without '..'",
-                   tp->name ? tp->name : "", loc);
-  char *path = ait_path_join(base_dir ? base_dir : ".", loc);
+                   name, loc);
+  const char *root = base_dir && base_dir[0] ? base_dir : ".";
+  char *path = ait_path_join(root, loc);
   if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_status st = ait_read_file_range(path, offset, length, data, size);
+  char *real = NULL;
+  ait_status st = resolve_under(root, path, name, loc, &real);
   free(path);
-  if (st) return ait_err_prefix(st, "external data of tensor '%s'", tp->name ? tp->name : "");
+  if (!st) st = ait_read_file_range(real, offset, length, data, size);
+  free(real);
+  if (st) return ait_err_prefix(st, "external data of tensor '%s'", name);
   return AIT_OK;
 }
 
@@ -56,11 +106,9 @@ static ait_status decode_strings(const Onnx__TensorProto *tp, ait_tensor *t) {
   return AIT_OK;
 }
 
-/* Copy the typed repeated field that holds this dtype's values. */
-static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
-  int64_t n = ait_tensor_numel(t);
+/* Values held by the typed repeated field of this dtype. */
+static size_t typed_count(const Onnx__TensorProto *tp, ait_dtype dt) {
   size_t have = 0;
-  ait_dtype dt = t->dtype;
   switch (dt) {
   case AIT_FLOAT32: have = tp->n_float_data; break;
   case AIT_COMPLEX64: have = tp->n_float_data / 2; break;
@@ -71,9 +119,14 @@ static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
   case AIT_UINT64: have = tp->n_uint64_data; break;
   default: have = tp->n_int32_data; break;
   }
-  if ((int64_t)have != n)
-    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' of shape with %lld elements holds %zu values",
-                   tp->name ? tp->name : "", (long long)n, have);
+  return have;
+}
+
+/* Copy the typed repeated field that holds this dtype's values (its count
+ * was checked against the shape before t was allocated). */
+static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
+  int64_t n = ait_tensor_numel(t);
+  ait_dtype dt = t->dtype;
   for (int64_t i = 0; i < n; i++) {
     switch (dt) {
     case AIT_FLOAT32: ((float *)t->data)[i] = tp->float_data[i]; break;
@@ -115,27 +168,52 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
                    tp->n_dims, AIT_MAX_RANK);
   if (tp->segment)
     return ait_err(AIT_E_UNSUPPORTED, "tensor '%s' is segmented, which is not supported", name);
-  ait_tensor *t = ait_tensor_new(dt, (int)tp->n_dims, tp->dims);
-  if (!t) return ait_err_prefix(AIT_E_INVALID_MODEL, "tensor '%s'", name);
-  size_t nbytes = ait_tensor_nbytes(t);
-  ait_status st = AIT_OK;
+  /* The element count is checked against the data the file holds before
+   * anything is allocated: a 20-byte TensorProto can claim 10^12 elements. */
+  int64_t n = 1;
+  for (size_t k = 0; k < tp->n_dims; k++) {
+    if (tp->dims[k] < 0)
+      return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has a negative dimension %lld", name,
+                     (long long)tp->dims[k]);
+    if (tp->dims[k] && n > ((int64_t)1 << 40) / tp->dims[k])
+      return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has more than 2^40 elements", name);
+    n *= tp->dims[k];
+  }
+  size_t nbytes = (size_t)n * ait_elem_size(dt);
   bool external =
       tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  void *buf = NULL;
+  size_t size = 0;
   if (dt == AIT_STRING) {
-    st = decode_strings(tp, t);
+    if ((int64_t)tp->n_string_data != n)
+      return ait_err(AIT_E_INVALID_MODEL, "string tensor '%s' has %zu strings for %lld elements",
+                     name, tp->n_string_data, (long long)n);
   } else if (external || tp->has_raw_data) {
-    void *buf = NULL;
-    size_t size = 0;
     if (external) {
-      st = read_external(tp, base_dir, &buf, &size);
+      AIT_TRY(read_external(tp, base_dir, &buf, &size));
     } else {
       buf = tp->raw_data.data;
       size = tp->raw_data.len;
     }
-    if (!st && size != nbytes)
-      st = ait_err(AIT_E_INVALID_MODEL, "tensor '%s' needs %zu bytes of data but has %zu", name,
-                   nbytes, size);
-    if (!st && nbytes) memcpy(t->data, buf, nbytes); /* ONNX raw data is little-endian, as is x86 */
+    if (size != nbytes) {
+      if (external) free(buf);
+      return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' needs %zu bytes of data but has %zu", name,
+                     nbytes, size);
+    }
+  } else if ((int64_t)typed_count(tp, dt) != n) {
+    return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' of shape with %lld elements holds %zu values",
+                   name, (long long)n, typed_count(tp, dt));
+  }
+  ait_tensor *t = ait_tensor_new(dt, (int)tp->n_dims, tp->dims);
+  if (!t) {
+    if (external) free(buf);
+    return ait_err_prefix(AIT_E_INVALID_MODEL, "tensor '%s'", name);
+  }
+  ait_status st = AIT_OK;
+  if (dt == AIT_STRING) {
+    st = decode_strings(tp, t);
+  } else if (external || tp->has_raw_data) {
+    if (nbytes) memcpy(t->data, buf, nbytes); /* ONNX raw data is little-endian, as is x86 */
     if (external) free(buf);
   } else {
     st = decode_typed(tp, t);

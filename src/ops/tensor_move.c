@@ -497,7 +497,10 @@ TN_SHAPE(tn_tile_shape) {
   ait_dim d[AIT_MAX_RANK];
   for (int k = 0; k < n; k++) {
     d[k] = x->dims[k];
-    if (reps[k] != 1) d[k] = (ait_dim){d[k].v < 0 ? -1 : d[k].v * reps[k], NULL};
+    int64_t p; /* a product past 2^63 (untrusted repeats) is unknown here; the kernel refuses it */
+    if (reps[k] != 1)
+      d[k] = (ait_dim){
+          d[k].v < 0 || reps[k] < 0 || __builtin_mul_overflow(d[k].v, reps[k], &p) ? -1 : p, NULL};
   }
   ait_set_out(g, node, 0, x->dtype, n, d);
   return AIT_OK;

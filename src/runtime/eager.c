@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "ops/op_arity.h"
 #include "runtime/observe.h"
 
 /* One graph run in progress: the graph, the value table, and the run that
@@ -41,6 +42,12 @@ ait_status ait_eager_check(const ait_graph *g) {
 static ait_status call_kernel(ait_kctx *ctx, const ait_node *n, const ait_tensor *const *in,
                               int n_in, ait_tensor **out) {
   if (!n->op || !n->op->kernel) return unsupported(n);
+  if (n->n_out < 1) /* every ONNX op has an output; kernels write out[0] */
+    return ait_err(AIT_E_INVALID_MODEL, "%s has no outputs", ait_node_desc(n));
+  int miss = ait_op_missing_input(n, in, n_in);
+  if (miss >= 0) /* kernels may assume what the spec requires is there */
+    return ait_err(AIT_E_INVALID_MODEL, "%s lacks its required input %d%s", ait_node_desc(n), miss,
+                   miss < n->n_in ? " (its name is empty)" : "");
   if (n->op->dtypes && n_in > 0 && in[0] && in[0]->kind == AIT_KIND_TENSOR &&
       !(n->op->dtypes & AIT_DT_BIT(in[0]->dtype)))
     return ait_err(AIT_E_UNSUPPORTED,

@@ -1,0 +1,4 @@
+Bej
+locationlinkj
+offset8j
+length16p

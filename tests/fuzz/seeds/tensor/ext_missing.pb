@@ -1,0 +1,4 @@
+Bej
+locationmissingj
+offset8j
+length16p

@@ -1,0 +1,502 @@
+/* Every file the library reads is untrusted (issue 18): models, external
+ * data and .pb tensors are attacked here as an attacker or an unlucky user
+ * would, and each case must end in a clear error (or a correct load), never
+ * a crash, a hang, a read outside the model's folder or a blow-up.
+ *
+ * Models too large or too deep for the test builder are written straight
+ * in the protobuf wire format (pb_* below). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "model_builder.h"
+#include "onnx/onnx_io.h"
+
+/* ---- a minimal protobuf writer ---------------------------------------- */
+
+typedef struct pb {
+  uint8_t *p;
+  size_t n, cap;
+} pb;
+
+static void pb_raw(pb *b, const void *d, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 64;
+    b->p = realloc(b->p, b->cap);
+  }
+  if (n) memcpy(b->p + b->n, d, n);
+  b->n += n;
+}
+
+static void pb_uv(pb *b, uint64_t v) {
+  uint8_t t[10];
+  int n = 0;
+  do {
+    t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+  pb_raw(b, t, (size_t)n);
+}
+
+static void pb_int(pb *b, int field, int64_t v) {
+  pb_uv(b, (uint64_t)field << 3);
+  pb_uv(b, (uint64_t)v);
+}
+
+static void pb_bytes(pb *b, int field, const void *d, size_t n) {
+  pb_uv(b, (uint64_t)field << 3 | 2);
+  pb_uv(b, n);
+  pb_raw(b, d, n);
+}
+
+static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+/* append sub as a message field and free it */
+static void pb_msg(pb *b, int field, pb *sub) {
+  pb_bytes(b, field, sub->p ? sub->p : (uint8_t *)"", sub->n);
+  free(sub->p);
+  *sub = (pb){0};
+}
+
+/* ValueInfoProto of a float tensor; rank < 0: no shape */
+static void pb_value_info(pb *g, int field, const char *name, int rank, const int64_t *dims) {
+  pb vi = {0}, tp = {0}, tt = {0}, sh = {0};
+  pb_str(&vi, 1, name);
+  pb_int(&tt, 1, AIT_FLOAT32);
+  for (int k = 0; k < rank; k++) {
+    pb d = {0};
+    pb_int(&d, 1, dims[k]);
+    pb_msg(&sh, 1, &d);
+  }
+  if (rank >= 0) pb_msg(&tt, 2, &sh);
+  pb_msg(&tp, 1, &tt);
+  pb_msg(&vi, 2, &tp);
+  pb_msg(g, field, &vi);
+}
+
+/* NodeProto with one input (NULL: none) and one output */
+static void pb_node(pb *g, const char *op, const char *in, const char *out) {
+  pb n = {0};
+  if (in) pb_str(&n, 1, in);
+  pb_str(&n, 2, out);
+  pb_str(&n, 4, op);
+  pb_msg(g, 1, &n);
+}
+
+/* INT64 initializer (int64_data) */
+static void pb_init_i64(pb *g, const char *name, int n, const int64_t *v) {
+  pb t = {0};
+  pb_int(&t, 1, n); /* dims = [n] */
+  pb_int(&t, 2, AIT_INT64);
+  for (int i = 0; i < n; i++)
+    pb_int(&t, 7, v[i]);
+  pb_str(&t, 8, name);
+  pb_msg(g, 5, &t);
+}
+
+/* ModelProto around graph g (consumed), default domain at `opset` */
+static pb pb_model(pb *g, int opset) {
+  pb m = {0}, o = {0};
+  pb_int(&m, 1, 8);
+  pb_int(&o, 2, opset);
+  pb_msg(&m, 8, &o);
+  pb_msg(&m, 7, g);
+  return m;
+}
+
+static ait_status load_pb(pb *m, ait_model **out) {
+  ait_status st = ait_model_load_buffer(m->p, m->n, ".", out);
+  free(m->p);
+  *m = (pb){0};
+  return st;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const int64_t d23[2] = {2, 3};
+
+/* ---- 1. a required input that is "" or missing ----------------------- */
+
+/* Load-time folding used to call the kernel with NULL for the missing input
+ * (SIGSEGV): the output's declared shape makes the node look foldable. The
+ * eager executor now refuses the node by name, at load and at run time. */
+static void test_missing_required_input(void) {
+  static const char *const ops[] = {"Identity",        "Size",    "Split",   "Shape",
+                                    "Transpose",       "Flatten", "Squeeze", "ArgMax",
+                                    "ConstantOfShape", "Tile",    "Reshape", "ReduceLogSum"};
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+    for (int empty = 0; empty < 2; empty++) {
+      tb_model *tb = tb_new(13);
+      tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+      tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+      const char *none[] = {NULL}, *blank[] = {"", NULL};
+      tb_node(tb, ops[o], "n", empty ? blank : none, (const char *[]){"y", NULL});
+      size_t size;
+      uint8_t *buf = tb_pack(tb, &size);
+      tb_free(tb);
+      ait_model *m = NULL;
+      ait_status st = ait_model_load_buffer(buf, size, ".", &m);
+      free(buf);
+      if (st != AIT_OK) continue; /* refused at load with a message: fine */
+      ait_session *s = NULL;
+      st = ait_session_create(m, "eager", &s);
+      if (st == AIT_OK) {
+        float x[6] = {0};
+        ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x};
+        CHECK_ERR(ait_session_run(s, &in, 1), AIT_E_INVALID_MODEL, "required input 0");
+        if (!strstr(ait_last_error(), ops[o])) {
+          fprintf(stderr, "op %s: message does not name the node: %s\n", ops[o], ait_last_error());
+          check_failures++;
+        }
+        ait_session_free(s);
+      }
+      ait_model_free(m);
+    }
+}
+
+/* ---- 2. subgraphs nested too deep ------------------------------------ */
+
+/* If nodes nested `depth` deep: then_branch holds the next level, else an
+ * Identity. Built inside out, so no recursion here either. */
+static pb nested_if_model(int depth) {
+  pb inner = {0};
+  pb_node(&inner, "Identity", "x", "y");
+  pb_value_info(&inner, 12, "y", -1, NULL);
+  for (int d = 0; d < depth; d++) {
+    pb g = {0}, node = {0}, then_a = {0}, else_a = {0}, else_g = {0};
+    pb_str(&node, 1, "c");
+    pb_str(&node, 2, "y");
+    pb_str(&node, 4, "If");
+    pb_str(&then_a, 1, "then_branch");
+    pb_int(&then_a, 20, 5);
+    pb_msg(&then_a, 6, &inner);
+    pb_node(&else_g, "Identity", "x", "y");
+    pb_value_info(&else_g, 12, "y", -1, NULL);
+    pb_str(&else_a, 1, "else_branch");
+    pb_int(&else_a, 20, 5);
+    pb_msg(&else_a, 6, &else_g);
+    pb_msg(&node, 5, &then_a);
+    pb_msg(&node, 5, &else_a);
+    pb_msg(&g, 1, &node);
+    pb_value_info(&g, 12, "y", -1, NULL);
+    inner = g;
+  }
+  /* the top graph declares c and x */
+  pb top = {0};
+  pb_raw(&top, inner.p, inner.n);
+  free(inner.p);
+  pb vi = {0}, tp = {0}, tt = {0};
+  pb_str(&vi, 1, "c");
+  pb_int(&tt, 1, AIT_BOOL);
+  pb sh = {0};
+  pb_msg(&tt, 2, &sh);
+  pb_msg(&tp, 1, &tt);
+  pb_msg(&vi, 2, &tp);
+  pb_msg(&top, 11, &vi);
+  pb_value_info(&top, 11, "x", 1, (const int64_t[]){2});
+  return pb_model(&top, 17);
+}
+
+static void test_deep_nesting(void) {
+  ait_model *m = NULL;
+  pb ok = nested_if_model(10);
+  CHECK_ERR(load_pb(&ok, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  pb deep = nested_if_model(3000); /* ~0.3 MB: overflowed protobuf-c's recursive unpack */
+  CHECK(deep.n > 100000);
+  CHECK_ERR(load_pb(&deep, &m), AIT_E_INVALID_MODEL, "nests messages more than");
+  CHECK(m == NULL);
+}
+
+/* ---- 6, 11, 15: files --------------------------------------------------- */
+
+static ait_status load_external(const char *dir, const char *location, int64_t offset,
+                                int64_t length, ait_model **m) {
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_init_external(tb, "w", 2, d23, location, offset, length);
+  tb_node(tb, "Add", "add", (const char *[]){"x", "w", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_status st = ait_model_load_buffer(buf, size, dir, m);
+  free(buf);
+  return st;
+}
+
+static void write_bytes(const char *path, const void *d, size_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  fwrite(d, 1, n, f);
+  fclose(f);
+}
+
+/* A .pb TensorProto of float [2,3] whose data lives in external file `loc` */
+static void write_external_pb(const char *path, const char *loc) {
+  pb t = {0}, e = {0};
+  pb_int(&t, 1, 2);
+  pb_int(&t, 1, 3);
+  pb_int(&t, 2, AIT_FLOAT32);
+  pb_str(&t, 8, "x");
+  pb_str(&e, 1, "location");
+  pb_str(&e, 2, loc);
+  pb_msg(&t, 13, &e);
+  pb_int(&t, 14, 1); /* data_location = EXTERNAL */
+  write_bytes(path, t.p, t.n);
+  free(t.p);
+}
+
+static void test_files(void) {
+  char dir[] = "/tmp/ait_untrusted_XXXXXX", out[] = "/tmp/ait_outside_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(mkdtemp(out) != NULL);
+  char p[512], q[512];
+  float w[6] = {1, 2, 3, 4, 5, 6};
+  /* a secret outside the model's folder, and a link to it beside the model */
+  snprintf(p, sizeof p, "%s/secret.bin", out);
+  write_bytes(p, "SECRET:SECRET:SECRET:SECRET!", 24);
+  snprintf(q, sizeof q, "%s/p", dir);
+  CHECK(symlink(p, q) == 0);
+  snprintf(p, sizeof p, "%s/weights.bin", dir);
+  write_bytes(p, w, sizeof w);
+  snprintf(q, sizeof q, "%s/inside", dir); /* a link that stays inside is fine */
+  CHECK(symlink("weights.bin", q) == 0);
+  ait_model *m = NULL;
+  CHECK_ERR(load_external(dir, "p", 0, 24, &m), AIT_E_INVALID_MODEL, "outside the model's folder");
+  CHECK(strstr(ait_last_error(), "SECRET") == NULL);
+  CHECK_ERR(load_external(dir, "inside", 0, 24, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  /* offset and length: negative, overflowing or not numbers are refused */
+  CHECK_ERR(load_external(dir, "weights.bin", 0, -5, &m), AIT_E_INVALID_MODEL, "non-negative");
+  CHECK_ERR(load_external(dir, "weights.bin", -1, 24, &m), AIT_E_INVALID_MODEL, "non-negative");
+  CHECK_ERR(load_external(dir, "weights.bin", INT64_MAX, INT64_MAX, &m), AIT_E_IO, "cannot read");
+  /* an input .pb whose external data is the link */
+  snprintf(p, sizeof p, "%s/input_0.pb", dir);
+  write_external_pb(p, "p");
+  ait_tensor *t = NULL;
+  CHECK_ERR(ait_tensor_file_read(p, &t, NULL), AIT_E_INVALID_MODEL, "outside the model's folder");
+  CHECK(strstr(ait_last_error(), "SECRET") == NULL);
+  write_external_pb(p, "weights.bin");
+  CHECK_ERR(ait_tensor_file_read(p, &t, NULL), AIT_OK, NULL);
+  if (t) CHECK(((float *)t->data)[5] == 6.0f);
+  ait_tensor_free(t);
+  t = NULL;
+  /* a .pb claiming 10^12 elements with 4 bytes of data: no allocation first */
+  pb big = {0};
+  pb_int(&big, 1, 1000000);
+  pb_int(&big, 1, 1000000);
+  pb_int(&big, 2, AIT_FLOAT32);
+  pb_bytes(&big, 9, "\0\0\0\0", 4);
+  write_bytes(p, big.p, big.n);
+  free(big.p);
+  CHECK_ERR(ait_tensor_file_read(p, &t, NULL), AIT_E_INVALID_MODEL, "needs 4000000000000 bytes");
+  /* a FIFO as external data, or as the model: refused at once, no hang */
+  snprintf(p, sizeof p, "%s/fifo", dir);
+  CHECK(mkfifo(p, 0600) == 0);
+  double t0 = now_s();
+  CHECK_ERR(load_external(dir, "fifo", 0, 24, &m), AIT_E_IO, "a FIFO");
+  CHECK_ERR(ait_model_load(p, &m), AIT_E_IO, "not a regular file");
+  CHECK(now_s() - t0 < 5);
+  /* a folder as the model */
+  CHECK_ERR(ait_model_load(dir, &m), AIT_E_IO, "is a directory");
+  CHECK(strstr(ait_last_error(), "9223372036854775807") == NULL);
+  const char *names[] = {"p", "weights.bin", "inside", "input_0.pb", "fifo"};
+  for (int i = 0; i < 5; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    unlink(p);
+  }
+  snprintf(p, sizeof p, "%s/secret.bin", out);
+  unlink(p);
+  rmdir(dir);
+  rmdir(out);
+}
+
+/* ---- 15: messages --------------------------------------------------------- */
+
+static void test_messages(void) {
+  /* rank 9 input */
+  pb g = {0};
+  int64_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  pb_node(&g, "Relu", "x", "y");
+  pb_value_info(&g, 11, "x", 9, d9);
+  pb_value_info(&g, 12, "y", -1, NULL);
+  pb m9 = pb_model(&g, 13);
+  ait_model *m = NULL;
+  CHECK_ERR(load_pb(&m9, &m), AIT_E_UNSUPPORTED, "rank 9, above the maximum rank 8");
+  /* NULL inputs through the C API */
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "a", AIT_FLOAT32, 2, d23);
+  tb_input(tb, "b", AIT_FLOAT32, 2, d23);
+  tb_output(tb, "y", AIT_FLOAT32, 2, d23);
+  tb_node(tb, "Add", "add", (const char *[]){"a", "b", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  CHECK_ERR(ait_model_load_buffer(buf, size, ".", &m), AIT_OK, NULL);
+  free(buf);
+  ait_session *s = NULL;
+  CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
+  CHECK_ERR(ait_session_run(s, NULL, 2), AIT_E_INVALID_ARG, "inputs is NULL");
+  float x[6] = {0};
+  ait_tensor_view in[2] = {{AIT_FLOAT32, 2, {2, 3}, x}, {AIT_FLOAT32, 2, {2, 3}, NULL}};
+  CHECK_ERR(ait_session_run(s, in, 2), AIT_E_INVALID_ARG, "input 1 ('b'): data is NULL");
+  ait_session_free(s);
+  ait_model_free(m);
+}
+
+/* ---- 12. a 100,000-node chain loads in linear time ---------------------- */
+
+static void test_long_chain(void) {
+  enum { N = 100000 };
+  pb g = {0};
+  char a[32], b[32];
+  for (int i = N - 1; i >= 0; i--) { /* listed backwards, so the sort has work to do */
+    snprintf(a, sizeof a, i ? "t%d" : "x", i);
+    snprintf(b, sizeof b, i < N - 1 ? "t%d" : "y", i + 1);
+    pb_node(&g, "Relu", a, b);
+  }
+  pb_value_info(&g, 11, "x", 2, d23);
+  pb_value_info(&g, 12, "y", 2, d23);
+  pb mp = pb_model(&g, 13);
+  ait_model *m = NULL;
+  double t0 = now_s();
+  CHECK_ERR(load_pb(&mp, &m), AIT_OK, NULL);
+  double dt = now_s() - t0;
+  printf("100,000-node Relu chain loaded in %.2f s\n", dt);
+  CHECK(dt < 20); /* was 359 s (quadratic); ~0.3 s in Release, a few s under ASan */
+  ait_tensor_info info;
+  CHECK_ERR(ait_model_output(m, 0, &info), AIT_OK, NULL);
+  CHECK(info.rank == 2 && info.dims[1] == 3);
+  ait_model_free(m);
+}
+
+/* ---- 13. folding only under the size cap, decided before running ------- */
+
+static long max_rss_mb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024;
+}
+
+static void test_fold_cap(void) {
+  /* y = Expand(one, [N]) with N = 2.5e8: folding it wrote 1 GB at load */
+  static const char *const ops[] = {"Expand", "ConstantOfShape"};
+  for (int o = 0; o < 2; o++) {
+    pb g = {0};
+    pb n = {0};
+    if (o == 0) {
+      pb_str(&n, 1, "one");
+      pb t = {0};
+      pb_int(&t, 1, 1);
+      pb_int(&t, 2, AIT_FLOAT32);
+      pb_bytes(&t, 9, "\0\0\x80\x3f", 4);
+      pb_str(&t, 8, "one");
+      pb_msg(&g, 5, &t);
+    }
+    pb_str(&n, 1, "s");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 4, ops[o]);
+    pb_msg(&g, 1, &n);
+    pb_init_i64(&g, "s", o == 0 ? 1 : 3,
+                o == 0 ? (const int64_t[]){250000000} : (const int64_t[]){1500, 1000, 1000});
+    pb_value_info(&g, 12, "y", -1, NULL);
+    pb mp = pb_model(&g, 13);
+    long rss0 = max_rss_mb();
+    double t0 = now_s();
+    ait_model *m = NULL;
+    CHECK_ERR(load_pb(&mp, &m), AIT_OK, NULL);
+    double dt = now_s() - t0;
+    long grew = max_rss_mb() - rss0;
+    printf("%s of 1e9+ elements: loaded in %.3f s, peak RSS +%ld MB\n", ops[o], dt, grew);
+    CHECK(dt < 2 && grew < 200);
+    ait_tensor_info info;
+    CHECK_ERR(ait_model_output(m, 0, &info), AIT_OK, NULL);
+    CHECK(info.rank == (o == 0 ? 1 : 3)); /* the shape is still inferred */
+    ait_model_free(m);
+  }
+}
+
+/* ---- the fuzzers' seeds and minimized crashers --------------------------- */
+
+/* Every file of tests/fuzz/seeds/{model,tensor} (crashers the fuzzers found
+ * are kept there) loads or fails with a status; a model that loads is run
+ * on eager when its inputs are small and fully declared. */
+static void test_fuzz_seeds(const char *model_arg) {
+  char root[1024];
+  snprintf(root, sizeof root, "%s", model_arg);
+  for (int up = 0; up < 3; up++) { /* .../models/bert_tiny/model.onnx -> ... */
+    char *slash = strrchr(root, '/');
+    if (!slash) return;
+    *slash = '\0';
+  }
+  static const char *const kinds[] = {"model", "tensor"};
+  int files = 0;
+  for (int k = 0; k < 2; k++) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/seeds/%s", root, kinds[k]);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) continue;
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.') continue;
+      char path[1400];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      files++;
+      if (k == 1) {
+        ait_tensor *t = NULL;
+        if (ait_tensor_file_read(path, &t, NULL) == AIT_OK) ait_tensor_free(t);
+        continue;
+      }
+      ait_model *m = NULL;
+      if (ait_model_load(path, &m) != AIT_OK) continue;
+      ait_session *s = NULL;
+      if (ait_session_create(m, "eager", &s) == AIT_OK) {
+        size_t n = ait_model_num_inputs(m);
+        ait_tensor_view in[8];
+        static float zeros[4096];
+        bool ok = n <= 8;
+        for (size_t i = 0; ok && i < n; i++) {
+          ait_tensor_info info;
+          ok = ait_model_input(m, i, &info) == AIT_OK && info.rank >= 0;
+          int64_t numel = 1;
+          in[i] = (ait_tensor_view){info.dtype, info.rank, {0}, zeros};
+          for (int r = 0; ok && r < info.rank; r++) {
+            in[i].dims[r] = info.dims[r] < 0 ? 1 : info.dims[r];
+            numel *= in[i].dims[r];
+            ok = numel * 8 <= (int64_t)sizeof zeros;
+          }
+        }
+        if (ok) (void)ait_session_run(s, in, n);
+        ait_session_free(s);
+      }
+      ait_model_free(m);
+    }
+    closedir(d);
+  }
+  CHECK(files >= 10);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) test_fuzz_seeds(argv[1]);
+  test_missing_required_input();
+  test_deep_nesting();
+  test_files();
+  test_messages();
+  test_long_chain();
+  test_fold_cap();
+  return check_result("test_untrusted");
+}
