@@ -209,12 +209,12 @@ def run_outputs(aitune, target, inputs_pb, out_dir, backend=None):
     return _run(cmd)[1]
 
 
-def tune(aitune, model, samples_pb, out_dir, batch):
+def tune(aitune, model, samples_pb, out_dir, batch, backends=None):
     """`aitune tune MODEL --samples DIR --out DIR --no-cache --batch-sizes N`;
     returns {"selected", "is_baseline", "tuning_s", "candidates": [(backend,
     status, error)]} from report.json, or {"error"}."""
     cmd = [aitune, "tune", model, "--out", out_dir, "--samples", samples_pb, "--no-cache",
-           "--batch-sizes", str(batch), "--quiet"]
+           "--batch-sizes", str(batch), "--quiet"] + (["--backends", backends] if backends else [])
     _, err = _run(cmd)
     if err:
         return {"error": err}

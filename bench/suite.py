@@ -20,7 +20,8 @@ tolerances (bench/engines.py); an aitune row that fails its check counts as
 close in time); the ratio of a case is the median over rounds of that
 round's throughput ratio. --isa avx2 caps aitune's kernels (AIT_MAX_ISA,
 ONEDNN_MAX_CPU_ISA) for tuning and timing; the peers keep the machine's full
-ISA, so those ratios are conservative. --quick: the TorchScript exports only,
+ISA, so those ratios are conservative; the openvino candidate is left out
+there (ISA_CANDIDATES says why). --quick: the TorchScript exports only,
 batch 1, one round of ~1 s per engine, no per-backend rows (< 30 min on 2
 cores). The section of --out between `<!-- suite:LABEL -->` markers is
 replaced (LABEL: --label, default the ISA level).
@@ -49,6 +50,12 @@ import models as suite_models  # noqa: E402
 from run import aitune_check, check_row, new_row, time_row  # noqa: E402
 
 ORT, OV = "onnxruntime", "openvino"
+# The tuner's default candidates without openvino, for --isa runs: OpenVINO
+# 2026.4 reads ONEDNN_MAX_CPU_ISA too (its CPU plugin is built on oneDNN) and
+# crashes under ONEDNN_MAX_CPU_ISA=AVX2 on some models (SIGSEGV compiling
+# wav2vec2_like), which takes the tuning process down with it.
+ISA_CANDIDATES = ("native,native:threads=1,native:gemm=blis,onednn,onednn:threads=1,"
+                  "onednn:conv=winograd,xnnpack,xnnpack:threads=1")
 
 
 def log(msg):
@@ -157,7 +164,7 @@ def run_case(a, name, meta, batch, path, tmp):
         rows.append(row)
     tdir = os.path.join(work, "tuned")
     t0 = time.time()
-    t = engines.tune(a.aitune, model, pb, tdir, batch)
+    t = engines.tune(a.aitune, model, pb, tdir, batch, ISA_CANDIDATES if a.isa else None)
     if "error" in t:
         row = new_row("aitune tuned", "tuned", "fp32", None)
         row["result"] = t
