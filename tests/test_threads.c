@@ -118,8 +118,8 @@ int main(int argc, char **argv) {
                                          "quant:preset=int8dq"};
 #else
   static const char *const backends[] = {
-      "eager",  "native",  "native:threads=1",   "native:isa=avx2",
-      "onednn", "xnnpack", "quant:preset=int8dq"};
+      "eager",  "native",  "native:threads=1",    "native:isa=avx2",
+      "onednn", "xnnpack", "quant:preset=int8dq", "openvino"};
 #endif
   if (argc < 3) {
     fprintf(stderr, "usage: test_threads BERT_TINY.onnx MOBILENET.onnx\n");
