@@ -46,8 +46,10 @@ qnt_cpu qnt_cpu_detect(void) {
   c.avx512 = nat_isa() >= NAT_ISA_AVX512;
   c.vnni = c.avx512 && __builtin_cpu_supports("avx512vnni");
   c.bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
-  c.avx2 = nat_isa() >= NAT_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  /* F16C comes with every AVX2 CPU (Intel since Ivy Bridge, AMD since
+   * Piledriver); clang's __builtin_cpu_supports does not know "f16c" */
+  c.avx2 =
+      nat_isa() >= NAT_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   c.avxvnni = c.avx2 && has_avxvnni();
 #endif
   return c;
