@@ -9,12 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backends/backend.h"
 #include "check.h"
-#include "core/fileio.h"
-#include "onnx/onnx_io.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) {
@@ -142,87 +139,6 @@ static void test_supports(void) {
   CHECK(ait_backend_config_parse("openvino:precision=fp3", &cfg) != AIT_OK);
 }
 
-/* save() exports the compiled model and load() imports it: the loaded
- * state answers as the built one did; a damaged blob fails the load naming
- * it; an index from another OpenVINO version compiles again instead. */
-static void test_save_load(const char *path) {
-  const ait_backend_iface *f = ait_backend_find("openvino");
-  ait_backend_config cfg;
-  ait_graph *g = NULL;
-  CHECK_ERR(ait_backend_config_parse("openvino", &cfg), AIT_OK, NULL);
-  void *buf = NULL;
-  size_t size = 0;
-  CHECK_ERR(ait_read_file(path, &buf, &size), AIT_OK, NULL);
-  CHECK_ERR(ait_onnx_parse_model(buf, size, NULL, &g, NULL), AIT_OK, NULL);
-  free(buf);
-  if (!g) return;
-  const int64_t dims[4] = {1, 3, 160, 160};
-  ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, dims);
-  for (int64_t i = 0; i < ait_tensor_numel(x); i++)
-    ((float *)x->data)[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
-  const ait_tensor *const in[1] = {x};
-  const ait_tensor *const *samples[1] = {in};
-  ait_build_info info = {.samples = samples, .n_samples = 1};
-  void *s = NULL, *l = NULL;
-  ait_tensor *a[1] = {0}, *b[1] = {0};
-  char dir[] = "/tmp/ait_test_openvino_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  CHECK_ERR(f->build(&cfg, g, &info, &s), AIT_OK, NULL);
-  if (s) {
-    CHECK_ERR(f->infer(s, in, 1, a), AIT_OK, NULL);
-    CHECK_ERR(f->save(s, dir), AIT_OK, NULL);
-    CHECK_ERR(f->load(&cfg, g, dir, &l), AIT_OK, NULL);
-  }
-  if (l) {
-    CHECK_ERR(f->infer(l, in, 1, b), AIT_OK, NULL);
-    /* an imported model may split its work differently: equal to rounding */
-    CHECK(a[0] && b[0] && ait_tensor_numel(a[0]) == ait_tensor_numel(b[0]));
-    if (a[0] && b[0] && ait_tensor_numel(a[0]) == ait_tensor_numel(b[0]))
-      CHECK(rel_err(b[0]->data, a[0]->data, (size_t)ait_tensor_numel(a[0])) < 1e-5);
-    f->destroy(l);
-    l = NULL;
-  }
-  char blob[512], idx[512];
-  snprintf(blob, sizeof blob, "%s/openvino_0.blob", dir);
-  snprintf(idx, sizeof idx, "%s/openvino.txt", dir);
-  /* damaged: the load fails, naming the blob */
-  void *bytes = NULL;
-  size_t n = 0;
-  if (ait_read_file(blob, &bytes, &n) == AIT_OK && n > 64) {
-    memset((char *)bytes + n / 2, 0x5a, 64);
-    CHECK_ERR(ait_write_file_atomic(blob, bytes, n / 2 + 64), AIT_OK, NULL);
-    CHECK(f->load(&cfg, g, dir, &l) != AIT_OK);
-    CHECK(strstr(ait_last_error(), "openvino_0.blob") != NULL);
-    if (l) f->destroy(l), l = NULL;
-  }
-  free(bytes);
-  /* another version's index: nothing imported, compiled on first use */
-  static const char other[] = "aitune-openvino 1 0000.0-other\nopenvino_0.blob 5 4 1 3 160 160\n";
-  CHECK_ERR(ait_write_file_atomic(idx, other, sizeof other - 1), AIT_OK, NULL);
-  CHECK_ERR(f->load(&cfg, g, dir, &l), AIT_OK, NULL);
-  ait_tensor *c[1] = {0};
-  if (l) {
-    CHECK_ERR(f->infer(l, in, 1, c), AIT_OK, NULL);
-    CHECK(a[0] && c[0] && ait_tensor_numel(a[0]) == ait_tensor_numel(c[0]));
-    if (a[0] && c[0] && ait_tensor_numel(a[0]) == ait_tensor_numel(c[0]))
-      CHECK(rel_err(c[0]->data, a[0]->data, (size_t)ait_tensor_numel(a[0])) < 1e-5);
-    ait_tensor_free(c[0]);
-    f->destroy(l);
-  }
-  /* not an index at all */
-  CHECK_ERR(ait_write_file_atomic(idx, "junk\n", 5), AIT_OK, NULL);
-  l = NULL;
-  CHECK(f->load(&cfg, g, dir, &l) != AIT_OK && !l);
-  ait_tensor_free(a[0]);
-  ait_tensor_free(b[0]);
-  if (s) f->destroy(s);
-  ait_tensor_free(x);
-  ait_graph_free(g);
-  unlink(blob);
-  unlink(idx);
-  rmdir(dir);
-}
-
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_openvino BERT_TINY.onnx MOBILENET.onnx\n");
@@ -240,6 +156,5 @@ int main(int argc, char **argv) {
   test_supports();
   test_bert(argv[1]);
   test_mobilenet(argv[2]);
-  test_save_load(argv[2]);
   return check_result("test_openvino");
 }

@@ -13,11 +13,8 @@
  *
  * Inputs are handed to OpenVINO in place (host-pointer tensors). Outputs are
  * OpenVINO's own buffers, borrowed until the next infer, deactivate or
- * destroy (backend.h's contract). save() exports every compiled model
- * (ov_compiled_model_export_model) beside an index, openvino.txt, naming
- * OpenVINO's version and each blob's input signature; load() imports them
- * (no recompilation) when the version matches, and reads the graph into a
- * model only when a signature it has no blob for arrives. */
+ * destroy (backend.h's contract). save() keeps nothing but a note: load()
+ * rebuilds from the graph, which the tuned folder holds. */
 #ifdef AIT_HAVE_OPENVINO
 
 #include <stdio.h>
@@ -74,7 +71,6 @@ typedef struct ov_plan {
 
 typedef struct ov_state {
   const ov_lib *L;
-  const ait_graph *g; /* borrowed: read into `model` when a signature needs compiling */
   ov_core_t *core;
   ov_model_t *model;
   uint8_t *onnx; /* the bytes the model was read from (kept while it lives) */
@@ -142,23 +138,9 @@ static ait_status ov_fail(const ov_lib *L, ov_status_e st, const char *what) {
   return ait_err(AIT_E_RUNTIME, "OpenVINO: %s: %s", what, ov_lib_error(L, st));
 }
 
-/* The graph as an OpenVINO model (once per state). */
-static ait_status ensure_model(ov_state *s) {
-  if (s->model) return AIT_OK;
-  const ov_lib *L = s->L;
-  size_t len = 0;
-  free(s->onnx);
-  s->onnx = NULL;
-  AIT_TRY(ait_onnx_write_model_buffer(s->g, &s->onnx, &len));
-  ov_status_e os =
-      L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL, &s->model);
-  return os == OK ? AIT_OK : ov_fail(L, os, "reading the model (its ONNX frontend)");
-}
-
 /* The model reshaped to the inputs' shapes, compiled, with its request. */
 static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan *p) {
   const ov_lib *L = s->L;
-  AIT_TRY(ensure_model(s));
   ov_partial_shape_t shapes[MAX_IO];
   size_t ports[MAX_IO];
   int made = 0;
@@ -195,21 +177,10 @@ static int signature(const ait_tensor *const *in, int n_in, int64_t *sig) {
   return k;
 }
 
-/* p into the least recently used slot. */
-static void add_plan(ov_state *s, ov_plan *p) {
-  int oldest = 0;
-  for (int i = 0; i < MAX_PLANS; i++)
-    if (!s->plans[i] || (s->plans[oldest] && s->plans[i]->last_use < s->plans[oldest]->last_use))
-      oldest = i;
-  drop_outputs(s); /* they may belong to the plan being replaced */
-  plan_free(s->L, s->plans[oldest]);
-  s->plans[oldest] = p;
-  p->last_use = ++s->uses;
-}
-
 static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **out) {
   int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)];
   int n_sig = signature(in, s->n_in, sig);
+  int oldest = 0;
   for (int i = 0; i < MAX_PLANS; i++) {
     ov_plan *p = s->plans[i];
     if (p && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig)) {
@@ -217,6 +188,7 @@ static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **o
       *out = p;
       return AIT_OK;
     }
+    if (!p || (s->plans[oldest] && p->last_use < s->plans[oldest]->last_use)) oldest = i;
   }
   ov_plan *p = calloc(1, sizeof *p);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
@@ -227,7 +199,10 @@ static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **o
     plan_free(s->L, p);
     return st;
   }
-  add_plan(s, p);
+  drop_outputs(s); /* they may belong to the plan being replaced */
+  plan_free(s->L, s->plans[oldest]);
+  s->plans[oldest] = p;
+  p->last_use = ++s->uses;
   *out = p;
   return AIT_OK;
 }
@@ -298,8 +273,8 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
   return res;
 }
 
-/* A state without compiled models: the library, a core, the options. */
-static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, ov_state **out) {
+static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
+                           const ait_build_info *info, void **state) {
   char why[512] = "";
   const ov_lib *L = ov_lib_get(why, sizeof why);
   if (!L) return ait_err(AIT_E_UNSUPPORTED, "openvino: %s", why);
@@ -308,39 +283,19 @@ static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, o
   ov_state *s = calloc(1, sizeof *s);
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->L = L;
-  s->g = g;
   s->n_in = g->n_inputs;
   s->n_out = g->n_outputs;
   snprintf(s->threads, sizeof s->threads, "%lld",
            (long long)ait_backend_config_int(cfg, "threads", ait_hw_usable_cores()));
   const char *prec = ait_backend_config_get(cfg, "precision");
   snprintf(s->precision, sizeof s->precision, "%s", prec ? prec : "f32");
-  ov_status_e os = L->core_create(&s->core);
-  if (os != OK) {
-    ov_destroy(s);
-    return ov_fail(L, os, "ov_core_create");
-  }
-  /* the core's CPU properties too: an imported model takes them from the
-   * core, not from its blob (without this, bf16 on AMX CPUs) */
-  const char *const props[][2] = {{"PERFORMANCE_HINT", "LATENCY"},
-                                  {"INFERENCE_NUM_THREADS", s->threads},
-                                  {"INFERENCE_PRECISION_HINT", s->precision},
-                                  {"ENABLE_CPU_PINNING", "NO"}};
-  for (size_t i = 0; i < sizeof props / sizeof props[0] && os == OK; i++)
-    os = L->core_set_property(s->core, "CPU", props[i][0], props[i][1]);
-  if (os != OK) {
-    ov_destroy(s);
-    return ov_fail(L, os, "setting the CPU plugin's properties");
-  }
-  *out = s;
-  return AIT_OK;
-}
-
-static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
-                           const ait_build_info *info, void **state) {
-  ov_state *s = NULL;
-  AIT_TRY(new_state(cfg, g, &s));
-  ait_status st = ensure_model(s);
+  size_t len = 0;
+  ait_status st = ait_onnx_write_model_buffer(g, &s->onnx, &len);
+  ov_status_e os = OK;
+  if (!st && (os = L->core_create(&s->core)) != OK) st = ov_fail(L, os, "ov_core_create");
+  if (!st && (os = L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL,
+                                                    &s->model)) != OK)
+    st = ov_fail(L, os, "reading the model (its ONNX frontend)");
   /* compile now for the first sample's shapes, so an op OpenVINO cannot
    * compile fails the build rather than the first run */
   if (!st && info && info->n_samples > 0 && info->samples && info->samples[0]) {
@@ -362,135 +317,18 @@ static ait_status ov_deactivate(void *state) {
   return AIT_OK;
 }
 
-/* ---- saved state: openvino.txt and one exported blob per signature ------ */
-
-#define INDEX_MAGIC "aitune-openvino 1"
-
-static void ov_version(const ov_lib *L, char *buf, size_t n) {
-  ov_version_t v = {0};
-  snprintf(buf, n, "unknown");
-  if (L->get_openvino_version(&v) == OK) {
-    snprintf(buf, n, "%s", v.buildNumber ? v.buildNumber : "unknown");
-    L->version_free(&v);
-  }
-  for (char *c = buf; *c; c++) /* one word on the index's line */
-    if (*c == ' ' || *c == '\n') *c = '_';
-}
-
 static ait_status ov_save(void *state, const char *dir) {
-  ov_state *s = state;
-  const ov_lib *L = s->L;
-  char ver[128], name[32];
-  ov_version(L, ver, sizeof ver);
-  size_t cap = 256 + (size_t)MAX_PLANS * (32 + 21 * (size_t)MAX_IO * (AIT_MAX_RANK + 1));
-  char *idx = malloc(cap);
-  if (!idx) return ait_err(AIT_E_NOMEM, "out of memory");
-  size_t len = (size_t)snprintf(idx, cap, "%s %s\n", INDEX_MAGIC, ver);
-  ait_status st = AIT_OK;
-  /* the most recently used signature only: a blob holds the weights again
-   * (ResNet-50: 102 MB a blob), and importing one took as long here as
-   * compiling (docs/openvino.md); other signatures compile on first use */
-  int last = -1;
-  for (int k = 0; k < MAX_PLANS; k++)
-    if (s->plans[k] && (last < 0 || s->plans[k]->last_use > s->plans[last]->last_use)) last = k;
-  for (int k = 0, blob = 0; k < MAX_PLANS && !st; k++) {
-    const ov_plan *p = s->plans[k];
-    if (!p || k != last) continue;
-    snprintf(name, sizeof name, "openvino_%d.blob", blob);
-    char *path = ait_path_join(dir, name);
-    if (!path) st = ait_err(AIT_E_NOMEM, "out of memory");
-    ov_status_e os = path ? L->export_model(p->compiled, path) : OK;
-    free(path);
-    if (!st && os != OK) st = ov_fail(L, os, "exporting a compiled model");
-    len += (size_t)snprintf(idx + len, cap - len, "%s %d", name, p->n_sig);
-    for (int i = 0; i < p->n_sig; i++)
-      len += (size_t)snprintf(idx + len, cap - len, " %lld", (long long)p->sig[i]);
-    len += (size_t)snprintf(idx + len, cap - len, "\n");
-    blob++;
-  }
-  char *path = st ? NULL : ait_path_join(dir, "openvino.txt");
-  if (!st && !path) st = ait_err(AIT_E_NOMEM, "out of memory");
-  if (!st) st = ait_write_file_atomic(path, idx, len);
+  static const char note[] = "openvino: rebuilt from the tuned folder's graph on load\n";
+  char *path = ait_path_join(dir, "openvino.txt");
+  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_write_file_atomic(path, note, sizeof note - 1);
   free(path);
-  free(idx);
   return st;
-}
-
-/* One line of the index: "openvino_K.blob N d1 ... dN", untrusted. */
-static ait_status import_line(ov_state *s, const char *dir, char *line) {
-  const ov_lib *L = s->L;
-  char *save = NULL, *name = strtok_r(line, " ", &save), *tok = strtok_r(NULL, " ", &save);
-  int k = -1;
-  if (!name || sscanf(name, "openvino_%d.blob", &k) != 1 || k < 0 || k >= MAX_PLANS || !tok)
-    return ait_err(AIT_E_PARSE, "openvino.txt: a malformed line");
-  char *end = NULL;
-  long n = strtol(tok, &end, 10);
-  if (*end || n < 1 || n > MAX_IO * (AIT_MAX_RANK + 1))
-    return ait_err(AIT_E_PARSE, "openvino.txt: %s: a bad signature length", name);
-  ov_plan *p = calloc(1, sizeof *p);
-  if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
-  p->n_sig = (int)n;
-  for (int i = 0; i < p->n_sig; i++) {
-    tok = strtok_r(NULL, " ", &save);
-    long long v = tok ? strtoll(tok, &end, 10) : -1;
-    if (!tok || *end || v < 0) {
-      free(p);
-      return ait_err(AIT_E_PARSE, "openvino.txt: %s: a bad signature", name);
-    }
-    p->sig[i] = v;
-  }
-  char *path = ait_path_join(dir, name);
-  void *blob = NULL;
-  size_t size = 0;
-  ait_status st = path ? ait_read_file(path, &blob, &size) : ait_err(AIT_E_NOMEM, "out of memory");
-  free(path);
-  ov_status_e os = OK;
-  if (!st && (os = L->import_model(s->core, blob, size, "CPU", &p->compiled)) != OK)
-    st = ait_err(AIT_E_PARSE, "openvino: cannot import %s (damaged, or another build's): %s", name,
-                 ov_lib_error(L, os));
-  if (!st && (os = L->compiled_model_create_infer_request(p->compiled, &p->req)) != OK)
-    st = ov_fail(L, os, "creating an infer request");
-  free(blob);
-  if (st) {
-    plan_free(L, p);
-    return st;
-  }
-  add_plan(s, p);
-  return AIT_OK;
 }
 
 static ait_status ov_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                           void **state) {
-  ov_state *s = NULL;
-  AIT_TRY(new_state(cfg, g, &s));
-  char *path = ait_path_join(dir, "openvino.txt"), ver[128], head[256];
-  void *data = NULL;
-  size_t size = 0;
-  ait_status st = path ? ait_read_file(path, &data, &size) : ait_err(AIT_E_NOMEM, "out of memory");
-  free(path);
-  char *text = st ? NULL : realloc(data, size + 1);
-  if (!st && !text) st = ait_err(AIT_E_NOMEM, "out of memory");
-  if (!st) {
-    data = text;
-    text[size] = 0;
-    ov_version(s->L, ver, sizeof ver);
-    snprintf(head, sizeof head, "%s %s", INDEX_MAGIC, ver);
-    char *save = NULL, *line = strtok_r(text, "\n", &save);
-    if (!line || strncmp(line, INDEX_MAGIC, strlen(INDEX_MAGIC)))
-      st = ait_err(AIT_E_PARSE, "openvino: openvino.txt is not an aitune openvino index");
-    /* another OpenVINO's blobs are not imported: the graph is compiled
-     * again on first use instead */
-    else if (!strcmp(line, head))
-      while (!st && (line = strtok_r(NULL, "\n", &save)))
-        st = import_line(s, dir, line);
-  }
-  free(data);
-  if (st) {
-    ov_destroy(s);
-    return ait_err_prefix(st, "openvino");
-  }
-  *state = s;
-  return AIT_OK;
+  return ov_build(cfg, g, NULL, state);
 }
 
 static const char *ov_precision(const ait_backend_config *cfg) {

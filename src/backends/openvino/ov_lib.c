@@ -21,7 +21,6 @@ static const struct {
 } symbols[] = {
     ROW(core_create, "ov_core_create"),
     ROW(core_free, "ov_core_free"),
-    ROW(core_set_property, "ov_core_set_property"),
     ROW(read_model_from_memory_buffer, "ov_core_read_model_from_memory_buffer"),
     ROW(compile_model, "ov_core_compile_model"),
     ROW(model_free, "ov_model_free"),
@@ -30,8 +29,6 @@ static const struct {
     ROW(partial_shape_free, "ov_partial_shape_free"),
     ROW(compiled_model_create_infer_request, "ov_compiled_model_create_infer_request"),
     ROW(compiled_model_free, "ov_compiled_model_free"),
-    ROW(export_model, "ov_compiled_model_export_model"),
-    ROW(import_model, "ov_core_import_model"),
     ROW(set_input_tensor_by_index, "ov_infer_request_set_input_tensor_by_index"),
     ROW(get_output_tensor_by_index, "ov_infer_request_get_output_tensor_by_index"),
     ROW(infer, "ov_infer_request_infer"),

@@ -16,7 +16,6 @@
 typedef struct ov_lib {
   ov_status_e (*core_create)(ov_core_t **core);
   void (*core_free)(ov_core_t *core);
-  ov_status_e (*core_set_property)(const ov_core_t *core, const char *device_name, ...);
   ov_status_e (*read_model_from_memory_buffer)(const ov_core_t *core, const char *model_str,
                                                const size_t str_len, const ov_tensor_t *weights,
                                                ov_model_t **model);
@@ -33,10 +32,6 @@ typedef struct ov_lib {
   ov_status_e (*compiled_model_create_infer_request)(const ov_compiled_model_t *compiled_model,
                                                      ov_infer_request_t **infer_request);
   void (*compiled_model_free)(ov_compiled_model_t *compiled_model);
-  ov_status_e (*export_model)(const ov_compiled_model_t *compiled_model,
-                              const char *export_model_path);
-  ov_status_e (*import_model)(const ov_core_t *core, const char *content, const size_t content_size,
-                              const char *device_name, ov_compiled_model_t **compiled_model);
   ov_status_e (*set_input_tensor_by_index)(ov_infer_request_t *infer_request, const size_t idx,
                                            const ov_tensor_t *tensor);
   ov_status_e (*get_output_tensor_by_index)(const ov_infer_request_t *infer_request,
