@@ -16,7 +16,15 @@ expect() { # expect CODE PATTERN -- command...
   rc=$?
   if [ "$rc" -ne "$code" ] || ! grep -q -- "$pattern" <<<"$out"; then
     echo "FAIL: '$*' exited $rc (wanted $code), output lacks '$pattern':"
-    echo "$out" | head -5
+    # head for the command's context, tail for what killed it (a sanitizer
+    # report ends the output)
+    if [ "$(wc -l <<<"$out")" -gt 45 ]; then
+      echo "$out" | head -5
+      echo "  [...]"
+      echo "$out" | tail -40
+    else
+      echo "$out"
+    fi
     fails=$((fails + 1))
   fi
 }
