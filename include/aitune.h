@@ -118,13 +118,24 @@ ait_status ait_model_output(const ait_model *model, size_t i, ait_tensor_info *i
 
 typedef struct ait_session ait_session;
 
+/* Where a tensor's bytes live. */
+typedef enum ait_mem_kind {
+  AIT_MEM_HOST = 0, /* ordinary CPU memory (the default) */
+  AIT_MEM_CUDA = 1  /* CUDA device memory (cudaMalloc, a torch CUDA tensor's data_ptr) */
+} ait_mem_kind;
+
 /* A tensor passed across the API: a view of memory owned by someone else.
- * Data is dense, row-major, of dtype's element size. */
+ * Data is dense, row-major, of dtype's element size. Zero-initialise views
+ * ({0} or memset) so that fields added later take their defaults: mem and
+ * device of a zeroed view say "host memory". */
 typedef struct ait_tensor_view {
   ait_dtype dtype;
   int rank;
   int64_t dims[AIT_MAX_RANK];
   void *data;
+  ait_mem_kind mem; /* where data lives; device memory is taken only by backends that
+                       say so (cuda), the others refuse it with AIT_E_UNSUPPORTED */
+  int device;       /* CUDA device ordinal when mem is AIT_MEM_CUDA */
 } ait_tensor_view;
 
 /* Names of the backends compiled into this library, NULL-terminated, static. */
@@ -146,6 +157,27 @@ ait_status ait_session_run(ait_session *session, const ait_tensor_view *inputs, 
 /* View of output i of the last successful run. The memory is owned by the
  * session and stays valid until the next ait_session_run or ait_session_free. */
 ait_status ait_session_output(const ait_session *session, size_t i, ait_tensor_view *out);
+
+/* ---- device memory (CUDA) ----------------------------------------------
+ * A session on the cuda backend reads inputs whose view says AIT_MEM_CUDA
+ * from the device (no PCIe copy) and can leave its outputs there. Other
+ * backends refuse device views and device outputs with AIT_E_UNSUPPORTED;
+ * host views work everywhere. Runs stay synchronous: ait_session_run
+ * returns when the outputs are complete.
+ *
+ * Where outputs go: AIT_MEM_HOST (default; host memory of the session) or
+ * AIT_MEM_CUDA (ait_session_output then gives device views of the session's
+ * own device memory, valid until the next run or free). */
+ait_status ait_session_set_output_mem(ait_session *session, ait_mem_kind mem);
+/* Write output i into caller memory from the next run on: buf describes it
+ * (dtype, dims: the exact shape the output will have; data; mem, device).
+ * The buffer is borrowed until unbound (buf NULL) or the session is freed.
+ * A run whose output i has another shape or dtype fails naming it. */
+ait_status ait_session_bind_output(ait_session *session, size_t i, const ait_tensor_view *buf);
+/* Order runs after the work queued on a CUDA stream (a cudaStream_t,
+ * borrowed; NULL: none): the run waits for what the caller queued before it,
+ * and work the caller queues on it after the call sees the outputs. */
+ait_status ait_session_set_cuda_stream(ait_session *session, void *stream);
 
 /* ---- tuning ------------------------------------------------------------ */
 
@@ -207,6 +239,11 @@ typedef struct ait_tune_options {
    * many interleaved rounds, and the pick goes by the median of their
    * per-round speed ratios (docs/tuning.md). Default 7; 0 = off. */
   int runoff_rounds;
+  /* Where the caller's tensors will live when the tuned module runs:
+   * AIT_MEM_HOST (default) or AIT_MEM_CUDA. With AIT_MEM_CUDA only
+   * backends that read device memory (cuda) are candidates, and they are
+   * timed and picked by their device time (CUDA events, no host copies). */
+  ait_mem_kind io_mem;
 } ait_tune_options;
 
 /* Fill *o with the defaults above (strategy max-throughput). */
@@ -257,6 +294,13 @@ const ait_model *ait_module_model(const ait_module *m);
  * as for ait_session_output, valid until the next call. */
 ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
 ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out);
+/* Device memory for a tuned module, as for sessions (see "device memory"
+ * above): inputs whose view says AIT_MEM_CUDA are read on the device when
+ * the module runs on a backend that takes device memory (cuda), outputs can
+ * stay there, and runs can be ordered after a CUDA stream. Refused with
+ * AIT_E_UNSUPPORTED on other backends and before tuning. */
+ait_status ait_module_set_output_mem(ait_module *m, ait_mem_kind mem);
+ait_status ait_module_set_cuda_stream(ait_module *m, void *stream);
 
 /* Free memory the library handed out (report strings). NULL is fine. */
 void ait_free(void *p);

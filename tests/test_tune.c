@@ -114,7 +114,7 @@ static ait_module *new_module(void) {
 static void check_infer(ait_module *m, int batch, int seed, float *y_copy) {
   float x[16 * WIDTH];
   fill_input(x, batch, seed);
-  ait_tensor_view in = {AIT_FLOAT32, 2, {batch, WIDTH}, x}, out;
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {batch, WIDTH}, .data = x}, out;
   CHECK_ERR(ait_module_infer(m, &in, 1), AIT_OK, NULL);
   CHECK_ERR(ait_module_output(m, 0, &out), AIT_OK, NULL);
   if (out.dtype != AIT_FLOAT32 || out.rank != 2 || out.dims[0] != batch || out.dims[1] != WIDTH) {
@@ -1222,7 +1222,7 @@ static int cached_tune(const char *dir, ait_strategy strategy, double *secs, int
   if (!m) return -1;
   float x[2 * WIDTH];
   fill_input(x, 2, 7);
-  ait_tensor_view in = {AIT_FLOAT32, 2, {2, WIDTH}, x};
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, WIDTH}, .data = x};
   CHECK_ERR(ait_module_add_sample(m, &in, 1), AIT_OK, NULL);
   int slow = tbk_counts_of("t_slow")->infer;
   double t0 = now_s();
@@ -1820,7 +1820,13 @@ static void test_bad_options(void) {
   BAD((o.batch_sizes = zero_batch, o.n_batch_sizes = 1), "batch_sizes[0]");
   BAD((o.batch_sizes = NULL, o.n_batch_sizes = 3), "batch_sizes");
   BAD((o.backends = NULL, o.n_backends = 2), "backends");
+  BAD(o.io_mem = (ait_mem_kind)9, "io_mem: 9");
 #undef BAD
+  /* device-resident inputs: a backend of host memory only is no candidate,
+   * and the reference cannot take them either */
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.io_mem = AIT_MEM_CUDA;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_E_UNSUPPORTED, "t_fast takes host memory only");
   CHECK(!ait_module_backend(m) || !strcmp(ait_module_backend(m), "eager"));
   ait_module_free(m);
 }

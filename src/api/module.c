@@ -120,6 +120,7 @@ void ait_module_free(ait_module *m) {
   free(m->report_json);
   free(m->name);
   free(m->model_path);
+  ait_api_io_free(&m->io);
   free(m);
 }
 
@@ -136,7 +137,7 @@ static ait_status wrap_inputs(const ait_module *m, const ait_tensor_view *in, si
     return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n);
   for (size_t i = 0; i < n; i++) {
     AIT_TRY(ait_api_check_input(&g->values[g->inputs[i]], &in[i], i));
-    if (!(wrapped[i] = ait_tensor_wrap(in[i].dtype, in[i].rank, in[i].dims, in[i].data)))
+    if (!(wrapped[i] = ait_api_wrap_view(&in[i])))
       return ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
   return AIT_OK;
@@ -162,6 +163,10 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
   ait_tensor *w[64] = {0};
   if (n > 64) return ait_err(AIT_E_UNSUPPORTED, "at most 64 inputs");
   ait_status st = wrap_inputs(m, inputs, n, w);
+  for (size_t i = 0; !st && i < n; i++)
+    if (inputs[i].mem != AIT_MEM_HOST)
+      st = ait_err(AIT_E_UNSUPPORTED, "sample input %zu is in device memory: samples are host "
+                                      "tensors (copy it to the host first)", i);
   if (!st) st = record_sample(m, w, (int)n);
   for (size_t i = 0; i < n; i++)
     ait_tensor_free(w[i]);
@@ -196,14 +201,26 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
   ait_status st = wrap_inputs(m, inputs, n, w);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
   if (!outs && !st) st = ait_err(AIT_E_NOMEM, "out of memory");
+  bool on_host = true;
+  for (size_t i = 0; i < n; i++)
+    on_host = on_host && inputs[i].mem == AIT_MEM_HOST;
   if (!st && !m->tuned) {
     /* before tuning: the reference runs, and the call becomes a sample */
-    st = ait_eager_run(g, (const ait_tensor *const *)w, (int)n, outs);
+    if (!on_host || m->io.out_mem != AIT_MEM_HOST || m->io.stream)
+      st = ait_err(AIT_E_UNSUPPORTED, "module '%s' is not tuned: before tuning it runs the "
+                                      "reference, which takes host memory only", m->name);
+    if (!st) st = ait_eager_run(g, (const ait_tensor *const *)w, (int)n, outs);
     if (!st) st = record_sample(m, w, (int)n);
   } else if (!st) {
     check_range(m, w);
-    st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)w, (int)n, outs);
-    if (st && m->warned_range) {
+    st = ait_api_io_begin(&m->io, m->run.iface, m->run.state, m->desc, inputs, n);
+    if (!st) st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)w, (int)n, outs);
+    if (!st && (st = ait_api_io_finish(&m->io, m->run.iface, outs, g->n_outputs)))
+      for (int k = 0; k < g->n_outputs; k++) {
+        ait_tensor_free(outs[k]);
+        outs[k] = NULL;
+      }
+    if (st && m->warned_range && on_host && m->io.out_mem == AIT_MEM_HOST && !m->io.bound) {
       /* the selected backend cannot take this shape: the reference can */
       ait_module_logf(m, 1, "%s failed on this input (%s); running it on eager", m->desc,
                       ait_last_error());
@@ -229,6 +246,18 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
 ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out) {
   if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
   return ait_api_output_view(m->outputs, m->n_outputs, i, "module", out);
+}
+
+ait_status ait_module_set_output_mem(ait_module *m, ait_mem_kind mem) {
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_api_io_set_out_mem(&m->io, m->run.iface ? m->run.iface : ait_backend_find("eager"),
+                                m->desc, mem);
+}
+
+ait_status ait_module_set_cuda_stream(ait_module *m, void *stream) {
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_api_io_set_stream(&m->io, m->run.iface ? m->run.iface : ait_backend_find("eager"),
+                               m->desc, stream);
 }
 
 void ait_module_set_log(ait_module *m, ait_log_fn log, void *user) {
@@ -320,6 +349,7 @@ static const key_row key_rows[] = {
     ROW(K_FILTER, node_filter), /* with node_filter_user */
     ROW(K_MEMORY, mem_reading), /* the pressure level it gives (or the machine's now) */
     ROW(K_INT, runoff_rounds),
+    ROW(K_ENUM, io_mem),
 };
 #undef ROW
 
@@ -484,6 +514,9 @@ static ait_status check_options(const ait_tune_options *o) {
       return ait_err(AIT_E_INVALID_ARG, "%s: %g is out of range [%g, %g]", r->name, v, r->lo,
                      r->hi);
   }
+  if (o->io_mem != AIT_MEM_HOST && o->io_mem != AIT_MEM_CUDA)
+    return ait_err(AIT_E_INVALID_ARG, "io_mem: %d is not a memory kind (AIT_MEM_HOST, AIT_MEM_CUDA)",
+                   (int)o->io_mem);
   if (o->max_runs < o->min_runs)
     return ait_err(AIT_E_INVALID_ARG, "max_runs (%d) must be >= min_runs (%d)", o->max_runs,
                    o->min_runs);

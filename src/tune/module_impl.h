@@ -32,6 +32,7 @@ struct ait_module {
   void *ref_state; /* eager, built on demand for inputs the selected backend cannot take */
   ait_tensor **outputs;
   int n_outputs;
+  ait_api_io io; /* device memory requests (api/devio.h) */
 };
 
 /* Log through the module's callback (printf-style). */

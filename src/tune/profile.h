@@ -20,6 +20,10 @@ typedef struct ait_profile_opts {
                            the budget is spent, when the fastest run is slower
                            than this (a candidate that cannot win needs no
                            precise number) */
+  /* Optional: the duration in seconds of the call just made, by the
+   * callee's own clock (a GPU's events: device time without the host's
+   * share); negative: the host's monotonic clock is used for that run. */
+  double (*clock_s)(void *ctx);
 } ait_profile_opts;
 
 typedef struct ait_latency_stats {

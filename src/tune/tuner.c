@@ -184,6 +184,14 @@ typedef struct timed_ctx {
   int n_out;
 } timed_ctx;
 
+/* The device's own time of the run just made, for backends timed by it. */
+static double device_clock_s(void *p) {
+  const timed_ctx *tc = p;
+  const ait_backend_iface *f = tc->c->run.iface;
+  double ms = f->last_device_ms ? f->last_device_ms(tc->c->run.state) : -1;
+  return ms >= 0 ? ms * 1e-3 : -1;
+}
+
 static ait_status timed_infer(void *p) {
   timed_ctx *tc = p;
   ait_status st = tc->c->run.iface->infer(
@@ -233,6 +241,7 @@ static ait_status profile_at(tuner *t, ait_candidate *c, int batch, ait_latency_
   double *seen = base ? NULL : seen_min(t, batch, true);
   ait_profile_opts po = t->prof;
   po.give_up_ms = seen && isfinite(*seen) ? *seen * GIVE_UP_FACTOR : 0;
+  if (t->o->io_mem == AIT_MEM_CUDA && !base) po.clock_s = device_clock_s;
   ait_status st = ait_profile(timed_infer, &tc, batch, &po, out);
   if (!st && seen && out->min_ms < *seen) *seen = out->min_ms;
   free(outs);
@@ -461,10 +470,13 @@ static ait_status runoff_time(tuner *t, finalist *f, double *ms) {
   ait_status st = AIT_OK;
   for (int r = 0; !st && r < f->reps / 8 + 1; r++)
     st = timed_infer(&tc);
+  bool dev = t->o->io_mem == AIT_MEM_CUDA;
   for (int r = 0; !st && r < f->reps; r++) {
     double t0 = ait_now();
     st = timed_infer(&tc);
     v[r] = (ait_now() - t0) * 1e3;
+    double d = dev ? device_clock_s(&tc) : -1;
+    if (d >= 0) v[r] = d * 1e3;
   }
   free(outs);
   if (!st) *ms = median_of(v, f->reps);
@@ -583,6 +595,27 @@ static bool memory_refuses(tuner *t, ait_candidate *c) {
   return true;
 }
 
+/* The caller's tensors live on the device (io_mem): only a backend that
+ * reads device memory can run them, and it is timed by its device clock
+ * (no host transfers, which the caller does not pay). */
+static ait_status device_io(ait_candidate *c) {
+  const ait_backend_iface *f = c->run.iface;
+  if (!f->set_io || !f->last_device_ms) {
+    c->status = AIT_CAND_UNSUPPORTED;
+    snprintf(c->error, sizeof c->error,
+             "%s takes host memory only%s, and the inputs live on the device (io_mem)",
+             c->cfg.iface->name, c->run.n_segments > 1 ? " when partitioned" : "");
+    return AIT_E_UNSUPPORTED;
+  }
+  ait_backend_io io = {.out_mem = AIT_MEM_HOST, .time_device = true};
+  ait_status st = f->set_io(c->run.state, &io);
+  if (st) {
+    c->status = AIT_CAND_BUILD_FAILED;
+    snprintf(c->error, sizeof c->error, "%s", ait_last_error());
+  }
+  return st;
+}
+
 static ait_status build_candidate(tuner *t, ait_candidate *c) {
   ait_module *m = t->m;
   const ait_graph *g = m->model->graph;
@@ -613,6 +646,7 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   if (c->run.n_segments > 1)
     ait_module_logf(m, 0, "[%s] runs %d of %d nodes in %d segments; the rest on %s", c->desc,
                     c->run.nodes_primary, c->run.nodes_total, c->run.n_segments, c->run.fallback);
+  if (t->o->io_mem == AIT_MEM_CUDA && (st = device_io(c))) return st;
   ait_module_logf(m, 0, "[%s] validate on %d inputs", c->desc, t->n_cases);
   if (!validate(t, c)) {
     c->status = AIT_CAND_INCORRECT;
@@ -973,6 +1007,20 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
         goto out;
       }
     }
+  }
+  /* the caller's tensors live on the device: the reference cannot take them */
+  if (winner < 0 && o->io_mem == AIT_MEM_CUDA) {
+    const char *why = "no candidate";
+    for (int i = 0; i < n; i++)
+      if (cands[i].error[0]) {
+        why = cands[i].error;
+        break;
+      }
+    st = ait_err(AIT_E_UNSUPPORTED,
+                 "the inputs live on the device (io_mem), and no candidate that reads device "
+                 "memory was selectable (%s)",
+                 why);
+    goto out;
   }
   if (winner >= 0) {
     explain_losers(&t, cands, n, winner);

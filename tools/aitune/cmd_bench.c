@@ -171,7 +171,7 @@ int cmd_bench(int argc, char **argv) {
   st = ait_sample_resize(&base, &spec, -1, batch, &in);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
   bench_ctx ctx = {m->run.iface, m->run.state, &in, outs, g->n_outputs};
-  ait_profile_opts po = {warmup, iters, iters, 0, 0, 0};
+  ait_profile_opts po = {.warmup = warmup, .min_runs = iters, .max_runs = iters};
   ait_latency_stats s;
   if (!st) st = outs ? ait_profile(bench_once, &ctx, batch, &po, &s) : AIT_E_NOMEM;
   int rc = 0;

@@ -41,7 +41,7 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
                         size_t n) {
   size_t n_in = ait_model_num_inputs(model), n_out = ait_model_num_outputs(model);
   ait_tensor *ins[64] = {0};
-  ait_tensor_view views[64];
+  ait_tensor_view views[64] = {{0}};
   int rc = 1;
   if (n_in > 64) {
     snprintf(why, n, "too many inputs");

@@ -137,7 +137,7 @@ static ait_status add_samples_from(ait_module *m, const char *dir) {
     st = p ? cli_read_tensor_for(p, &g->values[g->inputs[i]], &t[i]) : AIT_E_NOMEM;
     free(p);
     if (!st) {
-      v[i] = (ait_tensor_view){t[i]->dtype, t[i]->rank, {0}, t[i]->data};
+      v[i] = (ait_tensor_view){.dtype = t[i]->dtype, .rank = t[i]->rank, .data = t[i]->data};
       memcpy(v[i].dims, t[i]->dims, sizeof v[i].dims);
     }
   }
