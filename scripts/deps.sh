@@ -9,7 +9,8 @@ what=${1:-build}
 
 apt_pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libopenblas-dev libssl-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libblis-dev)
 if [ "$what" = test ]; then
-  apt_pkgs+=(libonnx-testdata python3 clang-format clang libclang-rt-14-dev)
+  # chromium: the HTML report is rendered headless in a real browser (tests/test_report_html.sh)
+  apt_pkgs+=(libonnx-testdata python3 clang-format clang libclang-rt-14-dev chromium)
   python3 -m venv --help >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
 fi
 
