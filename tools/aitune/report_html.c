@@ -165,7 +165,7 @@ static const char css[] =
     ".sub{color:#5b6270;margin:0 0 14px;overflow-wrap:anywhere}"
     ".summary{display:flex;flex-wrap:wrap;gap:10px}"
     ".tile{border:1px solid #dde1e6;border-radius:6px;padding:8px 12px;min-width:150px}"
-    ".tile b{display:block;font-size:18px}.tile span{color:#5b6270;font-size:12px}"
+    ".tile b{display:block;font-size:18px}.tile span{display:block;color:#5b6270;font-size:12px}"
     "table{border-collapse:collapse;width:100%;font-size:13px}"
     "th,td{border-bottom:1px solid #e6e8ec;padding:4px 6px;text-align:left;vertical-align:top}"
     "th{background:#f0f2f5;font-weight:600}#candidates tr.main td{border-bottom:0}"
@@ -230,17 +230,33 @@ static void summary(hbuf *b, const cJSON *r, const rh_page *p) {
   hb_printf(b, "<div class=\"summary\"><div class=\"tile\"><span>selected</span><b>");
   hb_text(b, str(sel, "backend"));
   hb_printf(b, "</b></div>");
-  tile(b, "batch", "%.0f", num(sel, "batch"));
+  /* what was saved: the batch with the best median (selection), and what the
+   * choice between candidates compared: fastest runs */
+  tile(b, "saved batch", "%.0f", num(sel, "batch"));
+  if (num(sel, "throughput") > 0)
+    tile(b, "samples/s at it (median run)", "%.1f", num(sel, "throughput"));
   if (s && s->best >= 0) {
-    const rh_point *q = &s->pts[s->best];
-    tile(b, "samples/s (median run)", "%.1f", rh_thr(q->batch, q->median_ms));
-    tile(b, "samples/s (fastest run: decided by)", "%.1f", s->best_thr);
-    if (!s->baseline && base->best >= 0) {
-      const rh_point *e = &base->pts[base->best];
-      if (p->min_latency)
-        tile(b, "latency vs eager (fastest runs)", "%.2f&times; faster", e->min_ms / q->min_ms);
-      else
-        tile(b, "throughput vs eager (fastest runs)", "%.2f&times;", s->best_thr / base->best_thr);
+    hb_printf(b,
+              "<div class=\"tile\"><span>decided by: fastest run</span><b>%.1f/s</b>"
+              "<span>at batch %d</span></div>",
+              s->best_thr, s->pts[s->best].batch);
+    double base_med = 0; /* the baseline's best median throughput over its batches */
+    for (int k = 0; k < base->n_pts; k++)
+      if (base->pts[k].in_budget && rh_thr(base->pts[k].batch, base->pts[k].median_ms) > base_med)
+        base_med = rh_thr(base->pts[k].batch, base->pts[k].median_ms);
+    if (!s->baseline && base->best >= 0 && !p->min_latency) {
+      hb_printf(b,
+                "<div class=\"tile\"><span>throughput vs eager</span><b>%.2f&times;</b>"
+                "<span>by fastest runs",
+                s->best_thr / base->best_thr);
+      if (base_med > 0 && num(sel, "throughput") > 0)
+        hb_printf(b, "; %.2f&times; by medians", num(sel, "throughput") / base_med);
+      hb_printf(b, "</span></div>");
+    } else if (!s->baseline && base->best >= 0) {
+      hb_printf(b,
+                "<div class=\"tile\"><span>latency vs eager (fastest runs)</span>"
+                "<b>%.2f&times; faster</b></div>",
+                base->pts[base->best].min_ms / s->pts[s->best].min_ms);
     }
   }
   tile(b, "tuning time", "%.1f s", num(r, "tuning_s"));
