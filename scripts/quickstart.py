@@ -166,6 +166,12 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def shown(cmd):
+    """The command as a reader would type it from the repository's root."""
+    rel = [os.path.relpath(c, REPO) if os.path.isabs(c) else c for c in cmd]
+    return "$ " + " ".join(rel)
+
+
 def aitune_embeddings(aitune, target, backend, dirs, k, out):
     tmp = os.path.join(out, "run_out")
     embs = []
@@ -208,8 +214,10 @@ def bench_ort(sess, f, iters, warmup):
 
 
 def speed(aitune, model, tuned, dirs, sess):
-    log(f"\n== speed: batch {BATCH}, median ms per batch (aitune bench; ONNX Runtime "
-        f"{os.cpu_count()} threads for scale)")
+    log(f"\n== speed: batch {BATCH}, median ms per batch (ONNX Runtime at {os.cpu_count()} threads "
+        "for scale)")
+    log(shown([aitune, "bench", tuned, "--inputs", dirs[0], "--batch", str(BATCH), "--json"])
+        + "   # and MODEL --backend eager")
     log(f"  {'tokens':>6} {'eager':>10} {'tuned':>10} {'ORT':>10}   tuned vs eager   tuned vs ORT")
     rows = []
     for d, n in sorted(zip(dirs, LENGTHS), key=lambda x: x[1]):
@@ -257,10 +265,13 @@ def main():
     cmd = [a.aitune, "tune", model, "--out", tuned, "--quiet"]
     for d in dirs:
         cmd += ["--samples", d]
-    run(cmd + a.tune_args.split())
+    cmd += a.tune_args.split()
+    log(shown(cmd))
+    run(cmd)
     page = os.path.join(a.out, "report.html")
-    run([a.aitune, "report", tuned, "--html", page], stdout=subprocess.DEVNULL)
-    log(f"the report as a page: {os.path.relpath(page, REPO)}")
+    cmd = [a.aitune, "report", tuned, "--html", page]
+    log(shown(cmd))
+    run(cmd)
 
     sess = ort_session(model)
     rows = speed(a.aitune, model, tuned, dirs, sess)
@@ -271,6 +282,8 @@ def main():
     backend = rows[0]["backend"]
     sims = similarities(embs, order)
     log(f"\n== sentence similarity (cosine of the '{out_name}' embeddings; tuned = {backend})")
+    log(shown([a.aitune, "run", tuned, "--inputs", dirs[0], "--outputs", os.path.join(a.out, "run_out")])
+        + "   # and MODEL --backend eager; ONNX Runtime")
     log(f"  {'sentence A':<34} {'sentence B':<34} {'eager fp32':>10} {'ORT fp32':>9} {'tuned':>9}")
     worst = 0.0
     for a_, b_, what, c in sims:
