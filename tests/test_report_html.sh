@@ -63,6 +63,22 @@ for c in r["candidates"]:
         row.pop("p90_ms", None)
         row.pop("min_ms", None)
 write(old, r)
+# a report with the wrong types and impossible values everywhere
+bad = os.path.join(os.path.dirname(d), "bad")
+shutil.copytree(d, bad)
+r["candidates"] = [
+    dict(backend=None, status="zzz", profile={"batch": 1}, validation="no"),
+    dict(backend="x", status="ok", profile=[{"batch": -1, "median_ms": 1}, {"batch": "2"},
+                                            {"batch": 4, "median_ms": 0}, {"batch": 1e300, "median_ms": 1e-300},
+                                            {"batch": 8, "median_ms": 1, "p90_ms": -5, "min_ms": "z"}]),
+    5, "str", None]
+r["baseline"] = {"profile": [{"batch": 2, "median_ms": 1e308, "p90_ms": 1e308, "min_ms": 1e308}]}
+r["graph_spec"] = None
+r["fingerprint"] = 7
+r["strategy"] = {"name": "latency-budget", "latency_budget_ms": -1}
+r["selection"] = []
+r["warnings"] = [1, None, {"a": 1}]
+write(bad, r)
 EOF
 
 page=$OUT/report.html
@@ -89,6 +105,10 @@ grep -qE ' (src|href)="|@import|url\(' "$page" && fail "the page refers to anoth
 "$AITUNE" report "$tmp/old" --html "$OUT/report_old.html" >/dev/null 2>&1 || fail "older report"
 grep -q 'not recorded in this report' "$OUT/report_old.html" || fail "older report: tolerance"
 grep -q 'id="latency-chart"' "$OUT/report_old.html" || fail "older report: no latency chart"
+
+# wrong types and impossible values: a page all the same
+"$AITUNE" report "$tmp/bad" --html "$OUT/report_bad.html" >/dev/null 2>&1 || fail "a report of odd values"
+grep -q '</html>' "$OUT/report_bad.html" || fail "a report of odd values: the page is cut"
 
 # errors: a folder that cannot be written, a missing FILE, a folder that is not tuned
 out=$("$AITUNE" report "$tmp/tuned" --html "$tmp/no/such/dir/r.html" 2>&1)

@@ -31,19 +31,22 @@ static int by_batch(const void *a, const void *b) {
   return ((const rh_point *)a)->batch - ((const rh_point *)b)->batch;
 }
 
-/* The profile's rows that make sense (batch >= 1, times > 0), sorted by
- * batch; a missing p90 or minimum (a hand-edited report) reads as the
- * median. */
+/* A time the tuner could have measured: a nanosecond to a day. */
+static bool plausible_ms(double ms) { return ms >= 1e-6 && ms <= 864e5; }
+
+/* The profile's rows that make sense (batch 1..1e7, plausible times),
+ * sorted by batch; a missing or impossible p90 or minimum (a hand-edited
+ * report) reads as the median. */
 static void read_points(const cJSON *profile, double budget_ms, rh_cand *c) {
   const cJSON *r;
   cJSON_ArrayForEach(r, profile) {
     double b = num(r, "batch"), med = num(r, "median_ms");
-    if (c->n_pts == RH_MAX_POINTS || !(b >= 1 && b <= 1e9) || !(med > 0)) continue;
+    if (c->n_pts == RH_MAX_POINTS || !(b >= 1 && b <= 1e7) || !plausible_ms(med)) continue;
     rh_point *q = &c->pts[c->n_pts++];
     q->batch = (int)b;
     q->median_ms = med;
-    q->p90_ms = num(r, "p90_ms") > 0 ? num(r, "p90_ms") : med;
-    q->min_ms = num(r, "min_ms") > 0 ? num(r, "min_ms") : med;
+    q->p90_ms = plausible_ms(num(r, "p90_ms")) ? num(r, "p90_ms") : med;
+    q->min_ms = plausible_ms(num(r, "min_ms")) ? num(r, "min_ms") : med;
     q->in_budget = !(budget_ms > 0) || med <= budget_ms;
   }
   qsort(c->pts, (size_t)c->n_pts, sizeof c->pts[0], by_batch);

@@ -57,7 +57,8 @@ static int ticks(const axis *a, double *t, int cap) {
     return n;
   }
   bool fine = a->hi / a->lo <= 100;
-  for (double d = a->lo; d <= a->hi * 1.0001 && n < cap; d *= 10) {
+  double decades = log10(a->hi / a->lo), step = pow(10, ceil(decades / 10)); /* <= ~10 ticks */
+  for (double d = a->lo; d <= a->hi * 1.0001 && n < cap; d *= step) {
     t[n++] = d;
     if (fine && d * 2 < a->hi && n < cap) t[n++] = d * 2;
     if (fine && d * 5 < a->hi && n < cap) t[n++] = d * 5;
