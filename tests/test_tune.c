@@ -461,6 +461,20 @@ static void test_first_wins_order(void) {
   CHECK_CAND_ERROR(r, "t_slow", NULL);
   CHECK_STR(cand_status(r, "t_fast"), "selected");
   CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+  /* the numeric check says which bound it applied and whether it held; a
+   * candidate that never ran has none */
+  const cJSON *vw = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_wrong"), "validation");
+  const cJSON *vf = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_fast"), "validation");
+  const cJSON *vb = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_broken"), "validation");
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(vw, "passed")));
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(vf, "passed")));
+  const cJSON *tol = cJSON_GetObjectItemCaseSensitive(vf, "tolerance");
+  CHECK_STR(str_field(tol, "precision"), "float32");
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tol, "elementwise")));
+  CHECK(num_field(tol, "rtol") == 1e-3 && num_field(tol, "atol") == 1e-4);
+  CHECK(cJSON_GetObjectItemCaseSensitive(vw, "tolerance") != NULL);
+  CHECK(!cJSON_GetObjectItemCaseSensitive(vb, "tolerance") &&
+        !cJSON_GetObjectItemCaseSensitive(vb, "passed"));
   /* the report keeps the given order */
   const cJSON *cands = cJSON_GetObjectItemCaseSensitive(r, "candidates");
   CHECK(cJSON_GetArraySize(cands) == 4);

@@ -41,6 +41,20 @@ static void add_sweep(cJSON *o, const ait_candidate *c) {
   cJSON_AddNumberToObject(s, "from_history", reused);
 }
 
+/* The bound the outputs were judged by and whether they met it (added in
+ * 0.1.0 without a version bump: readers treat it as optional). */
+static void add_tolerance(cJSON *v, const ait_candidate *c) {
+  cJSON_AddBoolToObject(v, "passed", c->status != AIT_CAND_INCORRECT);
+  cJSON *t = cJSON_AddObjectToObject(v, "tolerance");
+  cJSON_AddStringToObject(t, "precision", ait_dtype_name(c->compute));
+  cJSON_AddBoolToObject(t, "elementwise", c->tol.elementwise);
+  cJSON_AddNumberToObject(t, "rtol", c->tol.rtol);
+  cJSON_AddNumberToObject(t, "atol", c->tol.atol);
+  cJSON_AddNumberToObject(t, "min_cosine", c->tol.min_cosine);
+  cJSON_AddNumberToObject(t, "min_top1", c->tol.min_top1);
+  cJSON_AddNumberToObject(t, "max_rel", c->tol.max_rel);
+}
+
 static cJSON *candidate_json(const ait_candidate *c) {
   cJSON *o = cJSON_CreateObject();
   char key[128], cfg[4200];
@@ -69,6 +83,7 @@ static cJSON *candidate_json(const ait_candidate *c) {
   cJSON_AddNumberToObject(v, "mismatches", (double)c->err.mismatches);
   cJSON_AddNumberToObject(v, "nan_inf", (double)c->err.bad_values);
   if (c->err.checked && c->err.top1 >= 0) cJSON_AddNumberToObject(v, "top1_agreement", c->err.top1);
+  if (c->validated) add_tolerance(v, c);
   cJSON_AddItemToObject(o, "profile", profile_json(c));
   add_sweep(o, c);
   if (c->runoff_rounds > 0) {

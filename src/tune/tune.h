@@ -105,6 +105,9 @@ typedef struct ait_candidate {
   double build_s;
   int nodes_supported, nodes_total;
   ait_error_stats err;
+  ait_tolerance tol; /* the bound its outputs were judged by (set by validation) */
+  ait_dtype compute; /* the precision that bound is for */
+  bool validated;    /* its outputs were compared with the reference */
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
   bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */

@@ -145,6 +145,9 @@ static bool validate(tuner *t, ait_candidate *c) {
   c->err.top1 = -1; /* until a classifier output is compared */
   const ait_graph *g = t->m->model->graph;
   ait_tolerance tol = ait_tolerance_for(compute_dtype(&c->cfg), t->o);
+  c->tol = tol; /* for the report: which bound the numbers met or missed */
+  c->compute = compute_dtype(&c->cfg);
+  c->validated = true;
   ait_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
   if (!got) {
     snprintf(c->error, sizeof c->error, "out of memory");

@@ -33,6 +33,11 @@ ait_status cli_make_sample(const struct ait_graph *g, const char *in_dir, char (
 
 /* Print a tuning report (JSON text) as a table; 1 when it is not a report. */
 int cli_print_report(FILE *f, const char *json);
+/* Write the report (and the decision, when not NULL) as one self-contained
+ * HTML page at path, atomically; src names where they came from, for the
+ * footer. 0, or 1 after a message on stderr. */
+int cli_report_html(const char *report_json, const char *decision_json, const char *src,
+                    const char *path);
 /* Progress/warning sink for tuning: one line to stderr. */
 void cli_log(void *user, int is_warning, const char *line);
 /* True when path is a folder: a model is a file, so it must be a tuned model

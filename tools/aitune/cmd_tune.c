@@ -281,10 +281,27 @@ int cmd_tune(int argc, char **argv) {
   return rc;
 }
 
+/* The page for `report --html`: the report and the decision beside it
+ * (the manifest covered both when the report was read). */
+static int report_html(const char *dir, const char *report, const char *path) {
+  char *dp = ait_path_join(dir, "decision.json"), *src = ait_path_join(dir, "report.json");
+  void *decision = NULL;
+  size_t size = 0;
+  if (dp && ait_read_file(dp, &decision, &size) != AIT_OK) decision = NULL; /* drawn as absent */
+  int rc = dp && src ? cli_report_html(report, decision, src, path) : 1;
+  free(decision);
+  free(dp);
+  free(src);
+  return rc;
+}
+
 int cmd_report(int argc, char **argv) {
-  static const char use[] = "usage: aitune report DIR [--json]\n"
-                            "  print the tuning report of a tuned model folder\n";
-  const char *dir = NULL;
+  static const char use[] = "usage: aitune report DIR [--json] [--html FILE]\n"
+                            "  print the tuning report of a tuned model folder;\n"
+                            "  --html FILE also writes it as one self-contained page (charts of\n"
+                            "  throughput and latency per candidate, the numeric checks, the\n"
+                            "  hardware; no script, nothing fetched)\n";
+  const char *dir = NULL, *html = NULL;
   bool json = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -293,6 +310,8 @@ int cmd_report(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--json"))
       json = true;
+    else if (!strcmp(argv[i], "--html") && i + 1 < argc)
+      html = argv[++i];
     else if (argv[i][0] == '-')
       return cli_usage(use, "unknown option '%s'", argv[i]);
     else
@@ -302,7 +321,13 @@ int cmd_report(int argc, char **argv) {
   char *text = NULL; /* checked against the folder's manifest first */
   ait_status st = ait_artifact_read_report(dir, &text);
   if (st) return cli_fail(st, "cannot read the report");
-  int rc = json ? (fputs(text, stdout), fputc('\n', stdout), 0) : cli_print_report(stdout, text);
+  int rc = html ? report_html(dir, text, html) : 0;
+  if (!rc && json)
+    fputs(text, stdout), fputc('\n', stdout);
+  else if (!rc && html)
+    printf("HTML report written to %s\n", html);
+  else if (!rc)
+    rc = cli_print_report(stdout, text);
   free(text);
   return rc;
 }
