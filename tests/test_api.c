@@ -100,12 +100,13 @@ static void test_device_memory(ait_model *m) {
     CHECK_ERR(ait_session_create(m, backends[b], &s), AIT_OK, NULL);
     if (!s) continue;
     float x[2][3] = {{1, 0, 0}, {0, 1, 2}};
-    ait_tensor_view dev = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x,
-                           .mem = AIT_MEM_CUDA};
+    ait_tensor_view dev = {
+        .dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x, .mem = AIT_MEM_CUDA};
     CHECK_ERR(ait_session_run(s, &dev, 1), AIT_E_UNSUPPORTED, "host memory only");
     dev.mem = (ait_mem_kind)7;
     CHECK_ERR(ait_session_run(s, &dev, 1), AIT_E_INVALID_ARG, "unknown memory kind 7");
-    CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_CUDA), AIT_E_UNSUPPORTED, "outputs on the device");
+    CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_CUDA), AIT_E_UNSUPPORTED,
+              "outputs on the device");
     CHECK_ERR(ait_session_set_output_mem(s, (ait_mem_kind)3), AIT_E_INVALID_ARG, "memory kind 3");
     CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_HOST), AIT_OK, NULL);
     int stream_stand_in;
@@ -116,7 +117,8 @@ static void test_device_memory(ait_model *m) {
     ait_tensor_view buf = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 2}, .data = y};
     CHECK_ERR(ait_session_bind_output(s, 1, &buf), AIT_E_INVALID_ARG, "output 1 does not exist");
     buf.mem = AIT_MEM_CUDA;
-    CHECK_ERR(ait_session_bind_output(s, 0, &buf), AIT_E_UNSUPPORTED, "output buffer on the device");
+    CHECK_ERR(ait_session_bind_output(s, 0, &buf), AIT_E_UNSUPPORTED,
+              "output buffer on the device");
     buf.mem = AIT_MEM_HOST;
     CHECK_ERR(ait_session_bind_output(s, 0, &buf), AIT_OK, NULL);
     ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x}, out;

@@ -149,7 +149,8 @@ static void test_run_errors(void) {
   CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
   CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
   int64_t idx = 7;
-  ait_tensor_view ins[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = data}, {.dtype = AIT_INT64, .rank = 1, .dims = {1}, .data = &idx}};
+  ait_tensor_view ins[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = data},
+                            {.dtype = AIT_INT64, .rank = 1, .dims = {1}, .data = &idx}};
   CHECK_ERR(ait_session_run(s, ins, 2), AIT_E_INVALID_ARG, "'gather'");
   ait_session_free(s);
   ait_model_free(m);
@@ -236,7 +237,8 @@ static void test_overflowing_sizes(void) {
       CHECK_ERR(ait_session_create(m, b ? "native" : "eager", &s), AIT_OK, NULL);
       for (int v = 0; s && v < 3; v++) {
         int64_t sh[2] = {bad[v][0], bad[v][1]};
-        ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 4}, .data = x}, {.dtype = AIT_INT64, .rank = 1, .dims = {2}, .data = sh}};
+        ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 4}, .data = x},
+                                 {.dtype = AIT_INT64, .rank = 1, .dims = {2}, .data = sh}};
         ait_status st = ait_session_run(s, in, 2);
         if (st == AIT_OK)
           fprintf(stderr, "%s %lld x %lld ran on %s\n", ops[k], (long long)sh[0], (long long)sh[1],
@@ -324,7 +326,8 @@ static void test_overflowing_sizes(void) {
     st = ait_session_create(m, "eager", &s);
     if (st == AIT_OK) {
       int64_t idx[2] = {0, 1};
-      ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 3, .dims = {2, 2, 2}, .data = x}, {.dtype = AIT_INT64, .rank = 2, .dims = {2, 1}, .data = idx}};
+      ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 3, .dims = {2, 2, 2}, .data = x},
+                               {.dtype = AIT_INT64, .rank = 2, .dims = {2, 1}, .data = idx}};
       st = ait_session_run(s, in, 2);
       ait_session_free(s);
     }

@@ -70,7 +70,8 @@ static void test_bert(const char *path) {
   for (int i = 0; i < 3 * 32; i++)
     ids[i] = (int64_t)(rnd() % 1000), mask[i] = i % 32 < 28;
   for (int64_t b = 1; b <= 3; b += 2) {
-    ait_tensor_view in[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = ids}, {.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = mask}};
+    ait_tensor_view in[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = ids},
+                             {.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = mask}};
     agree(m, in, 2, b == 1 ? "bert_tiny batch 1" : "bert_tiny batch 3");
   }
   /* errors that name the problem */
@@ -79,11 +80,13 @@ static void test_bert(const char *path) {
   if (s) {
     ait_tensor_view one[1] = {{.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids}};
     CHECK(ait_session_run(s, one, 1) != AIT_OK);
-    ait_tensor_view f[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {1, 32}, .data = ids}, {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
+    ait_tensor_view f[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {1, 32}, .data = ids},
+                            {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
     CHECK(ait_session_run(s, f, 2) != AIT_OK);
     CHECK(strlen(ait_last_error()) > 0);
     /* and it still runs afterwards */
-    ait_tensor_view ok[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids}, {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
+    ait_tensor_view ok[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids},
+                             {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
     CHECK_ERR(ait_session_run(s, ok, 2), AIT_OK, NULL);
   }
   ait_session_free(s);

@@ -352,7 +352,8 @@ static void test_messages(void) {
   CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
   CHECK_ERR(ait_session_run(s, NULL, 2), AIT_E_INVALID_ARG, "inputs is NULL");
   float x[6] = {0};
-  ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x}, {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = NULL}};
+  ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x},
+                           {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = NULL}};
   CHECK_ERR(ait_session_run(s, in, 2), AIT_E_INVALID_ARG, "input 1 ('b'): data is NULL");
   ait_session_free(s);
   ait_model_free(m);

@@ -36,12 +36,11 @@ ait_status ait_api_io_set_out_mem(ait_api_io *io, const ait_backend_iface *iface
 ait_status ait_api_io_bind(ait_api_io *io, const ait_backend_iface *iface, const char *desc,
                            int n_outputs, size_t i, const ait_tensor_view *buf) {
   if (i >= (size_t)n_outputs)
-    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (the model has %d)", i,
-                   n_outputs);
+    return ait_err(AIT_E_INVALID_ARG, "output %zu does not exist (the model has %d)", i, n_outputs);
   if (buf) {
     if (buf->rank < 0 || buf->rank > AIT_MAX_RANK)
-      return ait_err(AIT_E_INVALID_ARG, "bound output %zu: rank %d is outside 0..%d", i,
-                     buf->rank, AIT_MAX_RANK);
+      return ait_err(AIT_E_INVALID_ARG, "bound output %zu: rank %d is outside 0..%d", i, buf->rank,
+                     AIT_MAX_RANK);
     for (int k = 0; k < buf->rank; k++)
       if (buf->dims[k] < 0)
         return ait_err(AIT_E_INVALID_ARG, "bound output %zu: dim %d is negative", i, k);

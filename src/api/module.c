@@ -165,8 +165,10 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
   ait_status st = wrap_inputs(m, inputs, n, w);
   for (size_t i = 0; !st && i < n; i++)
     if (inputs[i].mem != AIT_MEM_HOST)
-      st = ait_err(AIT_E_UNSUPPORTED, "sample input %zu is in device memory: samples are host "
-                                      "tensors (copy it to the host first)", i);
+      st = ait_err(AIT_E_UNSUPPORTED,
+                   "sample input %zu is in device memory: samples are host "
+                   "tensors (copy it to the host first)",
+                   i);
   if (!st) st = record_sample(m, w, (int)n);
   for (size_t i = 0; i < n; i++)
     ait_tensor_free(w[i]);
@@ -207,8 +209,10 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
   if (!st && !m->tuned) {
     /* before tuning: the reference runs, and the call becomes a sample */
     if (!on_host || m->io.out_mem != AIT_MEM_HOST || m->io.stream)
-      st = ait_err(AIT_E_UNSUPPORTED, "module '%s' is not tuned: before tuning it runs the "
-                                      "reference, which takes host memory only", m->name);
+      st = ait_err(AIT_E_UNSUPPORTED,
+                   "module '%s' is not tuned: before tuning it runs the "
+                   "reference, which takes host memory only",
+                   m->name);
     if (!st) st = ait_eager_run(g, (const ait_tensor *const *)w, (int)n, outs);
     if (!st) st = record_sample(m, w, (int)n);
   } else if (!st) {
@@ -515,8 +519,8 @@ static ait_status check_options(const ait_tune_options *o) {
                      r->hi);
   }
   if (o->io_mem != AIT_MEM_HOST && o->io_mem != AIT_MEM_CUDA)
-    return ait_err(AIT_E_INVALID_ARG, "io_mem: %d is not a memory kind (AIT_MEM_HOST, AIT_MEM_CUDA)",
-                   (int)o->io_mem);
+    return ait_err(AIT_E_INVALID_ARG,
+                   "io_mem: %d is not a memory kind (AIT_MEM_HOST, AIT_MEM_CUDA)", (int)o->io_mem);
   if (o->max_runs < o->min_runs)
     return ait_err(AIT_E_INVALID_ARG, "max_runs (%d) must be >= min_runs (%d)", o->max_runs,
                    o->min_runs);

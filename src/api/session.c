@@ -97,7 +97,8 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
     if (!st && !(wrapped[i] = ait_api_wrap_view(&inputs[i])))
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
-  if (!st) st = ait_api_io_begin(&s->io, s->run.iface, s->run.state, s->cfg.iface->name, inputs, n_inputs);
+  if (!st)
+    st = ait_api_io_begin(&s->io, s->run.iface, s->run.state, s->cfg.iface->name, inputs, n_inputs);
   if (!st)
     st = s->run.iface->infer(s->run.state, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
   if (!st && (st = ait_api_io_finish(&s->io, s->run.iface, outs, g->n_outputs)))

@@ -226,7 +226,9 @@ static ait_status cuda_infer(void *state, const ait_tensor *const *in, int n_in,
 
 static ait_status cuda_activate(void *state) { return cu_state_open(state); }
 
-static ait_status cuda_set_io(void *state, const ait_backend_io *io) { return cu_set_io(state, io); }
+static ait_status cuda_set_io(void *state, const ait_backend_io *io) {
+  return cu_set_io(state, io);
+}
 
 static double cuda_last_device_ms(void *state) { return cu_last_device_ms(state); }
 

@@ -256,8 +256,8 @@ double cu_last_device_ms(const cu_state *s) { return s->io.time_device ? s->last
 /* A device pointer of the caller: on this state's device? (host memory and
  * another GPU's are refused; a pointer the driver does not know is taken
  * for the caller's word, as cudaMemcpy will then fail and say so) */
-static ait_status check_device_ptr(const cu_state *s, const void *ptr, int device,
-                                   const char *what, int i) {
+static ait_status check_device_ptr(const cu_state *s, const void *ptr, int device, const char *what,
+                                   int i) {
   if (device != s->o.device)
     return ait_err(AIT_E_INVALID_ARG, "cuda: %s %d is on CUDA device %d, this model runs on %d",
                    what, i, device, s->o.device);
@@ -295,9 +295,9 @@ static ait_status download_bound(cu_state *s, const cu_tensor *t, int k, ait_ten
   out[k]->mem = b->mem;
   out[k]->device = b->device;
   if (t->bytes > 0)
-    AIT_TRY(cu_check(
-        cudaMemcpyAsync(b->data, t->ptr, (size_t)t->bytes, cudaMemcpyDefault, s->stream),
-        "writing an output into its bound buffer"));
+    AIT_TRY(
+        cu_check(cudaMemcpyAsync(b->data, t->ptr, (size_t)t->bytes, cudaMemcpyDefault, s->stream),
+                 "writing an output into its bound buffer"));
   return AIT_OK;
 }
 
@@ -318,7 +318,9 @@ static ait_status download(cu_state *s, cu_plan *p, ait_tensor **out) {
         return ait_err(AIT_E_NOMEM, "cuda: out of memory copying output %d", k);
       /* a constant output: the bound buffer or the device still get it */
       if (s->bound && s->bound[k].data) {
-        cu_tensor c = {.dt = init->dtype, .rank = init->rank, .bytes = (int64_t)ait_tensor_nbytes(init),
+        cu_tensor c = {.dt = init->dtype,
+                       .rank = init->rank,
+                       .bytes = (int64_t)ait_tensor_nbytes(init),
                        .ptr = out[k]->data};
         memcpy(c.dims, init->dims, sizeof(int64_t) * (size_t)init->rank);
         ait_tensor *keep = out[k];
@@ -398,8 +400,9 @@ static ait_status run_once(cu_state *s, const ait_tensor *const *in, int n_in, a
   AIT_TRY(cu_check(cudaStreamSynchronize(s->stream), "running the model"));
   p->runs++;
   s->last_ms = -1;
-  if (timed) AIT_TRY(cu_check(cudaEventElapsedTime(&s->last_ms, s->run_ev[0], s->run_ev[1]),
-                              "timing the run"));
+  if (timed)
+    AIT_TRY(
+        cu_check(cudaEventElapsedTime(&s->last_ms, s->run_ev[0], s->run_ev[1]), "timing the run"));
   if (err) return ait_err(AIT_E_RUNTIME, "cuda: a Gather index is out of range");
   if (ait_observing() && !s->dry) return time_whole(s, p, in, n_in);
   return AIT_OK;
