@@ -43,11 +43,11 @@ static void add_sweep(cJSON *o, const ait_candidate *c) {
 
 static cJSON *candidate_json(const ait_candidate *c) {
   cJSON *o = cJSON_CreateObject();
-  char key[128], cfg[4200];
+  char key[128];
   cJSON_AddStringToObject(o, "backend", c->desc);
   cJSON_AddStringToObject(o, "key", ait_backend_key(&c->cfg, key, sizeof key));
   cJSON_AddItemToObject(o, "config",
-                        cJSON_Parse(ait_backend_config_json(&c->cfg, cfg, sizeof cfg)));
+                        ait_backend_config_cjson(&c->cfg));
   cJSON_AddStringToObject(o, "status", ait_cand_status_name(c->status));
   cJSON_AddStringToObject(o, "error", c->error);
   cJSON_AddNumberToObject(o, "build_s", c->build_s);
