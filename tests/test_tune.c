@@ -150,6 +150,12 @@ static void on_log(void *user, int is_warning, const char *line) {
 
 static const int batches_1_4[2] = {1, 4};
 
+/* The memory reading every tune here runs under: low pressure, whatever the
+ * machine holds (another process holding 18 of 24 GiB made it medium: batch
+ * sizes halved and losers freed before the runoff). */
+static const ait_mem_reading pinned_memory = {.host_total = 64ULL << 30,
+                                              .host_available = 60ULL << 30};
+
 /* Short profiling, cache off, the given strategy and candidates. */
 static void fast_opts(ait_tune_options *o, ait_strategy s, const char *const *backends, size_t n,
                       log_capture *cap) {
@@ -165,6 +171,7 @@ static void fast_opts(ait_tune_options *o, ait_strategy s, const char *const *ba
   o->cv_target = 0;
   o->time_budget_s = 0.2;
   o->cache_dir = "";
+  o->mem_reading = &pinned_memory;
   memset(cap, 0, sizeof *cap);
   o->log = on_log;
   o->log_user = cap;
@@ -810,8 +817,7 @@ static int check_budget_rule(const cJSON *r, double budget) {
 /* latency-budget: results over the budget are dropped, the highest remaining
  * throughput wins, its batch, latency and throughput are recorded. t_batchy
  * takes (10 + batch / 8) ms: batch 1 = 10.1 ms (99/s), 4 = 10.5 ms (381/s),
- * 512 = 74 ms (over 40 ms). Sleeps never end early, so the margins only have
- * to absorb a loaded machine's late wake-ups (about 30 ms here). */
+ * 512 = 74 ms (over 40 ms), on the virtual clock (test_backends.h). */
 static void test_latency_budget_picks_batch(void) {
   static const int batches[3] = {1, 4, 512};
   const char *b[] = {"t_batchy"};
@@ -873,11 +879,10 @@ static void test_latency_budget_none_fits(void) {
 
 /* latency-budget without batch sizes (docs/tuning.md): powers of two from 1;
  * the sweep stops after the first batch over the budget or the first gain in
- * throughput under 5%, and the best batch within the budget wins. Timing on
- * a loaded machine decides where it stops, so the test checks that the
- * decision agrees with the measurements the report records. Nominally
- * (t_batchy: 1 = 10.1 ms, 2 = 10.25 ms, ..., 128 = 26 ms, 256 = 42 ms) it
- * stops at 256 and picks 128. */
+ * throughput under 5%, and the best batch within the budget wins.
+ * The test checks that the decision agrees with the measurements the report
+ * records, and on the virtual clock (t_batchy: 1 = 10.1 ms, 2 = 10.25 ms,
+ * ..., 128 = 26 ms, 256 = 42 ms) that it stops at 256 and picks 128. */
 static void test_latency_budget_sweep(void) {
   const char *b[] = {"t_batchy"};
   const double budget = 40;
@@ -915,7 +920,8 @@ static void test_latency_budget_sweep(void) {
     prev = tp;
     want *= 2;
   }
-  check_budget_rule(r, budget);
+  /* on the virtual clock, exactly the nominal sweep */
+  CHECK(n == 9 && check_budget_rule(r, budget) == 128);
   cJSON_Delete(r);
   ait_module_free(m);
 }
@@ -923,8 +929,8 @@ static void test_latency_budget_sweep(void) {
 /* max-throughput without batch sizes (docs/tuning.md): the sweep also stops
  * once a run at the next size would take over half the time budget per size.
  * With a 50 ms budget that is a median over 12.5 ms: t_batchy's batch 32
- * (14 ms) nominally, earlier when a loaded machine wakes its sleeps late;
- * never the 1024 the 5% rule alone would reach. */
+ * (14 ms) on the virtual clock; never the 1024 the 5% rule alone would
+ * reach. */
 static void test_sweep_time_cap(void) {
   const char *b[] = {"t_batchy"};
   ait_tune_options o;
@@ -941,7 +947,7 @@ static void test_sweep_time_cap(void) {
   const cJSON *prof = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_batchy"), "profile"), *e;
   int n = cJSON_GetArraySize(prof), want = 1;
   double prev = 0;
-  CHECK(n >= 1 && n <= 6); /* stopped by batch 32 */
+  CHECK(n == 6); /* stopped at batch 32 (the virtual clock: nominal timings) */
   cJSON_ArrayForEach(e, prof) {
     double lat = num_field(e, "median_ms"), tp = num_field(e, "throughput");
     bool last = want == 1 << (n - 1), flat = want > 1 && tp<prev * 1.05, slow = lat * 2> 25;
@@ -1256,11 +1262,9 @@ static void test_cache(void) {
 
   int fc = cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow);
   CHECK(fc == 1);
-  if (secs >= 1.0) {
-    fprintf(stderr, "cache: the cached tune took %.3f s, wanted < 1 s\n", secs);
-    check_failures++;
-  }
-  CHECK(slow == 0); /* nothing re-profiled */
+  /* nothing re-profiled (a count, not a wall-clock limit: on a loaded
+   * machine the clock says nothing about what ran) */
+  CHECK(slow == 0);
 
   found.n = 0;
   nftw(dir, find_decision, 16, FTW_PHYS);
@@ -1732,7 +1736,6 @@ static void test_cache_key(void) {
   log_capture cap;
   ait_tune_options base, o;
   fast_opts(&base, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
-  base.mem_reading = NULL;
   char k0[65], k1[65];
   ait_cache_key(m, &base, k0);
   for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
@@ -1990,12 +1993,10 @@ typedef struct spin_ctx {
   double ms;
 } spin_ctx;
 
-static ait_status spin_run(void *p) {
+static ait_status spin_run(void *p) { /* on the virtual clock (tbk_virtual_time) */
   spin_ctx *c = p;
   c->calls++;
-  double t0 = ait_now();
-  while ((ait_now() - t0) * 1e3 < c->ms) {
-  }
+  tbk_advance_us(c->ms * 1e3);
   return AIT_OK;
 }
 
@@ -2009,14 +2010,14 @@ static void test_profile_caps(void) {
   spin_ctx c = {0, 3.0};
   ait_latency_stats s;
   CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
-  CHECK(s.runs == 1 && c.calls >= 2 && c.calls <= 3);
+  CHECK(s.runs == 1 && c.calls == 3);
   c.calls = 0;
   o.warmup = 1;
   o.min_runs = 10;
   o.time_budget_s = 0.02; /* give up once 5 ms are spent: after 2 runs */
   o.give_up_ms = 1.0;     /* every run takes 3 ms */
   CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
-  CHECK(s.runs == 2 && c.calls == 3 && s.min_ms >= 3.0);
+  CHECK(s.runs == 2 && c.calls == 3 && s.min_ms > 2.999); /* 3 ms, read through doubles */
 }
 
 static const test_case tests[] = {
@@ -2066,6 +2067,9 @@ static const test_case tests[] = {
 
 int main(void) {
   CHECK_ERR(tbk_register_all(), AIT_OK, NULL);
+  /* every timing the tuner sees is a fixed cost per run (test_backends.h):
+   * the tests pass the same way on a loaded machine */
+  tbk_virtual_time(true);
   if (write_model() != 0) {
     fprintf(stderr, "test_tune: cannot write the model to a temporary folder\n");
     return 1;
