@@ -1910,6 +1910,105 @@ static void test_spec_json_escapes(void) {
   free(text);
 }
 
+/* A symbolic dim's name is the model's text: a quote, a backslash and UTF-8
+ * in it survive tune -> save -> load -> infer (issue 24: `ba"ch` gave a
+ * report.json without graph_spec, and the folder failed to load). */
+static void test_quoted_dim_round_trip(void) {
+  static const char *const names[] = {"ba\"ch", "back\\slash", "d\xc3\xa9j\xc3\xa0 \xe2\x86\x92 n"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    char tmp[64], path[128], dir[128];
+    if (!new_temp_dir(tmp, sizeof tmp)) {
+      CHECK(!"mkdtemp");
+      return;
+    }
+    snprintf(path, sizeof path, "%s/m.onnx", tmp);
+    snprintf(dir, sizeof dir, "%s/tuned", tmp);
+    static const int64_t dx[2] = {-1, WIDTH}, dz[1] = {WIDTH};
+    static const float zero[WIDTH] = {0};
+    tb_model *tb = tb_new(13);
+    tb_dim_name(tb, names[k]);
+    tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+    tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+    tb_init_f32(tb, "zero", 1, dz, zero);
+    tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"a", NULL});
+    tb_node(tb, "Add", "add", (const char *[]){"a", "zero", NULL}, (const char *[]){"y", NULL});
+    size_t size;
+    uint8_t *buf = tb_pack(tb, &size);
+    tb_free(tb);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, size, f) == size);
+    if (f) fclose(f);
+    free(buf);
+    const char *b[] = {"t_fast"};
+    ait_tune_options o;
+    log_capture cap;
+    fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+    ait_module *m = NULL, *l = NULL;
+    CHECK_ERR(ait_module_create(path, NULL, &m), AIT_OK, NULL);
+    if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    if (m) CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+    ait_module_free(m);
+    CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), AIT_OK, NULL);
+    if (l) {
+      CHECK_STR(ait_module_backend(l), "t_fast");
+      check_infer(l, 3, 2, NULL);
+      cJSON *r = report_of(l);
+      const cJSON *ax =
+          cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                 cJSON_GetObjectItemCaseSensitive(r, "graph_spec"), "axes"),
+                             0);
+      CHECK_STR(str_field(ax, "name"), names[k]);
+      cJSON_Delete(r);
+      ait_module_free(l);
+    }
+    rm_tree(tmp);
+  }
+}
+
+/* The report's cosine is over float outputs only: an integer output before
+ * the float one (a Shape here) used to leave min_cosine at 0 for a
+ * candidate that passed; with no float output it is null. */
+static void test_cosine_after_int_output(void) {
+  char tmp[64], path[128];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/m.onnx", tmp);
+  static const int64_t dx[2] = {-1, WIDTH}, ds[1] = {2};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "s", AIT_INT64, 1, ds);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+  tb_node(tb, "Shape", "shape", (const char *[]){"x", NULL}, (const char *[]){"s", NULL});
+  tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(buf, 1, size, f) == size);
+  if (f) fclose(f);
+  free(buf);
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.perf_validation = 0;
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(path, NULL, &m), AIT_OK, NULL);
+  if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = m ? report_of(m) : NULL;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_slow"), "validation");
+  CHECK_STR(cand_status(r, "t_slow"), "selected");
+  CHECK(num_field(v, "min_cosine") > 0.9999);
+  /* the decision's figures are in the report beside the medians */
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_slow"), "decided");
+  CHECK(cJSON_IsObject(d) && num_field(d, "ms") > 0 && num_field(d, "throughput") > 0);
+  cJSON_Delete(r);
+  ait_module_free(m);
+  rm_tree(tmp);
+}
+
 /* Calls through ait_module_infer before tuning become the samples. */
 static void test_samples_from_infer(void) {
   const char *b[] = {"t_fast"};
@@ -2063,6 +2162,8 @@ static const test_case tests[] = {
     {"bad_options", test_bad_options},
     {"history_range", test_history_range},
     {"spec_json_escapes", test_spec_json_escapes},
+    {"quoted_dim_round_trip", test_quoted_dim_round_trip},
+    {"cosine_after_int_output", test_cosine_after_int_output},
 };
 
 int main(void) {

@@ -993,6 +993,12 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if (!profile_base) base.n_prof = 0;
     keep_selection(&t, &base, -1);
   }
+  /* the report shows each candidate's decisive point beside its medians */
+  for (int i = -1; i < n; i++) {
+    ait_candidate *c = i < 0 ? &base : &cands[i];
+    c->has_decided =
+        best_point_as(&t, c, true, &c->decided_throughput, &c->decided_ms, &c->decided_batch);
+  }
   t.res.baseline = &base;
   t.res.cands = cands;
   t.res.n_cands = n;
