@@ -31,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "$what" = test ]; then
-  # Python test tools (onnx, onnxruntime, numpy, torch, torchvision) in a venv
+  # Python test tools (onnx, onnxruntime, numpy, torch, torchvision, jsonschema) in a venv
   # that can also see packages already installed system-wide.
   venv=$ROOT/.venv
   if [ ! -x "$venv/bin/python3" ]; then
@@ -39,8 +39,9 @@ if [ "$what" = test ]; then
   fi
   need=()
   # openvino: the openvino backend's C headers and libopenvino_c (CMake
-  # finds them in the venv; the library is loaded at run time)
-  for mod in onnx onnxruntime numpy torch torchvision openvino; do
+  # finds them in the venv; the library is loaded at run time);
+  # jsonschema: tests/test_json.sh validates every --json output
+  for mod in onnx onnxruntime numpy torch torchvision openvino jsonschema; do
     "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")
   done
   if [ "${AIT_BENCH_DEPS:-0}" = 1 ]; then # bench/suite.py: dynamo export, the MiniLM export

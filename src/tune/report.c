@@ -30,7 +30,7 @@ static cJSON *profile_json(const ait_candidate *c) {
 /* How the batch sizes were chosen: a fresh sweep, or one that started from
  * what earlier tunes on this machine learned. */
 static void add_sweep(cJSON *o, const ait_candidate *c) {
-  if (!c->n_prof) return;
+  if (!c->n_prof || c->sweep_start < 1) return; /* given batch sizes: no sweep */
   int measured = 0, reused = 0;
   for (int i = 0; i < c->n_prof; i++)
     c->prof_from_history[i] ? reused++ : measured++;
