@@ -56,8 +56,7 @@ static char *decision_json(const ait_module *m) {
   cJSON_AddStringToObject(d, "model_sha256", m->model_sha);
   cJSON_AddStringToObject(d, "model_source", m->model_path);
   cJSON_AddStringToObject(d, "backend", m->desc);
-  cJSON_AddItemToObject(d, "backend_config",
-                        ait_backend_config_cjson(&m->cfg));
+  cJSON_AddItemToObject(d, "backend_config", ait_backend_config_cjson(&m->cfg));
   cJSON_AddNumberToObject(d, "batch", m->batch);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(d, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());
