@@ -81,6 +81,9 @@ for f in decision.json report.json model.onnx backend MANIFEST.sha256; do
   [ -e "$tmp/tuned/$f" ] || { echo "FAIL: tuned folder lacks $f"; fails=$((fails + 1)); }
 done
 expect 0 "strategy max-throughput" -- "$AITUNE" report "$tmp/tuned"
+# the table shows the decided figure (fastest run) beside the median, and a note
+expect 0 "fastest ms   decided/s" -- "$AITUNE" report "$tmp/tuned"
+expect 0 "  picked" -- "$AITUNE" report "$tmp/tuned"
 expect 0 '"aitune-report"' -- "$AITUNE" report "$tmp/tuned" --json
 expect 0 "1 passed, 0 failed" -- "$AITUNE" conformance "$BERT" # the folder, untouched
 expect 0 "wrote 1 outputs" -- "$AITUNE" run "$tmp/tuned" --inputs "$BERT/test_data_set_0" --outputs "$tmp/tout"

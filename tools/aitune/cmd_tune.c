@@ -148,9 +148,10 @@ static ait_status add_sample(ait_module *m, const ait_sample *s) {
   return ait_module_add_sample(m, v, (size_t)s->n_inputs);
 }
 
-/* The samples of a tune: each --inputs folder (or, with --dim/--shape and no
- * folder, random values) at OPT, then at MIN and MAX where a --shape range
- * has them. Without either, none: the library makes its own random one. */
+/* The samples of a tune: each --inputs folder (or, with --dim, --shape,
+ * --int-range or --seed and no folder, random values) at OPT, then at MIN
+ * and MAX where a --shape range has them. Without any of these, none: the
+ * library makes its own random one. */
 static ait_status add_samples(ait_module *m, const char *const *dirs, int n_dirs,
                               const cli_inputs *ci) {
   const ait_graph *g = m->model->graph;
@@ -161,7 +162,8 @@ static ait_status add_samples(ait_module *m, const char *const *dirs, int n_dirs
   }
   const cli_point points[3] = {CLI_AT_OPT, CLI_AT_MIN, CLI_AT_MAX};
   bool want[3] = {true, lo, hi};
-  int n = n_dirs ? n_dirs : ci->n_dims ? 1 : 0;
+  /* --int-range or --seed alone also make the random sample here */
+  int n = n_dirs ? n_dirs : ci->n_dims || ci->n_ints || ci->seed ? 1 : 0;
   if (n * (1 + lo + hi) > 16)
     return ait_err(AIT_E_INVALID_ARG, "%d --inputs folders at %d sizes each are over 16 samples", n,
                    1 + lo + hi);
