@@ -47,8 +47,9 @@ if [ "$what" = test ] || [ "$what" = quickstart ]; then
   fi
   need=()
   # openvino: the openvino backend's C headers and libopenvino_c (CMake
-  # finds them in the venv; the library is loaded at run time)
-  mods=(onnx onnxruntime numpy torch torchvision openvino)
+  # finds them in the venv; the library is loaded at run time);
+  # jsonschema: tests/test_json.sh validates every --json output
+  mods=(onnx onnxruntime numpy torch torchvision openvino jsonschema)
   [ "$what" = quickstart ] && mods=(onnx onnxruntime numpy tokenizers)
   for mod in "${mods[@]}"; do
     "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")

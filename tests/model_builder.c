@@ -13,6 +13,7 @@
 #define CAP 32
 
 struct tb_model {
+  const char *sym; /* the name of symbolic dims declared next (kept); NULL: "N" */
   Onnx__ModelProto model;
   Onnx__GraphProto graph;
   Onnx__OperatorSetIdProto opset;
@@ -99,12 +100,14 @@ static Onnx__ValueInfoProto *value_info(tb_model *m, const char *name, int dtype
       d->dim_value = dims[k];
     } else {
       d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-      d->dim_param = keep(m, "N");
+      d->dim_param = keep(m, m->sym ? m->sym : "N");
     }
     m->dim_ptrs[i][k] = d;
   }
   return vi;
 }
+
+void tb_dim_name(tb_model *m, const char *name) { m->sym = keep(m, name); }
 
 void tb_input(tb_model *m, const char *name, int dtype, int rank, const int64_t *dims) {
   m->in_ptrs[m->graph.n_input++] = value_info(m, name, dtype, rank, dims);

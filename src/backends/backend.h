@@ -166,8 +166,10 @@ int64_t ait_backend_config_int(const ait_backend_config *cfg, const char *key, i
 const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_t n);
 /* "native-1a2b3c4d": the name plus a hash of the full configuration. */
 const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n);
-/* {"backend":"native","options":{"threads":"2"}} (explicit options only). */
-const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n);
+/* {"backend":"native","options":{"threads":"2"}} (non-default options only)
+ * as a new cJSON object the caller deletes; NULL when out of memory. */
+struct cJSON;
+struct cJSON *ait_backend_config_cjson(const ait_backend_config *cfg);
 /* The reverse: a configuration from that JSON text (options validated as by
  * ait_backend_config_parse). AIT_E_PARSE naming the problem otherwise. */
 ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg);

@@ -212,15 +212,22 @@ const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n) 
   return buf;
 }
 
-const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n) {
+cJSON *ait_backend_config_cjson(const ait_backend_config *cfg) {
   int idx[AIT_MAX_OPTS];
   int k = non_default(cfg, idx);
-  size_t at = (size_t)snprintf(buf, n, "{\"backend\":\"%s\",\"options\":{", cfg->iface->name);
-  for (int i = 0; i < k && at < n; i++)
-    at += (size_t)snprintf(buf + at, n - at, "%s\"%s\":\"%s\"", i ? "," : "", cfg->keys[idx[i]],
-                           cfg->vals[idx[i]]);
-  if (at < n) snprintf(buf + at, n - at, "}}");
-  return buf;
+  cJSON *j = cJSON_CreateObject();
+  cJSON *opts = j && cJSON_AddStringToObject(j, "backend", cfg->iface->name)
+                    ? cJSON_AddObjectToObject(j, "options")
+                    : NULL;
+  bool ok = opts != NULL;
+  /* through cJSON: a value is the user's text (a config path may hold quotes) */
+  for (int i = 0; ok && i < k; i++)
+    ok = cJSON_AddStringToObject(opts, cfg->keys[idx[i]], cfg->vals[idx[i]]) != NULL;
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
 }
 
 ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg) {

@@ -48,7 +48,7 @@ static ait_status write_text(const char *dir, const char *name, const char *text
 
 static char *decision_json(const ait_module *m) {
   cJSON *d = cJSON_CreateObject();
-  char fp[2048], cfg[4200];
+  char fp[2048];
   cJSON_AddStringToObject(d, "format", "aitune-decision");
   cJSON_AddNumberToObject(d, "version", AIT_DECISION_VERSION);
   cJSON_AddStringToObject(d, "aitune", AIT_VERSION_STRING);
@@ -56,8 +56,7 @@ static char *decision_json(const ait_module *m) {
   cJSON_AddStringToObject(d, "model_sha256", m->model_sha);
   cJSON_AddStringToObject(d, "model_source", m->model_path);
   cJSON_AddStringToObject(d, "backend", m->desc);
-  cJSON_AddItemToObject(d, "backend_config",
-                        cJSON_Parse(ait_backend_config_json(&m->cfg, cfg, sizeof cfg)));
+  cJSON_AddItemToObject(d, "backend_config", ait_backend_config_cjson(&m->cfg));
   cJSON_AddNumberToObject(d, "batch", m->batch);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(d, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());

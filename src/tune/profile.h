@@ -43,7 +43,13 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
 /* Defaults: warmup 3, min_runs 10, max_runs 200, cv_target 0.05, budget 2 s,
  * no give-up bound. */
 void ait_profile_opts_default(ait_profile_opts *o);
-/* Monotonic clock in seconds. */
+/* Monotonic clock in seconds: every time the tuner and the profiler read. */
 double ait_now(void);
+/* Tests: make ait_now() return now() instead (NULL: the monotonic clock
+ * again). A test backend that advances the clock by a fixed cost per run,
+ * instead of sleeping, pins every timing the tuner sees, so its decisions
+ * do not depend on the machine's load. Process-wide; set it before tuning,
+ * not while another thread tunes. */
+void ait_now_set_clock(double (*now)(void));
 
 #endif

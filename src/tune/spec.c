@@ -115,8 +115,7 @@ int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec) {
   return 1;
 }
 
-/* t resized along axis to size: index j reads source row j % old. */
-static ait_tensor *resize_axis(const ait_tensor *t, int axis, int64_t size) {
+ait_tensor *ait_tensor_resized(const ait_tensor *t, int axis, int64_t size) {
   int64_t dims[AIT_MAX_RANK];
   memcpy(dims, t->dims, sizeof dims);
   int64_t old = dims[axis];
@@ -151,7 +150,7 @@ ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, in
     if (!hit) continue;
     ait_tensor *t = out->inputs[ax->input];
     if (ax->axis >= t->rank || t->dims[ax->axis] == size) continue;
-    ait_tensor *r = resize_axis(t, ax->axis, size);
+    ait_tensor *r = ait_tensor_resized(t, ax->axis, size);
     if (!r) {
       ait_sample_free(out);
       return AIT_E_NOMEM;

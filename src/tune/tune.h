@@ -49,6 +49,9 @@ void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_g
  * which >= 0) resized to `size`: rows repeat cyclically or are cut. */
 ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, int which_axis,
                              int64_t size, ait_sample *out);
+/* A new tensor: t with `axis` resized to `size`, index j reading source row
+ * j % old (rows repeat cyclically, or are cut); NULL when out of memory. */
+ait_tensor *ait_tensor_resized(const ait_tensor *t, int axis, int64_t size);
 /* The batch of a sample (dim 0 of the first batched input), or 1. */
 int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec);
 /* Spec as JSON text (new string, caller frees) and a digest for cache keys. */
@@ -68,6 +71,7 @@ typedef struct ait_error_stats {
   int checked;             /* output tensors compared */
   double max_abs, max_rel; /* max |got-want|, and that over max|want| per tensor */
   double min_cosine;       /* lowest cosine similarity over float outputs */
+  int cosines;             /* float outputs that min_cosine is over (0: none, e.g. all int64) */
   long long mismatches;    /* elements outside tolerance */
   long long bad_values;    /* NaN/Inf where the reference has finite values */
   double top1;             /* lowest row-argmax agreement over classifier outputs; -1 when none */
@@ -117,6 +121,12 @@ typedef struct ait_candidate {
   int runoff_rounds;   /* > 0: timed again in the runoff, in this many rounds */
   double runoff_ratio; /* its speed there over the leader's (median of per-round ratios) */
   double runoff_ms;    /* its median time per run there */
+  /* the point the decision judged it by (its fastest runs, within the
+   * budget): what `better` and `beats` compare; has_decided false when no
+   * profile entry qualifies */
+  bool has_decided;
+  int decided_batch;
+  double decided_ms, decided_throughput;
 } ait_candidate;
 
 #endif

@@ -204,22 +204,27 @@ static ait_status timed_infer(void *p) {
 }
 
 /* Bytes of one sample resized to `batch`: a guard against sweeping into
- * memory exhaustion (inputs x 64 is a rough bound on activations). */
-static bool fits_memory(const ait_sample *s, int64_t cur_batch, int64_t batch) {
+ * memory exhaustion (inputs x 64 is a rough bound on activations). The
+ * available memory is the options' reading when given (tests pin it), the
+ * machine's now otherwise. */
+static bool fits_memory(const tuner *t, const ait_sample *s, int64_t cur_batch, int64_t batch) {
   size_t bytes = 0;
   for (int i = 0; i < s->n_inputs; i++)
     bytes += ait_tensor_nbytes(s->inputs[i]);
   double need = (double)bytes / (double)(cur_batch ? cur_batch : 1) * (double)batch * 64.0;
-  FILE *f = fopen("/proc/meminfo", "r");
+  const ait_mem_reading *r = t->o->mem_reading;
   double avail = 8e9;
-  if (f) {
+  if (r && r->host_total)
+    avail = (double)r->host_available;
+  else {
+    FILE *f = fopen("/proc/meminfo", "r"); /* cheap: this runs before every size */
     char line[256];
-    while (fgets(line, sizeof line, f))
+    while (f && fgets(line, sizeof line, f))
       if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
         avail *= 1024;
         break;
       }
-    fclose(f);
+    if (f) fclose(f);
   }
   return need < avail / 4;
 }
@@ -303,7 +308,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
   c->sweep_start = c->sweep_learned ? best : 1;
   if (!c->sweep_learned) {
     for (int b = 1; !st && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
-      if (!fits_memory(&m->samples[0], own, b)) {
+      if (!fits_memory(t, &m->samples[0], own, b)) {
         ait_module_logf(m, 0, "[%s] batch %d would not fit in memory; sweep stops", desc, b);
         break;
       }
@@ -323,7 +328,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
                           *top = ait_history_get(&learned, best);
     bool plateau = half && top && top->throughput < half->throughput * 1.05;
     for (int b = best * 2; !st && !plateau && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
-      if (ait_history_get(&learned, b) || !fits_memory(&m->samples[0], own, b)) break;
+      if (ait_history_get(&learned, b) || !fits_memory(t, &m->samples[0], own, b)) break;
       if ((st = measure(t, c, desc, &h, b))) break;
       if (stop_after(t, c, &c->prof[c->n_prof - 1], &c->prof[c->n_prof - 2])) break;
     }
@@ -1038,6 +1043,12 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
                       cands[0].desc);
     if (!profile_base) base.n_prof = 0;
     keep_selection(&t, &base, -1);
+  }
+  /* the report shows each candidate's decisive point beside its medians */
+  for (int i = -1; i < n; i++) {
+    ait_candidate *c = i < 0 ? &base : &cands[i];
+    c->has_decided =
+        best_point_as(&t, c, true, &c->decided_throughput, &c->decided_ms, &c->decided_batch);
   }
   t.res.baseline = &base;
   t.res.cands = cands;

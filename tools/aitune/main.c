@@ -19,11 +19,13 @@ static const char usage[] =
     "  bench MODEL|DIR           time one backend or a tuned model\n"
     "  backends                  list backends, their availability and options\n"
     "  batch MODEL               best batch size for a backend, learned across runs\n"
-    "  hw [--json]               CPU, RAM, GPUs, memory pressure and the fingerprint\n"
+    "  hw                        CPU, RAM, GPUs, memory pressure and the fingerprint\n"
     "  profile MODEL             time per node and per op type on a backend\n"
     "  version                   print the version\n"
     "\n"
-    "Run 'aitune <command> --help' for a command's options.\n";
+    "Run 'aitune <command> --help' for a command's options. Options take their value\n"
+    "as --opt VALUE or --opt=VALUE; --json prints one JSON document instead of text\n"
+    "(info, run, tune, report, bench, profile, batch, backends, hw; schemas/).\n";
 
 int cli_fail(ait_status st, const char *what) {
   const char *msg = ait_last_error();
