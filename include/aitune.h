@@ -110,6 +110,10 @@ void ait_model_free(ait_model *model);
 
 size_t ait_model_num_inputs(const ait_model *model);
 size_t ait_model_num_outputs(const ait_model *model);
+/* Value of the model's metadata_props entry `key` (ONNX
+ * ModelProto.metadata_props; the last one when a key repeats), owned by the
+ * model and valid as long as it; NULL when there is none. */
+const char *ait_model_metadata(const ait_model *model, const char *key);
 /* Fill *info for input/output i. Returns AIT_E_INVALID_ARG when i is out of range. */
 ait_status ait_model_input(const ait_model *model, size_t i, ait_tensor_info *info);
 ait_status ait_model_output(const ait_model *model, size_t i, ait_tensor_info *info);

@@ -1,7 +1,8 @@
 /* The module API the Python package stands on: modules made from model bytes
  * (ait_module_create_buffer), caller-given ranges of dynamic axes
  * (ait_module_set_axis_range) and the selected batch size
- * (ait_module_batch_size). The model is y = Relu(x), x [N, 8] float with a
+ * (ait_module_batch_size), and ModelProto.metadata_props (ait_model_metadata).
+ * The model is y = Relu(x), x [N, 8] float with a
  * symbolic batch N; tuning is one-backend eager or native, briefly. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -177,7 +178,56 @@ static void test_axis_range(void) {
   free(bytes);
 }
 
+/* ModelProto field 14 (metadata_props) entry {key, value} appended to
+ * serialized model bytes: protobuf merges it into the message (this is how
+ * the Python package tags its exports). Short strings only (one-byte sizes). */
+static uint8_t *with_prop(const uint8_t *model, size_t size, const char *key, const char *value,
+                          size_t *out_size) {
+  size_t kl = strlen(key), vl = strlen(value), inner = 2 + kl + 2 + vl;
+  uint8_t *b = malloc(size + 2 + inner);
+  memcpy(b, model, size);
+  uint8_t *p = b + size;
+  *p++ = 14 << 3 | 2;
+  *p++ = (uint8_t)inner;
+  *p++ = 1 << 3 | 2;
+  *p++ = (uint8_t)kl;
+  memcpy(p, key, kl);
+  p += kl;
+  *p++ = 2 << 3 | 2;
+  *p++ = (uint8_t)vl;
+  memcpy(p, value, vl);
+  *out_size = size + 2 + inner;
+  return b;
+}
+
+static void test_metadata(void) {
+  size_t size, s1, s2;
+  uint8_t *bytes = relu_model(&size);
+  uint8_t *one = with_prop(bytes, size, "aitune_c.python", "{\"v\":1}", &s1);
+  uint8_t *two = with_prop(one, s1, "aitune_c.python", "{\"v\":2}", &s2);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(bytes, size, NULL, &m), AIT_OK, NULL);
+  CHECK(ait_model_metadata(m, "aitune_c.python") == NULL);
+  CHECK(ait_model_metadata(m, NULL) == NULL && ait_model_metadata(NULL, "k") == NULL);
+  ait_model_free(m);
+  CHECK_ERR(ait_model_load_buffer(two, s2, NULL, &m), AIT_OK, NULL);
+  const char *v = m ? ait_model_metadata(m, "aitune_c.python") : NULL;
+  CHECK(v && !strcmp(v, "{\"v\":2}")); /* the last of a repeated key */
+  CHECK(m && ait_model_metadata(m, "other") == NULL);
+  ait_model_free(m);
+  /* and through a module, and its saved folder */
+  ait_module *mod = NULL;
+  CHECK_ERR(ait_module_create_buffer(one, s1, NULL, NULL, &mod), AIT_OK, NULL);
+  v = mod ? ait_model_metadata(ait_module_model(mod), "aitune_c.python") : NULL;
+  CHECK(v && !strcmp(v, "{\"v\":1}"));
+  ait_module_free(mod);
+  free(two);
+  free(one);
+  free(bytes);
+}
+
 int main(void) {
+  test_metadata();
   test_create_buffer();
   test_axis_range();
   return check_result("test_module_api");
