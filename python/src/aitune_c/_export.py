@@ -15,6 +15,7 @@ import inspect
 import io
 import json
 import logging
+import re
 import warnings
 from typing import Any, Dict, List, Optional
 
@@ -147,14 +148,36 @@ def _call_parts(sig, values: Dict[str, Any]):
     return tuple(args), kwargs
 
 
+# loggers of the exporters' own libraries, quieted to warnings while exporting
+_CHATTY = ("onnx_ir", "onnxscript", "torch.onnx", "torch.export", "torch._export")
+
+
+@contextlib.contextmanager
+def _levels(names, level):
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for lg, _ in saved:
+        lg.setLevel(max(level, lg.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        for lg, old in saved:
+            lg.setLevel(old)
+
+
 def _quiet_export():
-    """Export chatter (stdout lines, deprecation warnings) into the log."""
+    """Export chatter (stdout lines, warnings, INFO logs) into our DEBUG log."""
     out = io.StringIO()
     stack = contextlib.ExitStack()
     stack.enter_context(contextlib.redirect_stdout(out))
     stack.enter_context(warnings.catch_warnings())
+    stack.enter_context(_levels(_CHATTY, logging.WARNING))
     warnings.simplefilter("ignore")
     return stack, out
+
+
+def _first_line(e: Exception) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()  # the exporter colours its messages
+    return text.splitlines()[0][:300] if text else ""
 
 
 def _dynamo(model, args, kwargs, names, axes) -> bytes:
@@ -248,9 +271,11 @@ def export(model, samples, *, dynamic_shapes=None, batch_sizes=None,
                 except Exception as e:
                     if exporter == "dynamo":
                         raise
-                    logger.info("the dynamo exporter failed (%s: %s); using the TorchScript "
-                                "exporter", type(e).__name__, str(e).splitlines()[0][:300]
-                                if str(e) else "")
+                    cause = e.__cause__ or e.__context__
+                    logger.info("the dynamo exporter failed (%s: %s%s); using the TorchScript "
+                                "exporter", type(e).__name__, _first_line(e),
+                                f"; caused by {type(cause).__name__}: {_first_line(cause)}"
+                                if cause is not None else "")
             if onnx is None:
                 onnx, used = _torchscript(model, args, kwargs, names, axes), "torchscript"
     finally:

@@ -33,6 +33,8 @@ class TunedModel:
         self.output_names: List[str] = [row[0] for row in core.outputs]
         self._out_spec = None
         self._torch_model = False
+        # "dynamo" or "torchscript" for an exported nn.Module, None for an ONNX model
+        self.exporter: Optional[str] = meta.get("exporter") if meta else None
         if meta:
             self._sig = _samples.signature_from_rows(meta["signature"])
             call_names = list(meta.get("inputs") or graph_inputs)
