@@ -15,7 +15,33 @@ typedef struct ext_module {
   size_t n_inputs, n_outputs;
 } ext_module;
 
+/* Take the module's lock without holding the GIL (another thread may be
+ * inside the library with it): only between PyEval_SaveThread and
+ * PyEval_RestoreThread. */
+#define LOCK(self) PyThread_acquire_lock((self)->lock, WAIT_LOCK)
+#define UNLOCK(self) PyThread_release_lock((self)->lock)
+
 #define MAX_INPUTS 64 /* as ait_module_infer */
+
+/* Where the module's run-time warnings go: fn(is_warning, line), or None.
+ * Its exceptions are reported as unraisable (no caller to hand them to). */
+static int set_run_log(ext_module *self, PyObject *fn) {
+  PyObject *f = fn == Py_None ? NULL : fn;
+  if (f && !PyCallable_Check(f)) {
+    PyErr_SetString(PyExc_TypeError, "log must be callable");
+    return -1;
+  }
+  PyThreadState *ts = PyEval_SaveThread();
+  LOCK(self);
+  PyEval_RestoreThread(ts);
+  Py_XINCREF(f);
+  Py_XSETREF(self->run_log, f);
+  self->run_log_ctx.fn = f;
+  self->run_log_ctx.unraisable = 1;
+  ait_module_set_log(self->m, f ? ext_log_trampoline : NULL, f ? &self->run_log_ctx : NULL);
+  UNLOCK(self);
+  return 0;
+}
 
 /* Wrap a new ait_module (owned from here on). */
 static PyObject *wrap(PyTypeObject *type, ait_module *m) {
@@ -40,12 +66,6 @@ static void module_dealloc(ext_module *self) {
   Py_CLEAR(self->run_log);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
-
-/* Take the module's lock without holding the GIL (another thread may be
- * inside the library with it): only between PyEval_SaveThread and
- * PyEval_RestoreThread. */
-#define LOCK(self) PyThread_acquire_lock((self)->lock, WAIT_LOCK)
-#define UNLOCK(self) PyThread_release_lock((self)->lock)
 
 static PyObject *module_from_file(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kws[] = {"path", "name", NULL};
@@ -92,6 +112,8 @@ static PyObject *module_load(PyTypeObject *type, PyObject *args, PyObject *kw) {
   ait_status st;
   PyThreadState *ts = PyEval_SaveThread();
   st = ait_module_load(PyBytes_AS_STRING(dir), ext_log_trampoline, &lg, &m);
+  /* the module keeps the load's log for its runs: not a pointer to this frame */
+  if (!st) ait_module_set_log(m, NULL, NULL);
   char why[1024];
   snprintf(why, sizeof why, "%s", st ? ait_last_error() : "");
   PyEval_RestoreThread(ts);
@@ -105,7 +127,9 @@ static PyObject *module_load(PyTypeObject *type, PyObject *args, PyObject *kw) {
     ait_module_free(m);
     return NULL;
   }
-  return wrap(type, m);
+  PyObject *self = wrap(type, m);
+  if (self && log != Py_None && set_run_log((ext_module *)self, log) < 0) Py_CLEAR(self);
+  return self;
 }
 
 /* inputs / outputs: [(name, dtype, dims, dim_names)], dims with None where
@@ -306,17 +330,7 @@ static PyObject *module_metadata(ext_module *self, PyObject *key) {
 }
 
 static PyObject *module_set_log(ext_module *self, PyObject *fn) {
-  PyObject *f = fn == Py_None ? NULL : fn;
-  if (f && !PyCallable_Check(f)) return PyErr_Format(PyExc_TypeError, "log must be callable");
-  PyThreadState *ts = PyEval_SaveThread();
-  LOCK(self);
-  PyEval_RestoreThread(ts);
-  Py_XINCREF(f);
-  Py_XSETREF(self->run_log, f);
-  self->run_log_ctx.fn = f;
-  self->run_log_ctx.unraisable = 1; /* no caller to hand an exception to */
-  ait_module_set_log(self->m, f ? ext_log_trampoline : NULL, f ? &self->run_log_ctx : NULL);
-  UNLOCK(self);
+  if (set_run_log(self, fn) < 0) return NULL;
   Py_RETURN_NONE;
 }
 

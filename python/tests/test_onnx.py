@@ -271,3 +271,18 @@ def test_log_callback_exception_reaches_the_caller():
     with pytest.raises(KeyError, match="from the logger"):
         core.tune(log=boom, strategy=0, backends=["native"], **opts)
     assert core.backend == "native"  # the tune itself finished
+
+
+def test_run_time_warnings_reach_logging(tmp_path, caplog):
+    model = onnx_mlp()
+    x = rng.standard_normal((2, 32)).astype(np.float32)
+    tuned = ait.tune(model, x, strategy=ait.OneBackend("native"), batch_sizes=[1, 2], **FAST)
+    tuned.save(tmp_path / "mlp.ait")
+    big = rng.standard_normal((9, 32)).astype(np.float32)  # batch 9: outside the tuned [1, 2]
+    for t in (tuned, ait.load(tmp_path / "mlp.ait")):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="aitune_c"):
+            np.testing.assert_allclose(t(big), mlp_reference(model, big), rtol=1e-4, atol=1e-5)
+            t(big)
+        warned = [r for r in caplog.records if "outside the tuned range" in r.getMessage()]
+        assert len(warned) == 1  # once per module

@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import re
+import time
 import warnings
 from typing import Any, Dict, List, Optional
 
@@ -253,6 +254,7 @@ def export(model, samples, *, dynamic_shapes=None, batch_sizes=None,
     axes = _dynamic_axes(names, bound, dynamic_shapes, batch_sizes)
     example = _example(names, bound[0], axes)
     args, kwargs = _call_parts(sig, example)
+    t0 = time.monotonic()
     was_training = model.training
     model.eval()
     try:
@@ -283,8 +285,8 @@ def export(model, samples, *, dynamic_shapes=None, batch_sizes=None,
     meta = {"format": "aitune_c.python", "version": 1, "signature": _samples.signature_rows(sig),
             "inputs": names, "outputs": spec, "exporter": used}
     onnx = with_metadata(onnx, METADATA_KEY, json.dumps(meta))
-    logger.info("exported %s with the %s exporter (%d bytes; dynamic axes %s)",
-                type(model).__name__, used, len(onnx), axes or "none")
+    logger.info("exported %s with the %s exporter in %.1f s (%d bytes; dynamic axes %s)",
+                type(model).__name__, used, time.monotonic() - t0, len(onnx), axes or "none")
     inputs = [[b[n] for n in names] for b in bound]
     return Exported(onnx, names, inputs, refs, used)
 
