@@ -286,3 +286,36 @@ def test_run_time_warnings_reach_logging(tmp_path, caplog):
             t(big)
         warned = [r for r in caplog.records if "outside the tuned range" in r.getMessage()]
         assert len(warned) == 1  # once per module
+
+
+def test_gil_is_released_while_tuning():
+    """Another thread runs while the tuner is inside C, outside any log
+    callback (the only Python code the tuning thread runs meanwhile). The
+    window opens and closes inside callbacks (the first line, "selected"), so
+    no bytecode of the tuning thread outside them is in it: were the GIL held
+    in C, the watcher could only run inside a callback."""
+    state = {"tuning": False, "in_callback": False, "saw": False, "done": False}
+
+    def watcher():
+        while not state["done"]:
+            if state["tuning"] and not state["in_callback"]:
+                state["saw"] = True
+                return
+            threading.Event().wait(0.0005)
+
+    def log(is_warning, line):
+        state["in_callback"] = True
+        state["tuning"] = not line.startswith("selected ")
+        state["in_callback"] = False  # the last statement: nothing runs after it here
+
+    core = ait._core.Module.from_bytes(onnx_mlp(256))
+    t = threading.Thread(target=watcher)
+    t.start()
+    opts = {**{k: v for k, v in FAST.items() if k != "quiet"}, "time_budget_s": 0.3, "min_runs": 5,
+            "max_runs": 1000}
+    try:
+        core.tune(log=log, strategy=2, backends=["native", "eager"], batch_sizes=[1, 4], **opts)
+    finally:
+        state["done"] = True
+        t.join()
+    assert state["saw"]
