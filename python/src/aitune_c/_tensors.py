@@ -1,4 +1,4 @@
-"""Small tensor helpers: dtype names, torch detection, numpy views.
+"""Small tensor helpers.
 
 Outputs are made in the extension (ext/tensors.c): each is one copy out of
 the library (the C API lends outputs only until the module's next call)
@@ -12,25 +12,9 @@ import sys
 
 import numpy as np
 
-from . import _core
-
-# ait_dtype codes (ONNX's TensorProto numbering) -> numpy dtypes
-NUMPY_DTYPES = {
-    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
-    7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
-}
-
-
-def dtype_name(code: int) -> str:
-    return _core.dtype_name(code)
-
-
-def torch_module():
-    """torch when the program has imported it, else None (never imports it)."""
-    return sys.modules.get("torch")
-
 
 def is_torch_tensor(x) -> bool:
+    """Without importing torch: a program that has none has no tensors of it."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 
