@@ -8,9 +8,10 @@
 #include "ext.h"
 
 typedef struct ext_module {
-  PyObject_HEAD ait_module *m; /* owned */
-  PyThread_type_lock lock;     /* one call at a time into m */
-  PyObject *run_log;           /* callable(is_warning, line) for run-time warnings, or NULL */
+  PyObject ob_base;        /* PyObject_HEAD, spelled out for clang-format */
+  ait_module *m;           /* owned */
+  PyThread_type_lock lock; /* one call at a time into m */
+  PyObject *run_log;       /* callable(is_warning, line) for run-time warnings, or NULL */
   ext_log run_log_ctx;
   size_t n_inputs, n_outputs;
 } ext_module;

@@ -338,7 +338,8 @@ void ext_inputs_release(ext_input *ins, Py_ssize_t n) {
 /* ---- outputs: Buffer ----------------------------------------------------- */
 
 typedef struct ext_buffer {
-  PyObject_HEAD void *data; /* owned */
+  PyObject ob_base; /* PyObject_HEAD */
+  void *data;       /* owned */
   Py_ssize_t nbytes, itemsize;
   int ndim;
   ait_dtype dtype;
