@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
   }
   ait_tensor_info info;
   ait_model_input(ait_module_model(m), 0, &info);
-  ait_tensor_view in = {AIT_FLOAT32, info.rank, {0}, NULL};
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = info.rank};
   size_t n = 1;
   for (int k = 0; k < info.rank; k++) {
     in.dims[k] = info.dims[k] > 0 ? info.dims[k] : 1;

@@ -61,7 +61,7 @@ static void check_relu(ait_module *m, int batch) {
   float x[4 * WIDTH];
   for (int i = 0; i < batch * WIDTH; i++)
     x[i] = (float)(i % 5) - 2.0f;
-  ait_tensor_view in = {AIT_FLOAT32, 2, {batch, WIDTH}, x}, out;
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {batch, WIDTH}, .data = x}, out;
   CHECK_ERR(ait_module_infer(m, &in, 1), AIT_OK, NULL);
   CHECK_ERR(ait_module_output(m, 0, &out), AIT_OK, NULL);
   CHECK(out.rank == 2 && out.dims[0] == batch && out.dims[1] == WIDTH);
@@ -155,7 +155,8 @@ static void test_axis_range(void) {
   CHECK_ERR(ait_module_set_axis_range(m, "x", 0, 1, 2, 3), AIT_OK, NULL);
   CHECK_ERR(ait_module_set_axis_range(m, "x", 0, 2, 3, 4), AIT_OK, NULL);
   float x[4 * WIDTH] = {0};
-  ait_tensor_view one = {AIT_FLOAT32, 2, {1, WIDTH}, x}, three = {AIT_FLOAT32, 2, {3, WIDTH}, x};
+  ait_tensor_view one = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {1, WIDTH}, .data = x};
+  ait_tensor_view three = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, WIDTH}, .data = x};
   CHECK_ERR(ait_module_add_sample(m, &three, 1), AIT_OK, NULL);
   const char *eager[] = {"eager"};
   ait_tune_options o;
