@@ -110,6 +110,10 @@ void ait_model_free(ait_model *model);
 
 size_t ait_model_num_inputs(const ait_model *model);
 size_t ait_model_num_outputs(const ait_model *model);
+/* Value of the model's metadata_props entry `key` (ONNX
+ * ModelProto.metadata_props; the last one when a key repeats), owned by the
+ * model and valid as long as it; NULL when there is none. */
+const char *ait_model_metadata(const ait_model *model, const char *key);
 /* Fill *info for input/output i. Returns AIT_E_INVALID_ARG when i is out of range. */
 ait_status ait_model_input(const ait_model *model, size_t i, ait_tensor_info *info);
 ait_status ait_model_output(const ait_model *model, size_t i, ait_tensor_info *info);
@@ -252,6 +256,12 @@ void ait_tune_options_init(ait_tune_options *o);
 /* New module for the model at `path` (loaded and owned by the module).
  * name may be NULL (the file name is used). */
 ait_status ait_module_create(const char *path, const char *name, ait_module **out);
+/* New module for an ONNX model held in memory: the bytes are copied (the
+ * caller may free them after the call) and the module keeps that copy, which
+ * ait_module_save writes as the folder's model.onnx. base_dir resolves
+ * external data (NULL: the current folder). name may be NULL ("model"). */
+ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
+                                    const char *name, ait_module **out);
 /* Load a tuned module from a folder written by ait_module_save (or `aitune
  * tune --out`): no re-tuning and no rebuild. Warns (through log, may be NULL)
  * when this machine's fingerprint differs from the one it was tuned on. */
@@ -265,6 +275,15 @@ void ait_module_set_log(ait_module *m, ait_log_fn log, void *user);
 /* Add one sample (inputs in graph-input order), copied. Several samples may
  * be added; without any, tuning generates random ones from declared shapes. */
 ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
+/* Tune axis `axis` of the graph input named `input` over [min, max], with
+ * opt the size to favour, whatever the samples span (by default a dynamic
+ * axis ranges over the samples' sizes). The axis must be symbolic or unknown
+ * in the model, 1 <= min <= opt <= max <= 2^30; every sample must lie inside
+ * the range when tuning starts (AIT_E_SHAPE otherwise). AIT_E_NOT_FOUND for
+ * an unknown input name, AIT_E_INVALID_ARG for a fixed axis or a bad range.
+ * Setting the same axis again replaces its range. Used by the next tune. */
+ait_status ait_module_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
+                                     int64_t opt, int64_t max);
 /* Tune: build, validate against the reference, profile, select, and cache.
  * The module then runs on the selected backend. */
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
@@ -285,6 +304,9 @@ ait_status ait_module_report_json(const ait_module *m, char **json);
 /* Description of the backend the module runs on ("native:threads=2"); static
  * to the module. "eager" before tuning. */
 const char *ait_module_backend(const ait_module *m);
+/* The batch size the module was selected at (its decision); 0 before
+ * tuning. */
+int ait_module_batch_size(const ait_module *m);
 /* The underlying model, owned by the module. */
 const ait_model *ait_module_model(const ait_module *m);
 

@@ -12,7 +12,7 @@ what=${1:-build}
 apt_pkgs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libopenblas-dev libssl-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libblis-dev)
 if [ "$what" = test ]; then
   # chromium: the HTML report is rendered headless in a real browser (tests/test_report_html.sh)
-  apt_pkgs+=(libonnx-testdata python3 clang-format clang libclang-rt-14-dev chromium)
+  apt_pkgs+=(libonnx-testdata python3 python3-dev clang-format clang libclang-rt-14-dev chromium)
 fi
 if [ "$what" = test ] || [ "$what" = quickstart ]; then
   apt_pkgs+=(python3)
@@ -48,8 +48,10 @@ if [ "$what" = test ] || [ "$what" = quickstart ]; then
   need=()
   # openvino: the openvino backend's C headers and libopenvino_c (CMake
   # finds them in the venv; the library is loaded at run time);
-  # jsonschema: tests/test_json.sh validates every --json output
-  mods=(onnx onnxruntime numpy torch torchvision openvino jsonschema)
+  # jsonschema: tests/test_json.sh validates every --json output;
+  # the Python package (python/): scikit_build_core builds it, pytest runs
+  # its tests, onnxscript is what torch's dynamo ONNX exporter needs.
+  mods=(onnx onnxruntime numpy torch torchvision openvino jsonschema scikit_build_core pytest onnxscript)
   [ "$what" = quickstart ] && mods=(onnx onnxruntime numpy tokenizers)
   for mod in "${mods[@]}"; do
     "$venv/bin/python3" -c "import $mod" 2>/dev/null || need+=("$mod")

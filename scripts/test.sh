@@ -21,6 +21,10 @@ echo "== tests"
 echo "== real models vs ONNX Runtime"
 python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned --backend native
 
+echo "== python package: pip install ./python, then its tests (docs/python.md)"
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$ROOT/python"
+(cd "$ROOT/python" && python3 -m pytest -q tests)
+
 echo "== conformance measured through aitune run"
 python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \
   --min-pass "$(cat "$ROOT/tests/conformance_floor.txt")" \

@@ -95,6 +95,38 @@ ait_status ait_module_create(const char *path, const char *name, ait_module **ou
   return st;
 }
 
+ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
+                                    const char *name, ait_module **out) {
+  if (!data || !out)
+    return ait_err(AIT_E_INVALID_ARG, "ait_module_create_buffer: data and out are required");
+  *out = NULL;
+  ait_module *m = calloc(1, sizeof *m);
+  if (!m) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_model_load_buffer(data, size, base_dir, &m->model);
+  if (st) {
+    free(m);
+    return ait_err_prefix(st, "model bytes");
+  }
+  /* the module keeps the bytes: saving writes them as the folder's model */
+  m->model_bytes = malloc(size ? size : 1);
+  m->name = strdup(name ? name : "model");
+  if (!m->model_bytes || !m->name) {
+    ait_module_free(m);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  memcpy(m->model_bytes, data, size);
+  m->model_size = size;
+  ait_sha256_hex(data, size, m->model_sha);
+  ait_backend_config_parse("eager", &m->cfg);
+  snprintf(m->desc, sizeof m->desc, "eager");
+  *out = m;
+  return AIT_OK;
+}
+
+const char *ait_module_source(const ait_module *m) {
+  return m->model_path ? m->model_path : "(memory)";
+}
+
 static void clear_outputs(ait_module *m) {
   for (int i = 0; i < m->n_outputs; i++)
     ait_tensor_free(m->outputs[i]);
@@ -121,6 +153,7 @@ void ait_module_free(ait_module *m) {
   free(m->name);
   free(m->model_path);
   ait_api_io_free(&m->io);
+  free(m->model_bytes);
   free(m);
 }
 
@@ -271,6 +304,46 @@ void ait_module_set_log(ait_module *m, ait_log_fn log, void *user) {
 }
 
 const char *ait_module_backend(const ait_module *m) { return m ? m->desc : ""; }
+int ait_module_batch_size(const ait_module *m) { return m && m->tuned ? m->batch : 0; }
+
+ait_status ait_module_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
+                                     int64_t opt, int64_t max) {
+  if (!m || !input) return ait_err(AIT_E_INVALID_ARG, "module and input are required");
+  const ait_graph *g = m->model->graph;
+  int i = 0;
+  while (i < g->n_inputs && strcmp(g->values[g->inputs[i]].name, input))
+    i++;
+  if (i == g->n_inputs) return ait_err(AIT_E_NOT_FOUND, "the model has no input '%s'", input);
+  const ait_value *v = &g->values[g->inputs[i]];
+  if (axis < 0 || axis >= v->rank)
+    return ait_err(AIT_E_INVALID_ARG, "input '%s' has rank %d: no axis %d", input, v->rank, axis);
+  if (v->dims[axis].v >= 0)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "input '%s' axis %d is fixed at %lld in the model: only a symbolic or unknown "
+                   "axis can be given a range",
+                   input, axis, (long long)v->dims[axis].v);
+  if (!(min >= 1 && min <= opt && opt <= max && max <= AIT_MAX_AXIS_SIZE))
+    return ait_err(AIT_E_INVALID_ARG,
+                   "input '%s' axis %d: range min %lld, opt %lld, max %lld is not 1 <= min <= opt "
+                   "<= max <= %lld",
+                   input, axis, (long long)min, (long long)opt, (long long)max,
+                   (long long)AIT_MAX_AXIS_SIZE);
+  int k = 0;
+  while (k < m->n_axis_ranges && !(m->axis_ranges[k].input == i && m->axis_ranges[k].axis == axis))
+    k++;
+  if (k == AIT_MAX_AXES)
+    return ait_err(AIT_E_UNSUPPORTED, "at most %d axis ranges per module", AIT_MAX_AXES);
+  ait_axis *a = &m->axis_ranges[k];
+  memset(a, 0, sizeof *a);
+  a->input = i;
+  a->axis = axis;
+  snprintf(a->sym, sizeof a->sym, "%s", v->dims[axis].sym ? v->dims[axis].sym : "");
+  a->min = min;
+  a->opt = opt;
+  a->max = max;
+  if (k == m->n_axis_ranges) m->n_axis_ranges++;
+  return AIT_OK;
+}
 const ait_model *ait_module_model(const ait_module *m) { return m ? m->model : NULL; }
 
 ait_status ait_module_report_json(const ait_module *m, char **json) {
@@ -584,6 +657,9 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
     m->n_samples = 1;
   }
   ait_spec_detect(m->model->graph, m->samples, m->n_samples, &m->spec);
+  if ((st = ait_spec_apply_ranges(m->model->graph, m->samples, m->n_samples, m->axis_ranges,
+                                  m->n_axis_ranges, &m->spec)) != AIT_OK)
+    goto out;
   char root[4096], key[65], entry[4200];
   ait_cache_root(&o, root, sizeof root);
   bool use_cache = root[0] && o.use_decision_cache;

@@ -54,7 +54,7 @@ static char *decision_json(const ait_module *m) {
   cJSON_AddStringToObject(d, "aitune", AIT_VERSION_STRING);
   cJSON_AddStringToObject(d, "name", m->name);
   cJSON_AddStringToObject(d, "model_sha256", m->model_sha);
-  cJSON_AddStringToObject(d, "model_source", m->model_path);
+  cJSON_AddStringToObject(d, "model_source", ait_module_source(m));
   cJSON_AddStringToObject(d, "backend", m->desc);
   cJSON_AddItemToObject(d, "backend_config", ait_backend_config_cjson(&m->cfg));
   cJSON_AddNumberToObject(d, "batch", m->batch);
@@ -241,9 +241,11 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
     goto out;
   /* a copy of the model keeps the artifact whole when the original moves */
   model_copy = ait_path_join(tmp, "model.onnx");
-  if ((st = ait_read_file(m->model_path, &bytes, &size)) ||
-      (st = ait_write_file_atomic(model_copy, bytes, size)))
-    goto out;
+  if (m->model_bytes)
+    st = ait_write_file_atomic(model_copy, m->model_bytes, m->model_size);
+  else if (!(st = ait_read_file(m->model_path, &bytes, &size)))
+    st = ait_write_file_atomic(model_copy, bytes, size);
+  if (st) goto out;
   backend_dir = ait_path_join(tmp, "backend");
   if (mkdir(backend_dir, 0777) != 0) {
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", backend_dir, strerror(errno));

@@ -121,7 +121,7 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON_AddStringToObject(root, "aitune", AIT_VERSION_STRING);
   cJSON *model = cJSON_AddObjectToObject(root, "model");
   cJSON_AddStringToObject(model, "name", m->name);
-  cJSON_AddStringToObject(model, "path", m->model_path);
+  cJSON_AddStringToObject(model, "path", ait_module_source(m));
   cJSON_AddStringToObject(model, "sha256", m->model_sha);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(root, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());

@@ -45,6 +45,14 @@ ait_status ait_sample_clone(const ait_sample *s, ait_sample *out);
 ait_status ait_sample_random(const ait_graph *g, unsigned long long seed, ait_sample *out);
 /* Detect dynamic axes from the declared shapes and the samples. */
 void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_graph_spec *spec);
+/* The largest size ait_module_set_axis_range takes for an axis. */
+#define AIT_MAX_AXIS_SIZE (1LL << 30)
+/* Put ranges given by the caller (ait_module_set_axis_range) into spec: each
+ * replaces the detected range of its axis or adds the axis; axis 0 becomes
+ * the batch axis when it is then dynamic in every input with a rank.
+ * AIT_E_SHAPE, naming it, when a sample lies outside a given range. */
+ait_status ait_spec_apply_ranges(const ait_graph *g, const ait_sample *samples, int n_samples,
+                                 const ait_axis *ranges, int n_ranges, ait_graph_spec *spec);
 /* Copy of s with every axis matching (is_batch, or input/axis when
  * which >= 0) resized to `size`: rows repeat cyclically or are cut. */
 ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, int which_axis,
