@@ -54,8 +54,9 @@ if [ "${1:-}" = "--bundle" ]; then
   mkdir -p "$T/aitune_gpu/lib" "$D"
   cp "$B/aitune" "$T/aitune_gpu/"
   [ -x "$B/tests/test_cuda" ] && cp "$B/tests/test_cuda" "$T/aitune_gpu/"
+  [ -x "$B/gpu_io_bench" ] && cp "$B/gpu_io_bench" "$T/aitune_gpu/" # scripts/gpu_suite.sh
   # what ldd resolves, minus the C runtime and CUDA (the GPU machine has newer ones)
-  for bin in "$T"/aitune_gpu/aitune "$T"/aitune_gpu/test_cuda; do
+  for bin in "$T"/aitune_gpu/aitune "$T"/aitune_gpu/test_cuda "$T"/aitune_gpu/gpu_io_bench; do
     [ -x "$bin" ] || continue
     ldd "$bin" | awk '/=> \//{print $3}'
   done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[^/]*|libnv[^/]*)\.so' |
