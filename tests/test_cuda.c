@@ -1552,12 +1552,12 @@ static void test_device_io(void) {
   static const char *const io_specs[] = {"cuda", "cuda:graphs=off", "cuda:dtype=bf16"};
   for (size_t k = 0; k < sizeof io_specs / sizeof io_specs[0]; k++) {
     ait_session *s = NULL;
-    CHECK_ERR(ait_session_create(model, io_specs[k], &s), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_create(model, io_specs[k], &s), AIT_OK, NULL);
     if (!s) continue;
     float x[3 * 8], want[3 * 4], got[3 * 4];
     fill(x, 24, 1.0f);
     ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 8}, .data = x}, out;
-    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
     CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
     CHECK(out.mem == AIT_MEM_HOST);
     memcpy(want, out.data, sizeof want);
@@ -1570,13 +1570,13 @@ static void test_device_io(void) {
     din.mem = AIT_MEM_CUDA;
     /* device input, host output; run twice (the second replays the graph) */
     for (int r = 0; r < 2; r++) {
-      CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, io_specs[k]);
+      CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
       CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
       CHECK(out.mem == AIT_MEM_HOST && !memcmp(out.data, want, sizeof want));
     }
     /* outputs on the device: a view of the session's device memory */
     CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_CUDA), AIT_OK, NULL);
-    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
     CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
     CHECK(out.mem == AIT_MEM_CUDA && out.device == 0 && out.dims[0] == 3 && out.dims[1] == 4);
     memset(got, 0, sizeof got);
@@ -1591,7 +1591,7 @@ static void test_device_io(void) {
     CHECK_ERR(ait_session_bind_output(s, 0, &b), AIT_OK, NULL);
     cudaMemsetAsync(dy, 0, sizeof got, cs);
     cudaMemcpyAsync(dx, x, sizeof x, cudaMemcpyHostToDevice, cs); /* the caller's last write */
-    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
     CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
     CHECK(out.data == (void *)dy && out.mem == AIT_MEM_CUDA);
     memset(got, 0, sizeof got);
@@ -1602,7 +1602,7 @@ static void test_device_io(void) {
     ait_tensor_view hb = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 4}, .data = got};
     memset(got, 0, sizeof got);
     CHECK_ERR(ait_session_bind_output(s, 0, &hb), AIT_OK, NULL);
-    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
     CHECK(!memcmp(got, want, sizeof want));
     /* a wrong shape for the bound buffer, a host pointer labelled device,
      * another device's ordinal */
@@ -1617,7 +1617,7 @@ static void test_device_io(void) {
     CHECK_ERR(ait_session_run(s, &din, 1), AIT_E_INVALID_ARG, "device 5");
     din.device = 0;
     CHECK_ERR(ait_session_set_cuda_stream(s, NULL), AIT_OK, NULL);
-    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, io_specs[k]);
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
     cudaStreamDestroy(cs);
     cudaFree(dx);
     cudaFree(dy);
