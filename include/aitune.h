@@ -27,10 +27,24 @@
 extern "C" {
 #endif
 
+/* The version of this header; ait_version() is the library's. A program may
+ * check at run time that it got a library it was built for: the same major
+ * version, and while the major is 0 the same minor (docs/architecture.md,
+ * "Install, ABI, plugins"). CMake reads these three lines for the project's
+ * version. */
 #define AIT_VERSION_MAJOR 0
 #define AIT_VERSION_MINOR 1
 #define AIT_VERSION_PATCH 0
 #define AIT_VERSION_STRING "0.1.0"
+/* One number for comparisons: 10000 * major + 100 * minor + patch. */
+#define AIT_VERSION_NUMBER (10000 * AIT_VERSION_MAJOR + 100 * AIT_VERSION_MINOR + AIT_VERSION_PATCH)
+
+/* libaitune.so exports the functions declared in this header and nothing
+ * else: it is built with -fvisibility=hidden, and everything between this
+ * push and its pop is made visible. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
 
 /* Largest tensor rank the library handles. */
 #define AIT_MAX_RANK 8
@@ -480,6 +494,10 @@ ait_status ait_hw_profile_json(const ait_hw_profile *p, char **json);
  * Static strings, computed once per process. */
 const char *ait_hw_fingerprint(void);
 const char *ait_hw_fingerprint_digest(void);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
