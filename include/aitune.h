@@ -219,7 +219,15 @@ int ait_strategy_parse(const char *name);
  * only during the call. Called on the tuning thread. */
 typedef void (*ait_log_fn)(void *user, int is_warning, const char *line);
 
+/* Tuning options. The struct grows from version to version, so a caller
+ * fills it with ait_tune_options_init() (the defaults, and struct_size: the
+ * size of the struct the caller was compiled with), then sets what it wants.
+ * The library reads only the fields that fit in struct_size; a field added
+ * after the caller's header takes its default. A struct_size of 0, one that
+ * ends inside a field, or one larger than the library's with any byte past
+ * the library's fields set is refused (AIT_E_INVALID_ARG, naming it). */
 typedef struct ait_tune_options {
+  size_t struct_size; /* set by ait_tune_options_init; keep it first */
   ait_strategy strategy;
   const char *const
       *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
@@ -262,10 +270,21 @@ typedef struct ait_tune_options {
    * backends that read device memory (cuda) are candidates, and they are
    * timed and picked by their device time (CUDA events, no host copies). */
   ait_mem_kind io_mem;
+  /* New fields go here, at the end, each at an offset at or past the
+   * previous version's sizeof (never in its tail padding), so that an older
+   * caller's struct_size never covers part of one. */
 } ait_tune_options;
 
-/* Fill *o with the defaults above (strategy max-throughput). */
-void ait_tune_options_init(ait_tune_options *o);
+/* Fill the first struct_size bytes of *o with the defaults above (strategy
+ * max-throughput) and set o->struct_size. AIT_E_INVALID_ARG for a NULL o or
+ * a size that ends inside a field (bytes past this library's fields are
+ * zeroed). Call it through the macro below, which passes the size of the
+ * caller's own struct. */
+ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size);
+#define ait_tune_options_init(o) ((void)ait_tune_options_init_size((o), sizeof *(o)))
+/* The same as a function, filling a struct of this library's size: for
+ * bindings (ctypes...) that mirror this header's layout. */
+void(ait_tune_options_init)(ait_tune_options *o);
 
 /* New module for the model at `path` (loaded and owned by the module).
  * name may be NULL (the file name is used). */

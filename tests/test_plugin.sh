@@ -31,9 +31,10 @@ expect() { # expect CODE PATTERN -- command...
 }
 
 # 1. the exported symbols are the public API, one for one: the functions
-# declared in aitune.h (a declaration starts a line, its name before the '(')
-grep -E '^[a-z][^(]*[ *]ait_[a-z0-9_]+\(' "$src/include/aitune.h" | grep -v '^typedef' |
-  sed -E 's/^[^(]*[ *](ait_[a-z0-9_]+)\(.*/\1/' | sort >"$tmp/api"
+# declared in aitune.h (a declaration starts a line, its name before the
+# '(', or in parentheses where a macro of the same name wraps it)
+grep -E '^[a-z][^(]*[ *(]ait_[a-z0-9_]+\)?\(' "$src/include/aitune.h" | grep -v '^typedef' |
+  sed -E 's/^[^(]*[ *(](ait_[a-z0-9_]+)\)?\(.*/\1/' | sort >"$tmp/api"
 nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sed 's/@.*//' | sort >"$tmp/exported"
 if ! diff "$tmp/api" "$tmp/exported" >"$tmp/diff"; then
   fail "libaitune.so's functions are not those aitune.h declares (< header only, > library only):"
