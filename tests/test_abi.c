@@ -1,13 +1,17 @@
 /* The parts of the public ABI a program relies on across versions: the
  * version macros and ait_version(), and ait_tune_options' struct_size (a
  * struct from an older header works, fields past its size take their
- * defaults; a size that cannot be one is refused, naming it).
+ * defaults; a size that cannot be one is refused, naming it), and the
+ * cuda plugin's refusal of another build's library.
  * argv: the bundled mobilenetv2_035 model (the last argument). */
+#include <dlfcn.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backends/plugin/plugin.h"
 #include "check.h"
 
 static void test_version(void) {
@@ -108,6 +112,40 @@ static void test_tune_sizes(const char *path) {
   CHECK_ERR(tune(path, n), AIT_E_INVALID_ARG, "built against a newer aitune.h");
 }
 
+/* The cuda plugin of this build (beside the build's libaitune, one folder
+ * up from this test) refuses a host table of another interface or build,
+ * saying which; SKIP where it was not built. */
+static void test_plugin_refusals(void) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 64);
+  if (n <= 0) return;
+  path[n] = '\0';
+  char *slash = strrchr(path, '/');
+  if (!slash) return;
+  strcpy(slash, "/../libaitune_cuda.so");
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    printf("SKIP: plugin refusals: %s\n", dlerror());
+    return;
+  }
+  ait_plugin_init_fn init = (ait_plugin_init_fn)(uintptr_t)dlsym(h, AIT_PLUGIN_INIT_SYMBOL);
+  CHECK(init != NULL);
+  if (!init) return;
+  ait_plugin_host host;
+  memset(&host, 0, sizeof host);
+  host.abi = AIT_PLUGIN_ABI + 1;
+  host.size = sizeof host;
+  host.build_id = "0.0.0+another";
+  const ait_backend_iface *iface = (const ait_backend_iface *)&host;
+  char why[512] = "";
+  CHECK(init(NULL, &iface, why, sizeof why) == AIT_E_UNSUPPORTED && !iface);
+  CHECK(init(&host, &iface, why, sizeof why) == AIT_E_UNSUPPORTED && !iface);
+  CHECK(strstr(why, "plugin interface") != NULL);
+  host.abi = AIT_PLUGIN_ABI;
+  CHECK(init(&host, &iface, why, sizeof why) == AIT_E_UNSUPPORTED && !iface);
+  CHECK(strstr(why, "the library is 0.0.0+another: install both from one build") != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_abi [...] MOBILENET.onnx\n");
@@ -116,5 +154,6 @@ int main(int argc, char **argv) {
   test_version();
   test_init();
   test_tune_sizes(argv[argc - 1]);
+  test_plugin_refusals();
   return check_result("test_abi");
 }

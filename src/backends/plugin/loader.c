@@ -40,8 +40,9 @@ static void why_add(char *why, size_t n, const char *text) {
 }
 
 /* Try one path. true with *iface set when it loaded and accepted the host;
- * otherwise what went wrong is added to why. A handle that loaded but
- * refused is closed again (its code never ran beyond its entry point). */
+ * otherwise what went wrong is added to why. A file that loaded stays
+ * loaded even when it is refused: unloading what it brought in (the CUDA
+ * libraries, their exit handlers) is not safe, and it happens once. */
 static bool try_path(const char *path, const ait_backend_iface **iface, char *why, size_t n) {
   char line[1024];
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -59,7 +60,6 @@ static bool try_path(const char *path, const ait_backend_iface **iface, char *wh
   if (!init) {
     snprintf(line, sizeof line, "%s has no %s: not an aitune plugin", path, AIT_PLUGIN_INIT_SYMBOL);
     why_add(why, n, line);
-    dlclose(h);
     return false;
   }
   char refusal[512] = "";
@@ -67,7 +67,6 @@ static bool try_path(const char *path, const ait_backend_iface **iface, char *wh
     snprintf(line, sizeof line, "%s: %s", path, refusal[0] ? refusal : "refused to load");
     why_add(why, n, line);
     *iface = NULL;
-    dlclose(h);
     return false;
   }
   return true; /* never unloaded: the backend's code and data live on */
