@@ -534,7 +534,7 @@ static const key_row key_rows[] = {
  * cannot change a decision, in the list above) and in option_fields, and
  * update the size */
 #if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
-_Static_assert(sizeof(ait_tune_options) == 216,
+_Static_assert(sizeof(ait_tune_options) == 208,
                "a new tuning option: add it to key_rows and option_fields");
 #endif
 
