@@ -54,7 +54,11 @@ if [ "${1:-}" = "--bundle" ]; then
   mkdir -p "$T/aitune_gpu/lib" "$D"
   cp "$B/aitune" "$T/aitune_gpu/"
   # the cuda backend is a plugin, found beside the program
-  [ -e "$B/libaitune_cuda.so" ] && cp "$B/libaitune_cuda.so" "$T/aitune_gpu/"
+  if [ -e "$B/libaitune_cuda.so" ]; then
+    cp "$B/libaitune_cuda.so" "$T/aitune_gpu/"
+  else
+    echo "warning: no $B/libaitune_cuda.so (target aitune_cuda): aitune will have no cuda backend" >&2
+  fi
   [ -x "$B/tests/test_cuda" ] && cp "$B/tests/test_cuda" "$T/aitune_gpu/"
   [ -x "$B/gpu_io_bench" ] && cp "$B/gpu_io_bench" "$T/aitune_gpu/" # scripts/gpu_suite.sh
   # what ldd resolves, minus the C runtime and CUDA (the GPU machine has newer ones)
