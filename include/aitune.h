@@ -27,10 +27,24 @@
 extern "C" {
 #endif
 
+/* The version of this header; ait_version() is the library's. A program may
+ * check at run time that it got a library it was built for: the same major
+ * version, and while the major is 0 the same minor (docs/architecture.md,
+ * "Install, ABI, plugins"). CMake reads these three lines for the project's
+ * version. */
 #define AIT_VERSION_MAJOR 0
 #define AIT_VERSION_MINOR 1
 #define AIT_VERSION_PATCH 0
 #define AIT_VERSION_STRING "0.1.0"
+/* One number for comparisons: 10000 * major + 100 * minor + patch. */
+#define AIT_VERSION_NUMBER (10000 * AIT_VERSION_MAJOR + 100 * AIT_VERSION_MINOR + AIT_VERSION_PATCH)
+
+/* libaitune.so exports the functions declared in this header and nothing
+ * else: it is built with -fvisibility=hidden, and everything between this
+ * push and its pop is made visible. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
 
 /* Largest tensor rank the library handles. */
 #define AIT_MAX_RANK 8
@@ -205,7 +219,15 @@ int ait_strategy_parse(const char *name);
  * only during the call. Called on the tuning thread. */
 typedef void (*ait_log_fn)(void *user, int is_warning, const char *line);
 
+/* Tuning options. The struct grows from version to version, so a caller
+ * fills it with ait_tune_options_init() (the defaults, and struct_size: the
+ * size of the struct the caller was compiled with), then sets what it wants.
+ * The library reads only the fields that fit in struct_size; a field added
+ * after the caller's header takes its default. A struct_size of 0, one that
+ * ends inside a field, or one larger than the library's with any byte past
+ * the library's fields set is refused (AIT_E_INVALID_ARG, naming it). */
 typedef struct ait_tune_options {
+  size_t struct_size; /* set by ait_tune_options_init; keep it first */
   ait_strategy strategy;
   const char *const
       *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
@@ -248,10 +270,21 @@ typedef struct ait_tune_options {
    * backends that read device memory (cuda) are candidates, and they are
    * timed and picked by their device time (CUDA events, no host copies). */
   ait_mem_kind io_mem;
+  /* New fields go here, at the end, each at an offset at or past the
+   * previous version's sizeof (never in its tail padding), so that an older
+   * caller's struct_size never covers part of one. */
 } ait_tune_options;
 
-/* Fill *o with the defaults above (strategy max-throughput). */
-void ait_tune_options_init(ait_tune_options *o);
+/* Fill the first struct_size bytes of *o with the defaults above (strategy
+ * max-throughput) and set o->struct_size. AIT_E_INVALID_ARG for a NULL o or
+ * a size that ends inside a field (bytes past this library's fields are
+ * zeroed). Call it through the macro below, which passes the size of the
+ * caller's own struct. */
+ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size);
+#define ait_tune_options_init(o) ((void)ait_tune_options_init_size((o), sizeof *(o)))
+/* The same as a function, filling a struct of this library's size: for
+ * bindings (ctypes...) that mirror this header's layout. */
+void(ait_tune_options_init)(ait_tune_options *o);
 
 /* New module for the model at `path` (loaded and owned by the module).
  * name may be NULL (the file name is used). */
@@ -480,6 +513,10 @@ ait_status ait_hw_profile_json(const ait_hw_profile *p, char **json);
  * Static strings, computed once per process. */
 const char *ait_hw_fingerprint(void);
 const char *ait_hw_fingerprint_digest(void);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

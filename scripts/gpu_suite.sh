@@ -3,7 +3,7 @@
 # test_cuda (device-memory API checks included), then bench/gpu_suite.py
 # (aitune cuda with device-resident inputs/outputs vs torch.compile).
 #
-#   here:             cmake --build build --target aitune test_cuda gpu_io_bench
+#   here:             cmake --build build --target aitune aitune_cuda test_cuda gpu_io_bench
 #                     scripts/gpu_check.sh --bundle build .gpu/b
 #   on the GPU host:  scripts/gpu_suite.sh .gpu/b/aitune_gpu.tar.xz [BUDGET_S]
 #

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, build with warnings as errors, check style,
-# run every test (unit, CLI, conformance floor, real models vs ONNX Runtime),
+# run every test (unit, CLI, conformance floor, a program built against the
+# installed copy, real models vs ONNX Runtime),
 # then the unit tests and the conformance suite again under the address and
 # undefined-behaviour sanitizers, and the threading test under ThreadSanitizer.
 set -euo pipefail
@@ -17,7 +18,9 @@ echo "== style (clang-format)"
 (cd "$ROOT" && git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror)
 
 echo "== tests"
-(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models)
+(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models -LE install)
+echo "== install: examples/tune_and_run.c built against the installed copy (pkg-config, find_package)"
+(cd "$ROOT/build" && ctest --output-on-failure -L install)
 echo "== real models vs ONNX Runtime"
 python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned --backend native
 

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/plugin/plugin.h"
 #include "backends/quant/quant.h"
 #include "check.h"
 #include "core/fileio.h"
@@ -28,8 +29,9 @@ extern const ait_backend_iface ait_backend_cuda;
 
 /* ---- helpers -------------------------------------------------------------- */
 
+/* The backend linked into this test (the cuda sources, not the plugin). */
 static const ait_backend_iface *cuda_iface(void) {
-  if (!ait_backend_find("cuda")) ait_backend_register(&ait_backend_cuda);
+  if (ait_backend_find("cuda") != &ait_backend_cuda) ait_backend_replace(&ait_backend_cuda);
   return ait_backend_find("cuda");
 }
 
@@ -1627,12 +1629,29 @@ static void test_device_io(void) {
 }
 #endif
 
+/* libaitune's stand-in for a plugin that does not load parses what the
+ * backend parses: the same options, types, defaults and choices. */
+static void test_standin_options(void) {
+  const ait_backend_iface *real = cuda_iface(), *s = ait_cuda_standin();
+  CHECK(s->n_options == real->n_options);
+  for (int i = 0; i < real->n_options && i < s->n_options; i++) {
+    const ait_option_def *a = &real->options[i], *b = &s->options[i];
+    CHECK(!strcmp(b->name, a->name));
+    CHECK(b->type == a->type);
+    CHECK(!strcmp(b->def ? b->def : "", a->def ? a->def : ""));
+    CHECK(!strcmp(b->choices ? b->choices : "", a->choices ? a->choices : ""));
+  }
+  char why[256] = "";
+  CHECK(!s->available(why, sizeof why)); /* never, whatever the plugin did */
+}
+
 int main(int argc, char **argv) {
   if (!cuda_iface()) {
     fprintf(stderr, "the cuda backend is not registered\n");
     return 1;
   }
   test_config();
+  test_standin_options();
   test_fp8_weights();
   test_fp8wo_weights();
   test_fp8wo_file();

@@ -31,8 +31,10 @@ int ait_strategy_parse(const char *name) {
   return -1;
 }
 
-void ait_tune_options_init(ait_tune_options *o) {
+/* This library's defaults, in a struct of its own size. */
+static void tune_defaults(ait_tune_options *o) {
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->strategy = AIT_STRATEGY_MAX_THROUGHPUT;
   o->min_speedup_ratio = 0.01;
   o->perf_validation = 1;
@@ -43,6 +45,101 @@ void ait_tune_options_init(ait_tune_options *o) {
   o->time_budget_s = 2.0;
   o->runoff_rounds = 7;
   o->use_decision_cache = 1;
+}
+
+/* ---- the options' size (ait_tune_options.struct_size) ----------------------
+ * Every field, in order: a struct_size must not end inside one. */
+#define FIELD(f)                                                                                   \
+  { #f, offsetof(ait_tune_options, f), sizeof(((ait_tune_options *)0)->f) }
+static const struct {
+  const char *name;
+  size_t off, size;
+} option_fields[] = {
+    FIELD(struct_size),
+    FIELD(strategy),
+    FIELD(backends),
+    FIELD(n_backends),
+    FIELD(batch_sizes),
+    FIELD(n_batch_sizes),
+    FIELD(latency_budget_ms),
+    FIELD(min_speedup_ratio),
+    FIELD(perf_validation),
+    FIELD(rtol),
+    FIELD(atol),
+    FIELD(min_cosine),
+    FIELD(min_top1),
+    FIELD(precision),
+    FIELD(warmup),
+    FIELD(min_runs),
+    FIELD(max_runs),
+    FIELD(cv_target),
+    FIELD(time_budget_s),
+    FIELD(cache_dir),
+    FIELD(use_decision_cache),
+    FIELD(log),
+    FIELD(log_user),
+    FIELD(node_filter),
+    FIELD(node_filter_user),
+    FIELD(mem_reading),
+    FIELD(runoff_rounds),
+    FIELD(io_mem),
+};
+#undef FIELD
+
+/* A struct_size larger than this is not a size (a struct that was never
+ * initialised): refused before reading past the library's fields. */
+#define MAX_OPTIONS_SIZE 4096
+
+/* AIT_OK when size can be an ait_tune_options' struct_size; else why not. */
+static ait_status check_options_size(size_t size) {
+  if (size == 0)
+    return ait_err(AIT_E_INVALID_ARG, "ait_tune_options.struct_size is 0: fill the options with "
+                                      "ait_tune_options_init() first");
+  if (size < sizeof(size_t) || size > MAX_OPTIONS_SIZE)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "ait_tune_options.struct_size %zu is not the size of tuning options (this "
+                   "library's are %zu bytes): fill them with ait_tune_options_init()",
+                   size, sizeof(ait_tune_options));
+  for (size_t i = 0; i < sizeof option_fields / sizeof option_fields[0]; i++)
+    if (size > option_fields[i].off && size < option_fields[i].off + option_fields[i].size)
+      return ait_err(AIT_E_INVALID_ARG,
+                     "ait_tune_options.struct_size %zu ends inside field %s (bytes %zu..%zu): "
+                     "fill the options with ait_tune_options_init()",
+                     size, option_fields[i].name, option_fields[i].off,
+                     option_fields[i].off + option_fields[i].size - 1);
+  return AIT_OK;
+}
+
+ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
+  if (!o) return ait_err(AIT_E_INVALID_ARG, "ait_tune_options_init: the options are NULL");
+  AIT_TRY(check_options_size(struct_size));
+  ait_tune_options d;
+  tune_defaults(&d);
+  d.struct_size = struct_size;
+  memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
+  if (struct_size > sizeof d) memset((char *)o + sizeof d, 0, struct_size - sizeof d);
+  return AIT_OK;
+}
+
+void(ait_tune_options_init)(ait_tune_options *o) { (void)ait_tune_options_init_size(o, sizeof *o); }
+
+/* The caller's options in this library's struct: the fields within their
+ * struct_size, the defaults past it. */
+static ait_status take_options(const ait_tune_options *in, ait_tune_options *o) {
+  tune_defaults(o);
+  if (!in) return AIT_OK;
+  size_t size = in->struct_size;
+  AIT_TRY(check_options_size(size));
+  for (size_t i = sizeof *o; i < size; i++) /* fields of a newer header than ours */
+    if (((const unsigned char *)in)[i])
+      return ait_err(AIT_E_INVALID_ARG,
+                     "ait_tune_options: struct_size is %zu, this library's options are %zu "
+                     "bytes, and byte %zu is set: the caller was built against a newer aitune.h "
+                     "than this library (%s) knows",
+                     size, sizeof *o, i, AIT_VERSION_STRING);
+  memcpy(o, in, size < sizeof *o ? size : sizeof *o);
+  o->struct_size = sizeof *o;
+  return AIT_OK;
 }
 
 void ait_free(void *p) { free(p); }
@@ -430,13 +527,15 @@ static const key_row key_rows[] = {
 };
 #undef ROW
 
-/* Not in the key, as they cannot change a decision: n_backends and
- * n_batch_sizes (read with their lists), node_filter_user (with node_filter),
- * cache_dir, use_decision_cache, log, log_user. */
+/* Not in the key, as they cannot change a decision: struct_size,
+ * n_backends and n_batch_sizes (read with their lists), node_filter_user
+ * (with node_filter), cache_dir, use_decision_cache, log, log_user. */
 /* ait_tune_options grew or shrank: put the new option in key_rows (or, if it
- * cannot change a decision, in the list above) and update the size */
+ * cannot change a decision, in the list above) and in option_fields, and
+ * update the size */
 #if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
-_Static_assert(sizeof(ait_tune_options) == 200, "a new tuning option: add it to key_rows");
+_Static_assert(sizeof(ait_tune_options) == 208,
+               "a new tuning option: add it to key_rows and option_fields");
 #endif
 
 static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...)
@@ -639,10 +738,7 @@ static void adopt(ait_module *m, ait_module *e) {
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
   ait_tune_options o;
-  if (opts)
-    o = *opts;
-  else
-    ait_tune_options_init(&o);
+  AIT_TRY(take_options(opts, &o));
   AIT_TRY(check_options(&o));
   ait_log_fn saved_log = m->log;
   void *saved_user = m->log_user;

@@ -152,6 +152,11 @@ const ait_backend_iface *ait_backend_find(const char *name);
 /* Add a backend at run time (tests register deliberately broken ones).
  * The iface must outlive the process. Not thread-safe: call before tuning. */
 ait_status ait_backend_register(const ait_backend_iface *iface);
+/* Put iface in the place of the backend of the same name (test_cuda: the
+ * cuda backend linked into the test instead of its plugin). The iface must
+ * outlive the process. Not thread-safe: call before tuning. AIT_E_NOT_FOUND
+ * when no backend has that name. */
+ait_status ait_backend_replace(const ait_backend_iface *iface);
 
 /* ---- configurations ------------------------------------------------------- */
 

@@ -10,7 +10,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
-#include <cblas.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -145,7 +144,6 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
     nat_state_free(s);
     return st;
   }
-  openblas_set_num_threads(1);
   *out = s;
   return AIT_OK;
 }

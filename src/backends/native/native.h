@@ -216,6 +216,15 @@ ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
  * OpenBLAS would run kernels below the CPU's ISA level and BLIS is
  * installed (with the reason in why, which may be NULL). */
 const char *nat_gemm_auto(char *why, size_t n);
+/* The providers are called from the pool's threads, so each must run
+ * single-threaded; but OpenBLAS's (and BLIS's) thread count is one setting
+ * for the whole process, which the program that loaded us (numpy...) owns.
+ * A native run sets it to 1 between nat_blas_enter and nat_blas_leave
+ * (counted: nested and concurrent runs share one window) and gives the
+ * program back its own count when the last run ends; a count the program
+ * changed meanwhile is left as it set it. */
+void nat_blas_enter(void);
+void nat_blas_leave(void);
 
 typedef struct nat_state {
   ait_graph *g;                 /* rewritten copy, owned */

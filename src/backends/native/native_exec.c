@@ -22,7 +22,6 @@
  * (outer_run / outer_src, resolved when the body state is built); the
  * enclosing graph keeps those values alive up to the control-flow node
  * (mark_outer_uses). */
-#include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -667,7 +666,9 @@ ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait
   for (int k = 0; k < g->n_outputs; k++)
     out[k] = NULL;
   int prev_isa = nat_isa_enter(s->isa);
+  nat_blas_enter(); /* the pool is the only parallelism: GEMM libraries on 1 thread */
   ait_status st = run_graph(s, in, n_in, out);
+  nat_blas_leave();
   nat_isa_enter(prev_isa);
   return st;
 }
@@ -678,7 +679,6 @@ static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in,
     return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
                    n_in);
   if (!s->pool && s->threads > 1 && !(s->pool = nat_pool_new(s->threads))) return AIT_E_NOMEM;
-  openblas_set_num_threads(1); /* parallelism comes from our pool only */
   int64_t sig[AIT_MAX_RANK * 64 + 128];
   int n_sig = 0;
   uint64_t h = 0;
