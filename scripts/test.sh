@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, build with warnings as errors, check style,
-# run every test (unit, CLI, conformance floor, real models vs ONNX Runtime),
+# run every test (unit, CLI, conformance floor, real models vs ONNX Runtime,
+# the Python package, serving on Triton),
 # then the unit tests and the conformance suite again under the address and
 # undefined-behaviour sanitizers, and the threading test under ThreadSanitizer.
 set -euo pipefail
@@ -17,13 +18,15 @@ echo "== style (clang-format)"
 (cd "$ROOT" && git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror)
 
 echo "== tests"
-(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models)
+(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models -LE serving)
 echo "== real models vs ONNX Runtime"
 python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned --backend native
 
 echo "== python package: pip install ./python, then its tests (docs/python.md)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$ROOT/python"
 (cd "$ROOT/python" && python3 -m pytest -q tests)
+echo "== serving: aitune publish -> tritonserver -> HTTP/gRPC (docs/serving.md)"
+(cd "$ROOT/build" && ctest --output-on-failure -L serving)
 
 echo "== conformance measured through aitune run"
 python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \
