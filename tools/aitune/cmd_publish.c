@@ -214,6 +214,9 @@ static bool is_published(const char *path) {
  * the repository sees the old model or the new one, never half of one. */
 static ait_status publish_into(const char *repo, const char *name, const char *dir,
                                const pub_config *c) {
+  struct stat rs;
+  if (!stat(repo, &rs) && !S_ISDIR(rs.st_mode))
+    return ait_err(AIT_E_IO, "%s is not a folder; --triton names a model repository", repo);
   AIT_TRY(ait_mkdir_p(repo));
   if (access(repo, W_OK)) return ait_err(AIT_E_IO, "cannot write to %s: %s", repo, strerror(errno));
   char tmp_name[200], old_name[200];
