@@ -9,7 +9,8 @@ dynamic one). One tritonserver (loopback, one instance per model) serves
 them; for each model and 1, 4, 16 concurrent gRPC clients (one client per
 thread, batch-1 requests) it runs for --seconds and records throughput,
 p50/p99 latency, errors, outputs checked against `aitune run` every
-request, and the server's memory (RSS of tritonserver and its stub
+request, the mean requests per model execution (Triton's statistics: how
+much dynamic batching stacked), and the server's memory (RSS of tritonserver and its stub
 processes, summed).
 
 usage: bench/serving_load.py [--aitune build/aitune] [--seconds 8] [--json OUT]
@@ -76,6 +77,14 @@ def rss_kib(pid):
         except OSError:
             pass
     return total
+
+
+def counts(port, model):
+    """(inferences, executions) so far: Triton's statistics for model."""
+    import tritonclient.http as th
+    st = th.InferenceServerClient("127.0.0.1:%d" % port).get_inference_statistics(model)
+    m = st["model_stats"][0]
+    return int(m["inference_count"]), int(m["execution_count"])
 
 
 def load(port, model, clients, seconds, x, want):
@@ -160,7 +169,11 @@ def main():
         for clients in (1, 4, 16):
             for model in ("aitune", "aitune_b1", "ort"):  # interleaved: same load moment
                 load(grpc, model, clients, 1.0, x, want)  # warm-up
+                before = counts(http, model)
                 r = load(grpc, model, clients, a.seconds, x, want)
+                after = counts(http, model)
+                # requests per model execution: > 1 when dynamic batching stacked them
+                r["mean_batch"] = (after[0] - before[0]) / max(1, after[1] - before[1])
                 r["rss_mib"] = rss_kib(proc.pid) / 1024
                 rows.append(r)
                 print(json.dumps(r), flush=True)
