@@ -65,4 +65,15 @@ if [ "$what" = test ] || [ "$what" = quickstart ]; then
     echo "deps: pip installing ${need[*]} into .venv"
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check "${need[@]}"
   fi
+  # Serving (tests/test_serving.py, docs/serving.md): Triton Inference Server
+  # from the nvidia-pytriton wheel (tritonserver, the python backend and its
+  # stubs) and its client. The wheel needs glibc >= 2.35; where pip cannot
+  # install it the serving test says so and is skipped.
+  if [ "$what" = test ] &&
+    ! "$venv/bin/python3" -c "import pytriton, tritonclient.http, tritonclient.grpc" 2>/dev/null; then
+    echo "deps: pip installing nvidia-pytriton tritonclient[http,grpc] into .venv"
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check nvidia-pytriton \
+      'tritonclient[http,grpc]' ||
+      echo "deps: nvidia-pytriton could not be installed here; the serving test will be skipped" >&2
+  fi
 fi

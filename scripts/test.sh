@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, build with warnings as errors, check style,
 # run every test (unit, CLI, conformance floor, a program built against the
-# installed copy, real models vs ONNX Runtime),
+# installed copy, real models vs ONNX Runtime, the Python package, serving on
+# Triton),
 # then the unit tests and the conformance suite again under the address and
 # undefined-behaviour sanitizers, and the threading test under ThreadSanitizer.
 set -euo pipefail
@@ -18,7 +19,7 @@ echo "== style (clang-format)"
 (cd "$ROOT" && git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror)
 
 echo "== tests"
-(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models -LE install)
+(cd "$ROOT/build" && ctest --output-on-failure -j"$jobs" -E real_models -LE 'install|serving')
 echo "== install: examples/tune_and_run.c built against the installed copy (pkg-config, find_package)"
 (cd "$ROOT/build" && ctest --output-on-failure -L install)
 echo "== real models vs ONNX Runtime"
@@ -27,6 +28,8 @@ python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --
 echo "== python package: pip install ./python, then its tests (docs/python.md)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$ROOT/python"
 (cd "$ROOT/python" && python3 -m pytest -q tests)
+echo "== serving: aitune publish -> tritonserver -> HTTP/gRPC (docs/serving.md)"
+(cd "$ROOT/build" && ctest --output-on-failure -L serving)
 
 echo "== conformance measured through aitune run"
 python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \

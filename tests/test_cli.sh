@@ -87,6 +87,36 @@ expect 0 "  picked" -- "$AITUNE" report "$tmp/tuned"
 expect 0 '"aitune-report"' -- "$AITUNE" report "$tmp/tuned" --json
 expect 0 "1 passed, 0 failed" -- "$AITUNE" conformance "$BERT" # the folder, untouched
 expect 0 "wrote 1 outputs" -- "$AITUNE" run "$tmp/tuned" --inputs "$BERT/test_data_set_0" --outputs "$tmp/tout"
+# publish: a Triton model repository (the server itself: tests/test_serving.py)
+expect 0 usage -- "$AITUNE" publish --help
+expect 0 "published" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/triton" --name bert --instances 3 \
+  --max-batch-size 2 --max-queue-delay-us 500
+for want in 'name: "input_ids"' 'data_type: TYPE_INT64' 'dims: \[ -1 \]' 'max_batch_size: 2' \
+  'preferred_batch_size: \[ 1, 2 \]' 'max_queue_delay_microseconds: 500' 'count: 3' 'kind: KIND_CPU'; do
+  grep -q -- "$want" "$tmp/triton/bert/config.pbtxt" || {
+    echo "FAIL: publish: config.pbtxt lacks '$want'"
+    fails=$((fails + 1))
+  }
+done
+for f in model.py aitune/decision.json aitune/MANIFEST.sha256; do
+  [ -f "$tmp/triton/bert/1/$f" ] || {
+    echo "FAIL: publish: 1/$f is missing"
+    fails=$((fails + 1))
+  }
+done
+expect 0 "published" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/triton" --name bert --no-dynamic-batching
+grep -q dynamic_batching "$tmp/triton/bert/config.pbtxt" && {
+  echo "FAIL: publish --no-dynamic-batching wrote dynamic_batching"
+  fails=$((fails + 1))
+}
+expect 1 "not a tuned model folder" -- "$AITUNE" publish "$tmp" --triton "$tmp/triton"
+expect 2 "not a model name" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/triton" --name ../x
+expect 2 "needs --triton" -- "$AITUNE" publish "$tmp/tuned"
+expect 2 "--instances expects" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/triton" --instances 0
+mkdir -p "$tmp/triton/other"
+expect 1 "not written by aitune publish" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/triton" --name other
+: >"$tmp/afile"
+expect 1 "cannot publish" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/afile"
 # the tuned model's outputs agree with the reference: check them as a test folder
 mkdir -p "$tmp/chk/test_data_set_0" && cp "$BERT/model.onnx" "$tmp/chk/" &&
   cp "$BERT"/test_data_set_0/input_*.pb "$tmp/tout/output_0.pb" "$tmp/chk/test_data_set_0/"

@@ -20,6 +20,7 @@ int cmd_backends(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_publish(int argc, char **argv);
 
 struct ait_graph;
 struct ait_sample;
