@@ -79,6 +79,7 @@ static const fast_row fast_rows[] = {
     {"", "Softmax", 1, nat_k_softmax},
     {"", "LayerNormalization", 17, nat_k_layernorm},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
+    {"", "InstanceNormalization", 1, nat_k_instancenorm},
     {"", "Transpose", 1, nat_k_transpose},
     {"", "RNN", 7, nat_k_rnn},
     {"", "GRU", 7, nat_k_gru},

@@ -1,0 +1,81 @@
+/* native's blocked GEMM driver (native_mm.h): tile, chunk and panel sizes
+ * per level, the loops over panels, chunks and column blocks, and B's
+ * packing. The register tiles are in native_mm256.c / native_mm512.c. */
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "backends/native/native_mm.h"
+
+/* Per level: tile rows and width, the largest reduction chunk (a chunk of
+ * a B block, kc x nr floats, is 24 KB on AVX2 and 32 KB on AVX-512: inside
+ * a 32 KB (Zen 2/3) or 48 KB (Intel, Zen 4) L1 with A's rows beside it)
+ * and the bytes of A a row panel keeps in L2 (Zen 2/3 have 512 KB). */
+typedef struct mm_level {
+  int mr, nr;
+  int64_t kc_max, panel_bytes;
+  void (*block)(const nat_mm *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+} mm_level;
+
+static const mm_level levels[] = {
+    [NAT_ISA_PORTABLE] = {0, 0, 0, 0, NULL},
+    [NAT_ISA_AVX2] = {6, 16, 384, 192 * 1024, nat_mm256_block},
+    [NAT_ISA_AVX512] = {12, 32, 256, 192 * 1024, nat_mm512_block},
+};
+
+bool nat_mm_available(int level) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return level >= NAT_ISA_AVX2 && level <= NAT_ISA_AVX512 && (int)nat_isa() >= level;
+#else
+  return false;
+#endif
+}
+
+void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K) {
+  const mm_level *l = &levels[level];
+  m->level = level;
+  m->mr = l->mr, m->nr = l->nr;
+  m->M = M, m->N = N, m->K = K;
+  /* even chunks: K = 768 is 2 x 384 (AVX2), 3 x 256 (AVX-512) */
+  int64_t chunks = K > 0 ? (K + l->kc_max - 1) / l->kc_max : 1;
+  m->kc = K > 0 ? (K + chunks - 1) / chunks : 1;
+  int64_t mc = l->panel_bytes / (4 * m->kc) / l->mr * l->mr;
+  if (mc < l->mr) mc = l->mr;
+  m->mc = M <= mc + mc / 2 ? (M > 0 ? M : 1) : mc;
+}
+
+void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  void (*block)(const nat_mm *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) =
+      levels[m->level].block;
+  int64_t K = m->K > 0 ? m->K : 0;
+  for (int64_t p0 = i0, p1; p0 < i1; p0 = p1) {
+    p1 = p0 + m->mc < i1 ? p0 + m->mc : i1;
+    if (i1 - p1 < m->mc / 2) p1 = i1; /* no thin last panel */
+    int64_t k0 = 0;
+    do {
+      int64_t k1 = k0 + m->kc < K ? k0 + m->kc : K;
+      for (int64_t j = j0; j < j1; j += m->nr)
+        block(m, p0, p1, j, j1 - j < m->nr ? j1 - j : m->nr, k0, k1);
+      k0 = k1;
+    } while (k0 < K);
+  }
+}
+
+int64_t nat_mm_packed_floats(int64_t K, int64_t N, int nr) { return (N + nr - 1) / nr * nr * K; }
+
+void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, int64_t cs, int nr) {
+  for (int64_t j0 = 0; j0 < N; j0 += nr) {
+    int64_t nc = N - j0 < nr ? N - j0 : nr;
+    float *d = dst + j0 * K;
+    if (cs == 1) {
+      for (int64_t k = 0; k < K; k++) {
+        memcpy(d + k * nr, B + k * rs + j0, (size_t)nc * sizeof(float));
+        memset(d + k * nr + nc, 0, (size_t)(nr - nc) * sizeof(float));
+      }
+    } else { /* transposed B: read each stored row once */
+      memset(d, 0, (size_t)(K * nr) * sizeof(float));
+      for (int64_t n = 0; n < nc; n++)
+        for (int64_t k = 0; k < K; k++)
+          d[k * nr + n] = B[k * rs + (j0 + n) * cs];
+    }
+  }
+}

@@ -1,0 +1,139 @@
+/* native_mm.c's register tiles on AVX-512: native_mm256.c's design on
+ * 16-float vectors and 32 registers: up to 12 rows x 32 columns (24
+ * accumulators, two B vectors, one broadcast of A), per reduction step two
+ * loads of B and one broadcast per row for 2 x rows multiply-adds. A
+ * column block of 16 or fewer columns takes one vector; the last vector of
+ * a block narrower than its vectors is masked for C, the bias and the
+ * residual (and for B when B is not packed). */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/native/native.h"
+#include "backends/native/native_mm.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "backends/native/native_avx512.h"
+
+#define T512 __attribute__((target("avx512f,fma")))
+#define INL static inline __attribute__((always_inline))
+#define MR 12
+
+#define LD16(p, tl, lm) ((tl) ? _mm512_maskz_loadu_ps((lm), (p)) : _mm512_loadu_ps(p))
+
+/* One tile: rows i.. i+mr, vectors j.. j+16nv, reduction [k0, k1). */
+INL T512 void tile(const int mr, const int nv, const bool tail, const nat_mm *m, int64_t i,
+                   int64_t j, int64_t k0, int64_t k1, __mmask16 lm) {
+  const int64_t lda = m->lda, ldc = m->ldc, n = k1 - k0;
+  const float *a = m->a + i * lda + k0;
+  const bool packed = m->ldb == 0;
+  const float *w = packed ? m->b + j * m->K + k0 * m->nr : m->b + k0 * m->ldb + j;
+  const int64_t ldw = packed ? m->nr : m->ldb;
+  float *c = m->c + i * ldc + j;
+  __m512 acc[MR][2];
+#pragma GCC unroll 2
+  for (int v = 0; v < 2; v++) {
+    if (v >= nv) break;
+    const bool tl = tail && v == nv - 1;
+    if (k0 == 0) {
+      __m512 b0 = m->bias ? LD16(m->bias + j + 16 * v, tl, lm) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; r++)
+        if (r < mr) acc[r][v] = b0;
+    } else {
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; r++)
+        if (r < mr) acc[r][v] = LD16(c + r * ldc + 16 * v, tl, lm);
+    }
+  }
+  for (int64_t k = 0; k < n; k++) {
+    const float *wk = w + k * ldw;
+    __m512 wv[2];
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++)
+      if (v < nv) wv[v] = LD16(wk + 16 * v, !packed && tail && v == nv - 1, lm);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      if (r >= mr) break;
+      __m512 x = _mm512_set1_ps(a[r * lda + k]);
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; v++)
+        if (v < nv) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
+    }
+  }
+  const bool last = k1 == m->K;
+  const __m512 lo = _mm512_set1_ps(m->lo), hi = _mm512_set1_ps(m->hi);
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; r++) {
+    if (r >= mr) break;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++) {
+      if (v >= nv) break;
+      const bool tl = tail && v == nv - 1;
+      __m512 x = acc[r][v];
+      if (last) {
+        if (m->z) x = _mm512_add_ps(x, LD16(m->z + (i + r) * m->ldz + j + 16 * v, tl, lm));
+        x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+      }
+      if (tl)
+        _mm512_mask_storeu_ps(c + r * ldc + 16 * v, lm, x);
+      else
+        _mm512_storeu_ps(c + r * ldc + 16 * v, x);
+    }
+  }
+}
+
+#define TILE_ARGS const nat_mm *m, int64_t i, int64_t j, int64_t k0, int64_t k1, __mmask16 lm
+#define TILE_CASE(R, NV)                                                                           \
+  case R:                                                                                          \
+    if (tail)                                                                                      \
+      tile(R, NV, true, m, i, j, k0, k1, lm);                                                      \
+    else                                                                                           \
+      tile(R, NV, false, m, i, j, k0, k1, lm);                                                     \
+    break;
+#define TILE_NV(NV)                                                                                \
+  static T512 void tile_nv##NV(int mr, bool tail, TILE_ARGS) {                                     \
+    switch (mr) {                                                                                  \
+      TILE_CASE(1, NV)                                                                             \
+      TILE_CASE(2, NV)                                                                             \
+      TILE_CASE(3, NV)                                                                             \
+      TILE_CASE(4, NV)                                                                             \
+      TILE_CASE(5, NV)                                                                             \
+      TILE_CASE(6, NV)                                                                             \
+      TILE_CASE(7, NV)                                                                             \
+      TILE_CASE(8, NV)                                                                             \
+      TILE_CASE(9, NV)                                                                             \
+      TILE_CASE(10, NV)                                                                            \
+      TILE_CASE(11, NV)                                                                            \
+      TILE_CASE(12, NV)                                                                            \
+    default: break;                                                                                \
+    }                                                                                              \
+  }
+TILE_NV(1)
+TILE_NV(2)
+
+T512 void nat_mm512_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, int64_t nc,
+                          int64_t k0, int64_t k1) {
+  int nv = nc > 16 ? 2 : 1;
+  bool tail = nc % 16 != 0;
+  __mmask16 lm = nat_tail16(nc - 16 * (nv - 1));
+  int64_t rows = i1 - i0, tiles = (rows + MR - 1) / MR;
+  if (tiles < 1) return;
+  int64_t base = rows / tiles, extra = rows % tiles;
+  bool gelu = m->gelu && k1 == m->K;
+  for (int64_t t = 0, i = i0; t < tiles; t++) {
+    int mr = (int)(base + (t < extra));
+    if (nv == 2)
+      tile_nv2(mr, tail, m, i, j, k0, k1, lm);
+    else
+      tile_nv1(mr, tail, m, i, j, k0, k1, lm);
+    if (gelu) nat_gelu512_tile(m->c + i * m->ldc + j, m->ldc, mr, nc);
+    i += mr;
+  }
+}
+
+#else
+void nat_mm512_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, int64_t nc, int64_t k0,
+                     int64_t k1) {}
+#endif
