@@ -291,32 +291,6 @@ const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int
   return p;
 }
 
-/* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on native_mm.c's
- * blocked tiles at the run's level. For the products of transformers
- * (128-row activations against 256..3072-wide weights) OpenBLAS repacks A
- * and B in every block of every call; here a constant B is packed once,
- * any other B is read as stored. Relu and Clip become the tile's clamp,
- * GELU runs on each tile right after its last chunk; other activations
- * run on each task's block while it is in cache. */
-typedef struct tile_job {
-  nat_mm m;
-  ait_act act;
-  int64_t rows_per, cols_per, n_cols; /* task t: row part t / n_cols, column part t % n_cols */
-} tile_job;
-
-static void tile_task(void *arg, int64_t t, int tid) {
-  const tile_job *j = arg;
-  const nat_mm *m = &j->m;
-  int64_t i0 = t / j->n_cols * j->rows_per, c0 = t % j->n_cols * j->cols_per;
-  int64_t i1 = i0 + j->rows_per < m->M ? i0 + j->rows_per : m->M;
-  int64_t c1 = c0 + j->cols_per < m->N ? c0 + j->cols_per : m->N;
-  if (i0 >= i1 || c0 >= c1) return;
-  nat_mm_run(m, i0, i1, c0, c1);
-  if (j->act.kind != AIT_ACT_NONE)
-    for (int64_t i = i0; i < i1; i++)
-      nat_act_f32(&j->act, m->c + i * m->ldc + c0, c1 - c0);
-}
-
 /* B as the tiles read it: packed once into the node's pack slot when it is
  * a constant (input `input`), B[k][n] at B[k * rs + n * cs]; else NULL
  * (only a plain B, cs == 1, is then read as stored). */
@@ -331,31 +305,6 @@ static const float *mm_pack(nat_run *r, int input, const float *B, int64_t K, in
   return p;
 }
 
-/* Split P x N into about two tasks a thread: by columns when B (K x N) is
- * the larger operand (each thread then reads its share of the weights
- * once), by rows when A is (Swin's 3136-row products), both when one side
- * has too few blocks. */
-static void tile_split(tile_job *j, int threads) {
-  const nat_mm *m = &j->m;
-  int64_t want = threads > 1 ? threads * 2 : 1;
-  int64_t cblocks = (m->N + m->nr - 1) / m->nr, rtiles = (m->M + m->mr - 1) / m->mr;
-  int64_t ncol, nrow;
-  if (m->N >= m->M) {
-    ncol = cblocks < want ? cblocks : want;
-    nrow = (want + ncol - 1) / ncol;
-  } else {
-    nrow = rtiles < want ? rtiles : want;
-    ncol = (want + nrow - 1) / nrow;
-  }
-  if (nrow > rtiles) nrow = rtiles;
-  if (ncol > cblocks) ncol = cblocks;
-  if (nrow < 1) nrow = 1;
-  if (ncol < 1) ncol = 1;
-  j->cols_per = (cblocks + ncol - 1) / ncol * m->nr;
-  j->n_cols = (m->N + j->cols_per - 1) / j->cols_per;
-  j->rows_per = (m->M + nrow - 1) / nrow;
-}
-
 /* C = A . op(B) (+ epilogue) on the tiles: B [K][N] at B[k * rs + n * cs]
  * (rs = N, cs = 1 as stored; rs = 1, cs = K transposed), input `input` of
  * the node. False, doing nothing, where the tiles do not apply. */
@@ -365,32 +314,27 @@ static bool tile_gemm_b(nat_run *r, int64_t P, int64_t N, int64_t K, const float
   if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || !nat_mm_available(level) || e->row_bias ||
       e->zb || (e->z && e->ldz != N))
     return false;
-  tile_job j;
-  memset(&j, 0, sizeof j);
-  nat_mm *m = &j.m;
-  nat_mm_init(m, level, P, N, K);
-  m->b = mm_pack(r, input, B, K, N, rs, cs, m->nr);
-  if (!m->b) {
+  nat_mm m;
+  memset(&m, 0, sizeof m);
+  nat_mm_init(&m, level, P, N, K);
+  m.b = mm_pack(r, input, B, K, N, rs, cs, m.nr);
+  if (!m.b) {
     if (cs != 1) return false;
-    m->b = B, m->ldb = rs;
+    m.b = B, m.ldb = rs;
   }
-  m->a = A, m->lda = K;
-  m->bias = e->col_bias, m->z = e->z, m->ldz = e->ldz;
-  m->c = C, m->ldc = N;
-  m->lo = -INFINITY, m->hi = INFINITY;
-  j.act = e->act;
+  m.a = A, m.lda = K;
+  m.bias = e->col_bias, m.z = e->z, m.ldz = e->ldz;
+  m.c = C, m.ldc = N;
+  m.lo = -INFINITY, m.hi = INFINITY;
+  ait_act post = e->act;
   if (e->act.kind == AIT_ACT_RELU) {
-    m->lo = 0.0f, j.act.kind = AIT_ACT_NONE;
+    m.lo = 0.0f, post.kind = AIT_ACT_NONE;
   } else if (e->act.kind == AIT_ACT_CLIP) {
-    m->lo = e->act.p[0], m->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
+    m.lo = e->act.p[0], m.hi = e->act.p[1], post.kind = AIT_ACT_NONE;
   } else if (e->act.kind == AIT_ACT_GELU) {
-    m->gelu = true, j.act.kind = AIT_ACT_NONE;
+    m.gelu = true, post.kind = AIT_ACT_NONE;
   }
-  int threads = nat_run_threads(r);
-  if ((double)P * (double)N * (double)K < NAT_PAR_MIN_MACS) threads = 1;
-  tile_split(&j, threads);
-  int64_t tasks = (P + j.rows_per - 1) / j.rows_per * j.n_cols;
-  nat_pool_run(threads > 1 ? nat_run_pool(r) : NULL, tasks, tile_task, &j);
+  nat_mm_pool(r, &m, &post);
   return true;
 }
 

@@ -79,3 +79,58 @@ void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, i
     }
   }
 }
+
+/* ---- on the pool ---------------------------------------------------------- */
+
+typedef struct mm_job {
+  const nat_mm *m;
+  const ait_act *post;
+  int64_t rows_per, cols_per, n_cols; /* task t: row part t / n_cols, column part t % n_cols */
+} mm_job;
+
+static void mm_task(void *arg, int64_t t, int tid) {
+  const mm_job *j = arg;
+  const nat_mm *m = j->m;
+  int64_t i0 = t / j->n_cols * j->rows_per, c0 = t % j->n_cols * j->cols_per;
+  int64_t i1 = i0 + j->rows_per < m->M ? i0 + j->rows_per : m->M;
+  int64_t c1 = c0 + j->cols_per < m->N ? c0 + j->cols_per : m->N;
+  if (i0 >= i1 || c0 >= c1) return;
+  nat_mm_run(m, i0, i1, c0, c1);
+  if (j->post && j->post->kind != AIT_ACT_NONE)
+    for (int64_t i = i0; i < i1; i++)
+      nat_act_f32(j->post, m->c + i * m->ldc + c0, c1 - c0);
+}
+
+/* About two tasks a thread: by columns when B (K x N) is the larger
+ * operand (each thread then reads its share of the weights once), by rows
+ * when A is (Swin's 3136-row products), both when one side has too few
+ * blocks. */
+static void mm_split(mm_job *j, int threads) {
+  const nat_mm *m = j->m;
+  int64_t want = threads > 1 ? threads * 2 : 1;
+  int64_t cblocks = (m->N + m->nr - 1) / m->nr, rtiles = (m->M + m->mr - 1) / m->mr;
+  int64_t ncol, nrow;
+  if (m->N >= m->M) {
+    ncol = cblocks < want ? cblocks : want;
+    nrow = (want + ncol - 1) / ncol;
+  } else {
+    nrow = rtiles < want ? rtiles : want;
+    ncol = (want + nrow - 1) / nrow;
+  }
+  if (nrow > rtiles) nrow = rtiles;
+  if (ncol > cblocks) ncol = cblocks;
+  if (nrow < 1) nrow = 1;
+  if (ncol < 1) ncol = 1;
+  j->cols_per = (cblocks + ncol - 1) / ncol * m->nr;
+  j->n_cols = (m->N + j->cols_per - 1) / j->cols_per;
+  j->rows_per = (m->M + nrow - 1) / nrow;
+}
+
+void nat_mm_pool(nat_run *r, const nat_mm *m, const ait_act *post) {
+  mm_job j = {m, post, 0, 0, 0};
+  int threads = r ? nat_run_threads(r) : 1;
+  if ((double)m->M * (double)m->N * (double)m->K < NAT_PAR_MIN_MACS) threads = 1;
+  mm_split(&j, threads);
+  int64_t tasks = (m->M + j.rows_per - 1) / j.rows_per * j.n_cols;
+  nat_pool_run(threads > 1 ? nat_run_pool(r) : NULL, tasks, mm_task, &j);
+}

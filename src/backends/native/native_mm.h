@@ -47,6 +47,12 @@ void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K);
 /* C rows [i0, i1) x columns [j0, j1) (j0 a multiple of m->nr), with all
  * of m's blocking: one pool task's share. */
 void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* All of C on r's pool (r NULL: the calling thread), in about two tasks a
+ * thread; post (may be NULL) runs on each task's block after its tiles
+ * (an activation the tiles do not apply). */
+struct nat_run;
+struct ait_act;
+void nat_mm_pool(struct nat_run *r, const nat_mm *m, const struct ait_act *post);
 /* B [K][N] (element (k, n) at B[k * rs + n * cs]) in column blocks of nr,
  * zero-padded: dst holds nat_mm_packed_floats(K, N, nr) floats. */
 int64_t nat_mm_packed_floats(int64_t K, int64_t N, int nr);
