@@ -319,10 +319,63 @@ static void test_instnorm_gelu(void) {
   }
 }
 
+/* x[N, C, L] -> Conv(W [M, C, k], bias?) [-> Add(z) -> Relu]: a 1-D
+ * convolution of one group, on native_mm's tiles at the vector levels. */
+static ait_graph *conv1d_model(int64_t N, int64_t C, int64_t L, int64_t M, int64_t k, int64_t s,
+                               int64_t d, int64_t p0, int64_t p1, bool bias, bool res, int64_t *T) {
+  *T = (L + p0 + p1 - d * (k - 1) - 1) / s + 1;
+  float *w = malloc(sizeof(float) * (size_t)(M * C * k)), *b = malloc(sizeof(float) * (size_t)M);
+  fill(w, M * C * k), fill(b, M);
+  const int64_t dx[3] = {N, C, L}, dw[3] = {M, C, k}, db[1] = {M}, dy[3] = {N, M, *T};
+  const int64_t st[1] = {s}, dl[1] = {d}, pd[2] = {p0, p1}, ks[1] = {k};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", 1, 3, dx);
+  if (res) tb_input(m, "z", 1, 3, dy);
+  tb_output(m, "y", 1, 3, dy);
+  tb_init_f32(m, "w", 3, dw, w);
+  tb_init_f32(m, "b", 1, db, b);
+  int c = tb_node(m, "Conv", "conv", bias ? IN("x", "w", "b") : IN("x", "w"), IN(res ? "c" : "y"));
+  tb_attr_ints(m, c, "strides", 1, st);
+  tb_attr_ints(m, c, "dilations", 1, dl);
+  tb_attr_ints(m, c, "pads", 2, pd);
+  tb_attr_ints(m, c, "kernel_shape", 1, ks);
+  if (res) {
+    tb_node(m, "Add", "add", IN("c", "z"), IN("a"));
+    tb_node(m, "Relu", "relu", IN("a"), IN("y"));
+  }
+  free(w), free(b);
+  return tb_parse_graph(m);
+}
+
+static void test_conv1d(void) {
+  for (int c = 0; c < 24; c++) {
+    int64_t N = irand(1, 2), C = irand(1, 40), L = irand(8, 700), M = irand(8, 70);
+    int64_t k = irand(1, 7), s = irand(1, 3), d = irand(1, 2), p0 = irand(0, 3), p1 = irand(0, 3);
+    if (c == 0)
+      N = 1, C = 1, L = 1600, M = 64, k = 10, s = 5, d = 1, p0 = p1 = 0; /* wav2vec2's first */
+    if ((L + p0 + p1 - d * (k - 1) - 1) < 0) continue;
+    bool bias = c % 2, res = c % 3 == 0;
+    int64_t T;
+    ait_graph *g = conv1d_model(N, C, L, M, k, s, d, p0, p1, bias, res, &T);
+    CHECK(g != NULL);
+    if (!g) continue;
+    const int64_t dx[3] = {N, C, L}, dz[3] = {N, M, T};
+    ait_tensor *in[2] = {rand_tensor(3, dx), rand_tensor(3, dz)};
+    long long before = nat_mm_conv1d_runs();
+    check_specs(g, (const ait_tensor *const *)in, res ? 2 : 1, 1e-5, "Conv 1-D");
+    /* the tiles ran where the product is big enough: twice on each vector spec */
+    if (M * C * k >= 4096 && nat_mm_available(NAT_ISA_AVX2))
+      CHECK(nat_mm_conv1d_runs() - before == 8);
+    ait_tensor_free(in[0]), ait_tensor_free(in[1]);
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
   test_mm_kernel();
   test_gemm_tiles();
   test_row_residual();
   test_instnorm_gelu();
+  test_conv1d();
   return check_result("test_native_seq");
 }

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/native/native.h"
+
 typedef struct nat_mm {
   int level;       /* NAT_ISA_AVX2 or NAT_ISA_AVX512 */
   int mr, nr;      /* register tile: most rows, floats per column block */
@@ -28,8 +30,9 @@ typedef struct nat_mm {
   int64_t lda;
   const float *b; /* B: packed (blocks of K x nr) when ldb == 0, else row stride ldb */
   int64_t ldb;
-  const float *bias; /* [N] or NULL */
-  const float *z;    /* residual, row stride ldz, or NULL */
+  const float *bias;     /* [N] or NULL */
+  const float *row_bias; /* [M] or NULL (a convolution's bias: one per output channel) */
+  const float *z;        /* residual, row stride ldz, or NULL */
   int64_t ldz;
   float *c; /* C, row stride ldc (written) */
   int64_t ldc;
@@ -50,13 +53,17 @@ void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 /* All of C on r's pool (r NULL: the calling thread), in about two tasks a
  * thread; post (may be NULL) runs on each task's block after its tiles
  * (an activation the tiles do not apply). */
-struct nat_run;
-struct ait_act;
-void nat_mm_pool(struct nat_run *r, const nat_mm *m, const struct ait_act *post);
+void nat_mm_pool(nat_run *r, const nat_mm *m, const ait_act *post);
 /* B [K][N] (element (k, n) at B[k * rs + n * cs]) in column blocks of nr,
  * zero-padded: dst holds nat_mm_packed_floats(K, N, nr) floats. */
 int64_t nat_mm_packed_floats(int64_t K, int64_t N, int nr);
 void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, int64_t cs, int nr);
+
+/* Conv / FusedConv: 1-D convolutions of one group on the tiles
+ * (native_mm_conv1d.c), every other one on native_conv.c's nat_k_conv.
+ * nat_mm_conv1d_runs: runs that took the tiles (tests). */
+ait_status nat_k_conv_seq(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+long long nat_mm_conv1d_runs(void);
 
 /* The level kernels (native_mm256.c, native_mm512.c): rows [i0, i1) of C in
  * tiles of at most m->mr rows (rows split evenly), for the column block at

@@ -42,7 +42,8 @@ INL T256 void tile(const int mr, const int nv, const bool tail, const nat_mm *m,
       __m256 b0 = m->bias ? LD8(m->bias + j + 8 * v, tl, lm) : _mm256_setzero_ps();
 #pragma GCC unroll 6
       for (int r = 0; r < MR; r++)
-        if (r < mr) acc[r][v] = b0;
+        if (r < mr)
+          acc[r][v] = m->row_bias ? _mm256_add_ps(b0, _mm256_set1_ps(m->row_bias[i + r])) : b0;
     } else {
 #pragma GCC unroll 6
       for (int r = 0; r < MR; r++)

@@ -40,7 +40,8 @@ INL T512 void tile(const int mr, const int nv, const bool tail, const nat_mm *m,
       __m512 b0 = m->bias ? LD16(m->bias + j + 16 * v, tl, lm) : _mm512_setzero_ps();
 #pragma GCC unroll 12
       for (int r = 0; r < MR; r++)
-        if (r < mr) acc[r][v] = b0;
+        if (r < mr)
+          acc[r][v] = m->row_bias ? _mm512_add_ps(b0, _mm512_set1_ps(m->row_bias[i + r])) : b0;
     } else {
 #pragma GCC unroll 12
       for (int r = 0; r < MR; r++)
