@@ -119,9 +119,69 @@ static void shape(const char *name, int64_t P, int64_t K, int64_t N) {
   free(a), free(b), free(bias), free(y);
 }
 
+/* Tile variants of native_mm (rows, width, reduction chunk) per level,
+ * B cold or not: `sweep` mode. */
+static const int variants[][4] = {{NAT_ISA_AVX512, 12, 32, 256}, {NAT_ISA_AVX512, 6, 64, 128},
+                                  {NAT_ISA_AVX512, 8, 48, 170},  {NAT_ISA_AVX512, 12, 32, 512},
+                                  {NAT_ISA_AVX2, 6, 16, 384},    {NAT_ISA_AVX2, 4, 24, 256},
+                                  {NAT_ISA_AVX2, 6, 16, 192}};
+#define N_VARIANTS ((int)(sizeof variants / sizeof variants[0]))
+
+static void sweep(const char *name, int64_t P, int64_t K, int64_t N) {
+  float *a = rnd(P * K), *b = rnd(K * N), *bias = rnd(N), *y = rnd(P * N);
+  double gf = 2.0 * (double)P * (double)K * (double)N * 1e-9;
+  printf("| %s %lld x %lld x %lld |", name, (long long)P, (long long)K, (long long)N);
+  for (int v = 0; v < N_VARIANTS; v++) {
+    job j;
+    memset(&j, 0, sizeof j);
+    j.what = 2, j.level = variants[v][0], j.P = P, j.K = K, j.N = N;
+    nat_mm_init(&j.mm, j.level, P, N, K);
+    j.mm.mr = variants[v][1], j.mm.nr = variants[v][2];
+    int64_t chunks = (K + variants[v][3] - 1) / variants[v][3];
+    j.mm.kc = (K + chunks - 1) / chunks;
+    int64_t mc = 192 * 1024 / (4 * j.mm.kc) / j.mm.mr * j.mm.mr;
+    j.mm.mc = P <= mc + mc / 2 ? P : mc;
+    float *pk = rnd(nat_mm_packed_floats(K, N, j.mm.nr)), *bs[NCOLD] = {0};
+    nat_mm_pack(pk, b, K, N, N, 1, j.mm.nr);
+    j.mm.a = a, j.mm.lda = K, j.mm.b = pk, j.mm.bias = bias, j.mm.c = y, j.mm.ldc = N;
+    j.mm.lo = -INFINITY, j.mm.hi = INFINITY;
+    for (int q = 0; cold && q < NCOLD; q++) {
+      int64_t nf = nat_mm_packed_floats(K, N, j.mm.nr);
+      bs[q] = aligned_alloc(64, (size_t)nf * 4);
+      memcpy(bs[q], pk, (size_t)nf * 4);
+    }
+    printf(" %.1f |", gf / best(&j, bs));
+    fflush(stdout);
+    free(pk);
+    for (int q = 0; q < NCOLD; q++)
+      free(bs[q]);
+  }
+  printf("\n");
+  free(a), free(b), free(bias), free(y);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) reps = atoi(argv[1]);
-  if (argc > 2) cold = !strcmp(argv[2], "cold");
+  if (argc > 2) cold = !strcmp(argv[2], "cold") || (argc > 3 && !strcmp(argv[3], "cold"));
+  if (argc > 2 && !strcmp(argv[2], "sweep")) {
+    printf("| shape, one thread |");
+    for (int v = 0; v < N_VARIANTS; v++)
+      printf(" %s %dx%d kc %d |", variants[v][0] == NAT_ISA_AVX512 ? "512" : "256", variants[v][1],
+             variants[v][2], variants[v][3]);
+    printf("\n|---|");
+    for (int v = 0; v < N_VARIANTS; v++)
+      printf("---|");
+    printf("\n");
+    sweep("distilbert qkv", 128, 768, 2304);
+    sweep("distilbert ffn2", 128, 3072, 768);
+    sweep("minilm ffn1", 128, 384, 1536);
+    sweep("wav2vec2 ffn1", 49, 384, 1536);
+    sweep("encdec ffn2", 24, 1024, 256);
+    sweep("swin qkv", 3136, 96, 288);
+    sweep("swin s3 ffn1", 196, 384, 1536);
+    sweep("conv1d fe.3", 256, 768, 512);
+    return 0;
+  }
   printf(
       "| shape (rows x K x N), one thread | AVX-512 tiles | OpenBLAS | AVX-512 mm | AVX2 tiles | "
       "AVX2 mm |\n|---|---|---|---|---|---|\n");

@@ -126,8 +126,8 @@ static double gelu_d(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
 
 /* One random product at `level`: C (with a poisoned border: columns and
  * rows outside the share must stay untouched) against float64. */
-static void mm_case(int level, int64_t M, int64_t N, int64_t K, bool packed, bool bias, bool z,
-                    int act) {
+static void mm_case(int level, int tile, int64_t M, int64_t N, int64_t K, bool packed, bool bias,
+                    bool z, int act) {
   int64_t ldb = N + 3, ldc = N + 5;
   float *A = malloc(sizeof(float) * (size_t)(M * K)),
         *B = malloc(sizeof(float) * (size_t)(K * ldb));
@@ -138,7 +138,14 @@ static void mm_case(int level, int64_t M, int64_t N, int64_t K, bool packed, boo
     C[i] = 1e30f;
   nat_mm m;
   memset(&m, 0, sizeof m);
-  nat_mm_init(&m, level, M, N, K);
+  if (tile < 0)
+    nat_mm_init(&m, level, M, N, K);
+  else if (!nat_mm_init_tile(&m, level, tile, M, N, K))
+    return;
+  bool rowb = next() % 2;
+  float *rb = malloc(sizeof(float) * (size_t)M);
+  fill(rb, M);
+  m.row_bias = rowb ? rb : NULL;
   float *pk = NULL;
   if (packed) {
     pk = malloc(sizeof(float) * (size_t)nat_mm_packed_floats(K, N, m.nr));
@@ -160,7 +167,7 @@ static void mm_case(int level, int64_t M, int64_t N, int64_t K, bool packed, boo
   double worst = 0;
   for (int64_t i = 0; i < M; i++) {
     for (int64_t j = 0; j < N; j++) {
-      double s = bias ? bs[j] : 0, mag = fabs(s);
+      double s = (bias ? bs[j] : 0) + (rowb ? rb[i] : 0), mag = fabs(s);
       for (int64_t k = 0; k < K; k++) {
         s += (double)A[i * K + k] * B[k * ldb + j];
         mag += fabs((double)A[i * K + k] * B[k * ldb + j]);
@@ -175,10 +182,12 @@ static void mm_case(int level, int64_t M, int64_t N, int64_t K, bool packed, boo
       CHECK(C[i * ldc + j] == 1e30f);
   }
   if (!(worst <= 1e-6))
-    fprintf(stderr, "mm level %d %lldx%lldx%lld packed %d bias %d z %d act %d: %g\n", level,
-            (long long)M, (long long)N, (long long)K, packed, bias, z, act, worst);
+    fprintf(stderr,
+            "mm level %d tile %d (%dx%d) %lldx%lldx%lld packed %d bias %d z %d act %d: %g\n", level,
+            tile, m.mr, m.nr, (long long)M, (long long)N, (long long)K, packed, bias, z, act,
+            worst);
   CHECK(worst <= 1e-6);
-  free(A), free(B), free(bs), free(Z), free(C), free(pk);
+  free(A), free(B), free(bs), free(Z), free(C), free(pk), free(rb);
 }
 
 static void test_mm_kernel(void) {
@@ -190,10 +199,11 @@ static void test_mm_kernel(void) {
       continue;
     }
     for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++)
-      mm_case(level, fixed[f][0], fixed[f][1] / (f < 3 ? 8 : 1), fixed[f][2] / (f < 3 ? 4 : 1),
+      mm_case(level, -1, fixed[f][0], fixed[f][1] / (f < 3 ? 8 : 1), fixed[f][2] / (f < 3 ? 4 : 1),
               f % 2 == 0, true, f % 3 == 0, (int)(f % 3));
-    for (int c = 0; c < 40; c++)
-      mm_case(level, irand(1, 300), irand(1, 100), irand(1, 900), next() % 2, next() % 2,
+    /* every tile of the level, widths off its vectors */
+    for (int c = 0; c < 60; c++)
+      mm_case(level, c % 3, irand(1, 300), irand(1, 150), irand(1, 900), next() % 2, next() % 2,
               next() % 2, (int)(next() % 3));
   }
 }

@@ -6,21 +6,31 @@
 #include "backends/native/native.h"
 #include "backends/native/native_mm.h"
 
-/* Per level: tile rows and width, the largest reduction chunk (a chunk of
- * a B block, kc x nr floats, is 24 KB on AVX2 and 32 KB on AVX-512: inside
- * a 32 KB (Zen 2/3) or 48 KB (Intel, Zen 4) L1 with A's rows beside it)
- * and the bytes of A a row panel keeps in L2 (Zen 2/3 have 512 KB). */
-typedef struct mm_level {
+/* Per level: the register tiles (rows, width in floats), best first, and
+ * the kernel. A tile's reduction chunk keeps its B block (kc x nr floats)
+ * at about 32 KB, inside a 32 KB (Zen 2/3) or 48 KB (Intel, Zen 4) L1
+ * beside A's rows; a row panel keeps ~192 KB of A in L2 (Zen 2/3 have
+ * 512 KB). Measured one thread, B cold (bench/mm_kernels.c sweep): AVX2
+ * 4 x 24 beat 6 x 16 by 3-12% on transformer shapes, AVX-512 8 x 48 and
+ * 6 x 64 beat 12 x 32 by 5-10% (12 x 32 stays for widths it fits better). */
+typedef struct mm_tile {
   int mr, nr;
-  int64_t kc_max, panel_bytes;
+} mm_tile;
+
+typedef struct mm_level {
+  int lanes;
+  mm_tile tiles[3];
   void (*block)(const nat_mm *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
 } mm_level;
 
 static const mm_level levels[] = {
-    [NAT_ISA_PORTABLE] = {0, 0, 0, 0, NULL},
-    [NAT_ISA_AVX2] = {6, 16, 384, 192 * 1024, nat_mm256_block},
-    [NAT_ISA_AVX512] = {12, 32, 256, 192 * 1024, nat_mm512_block},
+    [NAT_ISA_PORTABLE] = {0, {{0, 0}}, NULL},
+    [NAT_ISA_AVX2] = {8, {{4, 24}, {6, 16}, {0, 0}}, nat_mm256_block},
+    [NAT_ISA_AVX512] = {16, {{8, 48}, {6, 64}, {12, 32}}, nat_mm512_block},
 };
+
+#define MM_L1_BYTES (32 * 1024)
+#define MM_PANEL_BYTES (192 * 1024)
 
 bool nat_mm_available(int level) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -30,17 +40,35 @@ bool nat_mm_available(int level) {
 #endif
 }
 
-void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K) {
+bool nat_mm_init_tile(nat_mm *m, int level, int tile, int64_t M, int64_t N, int64_t K) {
   const mm_level *l = &levels[level];
+  if (tile < 0 || tile >= 3 || !l->tiles[tile].mr) return false;
   m->level = level;
-  m->mr = l->mr, m->nr = l->nr;
+  m->mr = l->tiles[tile].mr, m->nr = l->tiles[tile].nr;
   m->M = M, m->N = N, m->K = K;
-  /* even chunks: K = 768 is 2 x 384 (AVX2), 3 x 256 (AVX-512) */
-  int64_t chunks = K > 0 ? (K + l->kc_max - 1) / l->kc_max : 1;
+  /* even chunks (K = 768: 3 x 256 at width 24, 5 x 154 at width 48) */
+  int64_t kc_max = MM_L1_BYTES / (4 * m->nr);
+  int64_t chunks = K > 0 ? (K + kc_max - 1) / kc_max : 1;
   m->kc = K > 0 ? (K + chunks - 1) / chunks : 1;
-  int64_t mc = l->panel_bytes / (4 * m->kc) / l->mr * l->mr;
-  if (mc < l->mr) mc = l->mr;
+  int64_t mc = MM_PANEL_BYTES / (4 * m->kc) / m->mr * m->mr;
+  if (mc < m->mr) mc = m->mr;
   m->mc = M <= mc + mc / 2 ? (M > 0 ? M : 1) : mc;
+  return true;
+}
+
+void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K) {
+  /* the tile whose column blocks waste the fewest lanes on N (ties: the
+   * first); rows are split evenly, so their count does not decide */
+  const mm_level *l = &levels[level];
+  int64_t vecs = (N + l->lanes - 1) / l->lanes;
+  double best = -1;
+  int pick = 0;
+  for (int t = 0; t < 3 && l->tiles[t].mr; t++) {
+    int64_t nv = l->tiles[t].nr / l->lanes;
+    double use = vecs > 0 ? (double)vecs / (double)((vecs + nv - 1) / nv * nv) : 1.0;
+    if (use > best + 1e-9) best = use, pick = t;
+  }
+  nat_mm_init_tile(m, level, pick, M, N, K);
 }
 
 void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {

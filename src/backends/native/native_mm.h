@@ -47,6 +47,10 @@ bool nat_mm_available(int level);
  * operands are the caller's to set (every pointer field NULL, lo/hi
  * +-inf, ldb 0 before). */
 void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K);
+/* As nat_mm_init with the level's tile number `tile` (0.. in order of
+ * preference) instead of the best one for N; false where the level has no
+ * such tile (tests, benchmarks). */
+bool nat_mm_init_tile(nat_mm *m, int level, int tile, int64_t M, int64_t N, int64_t K);
 /* C rows [i0, i1) x columns [j0, j1) (j0 a multiple of m->nr), with all
  * of m's blocking: one pool task's share. */
 void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
