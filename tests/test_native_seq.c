@@ -128,6 +128,12 @@ static double gelu_d(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
  * rows outside the share must stay untouched) against float64. */
 static void mm_case(int level, int tile, int64_t M, int64_t N, int64_t K, bool packed, bool bias,
                     bool z, int act) {
+  nat_mm m;
+  memset(&m, 0, sizeof m);
+  if (tile < 0)
+    nat_mm_init(&m, level, M, N, K);
+  else if (!nat_mm_init_tile(&m, level, tile, M, N, K))
+    return;
   int64_t ldb = N + 3, ldc = N + 5;
   float *A = malloc(sizeof(float) * (size_t)(M * K)),
         *B = malloc(sizeof(float) * (size_t)(K * ldb));
@@ -136,12 +142,6 @@ static void mm_case(int level, int tile, int64_t M, int64_t N, int64_t K, bool p
   fill(A, M * K), fill(B, K * ldb), fill(bs, N), fill(Z, M * N);
   for (int64_t i = 0; i < M * ldc; i++)
     C[i] = 1e30f;
-  nat_mm m;
-  memset(&m, 0, sizeof m);
-  if (tile < 0)
-    nat_mm_init(&m, level, M, N, K);
-  else if (!nat_mm_init_tile(&m, level, tile, M, N, K))
-    return;
   bool rowb = next() % 2;
   float *rb = malloc(sizeof(float) * (size_t)M);
   fill(rb, M);
