@@ -371,6 +371,8 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* InstanceNormalization on float32 (GroupNorm's export: one plane per row). */
+ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

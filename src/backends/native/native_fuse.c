@@ -266,15 +266,15 @@ static int sole_reader(const nat_uses *u, int v) {
 static bool near(float a, float b) { return fabsf(a - b) <= 1e-6f * fabsf(b); }
 
 /* y -> Div(y, sqrt2) -> Erf -> Add(1) -> Mul(y, .) -> Mul(., 0.5): Gelu.
- * (Mul by 1/sqrt2 instead of the Div is accepted too.) */
-static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
-  ait_graph *g = u->g;
-  ait_node *p = &g->nodes[pi];
-  int y = p->out[0];
-  if (has_act(p) || u->uses[y] != 2 || u->is_out[y]) return AIT_OK;
+ * (Mul by 1/sqrt2 instead of the Div is accepted too.) Fills nodes[] with
+ * the Div, Erf, Add, Mul(y, .) and the last Mul, in that order; y must
+ * have exactly two readers, neither of them node `skip`. */
+static bool match_gelu(const nat_uses *u, int y, int skip, int nodes[5]) {
+  const ait_graph *g = u->g;
+  if (y < 0 || u->uses[y] != 2 || u->is_out[y] || g->values[y].dtype != AIT_FLOAT32) return false;
   int d = -1, m1 = -1; /* y's two readers */
   for (int i = 0; i < g->n_nodes; i++) {
-    if (u->dead[i] || i == pi) continue;
+    if (u->dead[i] || i == skip) continue;
     const ait_node *n = &g->nodes[i];
     float v;
     if ((is_op(n, "Div") && n->n_in == 2 && n->in[0] == y && const_scalar(g, n->in[1], &v) &&
@@ -285,26 +285,37 @@ static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
     else if (is_op(n, "Mul") && other_input(n, y) >= 0)
       m1 = i;
   }
-  if (d < 0 || m1 < 0) return AIT_OK;
+  if (d < 0 || m1 < 0) return false;
   int e = sole_reader(u, g->nodes[d].out[0]);
-  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return AIT_OK;
+  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return false;
   int a = sole_reader(u, g->nodes[e].out[0]);
   float v;
   if (a < 0 || !is_op(&g->nodes[a], "Add") ||
       !const_scalar(g, other_input(&g->nodes[a], g->nodes[e].out[0]), &v) || v != 1.0f)
-    return AIT_OK;
+    return false;
   if (sole_reader(u, g->nodes[a].out[0]) != m1 ||
       other_input(&g->nodes[m1], y) != g->nodes[a].out[0])
-    return AIT_OK;
+    return false;
   int m2 = sole_reader(u, g->nodes[m1].out[0]);
   if (m2 < 0 || !is_op(&g->nodes[m2], "Mul") ||
       !const_scalar(g, other_input(&g->nodes[m2], g->nodes[m1].out[0]), &v) || v != 0.5f)
-    return AIT_OK;
+    return false;
+  nodes[0] = d, nodes[1] = e, nodes[2] = a, nodes[3] = m1, nodes[4] = m2;
+  return true;
+}
+
+/* The spelled-out Gelu after producer pi into its activation. */
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi];
+  int nodes[5];
+  if (has_act(p) || !match_gelu(u, p->out[0], pi, nodes)) return AIT_OK;
   ait_act act = {.kind = AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
-  absorb(u, pi, m2);
-  u->dead[d] = u->dead[e] = u->dead[a] = u->dead[m1] = true;
+  absorb(u, pi, nodes[4]);
+  for (int i = 0; i < 4; i++)
+    u->dead[nodes[i]] = true;
   *done = true;
   return AIT_OK;
 }
@@ -494,9 +505,29 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   ait_graph *g = u->g;
   ait_node *n = &g->nodes[i];
   ait_act prog, a;
-  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
-  if (n->n_in < 1 || !act_of(g, n, &a) || n->n_out < 1) return AIT_OK;
-  int y = n->in[0];
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0, ge[5];
+  if (n->n_in < 1 || n->n_out < 1) return AIT_OK;
+  int y = (is_op(n, "Mul") && n->n_in == 2 && !nat_is_const(g, n->in[0])) ? n->in[0]
+          : is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
+                                                                          : n->in[0];
+  if ((is_op(n, "Div") || is_op(n, "Mul")) && match_gelu(u, y, -1, ge) && ge[0] == i) {
+    /* a spelled-out Gelu after anything but a product (wav2vec2's GroupNorm):
+     * one pass on the vector GELU instead of five, Erf on libm */
+    memset(&prog, 0, sizeof prog);
+    prog.kind = AIT_ACT_GELU;
+    AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
+    n->in[0] = y;
+    n->n_in = 1;
+    AIT_TRY(set_act(n, &prog));
+    absorb(u, i, ge[4]);
+    for (int k = 1; k < 4; k++)
+      u->dead[ge[k]] = true;
+    (*count)++;
+    AIT_TRY(nat_uses_refresh(u));
+    return AIT_OK;
+  }
+  if (!act_of(g, n, &a)) return AIT_OK;
+  y = n->in[0];
   if (!match_gated(u, y, -1, &prog, nodes, &nn) || nodes[0] != i) return AIT_OK;
   AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
   n->n_in = 1; /* Clip's bounds are in the program now */

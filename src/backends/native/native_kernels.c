@@ -6,6 +6,7 @@
 
 #include "backends/native/native.h"
 #include "backends/native/native_elt.h"
+#include "backends/native/native_mm.h"
 
 typedef struct fast_row {
   const char *domain, *op;
@@ -14,8 +15,8 @@ typedef struct fast_row {
 } fast_row;
 
 static const fast_row fast_rows[] = {
-    {"", "Conv", 1, nat_k_conv},
-    {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv},
+    {"", "Conv", 1, nat_k_conv_seq}, /* 1-D on native_mm's tiles, else nat_k_conv */
+    {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv_seq},
     {"", "ConvTranspose", 1, nat_k_convt},
     {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, nat_k_conv_nhwc},
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, nat_k_inv_res},
@@ -79,6 +80,7 @@ static const fast_row fast_rows[] = {
     {"", "Softmax", 1, nat_k_softmax},
     {"", "LayerNormalization", 17, nat_k_layernorm},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
+    {"", "InstanceNormalization", 1, nat_k_instancenorm},
     {"", "Transpose", 1, nat_k_transpose},
     {"", "RNN", 7, nat_k_rnn},
     {"", "GRU", 7, nat_k_gru},
