@@ -365,6 +365,7 @@ ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_pool_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
 ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
@@ -457,7 +458,12 @@ typedef struct nat_nhwc {
   float *y;
   int64_t y_r0; /* stem and window rows: output row r is at y + (r - y_r0) OW M (a ring row) */
   float lo, hi;
-  bool gelu; /* pointwise on a vector level only: GELU on each tile right after its store */
+  bool gelu;      /* pointwise on a vector level only: GELU on each tile right after its store */
+  int64_t dh, dw; /* window convs: dilations (0 reads as 1) */
+  int64_t ldy;    /* pointwise and window convs: floats from one output pixel to the next (0: M) */
+  /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
+   * the driver to each task's block while it is in cache; NULL for none */
+  const ait_act *post;
 } nat_nhwc;
 /* The vector level of FusedConvNhwc's kernels and the MatMul tiles in this
  * run: NAT_ISA_AVX512 (native_nhwc512.c), NAT_ISA_AVX2 (native_nhwc256.c)
@@ -480,6 +486,15 @@ void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y);
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* Window convs (group 1, any kernel, stride, dilation, padding; NHWC X):
+ * output pixels [p0, p1) (of N*OH*OW) and channels [m0, m1) (m0 a multiple
+ * of c->pw_bw) on the packed weights c->wpk (K = kh kw C rows), with the
+ * tile of nat_nhwc*_win_tile in c->pw_mr / c->pw_nv (native_nhwc_win256.c,
+ * native_nhwc_win512.c). */
+void nat_nhwc256_win_tile(int64_t P, int64_t M, int *mr, int *nv);
+void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv);
+void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
  * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */

@@ -20,6 +20,7 @@ static const fast_row fast_rows[] = {
     {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, nat_k_conv_nhwc},
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, nat_k_inv_res},
     {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, nat_k_gap_nhwc},
+    {AIT_FUSED_DOMAIN, "FusedPoolNhwc", 1, nat_k_pool_nhwc},
     {"", "Gemm", 1, nat_k_gemm},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, nat_k_gemm},
     {"", "MatMul", 1, nat_k_matmul},

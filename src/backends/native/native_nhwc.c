@@ -20,7 +20,7 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-typedef enum { K_PW, K_DW, K_STEM } nhwc_kind;
+typedef enum { K_PW, K_DW, K_STEM, K_WIN } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
@@ -118,6 +118,38 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
   }
 }
 
+/* Output pixels [p0, p1) and channels [m0, m1) of a group-1 window conv
+ * on the unpacked HWIO weights, dilations included (the portable level of
+ * K_WIN, and its fallback where the weights could not be packed). */
+NAT_CLONES static void win_px(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  int64_t C = c->C, M = c->M, OHW = c->OH * c->OW, ldy = c->ldy > 0 ? c->ldy : M;
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t n = p / OHW, oh = p % OHW / c->OW, ow = p % c->OW;
+    float *y = c->y + (p - c->y_r0 * c->OW) * ldy;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = c->b ? c->b[m] : 0.0f;
+    for (int64_t ki = 0; ki < c->kh; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki * dh;
+      if (ih < 0 || ih >= c->H) continue;
+      for (int64_t kj = 0; kj < c->kw; kj++) {
+        int64_t iw = ow * c->sw - c->pl + kj * dw;
+        if (iw < 0 || iw >= c->W) continue;
+        const float *x = c->x + n * c->xs_n + ih * c->xs_h + iw * c->xs_w;
+        const float *w = c->w + (ki * c->kw + kj) * C * M;
+        for (int64_t ci = 0; ci < C; ci++) {
+          const float xv = x[ci * c->xs_c], *wc = w + ci * M;
+          for (int64_t m = m0; m < m1; m++)
+            y[m] += xv * wc[m];
+        }
+      }
+    }
+    const float *z = c->z ? c->z + p * M : NULL;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+  }
+}
+
 static void dw_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, true, r0, r1); }
 static void stem_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, false, r0, r1); }
 static void portable_tile(int64_t P, int64_t M, int *mr, int *nv) {
@@ -138,16 +170,19 @@ struct nhwc_kernels {
   dw_row_fn dw_row;
   tile_fn tile;
   int lanes;   /* floats per vector of the tile */
-  bool packed; /* the pointwise kernel reads packed weights (wpk) */
+  bool packed; /* the pointwise and window kernels read packed weights (wpk) */
+  pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
+  tile_fn win_tile;
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
-    [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false},
+    [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
+                          portable_tile},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
-                      nat_nhwc256_pw_tile, 8, true},
+                      nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
-                        nat_nhwc_pw_tile, 16, true},
+                        nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile},
 };
 
 int nat_nhwc_level(void) {
@@ -191,6 +226,12 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
   if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
   case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
+  case K_WIN:
+    if (c->wpk || !j->k->packed)
+      j->k->win(c, r0, r1, m0, m1);
+    else
+      win_px(c, r0, r1, m0, m1);
+    break;
   case K_DW:
     if (c->kh == 3 && c->kw == 3)
       j->k->dw3(c, r0, r1);
@@ -199,12 +240,30 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
   }
+  if (!c->post) return;
+  /* the activation past the clamp, on the task's block while it is in cache */
+  if (j->kind == K_PW || j->kind == K_WIN) {
+    int64_t ldy = c->ldy > 0 ? c->ldy : c->M;
+    if (m0 == 0 && m1 == c->M && ldy == c->M) {
+      nat_act_f32(c->post, c->y + (r0 - c->y_r0 * c->OW) * ldy, (r1 - r0) * ldy);
+    } else {
+      for (int64_t p = r0; p < r1; p++)
+        nat_act_f32(c->post, c->y + (p - c->y_r0 * c->OW) * ldy + m0, m1 - m0);
+    }
+  } else {
+    nat_act_f32(c->post, c->y + (r0 - c->y_r0) * c->OW * c->M, (r1 - r0) * c->OW * c->M);
+  }
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
+/* Input channels from which a group-1 window conv runs on the implicit
+ * GEMM (K_WIN; below, per tap the rows are too short for its pointers to
+ * pay, and the stem kernels run it). */
+#define WIN_MIN_C 8
+
 static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in, nat_nhwc *c,
-                        nhwc_kind *kind) {
+                        nhwc_kind *kind, ait_act *act) {
   const ait_tensor *X = in[0], *Wt = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
   const ait_tensor *Z = n_in > 3 ? in[3] : NULL;
   if (!X || !Wt || X->dtype != AIT_FLOAT32 || Wt->dtype != AIT_FLOAT32 || X->rank != 4 ||
@@ -228,14 +287,16 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
-  if (w.d[0] != 1 || w.d[1] != 1) return AIT_E_UNSUPPORTED;
+  bool dilated = w.d[0] != 1 || w.d[1] != 1;
   c->OH = w.out[0], c->OW = w.out[1], c->sh = w.s[0], c->sw = w.s[1];
   c->pt = w.pb[0], c->pl = w.pb[1];
+  c->dh = w.d[0], c->dw = w.d[1];
   if (group == 1 && Wt->dims[2] == c->C) {
     bool pw = c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && !c->pt && !c->pl &&
               c->OH == c->H && c->OW == c->W;
-    *kind = pw && !nchw ? K_PW : K_STEM;
-  } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
+    *kind = pw && !nchw ? K_PW : !nchw && (c->C >= WIN_MIN_C || dilated) ? K_WIN : K_STEM;
+    if (*kind == K_STEM && dilated) return AIT_E_UNSUPPORTED;
+  } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw && !dilated) {
     *kind = K_DW;
   } else {
     return AIT_E_UNSUPPORTED;
@@ -248,18 +309,17 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
       return AIT_E_UNSUPPORTED;
     c->z = Z->data;
   }
-  ait_act act;
-  if (ait_act_parse(n, &act) != AIT_OK) {
+  if (ait_act_parse(n, act) != AIT_OK) {
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
   c->lo = -INFINITY, c->hi = INFINITY;
-  if (act.kind == AIT_ACT_RELU)
+  if (act->kind == AIT_ACT_RELU)
     c->lo = 0.0f;
-  else if (act.kind == AIT_ACT_CLIP)
-    c->lo = act.p[0], c->hi = act.p[1];
-  else if (act.kind != AIT_ACT_NONE)
-    return AIT_E_UNSUPPORTED;
+  else if (act->kind == AIT_ACT_CLIP)
+    c->lo = act->p[0], c->hi = act->p[1];
+  else if (act->kind != AIT_ACT_NONE)
+    c->post = act; /* applied by the tasks after the clamp-free kernels */
   c->x = X->data;
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
@@ -282,12 +342,21 @@ static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, const nhwc_ker
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
-static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
-  set_tile(c, k, P);
-  pack_pw(r, c, slot, input, k);
-  nhwc_job j = {c, K_PW, k, P, c->pw_mr, 1, c->M, 1};
+static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, nhwc_kind kind,
+                          int slot, int input) {
+  int64_t K = c->C;
+  if (kind == K_WIN) {
+    k->win_tile(P, c->M, &c->pw_mr, &c->pw_nv);
+    c->pw_bw = k->lanes * c->pw_nv;
+    K = c->kh * c->kw * c->C;
+    if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, K, c->M, c->pw_bw);
+  } else {
+    set_tile(c, k, P);
+    pack_pw(r, c, slot, input, k);
+  }
+  nhwc_job j = {c, kind, k, P, c->pw_mr, 1, c->M, 1};
   int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
-  double macs = (double)P * c->M * c->C;
+  double macs = (double)P * c->M * K;
   int64_t bw = c->pw_bw;
   if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
     j.row_tasks = 1;
@@ -305,10 +374,15 @@ static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, in
   nat_pool_run(nat_run_pool(r), j.row_tasks * j.col_tasks, nhwc_task, &j);
 }
 
+static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
+  run_gemm_like(r, c, P, k, K_PW, slot, input);
+}
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
-  ait_status st = setup(n, in, n_in, &c, &kind);
+  ait_act act;
+  ait_status st = setup(n, in, n_in, &c, &kind, &act);
   if (st) return st;
   int64_t od[4] = {c.N, c.OH, c.OW, c.M};
   ait_tensor *Y;
@@ -316,8 +390,8 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
-  if (kind == K_PW) {
-    run_pw(r, &c, c.N * c.OH * c.OW, k, NAT_DATA_TILES, 1);
+  if (kind == K_PW || kind == K_WIN) {
+    run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;
   }
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
