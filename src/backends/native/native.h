@@ -495,6 +495,12 @@ void nat_nhwc256_win_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+/* Depthwise convs of any window, stride and dilation: output rows [r0, r1)
+ * (of N*OH) from the zero-padded input c->x (c->H, c->W its padded sizes:
+ * every tap of every output inside it; native_nhwc_dw256.c,
+ * native_nhwc_dw512.c). */
+void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
  * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */

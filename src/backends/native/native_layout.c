@@ -92,12 +92,28 @@ static int conv_kind(const ait_graph *g, const ait_node *n) {
     if (wd[1] >= WIN_MIN_C || dilated) return L_WIN;
     return L_STEM;
   }
-  if (dilated) return L_NONE;
   if (wd[1] != 1 || wd[0] != group || (C >= 0 && C != group)) return L_NONE;
-  if (wd[2] != 3 || wd[3] != 3 || w.s[0] != w.s[1] || (w.s[0] != 1 && w.s[0] != 2)) return L_NONE;
+  return L_DW; /* any window, stride, dilation and padding */
+}
+
+/* Whether depthwise node d (L_DW) is the 3x3, pads-1, stride 1 or 2 conv
+ * a FusedInvertedResidual's middle stage runs. */
+static bool block_dw(const ait_graph *g, const ait_node *d) {
+  const ait_value *x = &g->values[d->in[0]];
+  const ait_tensor *w = g->values[d->in[1]].init;
+  int64_t sp[2] = {x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 2 : 1].v,
+                   x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 3 : 2].v};
+  int64_t k[2] = {w->dims[0], w->dims[1]}; /* HWIO by now */
+  nn_win win;
+  if (k[0] != 3 || k[1] != 3 || nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
+    ait_err_clear();
+    return false;
+  }
+  if (win.d[0] != 1 || win.d[1] != 1 || win.s[0] != win.s[1] || (win.s[0] != 1 && win.s[0] != 2))
+    return false;
   for (int i = 0; i < 2; i++)
-    if (w.pb[i] != 1 || w.pe[i] != 1) return L_NONE;
-  return L_DW;
+    if (win.pb[i] != 1 || win.pe[i] != 1) return false;
+  return true;
 }
 
 /* Whether values a and b have the same (known) rank-4 dims. */
@@ -583,6 +599,7 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
     int d = sole_writer(writer, reads, Q->in[0]);
     if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
     if (!clamp_act(Q) || !clamp_act(&g->nodes[d])) continue; /* the block's stages clamp */
+    if (!block_dw(g, &g->nodes[d])) continue;
     int e = sole_writer(writer, reads, g->nodes[d].in[0]);
     bool stem = false;
     if (e >= 0 && g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0) e = -1; /* a residual */

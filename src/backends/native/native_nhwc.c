@@ -20,7 +20,7 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-typedef enum { K_PW, K_DW, K_STEM, K_WIN } nhwc_kind;
+typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
@@ -150,6 +150,30 @@ NAT_CLONES static void win_px(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t
   }
 }
 
+/* Output rows [r0, r1) of a depthwise conv of any window on the padded
+ * input (as nat_nhwc256_dwk: every tap inside c->x). */
+NAT_CLONES static void dwk_rows(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  int64_t C = c->C, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t ow = 0; ow < c->OW; ow++) {
+      float *y = c->y + ((r - c->y_r0) * c->OW + ow) * C;
+      for (int64_t m = 0; m < C; m++)
+        y[m] = c->b ? c->b[m] : 0.0f;
+      for (int64_t ki = 0; ki < c->kh; ki++)
+        for (int64_t kj = 0; kj < c->kw; kj++) {
+          const float *x = c->x + ((n * c->H + oh * c->sh + ki * dh) * c->W + ow * c->sw + kj * dw) * C;
+          const float *w = c->w + (ki * c->kw + kj) * C;
+          for (int64_t m = 0; m < C; m++)
+            y[m] += x[m] * w[m];
+        }
+      const float *z = c->z ? c->z + (r * c->OW + ow) * C : NULL;
+      for (int64_t m = 0; m < C; m++)
+        y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+    }
+  }
+}
+
 static void dw_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, true, r0, r1); }
 static void stem_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, false, r0, r1); }
 static void portable_tile(int64_t P, int64_t M, int *mr, int *nv) {
@@ -173,16 +197,19 @@ struct nhwc_kernels {
   bool packed; /* the pointwise and window kernels read packed weights (wpk) */
   pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
   tile_fn win_tile;
+  rows_fn dwk; /* depthwise of any window (K_DWK) on a zero-padded input */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile},
+                          portable_tile, dwk_rows},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
-                      nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile},
+                      nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
+                      nat_nhwc256_dwk},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
-                        nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile},
+                        nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
+                        nat_nhwc512_dwk},
 };
 
 int nat_nhwc_level(void) {
@@ -239,6 +266,7 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
       window_rows(c, true, r0, r1);
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
+  case K_DWK: j->k->dwk(c, r0, r1); break;
   }
   if (!c->post) return;
   /* the activation past the clamp, on the task's block while it is in cache */
@@ -296,8 +324,8 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
               c->OH == c->H && c->OW == c->W;
     *kind = pw && !nchw ? K_PW : !nchw && (c->C >= WIN_MIN_C || dilated) ? K_WIN : K_STEM;
     if (*kind == K_STEM && dilated) return AIT_E_UNSUPPORTED;
-  } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw && !dilated) {
-    *kind = K_DW;
+  } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
+    *kind = c->kh == 3 && c->kw == 3 && !dilated ? K_DW : K_DWK;
   } else {
     return AIT_E_UNSUPPORTED;
   }
@@ -378,6 +406,49 @@ static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, in
   run_gemm_like(r, c, P, k, K_PW, slot, input);
 }
 
+/* Rows of the zero-padded copy of a depthwise conv's input (pad_job). */
+typedef struct pad_job {
+  const nat_nhwc *c;
+  float *xp;
+  int64_t Hp, Wp, rows, per_task;
+} pad_job;
+
+static void pad_task(void *arg, int64_t t, int tid) {
+  const pad_job *j = arg;
+  const nat_nhwc *c = j->c;
+  int64_t C = c->C;
+  for (int64_t r = t * j->per_task; r < (t + 1) * j->per_task && r < j->rows; r++) {
+    int64_t n = r / j->Hp, ih = r % j->Hp - c->pt;
+    float *d = j->xp + r * j->Wp * C;
+    if (ih < 0 || ih >= c->H) {
+      memset(d, 0, sizeof(float) * (size_t)(j->Wp * C));
+      continue;
+    }
+    int64_t right = j->Wp - c->pl - c->W;
+    memset(d, 0, sizeof(float) * (size_t)(c->pl * C));
+    memcpy(d + c->pl * C, c->x + (n * c->H + ih) * c->W * C, sizeof(float) * (size_t)(c->W * C));
+    if (right > 0) memset(d + (c->pl + c->W) * C, 0, sizeof(float) * (size_t)(right * C));
+  }
+}
+
+/* c's input copied into scratch with its zero padding (every window of
+ * every output inside it); c then reads the copy, unpadded. */
+static ait_status pad_input(nat_run *r, nat_nhwc *c) {
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1, Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
+  if (Hp < c->H + c->pt) Hp = c->H + c->pt;
+  if (Wp < c->W + c->pl) Wp = c->W + c->pl;
+  pad_job j = {c, NULL, Hp, Wp, c->N * Hp, 0};
+  j.xp = nat_scratch(r, (int64_t)sizeof(float) * c->N * Hp * Wp * c->C);
+  if (!j.xp) return AIT_E_NOMEM;
+  j.per_task = nat_chunk(r, j.rows, 16384 / (Wp * c->C) + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, pad_task, &j);
+  c->x = j.xp;
+  c->H = Hp, c->W = Wp, c->pt = c->pl = 0;
+  c->xs_n = Hp * Wp * c->C, c->xs_h = Wp * c->C;
+  return AIT_OK;
+}
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
@@ -394,8 +465,9 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;
   }
+  if (kind == K_DWK) AIT_TRY(pad_input(r, &c));
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
-  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
+  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM ? c.C : 1);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
   j.row_tasks = (j.rows + chunk - 1) / chunk;
   nat_pool_run(nat_run_pool(r), j.row_tasks, nhwc_task, &j);

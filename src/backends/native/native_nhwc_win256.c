@@ -67,14 +67,16 @@ INL T256 void win_tile(const int mr, const int nv, const bool tail, const nat_nh
       for (int64_t c0 = 0; c0 < C; c0 += WIN_ZEROS) {
         int64_t cn = C - c0 < WIN_ZEROS ? C - c0 : WIN_ZEROS;
         const float *p[6];
+        bool any = false;
 #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
           if (i >= mr) break;
           int64_t ih = px->ih[i] + ki * dh, iw = px->iw[i] + kj * dw;
-          p[i] = (uint64_t)ih < (uint64_t)H && (uint64_t)iw < (uint64_t)W
-                     ? c->x + px->xo[i] + (ih * W + iw) * C + c0
-                     : win_zeros;
+          bool in = (uint64_t)ih < (uint64_t)H && (uint64_t)iw < (uint64_t)W;
+          p[i] = in ? c->x + px->xo[i] + (ih * W + iw) * C + c0 : win_zeros;
+          any |= in;
         }
+        if (!any) continue; /* the tap is padding for the whole tile (dilated convs) */
         const float *wk = w + ((ki * c->kw + kj) * C + c0) * ldw;
         for (int64_t k = 0; k < cn; k++, wk += ldw) {
           __m256 wv[3];
