@@ -366,6 +366,7 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_pool_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_concat(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
 ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

@@ -81,6 +81,7 @@ static const fast_row fast_rows[] = {
     {"", "LayerNormalization", 17, nat_k_layernorm},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "Transpose", 1, nat_k_transpose},
+    {"", "Concat", 1, nat_k_concat},
     {"", "RNN", 7, nat_k_rnn},
     {"", "GRU", 7, nat_k_gru},
     {"", "LSTM", 7, nat_k_lstm},

@@ -438,6 +438,7 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1, Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
   if (Hp < c->H + c->pt) Hp = c->H + c->pt;
   if (Wp < c->W + c->pl) Wp = c->W + c->pl;
+  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl) return AIT_OK; /* no padding: read as it is */
   pad_job j = {c, NULL, Hp, Wp, c->N * Hp, 0};
   j.xp = nat_scratch(r, (int64_t)sizeof(float) * c->N * Hp * Wp * c->C);
   if (!j.xp) return AIT_E_NOMEM;
