@@ -461,6 +461,9 @@ typedef struct nat_nhwc {
   float lo, hi;
   bool gelu;      /* pointwise on a vector level only: GELU on each tile right after its store */
   int64_t dh, dw; /* window convs: dilations (0 reads as 1) */
+  /* window convs on a padded copy of X (every tap inside it) without
+   * dilation along the row: each kernel row read as one run of kw C floats */
+  bool win_rows;
   int64_t ldy;    /* pointwise and window convs: floats from one output pixel to the next (0: M) */
   /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
    * the driver to each task's block while it is in cache; NULL for none */

@@ -356,7 +356,9 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   static const int64_t to_nhwc[4] = {0, 2, 3, 1};
   ait_status st = AIT_OK;
   int x = g->nodes[i].in[0];
-  bool nchw = kind == L_STEM && twin[x] < 0; /* the stem reads NCHW itself */
+  /* a window conv reading a value from outside reads it as NCHW itself
+   * (native_nhwc.c copies it padded, reordered on the way) */
+  bool nchw = (kind == L_STEM || kind == L_WIN) && twin[x] < 0;
   if (!nchw && (x = nhwc_input(g, x, twin, &st)) < 0) return st;
   int z = -1;
   if (g->nodes[i].n_in > 3 && g->nodes[i].in[3] >= 0) {

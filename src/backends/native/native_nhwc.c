@@ -322,8 +322,7 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
   if (group == 1 && Wt->dims[2] == c->C) {
     bool pw = c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && !c->pt && !c->pl &&
               c->OH == c->H && c->OW == c->W;
-    *kind = pw && !nchw ? K_PW : !nchw && (c->C >= WIN_MIN_C || dilated) ? K_WIN : K_STEM;
-    if (*kind == K_STEM && dilated) return AIT_E_UNSUPPORTED;
+    *kind = pw && !nchw ? K_PW : K_WIN; /* few channels or NCHW: on a padded copy */
   } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
     *kind = c->kh == 3 && c->kw == 3 && !dilated ? K_DW : K_DWK;
   } else {
@@ -426,7 +425,14 @@ static void pad_task(void *arg, int64_t t, int tid) {
     }
     int64_t right = j->Wp - c->pl - c->W;
     memset(d, 0, sizeof(float) * (size_t)(c->pl * C));
-    memcpy(d + c->pl * C, c->x + (n * c->H + ih) * c->W * C, sizeof(float) * (size_t)(c->W * C));
+    const float *x = c->x + n * c->xs_n + ih * c->xs_h;
+    if (c->xs_c == 1 && c->xs_w == C) {
+      memcpy(d + c->pl * C, x, sizeof(float) * (size_t)(c->W * C));
+    } else { /* an NCHW input: reordered on the way */
+      for (int64_t iw = 0; iw < c->W; iw++)
+        for (int64_t ci = 0; ci < C; ci++)
+          d[(c->pl + iw) * C + ci] = x[iw * c->xs_w + ci * c->xs_c];
+    }
     if (right > 0) memset(d + (c->pl + c->W) * C, 0, sizeof(float) * (size_t)(right * C));
   }
 }
@@ -438,7 +444,8 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1, Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
   if (Hp < c->H + c->pt) Hp = c->H + c->pt;
   if (Wp < c->W + c->pl) Wp = c->W + c->pl;
-  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl) return AIT_OK; /* no padding: read as it is */
+  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl && c->xs_c == 1)
+    return AIT_OK; /* no padding: read as it is */
   pad_job j = {c, NULL, Hp, Wp, c->N * Hp, 0};
   j.xp = nat_scratch(r, (int64_t)sizeof(float) * c->N * Hp * Wp * c->C);
   if (!j.xp) return AIT_E_NOMEM;
@@ -446,7 +453,7 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, pad_task, &j);
   c->x = j.xp;
   c->H = Hp, c->W = Wp, c->pt = c->pl = 0;
-  c->xs_n = Hp * Wp * c->C, c->xs_h = Wp * c->C;
+  c->xs_n = Hp * Wp * c->C, c->xs_h = Wp * c->C, c->xs_w = c->C, c->xs_c = 1;
   return AIT_OK;
 }
 
@@ -462,6 +469,12 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
+  if (kind == K_WIN && (c.C < WIN_MIN_C || c.xs_c != 1)) {
+    /* few input channels (a stem) or NCHW: a padded NHWC copy, whose
+     * kernel rows are runs of kw C floats (stride-1 taps) */
+    AIT_TRY(pad_input(r, &c));
+    c.win_rows = c.dw <= 1;
+  }
   if (kind == K_PW || kind == K_WIN) {
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;

@@ -39,11 +39,15 @@ INL T512 void win_tile(const int mr, const int nv, const nat_nhwc *c, const win_
     for (int i = 0; i < 8; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  const int64_t C = c->C, H = c->H, W = c->W, dh = c->dh, dw = c->dw;
+  const int64_t C = c->C, H = c->H, W = c->W;
+  const int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  /* row runs (a padded input, no dilation across the row): a kernel row's
+   * kw taps are one run of kw C floats, one pointer per pixel */
+  const int64_t taps = c->win_rows ? 1 : c->kw, run = c->win_rows ? c->kw * C : C;
   for (int64_t ki = 0; ki < c->kh; ki++)
-    for (int64_t kj = 0; kj < c->kw; kj++)
-      for (int64_t c0 = 0; c0 < C; c0 += WIN_ZEROS) {
-        int64_t cn = C - c0 < WIN_ZEROS ? C - c0 : WIN_ZEROS;
+    for (int64_t kj = 0; kj < taps; kj++)
+      for (int64_t c0 = 0; c0 < run; c0 += WIN_ZEROS) {
+        int64_t cn = run - c0 < WIN_ZEROS ? run - c0 : WIN_ZEROS;
         const float *p[8];
         bool any = false;
 #pragma GCC unroll 8
