@@ -465,6 +465,8 @@ typedef struct nat_nhwc {
    * dilation along the row: each kernel row read as one run of kw C floats */
   bool win_rows;
   int64_t ldy;    /* pointwise and window convs: floats from one output pixel to the next (0: M) */
+  int64_t ldz;    /* window convs: the same for the residual z (0: M) */
+  int64_t group;  /* grouped window convs (K_GRP in native_nhwc.c): the groups; else 0 or 1 */
   /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
    * the driver to each task's block while it is in cache; NULL for none */
   const ait_act *post;

@@ -7,10 +7,11 @@
  * SGEMM and the NCHW loops. The pass finds the nodes that have an NHWC
  * form (`layout_kind`):
  *   pointwise  1x1, stride 1, no padding, group 1
- *   depthwise  3x3, stride 1 or 2, padding 1, one channel per group
+ *   depthwise  one channel per group, any window, stride, dilation, padding
  *   window     group 1, any window, stride, dilation and padding, at least
  *              WIN_MIN_C input channels (the implicit GEMM)
  *   stem       group 1, fewer input channels (may read the NCHW input)
+ *   grouped    2+ channels a group: the implicit GEMM per group
  *   pool       MaxPool / AveragePool over 2-D (FusedPoolNhwc)
  *   elementwise  ops applied per element (Relu, Add, Mul ...) whose inputs
  *              are of the output's shape, or broadcast per channel or as a
@@ -32,9 +33,9 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_POOL, L_ELT, L_CONCAT };
+enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_GRP, L_POOL, L_ELT, L_CONCAT };
 
-static bool is_conv_kind(int k) { return k >= L_PW && k <= L_WIN; }
+static bool is_conv_kind(int k) { return k >= L_PW && k <= L_GRP; }
 
 /* Input channels from which a group-1 window conv is L_WIN (native_nhwc.c's
  * WIN_MIN_C: below, the stem kernels run it). */
@@ -92,8 +93,9 @@ static int conv_kind(const ait_graph *g, const ait_node *n) {
     if (wd[1] >= WIN_MIN_C || dilated) return L_WIN;
     return L_STEM;
   }
-  if (wd[1] != 1 || wd[0] != group || (C >= 0 && C != group)) return L_NONE;
-  return L_DW; /* any window, stride, dilation and padding */
+  if (wd[1] == 1 && wd[0] == group && C == group) return L_DW; /* any window, stride, ... */
+  if (C > 0 && C % group == 0 && wd[0] % group == 0 && wd[1] == C / group) return L_GRP;
+  return L_NONE;
 }
 
 /* Whether depthwise node d (L_DW) is the 3x3, pads-1, stride 1 or 2 conv
@@ -233,7 +235,8 @@ static bool act_input(const ait_graph *g, const ait_node *n, int kind, int k) {
   case L_PW:
   case L_DW:
   case L_STEM:
-  case L_WIN: return k == 0 || k == 3;
+  case L_WIN:
+  case L_GRP: return k == 0 || k == 3;
   case L_POOL: return k == 0;
   case L_CONCAT: return true;
   case L_ELT: return elt_operand(g, n->in[k], &g->values[n->out[0]]) == 1;
@@ -358,7 +361,7 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   int x = g->nodes[i].in[0];
   /* a window conv reading a value from outside reads it as NCHW itself
    * (native_nhwc.c copies it padded, reordered on the way) */
-  bool nchw = (kind == L_STEM || kind == L_WIN) && twin[x] < 0;
+  bool nchw = (kind == L_STEM || kind == L_WIN || kind == L_GRP) && twin[x] < 0;
   if (!nchw && (x = nhwc_input(g, x, twin, &st)) < 0) return st;
   int z = -1;
   if (g->nodes[i].n_in > 3 && g->nodes[i].in[3] >= 0) {

@@ -20,7 +20,7 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK } nhwc_kind;
+typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK, K_GRP } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
@@ -267,6 +267,7 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
   case K_DWK: j->k->dwk(c, r0, r1); break;
+  case K_GRP: break; /* grp_task */
   }
   if (!c->post) return;
   /* the activation past the clamp, on the task's block while it is in cache */
@@ -325,6 +326,10 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
     *kind = pw && !nchw ? K_PW : K_WIN; /* few channels or NCHW: on a padded copy */
   } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
     *kind = c->kh == 3 && c->kw == 3 && !dilated ? K_DW : K_DWK;
+  } else if (group > 1 && c->C % group == 0 && c->M % group == 0 &&
+             Wt->dims[2] == c->C / group) {
+    *kind = K_GRP;
+    c->group = group;
   } else {
     return AIT_E_UNSUPPORTED;
   }
@@ -457,6 +462,152 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   return AIT_OK;
 }
 
+/* ---- grouped convs ---------------------------------------------------------
+
+ * Each group is a window conv of its Cg input channels into its Mg output
+ * channels: the implicit GEMM of native_nhwc_win*.c on a view of X (channel
+ * offset, pixel stride C) and Y (offset, pixel stride M). Groups narrower
+ * than a vector are merged f at a time into one of f Cg inputs and f Mg
+ * outputs whose weights are block-diagonal (zeros between groups: f times
+ * the multiply-adds, at the vector units' full width): ResNeXt's first
+ * stage, 4 channels a group, runs on the AVX2 tiles as pairs. At the
+ * AVX-512 level groups under 16 channels take the AVX2 tiles, which waste
+ * less on them. Weights packed once per node, per merged group in column
+ * blocks of the tile's width. */
+typedef struct grp_job {
+  nat_nhwc c;               /* the whole conv; per merged group a view of it */
+  const nhwc_kernels *k;    /* the tiles' level */
+  const float *wpk;         /* packed: merged group g at g * gstride */
+  int64_t f, G, Cg, Mg, gstride, rows, row_tasks, grp_chunk, grp_tasks;
+} grp_job;
+
+/* Merged group g of j as a conv of its own. */
+static nat_nhwc grp_view(const grp_job *j, int64_t g) {
+  nat_nhwc v = j->c;
+  int64_t Cm = j->f * j->Cg, Mm = j->f * j->Mg;
+  v.x += g * Cm;
+  v.C = Cm;
+  v.M = Mm;
+  v.ldy = j->c.M;
+  v.ldz = j->c.M;
+  v.y += g * Mm;
+  v.b = j->c.b ? j->c.b + g * Mm : NULL;
+  v.z = j->c.z ? j->c.z + g * Mm : NULL;
+  v.wpk = j->wpk ? j->wpk + g * j->gstride : NULL;
+  v.w = j->c.w + g * Mm; /* unpacked HWIO columns of the group (row stride M) */
+  return v;
+}
+
+/* Pixels [p0, p1), output channels [m0, m1) of group view v on the portable
+ * level: HWIO weights with row stride ldw (the whole conv's M). */
+NAT_CLONES static void grp_px(const nat_nhwc *v, int64_t ldw, int64_t p0, int64_t p1) {
+  int64_t C = v->C, M = v->M, OHW = v->OH * v->OW;
+  int64_t dh = v->dh > 0 ? v->dh : 1, dw = v->dw > 0 ? v->dw : 1;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t n = p / OHW, oh = p % OHW / v->OW, ow = p % v->OW;
+    float *y = v->y + p * v->ldy;
+    for (int64_t m = 0; m < M; m++)
+      y[m] = v->b ? v->b[m] : 0.0f;
+    for (int64_t ki = 0; ki < v->kh; ki++) {
+      int64_t ih = oh * v->sh - v->pt + ki * dh;
+      if (ih < 0 || ih >= v->H) continue;
+      for (int64_t kj = 0; kj < v->kw; kj++) {
+        int64_t iw = ow * v->sw - v->pl + kj * dw;
+        if (iw < 0 || iw >= v->W) continue;
+        const float *x = v->x + n * v->xs_n + ih * v->xs_h + iw * v->xs_w;
+        const float *w = v->w + (ki * v->kw + kj) * C * ldw;
+        for (int64_t ci = 0; ci < C; ci++)
+          for (int64_t m = 0; m < M; m++)
+            y[m] += x[ci] * w[ci * ldw + m];
+      }
+    }
+    const float *z = v->z ? v->z + p * v->ldz : NULL;
+    for (int64_t m = 0; m < M; m++)
+      y[m] = clampf(z ? y[m] + z[m] : y[m], v->lo, v->hi);
+  }
+}
+
+static void grp_task(void *arg, int64_t t, int tid) {
+  const grp_job *j = arg;
+  int64_t rt = t / j->grp_tasks, gt = t % j->grp_tasks, U = (j->rows + j->c.pw_mr - 1) / j->c.pw_mr;
+  int64_t p0 = rt * U / j->row_tasks * j->c.pw_mr, p1 = (rt + 1) * U / j->row_tasks * j->c.pw_mr;
+  if (p1 > j->rows) p1 = j->rows;
+  int64_t g0 = gt * j->grp_chunk, g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
+  if (p0 >= p1 || g0 >= g1) return;
+  for (int64_t g = g0; g < g1; g++) {
+    nat_nhwc v = grp_view(j, g);
+    if (v.wpk)
+      j->k->win(&v, p0, p1, 0, v.M);
+    else
+      grp_px(&v, j->c.M, p0, p1);
+  }
+  if (!j->c.post) return;
+  int64_t Mm = j->f * j->Mg;
+  for (int64_t p = p0; p < p1; p++)
+    nat_act_f32(j->c.post, j->c.y + p * j->c.M + g0 * Mm, (g1 - g0) * Mm);
+}
+
+/* The block-diagonal packed weights of every merged group (grp_job). */
+static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
+  if (!nat_input_is_const(r, 1)) return NULL;
+  const nat_nhwc *c = &j->c;
+  int64_t taps = c->kh * c->kw, Cm = j->f * j->Cg, Mm = j->f * j->Mg, K = taps * Cm;
+  int64_t nb = (Mm + bw - 1) / bw, Gm = j->G / j->f;
+  int64_t key[4] = {K, c->M, bw * 1024 + j->f, (int64_t)(intptr_t)c->w};
+  bool fresh;
+  float *p = nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)(Gm * nb * bw * K), &fresh);
+  for (int64_t g = 0; p && fresh && g < Gm; g++)
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t k = 0; k < K; k++) {
+        int64_t t = k / Cm, ci = k % Cm, jin = ci / j->Cg;
+        float *d = p + g * j->gstride + (b * K + k) * bw;
+        for (int64_t m = 0; m < bw; m++) {
+          int64_t mm = b * bw + m, jout = mm / j->Mg;
+          d[m] = mm < Mm && jin == jout
+                     ? c->w[(t * j->Cg + ci % j->Cg) * c->M + (g * j->f + jout) * j->Mg + mm % j->Mg]
+                     : 0.0f;
+        }
+      }
+  return p;
+}
+
+static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
+  grp_job j;
+  memset(&j, 0, sizeof j);
+  j.G = c->group, j.Cg = c->C / c->group, j.Mg = c->M / c->group;
+  /* the tiles: AVX-512 for groups of 16+ output channels, else AVX2 */
+  int lv = level == NAT_ISA_AVX512 && j.Mg < 16 ? NAT_ISA_AVX2 : level;
+  j.k = level_kernels(lv);
+  int64_t lanes = lv == NAT_ISA_PORTABLE ? 1 : j.k->lanes;
+  j.f = 1;
+  while (j.f * j.Mg < lanes && j.f < j.G) {
+    j.f++;
+    while (j.G % j.f) j.f++;
+  }
+  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW;
+  j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv);
+  c->pw_bw = (int)(j.k->lanes * c->pw_nv);
+  int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
+  j.gstride = (Mm + bw - 1) / bw * bw * K;
+  j.c = *c;
+  if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
+  if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */
+  j.rows = P;
+  int64_t Gm = j.G / j.f, threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
+  double macs = (double)P * c->M * c->kh * c->kw * j.Cg * j.f;
+  j.row_tasks = 1, j.grp_chunk = Gm, j.grp_tasks = 1;
+  if (macs >= NAT_PAR_MIN_MACS / 4 && threads > 1) {
+    int64_t want = 4 * threads;
+    j.row_tasks = tiles < want ? (tiles > 0 ? tiles : 1) : want;
+    int64_t gt = (want + j.row_tasks - 1) / j.row_tasks;
+    if (gt > Gm) gt = Gm;
+    j.grp_chunk = (Gm + gt - 1) / gt;
+    j.grp_tasks = (Gm + j.grp_chunk - 1) / j.grp_chunk;
+  }
+  nat_pool_run(nat_run_pool(r), j.row_tasks * j.grp_tasks, grp_task, &j);
+  return AIT_OK;
+}
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
@@ -469,6 +620,10 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
+  if (kind == K_GRP) {
+    if (c.xs_c != 1) AIT_TRY(pad_input(r, &c)); /* an NCHW input: reordered */
+    return run_grouped(r, &c, force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level());
+  }
   if (kind == K_WIN && (c.C < WIN_MIN_C || c.xs_c != 1)) {
     /* few input channels (a stem) or NCHW: a padded NHWC copy, whose
      * kernel rows are runs of kw C floats (stride-1 taps) */

@@ -39,7 +39,7 @@ INL T512 void win_tile(const int mr, const int nv, const nat_nhwc *c, const win_
     for (int i = 0; i < 8; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  const int64_t C = c->C, H = c->H, W = c->W;
+  const int64_t C = c->C, H = c->H, W = c->W, xs_h = c->xs_h, xs_w = c->xs_w;
   const int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   /* row runs (a padded input, no dilation across the row): a kernel row's
    * kw taps are one run of kw C floats, one pointer per pixel */
@@ -55,7 +55,7 @@ INL T512 void win_tile(const int mr, const int nv, const nat_nhwc *c, const win_
           if (i >= mr) break;
           int64_t ih = px->ih[i] + ki * dh, iw = px->iw[i] + kj * dw;
           bool in = (uint64_t)ih < (uint64_t)H && (uint64_t)iw < (uint64_t)W;
-          p[i] = in ? c->x + px->xo[i] + (ih * W + iw) * C + c0 : win_zeros;
+          p[i] = in ? c->x + px->xo[i] + ih * xs_h + iw * xs_w + c0 : win_zeros;
           any |= in;
         }
         if (!any) continue; /* the tap is padding for the whole tile (dilated convs) */
@@ -136,7 +136,7 @@ void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv) {
 T512 void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 16 * c->pw_nv, OHW = c->OH * c->OW;
-  int64_t ldy = c->ldy > 0 ? c->ldy : M;
+  int64_t ldy = c->ldy > 0 ? c->ldy : M, ldz = c->ldz > 0 ? c->ldz : M;
   int rows = c->pw_mr;
   win_px px;
   for (int64_t q0 = p0; q0 < p1; q0 += WIN_PANEL_PIXELS) {
@@ -157,13 +157,13 @@ T512 void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0,
             px.iw[i] = o % c->OW * c->sw - c->pl;
           }
           int64_t at = (p + i0 - c->y_r0 * c->OW) * ldy + m;
-          const float *z = c->z ? c->z + (p + i0) * M + m : NULL;
+          const float *z = c->z ? c->z + (p + i0) * ldz + m : NULL;
           float *y = c->y + at;
           switch (nv) {
-          case 1: win_nv1(r, c, &px, w, bw, lm, b, z, M, y, ldy, lo, hi); break;
-          case 2: win_nv2(r, c, &px, w, bw, lm, b, z, M, y, ldy, lo, hi); break;
-          case 3: win_nv3(r, c, &px, w, bw, lm, b, z, M, y, ldy, lo, hi); break;
-          default: win_nv4(r, c, &px, w, bw, lm, b, z, M, y, ldy, lo, hi); break;
+          case 1: win_nv1(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+          case 2: win_nv2(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+          case 3: win_nv3(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+          default: win_nv4(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
           }
         }
       }
