@@ -157,6 +157,54 @@ int main(int argc, char **argv) {
     wconv(28, 64, 64, 3, 1, 2);   /* dilated */
     return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "stem")) { /* stems: NCHW stem kernel vs padded rows */
+    static const int64_t sh[][5] = {{224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}, {224, 3, 96, 7, 2},
+                                    {224, 3, 16, 3, 2}};
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+      int64_t H = sh[i][0], C = sh[i][1], M = sh[i][2], k = sh[i][3], S = sh[i][4];
+      win(false, H, C, M, k, S, true);
+      int64_t pad = k / 2, OH = (H + 2 * pad - k) / S + 1, Hp = (OH - 1) * S + k;
+      float *x = rnd(Hp * Hp * C), *w = rnd(k * k * C * M), *b = rnd(M), *y = rnd(OH * OH * M);
+      for (int l = 0; l < 2; l++) {
+        job j;
+        memset(&j, 0, sizeof j);
+        nat_nhwc *c = &j.c;
+        c->N = 1, c->H = c->W = Hp, c->C = C, c->M = M, c->OH = c->OW = OH, c->kh = c->kw = k;
+        c->sh = c->sw = S, c->dh = c->dw = 1, c->win_rows = true;
+        c->xs_c = 1, c->xs_w = C, c->xs_h = Hp * C, c->xs_n = Hp * Hp * C;
+        c->x = x, c->w = w, c->b = b, c->y = y, c->lo = 0, c->hi = 6;
+        (l == 0 ? nat_nhwc512_win_tile : nat_nhwc256_win_tile)(OH * OH, M, &c->pw_mr, &c->pw_nv);
+        c->pw_bw = c->pw_nv * (l == 0 ? 16 : 8);
+        c->wpk = pack(w, k * k * C, M, c->pw_bw);
+        j.pw = l == 0 ? nat_nhwc512_win : nat_nhwc256_win;
+        j.P = OH * OH;
+        double t = best(run_pw, &j, 40);
+        printf("  padded rows %s: %.1f GFLOP/s\n", l ? "AVX2" : "AVX-512",
+               2.0 * OH * OH * M * k * k * C * 1e-9 / t);
+        free((void *)c->wpk);
+      }
+      free(x), free(w), free(b), free(y);
+    }
+    return 0;
+  }
+  if (argc > 4 && !strcmp(argv[1], "tiles")) { /* AVX2 pointwise P K M: each tile forced */
+    int64_t P = atoll(argv[2]), K = atoll(argv[3]), M = atoll(argv[4]);
+    static const int cand[][2] = {{6, 2}, {4, 3}, {12, 1}};
+    float *x = rnd(P * K), *w = rnd(K * M), *b = rnd(M), *y = rnd(P * M);
+    for (int i = 0; i < 3; i++) {
+      job j;
+      memset(&j, 0, sizeof j);
+      j.c.C = K, j.c.M = M, j.c.x = x, j.c.w = w, j.c.b = b, j.c.y = y, j.c.lo = 0, j.c.hi = 6;
+      j.c.pw_mr = cand[i][0], j.c.pw_nv = cand[i][1], j.c.pw_bw = 8 * cand[i][1];
+      j.c.wpk = pack(w, K, M, j.c.pw_bw);
+      j.pw = nat_nhwc256_pw;
+      j.P = P;
+      double t = best(run_pw, &j, 200);
+      printf("%dx%d: %.1f GFLOP/s\n", cand[i][0], 8 * cand[i][1], 2.0 * P * K * M * 1e-9 / t);
+      free((void *)j.c.wpk);
+    }
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "pointwise")) { /* ResNet-50's 1x1 convs */
     printf("| kernel (one thread, best of 200) | AVX-512 GFLOP/s | AVX2 GFLOP/s | AVX2 time / "
            "AVX-512 time |\n|---|---|---|---|\n");

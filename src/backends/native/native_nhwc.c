@@ -433,10 +433,13 @@ static void pad_task(void *arg, int64_t t, int tid) {
     const float *x = c->x + n * c->xs_n + ih * c->xs_h;
     if (c->xs_c == 1 && c->xs_w == C) {
       memcpy(d + c->pl * C, x, sizeof(float) * (size_t)(c->W * C));
-    } else { /* an NCHW input: reordered on the way */
-      for (int64_t iw = 0; iw < c->W; iw++)
-        for (int64_t ci = 0; ci < C; ci++)
-          d[(c->pl + iw) * C + ci] = x[iw * c->xs_w + ci * c->xs_c];
+    } else { /* an NCHW input: reordered on the way, each plane's row read in turn */
+      float *o = d + c->pl * C;
+      for (int64_t ci = 0; ci < C; ci++) {
+        const float *xc = x + ci * c->xs_c;
+        for (int64_t iw = 0; iw < c->W; iw++)
+          o[iw * C + ci] = xc[iw * c->xs_w];
+      }
     }
     if (right > 0) memset(d + (c->pl + c->W) * C, 0, sizeof(float) * (size_t)(right * C));
   }

@@ -42,8 +42,11 @@ static const float win_zeros[WIN_ZEROS];
 
 /* Where pixel i of a tile reads: its image's offset and the input row and
  * column of its first tap (before dilation). */
+/* Where pixels read: per pixel of a panel its image's offset and the
+ * input row and column of its first tap (before dilation); a tile reads
+ * the entries from its first pixel on. */
 typedef struct win_px {
-  int64_t xo[12], ih[12], iw[12];
+  const int64_t *xo, *ih, *iw;
 } win_px;
 
 /* mr pixels x nv vectors of outputs (channels m .. m + 8 nv of the packed
@@ -187,9 +190,15 @@ T256 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0,
   int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 8 * c->pw_nv, OHW = c->OH * c->OW;
   int64_t ldy = c->ldy > 0 ? c->ldy : M, ldz = c->ldz > 0 ? c->ldz : M;
   int rows = c->pw_mr;
-  win_px px;
+  int64_t xo[WIN_PANEL_PIXELS], ih[WIN_PANEL_PIXELS], iw[WIN_PANEL_PIXELS];
   for (int64_t q0 = p0; q0 < p1; q0 += WIN_PANEL_PIXELS) {
     int64_t q1 = q0 + WIN_PANEL_PIXELS < p1 ? q0 + WIN_PANEL_PIXELS : p1;
+    for (int64_t q = q0, n = q0 / OHW, o = q0 % OHW; q < q1; q++) { /* once per panel */
+      xo[q - q0] = n * c->xs_n;
+      ih[q - q0] = o / c->OW * c->sh - c->pt;
+      iw[q - q0] = o % c->OW * c->sw - c->pl;
+      if (++o == OHW) o = 0, n++;
+    }
     for (int64_t m = m0; m < m1; m += bw) {
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 7) / 8), most = win_rows_of[nv];
@@ -200,12 +209,7 @@ T256 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0,
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
         for (int i0 = 0; i0 < mr; i0 += most) {
           int r = mr - i0 < most ? mr - i0 : most;
-          for (int i = 0; i < r; i++) {
-            int64_t q = p + i0 + i, n = q / OHW, o = q % OHW;
-            px.xo[i] = n * c->xs_n;
-            px.ih[i] = o / c->OW * c->sh - c->pt;
-            px.iw[i] = o % c->OW * c->sw - c->pl;
-          }
+          win_px px = {xo + (p + i0 - q0), ih + (p + i0 - q0), iw + (p + i0 - q0)};
           int64_t at = (p + i0 - c->y_r0 * c->OW) * ldy + m;
           const float *z = c->z ? c->z + (p + i0) * ldz + m : NULL;
           float *y = c->y + at;
