@@ -158,8 +158,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "stem")) { /* stems: NCHW stem kernel vs padded rows */
-    static const int64_t sh[][5] = {{224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}, {224, 3, 96, 7, 2},
-                                    {224, 3, 16, 3, 2}};
+    static const int64_t sh[][5] = {
+        {224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}, {224, 3, 96, 7, 2}, {224, 3, 16, 3, 2}};
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
       int64_t H = sh[i][0], C = sh[i][1], M = sh[i][2], k = sh[i][3], S = sh[i][4];
       win(false, H, C, M, k, S, true);

@@ -365,6 +365,10 @@ ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *cons
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* FusedConvNhwc nodes run on native's kernels, and declined to the
+ * reference (tests assert the second stays 0 on the shapes they cover). */
+long long nat_conv_nhwc_runs(void);
+long long nat_conv_nhwc_declined(void);
 ait_status nat_k_pool_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_concat(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
@@ -464,9 +468,9 @@ typedef struct nat_nhwc {
   /* window convs on a padded copy of X (every tap inside it) without
    * dilation along the row: each kernel row read as one run of kw C floats */
   bool win_rows;
-  int64_t ldy;    /* pointwise and window convs: floats from one output pixel to the next (0: M) */
-  int64_t ldz;    /* window convs: the same for the residual z (0: M) */
-  int64_t group;  /* grouped window convs (K_GRP in native_nhwc.c): the groups; else 0 or 1 */
+  int64_t ldy;   /* pointwise and window convs: floats from one output pixel to the next (0: M) */
+  int64_t ldz;   /* window convs: the same for the residual z (0: M) */
+  int64_t group; /* grouped window convs (K_GRP in native_nhwc.c): the groups; else 0 or 1 */
   /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
    * the driver to each task's block while it is in cache; NULL for none */
   const ait_act *post;

@@ -118,14 +118,17 @@ static bool block_dw(const ait_graph *g, const ait_node *d) {
   return true;
 }
 
-/* Whether values a and b have the same (known) rank-4 dims. */
+/* Whether two dims are certainly equal: known and equal, or one symbol. */
+static bool dim_eq(const ait_dim *x, const ait_dim *y) {
+  if (x->v >= 0 && y->v >= 0) return x->v == y->v;
+  return x->sym && y->sym && !strcmp(x->sym, y->sym);
+}
+
+/* Whether values a and b certainly have the same rank-4 dims. */
 static bool same_dims4(const ait_value *a, const ait_value *b) {
   if (a->rank != 4 || b->rank != 4) return false;
-  for (int k = 0; k < 4; k++) {
-    const ait_dim *x = &a->dims[k], *y = &b->dims[k];
-    bool known = x->v >= 0 && y->v >= 0;
-    if (known ? x->v != y->v : !(x->sym && y->sym && !strcmp(x->sym, y->sym))) return false;
-  }
+  for (int k = 0; k < 4; k++)
+    if (!dim_eq(&a->dims[k], &b->dims[k])) return false;
   return true;
 }
 
@@ -150,13 +153,9 @@ static int elt_operand(const ait_graph *g, int v, const ait_value *out) {
   if (x->rank >= 0 && x->rank <= 4 && numel_known(x) == 1) return 2;
   int64_t C = out->dims[1].v;
   if (C < 1) return 0;
+  /* [1 or N, C, 1, 1]: a constant of batch 1, or a value of the output's batch */
   if (x->rank == 4 && x->dims[1].v == C && x->dims[2].v == 1 && x->dims[3].v == 1 &&
-      (x->dims[0].v == 1 ||
-       (nat_is_const(g, v)
-            ? false
-            : same_dims4(out, out) &&
-                  (x->dims[0].v == out->dims[0].v || (x->dims[0].sym && out->dims[0].sym &&
-                                                      !strcmp(x->dims[0].sym, out->dims[0].sym))))))
+      (x->dims[0].v == 1 || (!nat_is_const(g, v) && dim_eq(&x->dims[0], &out->dims[0]))))
     return 3;
   if (x->rank == 3 && nat_is_const(g, v) && x->dims[0].v == C && x->dims[1].v == 1 &&
       x->dims[2].v == 1)
@@ -218,8 +217,8 @@ static int layout_kind(const ait_graph *g, const ait_node *n) {
     for (int k = 0; k < n->n_in; k++) {
       const ait_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
       if (!v || v->rank != 4 || v->dtype != AIT_FLOAT32 || nat_is_const(g, n->in[k]) ||
-          v->dims[2].v != o->dims[2].v || v->dims[3].v != o->dims[3].v || v->dims[2].v < 0 ||
-          v->dims[3].v < 0)
+          !dim_eq(&v->dims[0], &o->dims[0]) || !dim_eq(&v->dims[2], &o->dims[2]) ||
+          !dim_eq(&v->dims[3], &o->dims[3]))
         return L_NONE;
     }
     return L_CONCAT;

@@ -162,7 +162,8 @@ NAT_CLONES static void dwk_rows(const nat_nhwc *c, int64_t r0, int64_t r1) {
         y[m] = c->b ? c->b[m] : 0.0f;
       for (int64_t ki = 0; ki < c->kh; ki++)
         for (int64_t kj = 0; kj < c->kw; kj++) {
-          const float *x = c->x + ((n * c->H + oh * c->sh + ki * dh) * c->W + ow * c->sw + kj * dw) * C;
+          const float *x =
+              c->x + ((n * c->H + oh * c->sh + ki * dh) * c->W + ow * c->sw + kj * dw) * C;
           const float *w = c->w + (ki * c->kw + kj) * C;
           for (int64_t m = 0; m < C; m++)
             y[m] += x[m] * w[m];
@@ -326,8 +327,7 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
     *kind = pw && !nchw ? K_PW : K_WIN; /* few channels or NCHW: on a padded copy */
   } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
     *kind = c->kh == 3 && c->kw == 3 && !dilated ? K_DW : K_DWK;
-  } else if (group > 1 && c->C % group == 0 && c->M % group == 0 &&
-             Wt->dims[2] == c->C / group) {
+  } else if (group > 1 && c->C % group == 0 && c->M % group == 0 && Wt->dims[2] == c->C / group) {
     *kind = K_GRP;
     c->group = group;
   } else {
@@ -449,7 +449,8 @@ static void pad_task(void *arg, int64_t t, int tid) {
  * every output inside it); c then reads the copy, unpadded. */
 static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
-  int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1, Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
+  int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1,
+          Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
   if (Hp < c->H + c->pt) Hp = c->H + c->pt;
   if (Wp < c->W + c->pl) Wp = c->W + c->pl;
   if (Hp == c->H && Wp == c->W && !c->pt && !c->pl && c->xs_c == 1)
@@ -478,9 +479,9 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
  * less on them. Weights packed once per node, per merged group in column
  * blocks of the tile's width. */
 typedef struct grp_job {
-  nat_nhwc c;               /* the whole conv; per merged group a view of it */
-  const nhwc_kernels *k;    /* the tiles' level */
-  const float *wpk;         /* packed: merged group g at g * gstride */
+  nat_nhwc c;            /* the whole conv; per merged group a view of it */
+  const nhwc_kernels *k; /* the tiles' level */
+  const float *wpk;      /* packed: merged group g at g * gstride */
   int64_t f, G, Cg, Mg, gstride, rows, row_tasks, grp_chunk, grp_tasks;
 } grp_job;
 
@@ -535,7 +536,8 @@ static void grp_task(void *arg, int64_t t, int tid) {
   int64_t rt = t / j->grp_tasks, gt = t % j->grp_tasks, U = (j->rows + j->c.pw_mr - 1) / j->c.pw_mr;
   int64_t p0 = rt * U / j->row_tasks * j->c.pw_mr, p1 = (rt + 1) * U / j->row_tasks * j->c.pw_mr;
   if (p1 > j->rows) p1 = j->rows;
-  int64_t g0 = gt * j->grp_chunk, g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
+  int64_t g0 = gt * j->grp_chunk,
+          g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
   if (p0 >= p1 || g0 >= g1) return;
   for (int64_t g = g0; g < g1; g++) {
     nat_nhwc v = grp_view(j, g);
@@ -558,7 +560,8 @@ static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
   int64_t nb = (Mm + bw - 1) / bw, Gm = j->G / j->f;
   int64_t key[4] = {K, c->M, bw * 1024 + j->f, (int64_t)(intptr_t)c->w};
   bool fresh;
-  float *p = nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)(Gm * nb * bw * K), &fresh);
+  float *p =
+      nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)(Gm * nb * bw * K), &fresh);
   for (int64_t g = 0; p && fresh && g < Gm; g++)
     for (int64_t b = 0; b < nb; b++)
       for (int64_t k = 0; k < K; k++) {
@@ -566,9 +569,10 @@ static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
         float *d = p + g * j->gstride + (b * K + k) * bw;
         for (int64_t m = 0; m < bw; m++) {
           int64_t mm = b * bw + m, jout = mm / j->Mg;
-          d[m] = mm < Mm && jin == jout
-                     ? c->w[(t * j->Cg + ci % j->Cg) * c->M + (g * j->f + jout) * j->Mg + mm % j->Mg]
-                     : 0.0f;
+          d[m] =
+              mm < Mm && jin == jout
+                  ? c->w[(t * j->Cg + ci % j->Cg) * c->M + (g * j->f + jout) * j->Mg + mm % j->Mg]
+                  : 0.0f;
         }
       }
   return p;
@@ -585,7 +589,8 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   j.f = 1;
   while (j.f * j.Mg < lanes && j.f < j.G) {
     j.f++;
-    while (j.G % j.f) j.f++;
+    while (j.G % j.f)
+      j.f++;
   }
   int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW;
   j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv);
@@ -611,12 +616,20 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   return AIT_OK;
 }
 
+static _Atomic long long nhwc_runs, nhwc_declined;
+long long nat_conv_nhwc_runs(void) { return nhwc_runs; }
+long long nat_conv_nhwc_declined(void) { return nhwc_declined; }
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
   ait_act act;
   ait_status st = setup(n, in, n_in, &c, &kind, &act);
-  if (st) return st;
+  if (st) {
+    nhwc_declined++;
+    return st;
+  }
+  nhwc_runs++;
   int64_t od[4] = {c.N, c.OH, c.OW, c.M};
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));

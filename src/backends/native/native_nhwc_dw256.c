@@ -35,8 +35,8 @@
  * (padded input, row stride xr, pixel stride C), the outputs sw pixels
  * apart, taps dh rows and dw pixels apart. */
 INL T256 void dwk_run(const int n, const bool tail, const nat_nhwc *c, const float *x, int64_t xr,
-                      const float *w, __m256i m, __m256 bias, const float *z, __m256 lo,
-                      __m256 hi, float *y) {
+                      const float *w, __m256i m, __m256 bias, const float *z, __m256 lo, __m256 hi,
+                      float *y) {
   const int64_t C = c->C, os = c->sw * C, ts = (c->dw > 0 ? c->dw : 1) * C;
   const int64_t rs = (c->dh > 0 ? c->dh : 1) * xr;
   __m256 acc[8];
@@ -62,7 +62,7 @@ INL T256 void dwk_run(const int n, const bool tail, const nat_nhwc *c, const flo
 }
 
 #define DWK_ARGS                                                                                   \
-  const nat_nhwc *c, const float *x, int64_t xr, const float *w, __m256i m, __m256 bias,          \
+  const nat_nhwc *c, const float *x, int64_t xr, const float *w, __m256i m, __m256 bias,           \
       const float *z, __m256 lo, __m256 hi, float *y
 #define DWK_PASS c, x, xr, w, m, bias, z, lo, hi, y
 static T256 void dwk_runs(int n, bool tail, DWK_ARGS) {

@@ -41,7 +41,7 @@ INL T512 void dwk_run(const int n, const nat_nhwc *c, const float *x, int64_t xr
 }
 
 #define DWK_ARGS                                                                                   \
-  const nat_nhwc *c, const float *x, int64_t xr, const float *w, __mmask16 m, __m512 bias,        \
+  const nat_nhwc *c, const float *x, int64_t xr, const float *w, __mmask16 m, __m512 bias,         \
       const float *z, __m512 lo, __m512 hi, float *y
 #define DWK_PASS c, x, xr, w, m, bias, z, lo, hi, y
 static T512 void dwk_runs(int n, DWK_ARGS) {
