@@ -33,7 +33,7 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_GRP, L_POOL, L_ELT, L_CONCAT };
+enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_GRP, L_POOL, L_ELT, L_CONCAT, L_TIN, L_TOUT };
 
 static bool is_conv_kind(int k) { return k >= L_PW && k <= L_GRP; }
 
@@ -199,10 +199,29 @@ static bool elt_kind(const ait_graph *g, const ait_node *n) {
 }
 
 /* Which NHWC form node n has (L_NONE: none). */
+/* Transpose node n of a rank-4 float32 tensor by `perm`. */
+static bool transpose_by(const ait_graph *g, const ait_node *n, const int64_t *perm) {
+  if (n->domain[0] || strcmp(n->op_type, "Transpose") || n->n_in != 1 || n->n_out != 1 ||
+      n->in[0] < 0 || n->out[0] < 0)
+    return false;
+  const ait_value *x = &g->values[n->in[0]];
+  int cnt = 0;
+  const int64_t *p = ait_attr_ints(n, "perm", &cnt);
+  return x->rank == 4 && x->dtype == AIT_FLOAT32 && p && cnt == 4 &&
+         !memcmp(p, perm, sizeof(int64_t) * 4);
+}
+
 static int layout_kind(const ait_graph *g, const ait_node *n) {
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
   if (is_conv(n)) return conv_kind(g, n);
   if (n->domain[0] && strcmp(n->domain, AIT_FUSED_DOMAIN)) return L_NONE;
   if (n->n_in < 1 || n->in[0] < 0 || n->n_out < 1) return L_NONE;
+  /* the model's own reorders (ConvNeXt: a depthwise conv, then
+   * Transpose(0,2,3,1) into LayerNorm and the MLP, Transpose(0,3,1,2)
+   * back into the residual Add): the first reads a twin as it is, the
+   * second's NCHW output has its input as twin */
+  if (transpose_by(g, n, to_nhwc)) return L_TIN;
+  if (transpose_by(g, n, to_nchw)) return L_TOUT;
   const ait_value *x = &g->values[n->in[0]];
   if (!n->domain[0] && (!strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "AveragePool"))) {
     if (x->rank != 4 || x->dtype != AIT_FLOAT32 || (n->n_out > 1 && n->out[1] >= 0) ||
@@ -236,7 +255,8 @@ static bool act_input(const ait_graph *g, const ait_node *n, int kind, int k) {
   case L_STEM:
   case L_WIN:
   case L_GRP: return k == 0 || k == 3;
-  case L_POOL: return k == 0;
+  case L_POOL:
+  case L_TIN: return k == 0;
   case L_CONCAT: return true;
   case L_ELT: return elt_operand(g, n->in[k], &g->values[n->out[0]]) == 1;
   default: return false;
@@ -416,10 +436,30 @@ static int channel_operand(ait_graph *g, int v, int *twin, ait_status *st) {
 
 /* Pool, elementwise and concat node i onto the NHWC twins of its inputs. */
 static ait_status rewrite_other(ait_graph *g, int i, int kind, int *twin, bool *converted_out,
-                                int *writer) {
+                                int *writer, bool *kill) {
   static const int64_t to_nhwc[4] = {0, 2, 3, 1};
   ait_status st = AIT_OK;
   int o = g->nodes[i].out[0];
+  if (kind == L_TOUT) { /* its input is its output's twin; the node goes (a reorder comes
+                         * back by edges_out where something outside reads the output) */
+    twin[o] = g->nodes[i].in[0];
+    converted_out[o] = true;
+    kill[i] = true;
+    return AIT_OK;
+  }
+  if (kind == L_TIN) { /* a view of the twin */
+    int t = nhwc_input(g, g->nodes[i].in[0], twin, &st);
+    if (t < 0) return st ? st : AIT_E_NOMEM;
+    ait_node *n = &g->nodes[i];
+    char *op = strdup("Identity");
+    if (!op) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    free(n->op_type);
+    n->op_type = op;
+    n->op = ait_op_lookup("", "Identity", 13, NULL);
+    n->opset = 13;
+    n->in[0] = t;
+    return AIT_OK;
+  }
   const ait_value ov = g->values[o];
   for (int k = 0; k < g->nodes[i].n_in; k++) {
     int v = g->nodes[i].in[k], t = v;
@@ -664,13 +704,15 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   for (int v = 0; v < cap && twin && writer; v++)
     twin[v] = writer[v] = -1;
   int done = 0, moved = 0;
+  bool *kill = calloc((size_t)nn + 1, sizeof *kill);
+  if (!st && !kill) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
   for (int i = 0; i < nn && !st; i++) /* topological order: producers first */
     if (kind[i] && has_conv[find(parent, i)]) {
       if (is_conv_kind(kind[i])) {
         st = rewrite(g, i, kind[i], twin, conv_out, writer);
         done++;
       } else {
-        st = rewrite_other(g, i, kind[i], twin, conv_out, writer);
+        st = rewrite_other(g, i, kind[i], twin, conv_out, writer, kill);
       }
       moved++;
     }
@@ -679,6 +721,9 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   if (!st && moved) st = edges_out(g, nv, twin, conv_out);
   bool *dead = moved ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
   if (!st && moved && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; dead && kill && i < nn; i++)
+    dead[i] |= kill[i];
+  free(kill);
   if (!st && moved) st = fuse_blocks(g, kind, nn, writer, dead, s);
   if (!st && moved) st = nat_graph_compact(g, dead);
   free(dead);
