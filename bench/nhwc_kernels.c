@@ -187,6 +187,49 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "cold")) { /* window convs, weights cold: 24 copies rotated */
+    static const int64_t sh[][4] = {{56, 64, 64, 3}, {28, 128, 128, 3}, {14, 256, 256, 3},
+                                    {7, 512, 512, 3}, {14, 256, 1024, 1}, {7, 2048, 512, 1}};
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+      int64_t H = sh[i][0], C = sh[i][1], M = sh[i][2], k = sh[i][3], pad = k / 2, OH = H;
+      float *x = rnd(H * H * C), *w = rnd(k * k * C * M), *b = rnd(M), *y = rnd(OH * OH * M);
+      for (int l = 0; l < 2; l++) {
+        job j;
+        memset(&j, 0, sizeof j);
+        nat_nhwc *c = &j.c;
+        c->N = 1, c->H = c->W = H, c->C = C, c->M = M, c->OH = c->OW = OH, c->kh = c->kw = k;
+        c->sh = c->sw = 1, c->pt = c->pl = pad, c->dh = c->dw = 1;
+        c->xs_c = 1, c->xs_w = C, c->xs_h = H * C, c->xs_n = H * H * C;
+        c->x = x, c->w = w, c->b = b, c->y = y, c->lo = 0, c->hi = INFINITY;
+        (l == 0 ? nat_nhwc512_win_tile : nat_nhwc256_win_tile)(OH * OH, M, &c->pw_mr, &c->pw_nv);
+        c->pw_bw = c->pw_nv * (l == 0 ? 16 : 8);
+        const float *copies[24];
+        for (int r = 0; r < 24; r++)
+          copies[r] = pack(w, k * k * C, M, c->pw_bw);
+        pwf f = l == 0 ? nat_nhwc512_win : nat_nhwc256_win;
+        double hot = 1e9, cold = 1e9;
+        for (int r = 0; r < 48; r++) {
+          c->wpk = copies[r % 24];
+          double t = now();
+          f(c, 0, OH * OH, 0, M);
+          t = now() - t;
+          if (t < cold) cold = t;
+          t = now();
+          f(c, 0, OH * OH, 0, M);
+          t = now() - t;
+          if (t < hot) hot = t;
+        }
+        double gf = 2.0 * OH * OH * M * k * k * C * 1e-9;
+        printf("%s %lldx%lld %lld->%lld k%lld: hot %.1f cold %.1f GFLOP/s\n", l ? "AVX2   " : "AVX-512",
+               (long long)H, (long long)H, (long long)C, (long long)M, (long long)k, gf / hot,
+               gf / cold);
+        for (int r = 0; r < 24; r++)
+          free((void *)copies[r]);
+      }
+      free(x), free(w), free(b), free(y);
+    }
+    return 0;
+  }
   if (argc > 4 && !strcmp(argv[1], "tiles")) { /* AVX2 pointwise P K M: each tile forced */
     int64_t P = atoll(argv[2]), K = atoll(argv[3]), M = atoll(argv[4]);
     static const int cand[][2] = {{6, 2}, {4, 3}, {12, 1}};

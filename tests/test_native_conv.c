@@ -280,6 +280,19 @@ static void test_fixed(void) {
   c = base(2, 3, 10, 10, 2, 8, 3, 1, 2);
   c.pe[0] = c.pe[1] = 2;
   check_case(&c);
+  /* Winograd F(2x2, 3x3) in NHWC: full and partial tiles (odd sizes, uneven
+   * pads), channel tails of 8 and 16, residual and activation, batch 2 */
+  long long wino = nat_wino_runs();
+  c = base(2, 2, 24, 40, 1, 20, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
+  c = base(2, 1, 17, 33, 1, 19, 3, 1, 1);
+  c.pb[0] = 2, c.pb[1] = 0, c.pe[0] = 0, c.pe[1] = 2, c.act = "HardSwish";
+  check_case(&c);
+  c = base(2, 1, 64, 16, 1, 31, 3, 1, 1);
+  c.pb[0] = c.pb[1] = 1, c.bias = true;
+  check_case(&c);
+  CHECK(nat_wino_runs() >= wino + 3 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
   /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
   c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
   c.transpose = true, c.pb[0] = c.pb[1] = 1, c.pe[0] = c.pe[1] = 1, c.op[0] = c.op[1] = 1;

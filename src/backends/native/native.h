@@ -227,6 +227,7 @@ typedef struct nat_state {
   bool fuse;                    /* passes enabled */
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
   bool tiles;                   /* MatMuls of >= 16 rows on vector register tiles (tiles=on) */
+  bool winograd;                /* 3x3 stride-1 NHWC convs as Winograd F(2x2, 3x3) (winograd=on) */
   bool has_subgraph;            /* control flow: bodies run on states of their own */
   nat_node *nodes;              /* per node of g */
   bool *shape_only;             /* per node: depends on input shapes and constants only */
@@ -305,6 +306,7 @@ const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int
 bool nat_input_is_const(nat_run *r, int k);
 bool nat_run_gemv_pack(nat_run *r); /* option gemv=packed */
 bool nat_run_tiles(nat_run *r);     /* option tiles=on */
+bool nat_run_winograd(nat_run *r);  /* option winograd=on */
 nat_gemm_fn nat_run_gemm(nat_run *r);
 /* The state's count of calls into the provider: a kernel adds to it where
  * it calls nat_run_gemm's function (so native:gemm=X knows whether X ever
@@ -510,6 +512,13 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
  * every tap of every output inside it; native_nhwc_dw256.c,
  * native_nhwc_dw512.c). */
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
+ * tiles of `level` (native_nhwc_wino.c): whether c is one it takes, and
+ * the conv (AIT_E_UNSUPPORTED, nothing written, when its weights are not
+ * constant). */
+bool nat_wino_fits(const nat_nhwc *c);
+ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level);
+long long nat_wino_runs(void); /* convs run as Winograd (tests) */
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);

@@ -646,6 +646,12 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     AIT_TRY(pad_input(r, &c));
     c.win_rows = c.dw <= 1;
   }
+  int level = force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level();
+  if (kind == K_WIN && !c.win_rows && level > NAT_ISA_PORTABLE && nat_run_winograd(r) &&
+      nat_wino_fits(&c)) {
+    ait_status ws = nat_wino_run(r, &c, level);
+    if (ws != AIT_E_UNSUPPORTED) return ws;
+  }
   if (kind == K_PW || kind == K_WIN) {
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;
