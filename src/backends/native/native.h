@@ -513,11 +513,15 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
  * native_nhwc_dw512.c). */
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
- * tiles of `level` (native_nhwc_wino.c): whether c is one it takes, and
+ * tiles of `level` (native_nhwc_wino.c): whether c is one it takes (an NHWC
+ * X: the caller reorders an NCHW one first), and
  * the conv (AIT_E_UNSUPPORTED, nothing written, when its weights are not
  * constant). */
 bool nat_wino_fits(const nat_nhwc *c);
-ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level);
+ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level, float *scratch);
+/* Floats of scratch nat_wino_run uses: its `scratch` (NULL: it takes the
+ * run's scratch itself). */
+int64_t nat_wino_scratch(nat_run *r, const nat_nhwc *c);
 long long nat_wino_runs(void); /* convs run as Winograd (tests) */
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():

@@ -446,18 +446,22 @@ static void pad_task(void *arg, int64_t t, int tid) {
 }
 
 /* c's input copied into scratch with its zero padding (every window of
- * every output inside it); c then reads the copy, unpadded. */
-static ait_status pad_input(nat_run *r, nat_nhwc *c) {
+ * every output inside it); c then reads the copy, unpadded. `extra` floats
+ * of the same scratch after the copy are the caller's (*extra_at; a later
+ * nat_scratch would reuse the copy's memory). */
+static ait_status pad_input_ex(nat_run *r, nat_nhwc *c, int64_t extra, float **extra_at) {
   int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1,
           Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
   if (Hp < c->H + c->pt) Hp = c->H + c->pt;
   if (Wp < c->W + c->pl) Wp = c->W + c->pl;
-  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl && c->xs_c == 1)
+  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl && c->xs_c == 1 && !extra)
     return AIT_OK; /* no padding: read as it is */
   pad_job j = {c, NULL, Hp, Wp, c->N * Hp, 0};
-  j.xp = nat_scratch(r, (int64_t)sizeof(float) * c->N * Hp * Wp * c->C);
+  int64_t copy = (c->N * Hp * Wp * c->C + 15) / 16 * 16;
+  j.xp = nat_scratch(r, (int64_t)sizeof(float) * (copy + extra));
   if (!j.xp) return AIT_E_NOMEM;
+  if (extra_at) *extra_at = j.xp + copy;
   j.per_task = nat_chunk(r, j.rows, 16384 / (Wp * c->C) + 1);
   nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, pad_task, &j);
   c->x = j.xp;
@@ -465,6 +469,8 @@ static ait_status pad_input(nat_run *r, nat_nhwc *c) {
   c->xs_n = Hp * Wp * c->C, c->xs_h = Wp * c->C, c->xs_w = c->C, c->xs_c = 1;
   return AIT_OK;
 }
+
+static ait_status pad_input(nat_run *r, nat_nhwc *c) { return pad_input_ex(r, c, 0, NULL); }
 
 /* ---- grouped convs ---------------------------------------------------------
 
@@ -640,17 +646,18 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     if (c.xs_c != 1) AIT_TRY(pad_input(r, &c)); /* an NCHW input: reordered */
     return run_grouped(r, &c, force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level());
   }
+  int level = force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level();
+  if (kind == K_WIN && level > NAT_ISA_PORTABLE && nat_run_winograd(r) && nat_wino_fits(&c)) {
+    float *ws_at = NULL; /* Winograd's scratch, after the reordered copy of an NCHW input */
+    if (c.xs_c != 1) AIT_TRY(pad_input_ex(r, &c, nat_wino_scratch(r, &c), &ws_at));
+    ait_status ws = nat_wino_run(r, &c, level, ws_at);
+    if (ws != AIT_E_UNSUPPORTED) return ws; /* else direct, on the copy if one was made */
+  }
   if (kind == K_WIN && (c.C < WIN_MIN_C || c.xs_c != 1)) {
     /* few input channels (a stem) or NCHW: a padded NHWC copy, whose
      * kernel rows are runs of kw C floats (stride-1 taps) */
     AIT_TRY(pad_input(r, &c));
     c.win_rows = c.dw <= 1;
-  }
-  int level = force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level();
-  if (kind == K_WIN && !c.win_rows && level > NAT_ISA_PORTABLE && nat_run_winograd(r) &&
-      nat_wino_fits(&c)) {
-    ait_status ws = nat_wino_run(r, &c, level);
-    if (ws != AIT_E_UNSUPPORTED) return ws;
   }
   if (kind == K_PW || kind == K_WIN) {
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);

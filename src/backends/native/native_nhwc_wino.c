@@ -222,14 +222,20 @@ bool nat_wino_fits(const nat_nhwc *c) {
    * for the products' rows to amortise the 16 weight matrices (7x7 images
    * stay direct) and channels for the transforms to be a small part */
   return WINO_AVX2 && nat_isa() >= NAT_ISA_AVX2 && c->kh == 3 && c->kw == 3 && c->sh == 1 &&
-         c->sw == 1 && c->dh <= 1 && c->dw <= 1 && c->xs_c == 1 && c->group <= 1 && c->C >= 16 &&
-         c->M >= 16 && tiles >= 48;
+         c->sw == 1 && c->dh <= 1 && c->dw <= 1 && c->group <= 1 && c->C >= 16 && c->M >= 16 &&
+         tiles >= 48;
 }
 
 static _Atomic long long wino_runs;
 long long nat_wino_runs(void) { return wino_runs; }
 
-ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level) {
+int64_t nat_wino_scratch(nat_run *r, const nat_nhwc *c) {
+  nat_pool *pool = nat_run_pool(r);
+  int slots = pool ? nat_pool_threads(pool) : 1;
+  return (slots < 1 ? 1 : slots) * ((16 * WINO_BLOCK * (c->C + c->M) + 15) / 16 * 16);
+}
+
+ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level, float *scratch) {
   wino_job j;
   memset(&j, 0, sizeof j);
   j.c = c;
@@ -245,11 +251,8 @@ ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level) {
   j.ustride = (c->M + bw - 1) / bw * bw * c->C;
   j.u = wino_pack(r, c, bw, j.ustride);
   if (!j.u) return AIT_E_UNSUPPORTED;
-  nat_pool *pool = nat_run_pool(r);
-  int slots = pool ? nat_pool_threads(pool) : 1;
-  if (slots < 1) slots = 1;
   j.per_thread = (16 * WINO_BLOCK * (c->C + c->M) + 15) / 16 * 16;
-  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * slots * j.per_thread);
+  j.scratch = scratch ? scratch : nat_scratch(r, (int64_t)sizeof(float) * nat_wino_scratch(r, c));
   if (!j.scratch) return AIT_E_NOMEM;
   nat_pool_run(nat_run_pool(r), (j.tiles + WINO_BLOCK - 1) / WINO_BLOCK, wino_task, &j);
   wino_runs++;
