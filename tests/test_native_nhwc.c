@@ -93,10 +93,10 @@ typedef struct want {
 /* Graph g against eager at every level and thread count, and (at avx2,
  * layout=nhwc) its rewritten graph holds the wanted op counts. */
 static void check_graph(const char *what, ait_graph *g, int64_t C, int64_t H, int64_t W,
-                        const want *w, int n_want) {
+                        const want *w, int n_want, int64_t batches) {
   CHECK(g != NULL);
   if (!g) return;
-  for (int64_t batch = 1; batch <= 2; batch++) {
+  for (int64_t batch = 1; batch <= batches; batch++) {
     const int64_t xd[4] = {batch, C, H, W};
     ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
     fill(x->data, ait_tensor_numel(x), 1.0f);
@@ -187,7 +187,7 @@ static void test_pools(void) {
     const want w[] = {{"FusedPoolNhwc", 1}, {"MaxPool", 0}, {"AveragePool", 0}, {"Transpose", 1}};
     char what[64];
     snprintf(what, sizeof what, "%s case %zu", p->op, i);
-    check_graph(what, tb_parse_graph(m), C, 15 + (int64_t)i % 3, 13, w, 4);
+    check_graph(what, tb_parse_graph(m), C, 15 + (int64_t)i % 3, 13, w, 4, 2);
   }
 }
 
@@ -206,7 +206,7 @@ static void test_concat(void) {
   conv(m, "c3", "c", "y", 31, 8, 3);
   /* the pool reads x from outside: one reorder in, one out */
   const want w[] = {{"Concat", 1}, {"Transpose", 2}};
-  check_graph("concat", tb_parse_graph(m), 6, 11, 14, w, 2);
+  check_graph("concat", tb_parse_graph(m), 6, 11, 14, w, 2, 2);
 }
 
 /* DenseNet: Concat -> BatchNormalization -> Relu -> conv. */
@@ -224,7 +224,7 @@ static void test_batchnorm(void) {
   tb_node(m, "Relu", "relu", IN("b"), IN("r"));
   conv(m, "c2", "r", "y", 20, 10, 1);
   const want w[] = {{"BatchNormalization", 0}, {"Relu", 0}, {"Transpose", -3}};
-  check_graph("batchnorm", tb_parse_graph(m), 8, 9, 10, w, 3);
+  check_graph("batchnorm", tb_parse_graph(m), 8, 9, 10, w, 3, 2);
 }
 
 /* Elementwise ops on NHWC: per-channel constants ([1, C, 1, 1], [C, 1, 1]),
@@ -250,7 +250,7 @@ static void test_elementwise(void) {
   tb_node(m, "Mul", "scale", IN("e", "s"), IN("f"));
   conv(m, "c2", "f", "y", 24, 5, 3);
   const want w[] = {{"Transpose", 1}, {"FusedGapNhwc", 1}, {"GlobalAveragePool", 0}};
-  check_graph("elementwise", tb_parse_graph(m), 7, 12, 9, w, 3);
+  check_graph("elementwise", tb_parse_graph(m), 7, 12, 9, w, 3, 2);
 }
 
 /* Paddle's HardSwish: conv -> Add 3 -> Clip(0, 6) -> Mul(conv, .) -> Div 6,
@@ -280,11 +280,61 @@ static void test_hardswish_spelled(void) {
     const want w[] = {{"Clip", 0}, {"Div", 0}, {"Mul", 0}, {"Add", 0}, {"FusedConvNhwc", 2}};
     char what[32];
     snprintf(what, sizeof what, "hardswish %d", v);
-    check_graph(what, tb_parse_graph(m), 5, 10, 11, w, 5);
+    check_graph(what, tb_parse_graph(m), 5, 10, 11, w, 5, 2);
+  }
+}
+
+/* conv -> Resize (native_resize.c: every mode it takes, scales up and down,
+ * sizes) -> conv. */
+static void test_resize(void) {
+  typedef struct rs_case {
+    const char *mode, *ct, *nearest;
+    float sh, sw;   /* scales of H and W; 0: sizes below */
+    int64_t oh, ow; /* sizes */
+  } rs_case;
+  static const rs_case cases[] = {
+      {"linear", "half_pixel", NULL, 2.0f, 2.0f, 0, 0},
+      {"linear", "align_corners", NULL, 0, 0, 23, 17},
+      {"linear", "pytorch_half_pixel", NULL, 0.5f, 1.5f, 0, 0},
+      {"linear", "asymmetric", NULL, 3.0f, 0.75f, 0, 0},
+      {"nearest", "asymmetric", "floor", 2.0f, 3.0f, 0, 0},
+      {"nearest", "half_pixel", "round_prefer_ceil", 0, 0, 5, 31},
+      {"nearest", "align_corners", NULL, 1.25f, 0.5f, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const rs_case *r = &cases[i];
+    tb_model *m = model(6, 10, 12);
+    conv(m, "c1", "x", "a", 6, 9, 3);
+    static const int64_t d4[1] = {4};
+    if (r->sh > 0) {
+      float sc[4] = {1, 1, r->sh, r->sw};
+      tb_init_f32(m, "scales", 1, d4, sc);
+      int n = tb_node(m, "Resize", "rs", IN("a", "", "scales"), IN("b"));
+      tb_attr_str(m, n, "mode", r->mode);
+      tb_attr_str(m, n, "coordinate_transformation_mode", r->ct);
+      if (r->nearest) tb_attr_str(m, n, "nearest_mode", r->nearest);
+    } else {
+      static int64_t sz[8][4]; /* kept until the model is packed */
+      int64_t *sizes = sz[i % 8];
+      sizes[0] = 1, sizes[1] = 9, sizes[2] = r->oh, sizes[3] = r->ow;
+      tb_init_i64(m, "sizes", 1, d4, sizes);
+      int n = tb_node(m, "Resize", "rs", IN("a", "", "", "sizes"), IN("b"));
+      tb_attr_str(m, n, "mode", r->mode);
+      tb_attr_str(m, n, "coordinate_transformation_mode", r->ct);
+      if (r->nearest) tb_attr_str(m, n, "nearest_mode", r->nearest);
+    }
+    conv(m, "c2", "b", "y", 9, 4, 1);
+    char what[48];
+    snprintf(what, sizeof what, "resize %zu", i);
+    const want w[] = {{"Resize", 1}};
+    long long ran = nat_resize_runs();
+    check_graph(what, tb_parse_graph(m), 6, 10, 12, w, 1, r->sh > 0 ? 2 : 1);
+    CHECK(nat_resize_runs() >= ran + 6 * 2); /* 6 states, two runs each, a batch at least */
   }
 }
 
 int main(void) {
+  test_resize();
   test_pools();
   test_concat();
   test_batchnorm();

@@ -373,6 +373,8 @@ long long nat_conv_nhwc_runs(void);
 long long nat_conv_nhwc_declined(void);
 ait_status nat_k_pool_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_concat(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_resize(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+long long nat_resize_runs(void); /* Resizes run on nat_k_resize (tests) */
 /* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
 ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

@@ -82,6 +82,7 @@ static const fast_row fast_rows[] = {
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "Transpose", 1, nat_k_transpose},
     {"", "Concat", 1, nat_k_concat},
+    {"", "Resize", 11, nat_k_resize},
     {"", "RNN", 7, nat_k_rnn},
     {"", "GRU", 7, nat_k_gru},
     {"", "LSTM", 7, nat_k_lstm},
