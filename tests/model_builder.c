@@ -140,6 +140,18 @@ void tb_init_f32(tb_model *m, const char *name, int rank, const int64_t *dims, c
   memcpy(t->float_data, data, n * sizeof(float));
 }
 
+void tb_init_i64(tb_model *m, const char *name, int rank, const int64_t *dims,
+                 const int64_t *data) {
+  Onnx__TensorProto *t = new_init(m, name, rank, dims);
+  t->data_type = 7; /* INT64 */
+  size_t n = 1;
+  for (int k = 0; k < rank; k++)
+    n *= (size_t)dims[k];
+  t->n_int64_data = n;
+  t->int64_data = malloc(n * sizeof(int64_t) + 1);
+  memcpy(t->int64_data, data, n * sizeof(int64_t));
+}
+
 void tb_init_external(tb_model *m, const char *name, int rank, const int64_t *dims,
                       const char *location, int64_t offset, int64_t length) {
   size_t i = m->graph.n_initializer;

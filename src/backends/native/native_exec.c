@@ -344,6 +344,7 @@ void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bo
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }
 bool nat_run_tiles(nat_run *r) { return r->s->tiles; }
+bool nat_run_winograd(nat_run *r) { return r->s->winograd; }
 
 bool nat_input_is_const(nat_run *r, int k) {
   const ait_node *n = &r->g->nodes[r->node];
@@ -428,6 +429,7 @@ static ait_status body_state(nat_run *r, nat_body *b) {
   bs->fuse = s->fuse;
   bs->gemv_pack = s->gemv_pack;
   bs->tiles = s->tiles;
+  bs->winograd = s->winograd;
   const ait_graph *bg = bs->g;
   nat_run *br = bs->run;
   br->outer_run = calloc((size_t)bg->n_values + 1, sizeof *br->outer_run);

@@ -553,8 +553,84 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   }
 }
 
+/* The single live reader of v (not an output), if it is op `op`; else -1. */
+static int sole_op(const nat_uses *u, int v, const char *op) {
+  int r = sole_reader(u, v);
+  return r >= 0 && !u->dead[r] && is_op(&u->g->nodes[r], op) && u->g->nodes[r].n_out >= 1 ? r : -1;
+}
+
+/* Whether node n divides its input `v` by d (Div(v, d), or Mul by 1/d). */
+static bool divides_by(const ait_graph *g, const ait_node *n, int v, float d) {
+  float c;
+  if (is_op(n, "Div"))
+    return n->n_in == 2 && n->in[0] == v && const_scalar(g, n->in[1], &c) && c == d;
+  return is_op(n, "Mul") && other_input(n, v) >= 0 && const_scalar(g, other_input(n, v), &c) &&
+         near(c * d, 1.0f);
+}
+
+/* HardSwish spelled out by exporters that have no HardSwish op (Paddle's
+ * x * relu6(x + 3) / 6, either order of the Mul and the Div, any offset c
+ * and bound d): Add(y, c) -> Clip(0, d) -> Mul(y, .) -> Div(., d) is y *
+ * HardSigmoid(y; 1/d, c/d). The Add becomes that HardSigmoid (the Clip and
+ * the Div die), so the gate matcher below joins it to y's producer. */
+static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
+  ait_graph *g = u->g;
+  ait_node *A = &g->nodes[ai];
+  float c;
+  if (!is_op(A, "Add") || A->n_in != 2 || A->n_out < 1 || A->opset < 7) return AIT_OK;
+  int y = const_scalar(g, A->in[1], &c) ? A->in[0] : const_scalar(g, A->in[0], &c) ? A->in[1] : -1;
+  if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
+  int ci = sole_op(u, A->out[0], "Clip");
+  ait_act clip;
+  if (ci < 0 || !act_of(g, &g->nodes[ci], &clip) || clip.p[0] != 0.0f || !(clip.p[1] > 0.0f) ||
+      !isfinite(clip.p[1]))
+    return AIT_OK;
+  float d = clip.p[1];
+  int cv = g->nodes[ci].out[0], m = -1, div = -1;
+  bool mul_first = false;
+  int r = sole_reader(u, cv);
+  if (r < 0 || u->dead[r]) return AIT_OK;
+  const ait_node *R = &g->nodes[r];
+  if (is_op(R, "Mul") && other_input(R, cv) == y) { /* y * clip, then / d */
+    m = r, mul_first = true;
+    div = sole_reader(u, R->out[0]);
+    if (div < 0 || u->dead[div] || !divides_by(g, &g->nodes[div], R->out[0], d)) return AIT_OK;
+  } else if (divides_by(g, R, cv, d)) { /* clip / d, then y * . */
+    div = r;
+    m = sole_op(u, R->out[0], "Mul");
+    if (m < 0 || other_input(&g->nodes[m], R->out[0]) != y) return AIT_OK;
+  } else {
+    return AIT_OK;
+  }
+  /* the Add becomes HardSigmoid(y) */
+  char *op = strdup("HardSigmoid");
+  if (!op) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(A));
+  free(A->op_type);
+  A->op_type = op;
+  A->opset = 6;
+  A->op = ait_op_lookup("", "HardSigmoid", 6, NULL);
+  A->in[0] = y;
+  A->n_in = 1;
+  AIT_TRY(nat_attr_set_float(A, "alpha", 1.0f / d));
+  AIT_TRY(nat_attr_set_float(A, "beta", c / d));
+  ait_node *M = &g->nodes[m], *D = &g->nodes[div];
+  int gate = A->out[0];
+  if (mul_first) { /* Mul(y, clip) -> Div: the Mul reads the gate and writes the Div's output */
+    M->in[0] = y, M->in[1] = gate;
+    M->out[0] = D->out[0];
+    g->values[D->out[0]].producer = m;
+  } else { /* Div(clip) -> Mul(y, .): the Mul reads the gate */
+    M->in[M->in[0] == y ? 1 : 0] = gate;
+  }
+  u->dead[ci] = u->dead[div] = true;
+  (*count)++;
+  return nat_uses_refresh(u);
+}
+
 ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
   ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!u->dead[i]) AIT_TRY(spelled_hard_sigmoid(u, i, &s->fused));
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
