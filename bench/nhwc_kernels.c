@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "cold")) { /* window convs, weights cold: 24 copies rotated */
-    static const int64_t sh[][4] = {{56, 64, 64, 3}, {28, 128, 128, 3}, {14, 256, 256, 3},
+    static const int64_t sh[][4] = {{56, 64, 64, 3},  {28, 128, 128, 3},  {14, 256, 256, 3},
                                     {7, 512, 512, 3}, {14, 256, 1024, 1}, {7, 2048, 512, 1}};
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
       int64_t H = sh[i][0], C = sh[i][1], M = sh[i][2], k = sh[i][3], pad = k / 2, OH = H;
@@ -220,9 +220,9 @@ int main(int argc, char **argv) {
           if (t < hot) hot = t;
         }
         double gf = 2.0 * OH * OH * M * k * k * C * 1e-9;
-        printf("%s %lldx%lld %lld->%lld k%lld: hot %.1f cold %.1f GFLOP/s\n", l ? "AVX2   " : "AVX-512",
-               (long long)H, (long long)H, (long long)C, (long long)M, (long long)k, gf / hot,
-               gf / cold);
+        printf("%s %lldx%lld %lld->%lld k%lld: hot %.1f cold %.1f GFLOP/s\n",
+               l ? "AVX2   " : "AVX-512", (long long)H, (long long)H, (long long)C, (long long)M,
+               (long long)k, gf / hot, gf / cold);
         for (int r = 0; r < 24; r++)
           free((void *)copies[r]);
       }
