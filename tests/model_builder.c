@@ -68,8 +68,10 @@ tb_model *tb_new(int64_t opset) {
 void tb_free(tb_model *m) {
   for (int i = 0; i < m->n_strs; i++)
     free(m->strs[i]);
-  for (size_t i = 0; i < m->graph.n_initializer; i++)
+  for (size_t i = 0; i < m->graph.n_initializer; i++) {
     free(m->inits[i].float_data);
+    free(m->inits[i].int64_data);
+  }
   for (int i = 0; i < m->n_subs; i++)
     tb_free(m->subs[i]);
   free(m);

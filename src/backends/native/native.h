@@ -15,9 +15,15 @@
  *   native_conv_dw.c  depthwise Conv: direct vector loops on phase planes
  *   native_conv_grp.c grouped Conv, 2-64 channels a group: register tiles
  *   native_conv_t.c   ConvTranspose: W^T X + col2im
- *   native_layout.c   the layout pass: depthwise conv chains into NHWC
+ *   native_layout.c   the layout pass: CNNs (convs, pools, elementwise,
+ *                     Concat) into NHWC
  *   native_nhwc.c     FusedConvNhwc: pointwise, depthwise, stem (AVX-512
- *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c)
+ *                     tiles in native_nhwc512.c, AVX2 in native_nhwc256.c),
+ *                     window and grouped convs (native_nhwc_win*.c),
+ *                     depthwise of any window (native_nhwc_dw*.c),
+ *                     Winograd F(2x2, 3x3) (native_nhwc_wino.c)
+ *   native_nhwc_pool.c FusedPoolNhwc: MaxPool / AveragePool in NHWC
+ *   native_concat.c   Concat, native_resize.c: Resize
  *   native_eltwise.c  elementwise binary and unary float32 kernels
  *   native_nn.c       pooling, Softmax, LayerNormalization, Transpose
  *   native_rnn.c      RNN, GRU, LSTM

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""CPU time per run: aitune backends (and ONNX Runtime on one thread) in one process.
+
+    python3 bench/cpu_time.py MODEL [--lib build/libaitune.so] [--alt NAME=LIB]...
+        [--backend [NAME@]B]... [--ort] [--iters 10] [--batch 1]
+
+On a shared machine the wall time of a run swings with the other jobs; the CPU
+time it costs (time.process_time around each run) swings much less, so A/B
+comparisons of kernels read it. Meaningful for single-threaded engines only
+(a pool's spinning workers count too): give aitune backends threads=1; ONNX
+Runtime runs with one intra-op thread. Engines run in turn, each iteration in
+its own random order, on seeded standard-normal float32 inputs of the model's
+declared shapes (symbolic dims: --batch). Prints per engine the minimum and
+median ms and the median of its per-iteration ratio to the first engine.
+--alt loads another build of libaitune.so beside --lib (bench/interleaved.py's
+--alt-lib); NAME@B runs backend B on it.
+"""
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interleaved as il  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "build", "libaitune.so"))
+    ap.add_argument("--alt", action="append", default=[])
+    ap.add_argument("--backend", action="append", default=[])
+    ap.add_argument("--ort", action="store_true")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=1)
+    a = ap.parse_args()
+    import onnx
+    m = onnx.load(a.model, load_external_data=False)
+    init = {t.name for t in m.graph.initializer}
+    rng = np.random.default_rng(17)
+    inputs = []
+    for i in m.graph.input:
+        if i.name in init:
+            continue
+        shape = [x.dim_value if x.dim_value > 0 else a.batch for x in i.type.tensor_type.shape.dim]
+        inputs.append(rng.standard_normal(shape).astype(np.float32))
+    libs = {"": il.open_lib(a.lib)}
+    for s in a.alt:
+        n, p = s.split("=", 1)
+        libs[n] = il.open_lib(p)
+    eng = []
+    for b in a.backend:
+        lab, _, be = b.rpartition("@")
+        eng.append(il.Aitune(libs[lab], a.model, be, inputs, label=(lab + "@") if lab else ""))
+    if a.ort:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        s = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
+        feed = {i.name: x for i, x in zip(s.get_inputs(), inputs)}
+
+        class Ort:
+            name = "ORT 1 thread"
+
+            def run(self):
+                s.run(None, feed)
+        eng.append(Ort())
+    for e in eng:
+        for _ in range(2):
+            e.run()
+    t = {e.name: [] for e in eng}
+    order_rng = random.Random(1)
+    for _ in range(a.iters):
+        order = list(eng)
+        order_rng.shuffle(order)
+        for e in order:
+            c = time.process_time()
+            e.run()
+            t[e.name].append((time.process_time() - c) * 1e3)
+    base = eng[0].name
+    for e in eng:
+        r = statistics.median(x / y for x, y in zip(t[e.name], t[base]))
+        print(f"{e.name:50s} min {min(t[e.name]):8.2f}  med {statistics.median(t[e.name]):8.2f} ms CPU"
+              f"   x{r:.3f} of first")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
