@@ -218,7 +218,7 @@ static void check_all_specs(const char *what, const ait_graph *g, ait_tensor ***
 /* ---- models ------------------------------------------------------------------ */
 
 /* Gemm + bias + Relu, Gemm with transB: y [N, 4]. */
-static ait_graph *mlp_model(void) {
+static tb_model *mlp_builder(void) {
   static float w1[8 * 16], b1[16], w2[4 * 16], b2[4];
   static const int64_t dx[2] = {-1, 8}, dy[2] = {-1, 4}, dw1[2] = {8, 16}, d16[1] = {16},
                        dw2[2] = {4, 16}, d4[1] = {4};
@@ -234,8 +234,10 @@ static ait_graph *mlp_model(void) {
   tb_node(m, "Relu", "relu", IN("h"), IN("r"));
   int fc2 = tb_node(m, "Gemm", "fc2", IN("r", "w2", "b2"), IN("y"));
   tb_attr_int(m, fc2, "transB", 1);
-  return parse(m);
+  return m;
 }
+
+static ait_graph *mlp_model(void) { return parse(mlp_builder()); }
 
 /* Conv+BN+Relu, a 1x1 conv with a residual, a depthwise conv (no fused
  * activation), global pooling, Flatten, Gemm, Softmax. */
@@ -1522,21 +1524,7 @@ static void test_model_file(const char *path, bool device) {
 
 /* The mlp model as an ait_model (public API). */
 static ait_model *mlp_public(void) {
-  static float w1[8 * 16], b1[16], w2[4 * 16], b2[4];
-  static const int64_t dx[2] = {-1, 8}, dy[2] = {-1, 4}, dw1[2] = {8, 16}, d16[1] = {16},
-                       dw2[2] = {4, 16}, d4[1] = {4};
-  fill(w1, 128, 0.4f), fill(b1, 16, 0.2f), fill(w2, 64, 0.4f), fill(b2, 4, 0.2f);
-  tb_model *m = tb_new(13);
-  tb_input(m, "x", AIT_FLOAT32, 2, dx);
-  tb_output(m, "y", AIT_FLOAT32, 2, dy);
-  tb_init_f32(m, "w1", 2, dw1, w1);
-  tb_init_f32(m, "b1", 1, d16, b1);
-  tb_init_f32(m, "w2", 2, dw2, w2);
-  tb_init_f32(m, "b2", 1, d4, b2);
-  tb_node(m, "Gemm", "fc1", IN("x", "w1", "b1"), IN("h"));
-  tb_node(m, "Relu", "relu", IN("h"), IN("r"));
-  int fc2 = tb_node(m, "Gemm", "fc2", IN("r", "w2", "b2"), IN("y"));
-  tb_attr_int(m, fc2, "transB", 1);
+  tb_model *m = mlp_builder();
   size_t size;
   uint8_t *buf = tb_pack(m, &size);
   tb_free(m);
