@@ -3,7 +3,10 @@
 #include "ops/image_impl.h"
 
 #define Q8 (AIT_DT_BIT(AIT_UINT8) | AIT_DT_BIT(AIT_INT8))
-#define QX (Q8 | AIT_DT_BIT(AIT_UINT16) | AIT_DT_BIT(AIT_INT16) | AIT_DT_BIT(AIT_INT32))
+#define QX                                                                                         \
+  (Q8 | AIT_DT_BIT(AIT_UINT16) | AIT_DT_BIT(AIT_INT16) | AIT_DT_BIT(AIT_INT32) | AIT_DT_F8 |       \
+   AIT_DT_BIT(AIT_UINT4) | AIT_DT_BIT(AIT_INT4) | AIT_DT_BIT(AIT_FLOAT4E2M1) |                     \
+   AIT_DT_BIT(AIT_UINT2) | AIT_DT_BIT(AIT_INT2))
 #define F AIT_DT_FLOATS
 
 const ait_op_def ait_ops_image[] = {

@@ -70,7 +70,7 @@ static int print_ops(void) {
                r->name);
       printf("%-12s %-28s %-6d ", ait_op_families[f].name, name, r->since);
       if (!r->dtypes) printf("any");
-      for (int d = 1, first = 1; d <= AIT_BFLOAT16; d++)
+      for (int d = 1, first = 1; d <= AIT_DTYPE_LAST; d++)
         if (r->dtypes & AIT_DT_BIT(d)) {
           printf("%s%s", first ? "" : ",", ait_dtype_name((ait_dtype)d));
           first = 0;
