@@ -21,10 +21,17 @@ const ait_op_def ait_ops_nn[] = {
     {"", "BatchNormalization", 1, F, nn_batchnorm_shape, nn_batchnorm_kernel},
     {"", "InstanceNormalization", 1, F, ait_shape_same, nn_instancenorm_kernel},
     {"", "LayerNormalization", 17, F, nn_layernorm_shape, nn_layernorm_kernel},
+    {"", "RMSNormalization", 23, F, ait_shape_same, nn_rmsnorm_kernel},
     {"", "LRN", 1, F, ait_shape_same, nn_lrn_kernel},
     {"", "MeanVarianceNormalization", 9, F, ait_shape_same, nn_mvn_kernel},
     {"", "Gemm", 1, MM_TYPES, nn_gemm_shape, nn_gemm_kernel},
     {"", "MatMul", 1, MM_TYPES, nn_matmul_shape, nn_matmul_kernel},
     {"", "Einsum", 12, AIT_DT_NUMERIC, nn_einsum_shape, nn_einsum_kernel},
+    /* one kernel for every version: it reads node->opset for what later
+     * versions added (nonpad_kv_seqlen at 24, the sliding window at 25) */
+    {"", "Attention", 23, F, nn_attention_shape, nn_attention_kernel},
+    {"", "Attention", 24, F, nn_attention_shape, nn_attention_kernel},
+    {"", "Attention", 25, F, nn_attention_shape, nn_attention_kernel},
+    {"", "RotaryEmbedding", 23, F, ait_shape_same, nn_rope_kernel},
 };
 const int ait_ops_nn_n = (int)(sizeof ait_ops_nn / sizeof ait_ops_nn[0]);

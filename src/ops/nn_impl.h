@@ -127,6 +127,9 @@ NN_KERNEL(nn_layernorm_kernel);
 NN_KERNEL(nn_lrn_kernel);
 NN_KERNEL(nn_mvn_kernel);
 NN_KERNEL(nn_einsum_kernel);
+NN_KERNEL(nn_rmsnorm_kernel);
+NN_KERNEL(nn_attention_kernel);
+NN_KERNEL(nn_rope_kernel);
 
 /* ---- shape functions ----------------------------------------------------- */
 
@@ -139,5 +142,6 @@ ait_status nn_global_pool_shape(ait_graph *g, const ait_node *n);
 ait_status nn_batchnorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_layernorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_einsum_shape(ait_graph *g, const ait_node *n);
+ait_status nn_attention_shape(ait_graph *g, const ait_node *n);
 
 #endif

@@ -1,5 +1,6 @@
 /* Normalizations: BatchNormalization (inference and training_mode),
- * InstanceNormalization, LayerNormalization, LRN, MeanVarianceNormalization.
+ * InstanceNormalization, LayerNormalization, RMSNormalization, LRN,
+ * MeanVarianceNormalization.
  * All compute in double over converted copies (statistics in double are more
  * accurate than the float32 reference, never less). */
 #include <math.h>
@@ -211,6 +212,53 @@ NN_KERNEL(nn_layernorm_kernel) {
   if (n_out > 2 && out[2]) nn_store_f64(out[2], inv);
   free(mean), free(inv);
   free_all(v, 3);
+  return AIT_OK;
+}
+
+/* ---- RMSNormalization (opset 23) --------------------------------------- */
+
+/* Y = X / sqrt(mean(X^2 over axes axis..r-1) + epsilon) * scale, scale
+ * broadcast unidirectionally to X; in double, which is at least stash_type's
+ * precision. */
+NN_KERNEL(nn_rmsnorm_kernel) {
+  NN_NEED_IN0;
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL;
+  AIT_TRY(nn_check_float(X, "X"));
+  if (!S) return ait_err(AIT_E_INVALID_ARG, "input scale is required");
+  AIT_TRY(nn_check_float(S, "scale"));
+  int axis;
+  AIT_TRY(ait_norm_axis(ait_attr_int(node, "axis", -1), X->rank, &axis));
+  double eps = ait_attr_float(node, "epsilon", 1e-5f);
+  int64_t bd[AIT_MAX_RANK], ss[AIT_MAX_RANK], xs[AIT_MAX_RANK];
+  int r;
+  AIT_TRY(ait_shape_broadcast(X->rank, X->dims, S->rank, S->dims, &r, bd));
+  if (r != X->rank || ait_shape_numel(r, bd) != ait_tensor_numel(X))
+    return ait_err(AIT_E_SHAPE, "scale does not broadcast to X");
+  ait_broadcast_strides(S->rank, S->dims, X->rank, X->dims, ss);
+  ait_shape_strides(X->rank, X->dims, xs);
+  int64_t outer = ait_shape_numel(axis, X->dims),
+          inner = ait_shape_numel(X->rank - axis, X->dims + axis);
+  AIT_TRY(nn_new(&out[0], X->dtype, X->rank, X->dims));
+  const ait_tensor *ts[2] = {X, S};
+  double *v[2];
+  if (load_all(ts, v, 2)) return ait_err(AIT_E_NOMEM, "out of memory in RMSNormalization");
+  for (int64_t o = 0; o < outer; o++) {
+    double *x = v[0] + o * inner, q = 0;
+    for (int64_t j = 0; j < inner; j++)
+      q += x[j] * x[j];
+    double inv = 1.0 / sqrt(q / (double)(inner ? inner : 1) + eps);
+    for (int64_t j = 0; j < inner; j++) {
+      int64_t rem = o * inner + j, si = 0;
+      for (int d = 0; d < X->rank; d++) {
+        int64_t c = rem / xs[d];
+        rem -= c * xs[d];
+        si += c * ss[d];
+      }
+      x[j] = x[j] * inv * v[1][si];
+    }
+  }
+  nn_store_f64(out[0], v[0]);
+  free_all(v, 2);
   return AIT_OK;
 }
 
