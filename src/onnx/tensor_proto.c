@@ -285,46 +285,56 @@ ait_status ait_onnx_raw_data(const ait_tensor *t, uint8_t **data, size_t *len, u
   return AIT_OK;
 }
 
+ait_status ait_onnx_tensor_proto(const ait_tensor *t, const char *name, Onnx__TensorProto *tp,
+                                 ait_tp_scratch *sc) {
+  memset(sc, 0, sizeof *sc);
+  onnx__tensor_proto__init(tp);
+  if (t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_UNSUPPORTED, "a sequence or optional is not a TensorProto");
+  tp->n_dims = (size_t)t->rank;
+  memcpy(sc->dims, t->dims, sizeof sc->dims);
+  tp->dims = sc->dims;
+  tp->has_data_type = 1;
+  tp->data_type = (int32_t)t->dtype;
+  tp->name = (char *)(name ? name : "");
+  int64_t n = ait_tensor_numel(t);
+  if (t->dtype == AIT_STRING) {
+    sc->strs = calloc((size_t)(n ? n : 1), sizeof *sc->strs);
+    if (!sc->strs) return ait_err(AIT_E_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+      char *str = ((char **)t->data)[i];
+      sc->strs[i].data = (uint8_t *)(str ? str : "");
+      sc->strs[i].len = strlen((char *)sc->strs[i].data);
+    }
+    tp->n_string_data = (size_t)n;
+    tp->string_data = sc->strs;
+    return AIT_OK;
+  }
+  tp->has_raw_data = 1;
+  return ait_onnx_raw_data(t, &tp->raw_data.data, &tp->raw_data.len, &sc->packed);
+}
+
+void ait_tp_scratch_free(ait_tp_scratch *sc) {
+  free(sc->strs);
+  free(sc->packed);
+  sc->strs = NULL;
+  sc->packed = NULL;
+}
+
 ait_status ait_tensor_file_write(const char *path, const ait_tensor *t, const char *name) {
   if (t->kind != AIT_KIND_TENSOR)
     return ait_err(AIT_E_UNSUPPORTED, "cannot write a sequence or optional value to '%s'", path);
   Onnx__TensorProto tp;
-  onnx__tensor_proto__init(&tp);
-  tp.n_dims = (size_t)t->rank;
-  int64_t dims[AIT_MAX_RANK];
-  memcpy(dims, t->dims, sizeof dims);
-  tp.dims = dims;
-  tp.has_data_type = 1;
-  tp.data_type = (int32_t)t->dtype;
-  tp.name = (char *)(name ? name : "");
-  ProtobufCBinaryData *strs = NULL;
-  uint8_t *packed = NULL;
-  int64_t n = ait_tensor_numel(t);
-  if (t->dtype == AIT_STRING) {
-    strs = calloc((size_t)(n ? n : 1), sizeof *strs);
-    if (!strs) return ait_err(AIT_E_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++) {
-      char *s = ((char **)t->data)[i];
-      strs[i].data = (uint8_t *)(s ? s : "");
-      strs[i].len = strlen((char *)strs[i].data);
-    }
-    tp.n_string_data = (size_t)n;
-    tp.string_data = strs;
-  } else {
-    tp.has_raw_data = 1;
-    AIT_TRY(ait_onnx_raw_data(t, &tp.raw_data.data, &tp.raw_data.len, &packed));
+  ait_tp_scratch sc;
+  ait_status st = ait_onnx_tensor_proto(t, name, &tp, &sc);
+  size_t len = st ? 0 : onnx__tensor_proto__get_packed_size(&tp);
+  uint8_t *buf = st ? NULL : malloc(len ? len : 1);
+  if (!st && !buf) st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st) {
+    onnx__tensor_proto__pack(&tp, buf);
+    st = ait_write_file_atomic(path, buf, len);
   }
-  size_t len = onnx__tensor_proto__get_packed_size(&tp);
-  uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) {
-    free(strs);
-    free(packed);
-    return ait_err(AIT_E_NOMEM, "out of memory");
-  }
-  onnx__tensor_proto__pack(&tp, buf);
-  ait_status st = ait_write_file_atomic(path, buf, len);
   free(buf);
-  free(strs);
-  free(packed);
+  ait_tp_scratch_free(&sc);
   return st;
 }

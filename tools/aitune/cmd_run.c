@@ -131,8 +131,11 @@ int cmd_run(int argc, char **argv) {
       goto out;
     }
     if (ins[i]->kind != AIT_KIND_TENSOR) {
-      rc = cli_fail(ait_err(AIT_E_UNSUPPORTED, "input %zu is not a tensor", i), "run");
-      goto out;
+      if (mod) { /* a tuned module takes dense tensors only; a session takes any value */
+        rc = cli_fail(ait_err(AIT_E_UNSUPPORTED, "input %zu is not a tensor", i), "run");
+        goto out;
+      }
+      continue;
     }
     views[i].dtype = ins[i]->dtype;
     views[i].rank = ins[i]->rank;
@@ -149,7 +152,7 @@ int cmd_run(int argc, char **argv) {
       rc = cli_fail(st, "cannot create session");
       goto out;
     }
-    if ((st = ait_session_run(sess, views, n_in)) != AIT_OK) {
+    if ((st = ait_session_run_values(sess, (const ait_tensor *const *)ins, n_in)) != AIT_OK) {
       rc = cli_fail(st, "run failed");
       goto out;
     }
@@ -163,7 +166,8 @@ int cmd_run(int argc, char **argv) {
       char name[64];
       snprintf(name, sizeof name, "output_%zu.pb", i);
       char *p = ait_path_join(out_dir, name);
-      st = p ? ait_tensor_file_write(p, t, info.name) : AIT_E_NOMEM;
+      const ait_graph *g = ait_model_graph(model);
+      st = p ? ait_value_file_write(p, t, g->values[g->outputs[i]].type, info.name) : AIT_E_NOMEM;
       free(p);
       if (st) {
         rc = cli_fail(st, "cannot write outputs");
