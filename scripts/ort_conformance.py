@@ -8,7 +8,9 @@ for `aitune conformance`. Prints the same lines (PASS/FAIL name[: reason])
 and the same summary, with the tolerances of docs/conformance.md: floats
 |got - want| <= atol + rtol * |want| (float32 1e-3/1e-5, float64 1e-6/1e-7,
 float16 1e-2/1e-3, bfloat16 2e-2/1e-2), NaN equal to NaN, everything else
-exact. Each test runs in a worker process, so a crash fails that test only.
+exact. Tests run in worker processes, so a crash fails that test only (a dead
+worker's pool is replaced; the test it was running is the one that fails,
+with two workers possibly its neighbour).
 Inputs and outputs are read with numpy_helper (sequences, optionals and maps
 too, which the onnx wheel can decode).
 """
@@ -117,17 +119,30 @@ def main():
         tests += [root] if os.path.exists(os.path.join(root, "model.onnx")) else sorted(
             os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "model.onnx")))
     passed = failed = 0
-    # one task per process: a crash or a hang in ONNX Runtime fails that test only
-    with concurrent.futures.ProcessPoolExecutor(a.jobs, max_tasks_per_child=1) as ex:
-        futs = [ex.submit(run_test, d) for d in tests]
-        for d, f in zip(tests, futs):
+    # Workers are reused (importing onnxruntime costs seconds); one that dies
+    # fails the test it ran, and a fresh pool takes the rest.
+    todo = list(tests)
+    while todo:
+        ex = concurrent.futures.ProcessPoolExecutor(a.jobs)
+        futs = [ex.submit(run_test, d) for d in todo]
+        done = 0
+        for d, f in zip(todo, futs):
             try:
                 why = f.result(timeout=a.timeout)
-            except Exception as e:  # noqa: BLE001
-                why = f"worker died: {type(e).__name__}"
+            except concurrent.futures.process.BrokenProcessPool:
+                why = "worker died (crash)"
+                done += 1
+                print(f"FAIL {d}: {why}", flush=True)
+                failed += 1
+                break
+            except Exception as e:  # noqa: BLE001 - a time-out, say
+                why = f"worker failed: {type(e).__name__}"
+            done += 1
             print(f"{'PASS' if why is None else 'FAIL'} {d}{'' if why is None else ': ' + why}", flush=True)
             passed += why is None
             failed += why is not None
+        ex.shutdown(wait=False, cancel_futures=True)
+        todo = todo[done:]
     print(f"{passed} passed, {failed} failed, 0 skipped")
     return 0
 
