@@ -45,6 +45,8 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "Pad", 2, ALL, tn_pad_shape, tn_pad},  /* pads, value attributes */
     {"", "Pad", 11, ALL, tn_pad_shape, tn_pad}, /* pads, constant_value inputs */
     {"", "Pad", 18, ALL, tn_pad_shape, tn_pad}, /* axes input */
+    {"", "CenterCropPad", 18, ALL, tn_center_crop_pad_shape, tn_center_crop_pad},
+    {"", "TensorScatter", 24, ALL, tn_identity_shape, tn_tensor_scatter},
     {"", "DepthToSpace", 1, ALL, tn_depth_to_space_shape, tn_depth_to_space},
     {"", "DepthToSpace", 11, ALL, tn_depth_to_space_shape, tn_depth_to_space}, /* mode */
     {"", "SpaceToDepth", 1, ALL, tn_space_to_depth_shape, tn_space_to_depth},
