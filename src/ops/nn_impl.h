@@ -128,6 +128,8 @@ NN_KERNEL(nn_lrn_kernel);
 NN_KERNEL(nn_mvn_kernel);
 NN_KERNEL(nn_einsum_kernel);
 NN_KERNEL(nn_rmsnorm_kernel);
+NN_KERNEL(nn_groupnorm_kernel);
+NN_KERNEL(nn_lpnorm_kernel);
 NN_KERNEL(nn_attention_kernel);
 NN_KERNEL(nn_rope_kernel);
 
