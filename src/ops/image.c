@@ -25,6 +25,8 @@ const ait_op_def ait_ops_image[] = {
     {"", "Resize", 10, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_resize_shape, img_resize},
     {"", "Resize", 11, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_resize_shape, img_resize},
     {"", "Resize", 13, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_resize_shape, img_resize},
+    {"", "Resize", 18, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_resize_shape, img_resize},
+    {"", "Resize", 19, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_resize_shape, img_resize},
     {"", "Upsample", 7, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_upsample_shape, img_upsample},
     {"", "Upsample", 9, AIT_DT_NUMERIC | AIT_DT_BIT(AIT_BOOL), img_upsample_shape, img_upsample},
     {"", "MaxUnpool", 9, F, img_max_unpool_shape, img_max_unpool},
