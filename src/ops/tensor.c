@@ -50,6 +50,7 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "DepthToSpace", 1, ALL, tn_depth_to_space_shape, tn_depth_to_space},
     {"", "DepthToSpace", 11, ALL, tn_depth_to_space_shape, tn_depth_to_space}, /* mode */
     {"", "SpaceToDepth", 1, ALL, tn_space_to_depth_shape, tn_space_to_depth},
+    {"", "SpaceToDepth", 28, ALL, tn_space_to_depth_shape, tn_space_to_depth}, /* mode */
     {"", "Trilu", 14, ALL, tn_identity_shape, tn_trilu},
     {"", "ReverseSequence", 10, ALL, tn_identity_shape, tn_reverse_sequence},
     /* indexing */

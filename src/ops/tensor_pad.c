@@ -313,7 +313,12 @@ TN_KERNEL(tn_space_to_depth) {
   if (od[1] < 0)
     return ait_err(AIT_E_SHAPE, "SpaceToDepth: %lld channels times blocksize^2 overflow",
                    (long long)C);
-  int perm[6] = {0, 3, 5, 1, 2, 4};
+  /* DCR: channel (bh * b + bw) * C + c; CRD (opset 28): c * b * b + bh * b + bw */
+  const char *mode = node->opset >= 28 ? ait_attr_str(node, "mode", "DCR") : "DCR";
+  bool crd = !strcmp(mode, "CRD");
+  if (!crd && strcmp(mode, "DCR"))
+    return ait_err(AIT_E_INVALID_ARG, "SpaceToDepth mode '%.20s': DCR or CRD", mode);
+  int dcr[6] = {0, 3, 5, 1, 2, 4}, crdp[6] = {0, 1, 3, 5, 2, 4}, *perm = crd ? crdp : dcr;
   AIT_TRY(tn_new(x->dtype, 4, od, &out[0]));
   if (ait_tensor_numel(x))
     tn_transpose_raw(out[0]->data, x->data, ait_elem_size(x->dtype), 6, vd, perm);
