@@ -33,6 +33,7 @@ const ait_op_def ait_ops_image[] = {
     {"", "MaxUnpool", 11, F, img_max_unpool_shape, img_max_unpool},
     {"", "GridSample", 16, F, img_grid_sample_shape, img_grid_sample},
     {"", "GridSample", 20, F, img_grid_sample_shape, img_grid_sample}, /* 5-D, linear/cubic */
+    {"", "AffineGrid", 20, F, img_affine_grid_shape, img_affine_grid},
     {"", "RoiAlign", 10, F, img_roi_align_shape, img_roi_align},
     {"", "RoiAlign", 16, F, img_roi_align_shape, img_roi_align},
     {"", "NonMaxSuppression", 10, F, img_non_max_suppression_shape, img_non_max_suppression},

@@ -1,4 +1,5 @@
-/* GridSample (opset 16; 5-D volumetric input from opset 20) and MaxUnpool. */
+/* GridSample (opset 16; 5-D volumetric input from opset 20), AffineGrid and
+ * MaxUnpool. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,77 @@ IMG_SHAPE(img_grid_sample_shape) {
   for (int d = 2; d < x->rank; d++)
     dims[d] = grid->dims[d - 1];
   ait_set_out(g, node, 0, dt, x->rank, dims);
+  return AIT_OK;
+}
+
+/* ---- AffineGrid -----------------------------------------------------------
+ * AffineGrid-20: grid[n, (d,) h, w] = theta[n] (x, y[, z], 1), the base
+ * positions evenly spaced in [-1, 1] (pixel centres at the ends with
+ * align_corners, pixel edges without), for size (N, C, H, W) or
+ * (N, C, D, H, W). */
+
+static double ag_base(int64_t i, int64_t len, bool align) {
+  if (len <= 1) return align ? -1.0 : 0.0;
+  return align ? -1 + 2.0 * (double)i / (double)(len - 1) : (2.0 * (double)i + 1) / (double)len - 1;
+}
+
+IMG_KERNEL(img_affine_grid) {
+  const ait_tensor *th = img_in(in, n_in, 0), *sz = img_in(in, n_in, 1);
+  if (!th || !sz) return ait_err(AIT_E_INVALID_ARG, "theta and size are required");
+  const ait_dtype_traits *tt = ait_dtype_traits_of(th->dtype);
+  if (!tt || !tt->is_float) return ait_err(AIT_E_DTYPE, "theta must be float");
+  int64_t s[5];
+  int ns = 0;
+  AIT_TRY(ait_read_ints(sz, s, 5, &ns));
+  if (ns != 4 && ns != 5) return ait_err(AIT_E_SHAPE, "size must have 4 or 5 values, got %d", ns);
+  int nd = ns - 2;
+  if (th->rank != 3 || th->dims[0] != s[0] || th->dims[1] != nd || th->dims[2] != nd + 1)
+    return ait_err(AIT_E_SHAPE, "theta must be (N, %d, %d)", nd, nd + 1);
+  bool align = ait_attr_int(node, "align_corners", 0) != 0;
+  int64_t od[5] = {s[0]};
+  for (int d = 0; d < nd; d++) {
+    if (s[2 + d] < 0 || s[2 + d] > ((int64_t)1 << 40))
+      return ait_err(AIT_E_INVALID_ARG, "size[%d] = %lld is out of range", 2 + d,
+                     (long long)s[2 + d]);
+    od[1 + d] = s[2 + d];
+  }
+  od[1 + nd] = nd;
+  AIT_TRY(img_new(th->dtype, nd + 2, od, &out[0]));
+  int64_t sp = ait_shape_numel(nd, od + 1);
+  for (int64_t n = 0; n < s[0]; n++)
+    for (int64_t p = 0; p < sp; p++) {
+      double pos[4] = {0, 0, 0, 1}; /* x, y[, z], 1 */
+      int64_t r = p;
+      for (int d = nd - 1; d >= 0; d--) { /* spatial dims D, H, W: W is x */
+        int64_t len = od[1 + d], i = r % len;
+        r /= len;
+        pos[nd - 1 - d] = ag_base(i, len, align);
+      }
+      pos[nd] = 1;
+      for (int k = 0; k < nd; k++) {
+        double v = 0;
+        for (int j = 0; j <= nd; j++)
+          v += ait_load_f64(tt, th->data, (n * nd + k) * (nd + 1) + j) * pos[j];
+        ait_store_f64(tt, out[0]->data, (n * sp + p) * nd + k, v);
+      }
+    }
+  return AIT_OK;
+}
+
+IMG_SHAPE(img_affine_grid_shape) {
+  const ait_value *th = ait_node_in(g, node, 0), *sz = ait_node_in(g, node, 1);
+  ait_dtype dt = th ? th->dtype : AIT_UNDEFINED;
+  int64_t s[5];
+  int ns = 0;
+  if (!sz || !sz->init || ait_read_ints(sz->init, s, 5, &ns) != AIT_OK || (ns != 4 && ns != 5)) {
+    ait_set_out(g, node, 0, dt, -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim d[5] = {{s[0], NULL}};
+  for (int i = 2; i < ns; i++)
+    d[i - 1] = (ait_dim){s[i], NULL};
+  d[ns - 1] = (ait_dim){ns - 2, NULL};
+  ait_set_out(g, node, 0, dt, ns - 1, d);
   return AIT_OK;
 }
 

@@ -12,6 +12,9 @@
 const ait_op_def ait_ops_nn[] = {
     {"", "Conv", 1, F, nn_conv_shape, nn_conv_kernel},
     {"", "ConvTranspose", 1, F, nn_convt_shape, nn_convt_kernel},
+    {"", "DeformConv", 19, F, nn_deform_conv_shape, nn_deform_conv_kernel},
+    {"", "DeformConv", 22, F, nn_deform_conv_shape, nn_deform_conv_kernel}, /* bf16 */
+    {"", "Col2Im", 18, F, nn_col2im_shape, nn_col2im_kernel},
     {"", "MaxPool", 1, MAXPOOL_TYPES, nn_pool_shape, nn_maxpool_kernel},
     {"", "AveragePool", 1, F, nn_pool_shape, nn_avgpool_kernel},
     {"", "LpPool", 1, F, nn_pool_shape, nn_lppool_kernel},

@@ -132,6 +132,8 @@ NN_KERNEL(nn_groupnorm_kernel);
 NN_KERNEL(nn_lpnorm_kernel);
 NN_KERNEL(nn_attention_kernel);
 NN_KERNEL(nn_rope_kernel);
+NN_KERNEL(nn_deform_conv_kernel);
+NN_KERNEL(nn_col2im_kernel);
 NN_KERNEL(nn_linear_attention_kernel);
 NN_KERNEL(nn_causal_conv_kernel);
 
@@ -147,6 +149,8 @@ ait_status nn_batchnorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_layernorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_einsum_shape(ait_graph *g, const ait_node *n);
 ait_status nn_attention_shape(ait_graph *g, const ait_node *n);
+ait_status nn_deform_conv_shape(ait_graph *g, const ait_node *n);
+ait_status nn_col2im_shape(ait_graph *g, const ait_node *n);
 ait_status nn_linear_attention_shape(ait_graph *g, const ait_node *n);
 ait_status nn_causal_conv_shape(ait_graph *g, const ait_node *n);
 
