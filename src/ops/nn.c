@@ -40,6 +40,7 @@ const ait_op_def ait_ops_nn[] = {
     {"", "Attention", 24, F, nn_attention_shape, nn_attention_kernel},
     {"", "Attention", 25, F, nn_attention_shape, nn_attention_kernel},
     {"", "RotaryEmbedding", 23, F, ait_shape_same, nn_rope_kernel},
+    {"ai.onnx.preview", "FlexAttention", 1, F, nn_flex_attention_shape, nn_flex_attention_kernel},
     {"", "LinearAttention", 27, F, nn_linear_attention_shape, nn_linear_attention_kernel},
     {"", "CausalConvWithState", 27, F, nn_causal_conv_shape, nn_causal_conv_kernel},
 };

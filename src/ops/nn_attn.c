@@ -358,3 +358,103 @@ ait_status nn_attention_shape(ait_graph *g, const ait_node *n) {
   if (n->n_out > 3) ait_set_out(g, n, 3, q->dtype, 4, qkd);
   return AIT_OK;
 }
+
+/* ---- FlexAttention (ai.onnx.preview, opset 1) ------------------------------ */
+
+/* Scores = scale Q K^T (B, Hq, L, S) in softmax_precision (float32, or
+ * double for double inputs), then the score_mod subgraph, a softmax over S,
+ * the prob_mod subgraph, and Y = P V in Q's type. Query head h reads kv
+ * head h / (Hq / Hkv). */
+
+/* Runs modifier `name` of node (when present) on *t, replacing it. */
+static ait_status flex_mod(ait_kctx *ctx, const ait_node *node, const char *name, ait_tensor **t) {
+  const ait_graph *body = ait_attr_graph(node, name);
+  if (!body) return AIT_OK;
+  if (body->n_inputs != 1 || body->n_outputs != 1)
+    return ait_err(AIT_E_INVALID_MODEL, "FlexAttention %s must take and give one tensor", name);
+  ait_tensor *res = NULL;
+  ait_status st = ait_kctx_run_graph(ctx, body, (const ait_tensor *const *)t, 1, &res);
+  if (st) return ait_err_prefix(st, "FlexAttention %s", name);
+  if (!res || res->kind != AIT_KIND_TENSOR || res->dtype != (*t)->dtype || res->rank != 4 ||
+      memcmp(res->dims, (*t)->dims, 4 * sizeof(int64_t))) {
+    ait_tensor_free(res);
+    return ait_err(AIT_E_SHAPE, "FlexAttention %s must keep its input's shape and type", name);
+  }
+  ait_tensor_free(*t);
+  *t = res;
+  return AIT_OK;
+}
+
+NN_KERNEL(nn_flex_attention_kernel) {
+  const ait_tensor *Q = n_in > 0 ? in[0] : NULL, *K = n_in > 1 ? in[1] : NULL;
+  const ait_tensor *V = n_in > 2 ? in[2] : NULL;
+  if (!Q || !K || !V) return ait_err(AIT_E_INVALID_ARG, "Q, K and V are required");
+  AIT_TRY(nn_check_float(Q, "Q"));
+  if (Q->rank != 4 || K->rank != 4 || V->rank != 4)
+    return ait_err(AIT_E_SHAPE, "FlexAttention takes rank-4 Q, K and V");
+  int64_t B = Q->dims[0], Hq = Q->dims[1], L = Q->dims[2], D = Q->dims[3];
+  int64_t Hkv = K->dims[1], S = K->dims[2], Dv = V->dims[3];
+  if (K->dims[0] != B || V->dims[0] != B || K->dims[3] != D || V->dims[1] != Hkv ||
+      V->dims[2] != S || Hkv <= 0 || Hq % Hkv)
+    return ait_err(AIT_E_SHAPE, "FlexAttention Q, K, V shapes do not agree");
+  int64_t prec =
+      ait_attr_int(node, "softmax_precision", Q->dtype == AIT_FLOAT64 ? AIT_FLOAT64 : AIT_FLOAT32);
+  if (prec != AIT_FLOAT32 && prec != AIT_FLOAT64 && prec != AIT_FLOAT16 && prec != AIT_BFLOAT16)
+    return ait_err(AIT_E_INVALID_ARG, "softmax_precision %lld is not a float type",
+                   (long long)prec);
+  double scale =
+      ait_node_attr(node, "scale") ? ait_attr_float(node, "scale", 1.0f) : 1.0 / sqrt((double)D);
+  int64_t sd[4] = {B, Hq, L, S}, yd[4] = {B, Hq, L, Dv}, rep = Hq / Hkv;
+  const ait_dtype_traits *pt = ait_dtype_traits_of((ait_dtype)prec);
+  ait_tensor *sc = ait_tensor_new((ait_dtype)prec, 4, sd);
+  double *q = nn_load_f64(Q), *k = nn_load_f64(K), *v = nn_load_f64(V);
+  double *y = malloc((size_t)(B * Hq * L * Dv + 1) * sizeof *y);
+  ait_status st = sc && q && k && v && y ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int64_t bh = 0; !st && bh < B * Hq; bh++) {
+    const double *kb = k + (bh / Hq * Hkv + bh % Hq / rep) * S * D;
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t j = 0; j < S; j++) {
+        double s = 0;
+        for (int64_t d = 0; d < D; d++)
+          s += q[(bh * L + i) * D + d] * kb[j * D + d];
+        ait_store_f64(pt, sc->data, (bh * L + i) * S + j, s * scale);
+      }
+  }
+  if (!st) st = flex_mod(ctx, node, "score_mod", &sc);
+  for (int64_t r = 0; !st && r < B * Hq * L; r++) { /* softmax over each row, in place */
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < S; j++)
+      mx = fmax(mx, ait_load_f64(pt, sc->data, r * S + j));
+    for (int64_t j = 0; j < S; j++)
+      sum += exp(ait_load_f64(pt, sc->data, r * S + j) - mx);
+    for (int64_t j = 0; j < S; j++)
+      ait_store_f64(pt, sc->data, r * S + j, exp(ait_load_f64(pt, sc->data, r * S + j) - mx) / sum);
+  }
+  if (!st) st = flex_mod(ctx, node, "prob_mod", &sc);
+  for (int64_t bh = 0; !st && bh < B * Hq; bh++) {
+    const double *vb = v + (bh / Hq * Hkv + bh % Hq / rep) * S * Dv;
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t d = 0; d < Dv; d++) {
+        double s = 0;
+        for (int64_t j = 0; j < S; j++)
+          s += ait_load_f64(pt, sc->data, (bh * L + i) * S + j) * vb[j * Dv + d];
+        y[(bh * L + i) * Dv + d] = s;
+      }
+  }
+  if (!st) st = nn_new(&out[0], Q->dtype, 4, yd);
+  if (!st) nn_store_f64(out[0], y);
+  ait_tensor_free(sc);
+  free(q), free(k), free(v), free(y);
+  return st;
+}
+
+ait_status nn_flex_attention_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *q = ait_node_in(g, n, 0), *v = ait_node_in(g, n, 2);
+  if (!q || !v || q->rank != 4 || v->rank != 4) {
+    ait_set_out(g, n, 0, q ? q->dtype : AIT_UNDEFINED, -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim d[4] = {q->dims[0], q->dims[1], q->dims[2], v->dims[3]};
+  ait_set_out(g, n, 0, q->dtype, 4, d);
+  return AIT_OK;
+}
