@@ -101,7 +101,18 @@ static void sub_byte(void) {
   ait_tensor_free(r);
 }
 
+/* ait_shape_broadcast may write over its first operand: a lower-rank a
+ * aliased with out came out [2,1,2,8] for [1,8] x [2,1,1,8] (native's
+ * elementwise ops accumulate the shape in place). */
+static void broadcast_in_place(void) {
+  int64_t a[AIT_MAX_RANK] = {1, 8}, b[4] = {2, 1, 1, 8};
+  int r = 2;
+  CHECK(ait_shape_broadcast(r, a, 4, b, &r, a) == AIT_OK);
+  CHECK(r == 4 && a[0] == 2 && a[1] == 1 && a[2] == 1 && a[3] == 8);
+}
+
 int main(void) {
+  broadcast_in_place();
   small_float_round_trips();
   sub_byte();
   /* every finite half survives half -> float -> half */
