@@ -165,7 +165,8 @@ ait_status ait_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *
                                int64_t *out) {
   int r = ra > rb ? ra : rb;
   int64_t res[AIT_MAX_RANK]; /* out may alias a or b (callers accumulate in place) */
-  if (r > AIT_MAX_RANK) return ait_err(AIT_E_SHAPE, "broadcast rank %d exceeds %d", r, AIT_MAX_RANK);
+  if (r > AIT_MAX_RANK)
+    return ait_err(AIT_E_SHAPE, "broadcast rank %d exceeds %d", r, AIT_MAX_RANK);
   for (int i = 0; i < r; i++) {
     int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
     int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
