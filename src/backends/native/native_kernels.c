@@ -78,6 +78,7 @@ static const fast_row fast_rows[] = {
     {"", "GlobalAveragePool", 1, nat_k_gap},
     {"", "Softmax", 1, nat_k_softmax},
     {"", "LayerNormalization", 17, nat_k_layernorm},
+    {"", "RMSNormalization", 23, nat_k_rmsnorm},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "Transpose", 1, nat_k_transpose},
     {"", "RNN", 7, nat_k_rnn},
