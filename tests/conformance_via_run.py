@@ -65,6 +65,9 @@ def compare(g, w):
             np.complex128 if "complex" in name else np.float64)
         if not np.allclose(gg, ww, rtol=rtol, atol=atol, equal_nan=True):
             return "values differ"
+    elif name.startswith(("float8", "float4")):  # ml_dtypes' small floats: exact, NaN equals NaN
+        if not np.array_equal(g.astype(np.float64), w.astype(np.float64), equal_nan=True):
+            return "values differ"
     elif not np.array_equal(g, w):
         return "values differ"
     return None
