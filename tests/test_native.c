@@ -1763,8 +1763,48 @@ static void test_onnx_attention(void) {
   ait_graph_free(g);
 }
 
+/* RotaryEmbedding on native's float kernel against the reference: 4-D
+ * with position ids (half split, partial rotation), 3-D without
+ * (interleaved). */
+static void test_onnx_rope(void) {
+  for (int c = 0; c < 2; c++) {
+    bool pos = c == 0;
+    const int64_t B = 2, H = 3, S = 5, D = 16, half = pos ? 4 : 8, P = 9;
+    const int64_t dx4[4] = {B, H, S, D}, dx3[3] = {B, S, H * D};
+    const int64_t dcp[2] = {P, half}, dcn[3] = {B, S, half}, dp[2] = {B, S};
+    tb_model *m = tb_new(23);
+    tb_input(m, "x", 1, pos ? 4 : 3, pos ? dx4 : dx3);
+    tb_input(m, "cos", 1, pos ? 2 : 3, pos ? dcp : dcn);
+    tb_input(m, "sin", 1, pos ? 2 : 3, pos ? dcp : dcn);
+    if (pos) tb_input(m, "pos", AIT_INT64, 2, dp);
+    tb_output(m, "y", 1, pos ? 4 : 3, pos ? dx4 : dx3);
+    int r = tb_node(m, "RotaryEmbedding", "rope",
+                    pos ? IN("x", "cos", "sin", "pos") : IN("x", "cos", "sin"), IN("y"));
+    if (pos) tb_attr_int(m, r, "rotary_embedding_dim", 2 * half);
+    if (!pos) {
+      tb_attr_int(m, r, "num_heads", H);
+      tb_attr_int(m, r, "interleaved", 1);
+    }
+    ait_graph *g = parse(m);
+    ait_tensor *in[4] = {
+        rand_tensor(pos ? 4 : 3, pos ? dx4 : dx3), rand_tensor(pos ? 2 : 3, pos ? dcp : dcn),
+        rand_tensor(pos ? 2 : 3, pos ? dcp : dcn), pos ? ait_tensor_new(AIT_INT64, 2, dp) : NULL};
+    for (int64_t i = 0; pos && i < B * S; i++)
+      ((int64_t *)in[3]->data)[i] = (i * 5 + 2) % P;
+    ait_tensor *ref = NULL, *nat = NULL;
+    CHECK(g && ait_eager_run(g, (const ait_tensor *const *)in, pos ? 4 : 3, &ref) == AIT_OK);
+    CHECK(g && run_on("native", g, (const ait_tensor *const *)in, pos ? 4 : 3, &nat) == AIT_OK);
+    CHECK(ref && nat && diff(nat, ref) <= 1e-6);
+    ait_tensor_free(ref), ait_tensor_free(nat);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(in[i]);
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
   test_onnx_attention();
+  test_onnx_rope();
   test_gelu_math();
   test_math();
   test_cnn();

@@ -79,6 +79,7 @@ static const fast_row fast_rows[] = {
     {"", "Softmax", 1, nat_k_softmax},
     {"", "LayerNormalization", 17, nat_k_layernorm},
     {"", "RMSNormalization", 23, nat_k_rmsnorm},
+    {"", "RotaryEmbedding", 23, nat_k_rope},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "Transpose", 1, nat_k_transpose},
     {"", "RNN", 7, nat_k_rnn},
