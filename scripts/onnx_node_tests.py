@@ -12,9 +12,9 @@ the layout `aitune conformance` reads, with numpy_helper as onnx's own
 optionals as OptionalProto, maps as MapProto).
 
 DIR defaults to build/onnx-node-tests/<onnx version>; it is git-ignored
-(build*/) and rewritten only when the onnx version it was written with
-differs (the file DIR/VERSION), so the tests are made at test time, never
-committed. The generators seed numpy's random state, so the data is the same
+(build*/) and rewritten only when the onnx, ml_dtypes or numpy version it
+was written with differs (the file DIR/VERSION), so the tests are made at
+test time, never committed. The generators seed numpy's random state, so the data is the same
 on every run of one onnx version.
 """
 import argparse
@@ -70,7 +70,15 @@ def main():
     a = ap.parse_args()
     stamp = os.path.join(a.out, "VERSION")
     node_dir = os.path.join(a.out, "node")
-    want = f"onnx {onnx.__version__} op={a.op or '*'}\n"
+    # the data depends on more than onnx: ml_dtypes makes the small types'
+    # expected values (0.5.4 wraps out-of-range int4 casts, older gave 0)
+    versions = [f"onnx {onnx.__version__}"]
+    for mod in ("ml_dtypes", "numpy"):
+        try:
+            versions.append(f"{mod} {__import__(mod).__version__}")
+        except ImportError:
+            pass
+    want = f"{' '.join(versions)} op={a.op or '*'}\n"
     if not a.force and os.path.exists(stamp) and open(stamp).read() == want:
         if not a.quiet:
             print(f"{node_dir}: already written for {want.strip()}")

@@ -61,8 +61,8 @@ static void small_float_round_trips(void) {
         ait_e8m0_from_f64(NAN, true, AIT_E8M0_UP) == 255);
 }
 
-/* int4/uint4/int2/uint2: wrapping from integers, 0 from out-of-range
- * floats; packing low bits first; a .pb file round trip of an odd count. */
+/* int4/uint4/int2/uint2: wrapping from integers and truncated floats;
+ * packing low bits first; a .pb file round trip of an odd count. */
 static void sub_byte(void) {
   const ait_dtype_traits *i4 = ait_dtype_traits_of(AIT_INT4), *u2 = ait_dtype_traits_of(AIT_UINT2);
   uint8_t b;
@@ -70,7 +70,11 @@ static void sub_byte(void) {
   CHECK((int8_t)b == -7 && i4->to_i64(&b) == -7);
   i4->from_f64(&b, -7.9);
   CHECK(i4->to_i64(&b) == -7);
-  i4->from_f64(&b, 8.0);
+  i4->from_f64(&b, 8.0); /* out of range: wraps, as ml_dtypes does (the spec: undefined) */
+  CHECK(i4->to_i64(&b) == -8);
+  i4->from_f64(&b, -9.5);
+  CHECK(i4->to_i64(&b) == 7);
+  i4->from_f64(&b, NAN);
   CHECK(i4->to_i64(&b) == 0);
   u2->from_i64(&b, 6);
   CHECK(b == 2);

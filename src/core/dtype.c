@@ -158,9 +158,10 @@ FLOAT_TO_I64(bf16)
 
 /* The small types hold one byte per element. Floats go through the
  * saturating conversion (Cast's default); the sub-byte integers keep their
- * low bits from integers (wrapping, as integer casts do) and take 0 from a
- * float outside their range (the spec leaves that undefined; it is what
- * onnx's ml_dtypes-made test data holds). */
+ * low bits, from integers (wrapping, as integer casts do) and from floats
+ * after truncation toward zero (the spec leaves a float outside the range
+ * undefined; wrapping is what ml_dtypes 0.5.4, and so onnx's test data made
+ * with it, does; NaN gives 0). */
 #define SMALL_FLOAT(N, DT)                                                                         \
   static double N##_to_f64(const void *p) { return ait_small_to_f64(DT, *(const uint8_t *)p); }    \
   static void N##_from_f64(void *p, double d) { *(uint8_t *)p = ait_small_from_f64(DT, d, true); } \
@@ -185,7 +186,7 @@ SMALL_FLOAT(e8m0, AIT_FLOAT8E8M0)
   }                                                                                                \
   static void N##_from_f64(void *p, double d) {                                                    \
     double t = trunc(d);                                                                           \
-    N##_from_i64(p, t == t && t >= (lo) && t <= (hi) ? (int64_t)t : 0);                            \
+    N##_from_i64(p, t != t ? 0 : t <= -9.2e18 ? INT64_MIN : t >= 9.2e18 ? INT64_MAX : (int64_t)t); \
   }
 SMALL_INT(u4, 0, 15)
 SMALL_INT(i4, -8, 7)
