@@ -3,6 +3,7 @@
 
     python3 bench/interleaved.py --model M.onnx --inputs DIR [--backend B]... [--ort M.onnx]...
                                  [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
+                                 [--clock wall|cpu]
 
 Every iteration runs each engine once (or --block times back to back, timing the median
 of the block after one untimed run), each iteration in its own random order (seeded),
@@ -130,8 +131,14 @@ def main():
                     help="another build of libaitune.so, loaded beside --lib (RTLD_LOCAL: each "
                          "resolves its own symbols); --backend NAME@B runs B on it (A/B of two builds "
                          "in one process)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: the process's CPU time per run (time.process_time) instead of wall "
+                         "time: on a machine shared with other jobs, time spent descheduled does not "
+                         "count; meant for one thread (taskset -c N, native:threads=1), since pool "
+                         "threads spinning after a run would count")
     ap.add_argument("--json")
     a = ap.parse_args()
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
     libs = {"": open_lib(a.lib)}
     for spec in a.alt_lib:
         name, path = spec.split("=", 1)
@@ -157,13 +164,13 @@ def main():
                 e.run()
             ts = []
             for _ in range(a.block if a.block > 1 else 1):
-                t = time.perf_counter()
+                t = clock()
                 e.run()
-                ts.append((time.perf_counter() - t) * 1e3)
+                ts.append((clock() - t) * 1e3)
             if it >= a.warmup:
                 times[e.name].append(statistics.median(ts))
     base = engines[0].name
-    res = {"iters": a.iters, "block": a.block, "loadavg": os.getloadavg(), "engines": {}}
+    res = {"iters": a.iters, "block": a.block, "clock": a.clock, "loadavg": os.getloadavg(), "engines": {}}
     print(f"| engine | median ms | min ms | p90 ms | {base} / engine (median of paired ratios) |")
     print("|---|---|---|---|---|")
     for e in engines:

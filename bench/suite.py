@@ -19,7 +19,8 @@ tolerances (bench/engines.py); an aitune row that fails its check counts as
 0x. Rounds are interleaved over the whole run (round k of every engine ran
 close in time); the ratio of a case is the median over rounds of that
 round's throughput ratio. --isa avx2 caps aitune's kernels (AIT_MAX_ISA,
-ONEDNN_MAX_CPU_ISA) for tuning and timing; the peers keep the machine's full
+ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE; XNNPACK has no cap and runs its
+AVX-512 kernels) for tuning and timing; the peers keep the machine's full
 ISA, so those ratios are conservative; the openvino candidate is left out
 there (ISA_CANDIDATES says why). --quick: the TorchScript exports only,
 batch 1, one round of ~1 s per engine, no per-backend rows (< 30 min on 2
@@ -350,6 +351,10 @@ def main(argv):
             env = dict(os.environ, AIT_MAX_ISA=a.isa)
             if a.isa != "avx512":
                 env["ONEDNN_MAX_CPU_ISA"] = "AVX2" if a.isa == "avx2" else "SSE41"
+                # OpenBLAS (native's GEMM provider for Gemm and NCHW leftovers)
+                # picks its kernels from cpuid, not from AIT_MAX_ISA: Haswell's
+                # are what an AVX2-only CPU runs
+                env["OPENBLAS_CORETYPE"] = "Haswell" if a.isa == "avx2" else "Prescott"
             engines.AITUNE_ENV = env
         mach = machine.describe(a.aitune, REPO)
         cases = [run_case(a, *c, tmp) for c in cases_of(a.models_dir, a.names, a.exporters,

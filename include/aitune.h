@@ -27,10 +27,24 @@
 extern "C" {
 #endif
 
+/* The version of this header; ait_version() is the library's. A program may
+ * check at run time that it got a library it was built for: the same major
+ * version, and while the major is 0 the same minor (docs/architecture.md,
+ * "Install, ABI, plugins"). CMake reads these three lines for the project's
+ * version. */
 #define AIT_VERSION_MAJOR 0
 #define AIT_VERSION_MINOR 1
 #define AIT_VERSION_PATCH 0
 #define AIT_VERSION_STRING "0.1.0"
+/* One number for comparisons: 10000 * major + 100 * minor + patch. */
+#define AIT_VERSION_NUMBER (10000 * AIT_VERSION_MAJOR + 100 * AIT_VERSION_MINOR + AIT_VERSION_PATCH)
+
+/* libaitune.so exports the functions declared in this header and nothing
+ * else: it is built with -fvisibility=hidden, and everything between this
+ * push and its pop is made visible. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
 
 /* Largest tensor rank the library handles. */
 #define AIT_MAX_RANK 8
@@ -127,6 +141,10 @@ void ait_model_free(ait_model *model);
 
 size_t ait_model_num_inputs(const ait_model *model);
 size_t ait_model_num_outputs(const ait_model *model);
+/* Value of the model's metadata_props entry `key` (ONNX
+ * ModelProto.metadata_props; the last one when a key repeats), owned by the
+ * model and valid as long as it; NULL when there is none. */
+const char *ait_model_metadata(const ait_model *model, const char *key);
 /* Fill *info for input/output i. Returns AIT_E_INVALID_ARG when i is out of range. */
 ait_status ait_model_input(const ait_model *model, size_t i, ait_tensor_info *info);
 ait_status ait_model_output(const ait_model *model, size_t i, ait_tensor_info *info);
@@ -135,13 +153,24 @@ ait_status ait_model_output(const ait_model *model, size_t i, ait_tensor_info *i
 
 typedef struct ait_session ait_session;
 
+/* Where a tensor's bytes live. */
+typedef enum ait_mem_kind {
+  AIT_MEM_HOST = 0, /* ordinary CPU memory (the default) */
+  AIT_MEM_CUDA = 1  /* CUDA device memory (cudaMalloc, a torch CUDA tensor's data_ptr) */
+} ait_mem_kind;
+
 /* A tensor passed across the API: a view of memory owned by someone else.
- * Data is dense, row-major, of dtype's element size. */
+ * Data is dense, row-major, of dtype's element size. Zero-initialise views
+ * ({0} or memset) so that fields added later take their defaults: mem and
+ * device of a zeroed view say "host memory". */
 typedef struct ait_tensor_view {
   ait_dtype dtype;
   int rank;
   int64_t dims[AIT_MAX_RANK];
   void *data;
+  ait_mem_kind mem; /* where data lives; device memory is taken only by backends that
+                       say so (cuda), the others refuse it with AIT_E_UNSUPPORTED */
+  int device;       /* CUDA device ordinal when mem is AIT_MEM_CUDA */
 } ait_tensor_view;
 
 /* Names of the backends compiled into this library, NULL-terminated, static. */
@@ -163,6 +192,27 @@ ait_status ait_session_run(ait_session *session, const ait_tensor_view *inputs, 
 /* View of output i of the last successful run. The memory is owned by the
  * session and stays valid until the next ait_session_run or ait_session_free. */
 ait_status ait_session_output(const ait_session *session, size_t i, ait_tensor_view *out);
+
+/* ---- device memory (CUDA) ----------------------------------------------
+ * A session on the cuda backend reads inputs whose view says AIT_MEM_CUDA
+ * from the device (no PCIe copy) and can leave its outputs there. Other
+ * backends refuse device views and device outputs with AIT_E_UNSUPPORTED;
+ * host views work everywhere. Runs stay synchronous: ait_session_run
+ * returns when the outputs are complete.
+ *
+ * Where outputs go: AIT_MEM_HOST (default; host memory of the session) or
+ * AIT_MEM_CUDA (ait_session_output then gives device views of the session's
+ * own device memory, valid until the next run or free). */
+ait_status ait_session_set_output_mem(ait_session *session, ait_mem_kind mem);
+/* Write output i into caller memory from the next run on: buf describes it
+ * (dtype, dims: the exact shape the output will have; data; mem, device).
+ * The buffer is borrowed until unbound (buf NULL) or the session is freed.
+ * A run whose output i has another shape or dtype fails naming it. */
+ait_status ait_session_bind_output(ait_session *session, size_t i, const ait_tensor_view *buf);
+/* Order runs after the work queued on a CUDA stream (a cudaStream_t,
+ * borrowed; NULL: none): the run waits for what the caller queued before it,
+ * and work the caller queues on it after the call sees the outputs. */
+ait_status ait_session_set_cuda_stream(ait_session *session, void *stream);
 
 /* ---- tuning ------------------------------------------------------------ */
 
@@ -186,7 +236,15 @@ int ait_strategy_parse(const char *name);
  * only during the call. Called on the tuning thread. */
 typedef void (*ait_log_fn)(void *user, int is_warning, const char *line);
 
+/* Tuning options. The struct grows from version to version, so a caller
+ * fills it with ait_tune_options_init() (the defaults, and struct_size: the
+ * size of the struct the caller was compiled with), then sets what it wants.
+ * The library reads only the fields that fit in struct_size; a field added
+ * after the caller's header takes its default. A struct_size of 0, one that
+ * ends inside a field, or one larger than the library's with any byte past
+ * the library's fields set is refused (AIT_E_INVALID_ARG, naming it). */
 typedef struct ait_tune_options {
+  size_t struct_size; /* set by ait_tune_options_init; keep it first */
   ait_strategy strategy;
   const char *const
       *backends; /* candidate backend specs ("native:threads=2"); NULL: all available */
@@ -224,14 +282,36 @@ typedef struct ait_tune_options {
    * many interleaved rounds, and the pick goes by the median of their
    * per-round speed ratios (docs/tuning.md). Default 7; 0 = off. */
   int runoff_rounds;
+  /* Where the caller's tensors will live when the tuned module runs:
+   * AIT_MEM_HOST (default) or AIT_MEM_CUDA. With AIT_MEM_CUDA only
+   * backends that read device memory (cuda) are candidates, and they are
+   * timed and picked by their device time (CUDA events, no host copies). */
+  ait_mem_kind io_mem;
+  /* New fields go here, at the end, each at an offset at or past the
+   * previous version's sizeof (never in its tail padding), so that an older
+   * caller's struct_size never covers part of one. */
 } ait_tune_options;
 
-/* Fill *o with the defaults above (strategy max-throughput). */
-void ait_tune_options_init(ait_tune_options *o);
+/* Fill the first struct_size bytes of *o with the defaults above (strategy
+ * max-throughput) and set o->struct_size. AIT_E_INVALID_ARG for a NULL o or
+ * a size that ends inside a field (bytes past this library's fields are
+ * zeroed). Call it through the macro below, which passes the size of the
+ * caller's own struct. */
+ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size);
+#define ait_tune_options_init(o) ((void)ait_tune_options_init_size((o), sizeof *(o)))
+/* The same as a function, filling a struct of this library's size: for
+ * bindings (ctypes...) that mirror this header's layout. */
+void(ait_tune_options_init)(ait_tune_options *o);
 
 /* New module for the model at `path` (loaded and owned by the module).
  * name may be NULL (the file name is used). */
 ait_status ait_module_create(const char *path, const char *name, ait_module **out);
+/* New module for an ONNX model held in memory: the bytes are copied (the
+ * caller may free them after the call) and the module keeps that copy, which
+ * ait_module_save writes as the folder's model.onnx. base_dir resolves
+ * external data (NULL: the current folder). name may be NULL ("model"). */
+ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
+                                    const char *name, ait_module **out);
 /* Load a tuned module from a folder written by ait_module_save (or `aitune
  * tune --out`): no re-tuning and no rebuild. Warns (through log, may be NULL)
  * when this machine's fingerprint differs from the one it was tuned on. */
@@ -245,6 +325,15 @@ void ait_module_set_log(ait_module *m, ait_log_fn log, void *user);
 /* Add one sample (inputs in graph-input order), copied. Several samples may
  * be added; without any, tuning generates random ones from declared shapes. */
 ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
+/* Tune axis `axis` of the graph input named `input` over [min, max], with
+ * opt the size to favour, whatever the samples span (by default a dynamic
+ * axis ranges over the samples' sizes). The axis must be symbolic or unknown
+ * in the model, 1 <= min <= opt <= max <= 2^30; every sample must lie inside
+ * the range when tuning starts (AIT_E_SHAPE otherwise). AIT_E_NOT_FOUND for
+ * an unknown input name, AIT_E_INVALID_ARG for a fixed axis or a bad range.
+ * Setting the same axis again replaces its range. Used by the next tune. */
+ait_status ait_module_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
+                                     int64_t opt, int64_t max);
 /* Tune: build, validate against the reference, profile, select, and cache.
  * The module then runs on the selected backend. */
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
@@ -265,6 +354,9 @@ ait_status ait_module_report_json(const ait_module *m, char **json);
 /* Description of the backend the module runs on ("native:threads=2"); static
  * to the module. "eager" before tuning. */
 const char *ait_module_backend(const ait_module *m);
+/* The batch size the module was selected at (its decision); 0 before
+ * tuning. */
+int ait_module_batch_size(const ait_module *m);
 /* The underlying model, owned by the module. */
 const ait_model *ait_module_model(const ait_module *m);
 
@@ -274,6 +366,13 @@ const ait_model *ait_module_model(const ait_module *m);
  * as for ait_session_output, valid until the next call. */
 ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t n_inputs);
 ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out);
+/* Device memory for a tuned module, as for sessions (see "device memory"
+ * above): inputs whose view says AIT_MEM_CUDA are read on the device when
+ * the module runs on a backend that takes device memory (cuda), outputs can
+ * stay there, and runs can be ordered after a CUDA stream. Refused with
+ * AIT_E_UNSUPPORTED on other backends and before tuning. */
+ait_status ait_module_set_output_mem(ait_module *m, ait_mem_kind mem);
+ait_status ait_module_set_cuda_stream(ait_module *m, void *stream);
 
 /* Free memory the library handed out (report strings). NULL is fine. */
 void ait_free(void *p);
@@ -431,6 +530,10 @@ ait_status ait_hw_profile_json(const ait_hw_profile *p, char **json);
  * Static strings, computed once per process. */
 const char *ait_hw_fingerprint(void);
 const char *ait_hw_fingerprint_digest(void);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -53,10 +53,18 @@ if [ "${1:-}" = "--bundle" ]; then
   T=$(mktemp -d)
   mkdir -p "$T/aitune_gpu/lib" "$D"
   cp "$B/aitune" "$T/aitune_gpu/"
+  # the cuda backend is a plugin, found beside the program
+  if [ -e "$B/libaitune_cuda.so" ]; then
+    cp "$B/libaitune_cuda.so" "$T/aitune_gpu/"
+  else
+    echo "warning: no $B/libaitune_cuda.so (target aitune_cuda): aitune will have no cuda backend" >&2
+  fi
   [ -x "$B/tests/test_cuda" ] && cp "$B/tests/test_cuda" "$T/aitune_gpu/"
+  [ -x "$B/gpu_io_bench" ] && cp "$B/gpu_io_bench" "$T/aitune_gpu/" # scripts/gpu_suite.sh
   # what ldd resolves, minus the C runtime and CUDA (the GPU machine has newer ones)
-  for bin in "$T"/aitune_gpu/aitune "$T"/aitune_gpu/test_cuda; do
-    [ -x "$bin" ] || continue
+  for bin in "$T"/aitune_gpu/aitune "$T"/aitune_gpu/libaitune_cuda.so "$T"/aitune_gpu/test_cuda \
+    "$T"/aitune_gpu/gpu_io_bench; do
+    [ -e "$bin" ] || continue
     ldd "$bin" | awk '/=> \//{print $3}'
   done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[^/]*|libnv[^/]*)\.so' |
     while read -r l; do cp -L "$l" "$T/aitune_gpu/lib/"; done
@@ -136,10 +144,13 @@ if has_phase env; then
   { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; } >>"$LOG" 2>&1 \
     || log "nvidia-smi failed"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$RES/gpu.txt" 2>/dev/null
-  if "${AIT[@]}" ldd "$AITUNE" | grep "not found" | tee "$RES/missing_libs.txt" >>"$LOG"; then
+  PLUGIN=$(dirname "$AITUNE")/libaitune_cuda.so # the cuda backend: what it needs too
+  [ -e "$PLUGIN" ] || PLUGIN=""
+  if for f in "$AITUNE" $PLUGIN; do "${AIT[@]}" ldd "$f"; done | grep "not found" |
+    tee "$RES/missing_libs.txt" >>"$LOG"; then
     log "MISSING LIBRARIES (see gpu_check.log): put them in $(dirname "$AITUNE")/lib or AIT_LIBDIR"
   fi
-  "${AIT[@]}" ldd "$AITUNE" >>"$LOG" 2>&1
+  for f in "$AITUNE" $PLUGIN; do "${AIT[@]}" ldd "$f"; done >>"$LOG" 2>&1
   "${AIT[@]}" "$AITUNE" backends >"$RES/backends.txt" 2>&1
   cat "$RES/backends.txt" | tee -a "$LOG"
 fi

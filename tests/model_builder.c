@@ -13,6 +13,7 @@
 #define CAP 32
 
 struct tb_model {
+  const char *sym; /* the name of symbolic dims declared next (kept); NULL: "N" */
   Onnx__ModelProto model;
   Onnx__GraphProto graph;
   Onnx__OperatorSetIdProto opset;
@@ -99,12 +100,14 @@ static Onnx__ValueInfoProto *value_info(tb_model *m, const char *name, int dtype
       d->dim_value = dims[k];
     } else {
       d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-      d->dim_param = keep(m, "N");
+      d->dim_param = keep(m, m->sym ? m->sym : "N");
     }
     m->dim_ptrs[i][k] = d;
   }
   return vi;
 }
+
+void tb_dim_name(tb_model *m, const char *name) { m->sym = keep(m, name); }
 
 void tb_input(tb_model *m, const char *name, int dtype, int rank, const int64_t *dims) {
   m->in_ptrs[m->graph.n_input++] = value_info(m, name, dtype, rank, dims);
@@ -135,6 +138,18 @@ void tb_init_f32(tb_model *m, const char *name, int rank, const int64_t *dims, c
   t->n_float_data = n;
   t->float_data = malloc(n * sizeof(float) + 1);
   memcpy(t->float_data, data, n * sizeof(float));
+}
+
+void tb_init_i64(tb_model *m, const char *name, int rank, const int64_t *dims,
+                 const int64_t *data) {
+  Onnx__TensorProto *t = new_init(m, name, rank, dims);
+  t->data_type = 7; /* INT64 */
+  size_t n = 1;
+  for (int k = 0; k < rank; k++)
+    n *= (size_t)dims[k];
+  t->n_int64_data = n;
+  t->int64_data = malloc(n * sizeof(int64_t) + 1);
+  memcpy(t->int64_data, data, n * sizeof(int64_t));
 }
 
 void tb_init_external(tb_model *m, const char *name, int rank, const int64_t *dims,

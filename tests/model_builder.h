@@ -15,8 +15,13 @@ void tb_free(tb_model *m);
 /* Declare a float32 (or dtype) graph input/output; dims < 0 are symbolic "N". */
 void tb_input(tb_model *m, const char *name, int dtype, int rank, const int64_t *dims);
 void tb_output(tb_model *m, const char *name, int dtype, int rank, const int64_t *dims);
+/* The name of the symbolic dims declared from now on (default "N"; any text:
+ * ONNX allows quotes, backslashes and UTF-8 in dim_param). */
+void tb_dim_name(tb_model *m, const char *name);
 /* Add a float32 initializer with the given data (copied). */
 void tb_init_f32(tb_model *m, const char *name, int rank, const int64_t *dims, const float *data);
+/* Add an int64 initializer with the given data (copied). */
+void tb_init_i64(tb_model *m, const char *name, int rank, const int64_t *dims, const int64_t *data);
 /* Add an initializer whose data lives in an external file. */
 void tb_init_external(tb_model *m, const char *name, int rank, const int64_t *dims,
                       const char *location, int64_t offset, int64_t length);

@@ -1,4 +1,5 @@
 /* The public API: loading, describing, running, ownership, threads. */
+#include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ static void test_describe(ait_model *m) {
 
 static void run_linear(ait_session *s, float scale) {
   float x[2][3] = {{1, 0, 0}, {0, 1, scale}};
-  ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x}, out;
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x}, out;
   CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
   CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
   CHECK(out.dtype == AIT_FLOAT32 && out.rank == 2 && out.dims[0] == 2 && out.dims[1] == 2);
@@ -69,8 +70,12 @@ static void test_backend_configs(void) {
   CHECK_ERR(ait_backend_config_parse("native:threads=2,fuse=on", &c), AIT_OK, NULL);
   CHECK(
       !strcmp(ait_backend_describe(&c, buf, sizeof buf), "native:threads=2")); /* defaults hidden */
-  CHECK_ERR(ait_backend_config_from_json(ait_backend_config_json(&c, buf, sizeof buf), &d), AIT_OK,
-            NULL);
+  cJSON *cj = ait_backend_config_cjson(&c);
+  char *cjs = cj ? cJSON_PrintUnformatted(cj) : NULL;
+  CHECK(cjs != NULL);
+  CHECK_ERR(ait_backend_config_from_json(cjs ? cjs : "", &d), AIT_OK, NULL);
+  free(cjs);
+  cJSON_Delete(cj);
   CHECK(!strcmp(ait_backend_key(&c, key1, sizeof key1), ait_backend_key(&d, key2, sizeof key2)));
   CHECK_ERR(ait_backend_config_parse("native:threads=3", &d), AIT_OK, NULL);
   CHECK(strcmp(ait_backend_key(&c, key1, sizeof key1), ait_backend_key(&d, key2, sizeof key2)));
@@ -90,6 +95,56 @@ static void test_backend_configs(void) {
   CHECK_ERR(ait_backend_config_from_json("[1,2]", &d), AIT_E_PARSE, NULL);
 }
 
+/* Device memory through the API on backends that take host memory only:
+ * every device request is refused by name, bound host buffers work on
+ * every backend (the cuda side runs in test_cuda on a GPU). */
+static void test_device_memory(ait_model *m) {
+  const char *backends[] = {"eager", "native"};
+  for (int b = 0; b < 2; b++) {
+    ait_session *s = NULL;
+    CHECK_ERR(ait_session_create(m, backends[b], &s), AIT_OK, NULL);
+    if (!s) continue;
+    float x[2][3] = {{1, 0, 0}, {0, 1, 2}};
+    ait_tensor_view dev = {
+        .dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x, .mem = AIT_MEM_CUDA};
+    CHECK_ERR(ait_session_run(s, &dev, 1), AIT_E_UNSUPPORTED, "host memory only");
+    dev.mem = (ait_mem_kind)7;
+    CHECK_ERR(ait_session_run(s, &dev, 1), AIT_E_INVALID_ARG, "unknown memory kind 7");
+    CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_CUDA), AIT_E_UNSUPPORTED,
+              "outputs on the device");
+    CHECK_ERR(ait_session_set_output_mem(s, (ait_mem_kind)3), AIT_E_INVALID_ARG, "memory kind 3");
+    CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_HOST), AIT_OK, NULL);
+    int stream_stand_in;
+    CHECK_ERR(ait_session_set_cuda_stream(s, &stream_stand_in), AIT_E_UNSUPPORTED, "CUDA stream");
+    CHECK_ERR(ait_session_set_cuda_stream(s, NULL), AIT_OK, NULL);
+    /* a bound host buffer receives the output, and the output view is it */
+    float y[2][2] = {{-1, -1}, {-1, -1}};
+    ait_tensor_view buf = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 2}, .data = y};
+    CHECK_ERR(ait_session_bind_output(s, 1, &buf), AIT_E_INVALID_ARG, "output 1 does not exist");
+    buf.mem = AIT_MEM_CUDA;
+    CHECK_ERR(ait_session_bind_output(s, 0, &buf), AIT_E_UNSUPPORTED,
+              "output buffer on the device");
+    buf.mem = AIT_MEM_HOST;
+    CHECK_ERR(ait_session_bind_output(s, 0, &buf), AIT_OK, NULL);
+    ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x}, out;
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+    CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+    CHECK(out.data == (void *)y && out.mem == AIT_MEM_HOST);
+    /* x row 1 = [0,1,2]: [3+10, 4+12] + b */
+    CHECK(y[0][0] == 1.5f && y[0][1] == 1.5f && y[1][0] == 13.5f && y[1][1] == 15.5f);
+    /* a run whose output has another shape fails naming the buffer */
+    float x3[3][3] = {{0}};
+    ait_tensor_view in3 = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 3}, .data = x3};
+    CHECK_ERR(ait_session_run(s, &in3, 1), AIT_E_SHAPE, "bound buffer is float32 [2,2]");
+    /* unbound: the session's own memory again */
+    CHECK_ERR(ait_session_bind_output(s, 0, NULL), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(s, &in3, 1), AIT_OK, NULL);
+    CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+    CHECK(out.data != (void *)y && out.dims[0] == 3);
+    ait_session_free(s);
+  }
+}
+
 int main(void) {
   CHECK(!strcmp(ait_version(), AIT_VERSION_STRING));
   CHECK(!strcmp(ait_dtype_name(AIT_BFLOAT16), "bfloat16"));
@@ -107,11 +162,12 @@ int main(void) {
   run_linear(s, -1.0f); /* second run replaces the outputs */
   /* a batch of 5 rows through the symbolic dim */
   float x5[5][3] = {{0}};
-  ait_tensor_view in = {AIT_FLOAT32, 2, {5, 3}, x5}, out;
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {5, 3}, .data = x5}, out;
   CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
   CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
   CHECK(out.dims[0] == 5 && ((float *)out.data)[9] == -0.5f);
   ait_session_free(s);
+  test_device_memory(m);
 
   /* the threading contract: one model, a session per thread */
   pthread_t th[4];

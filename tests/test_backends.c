@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "runtime/eager.h"
+#include "runtime/observe.h"
+#include "tune/profile.h"
 
 typedef struct behaviour {
   const char *name;
@@ -63,7 +65,29 @@ typedef struct tbk_state {
   int runs; /* infers of this state */
 } tbk_state;
 
+static bool virtual_time;
+static double virtual_us;
+
+static double virtual_now(void) { return virtual_us * 1e-6; }
+
+void tbk_advance_us(double us) { virtual_us += us; }
+
+static void charge_node(void *user, const ait_node *node, double seconds) {
+  tbk_advance_us(TBK_NODE_US);
+}
+
+void tbk_virtual_time(bool on) {
+  virtual_time = on;
+  ait_now_set_clock(on ? virtual_now : NULL);
+  ait_observe_set(on ? charge_node : NULL, NULL);
+}
+
+/* Spend a run's cost: on the virtual clock, or asleep. */
 static void sleep_us(long long us) {
+  if (virtual_time) {
+    tbk_advance_us(TBK_BASE_US + (double)us);
+    return;
+  }
   struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
@@ -165,7 +189,7 @@ static ait_status tbk_infer(void *state, const ait_tensor *const *in, int n_in, 
   int64_t batch = n_in > 0 && in[0]->rank > 0 ? in[0]->dims[0] : 1;
   if (b->late_runs && ++s->runs > b->late_runs)
     sleep_us(b->late_sleep_us);
-  else if (b->sleep_us || b->sleep_us_per_batch)
+  else if (b->sleep_us || b->sleep_us_per_batch || virtual_time)
     sleep_us(b->sleep_us + (long long)b->sleep_us_per_batch * batch);
   if (b->fast)
     return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");

@@ -22,11 +22,26 @@
 #ifndef AIT_TEST_BACKENDS_H
 #define AIT_TEST_BACKENDS_H
 
+#include <stdbool.h>
+
 #include "aitune.h"
 
 typedef struct tbk_counts {
   int available, supports, build, infer, save, load, destroy;
 } tbk_counts;
+
+/* Virtual time, so that every timing the tuner sees is the same on an idle
+ * and on a loaded machine: with it on, the tuner's clock (ait_now) reads a
+ * counter instead of the wall clock; each infer of the backends above
+ * advances it by its cost (the sleeps above, which are then not slept, plus
+ * TBK_BASE_US), and each node that the eager or native executors run
+ * advances it by TBK_NODE_US (through this thread's node observer, which
+ * this sets). Call it on the thread that tunes, before tuning. */
+#define TBK_BASE_US 1.0
+#define TBK_NODE_US 2.0
+void tbk_virtual_time(bool on);
+/* Advance the virtual clock (a test's own timed functions). */
+void tbk_advance_us(double us);
 
 /* Register all the backends above (once per process; a second call is a
  * no-op). Returns the registry's status. */

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/plugin/plugin.h"
 #include "backends/quant/quant.h"
 #include "check.h"
 #include "core/fileio.h"
@@ -28,8 +29,9 @@ extern const ait_backend_iface ait_backend_cuda;
 
 /* ---- helpers -------------------------------------------------------------- */
 
+/* The backend linked into this test (the cuda sources, not the plugin). */
 static const ait_backend_iface *cuda_iface(void) {
-  if (!ait_backend_find("cuda")) ait_backend_register(&ait_backend_cuda);
+  if (ait_backend_find("cuda") != &ait_backend_cuda) ait_backend_replace(&ait_backend_cuda);
   return ait_backend_find("cuda");
 }
 
@@ -1514,12 +1516,142 @@ static void test_model_file(const char *path, bool device) {
   ait_graph_free(g);
 }
 
+/* ---- device memory through the public API (include/aitune.h) -------------- */
+#ifdef AIT_TEST_CUDART
+#include <cuda_runtime.h>
+
+/* The mlp model as an ait_model (public API). */
+static ait_model *mlp_public(void) {
+  static float w1[8 * 16], b1[16], w2[4 * 16], b2[4];
+  static const int64_t dx[2] = {-1, 8}, dy[2] = {-1, 4}, dw1[2] = {8, 16}, d16[1] = {16},
+                       dw2[2] = {4, 16}, d4[1] = {4};
+  fill(w1, 128, 0.4f), fill(b1, 16, 0.2f), fill(w2, 64, 0.4f), fill(b2, 4, 0.2f);
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", AIT_FLOAT32, 2, dx);
+  tb_output(m, "y", AIT_FLOAT32, 2, dy);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d16, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d4, b2);
+  tb_node(m, "Gemm", "fc1", IN("x", "w1", "b1"), IN("h"));
+  tb_node(m, "Relu", "relu", IN("h"), IN("r"));
+  int fc2 = tb_node(m, "Gemm", "fc2", IN("r", "w2", "b2"), IN("y"));
+  tb_attr_int(m, fc2, "transB", 1);
+  size_t size;
+  uint8_t *buf = tb_pack(m, &size);
+  tb_free(m);
+  ait_model *model = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &model), AIT_OK, NULL);
+  free(buf);
+  return model;
+}
+
+/* Host run vs device inputs, device outputs, bound device and host
+ * buffers and a caller stream: the same bytes every way. */
+static void test_device_io(void) {
+  ait_model *model = mlp_public();
+  if (!model) return;
+  static const char *const io_specs[] = {"cuda", "cuda:graphs=off", "cuda:dtype=bf16"};
+  for (size_t k = 0; k < sizeof io_specs / sizeof io_specs[0]; k++) {
+    ait_session *s = NULL;
+    CHECK_ERR(ait_session_create(model, io_specs[k], &s), AIT_OK, NULL);
+    if (!s) continue;
+    float x[3 * 8], want[3 * 4], got[3 * 4];
+    fill(x, 24, 1.0f);
+    ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 8}, .data = x}, out;
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+    CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+    CHECK(out.mem == AIT_MEM_HOST);
+    memcpy(want, out.data, sizeof want);
+    float *dx = NULL, *dy = NULL;
+    CHECK(cudaMalloc((void **)&dx, sizeof x) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&dy, sizeof got) == cudaSuccess);
+    cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice);
+    ait_tensor_view din = in;
+    din.data = dx;
+    din.mem = AIT_MEM_CUDA;
+    /* device input, host output; run twice (the second replays the graph) */
+    for (int r = 0; r < 2; r++) {
+      CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
+      CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+      CHECK(out.mem == AIT_MEM_HOST && !memcmp(out.data, want, sizeof want));
+    }
+    /* outputs on the device: a view of the session's device memory */
+    CHECK_ERR(ait_session_set_output_mem(s, AIT_MEM_CUDA), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
+    CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+    CHECK(out.mem == AIT_MEM_CUDA && out.device == 0 && out.dims[0] == 3 && out.dims[1] == 4);
+    memset(got, 0, sizeof got);
+    CHECK(cudaMemcpy(got, out.data, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(!memcmp(got, want, sizeof want));
+    /* a bound device buffer, after a caller stream's work */
+    cudaStream_t cs;
+    CHECK(cudaStreamCreate(&cs) == cudaSuccess);
+    CHECK_ERR(ait_session_set_cuda_stream(s, cs), AIT_OK, NULL);
+    ait_tensor_view b = {
+        .dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 4}, .data = dy, .mem = AIT_MEM_CUDA};
+    CHECK_ERR(ait_session_bind_output(s, 0, &b), AIT_OK, NULL);
+    cudaMemsetAsync(dy, 0, sizeof got, cs);
+    cudaMemcpyAsync(dx, x, sizeof x, cudaMemcpyHostToDevice, cs); /* the caller's last write */
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
+    CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
+    CHECK(out.data == (void *)dy && out.mem == AIT_MEM_CUDA);
+    memset(got, 0, sizeof got);
+    cudaMemcpyAsync(got, dy, sizeof got, cudaMemcpyDeviceToHost, cs);
+    cudaStreamSynchronize(cs);
+    CHECK(!memcmp(got, want, sizeof want));
+    /* a bound host buffer */
+    ait_tensor_view hb = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 4}, .data = got};
+    memset(got, 0, sizeof got);
+    CHECK_ERR(ait_session_bind_output(s, 0, &hb), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
+    CHECK(!memcmp(got, want, sizeof want));
+    /* a wrong shape for the bound buffer, a host pointer labelled device,
+     * another device's ordinal */
+    hb.dims[0] = 2;
+    CHECK_ERR(ait_session_bind_output(s, 0, &hb), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(s, &in, 1), AIT_E_SHAPE, "bound buffer");
+    CHECK_ERR(ait_session_bind_output(s, 0, NULL), AIT_OK, NULL);
+    ait_tensor_view lie = in;
+    lie.mem = AIT_MEM_CUDA;
+    CHECK_ERR(ait_session_run(s, &lie, 1), AIT_E_INVALID_ARG, "is host memory");
+    din.device = 5;
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_E_INVALID_ARG, "device 5");
+    din.device = 0;
+    CHECK_ERR(ait_session_set_cuda_stream(s, NULL), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(s, &din, 1), AIT_OK, NULL);
+    cudaStreamDestroy(cs);
+    cudaFree(dx);
+    cudaFree(dy);
+    ait_session_free(s);
+  }
+  ait_model_free(model);
+}
+#endif
+
+/* libaitune's stand-in for a plugin that does not load parses what the
+ * backend parses: the same options, types, defaults and choices. */
+static void test_standin_options(void) {
+  const ait_backend_iface *real = cuda_iface(), *s = ait_cuda_standin();
+  CHECK(s->n_options == real->n_options);
+  for (int i = 0; i < real->n_options && i < s->n_options; i++) {
+    const ait_option_def *a = &real->options[i], *b = &s->options[i];
+    CHECK(!strcmp(b->name, a->name));
+    CHECK(b->type == a->type);
+    CHECK(!strcmp(b->def ? b->def : "", a->def ? a->def : ""));
+    CHECK(!strcmp(b->choices ? b->choices : "", a->choices ? a->choices : ""));
+  }
+  char why[256] = "";
+  CHECK(!s->available(why, sizeof why)); /* never, whatever the plugin did */
+}
+
 int main(int argc, char **argv) {
   if (!cuda_iface()) {
     fprintf(stderr, "the cuda backend is not registered\n");
     return 1;
   }
   test_config();
+  test_standin_options();
   test_fp8_weights();
   test_fp8wo_weights();
   test_fp8wo_file();
@@ -1540,6 +1672,9 @@ int main(int argc, char **argv) {
   test_small_models();
   test_save_load();
   test_fp8wo_device();
+#ifdef AIT_TEST_CUDART
+  test_device_io();
+#endif
   for (int i = 1; i < argc; i++)
     test_model_file(argv[i], true);
   return check_result("test_cuda");

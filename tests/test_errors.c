@@ -129,15 +129,15 @@ static void test_run_errors(void) {
   CHECK_ERR(ait_session_create(m, NULL, &s), AIT_OK, NULL);
   float data[6] = {0};
   double ddata[6] = {0};
-  ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, data};
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = data};
   CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
-  ait_tensor_view bad = {AIT_FLOAT64, 2, {2, 3}, ddata};
+  ait_tensor_view bad = {.dtype = AIT_FLOAT64, .rank = 2, .dims = {2, 3}, .data = ddata};
   CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_DTYPE, "'x'");
-  bad = (ait_tensor_view){AIT_FLOAT32, 2, {3, 2}, data};
+  bad = (ait_tensor_view){.dtype = AIT_FLOAT32, .rank = 2, .dims = {3, 2}, .data = data};
   CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_SHAPE, "dim 0 must be 2");
-  bad = (ait_tensor_view){AIT_FLOAT32, 1, {6}, data};
+  bad = (ait_tensor_view){.dtype = AIT_FLOAT32, .rank = 1, .dims = {6}, .data = data};
   CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_SHAPE, "rank");
-  bad = (ait_tensor_view){AIT_FLOAT32, 2, {2, 3}, NULL};
+  bad = (ait_tensor_view){.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = NULL};
   CHECK_ERR(ait_session_run(s, &bad, 1), AIT_E_INVALID_ARG, "NULL");
   CHECK_ERR(ait_session_run(s, &in, 2), AIT_E_INVALID_ARG, "takes 1 inputs");
   ait_tensor_view out;
@@ -155,7 +155,8 @@ static void test_run_errors(void) {
   CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
   CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
   int64_t idx = 7;
-  ait_tensor_view ins[2] = {{AIT_FLOAT32, 2, {2, 3}, data}, {AIT_INT64, 1, {1}, &idx}};
+  ait_tensor_view ins[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = data},
+                            {.dtype = AIT_INT64, .rank = 1, .dims = {1}, .data = &idx}};
   CHECK_ERR(ait_session_run(s, ins, 2), AIT_E_INVALID_ARG, "'gather'");
   ait_session_free(s);
   ait_model_free(m);
@@ -192,7 +193,7 @@ static void test_regex(void) {
     CHECK_ERR(load_built(tb, &m), AIT_OK, NULL);
     CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
     const char *text = cases[i].text;
-    ait_tensor_view in = {AIT_STRING, 1, {1}, &text}, out;
+    ait_tensor_view in = {AIT_STRING, 1, {1}, &text, AIT_MEM_HOST, 0}, out;
     CHECK_ERR(ait_session_run(s, &in, 1), cases[i].st, cases[i].needle);
     if (cases[i].st == AIT_OK && ait_session_output(s, 0, &out) == AIT_OK)
       CHECK(*(const uint8_t *)out.data == cases[i].match);
@@ -237,7 +238,7 @@ static void test_huge_windows(void) {
     for (int b = 0; m && b < 2; b++) {
       ait_session *s = NULL;
       CHECK_ERR(ait_session_create(m, b ? "native" : "eager", &s), AIT_OK, NULL);
-      ait_tensor_view in = {AIT_FLOAT32, 4, {1, 3, 8, 8}, x}, out;
+      ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 4, .dims = {1, 3, 8, 8}, .data = x}, out;
       double t0 = seconds();
       CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
       double took = seconds() - t0;
@@ -282,7 +283,8 @@ static void test_overflowing_sizes(void) {
       CHECK_ERR(ait_session_create(m, b ? "native" : "eager", &s), AIT_OK, NULL);
       for (int v = 0; s && v < 3; v++) {
         int64_t sh[2] = {bad[v][0], bad[v][1]};
-        ait_tensor_view in[2] = {{AIT_FLOAT32, 2, {2, 4}, x}, {AIT_INT64, 1, {2}, sh}};
+        ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 4}, .data = x},
+                                 {.dtype = AIT_INT64, .rank = 1, .dims = {2}, .data = sh}};
         ait_status st = ait_session_run(s, in, 2);
         if (st == AIT_OK)
           fprintf(stderr, "%s %lld x %lld ran on %s\n", ops[k], (long long)sh[0], (long long)sh[1],
@@ -346,7 +348,7 @@ static void test_overflowing_sizes(void) {
       st4 = ait_session_create(m4, b ? "native" : "eager", &s4);
       if (st4 == AIT_OK) {
         float xv[6] = {0};
-        ait_tensor_view in4 = {AIT_FLOAT32, 3, {2, 1, 3}, xv};
+        ait_tensor_view in4 = {.dtype = AIT_FLOAT32, .rank = 3, .dims = {2, 1, 3}, .data = xv};
         CHECK(ait_session_run(s4, &in4, 1) != AIT_OK && strstr(ait_last_error(), "hidden_size"));
         ait_session_free(s4);
         st4 = AIT_OK;
@@ -370,7 +372,8 @@ static void test_overflowing_sizes(void) {
     st = ait_session_create(m, "eager", &s);
     if (st == AIT_OK) {
       int64_t idx[2] = {0, 1};
-      ait_tensor_view in[2] = {{AIT_FLOAT32, 3, {2, 2, 2}, x}, {AIT_INT64, 2, {2, 1}, idx}};
+      ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 3, .dims = {2, 2, 2}, .data = x},
+                               {.dtype = AIT_INT64, .rank = 2, .dims = {2, 1}, .data = idx}};
       st = ait_session_run(s, in, 2);
       ait_session_free(s);
     }
@@ -410,7 +413,7 @@ static void test_external_data(void) {
       ait_session *s = NULL;
       CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
       float x[6] = {10, 10, 10, 10, 10, 10};
-      ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x}, out;
+      ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x}, out;
       CHECK_ERR(ait_session_run(s, &in, 1), AIT_OK, NULL);
       CHECK_ERR(ait_session_output(s, 0, &out), AIT_OK, NULL);
       CHECK(((float *)out.data)[5] == 16.0f);

@@ -61,7 +61,7 @@ static void run_once(const ait_model *m, const char *backend) {
   ait_session *s = NULL;
   if (ait_session_create(m, backend, &s) != AIT_OK) return;
   size_t n = ait_model_num_inputs(m);
-  ait_tensor_view v[8];
+  ait_tensor_view v[8] = {{0}};
   void *bufs[8] = {0};
   bool ok = n <= 8;
   for (size_t i = 0; ok && i < n; i++) {

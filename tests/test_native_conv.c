@@ -4,7 +4,8 @@
  * pads and every auto_pad; batch 1 and 3; FusedConv's bias, residual and
  * activation (Conv + Add + activation, fused by native); ConvTranspose with groups, strides, pads,
  * output_padding and dilations. Each case runs at every ISA level (avx512, avx2, portable) on 1 and
- * 4 threads, and none may fall back to the reference kernel. */
+ * 4 threads, in NCHW and through the layout pass in NHWC (2-D convs with explicit pads, on
+ * native_nhwc*.c's kernels), and none may fall back to the reference kernel. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -181,22 +182,30 @@ static void check_case(const conv_case *c) {
   CHECK(st == AIT_OK);
   static const char *const isas[] = {"avx512", "avx2", "portable"};
   static const int threads[] = {1, 4};
-  for (int a = 0; ref && a < 3; a++)
-    for (int t = 0; t < 2; t++) {
-      char spec[96];
-      snprintf(spec, sizeof spec, "native:layout=nchw,isa=%s,threads=%d", isas[a], threads[t]);
-      long long before = nat_conv_declined();
-      ait_tensor *y = NULL;
-      st = run_on(spec, g, (const ait_tensor *const *)in, n_in, &y);
-      double d = st == AIT_OK ? diff(y, ref) : INFINITY;
-      long long fell = nat_conv_declined() - before;
-      if (!(d <= 1e-4) || fell)
-        fprintf(stderr, "%s on %s: difference %g, %lld fallback(s) (%s)\n", what, spec, d, fell,
-                st == AIT_OK ? "ok" : ait_last_error());
-      CHECK(d <= 1e-4);
-      CHECK(fell == 0);
-      ait_tensor_free(y);
-    }
+  /* NCHW (native_conv*.c), then NHWC (the layout pass; native_nhwc*.c),
+   * which moves 2-D convs with explicit pads */
+  bool nhwc_conv = c->nsp == 2 && !c->transpose && !c->auto_pad;
+  for (int lay = 0; ref && lay < 2; lay++)
+    for (int a = 0; a < 3; a++)
+      for (int t = 0; t < 2; t++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "native:layout=%s,isa=%s,threads=%d", lay ? "nhwc" : "nchw",
+                 isas[a], threads[t]);
+        long long before = nat_conv_declined(), nb = nat_conv_nhwc_declined();
+        long long ran = nat_conv_nhwc_runs();
+        ait_tensor *y = NULL;
+        st = run_on(spec, g, (const ait_tensor *const *)in, n_in, &y);
+        double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+        long long fell = nat_conv_declined() - before + nat_conv_nhwc_declined() - nb;
+        bool moved = nat_conv_nhwc_runs() > ran;
+        if (!(d <= 1e-4) || fell || (lay && nhwc_conv && !moved))
+          fprintf(stderr, "%s on %s: difference %g, %lld fallback(s), nhwc %d (%s)\n", what, spec,
+                  d, fell, moved, st == AIT_OK ? "ok" : ait_last_error());
+        CHECK(d <= 1e-4);
+        CHECK(fell == 0);
+        CHECK(!lay || moved == nhwc_conv);
+        ait_tensor_free(y);
+      }
   cases_run++;
   ait_tensor_free(ref);
   ait_tensor_free(in[0]);
@@ -271,6 +280,19 @@ static void test_fixed(void) {
   c = base(2, 3, 10, 10, 2, 8, 3, 1, 2);
   c.pe[0] = c.pe[1] = 2;
   check_case(&c);
+  /* Winograd F(2x2, 3x3) in NHWC: full and partial tiles (odd sizes, uneven
+   * pads), channel tails of 8 and 16, residual and activation, batch 2 */
+  long long wino = nat_wino_runs();
+  c = base(2, 2, 24, 40, 1, 20, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
+  c = base(2, 1, 17, 33, 1, 19, 3, 1, 1);
+  c.pb[0] = 2, c.pb[1] = 0, c.pe[0] = 0, c.pe[1] = 2, c.act = "HardSwish";
+  check_case(&c);
+  c = base(2, 1, 64, 16, 1, 31, 3, 1, 1);
+  c.pb[0] = c.pb[1] = 1, c.bias = true;
+  check_case(&c);
+  CHECK(nat_wino_runs() >= wino + 3 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
   /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
   c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
   c.transpose = true, c.pb[0] = c.pb[1] = 1, c.pe[0] = c.pe[1] = 1, c.op[0] = c.op[1] = 1;
@@ -335,9 +357,48 @@ static void test_random(int count) {
   }
 }
 
+/* 2-D convs of the channel counts networks have (the NHWC kernels' tiles:
+ * 8- and 16-channel vectors with tails, several column blocks, groups
+ * merged below a vector's width, the implicit GEMM's pointer and
+ * padded-row paths), any window, stride, dilation and padding. */
+static void test_random_nhwc(int count) {
+  static const int64_t ks[] = {1, 3, 5, 7};
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "HardSwish", "Tanh"};
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.nsp = 2;
+    c.N = urand(3) ? 1 : 2;
+    switch (urand(4)) {
+    case 0: /* group 1 */ c.group = 1, c.C = 1 + urand(40), c.M = 1 + urand(70); break;
+    case 1: /* depthwise, maybe a multiplier */
+      c.C = c.group = 1 + urand(40), c.M = c.C * (urand(3) ? 1 : 2);
+      break;
+    default: { /* grouped: 2 to 8 groups of 1 to 20 channels */
+      int64_t g = 2 + urand(7);
+      c.group = g, c.C = g * (1 + urand(20)), c.M = g * (1 + urand(20));
+    }
+    }
+    for (int i = 0; i < 2; i++) {
+      c.k[i] = ks[urand(4)];
+      c.s[i] = 1 + urand(3);
+      c.d[i] = urand(3) ? 1 : 1 + urand(3);
+      int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+      c.in[i] = dk + urand(14);
+      c.pb[i] = urand((uint32_t)c.k[i] + 1);
+      c.pe[i] = urand((uint32_t)c.k[i] + 1);
+    }
+    c.act = acts[urand(5)];
+    c.bias = urand(2);
+    c.residual = c.act && urand(2);
+    check_case(&c);
+  }
+}
+
 int main(void) {
   test_fixed();
   test_random(60);
+  test_random_nhwc(60);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/native/native.h"
+#include "backends/native/native_rnn.h"
 #include "check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
@@ -369,12 +370,99 @@ static void test_control_flow(const char *const *specs, int n_specs) {
   ait_graph_free(g);
 }
 
+/* Batch 1 with the default activations and H a multiple of 16: the
+ * directions run in chunks of hidden units (native_rnn_step.c), a forward
+ * or reverse layer with enough work on two threads. Against eager on every
+ * spec; outputs bit for bit the same on one and two threads (a chunk is
+ * computed alike whichever thread takes it); the chunked path ran where
+ * the level has vectors, and two threads were asked for where it should. */
+static void test_rnn_chunked(void) {
+  static const char *const ops[] = {"GRU", "LSTM"};
+  static const char *const dirs[] = {"forward", "reverse", "bidirectional"};
+  static const int64_t hs[] = {16, 32, 48, 64, 128, 256};
+  const char *specs[] = {"native:threads=2", "native:threads=1", "native:threads=2,isa=avx2",
+                         "native:threads=1,isa=portable"};
+  int cases = 0;
+  for (int o = 0; o < 2; o++)
+    for (int d = 0; d < 3; d++)
+      for (size_t h = 0; h < sizeof hs / sizeof hs[0]; h++) {
+        rnn_case c = {.op = ops[o], .dir = dirs[d], .B = 1, .lbr = true};
+        c.S = 1 + urand() % 9;
+        c.I = 1 + urand() % 40;
+        c.H = hs[h];
+        c.layout = urand() % 2;
+        c.lens = urand() % 2;
+        c.h0 = urand() % 2;
+        c.c0 = urand() % 2;
+        c.peep = urand() % 2;
+        c.consts = urand() % 4 != 0;
+        c.outs = 1 + (int)(urand() % (o ? 7 : 3));
+        long long ch = nat_rnn_chunked_dirs(), co = nat_rnn_coop_dirs();
+        run_case(&c, specs, 4);
+        int64_t D = d == 2 ? 2 : 1, GH = (o ? 4 : 3) * c.H;
+        if (nat_isa_cpu() >= NAT_ISA_AVX2) {
+          /* two runs on each of the three vector specs (unless the sequence is empty) */
+          CHECK(nat_rnn_chunked_dirs() - ch == 6 * D);
+          bool two =
+              D == 1 && GH * c.H >= 32768 && c.H / 16 / (o == 0 && c.H % 32 == 0 ? 2 : 1) > 1;
+          CHECK(nat_rnn_coop_dirs() - co == (two ? 4 : 0));
+        }
+        cases++;
+      }
+  /* one thread against two, bit for bit, on a long sequence */
+  for (int o = 0; o < 2; o++) {
+    bool lstm = o == 1;
+    int64_t S = 40, I = 24, H = 128, G = lstm ? 4 : 3;
+    int64_t xd[3] = {S, 1, I}, wd[3] = {1, G * H, I}, rd[3] = {1, G * H, H}, bd[2] = {1, 2 * G * H};
+    int64_t yd[4] = {S, 1, 1, H};
+    ait_tensor *x = tensor_of(3, xd, 1.0f), *w = tensor_of(3, wd, 0.5f);
+    ait_tensor *rr = tensor_of(3, rd, 0.3f), *b = tensor_of(2, bd, 0.3f);
+    tb_model *m = tb_new(13);
+    tb_input(m, "X", 1, 3, xd);
+    tb_init_f32(m, "W", 3, wd, w->data);
+    tb_init_f32(m, "R", 3, rd, rr->data);
+    tb_init_f32(m, "B", 2, bd, b->data);
+    tb_output(m, "Y", 1, 4, yd);
+    int node = tb_node(m, ops[o], "rnn", (const char *const[]){"X", "W", "R", "B", NULL},
+                       (const char *const[]){"Y", NULL});
+    tb_attr_int(m, node, "hidden_size", H);
+    if (!lstm) tb_attr_int(m, node, "linear_before_reset", 1);
+    ait_graph *g = tb_parse_graph(m);
+    CHECK(g != NULL);
+    ait_tensor *y[2] = {0};
+    for (int t = 0; g && t < 2; t++) {
+      ait_backend_config cfg;
+      CHECK(ait_backend_config_parse(t ? "native:threads=2" : "native:threads=1", &cfg) == AIT_OK);
+      void *state = NULL;
+      CHECK(cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
+      const ait_tensor *in[1] = {x};
+      for (int run = 0; state && run < 3; run++) { /* the second thread joins some runs late */
+        ait_tensor *out[1] = {0};
+        CHECK(cfg.iface->infer(state, in, 1, out) == AIT_OK);
+        if (!y[t])
+          y[t] = out[0];
+        else {
+          CHECK(out[0] && !memcmp(out[0]->data, y[t]->data, ait_tensor_nbytes(y[t])));
+          ait_tensor_free(out[0]);
+        }
+      }
+      if (state) cfg.iface->destroy(state);
+    }
+    CHECK(y[0] && y[1] && !memcmp(y[0]->data, y[1]->data, ait_tensor_nbytes(y[0])));
+    ait_tensor_free(y[0]), ait_tensor_free(y[1]);
+    ait_tensor_free(x), ait_tensor_free(w), ait_tensor_free(rr), ait_tensor_free(b);
+    ait_graph_free(g);
+  }
+  printf("recurrent, chunked: %d cases\n", cases);
+}
+
 int main(void) {
   /* every level this CPU runs (AIT_MAX_ISA caps auto, as in the _avx2 test) */
   const char *specs[4] = {"native", "native:threads=1,isa=portable"};
   int n = 2;
   if (nat_isa_cpu() >= NAT_ISA_AVX512) specs[n++] = "native:isa=avx2";
   test_rnn_random(specs, n);
+  test_rnn_chunked();
   test_rnn_fallback();
   test_control_flow(specs, n);
   return check_result("test_native_rnn");

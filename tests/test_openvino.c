@@ -70,20 +70,23 @@ static void test_bert(const char *path) {
   for (int i = 0; i < 3 * 32; i++)
     ids[i] = (int64_t)(rnd() % 1000), mask[i] = i % 32 < 28;
   for (int64_t b = 1; b <= 3; b += 2) {
-    ait_tensor_view in[2] = {{AIT_INT64, 2, {b, 32}, ids}, {AIT_INT64, 2, {b, 32}, mask}};
+    ait_tensor_view in[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = ids},
+                             {.dtype = AIT_INT64, .rank = 2, .dims = {b, 32}, .data = mask}};
     agree(m, in, 2, b == 1 ? "bert_tiny batch 1" : "bert_tiny batch 3");
   }
   /* errors that name the problem */
   ait_session *s = NULL;
   CHECK_ERR(ait_session_create(m, "openvino", &s), AIT_OK, NULL);
   if (s) {
-    ait_tensor_view one[1] = {{AIT_INT64, 2, {1, 32}, ids}};
+    ait_tensor_view one[1] = {{.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids}};
     CHECK(ait_session_run(s, one, 1) != AIT_OK);
-    ait_tensor_view f[2] = {{AIT_FLOAT32, 2, {1, 32}, ids}, {AIT_INT64, 2, {1, 32}, mask}};
+    ait_tensor_view f[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {1, 32}, .data = ids},
+                            {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
     CHECK(ait_session_run(s, f, 2) != AIT_OK);
     CHECK(strlen(ait_last_error()) > 0);
     /* and it still runs afterwards */
-    ait_tensor_view ok[2] = {{AIT_INT64, 2, {1, 32}, ids}, {AIT_INT64, 2, {1, 32}, mask}};
+    ait_tensor_view ok[2] = {{.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids},
+                             {.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask}};
     CHECK_ERR(ait_session_run(s, ok, 2), AIT_OK, NULL);
   }
   ait_session_free(s);
@@ -101,8 +104,8 @@ static void test_mobilenet(const char *path) {
   for (size_t i = 0; img && i < 2 * n1; i++)
     img[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
   if (img) {
-    ait_tensor_view b1 = {AIT_FLOAT32, 4, {1, 3, 160, 160}, img};
-    ait_tensor_view b2 = {AIT_FLOAT32, 4, {2, 3, 160, 160}, img};
+    ait_tensor_view b1 = {.dtype = AIT_FLOAT32, .rank = 4, .dims = {1, 3, 160, 160}, .data = img};
+    ait_tensor_view b2 = {.dtype = AIT_FLOAT32, .rank = 4, .dims = {2, 3, 160, 160}, .data = img};
     agree(m, &b1, 1, "mobilenetv2_035 batch 1");
     agree(m, &b2, 1, "mobilenetv2_035 batch 2");
     ait_session *s = NULL;

@@ -140,11 +140,12 @@ int main(int argc, char **argv) {
     printf("%s\n", argv[1 + k]);
     job j = {.m = m};
     if (k == 0) {
-      j.in[0] = (ait_tensor_view){AIT_INT64, 2, {1, 32}, ids};
-      j.in[1] = (ait_tensor_view){AIT_INT64, 2, {1, 32}, mask};
+      j.in[0] = (ait_tensor_view){.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = ids};
+      j.in[1] = (ait_tensor_view){.dtype = AIT_INT64, .rank = 2, .dims = {1, 32}, .data = mask};
       j.n_in = 2;
     } else {
-      j.in[0] = (ait_tensor_view){AIT_FLOAT32, 4, {1, 3, 160, 160}, img};
+      j.in[0] =
+          (ait_tensor_view){.dtype = AIT_FLOAT32, .rank = 4, .dims = {1, 3, 160, 160}, .data = img};
       j.n_in = 1;
     }
     for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {

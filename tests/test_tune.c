@@ -114,7 +114,7 @@ static ait_module *new_module(void) {
 static void check_infer(ait_module *m, int batch, int seed, float *y_copy) {
   float x[16 * WIDTH];
   fill_input(x, batch, seed);
-  ait_tensor_view in = {AIT_FLOAT32, 2, {batch, WIDTH}, x}, out;
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {batch, WIDTH}, .data = x}, out;
   CHECK_ERR(ait_module_infer(m, &in, 1), AIT_OK, NULL);
   CHECK_ERR(ait_module_output(m, 0, &out), AIT_OK, NULL);
   if (out.dtype != AIT_FLOAT32 || out.rank != 2 || out.dims[0] != batch || out.dims[1] != WIDTH) {
@@ -150,6 +150,12 @@ static void on_log(void *user, int is_warning, const char *line) {
 
 static const int batches_1_4[2] = {1, 4};
 
+/* The memory reading every tune here runs under: low pressure, whatever the
+ * machine holds (another process holding 18 of 24 GiB made it medium: batch
+ * sizes halved and losers freed before the runoff). */
+static const ait_mem_reading pinned_memory = {.host_total = 64ULL << 30,
+                                              .host_available = 60ULL << 30};
+
 /* Short profiling, cache off, the given strategy and candidates. */
 static void fast_opts(ait_tune_options *o, ait_strategy s, const char *const *backends, size_t n,
                       log_capture *cap) {
@@ -165,6 +171,7 @@ static void fast_opts(ait_tune_options *o, ait_strategy s, const char *const *ba
   o->cv_target = 0;
   o->time_budget_s = 0.2;
   o->cache_dir = "";
+  o->mem_reading = &pinned_memory;
   memset(cap, 0, sizeof *cap);
   o->log = on_log;
   o->log_user = cap;
@@ -461,6 +468,20 @@ static void test_first_wins_order(void) {
   CHECK_CAND_ERROR(r, "t_slow", NULL);
   CHECK_STR(cand_status(r, "t_fast"), "selected");
   CHECK_STR(str_field(selection(r), "backend"), "t_fast");
+  /* the numeric check says which bound it applied and whether it held; a
+   * candidate that never ran has none */
+  const cJSON *vw = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_wrong"), "validation");
+  const cJSON *vf = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_fast"), "validation");
+  const cJSON *vb = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_broken"), "validation");
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(vw, "passed")));
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(vf, "passed")));
+  const cJSON *tol = cJSON_GetObjectItemCaseSensitive(vf, "tolerance");
+  CHECK_STR(str_field(tol, "precision"), "float32");
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tol, "elementwise")));
+  CHECK(num_field(tol, "rtol") == 1e-3 && num_field(tol, "atol") == 1e-4);
+  CHECK(cJSON_GetObjectItemCaseSensitive(vw, "tolerance") != NULL);
+  CHECK(!cJSON_GetObjectItemCaseSensitive(vb, "tolerance") &&
+        !cJSON_GetObjectItemCaseSensitive(vb, "passed"));
   /* the report keeps the given order */
   const cJSON *cands = cJSON_GetObjectItemCaseSensitive(r, "candidates");
   CHECK(cJSON_GetArraySize(cands) == 4);
@@ -810,8 +831,7 @@ static int check_budget_rule(const cJSON *r, double budget) {
 /* latency-budget: results over the budget are dropped, the highest remaining
  * throughput wins, its batch, latency and throughput are recorded. t_batchy
  * takes (10 + batch / 8) ms: batch 1 = 10.1 ms (99/s), 4 = 10.5 ms (381/s),
- * 512 = 74 ms (over 40 ms). Sleeps never end early, so the margins only have
- * to absorb a loaded machine's late wake-ups (about 30 ms here). */
+ * 512 = 74 ms (over 40 ms), on the virtual clock (test_backends.h). */
 static void test_latency_budget_picks_batch(void) {
   static const int batches[3] = {1, 4, 512};
   const char *b[] = {"t_batchy"};
@@ -873,11 +893,10 @@ static void test_latency_budget_none_fits(void) {
 
 /* latency-budget without batch sizes (docs/tuning.md): powers of two from 1;
  * the sweep stops after the first batch over the budget or the first gain in
- * throughput under 5%, and the best batch within the budget wins. Timing on
- * a loaded machine decides where it stops, so the test checks that the
- * decision agrees with the measurements the report records. Nominally
- * (t_batchy: 1 = 10.1 ms, 2 = 10.25 ms, ..., 128 = 26 ms, 256 = 42 ms) it
- * stops at 256 and picks 128. */
+ * throughput under 5%, and the best batch within the budget wins.
+ * The test checks that the decision agrees with the measurements the report
+ * records, and on the virtual clock (t_batchy: 1 = 10.1 ms, 2 = 10.25 ms,
+ * ..., 128 = 26 ms, 256 = 42 ms) that it stops at 256 and picks 128. */
 static void test_latency_budget_sweep(void) {
   const char *b[] = {"t_batchy"};
   const double budget = 40;
@@ -915,7 +934,8 @@ static void test_latency_budget_sweep(void) {
     prev = tp;
     want *= 2;
   }
-  check_budget_rule(r, budget);
+  /* on the virtual clock, exactly the nominal sweep */
+  CHECK(n == 9 && check_budget_rule(r, budget) == 128);
   cJSON_Delete(r);
   ait_module_free(m);
 }
@@ -923,8 +943,8 @@ static void test_latency_budget_sweep(void) {
 /* max-throughput without batch sizes (docs/tuning.md): the sweep also stops
  * once a run at the next size would take over half the time budget per size.
  * With a 50 ms budget that is a median over 12.5 ms: t_batchy's batch 32
- * (14 ms) nominally, earlier when a loaded machine wakes its sleeps late;
- * never the 1024 the 5% rule alone would reach. */
+ * (14 ms) on the virtual clock; never the 1024 the 5% rule alone would
+ * reach. */
 static void test_sweep_time_cap(void) {
   const char *b[] = {"t_batchy"};
   ait_tune_options o;
@@ -941,7 +961,7 @@ static void test_sweep_time_cap(void) {
   const cJSON *prof = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_batchy"), "profile"), *e;
   int n = cJSON_GetArraySize(prof), want = 1;
   double prev = 0;
-  CHECK(n >= 1 && n <= 6); /* stopped by batch 32 */
+  CHECK(n == 6); /* stopped at batch 32 (the virtual clock: nominal timings) */
   cJSON_ArrayForEach(e, prof) {
     double lat = num_field(e, "median_ms"), tp = num_field(e, "throughput");
     bool last = want == 1 << (n - 1), flat = want > 1 && tp<prev * 1.05, slow = lat * 2> 25;
@@ -1222,7 +1242,7 @@ static int cached_tune(const char *dir, ait_strategy strategy, double *secs, int
   if (!m) return -1;
   float x[2 * WIDTH];
   fill_input(x, 2, 7);
-  ait_tensor_view in = {AIT_FLOAT32, 2, {2, WIDTH}, x};
+  ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, WIDTH}, .data = x};
   CHECK_ERR(ait_module_add_sample(m, &in, 1), AIT_OK, NULL);
   int slow = tbk_counts_of("t_slow")->infer;
   double t0 = now_s();
@@ -1256,11 +1276,9 @@ static void test_cache(void) {
 
   int fc = cached_tune(dir, AIT_STRATEGY_MAX_THROUGHPUT, &secs, &slow);
   CHECK(fc == 1);
-  if (secs >= 1.0) {
-    fprintf(stderr, "cache: the cached tune took %.3f s, wanted < 1 s\n", secs);
-    check_failures++;
-  }
-  CHECK(slow == 0); /* nothing re-profiled */
+  /* nothing re-profiled (a count, not a wall-clock limit: on a loaded
+   * machine the clock says nothing about what ran) */
+  CHECK(slow == 0);
 
   found.n = 0;
   nftw(dir, find_decision, 16, FTW_PHYS);
@@ -1732,7 +1750,6 @@ static void test_cache_key(void) {
   log_capture cap;
   ait_tune_options base, o;
   fast_opts(&base, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
-  base.mem_reading = NULL;
   char k0[65], k1[65];
   ait_cache_key(m, &base, k0);
   for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
@@ -1820,7 +1837,13 @@ static void test_bad_options(void) {
   BAD((o.batch_sizes = zero_batch, o.n_batch_sizes = 1), "batch_sizes[0]");
   BAD((o.batch_sizes = NULL, o.n_batch_sizes = 3), "batch_sizes");
   BAD((o.backends = NULL, o.n_backends = 2), "backends");
+  BAD(o.io_mem = (ait_mem_kind)9, "io_mem: 9");
 #undef BAD
+  /* device-resident inputs: a backend of host memory only is no candidate,
+   * and the reference cannot take them either */
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.io_mem = AIT_MEM_CUDA;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_E_UNSUPPORTED, "t_fast takes host memory only");
   CHECK(!ait_module_backend(m) || !strcmp(ait_module_backend(m), "eager"));
   ait_module_free(m);
 }
@@ -1907,6 +1930,105 @@ static void test_spec_json_escapes(void) {
   free(text);
 }
 
+/* A symbolic dim's name is the model's text: a quote, a backslash and UTF-8
+ * in it survive tune -> save -> load -> infer (issue 24: `ba"ch` gave a
+ * report.json without graph_spec, and the folder failed to load). */
+static void test_quoted_dim_round_trip(void) {
+  static const char *const names[] = {"ba\"ch", "back\\slash", "d\xc3\xa9j\xc3\xa0 \xe2\x86\x92 n"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    char tmp[64], path[128], dir[128];
+    if (!new_temp_dir(tmp, sizeof tmp)) {
+      CHECK(!"mkdtemp");
+      return;
+    }
+    snprintf(path, sizeof path, "%s/m.onnx", tmp);
+    snprintf(dir, sizeof dir, "%s/tuned", tmp);
+    static const int64_t dx[2] = {-1, WIDTH}, dz[1] = {WIDTH};
+    static const float zero[WIDTH] = {0};
+    tb_model *tb = tb_new(13);
+    tb_dim_name(tb, names[k]);
+    tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+    tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+    tb_init_f32(tb, "zero", 1, dz, zero);
+    tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"a", NULL});
+    tb_node(tb, "Add", "add", (const char *[]){"a", "zero", NULL}, (const char *[]){"y", NULL});
+    size_t size;
+    uint8_t *buf = tb_pack(tb, &size);
+    tb_free(tb);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, size, f) == size);
+    if (f) fclose(f);
+    free(buf);
+    const char *b[] = {"t_fast"};
+    ait_tune_options o;
+    log_capture cap;
+    fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+    ait_module *m = NULL, *l = NULL;
+    CHECK_ERR(ait_module_create(path, NULL, &m), AIT_OK, NULL);
+    if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    if (m) CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+    ait_module_free(m);
+    CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), AIT_OK, NULL);
+    if (l) {
+      CHECK_STR(ait_module_backend(l), "t_fast");
+      check_infer(l, 3, 2, NULL);
+      cJSON *r = report_of(l);
+      const cJSON *ax =
+          cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                 cJSON_GetObjectItemCaseSensitive(r, "graph_spec"), "axes"),
+                             0);
+      CHECK_STR(str_field(ax, "name"), names[k]);
+      cJSON_Delete(r);
+      ait_module_free(l);
+    }
+    rm_tree(tmp);
+  }
+}
+
+/* The report's cosine is over float outputs only: an integer output before
+ * the float one (a Shape here) used to leave min_cosine at 0 for a
+ * candidate that passed; with no float output it is null. */
+static void test_cosine_after_int_output(void) {
+  char tmp[64], path[128];
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/m.onnx", tmp);
+  static const int64_t dx[2] = {-1, WIDTH}, ds[1] = {2};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "s", AIT_INT64, 1, ds);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+  tb_node(tb, "Shape", "shape", (const char *[]){"x", NULL}, (const char *[]){"s", NULL});
+  tb_node(tb, "Relu", "relu", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+  size_t size;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(buf, 1, size, f) == size);
+  if (f) fclose(f);
+  free(buf);
+  const char *b[] = {"t_slow"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  o.perf_validation = 0;
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(path, NULL, &m), AIT_OK, NULL);
+  if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  cJSON *r = m ? report_of(m) : NULL;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_slow"), "validation");
+  CHECK_STR(cand_status(r, "t_slow"), "selected");
+  CHECK(num_field(v, "min_cosine") > 0.9999);
+  /* the decision's figures are in the report beside the medians */
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(candidate(r, "t_slow"), "decided");
+  CHECK(cJSON_IsObject(d) && num_field(d, "ms") > 0 && num_field(d, "throughput") > 0);
+  cJSON_Delete(r);
+  ait_module_free(m);
+  rm_tree(tmp);
+}
+
 /* Calls through ait_module_infer before tuning become the samples. */
 static void test_samples_from_infer(void) {
   const char *b[] = {"t_fast"};
@@ -1990,12 +2112,10 @@ typedef struct spin_ctx {
   double ms;
 } spin_ctx;
 
-static ait_status spin_run(void *p) {
+static ait_status spin_run(void *p) { /* on the virtual clock (tbk_virtual_time) */
   spin_ctx *c = p;
   c->calls++;
-  double t0 = ait_now();
-  while ((ait_now() - t0) * 1e3 < c->ms) {
-  }
+  tbk_advance_us(c->ms * 1e3);
   return AIT_OK;
 }
 
@@ -2009,14 +2129,14 @@ static void test_profile_caps(void) {
   spin_ctx c = {0, 3.0};
   ait_latency_stats s;
   CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
-  CHECK(s.runs == 1 && c.calls >= 2 && c.calls <= 3);
+  CHECK(s.runs == 1 && c.calls == 3);
   c.calls = 0;
   o.warmup = 1;
   o.min_runs = 10;
   o.time_budget_s = 0.02; /* give up once 5 ms are spent: after 2 runs */
   o.give_up_ms = 1.0;     /* every run takes 3 ms */
   CHECK(ait_profile(spin_run, &c, 1, &o, &s) == AIT_OK);
-  CHECK(s.runs == 2 && c.calls == 3 && s.min_ms >= 3.0);
+  CHECK(s.runs == 2 && c.calls == 3 && s.min_ms > 2.999); /* 3 ms, read through doubles */
 }
 
 static const test_case tests[] = {
@@ -2062,10 +2182,15 @@ static const test_case tests[] = {
     {"bad_options", test_bad_options},
     {"history_range", test_history_range},
     {"spec_json_escapes", test_spec_json_escapes},
+    {"quoted_dim_round_trip", test_quoted_dim_round_trip},
+    {"cosine_after_int_output", test_cosine_after_int_output},
 };
 
 int main(void) {
   CHECK_ERR(tbk_register_all(), AIT_OK, NULL);
+  /* every timing the tuner sees is a fixed cost per run (test_backends.h):
+   * the tests pass the same way on a loaded machine */
+  tbk_virtual_time(true);
   if (write_model() != 0) {
     fprintf(stderr, "test_tune: cannot write the model to a temporary folder\n");
     return 1;

@@ -152,7 +152,7 @@ static void test_missing_required_input(void) {
       st = ait_session_create(m, "eager", &s);
       if (st == AIT_OK) {
         float x[6] = {0};
-        ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x};
+        ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x};
         CHECK_ERR(ait_session_run(s, &in, 1), AIT_E_INVALID_MODEL, "required input 0");
         if (!strstr(ait_last_error(), ops[o])) {
           fprintf(stderr, "op %s: message does not name the node: %s\n", ops[o], ait_last_error());
@@ -352,7 +352,8 @@ static void test_messages(void) {
   CHECK_ERR(ait_session_create(m, "eager", &s), AIT_OK, NULL);
   CHECK_ERR(ait_session_run(s, NULL, 2), AIT_E_INVALID_ARG, "inputs is NULL");
   float x[6] = {0};
-  ait_tensor_view in[2] = {{AIT_FLOAT32, 2, {2, 3}, x}, {AIT_FLOAT32, 2, {2, 3}, NULL}};
+  ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x},
+                           {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = NULL}};
   CHECK_ERR(ait_session_run(s, in, 2), AIT_E_INVALID_ARG, "input 1 ('b'): data is NULL");
   ait_session_free(s);
   ait_model_free(m);
@@ -473,7 +474,7 @@ static void test_fuzz_seeds(const char *model_arg) {
           ait_tensor_info info;
           ok = ait_model_input(m, i, &info) == AIT_OK && info.rank >= 0;
           int64_t numel = 1;
-          in[i] = (ait_tensor_view){info.dtype, info.rank, {0}, zeros};
+          in[i] = (ait_tensor_view){.dtype = info.dtype, .rank = info.rank, .data = zeros};
           for (int r = 0; ok && r < info.rank; r++) {
             in[i].dims[r] = info.dims[r] < 0 ? 1 : info.dims[r];
             numel *= in[i].dims[r];

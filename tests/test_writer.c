@@ -34,7 +34,8 @@ static void roundtrip(const char *path) {
     snprintf(file, sizeof file, "%s/test_data_set_0/input_%zu.pb", dir, i);
     CHECK_ERR(ait_tensor_file_read(file, &ins[i], NULL), AIT_OK, NULL);
     if (!ins[i]) return;
-    views[i] = (ait_tensor_view){ins[i]->dtype, ins[i]->rank, {0}, ins[i]->data};
+    views[i] =
+        (ait_tensor_view){.dtype = ins[i]->dtype, .rank = ins[i]->rank, .data = ins[i]->data};
     memcpy(views[i].dims, ins[i]->dims, sizeof views[i].dims);
   }
   ait_session *sa = NULL, *sb = NULL;

@@ -54,6 +54,13 @@ void ait_model_free(ait_model *m) {
   free(m);
 }
 
+const char *ait_model_metadata(const ait_model *m, const char *key) {
+  if (!m || !key) return NULL;
+  for (int i = m->meta.n_props - 1; i >= 0; i--)
+    if (!strcmp(m->meta.prop_keys[i], key)) return m->meta.prop_values[i];
+  return NULL;
+}
+
 size_t ait_model_num_inputs(const ait_model *m) { return m ? (size_t)m->graph->n_inputs : 0; }
 size_t ait_model_num_outputs(const ait_model *m) { return m ? (size_t)m->graph->n_outputs : 0; }
 

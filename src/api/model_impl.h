@@ -3,6 +3,7 @@
 #define AIT_API_MODEL_IMPL_H
 
 #include "aitune.h"
+#include "api/devio.h"
 #include "backends/backend.h"
 #include "backends/partition.h"
 #include "ir/graph.h"
@@ -20,6 +21,7 @@ struct ait_session {
   ait_runner run;         /* the built backend (whole graph or partitioned), owned */
   ait_tensor **outputs;   /* last run's outputs, owned */
   int n_outputs;
+  ait_api_io io; /* device memory and bound outputs (devio.h) */
 };
 
 /* Check caller input i against its declaration: dtype, rank, every dim the

@@ -31,8 +31,10 @@ int ait_strategy_parse(const char *name) {
   return -1;
 }
 
-void ait_tune_options_init(ait_tune_options *o) {
+/* This library's defaults, in a struct of its own size. */
+static void tune_defaults(ait_tune_options *o) {
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->strategy = AIT_STRATEGY_MAX_THROUGHPUT;
   o->min_speedup_ratio = 0.01;
   o->perf_validation = 1;
@@ -43,6 +45,101 @@ void ait_tune_options_init(ait_tune_options *o) {
   o->time_budget_s = 2.0;
   o->runoff_rounds = 7;
   o->use_decision_cache = 1;
+}
+
+/* ---- the options' size (ait_tune_options.struct_size) ----------------------
+ * Every field, in order: a struct_size must not end inside one. */
+#define FIELD(f)                                                                                   \
+  { #f, offsetof(ait_tune_options, f), sizeof(((ait_tune_options *)0)->f) }
+static const struct {
+  const char *name;
+  size_t off, size;
+} option_fields[] = {
+    FIELD(struct_size),
+    FIELD(strategy),
+    FIELD(backends),
+    FIELD(n_backends),
+    FIELD(batch_sizes),
+    FIELD(n_batch_sizes),
+    FIELD(latency_budget_ms),
+    FIELD(min_speedup_ratio),
+    FIELD(perf_validation),
+    FIELD(rtol),
+    FIELD(atol),
+    FIELD(min_cosine),
+    FIELD(min_top1),
+    FIELD(precision),
+    FIELD(warmup),
+    FIELD(min_runs),
+    FIELD(max_runs),
+    FIELD(cv_target),
+    FIELD(time_budget_s),
+    FIELD(cache_dir),
+    FIELD(use_decision_cache),
+    FIELD(log),
+    FIELD(log_user),
+    FIELD(node_filter),
+    FIELD(node_filter_user),
+    FIELD(mem_reading),
+    FIELD(runoff_rounds),
+    FIELD(io_mem),
+};
+#undef FIELD
+
+/* A struct_size larger than this is not a size (a struct that was never
+ * initialised): refused before reading past the library's fields. */
+#define MAX_OPTIONS_SIZE 4096
+
+/* AIT_OK when size can be an ait_tune_options' struct_size; else why not. */
+static ait_status check_options_size(size_t size) {
+  if (size == 0)
+    return ait_err(AIT_E_INVALID_ARG, "ait_tune_options.struct_size is 0: fill the options with "
+                                      "ait_tune_options_init() first");
+  if (size < sizeof(size_t) || size > MAX_OPTIONS_SIZE)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "ait_tune_options.struct_size %zu is not the size of tuning options (this "
+                   "library's are %zu bytes): fill them with ait_tune_options_init()",
+                   size, sizeof(ait_tune_options));
+  for (size_t i = 0; i < sizeof option_fields / sizeof option_fields[0]; i++)
+    if (size > option_fields[i].off && size < option_fields[i].off + option_fields[i].size)
+      return ait_err(AIT_E_INVALID_ARG,
+                     "ait_tune_options.struct_size %zu ends inside field %s (bytes %zu..%zu): "
+                     "fill the options with ait_tune_options_init()",
+                     size, option_fields[i].name, option_fields[i].off,
+                     option_fields[i].off + option_fields[i].size - 1);
+  return AIT_OK;
+}
+
+ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
+  if (!o) return ait_err(AIT_E_INVALID_ARG, "ait_tune_options_init: the options are NULL");
+  AIT_TRY(check_options_size(struct_size));
+  ait_tune_options d;
+  tune_defaults(&d);
+  d.struct_size = struct_size;
+  memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
+  if (struct_size > sizeof d) memset((char *)o + sizeof d, 0, struct_size - sizeof d);
+  return AIT_OK;
+}
+
+void(ait_tune_options_init)(ait_tune_options *o) { (void)ait_tune_options_init_size(o, sizeof *o); }
+
+/* The caller's options in this library's struct: the fields within their
+ * struct_size, the defaults past it. */
+static ait_status take_options(const ait_tune_options *in, ait_tune_options *o) {
+  tune_defaults(o);
+  if (!in) return AIT_OK;
+  size_t size = in->struct_size;
+  AIT_TRY(check_options_size(size));
+  for (size_t i = sizeof *o; i < size; i++) /* fields of a newer header than ours */
+    if (((const unsigned char *)in)[i])
+      return ait_err(AIT_E_INVALID_ARG,
+                     "ait_tune_options: struct_size is %zu, this library's options are %zu "
+                     "bytes, and byte %zu is set: the caller was built against a newer aitune.h "
+                     "than this library (%s) knows",
+                     size, sizeof *o, i, AIT_VERSION_STRING);
+  memcpy(o, in, size < sizeof *o ? size : sizeof *o);
+  o->struct_size = sizeof *o;
+  return AIT_OK;
 }
 
 void ait_free(void *p) { free(p); }
@@ -95,6 +192,38 @@ ait_status ait_module_create(const char *path, const char *name, ait_module **ou
   return st;
 }
 
+ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
+                                    const char *name, ait_module **out) {
+  if (!data || !out)
+    return ait_err(AIT_E_INVALID_ARG, "ait_module_create_buffer: data and out are required");
+  *out = NULL;
+  ait_module *m = calloc(1, sizeof *m);
+  if (!m) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_model_load_buffer(data, size, base_dir, &m->model);
+  if (st) {
+    free(m);
+    return ait_err_prefix(st, "model bytes");
+  }
+  /* the module keeps the bytes: saving writes them as the folder's model */
+  m->model_bytes = malloc(size ? size : 1);
+  m->name = strdup(name ? name : "model");
+  if (!m->model_bytes || !m->name) {
+    ait_module_free(m);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  memcpy(m->model_bytes, data, size);
+  m->model_size = size;
+  ait_sha256_hex(data, size, m->model_sha);
+  ait_backend_config_parse("eager", &m->cfg);
+  snprintf(m->desc, sizeof m->desc, "eager");
+  *out = m;
+  return AIT_OK;
+}
+
+const char *ait_module_source(const ait_module *m) {
+  return m->model_path ? m->model_path : "(memory)";
+}
+
 static void clear_outputs(ait_module *m) {
   for (int i = 0; i < m->n_outputs; i++)
     ait_tensor_free(m->outputs[i]);
@@ -120,6 +249,8 @@ void ait_module_free(ait_module *m) {
   free(m->report_json);
   free(m->name);
   free(m->model_path);
+  ait_api_io_free(&m->io);
+  free(m->model_bytes);
   free(m);
 }
 
@@ -136,7 +267,7 @@ static ait_status wrap_inputs(const ait_module *m, const ait_tensor_view *in, si
     return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n);
   for (size_t i = 0; i < n; i++) {
     AIT_TRY(ait_api_check_input(&g->values[g->inputs[i]], &in[i], i));
-    if (!(wrapped[i] = ait_tensor_wrap(in[i].dtype, in[i].rank, in[i].dims, in[i].data)))
+    if (!(wrapped[i] = ait_api_wrap_view(&in[i])))
       return ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
   return AIT_OK;
@@ -162,6 +293,12 @@ ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, s
   ait_tensor *w[64] = {0};
   if (n > 64) return ait_err(AIT_E_UNSUPPORTED, "at most 64 inputs");
   ait_status st = wrap_inputs(m, inputs, n, w);
+  for (size_t i = 0; !st && i < n; i++)
+    if (inputs[i].mem != AIT_MEM_HOST)
+      st = ait_err(AIT_E_UNSUPPORTED,
+                   "sample input %zu is in device memory: samples are host "
+                   "tensors (copy it to the host first)",
+                   i);
   if (!st) st = record_sample(m, w, (int)n);
   for (size_t i = 0; i < n; i++)
     ait_tensor_free(w[i]);
@@ -196,14 +333,28 @@ ait_status ait_module_infer(ait_module *m, const ait_tensor_view *inputs, size_t
   ait_status st = wrap_inputs(m, inputs, n, w);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
   if (!outs && !st) st = ait_err(AIT_E_NOMEM, "out of memory");
+  bool on_host = true;
+  for (size_t i = 0; i < n; i++)
+    on_host = on_host && inputs[i].mem == AIT_MEM_HOST;
   if (!st && !m->tuned) {
     /* before tuning: the reference runs, and the call becomes a sample */
-    st = ait_eager_run(g, (const ait_tensor *const *)w, (int)n, outs);
+    if (!on_host || m->io.out_mem != AIT_MEM_HOST || m->io.stream)
+      st = ait_err(AIT_E_UNSUPPORTED,
+                   "module '%s' is not tuned: before tuning it runs the "
+                   "reference, which takes host memory only",
+                   m->name);
+    if (!st) st = ait_eager_run(g, (const ait_tensor *const *)w, (int)n, outs);
     if (!st) st = record_sample(m, w, (int)n);
   } else if (!st) {
     check_range(m, w);
-    st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)w, (int)n, outs);
-    if (st && m->warned_range) {
+    st = ait_api_io_begin(&m->io, m->run.iface, m->run.state, m->desc, inputs, n);
+    if (!st) st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)w, (int)n, outs);
+    if (!st && (st = ait_api_io_finish(&m->io, m->run.iface, outs, g->n_outputs)))
+      for (int k = 0; k < g->n_outputs; k++) {
+        ait_tensor_free(outs[k]);
+        outs[k] = NULL;
+      }
+    if (st && m->warned_range && on_host && m->io.out_mem == AIT_MEM_HOST && !m->io.bound) {
       /* the selected backend cannot take this shape: the reference can */
       ait_module_logf(m, 1, "%s failed on this input (%s); running it on eager", m->desc,
                       ait_last_error());
@@ -231,6 +382,18 @@ ait_status ait_module_output(const ait_module *m, size_t i, ait_tensor_view *out
   return ait_api_output_view(m->outputs, m->n_outputs, i, "module", out);
 }
 
+ait_status ait_module_set_output_mem(ait_module *m, ait_mem_kind mem) {
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_api_io_set_out_mem(&m->io, m->run.iface ? m->run.iface : ait_backend_find("eager"),
+                                m->desc, mem);
+}
+
+ait_status ait_module_set_cuda_stream(ait_module *m, void *stream) {
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_api_io_set_stream(&m->io, m->run.iface ? m->run.iface : ait_backend_find("eager"),
+                               m->desc, stream);
+}
+
 void ait_module_set_log(ait_module *m, ait_log_fn log, void *user) {
   if (!m) return;
   m->log = log;
@@ -238,6 +401,46 @@ void ait_module_set_log(ait_module *m, ait_log_fn log, void *user) {
 }
 
 const char *ait_module_backend(const ait_module *m) { return m ? m->desc : ""; }
+int ait_module_batch_size(const ait_module *m) { return m && m->tuned ? m->batch : 0; }
+
+ait_status ait_module_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
+                                     int64_t opt, int64_t max) {
+  if (!m || !input) return ait_err(AIT_E_INVALID_ARG, "module and input are required");
+  const ait_graph *g = m->model->graph;
+  int i = 0;
+  while (i < g->n_inputs && strcmp(g->values[g->inputs[i]].name, input))
+    i++;
+  if (i == g->n_inputs) return ait_err(AIT_E_NOT_FOUND, "the model has no input '%s'", input);
+  const ait_value *v = &g->values[g->inputs[i]];
+  if (axis < 0 || axis >= v->rank)
+    return ait_err(AIT_E_INVALID_ARG, "input '%s' has rank %d: no axis %d", input, v->rank, axis);
+  if (v->dims[axis].v >= 0)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "input '%s' axis %d is fixed at %lld in the model: only a symbolic or unknown "
+                   "axis can be given a range",
+                   input, axis, (long long)v->dims[axis].v);
+  if (!(min >= 1 && min <= opt && opt <= max && max <= AIT_MAX_AXIS_SIZE))
+    return ait_err(AIT_E_INVALID_ARG,
+                   "input '%s' axis %d: range min %lld, opt %lld, max %lld is not 1 <= min <= opt "
+                   "<= max <= %lld",
+                   input, axis, (long long)min, (long long)opt, (long long)max,
+                   (long long)AIT_MAX_AXIS_SIZE);
+  int k = 0;
+  while (k < m->n_axis_ranges && !(m->axis_ranges[k].input == i && m->axis_ranges[k].axis == axis))
+    k++;
+  if (k == AIT_MAX_AXES)
+    return ait_err(AIT_E_UNSUPPORTED, "at most %d axis ranges per module", AIT_MAX_AXES);
+  ait_axis *a = &m->axis_ranges[k];
+  memset(a, 0, sizeof *a);
+  a->input = i;
+  a->axis = axis;
+  snprintf(a->sym, sizeof a->sym, "%s", v->dims[axis].sym ? v->dims[axis].sym : "");
+  a->min = min;
+  a->opt = opt;
+  a->max = max;
+  if (k == m->n_axis_ranges) m->n_axis_ranges++;
+  return AIT_OK;
+}
 const ait_model *ait_module_model(const ait_module *m) { return m ? m->model : NULL; }
 
 ait_status ait_module_report_json(const ait_module *m, char **json) {
@@ -320,16 +523,19 @@ static const key_row key_rows[] = {
     ROW(K_FILTER, node_filter), /* with node_filter_user */
     ROW(K_MEMORY, mem_reading), /* the pressure level it gives (or the machine's now) */
     ROW(K_INT, runoff_rounds),
+    ROW(K_ENUM, io_mem),
 };
 #undef ROW
 
-/* Not in the key, as they cannot change a decision: n_backends and
- * n_batch_sizes (read with their lists), node_filter_user (with node_filter),
- * cache_dir, use_decision_cache, log, log_user. */
+/* Not in the key, as they cannot change a decision: struct_size,
+ * n_backends and n_batch_sizes (read with their lists), node_filter_user
+ * (with node_filter), cache_dir, use_decision_cache, log, log_user. */
 /* ait_tune_options grew or shrank: put the new option in key_rows (or, if it
- * cannot change a decision, in the list above) and update the size */
+ * cannot change a decision, in the list above) and in option_fields, and
+ * update the size */
 #if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
-_Static_assert(sizeof(ait_tune_options) == 200, "a new tuning option: add it to key_rows");
+_Static_assert(sizeof(ait_tune_options) == 208,
+               "a new tuning option: add it to key_rows and option_fields");
 #endif
 
 static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...)
@@ -484,6 +690,9 @@ static ait_status check_options(const ait_tune_options *o) {
       return ait_err(AIT_E_INVALID_ARG, "%s: %g is out of range [%g, %g]", r->name, v, r->lo,
                      r->hi);
   }
+  if (o->io_mem != AIT_MEM_HOST && o->io_mem != AIT_MEM_CUDA)
+    return ait_err(AIT_E_INVALID_ARG,
+                   "io_mem: %d is not a memory kind (AIT_MEM_HOST, AIT_MEM_CUDA)", (int)o->io_mem);
   if (o->max_runs < o->min_runs)
     return ait_err(AIT_E_INVALID_ARG, "max_runs (%d) must be >= min_runs (%d)", o->max_runs,
                    o->min_runs);
@@ -529,10 +738,7 @@ static void adopt(ait_module *m, ait_module *e) {
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
   ait_tune_options o;
-  if (opts)
-    o = *opts;
-  else
-    ait_tune_options_init(&o);
+  AIT_TRY(take_options(opts, &o));
   AIT_TRY(check_options(&o));
   ait_log_fn saved_log = m->log;
   void *saved_user = m->log_user;
@@ -547,6 +753,9 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
     m->n_samples = 1;
   }
   ait_spec_detect(m->model->graph, m->samples, m->n_samples, &m->spec);
+  if ((st = ait_spec_apply_ranges(m->model->graph, m->samples, m->n_samples, m->axis_ranges,
+                                  m->n_axis_ranges, &m->spec)) != AIT_OK)
+    goto out;
   char root[4096], key[65], entry[4200];
   ait_cache_root(&o, root, sizeof root);
   bool use_cache = root[0] && o.use_decision_cache;

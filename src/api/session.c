@@ -49,6 +49,7 @@ void ait_session_free(ait_session *s) {
   if (!s) return;
   clear_outputs(s);
   ait_runner_destroy(&s->run);
+  ait_api_io_free(&s->io);
   free(s);
 }
 
@@ -93,12 +94,16 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
   if (!wrapped || !outs) st = ait_err(AIT_E_NOMEM, "out of memory");
   for (size_t i = 0; !st && i < n_inputs; i++) {
     st = ait_api_check_input(&g->values[g->inputs[i]], &inputs[i], i);
-    if (!st && !(wrapped[i] = ait_tensor_wrap(inputs[i].dtype, inputs[i].rank, inputs[i].dims,
-                                              inputs[i].data)))
+    if (!st && !(wrapped[i] = ait_api_wrap_view(&inputs[i])))
       st = ait_err_prefix(AIT_E_INVALID_ARG, "input %zu", i);
   }
   if (!st)
+    st = ait_api_io_begin(&s->io, s->run.iface, s->run.state, s->cfg.iface->name, inputs, n_inputs);
+  if (!st)
     st = s->run.iface->infer(s->run.state, (const ait_tensor *const *)wrapped, (int)n_inputs, outs);
+  if (!st && (st = ait_api_io_finish(&s->io, s->run.iface, outs, g->n_outputs)))
+    for (int k = 0; k < g->n_outputs; k++)
+      ait_tensor_free(outs[k]);
   for (size_t i = 0; wrapped && i < n_inputs; i++)
     ait_tensor_free(wrapped[i]);
   free(wrapped);
@@ -126,7 +131,9 @@ ait_status ait_session_run_values(ait_session *s, const ait_tensor *const *input
       return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): expected a %s", i, decl->name,
                      decl->type == AIT_VT_SEQUENCE ? "sequence" : "tensor");
     if (t->kind == AIT_KIND_TENSOR && decl->type == AIT_VT_TENSOR) {
-      ait_tensor_view v = {t->dtype, t->rank, {0}, t->data};
+      ait_tensor_view v;
+      memset(&v, 0, sizeof v); /* host memory */
+      v.dtype = t->dtype, v.rank = t->rank, v.data = t->data;
       memcpy(v.dims, t->dims, sizeof v.dims);
       AIT_TRY(ait_api_check_input(decl, &v, i));
     }
@@ -156,10 +163,28 @@ ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const c
   out->rank = t->rank;
   memcpy(out->dims, t->dims, sizeof out->dims);
   out->data = t->data;
+  out->mem = t->mem;
+  out->device = t->device;
   return AIT_OK;
 }
 
 ait_status ait_session_output(const ait_session *s, size_t i, ait_tensor_view *out) {
   if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
   return ait_api_output_view(s->outputs, s->n_outputs, i, "session", out);
+}
+
+ait_status ait_session_set_output_mem(ait_session *s, ait_mem_kind mem) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
+  return ait_api_io_set_out_mem(&s->io, s->run.iface, s->cfg.iface->name, mem);
+}
+
+ait_status ait_session_bind_output(ait_session *s, size_t i, const ait_tensor_view *buf) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
+  return ait_api_io_bind(&s->io, s->run.iface, s->cfg.iface->name, s->model->graph->n_outputs, i,
+                         buf);
+}
+
+ait_status ait_session_set_cuda_stream(ait_session *s, void *stream) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
+  return ait_api_io_set_stream(&s->io, s->run.iface, s->cfg.iface->name, stream);
 }

@@ -65,6 +65,19 @@ typedef struct ait_build_info {
   void *node_filter_user;
 } ait_build_info;
 
+/* Where a session wants a state's inputs read from and outputs put (the
+ * public "device memory" API, include/aitune.h). Only backends with set_io
+ * see it; the others get host tensors and return host tensors. */
+typedef struct ait_backend_io {
+  ait_mem_kind out_mem; /* where outputs go when not bound */
+  /* bound[k] with data != NULL: write output k there (its dtype and dims
+   * are what the output must have), borrowed; n_bound entries (may be 0) */
+  const ait_tensor_view *bound;
+  int n_bound;
+  void *stream;     /* the caller's cudaStream_t to order runs after; NULL: none */
+  bool time_device; /* record the device time of each run (last_device_ms) */
+} ait_backend_io;
+
 typedef struct ait_backend_iface {
   const char *name;
   const char *summary;
@@ -120,6 +133,14 @@ typedef struct ait_backend_iface {
    * option at its default: the same code, whose timings differ only by
    * noise. */
   const char *(*unused_option)(void *state, char *why, size_t n);
+  /* Optional (backends that take device memory): how the next infers read
+   * inputs (in[i]->mem says where each lives) and place outputs; io is
+   * copied. NULL: host memory only, and the session refuses device views. */
+  ait_status (*set_io)(void *state, const ait_backend_io *io);
+  /* Optional: milliseconds the device spent on the last infer (from the
+   * first input read to the last output write, without host transfers),
+   * after set_io with time_device; negative when not measured. */
+  double (*last_device_ms)(void *state);
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */
@@ -131,6 +152,11 @@ const ait_backend_iface *ait_backend_find(const char *name);
 /* Add a backend at run time (tests register deliberately broken ones).
  * The iface must outlive the process. Not thread-safe: call before tuning. */
 ait_status ait_backend_register(const ait_backend_iface *iface);
+/* Put iface in the place of the backend of the same name (test_cuda: the
+ * cuda backend linked into the test instead of its plugin). The iface must
+ * outlive the process. Not thread-safe: call before tuning. AIT_E_NOT_FOUND
+ * when no backend has that name. */
+ait_status ait_backend_replace(const ait_backend_iface *iface);
 
 /* ---- configurations ------------------------------------------------------- */
 
@@ -145,8 +171,10 @@ int64_t ait_backend_config_int(const ait_backend_config *cfg, const char *key, i
 const char *ait_backend_describe(const ait_backend_config *cfg, char *buf, size_t n);
 /* "native-1a2b3c4d": the name plus a hash of the full configuration. */
 const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n);
-/* {"backend":"native","options":{"threads":"2"}} (explicit options only). */
-const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n);
+/* {"backend":"native","options":{"threads":"2"}} (non-default options only)
+ * as a new cJSON object the caller deletes; NULL when out of memory. */
+struct cJSON;
+struct cJSON *ait_backend_config_cjson(const ait_backend_config *cfg);
 /* The reverse: a configuration from that JSON text (options validated as by
  * ait_backend_config_parse). AIT_E_PARSE naming the problem otherwise. */
 ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg);

@@ -1,9 +1,11 @@
 /* The backend table and backend configurations ("native:threads=2"). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/plugin/plugin.h"
 
 #include "core/error.h"
 #include <cjson/cJSON.h>
@@ -12,25 +14,49 @@ extern const ait_backend_iface ait_backend_eager;
 extern const ait_backend_iface ait_backend_native;
 extern const ait_backend_iface ait_backend_onednn;
 extern const ait_backend_iface ait_backend_xnnpack;
-extern const ait_backend_iface ait_backend_cuda;
 extern const ait_backend_iface ait_backend_quant;
 extern const ait_backend_iface ait_backend_openvino;
 
 /* Built-ins in preference order (first-wins tries them in this order when
- * the user names none: the GPU first); tests may append more at run time. */
-static const ait_backend_iface *table[32] = {
-    &ait_backend_eager,   &ait_backend_cuda,  &ait_backend_native,  &ait_backend_onednn,
-    &ait_backend_xnnpack, &ait_backend_quant, &ait_backend_openvino};
+ * the user names none: the GPU first); tests may append more at run time.
+ * The cuda row is filled on first use: its plugin is loaded then
+ * (plugin/cuda_row.c). */
+#define CUDA_ROW 1
+static const ait_backend_iface *table[32] = {&ait_backend_eager,   NULL,
+                                             &ait_backend_native,  &ait_backend_onednn,
+                                             &ait_backend_xnnpack, &ait_backend_quant,
+                                             &ait_backend_openvino};
 static int n_table = 7;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-int ait_backend_count(void) { return n_table; }
+static void table_fill(void) { table[CUDA_ROW] = ait_cuda_backend(); }
+#define TABLE_READY() pthread_once(&table_once, table_fill)
 
-const ait_backend_iface *ait_backend_at(int i) { return i >= 0 && i < n_table ? table[i] : NULL; }
+int ait_backend_count(void) {
+  TABLE_READY();
+  return n_table;
+}
+
+const ait_backend_iface *ait_backend_at(int i) {
+  TABLE_READY();
+  return i >= 0 && i < n_table ? table[i] : NULL;
+}
 
 const ait_backend_iface *ait_backend_find(const char *name) {
+  TABLE_READY();
   for (int i = 0; i < n_table; i++)
     if (!strcmp(table[i]->name, name)) return table[i];
   return NULL;
+}
+
+ait_status ait_backend_replace(const ait_backend_iface *iface) {
+  TABLE_READY();
+  for (int i = 0; i < n_table; i++)
+    if (!strcmp(table[i]->name, iface->name)) {
+      table[i] = iface;
+      return AIT_OK;
+    }
+  return ait_err(AIT_E_NOT_FOUND, "no backend named '%s' to replace", iface->name);
 }
 
 ait_status ait_backend_register(const ait_backend_iface *iface) {
@@ -212,15 +238,22 @@ const char *ait_backend_key(const ait_backend_config *cfg, char *buf, size_t n) 
   return buf;
 }
 
-const char *ait_backend_config_json(const ait_backend_config *cfg, char *buf, size_t n) {
+cJSON *ait_backend_config_cjson(const ait_backend_config *cfg) {
   int idx[AIT_MAX_OPTS];
   int k = non_default(cfg, idx);
-  size_t at = (size_t)snprintf(buf, n, "{\"backend\":\"%s\",\"options\":{", cfg->iface->name);
-  for (int i = 0; i < k && at < n; i++)
-    at += (size_t)snprintf(buf + at, n - at, "%s\"%s\":\"%s\"", i ? "," : "", cfg->keys[idx[i]],
-                           cfg->vals[idx[i]]);
-  if (at < n) snprintf(buf + at, n - at, "}}");
-  return buf;
+  cJSON *j = cJSON_CreateObject();
+  cJSON *opts = j && cJSON_AddStringToObject(j, "backend", cfg->iface->name)
+                    ? cJSON_AddObjectToObject(j, "options")
+                    : NULL;
+  bool ok = opts != NULL;
+  /* through cJSON: a value is the user's text (a config path may hold quotes) */
+  for (int i = 0; ok && i < k; i++)
+    ok = cJSON_AddStringToObject(opts, cfg->keys[idx[i]], cfg->vals[idx[i]]) != NULL;
+  if (!ok) {
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
 }
 
 ait_status ait_backend_config_from_json(const char *json, ait_backend_config *cfg) {

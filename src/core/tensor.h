@@ -28,6 +28,10 @@ typedef struct ait_tensor {
   int64_t dims[AIT_MAX_RANK];
   void *data;                /* numel * elem size bytes; NULL when numel == 0 is fine */
   bool owns;                 /* data is freed with the tensor */
+  ait_mem_kind mem;          /* where data lives: host, or a CUDA device (session
+                                inputs and outputs of backends that take device
+                                memory; never owned then) */
+  int device;                /* CUDA device ordinal when mem is AIT_MEM_CUDA */
   struct ait_tensor **items; /* sequences only; owned */
   int n_items;
 } ait_tensor;

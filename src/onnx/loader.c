@@ -300,7 +300,34 @@ static ait_status resolve_ops(ait_graph *g, op_memo *memo) {
 void ait_onnx_meta_clear(ait_onnx_meta *meta) {
   free(meta->producer);
   free(meta->producer_version);
+  for (int i = 0; i < meta->n_props; i++) {
+    free(meta->prop_keys[i]);
+    free(meta->prop_values[i]);
+  }
+  free(meta->prop_keys);
+  free(meta->prop_values);
   memset(meta, 0, sizeof *meta);
+}
+
+/* ModelProto.metadata_props into meta (entries without a key are skipped). */
+static ait_status read_props(const Onnx__ModelProto *mp, ait_onnx_meta *meta) {
+  size_t n = mp->n_metadata_props;
+  if (n > AIT_MAX_METADATA_PROPS)
+    return ait_err(AIT_E_UNSUPPORTED, "model has %zu metadata_props entries, at most %d read", n,
+                   AIT_MAX_METADATA_PROPS);
+  meta->prop_keys = calloc(n + 1, sizeof *meta->prop_keys);
+  meta->prop_values = calloc(n + 1, sizeof *meta->prop_values);
+  if (!meta->prop_keys || !meta->prop_values) return ait_err(AIT_E_NOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+    if (!e || !e->key) continue;
+    int k = meta->n_props;
+    meta->prop_keys[k] = strdup(e->key);
+    meta->prop_values[k] = strdup(e->value ? e->value : "");
+    meta->n_props++; /* counted before the check: clear() frees a half-made entry */
+    if (!meta->prop_keys[k] || !meta->prop_values[k]) return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  return AIT_OK;
 }
 
 /* ---- nesting bound ------------------------------------------------------
@@ -412,6 +439,7 @@ ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_
     meta->ir_version = mp->ir_version;
     meta->producer = strdup(mp->producer_name ? mp->producer_name : "");
     meta->producer_version = strdup(mp->producer_version ? mp->producer_version : "");
+    if ((st = read_props(mp, meta)) != AIT_OK) goto out;
   }
 out:
   onnx__model_proto__free_unpacked(mp, NULL);

@@ -15,12 +15,16 @@
  * about 32 subgraphs inside each other. Deeper models are refused before
  * unpacking (docs/conformance.md, "Limits"). */
 #define AIT_MAX_MESSAGE_DEPTH 100
+/* Most ModelProto.metadata_props entries kept (ait_model_metadata). */
+#define AIT_MAX_METADATA_PROPS 4096
 
 /* Model-level facts kept beside the graph. Strings owned by the struct. */
 typedef struct ait_onnx_meta {
   int64_t ir_version;
   char *producer;
   char *producer_version;
+  int n_props; /* ModelProto.metadata_props, in file order */
+  char **prop_keys, **prop_values;
 } ait_onnx_meta;
 
 /* Parse a serialized ModelProto into a new graph (caller frees with

@@ -27,6 +27,33 @@ ait_status ait_fused_unary_kernel(ait_kctx *ctx, const ait_node *node, const ait
 ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
                                      int n_out);
+ait_status ait_fused_pool_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out);
+
+/* X [N, H, W, C] gives Y [N, OH, OW, C]: the window of the pooling op the
+ * node stands for (ait_fused_pool_node). */
+static ait_status pool_nhwc_shape(ait_graph *g, const ait_node *n) {
+  const ait_value *x = ait_node_in(g, n, 0);
+  if (!x) return AIT_OK;
+  ait_node pn;
+  if (x->rank != 4 || !ait_fused_pool_node(n, &pn)) {
+    ait_set_out(g, n, 0, x->dtype, -1, NULL);
+    return AIT_OK;
+  }
+  int64_t sp[2] = {x->dims[1].v, x->dims[2].v};
+  nn_win win;
+  AIT_TRY(nn_win_conv(&pn, 2, sp, NULL, ait_attr_int(n, "ceil_mode", 0) != 0,
+                      nn_pool_has_dilations(&pn), &win));
+  ait_dim o[4];
+  memset(o, 0, sizeof o);
+  o[0] = x->dims[0];
+  o[1].v = win.out[0];
+  o[2].v = win.out[1];
+  o[3] = x->dims[3];
+  ait_set_out(g, n, 0, x->dtype, 4, o);
+  return AIT_OK;
+}
 
 /* X [N, H, W, C] gives Y [N, C, 1, 1]. */
 static ait_status gap_nhwc_shape(ait_graph *g, const ait_node *n) {
@@ -156,6 +183,8 @@ const ait_op_def ait_ops_fused[] = {
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, AIT_DT_FLOATS, inv_res_shape,
      ait_fused_inv_res_kernel},
     {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, AIT_DT_FLOATS, gap_nhwc_shape, ait_fused_gap_nhwc_kernel},
+    {AIT_FUSED_DOMAIN, "FusedPoolNhwc", 1, AIT_DT_FLOATS, pool_nhwc_shape,
+     ait_fused_pool_nhwc_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
     {AIT_FUSED_DOMAIN, "FusedUnary", 1, AIT_DT_FLOATS, ait_shape_same, ait_fused_unary_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},

@@ -22,6 +22,10 @@
  *   FusedGapNhwc(X)            GlobalAveragePool of NHWC X [N, H, W, C]: Y
  *       [N, C, 1, 1] (as the NCHW op would give; the same bytes as
  *       [N, 1, 1, C])
+ *   FusedPoolNhwc(X)           MaxPool / AveragePool (attribute pool, with
+ *       the op's opset in pool_opset) of NHWC X [N, H, W, C]: Y [N, OH, OW,
+ *       C]; the pooling op's attributes (kernel_shape, strides, pads,
+ *       dilations, ceil_mode, count_include_pad), no Indices
  *   FusedGemm(A, B, C?)        Y = act(Gemm(A, B, C))
  *       attributes of Gemm, plus activation / activation_params
  *   FusedMatMul(A, B, bias?, Z?)  Y = act(alpha * MatMul(A, B) + bias + Z)
@@ -150,5 +154,11 @@ const ait_op_def *ait_fused_op(const char *name);
  * inference and native's kernel both use it, so they cannot disagree. */
 bool ait_inv_res_stem(const ait_node *n, const int64_t in[2], const int64_t k[2], int64_t st[2],
                       int64_t pb[2], int64_t out[2]);
+
+/* The standard pooling node a FusedPoolNhwc stands for, in *pool: node's
+ * attributes (borrowed), op_type and opset from its pool / pool_opset
+ * attributes, one output. False when those are missing or unknown. Shape
+ * inference, the reference and native's kernel all read it. */
+bool ait_fused_pool_node(const ait_node *node, ait_node *pool);
 
 #endif

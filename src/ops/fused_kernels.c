@@ -329,3 +329,40 @@ ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
   ait_tensor_free(x);
   return st;
 }
+
+/* The standard pooling node a FusedPoolNhwc stands for: its attributes, the
+ * op and opset of its `pool` and `pool_opset` attributes (false when they
+ * are missing or name another op). */
+bool ait_fused_pool_node(const ait_node *node, ait_node *pool) {
+  const char *op = ait_attr_str(node, "pool", "");
+  if (strcmp(op, "MaxPool") && strcmp(op, "AveragePool")) return false;
+  int64_t opset = ait_attr_int(node, "pool_opset", 0);
+  if (opset < 1 || opset > 1000) return false;
+  *pool = *node;
+  pool->op_type = (char *)(strcmp(op, "MaxPool") ? "AveragePool" : "MaxPool");
+  pool->domain = (char *)"";
+  pool->opset = (int)opset;
+  pool->n_out = 1;
+  return true;
+}
+
+ait_status ait_fused_pool_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
+                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                      int n_out) {
+  static const int64_t to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+  ait_node pn;
+  if (n_in < 1 || !in[0] || in[0]->rank != 4)
+    return ait_err(AIT_E_INVALID_ARG, "FusedPoolNhwc takes a 4-D X");
+  if (!ait_fused_pool_node(node, &pn))
+    return ait_err(AIT_E_INVALID_ARG, "FusedPoolNhwc: pool must be MaxPool or AveragePool, with "
+                                      "pool_opset");
+  ait_tensor *x = NULL, *y = NULL;
+  AIT_TRY(transpose4(node, in[0], to_nchw, &x));
+  const ait_tensor *pin[1] = {x};
+  ait_status st = (strcmp(pn.op_type, "MaxPool") ? nn_avgpool_kernel
+                                                 : nn_maxpool_kernel)(ctx, &pn, pin, 1, &y, 1);
+  ait_tensor_free(x);
+  if (st == AIT_OK) st = transpose4(node, y, to_nhwc, &out[0]);
+  ait_tensor_free(y);
+  return st;
+}

@@ -48,6 +48,23 @@ int64_t img_round_sat(double v, int64_t lo, int64_t hi);
  * floor(x), for r = x - floor(x) in [0, 1) and coefficient A. */
 void img_cubic_coeffs(double r, double A, double *c);
 
+/* A Resize (opset 11+) of a 4-D input over its last two axes, as native's
+ * kernel runs it: output dims and per output row / column the ntap (1:
+ * nearest, 2: linear) input indices and weights of the reference's
+ * rz_taps (image_resize.c), so the two cannot disagree on coordinates.
+ * Arrays malloc'ed (img_resize2d_free). AIT_E_UNSUPPORTED, error clear,
+ * for cubic, tf_crop_and_resize, exclude_outside, N or C resized, or
+ * attributes the reference would refuse (it reports those). */
+typedef struct img_resize2d {
+  int64_t out[4];
+  int ntap;
+  int64_t *ih, *iw; /* [out[2] * ntap], [out[3] * ntap] */
+  float *wh, *ww;
+} img_resize2d;
+ait_status img_resize2d_plan(const ait_node *node, const ait_tensor *const *in, int n_in,
+                             img_resize2d *plan);
+void img_resize2d_free(img_resize2d *plan);
+
 /* Upper bound on strides, dilations, pads and kernel sizes, so that
  * geometry arithmetic cannot overflow int64. */
 #define IMG_ATTR_MAX ((int64_t)1 << 30)

@@ -397,6 +397,63 @@ IMG_KERNEL(img_upsample) {
   return rz_run(&p, x, &out[0]);
 }
 
+/* ---- taps for native kernels --------------------------------------------- */
+
+void img_resize2d_free(img_resize2d *p) {
+  free(p->ih), free(p->iw), free(p->wh), free(p->ww);
+  memset(p, 0, sizeof *p);
+}
+
+ait_status img_resize2d_plan(const ait_node *node, const ait_tensor *const *in, int n_in,
+                             img_resize2d *out) {
+  memset(out, 0, sizeof *out);
+  const ait_tensor *x = img_in(in, n_in, 0);
+  if (!x || x->rank != 4 || !(!strcmp(node->op_type, "Resize") && node->opset >= 11))
+    return AIT_E_UNSUPPORTED;
+  rz_params p;
+  memset(&p, 0, sizeof p);
+  if (rz_attrs(node, false, x->rank, &p) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  /* antialias (opset 18) has more than two taps: the reference */
+  if (p.mode == RZ_CUBIC || p.ct == CT_TF_CROP_AND_RESIZE || p.exclude_outside || p.antialias)
+    return AIT_E_UNSUPPORTED;
+  if (rz_dims(x, img_in_nonempty(in, n_in, 2), img_in_nonempty(in, n_in, 3), NULL, 0, false, &p) !=
+          AIT_OK ||
+      rz_roi(NULL, &p) != AIT_OK) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  /* N and C as they are (and not through a tf_half_pixel_for_nn shift) */
+  for (int ax = 0; ax < 2; ax++)
+    if (p.out[ax] != p.in[ax] || p.scale[ax] != 1.0 || p.ct == CT_TF_HALF_PIXEL_FOR_NN)
+      return AIT_E_UNSUPPORTED;
+  int nt = p.mode == RZ_NEAREST ? 1 : 2;
+  out->ntap = nt;
+  memcpy(out->out, p.out, sizeof out->out);
+  out->ih = malloc(sizeof(int64_t) * (size_t)(p.out[2] * nt + 1));
+  out->iw = malloc(sizeof(int64_t) * (size_t)(p.out[3] * nt + 1));
+  out->wh = malloc(sizeof(float) * (size_t)(p.out[2] * nt + 1));
+  out->ww = malloc(sizeof(float) * (size_t)(p.out[3] * nt + 1));
+  if (!out->ih || !out->iw || !out->wh || !out->ww) {
+    img_resize2d_free(out);
+    return ait_err(AIT_E_NOMEM, "cannot allocate resize taps");
+  }
+  for (int ax = 2; ax < 4; ax++)
+    for (int64_t j = 0; j < p.out[ax]; j++) {
+      int64_t idx[4];
+      double w[4];
+      bool ex;
+      rz_taps(&p, ax, j, nt, idx, w, &ex);
+      for (int t = 0; t < nt; t++) {
+        (ax == 2 ? out->ih : out->iw)[j * nt + t] = idx[t];
+        (ax == 2 ? out->wh : out->ww)[j * nt + t] = (float)w[t];
+      }
+    }
+  return AIT_OK;
+}
+
 /* ---- shapes -------------------------------------------------------------- */
 
 /* Output shape from X (value x) and constant scales (tensor or floats) or

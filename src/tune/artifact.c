@@ -48,16 +48,15 @@ static ait_status write_text(const char *dir, const char *name, const char *text
 
 static char *decision_json(const ait_module *m) {
   cJSON *d = cJSON_CreateObject();
-  char fp[2048], cfg[4200];
+  char fp[2048];
   cJSON_AddStringToObject(d, "format", "aitune-decision");
   cJSON_AddNumberToObject(d, "version", AIT_DECISION_VERSION);
   cJSON_AddStringToObject(d, "aitune", AIT_VERSION_STRING);
   cJSON_AddStringToObject(d, "name", m->name);
   cJSON_AddStringToObject(d, "model_sha256", m->model_sha);
-  cJSON_AddStringToObject(d, "model_source", m->model_path);
+  cJSON_AddStringToObject(d, "model_source", ait_module_source(m));
   cJSON_AddStringToObject(d, "backend", m->desc);
-  cJSON_AddItemToObject(d, "backend_config",
-                        cJSON_Parse(ait_backend_config_json(&m->cfg, cfg, sizeof cfg)));
+  cJSON_AddItemToObject(d, "backend_config", ait_backend_config_cjson(&m->cfg));
   cJSON_AddNumberToObject(d, "batch", m->batch);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(d, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());
@@ -242,9 +241,11 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
     goto out;
   /* a copy of the model keeps the artifact whole when the original moves */
   model_copy = ait_path_join(tmp, "model.onnx");
-  if ((st = ait_read_file(m->model_path, &bytes, &size)) ||
-      (st = ait_write_file_atomic(model_copy, bytes, size)))
-    goto out;
+  if (m->model_bytes)
+    st = ait_write_file_atomic(model_copy, m->model_bytes, m->model_size);
+  else if (!(st = ait_read_file(m->model_path, &bytes, &size)))
+    st = ait_write_file_atomic(model_copy, bytes, size);
+  if (st) goto out;
   backend_dir = ait_path_join(tmp, "backend");
   if (mkdir(backend_dir, 0777) != 0) {
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", backend_dir, strerror(errno));

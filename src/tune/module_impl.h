@@ -9,12 +9,16 @@
 
 struct ait_module {
   char *name;
-  char *model_path;   /* the file the model came from */
-  char model_sha[65]; /* SHA-256 of that file */
+  char *model_path;  /* the file the model came from; NULL when from memory */
+  void *model_bytes; /* the model's bytes when created from memory (owned), else NULL */
+  size_t model_size;
+  char model_sha[65]; /* SHA-256 of the model file (or bytes) */
   ait_model *model;   /* owned */
   ait_sample samples[AIT_MAX_SAMPLES];
   int n_samples;
   ait_graph_spec spec;
+  ait_axis axis_ranges[AIT_MAX_AXES]; /* set with ait_module_set_axis_range */
+  int n_axis_ranges;
 
   /* after tuning or loading */
   bool tuned;
@@ -32,7 +36,11 @@ struct ait_module {
   void *ref_state; /* eager, built on demand for inputs the selected backend cannot take */
   ait_tensor **outputs;
   int n_outputs;
+  ait_api_io io; /* device memory requests (api/devio.h) */
 };
+
+/* Where the model came from, for reports: its path, or "(memory)". */
+const char *ait_module_source(const ait_module *m);
 
 /* Log through the module's callback (printf-style). */
 void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...)

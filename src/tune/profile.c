@@ -7,7 +7,12 @@
 
 #include "core/error.h"
 
+static double (*clock_hook)(void); /* tests: a clock they drive (ait_now_set_clock) */
+
+void ait_now_set_clock(double (*now)(void)) { clock_hook = now; }
+
 double ait_now(void) {
+  if (clock_hook) return clock_hook();
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -20,6 +25,7 @@ void ait_profile_opts_default(ait_profile_opts *o) {
   o->cv_target = 0.05;
   o->time_budget_s = 2.0;
   o->give_up_ms = 0;
+  o->clock_s = NULL;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -72,6 +78,8 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
     st = fn(ctx);
     double dt = ait_now() - t0;
     if (st) break;
+    double own = o->clock_s ? o->clock_s(ctx) : -1;
+    if (own >= 0) dt = own;
     t[n++] = dt;
     spent += dt;
     fastest = dt < fastest ? dt : fastest;

@@ -20,6 +20,10 @@ typedef struct ait_profile_opts {
                            the budget is spent, when the fastest run is slower
                            than this (a candidate that cannot win needs no
                            precise number) */
+  /* Optional: the duration in seconds of the call just made, by the
+   * callee's own clock (a GPU's events: device time without the host's
+   * share); negative: the host's monotonic clock is used for that run. */
+  double (*clock_s)(void *ctx);
 } ait_profile_opts;
 
 typedef struct ait_latency_stats {
@@ -39,7 +43,13 @@ ait_status ait_profile(ait_timed_fn fn, void *ctx, int batch, const ait_profile_
 /* Defaults: warmup 3, min_runs 10, max_runs 200, cv_target 0.05, budget 2 s,
  * no give-up bound. */
 void ait_profile_opts_default(ait_profile_opts *o);
-/* Monotonic clock in seconds. */
+/* Monotonic clock in seconds: every time the tuner and the profiler read. */
 double ait_now(void);
+/* Tests: make ait_now() return now() instead (NULL: the monotonic clock
+ * again). A test backend that advances the clock by a fixed cost per run,
+ * instead of sleeping, pins every timing the tuner sees, so its decisions
+ * do not depend on the machine's load. Process-wide; set it before tuning,
+ * not while another thread tunes. */
+void ait_now_set_clock(double (*now)(void));
 
 #endif

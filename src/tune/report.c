@@ -6,7 +6,7 @@
 #include "hw/fingerprint.h"
 #include "tune/module_impl.h"
 
-#define AIT_REPORT_VERSION 1
+#define AIT_REPORT_VERSION 2 /* 2: validation.min_cosine may be null; "decided" */
 
 static cJSON *profile_json(const ait_candidate *c) {
   cJSON *arr = cJSON_CreateArray();
@@ -30,7 +30,7 @@ static cJSON *profile_json(const ait_candidate *c) {
 /* How the batch sizes were chosen: a fresh sweep, or one that started from
  * what earlier tunes on this machine learned. */
 static void add_sweep(cJSON *o, const ait_candidate *c) {
-  if (!c->n_prof) return;
+  if (!c->n_prof || c->sweep_start < 1) return; /* given batch sizes: no sweep */
   int measured = 0, reused = 0;
   for (int i = 0; i < c->n_prof; i++)
     c->prof_from_history[i] ? reused++ : measured++;
@@ -41,13 +41,39 @@ static void add_sweep(cJSON *o, const ait_candidate *c) {
   cJSON_AddNumberToObject(s, "from_history", reused);
 }
 
+/* The bound the outputs were judged by and whether they met it (added in
+ * 0.1.0 without a version bump: readers treat it as optional). */
+static void add_tolerance(cJSON *v, const ait_candidate *c) {
+  cJSON_AddBoolToObject(v, "passed", c->status != AIT_CAND_INCORRECT);
+  cJSON *t = cJSON_AddObjectToObject(v, "tolerance");
+  cJSON_AddStringToObject(t, "precision", ait_dtype_name(c->compute));
+  cJSON_AddBoolToObject(t, "elementwise", c->tol.elementwise);
+  cJSON_AddNumberToObject(t, "rtol", c->tol.rtol);
+  cJSON_AddNumberToObject(t, "atol", c->tol.atol);
+  cJSON_AddNumberToObject(t, "min_cosine", c->tol.min_cosine);
+  cJSON_AddNumberToObject(t, "min_top1", c->tol.min_top1);
+  cJSON_AddNumberToObject(t, "max_rel", c->tol.max_rel);
+}
+
+/* The point the decision compared (fastest runs; docs/tuning.md). */
+static void add_decided(cJSON *o, const ait_candidate *c) {
+  if (!c->has_decided) {
+    cJSON_AddNullToObject(o, "decided");
+    return;
+  }
+  cJSON *d = cJSON_AddObjectToObject(o, "decided");
+  cJSON_AddStringToObject(d, "basis", "fastest run");
+  cJSON_AddNumberToObject(d, "batch", c->decided_batch);
+  cJSON_AddNumberToObject(d, "ms", c->decided_ms);
+  cJSON_AddNumberToObject(d, "throughput", c->decided_throughput);
+}
+
 static cJSON *candidate_json(const ait_candidate *c) {
   cJSON *o = cJSON_CreateObject();
-  char key[128], cfg[4200];
+  char key[128];
   cJSON_AddStringToObject(o, "backend", c->desc);
   cJSON_AddStringToObject(o, "key", ait_backend_key(&c->cfg, key, sizeof key));
-  cJSON_AddItemToObject(o, "config",
-                        cJSON_Parse(ait_backend_config_json(&c->cfg, cfg, sizeof cfg)));
+  cJSON_AddItemToObject(o, "config", ait_backend_config_cjson(&c->cfg));
   cJSON_AddStringToObject(o, "status", ait_cand_status_name(c->status));
   cJSON_AddStringToObject(o, "error", c->error);
   cJSON_AddNumberToObject(o, "build_s", c->build_s);
@@ -65,11 +91,17 @@ static cJSON *candidate_json(const ait_candidate *c) {
   cJSON_AddNumberToObject(v, "outputs_checked", c->err.checked);
   cJSON_AddNumberToObject(v, "max_abs_error", c->err.max_abs);
   cJSON_AddNumberToObject(v, "max_rel_error", c->err.max_rel);
-  cJSON_AddNumberToObject(v, "min_cosine", c->err.checked ? c->err.min_cosine : 0);
+  /* null when no float output was compared (integer outputs match exactly) */
+  if (c->err.cosines > 0)
+    cJSON_AddNumberToObject(v, "min_cosine", c->err.min_cosine);
+  else
+    cJSON_AddNullToObject(v, "min_cosine");
   cJSON_AddNumberToObject(v, "mismatches", (double)c->err.mismatches);
   cJSON_AddNumberToObject(v, "nan_inf", (double)c->err.bad_values);
   if (c->err.checked && c->err.top1 >= 0) cJSON_AddNumberToObject(v, "top1_agreement", c->err.top1);
+  if (c->validated) add_tolerance(v, c);
   cJSON_AddItemToObject(o, "profile", profile_json(c));
+  add_decided(o, c);
   add_sweep(o, c);
   if (c->runoff_rounds > 0) {
     cJSON *ro = cJSON_AddObjectToObject(o, "runoff");
@@ -89,7 +121,7 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON_AddStringToObject(root, "aitune", AIT_VERSION_STRING);
   cJSON *model = cJSON_AddObjectToObject(root, "model");
   cJSON_AddStringToObject(model, "name", m->name);
-  cJSON_AddStringToObject(model, "path", m->model_path);
+  cJSON_AddStringToObject(model, "path", ait_module_source(m));
   cJSON_AddStringToObject(model, "sha256", m->model_sha);
   char *spec = ait_spec_json(&m->spec);
   cJSON_AddItemToObject(root, "graph_spec", spec ? cJSON_Parse(spec) : cJSON_CreateNull());
@@ -115,6 +147,7 @@ char *ait_report_build(const ait_module *m, const ait_tune_result *r) {
   cJSON *b = cJSON_AddObjectToObject(root, "baseline");
   cJSON_AddStringToObject(b, "backend", "eager");
   cJSON_AddItemToObject(b, "profile", profile_json(r->baseline));
+  add_decided(b, r->baseline);
   add_sweep(b, r->baseline);
   cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
   for (int i = 0; i < r->n_cands; i++)

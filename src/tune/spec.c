@@ -109,14 +109,51 @@ void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_g
       spec->axes[a].is_batch = false;
 }
 
+/* axis 0 is the batch when it is dynamic in every input that has a rank */
+static void mark_batch(const ait_graph *g, ait_graph_spec *spec) {
+  int with_rank = 0, batched = 0;
+  for (int i = 0; i < g->n_inputs; i++)
+    with_rank += g->values[g->inputs[i]].rank >= 1;
+  for (int a = 0; a < spec->n_axes; a++)
+    batched += spec->axes[a].axis == 0;
+  spec->has_batch = batched > 0 && batched == with_rank;
+  for (int a = 0; a < spec->n_axes; a++)
+    spec->axes[a].is_batch = spec->has_batch && spec->axes[a].axis == 0;
+}
+
+ait_status ait_spec_apply_ranges(const ait_graph *g, const ait_sample *samples, int n_samples,
+                                 const ait_axis *ranges, int n_ranges, ait_graph_spec *spec) {
+  for (int r = 0; r < n_ranges; r++) {
+    const ait_axis *q = &ranges[r];
+    const char *name = g->values[g->inputs[q->input]].name;
+    for (int s = 0; s < n_samples; s++) {
+      const ait_tensor *t = samples[s].inputs[q->input];
+      int64_t v = q->axis < t->rank ? t->dims[q->axis] : -1;
+      if (v < q->min || v > q->max)
+        return ait_err(AIT_E_SHAPE,
+                       "sample %d: input '%s' axis %d is %lld, outside the range [%lld, %lld] "
+                       "given for it",
+                       s, name, q->axis, (long long)v, (long long)q->min, (long long)q->max);
+    }
+    int a = 0;
+    while (a < spec->n_axes && !(spec->axes[a].input == q->input && spec->axes[a].axis == q->axis))
+      a++;
+    if (a == AIT_MAX_AXES)
+      return ait_err(AIT_E_UNSUPPORTED, "at most %d dynamic axes", AIT_MAX_AXES);
+    spec->axes[a] = *q;
+    if (a == spec->n_axes) spec->n_axes++;
+  }
+  if (n_ranges) mark_batch(g, spec);
+  return AIT_OK;
+}
+
 int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec) {
   for (int a = 0; a < spec->n_axes; a++)
     if (spec->axes[a].is_batch) return s->inputs[spec->axes[a].input]->dims[0];
   return 1;
 }
 
-/* t resized along axis to size: index j reads source row j % old. */
-static ait_tensor *resize_axis(const ait_tensor *t, int axis, int64_t size) {
+ait_tensor *ait_tensor_resized(const ait_tensor *t, int axis, int64_t size) {
   int64_t dims[AIT_MAX_RANK];
   memcpy(dims, t->dims, sizeof dims);
   int64_t old = dims[axis];
@@ -151,7 +188,7 @@ ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, in
     if (!hit) continue;
     ait_tensor *t = out->inputs[ax->input];
     if (ax->axis >= t->rank || t->dims[ax->axis] == size) continue;
-    ait_tensor *r = resize_axis(t, ax->axis, size);
+    ait_tensor *r = ait_tensor_resized(t, ax->axis, size);
     if (!r) {
       ait_sample_free(out);
       return AIT_E_NOMEM;

@@ -45,10 +45,21 @@ ait_status ait_sample_clone(const ait_sample *s, ait_sample *out);
 ait_status ait_sample_random(const ait_graph *g, unsigned long long seed, ait_sample *out);
 /* Detect dynamic axes from the declared shapes and the samples. */
 void ait_spec_detect(const ait_graph *g, const ait_sample *samples, int n, ait_graph_spec *spec);
+/* The largest size ait_module_set_axis_range takes for an axis. */
+#define AIT_MAX_AXIS_SIZE (1LL << 30)
+/* Put ranges given by the caller (ait_module_set_axis_range) into spec: each
+ * replaces the detected range of its axis or adds the axis; axis 0 becomes
+ * the batch axis when it is then dynamic in every input with a rank.
+ * AIT_E_SHAPE, naming it, when a sample lies outside a given range. */
+ait_status ait_spec_apply_ranges(const ait_graph *g, const ait_sample *samples, int n_samples,
+                                 const ait_axis *ranges, int n_ranges, ait_graph_spec *spec);
 /* Copy of s with every axis matching (is_batch, or input/axis when
  * which >= 0) resized to `size`: rows repeat cyclically or are cut. */
 ait_status ait_sample_resize(const ait_sample *s, const ait_graph_spec *spec, int which_axis,
                              int64_t size, ait_sample *out);
+/* A new tensor: t with `axis` resized to `size`, index j reading source row
+ * j % old (rows repeat cyclically, or are cut); NULL when out of memory. */
+ait_tensor *ait_tensor_resized(const ait_tensor *t, int axis, int64_t size);
 /* The batch of a sample (dim 0 of the first batched input), or 1. */
 int64_t ait_sample_batch(const ait_sample *s, const ait_graph_spec *spec);
 /* Spec as JSON text (new string, caller frees) and a digest for cache keys. */
@@ -68,6 +79,7 @@ typedef struct ait_error_stats {
   int checked;             /* output tensors compared */
   double max_abs, max_rel; /* max |got-want|, and that over max|want| per tensor */
   double min_cosine;       /* lowest cosine similarity over float outputs */
+  int cosines;             /* float outputs that min_cosine is over (0: none, e.g. all int64) */
   long long mismatches;    /* elements outside tolerance */
   long long bad_values;    /* NaN/Inf where the reference has finite values */
   double top1;             /* lowest row-argmax agreement over classifier outputs; -1 when none */
@@ -105,6 +117,9 @@ typedef struct ait_candidate {
   double build_s;
   int nodes_supported, nodes_total;
   ait_error_stats err;
+  ait_tolerance tol; /* the bound its outputs were judged by (set by validation) */
+  ait_dtype compute; /* the precision that bound is for */
+  bool validated;    /* its outputs were compared with the reference */
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
   bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */
@@ -114,6 +129,12 @@ typedef struct ait_candidate {
   int runoff_rounds;   /* > 0: timed again in the runoff, in this many rounds */
   double runoff_ratio; /* its speed there over the leader's (median of per-round ratios) */
   double runoff_ms;    /* its median time per run there */
+  /* the point the decision judged it by (its fastest runs, within the
+   * budget): what `better` and `beats` compare; has_decided false when no
+   * profile entry qualifies */
+  bool has_decided;
+  int decided_batch;
+  double decided_ms, decided_throughput;
 } ait_candidate;
 
 #endif

@@ -145,6 +145,9 @@ static bool validate(tuner *t, ait_candidate *c) {
   c->err.top1 = -1; /* until a classifier output is compared */
   const ait_graph *g = t->m->model->graph;
   ait_tolerance tol = ait_tolerance_for(compute_dtype(&c->cfg), t->o);
+  c->tol = tol; /* for the report: which bound the numbers met or missed */
+  c->compute = compute_dtype(&c->cfg);
+  c->validated = true;
   ait_tensor **got = calloc((size_t)g->n_outputs + 1, sizeof *got);
   if (!got) {
     snprintf(c->error, sizeof c->error, "out of memory");
@@ -184,6 +187,14 @@ typedef struct timed_ctx {
   int n_out;
 } timed_ctx;
 
+/* The device's own time of the run just made, for backends timed by it. */
+static double device_clock_s(void *p) {
+  const timed_ctx *tc = p;
+  const ait_backend_iface *f = tc->c->run.iface;
+  double ms = f->last_device_ms ? f->last_device_ms(tc->c->run.state) : -1;
+  return ms >= 0 ? ms * 1e-3 : -1;
+}
+
 static ait_status timed_infer(void *p) {
   timed_ctx *tc = p;
   ait_status st = tc->c->run.iface->infer(
@@ -193,22 +204,27 @@ static ait_status timed_infer(void *p) {
 }
 
 /* Bytes of one sample resized to `batch`: a guard against sweeping into
- * memory exhaustion (inputs x 64 is a rough bound on activations). */
-static bool fits_memory(const ait_sample *s, int64_t cur_batch, int64_t batch) {
+ * memory exhaustion (inputs x 64 is a rough bound on activations). The
+ * available memory is the options' reading when given (tests pin it), the
+ * machine's now otherwise. */
+static bool fits_memory(const tuner *t, const ait_sample *s, int64_t cur_batch, int64_t batch) {
   size_t bytes = 0;
   for (int i = 0; i < s->n_inputs; i++)
     bytes += ait_tensor_nbytes(s->inputs[i]);
   double need = (double)bytes / (double)(cur_batch ? cur_batch : 1) * (double)batch * 64.0;
-  FILE *f = fopen("/proc/meminfo", "r");
+  const ait_mem_reading *r = t->o->mem_reading;
   double avail = 8e9;
-  if (f) {
+  if (r && r->host_total)
+    avail = (double)r->host_available;
+  else {
+    FILE *f = fopen("/proc/meminfo", "r"); /* cheap: this runs before every size */
     char line[256];
-    while (fgets(line, sizeof line, f))
+    while (f && fgets(line, sizeof line, f))
       if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
         avail *= 1024;
         break;
       }
-    fclose(f);
+    if (f) fclose(f);
   }
   return need < avail / 4;
 }
@@ -233,6 +249,7 @@ static ait_status profile_at(tuner *t, ait_candidate *c, int batch, ait_latency_
   double *seen = base ? NULL : seen_min(t, batch, true);
   ait_profile_opts po = t->prof;
   po.give_up_ms = seen && isfinite(*seen) ? *seen * GIVE_UP_FACTOR : 0;
+  if (t->o->io_mem == AIT_MEM_CUDA && !base) po.clock_s = device_clock_s;
   ait_status st = ait_profile(timed_infer, &tc, batch, &po, out);
   if (!st && seen && out->min_ms < *seen) *seen = out->min_ms;
   free(outs);
@@ -291,7 +308,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
   c->sweep_start = c->sweep_learned ? best : 1;
   if (!c->sweep_learned) {
     for (int b = 1; !st && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
-      if (!fits_memory(&m->samples[0], own, b)) {
+      if (!fits_memory(t, &m->samples[0], own, b)) {
         ait_module_logf(m, 0, "[%s] batch %d would not fit in memory; sweep stops", desc, b);
         break;
       }
@@ -311,7 +328,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
                           *top = ait_history_get(&learned, best);
     bool plateau = half && top && top->throughput < half->throughput * 1.05;
     for (int b = best * 2; !st && !plateau && c->n_prof < AIT_MAX_BATCHES && b <= 1024; b *= 2) {
-      if (ait_history_get(&learned, b) || !fits_memory(&m->samples[0], own, b)) break;
+      if (ait_history_get(&learned, b) || !fits_memory(t, &m->samples[0], own, b)) break;
       if ((st = measure(t, c, desc, &h, b))) break;
       if (stop_after(t, c, &c->prof[c->n_prof - 1], &c->prof[c->n_prof - 2])) break;
     }
@@ -461,10 +478,13 @@ static ait_status runoff_time(tuner *t, finalist *f, double *ms) {
   ait_status st = AIT_OK;
   for (int r = 0; !st && r < f->reps / 8 + 1; r++)
     st = timed_infer(&tc);
+  bool dev = t->o->io_mem == AIT_MEM_CUDA;
   for (int r = 0; !st && r < f->reps; r++) {
     double t0 = ait_now();
     st = timed_infer(&tc);
     v[r] = (ait_now() - t0) * 1e3;
+    double d = dev ? device_clock_s(&tc) : -1;
+    if (d >= 0) v[r] = d * 1e3;
   }
   free(outs);
   if (!st) *ms = median_of(v, f->reps);
@@ -583,6 +603,27 @@ static bool memory_refuses(tuner *t, ait_candidate *c) {
   return true;
 }
 
+/* The caller's tensors live on the device (io_mem): only a backend that
+ * reads device memory can run them, and it is timed by its device clock
+ * (no host transfers, which the caller does not pay). */
+static ait_status device_io(ait_candidate *c) {
+  const ait_backend_iface *f = c->run.iface;
+  if (!f->set_io || !f->last_device_ms) {
+    c->status = AIT_CAND_UNSUPPORTED;
+    snprintf(c->error, sizeof c->error,
+             "%s takes host memory only%s, and the inputs live on the device (io_mem)",
+             c->cfg.iface->name, c->run.n_segments > 1 ? " when partitioned" : "");
+    return AIT_E_UNSUPPORTED;
+  }
+  ait_backend_io io = {.out_mem = AIT_MEM_HOST, .time_device = true};
+  ait_status st = f->set_io(c->run.state, &io);
+  if (st) {
+    c->status = AIT_CAND_BUILD_FAILED;
+    snprintf(c->error, sizeof c->error, "%s", ait_last_error());
+  }
+  return st;
+}
+
 static ait_status build_candidate(tuner *t, ait_candidate *c) {
   ait_module *m = t->m;
   const ait_graph *g = m->model->graph;
@@ -613,6 +654,7 @@ static ait_status build_candidate(tuner *t, ait_candidate *c) {
   if (c->run.n_segments > 1)
     ait_module_logf(m, 0, "[%s] runs %d of %d nodes in %d segments; the rest on %s", c->desc,
                     c->run.nodes_primary, c->run.nodes_total, c->run.n_segments, c->run.fallback);
+  if (t->o->io_mem == AIT_MEM_CUDA && (st = device_io(c))) return st;
   ait_module_logf(m, 0, "[%s] validate on %d inputs", c->desc, t->n_cases);
   if (!validate(t, c)) {
     c->status = AIT_CAND_INCORRECT;
@@ -974,6 +1016,20 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       }
     }
   }
+  /* the caller's tensors live on the device: the reference cannot take them */
+  if (winner < 0 && o->io_mem == AIT_MEM_CUDA) {
+    const char *why = "no candidate";
+    for (int i = 0; i < n; i++)
+      if (cands[i].error[0]) {
+        why = cands[i].error;
+        break;
+      }
+    st = ait_err(AIT_E_UNSUPPORTED,
+                 "the inputs live on the device (io_mem), and no candidate that reads device "
+                 "memory was selectable (%s)",
+                 why);
+    goto out;
+  }
   if (winner >= 0) {
     explain_losers(&t, cands, n, winner);
     if (cands[winner].run.iface->activate)
@@ -987,6 +1043,12 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
                       cands[0].desc);
     if (!profile_base) base.n_prof = 0;
     keep_selection(&t, &base, -1);
+  }
+  /* the report shows each candidate's decisive point beside its medians */
+  for (int i = -1; i < n; i++) {
+    ait_candidate *c = i < 0 ? &base : &cands[i];
+    c->has_decided =
+        best_point_as(&t, c, true, &c->decided_throughput, &c->decided_ms, &c->decided_batch);
   }
   t.res.baseline = &base;
   t.res.cands = cands;

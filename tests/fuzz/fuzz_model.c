@@ -35,7 +35,7 @@ static double walk(const ait_graph *g, int *loops) {
 static void run_zeros(const ait_model *m) {
   size_t n = ait_model_num_inputs(m);
   if (n > 16) return;
-  ait_tensor_view views[16];
+  ait_tensor_view views[16] = {{0}};
   void *bufs[16] = {0};
   bool ok = true;
   for (size_t i = 0; i < n && ok; i++) {

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ait_module *m = NULL;
   if (ait_module_load(dir, NULL, NULL, &m) == AIT_OK) {
     float x[6] = {0};
-    ait_tensor_view in = {AIT_FLOAT32, 2, {2, 3}, x};
+    ait_tensor_view in = {.dtype = AIT_FLOAT32, .rank = 2, .dims = {2, 3}, .data = x};
     (void)ait_module_infer(m, &in, 1);
     char *json = NULL;
     if (ait_module_report_json(m, &json) == AIT_OK) ait_free(json);

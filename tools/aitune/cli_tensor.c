@@ -1,4 +1,5 @@
 /* Tensor helpers of the CLI: comparison, random fill, summaries. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,29 +107,6 @@ bool cli_compare(const ait_tensor *got, const ait_tensor *want, char *why, size_
   return true;
 }
 
-/* splitmix64: small, seedable, same sequence everywhere */
-static unsigned long long next_u64(unsigned long long *s) {
-  unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-void cli_fill_random(ait_tensor *t, unsigned long long *seed) {
-  const ait_dtype_traits *tr = ait_dtype_traits_of(t->dtype);
-  if (!tr) return;
-  int64_t cnt = ait_tensor_numel(t);
-  for (int64_t i = 0; i < cnt; i++) {
-    unsigned long long r = next_u64(seed);
-    if (tr->is_float)
-      ait_store_f64(tr, t->data, i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-    else if (t->dtype == AIT_BOOL)
-      ait_store_i64(tr, t->data, i, (int64_t)(r & 1));
-    else
-      ait_store_i64(tr, t->data, i, (int64_t)(r % 10));
-  }
-}
-
 void cli_print_summary(FILE *f, const char *name, const ait_tensor *t) {
   char s[160];
   if (t->kind == AIT_KIND_SEQUENCE) {
@@ -157,4 +135,40 @@ void cli_print_summary(FILE *f, const char *name, const ait_tensor *t) {
     fprintf(f, "%s]", cnt > 5 ? ", ..." : "");
   }
   fputc('\n', f);
+}
+
+cJSON *cli_summary_json(const char *name, const ait_tensor *t) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", name);
+  if (t->kind != AIT_KIND_TENSOR) {
+    cJSON_AddStringToObject(o, "kind", t->kind == AIT_KIND_SEQUENCE ? "sequence" : "none");
+    if (t->kind == AIT_KIND_SEQUENCE) cJSON_AddNumberToObject(o, "items", t->n_items);
+    return o;
+  }
+  cJSON_AddStringToObject(o, "kind", "tensor");
+  cJSON_AddStringToObject(o, "dtype", ait_dtype_name(t->dtype));
+  cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+  for (int k = 0; k < t->rank; k++)
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dims[k]));
+  const ait_dtype_traits *tr = ait_dtype_traits_of(t->dtype);
+  int64_t cnt = ait_tensor_numel(t);
+  if (!tr || cnt <= 0) return o;
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < cnt; i++) {
+    double v = ait_load_f64(tr, t->data, i);
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+    sum += v;
+  }
+  /* JSON has no NaN or Inf: such a statistic is null */
+  cJSON_AddItemToObject(o, "min", isfinite(mn) ? cJSON_CreateNumber(mn) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "max", isfinite(mx) ? cJSON_CreateNumber(mx) : cJSON_CreateNull());
+  double mean = sum / (double)cnt;
+  cJSON_AddItemToObject(o, "mean", isfinite(mean) ? cJSON_CreateNumber(mean) : cJSON_CreateNull());
+  cJSON *first = cJSON_AddArrayToObject(o, "first");
+  for (int64_t i = 0; i < cnt && i < 5; i++) {
+    double v = ait_load_f64(tr, t->data, i);
+    cJSON_AddItemToArray(first, isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+  }
+  return o;
 }

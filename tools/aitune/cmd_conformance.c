@@ -244,17 +244,23 @@ int cmd_conformance(int argc, char **argv) {
       free(dirs);
       return 0;
     }
-    if (!strcmp(a, "--backend") && i + 1 < argc)
-      backend = argv[++i];
-    else if (!strcmp(a, "--timeout") && i + 1 < argc)
-      timeout_s = atoi(argv[++i]);
-    else if (!strcmp(a, "--min-pass") && i + 1 < argc)
-      min_pass = atol(argv[++i]);
-    else if (a[0] == '-') {
-      free(dirs);
-      return cli_usage(usage, "unknown or incomplete option '%s'", a);
-    } else
+    const char *val;
+    int rc = 0;
+    long long v;
+    if (cli_opt(argc, argv, &i, "--backend", &val))
+      backend = val;
+    else if (cli_opt(argc, argv, &i, "--timeout", &val)) {
+      if (!(rc = cli_int(usage, "--timeout", val, 1, 1000000, &v))) timeout_s = (int)v;
+    } else if (cli_opt(argc, argv, &i, "--min-pass", &val)) {
+      if (!(rc = cli_int(usage, "--min-pass", val, 0, CLI_NO_MAX, &v))) min_pass = (long)v;
+    } else if (a[0] == '-')
+      rc = cli_bad_arg(usage, a);
+    else
       dirs[n_dirs++] = argv[i];
+    if (rc) {
+      free(dirs);
+      return rc;
+    }
   }
   (void)first_dir;
   if (n_dirs == 0) {

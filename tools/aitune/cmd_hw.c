@@ -98,7 +98,7 @@ int cmd_hw(int argc, char **argv) {
     if (!strcmp(argv[i], "--json"))
       json = true;
     else
-      return cli_usage(usage, "unexpected argument '%s'", argv[i]);
+      return cli_bad_arg(usage, argv[i]);
   }
   ait_hw_profile p;
   ait_status st = ait_hw_query(&p);

@@ -1,4 +1,5 @@
 /* aitune info: describe a model, or print the operator support table. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,13 @@
 #include "ir/flops.h"
 #include "ops/op.h"
 
-static const char usage[] = "usage: aitune info MODEL\n"
-                            "       aitune info --ops\n"
+static const char usage[] = "usage: aitune info MODEL [--json]\n"
+                            "       aitune info --ops [--json]\n"
                             "  MODEL  print inputs, outputs, opsets, op histogram, parameters and\n"
                             "         estimated FLOPs (symbolic dims counted as 1)\n"
-                            "  --ops  print the operator support table of the reference backend\n";
+                            "  --ops  print the operator support table of the reference backend\n"
+                            "  --json print one JSON object (schemas/info.schema.json,\n"
+                            "         schemas/info-ops.schema.json)\n";
 
 static void print_value(const char *kind, const ait_value *v) {
   printf("  %s %-24s %-8s ", kind, v->name, ait_dtype_name(v->dtype));
@@ -33,6 +36,27 @@ static void print_value(const char *kind, const ait_value *v) {
       printf("%s", v->dims[k].sym ? v->dims[k].sym : "?");
   }
   printf("]\n");
+}
+
+/* A value's declaration as JSON: dims are numbers, names, or null (unknown). */
+static cJSON *value_json(const ait_value *v) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", v->name);
+  cJSON_AddStringToObject(o, "dtype", ait_dtype_name(v->dtype));
+  cJSON_AddStringToObject(o, "type",
+                          v->type == AIT_VT_SEQUENCE   ? "sequence"
+                          : v->type == AIT_VT_OPTIONAL ? "optional"
+                                                       : "tensor");
+  if (v->rank < 0) {
+    cJSON_AddNullToObject(o, "shape");
+    return o;
+  }
+  cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+  for (int k = 0; k < v->rank; k++)
+    cJSON_AddItemToArray(shape, v->dims[k].v >= 0 ? cJSON_CreateNumber((double)v->dims[k].v)
+                                : v->dims[k].sym  ? cJSON_CreateString(v->dims[k].sym)
+                                                  : cJSON_CreateNull());
+  return o;
 }
 
 typedef struct op_count {
@@ -59,44 +83,121 @@ static int by_count(const void *x, const void *y) {
   return a->count != b->count ? b->count - a->count : strcmp(a->name, b->name);
 }
 
-static int print_ops(void) {
-  printf("%-12s %-28s %-6s %s\n", "family", "op", "since", "dtypes(input 0)");
+/* The dtypes of a row as "float32,int64" (or "any"). */
+static const char *row_dtypes(const ait_op_def *r, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "%s", r->dtypes ? "" : "any");
+  for (int d = 1; d <= AIT_DTYPE_LAST && at < n; d++)
+    if (r->dtypes & AIT_DT_BIT(d))
+      at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "", ait_dtype_name((ait_dtype)d));
+  return buf;
+}
+
+static int print_ops(bool json) {
+  cJSON *root = json ? cJSON_CreateObject() : NULL;
+  cJSON *ops = root ? cJSON_AddArrayToObject(root, "ops") : NULL;
+  if (!json) printf("%-12s %-28s %-6s %s\n", "family", "op", "since", "dtypes(input 0)");
   for (int f = 0; ait_op_families[f].name; f++)
     for (int i = 0; i < ait_op_family_size(f); i++) {
       const ait_op_def *r = &ait_op_families[f].rows[i];
       if (!strncmp(r->name, "__", 2)) continue;
-      char name[96];
+      char name[96], dts[512];
       snprintf(name, sizeof name, "%s%s%s", r->domain[0] ? r->domain : "", r->domain[0] ? "." : "",
                r->name);
-      printf("%-12s %-28s %-6d ", ait_op_families[f].name, name, r->since);
-      if (!r->dtypes) printf("any");
-      for (int d = 1, first = 1; d <= AIT_DTYPE_LAST; d++)
-        if (r->dtypes & AIT_DT_BIT(d)) {
-          printf("%s%s", first ? "" : ",", ait_dtype_name((ait_dtype)d));
-          first = 0;
-        }
-      printf("\n");
+      row_dtypes(r, dts, sizeof dts);
+      if (ops) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(ops, o);
+        cJSON_AddStringToObject(o, "family", ait_op_families[f].name);
+        cJSON_AddStringToObject(o, "domain", r->domain);
+        cJSON_AddStringToObject(o, "op", r->name);
+        cJSON_AddNumberToObject(o, "since", r->since);
+        cJSON_AddStringToObject(o, "dtypes", dts);
+      } else {
+        printf("%-12s %-28s %-6d %s\n", ait_op_families[f].name, name, r->since, dts);
+      }
     }
-  return 0;
+  return json ? cli_print_json(root) : 0;
+}
+
+/* --json: schemas/info.schema.json. */
+static int print_json(const char *path, const ait_model *m, long long params, long long bytes,
+                      double flops, const op_count *hist, int n_hist) {
+  const ait_graph *g = ait_model_graph(m);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "model", path);
+  cJSON_AddNumberToObject(j, "ir_version", (double)m->meta.ir_version);
+  cJSON_AddStringToObject(j, "producer", m->meta.producer);
+  cJSON_AddStringToObject(j, "producer_version", m->meta.producer_version);
+  cJSON *ops = cJSON_AddObjectToObject(j, "opsets");
+  for (int i = 0; i < g->n_opsets; i++)
+    cJSON_AddNumberToObject(ops, g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx",
+                            (double)g->opsets[i].version);
+  cJSON *ins = cJSON_AddArrayToObject(j, "inputs"), *outs = cJSON_AddArrayToObject(j, "outputs");
+  for (int i = 0; i < g->n_inputs; i++)
+    cJSON_AddItemToArray(ins, value_json(&g->values[g->inputs[i]]));
+  for (int i = 0; i < g->n_outputs; i++)
+    cJSON_AddItemToArray(outs, value_json(&g->values[g->outputs[i]]));
+  cJSON_AddNumberToObject(j, "parameters", (double)params);
+  cJSON_AddNumberToObject(j, "parameter_bytes", (double)bytes);
+  cJSON_AddNumberToObject(j, "nodes", g->n_nodes);
+  cJSON_AddNumberToObject(j, "flops", flops);
+  cJSON *h = cJSON_AddArrayToObject(j, "op_histogram");
+  for (int i = 0; i < n_hist; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(h, o);
+    cJSON_AddStringToObject(o, "op", hist[i].name);
+    cJSON_AddNumberToObject(o, "count", hist[i].count);
+  }
+  cJSON *u = cJSON_AddArrayToObject(j, "unsupported");
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!g->nodes[i].op) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToArray(u, o);
+      cJSON_AddStringToObject(o, "node", ait_node_desc(&g->nodes[i]));
+      cJSON_AddNumberToObject(o, "opset", g->nodes[i].opset);
+    }
+  return cli_print_json(j);
 }
 
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
+  bool json = false, ops = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(usage, stdout);
       return 0;
     }
-    if (!strcmp(argv[i], "--ops")) return print_ops();
-    if (argv[i][0] == '-') return cli_usage(usage, "unknown option '%s'", argv[i]);
-    if (path) return cli_usage(usage, "unexpected argument '%s'", argv[i]);
-    path = argv[i];
+    if (!strcmp(argv[i], "--ops"))
+      ops = true;
+    else if (!strcmp(argv[i], "--json"))
+      json = true;
+    else if (argv[i][0] == '-' || path)
+      return cli_bad_arg(usage, argv[i]);
+    else
+      path = argv[i];
   }
+  if (ops) return print_ops(json);
   if (!path) return cli_usage(usage, "info needs a MODEL or --ops");
   ait_model *m = NULL;
   ait_status st = ait_model_load(path, &m);
   if (st) return cli_fail(st, "cannot load model");
   const ait_graph *g = ait_model_graph(m);
+  long long params = 0, bytes = 0;
+  for (int i = 0; i < g->n_values; i++)
+    if (g->values[i].init && g->values[i].producer < 0) {
+      params += ait_tensor_numel(g->values[i].init);
+      bytes += (long long)ait_tensor_nbytes(g->values[i].init);
+    }
+  op_count hist[512];
+  int n_hist = 0;
+  double flops = 0;
+  walk(g, hist, &n_hist, 512, &flops);
+  qsort(hist, (size_t)n_hist, sizeof *hist, by_count);
+  if (json) {
+    int rc = print_json(path, m, params, bytes, flops, hist, n_hist);
+    ait_model_free(m);
+    return rc;
+  }
   printf("model: %s\n", path);
   printf("ir_version: %lld, producer: %s %s\n", (long long)m->meta.ir_version, m->meta.producer,
          m->meta.producer_version);
@@ -110,17 +211,6 @@ int cmd_info(int argc, char **argv) {
   printf("outputs:\n");
   for (int i = 0; i < g->n_outputs; i++)
     print_value("out", &g->values[g->outputs[i]]);
-  long long params = 0, bytes = 0;
-  for (int i = 0; i < g->n_values; i++)
-    if (g->values[i].init && g->values[i].producer < 0) {
-      params += ait_tensor_numel(g->values[i].init);
-      bytes += (long long)ait_tensor_nbytes(g->values[i].init);
-    }
-  op_count hist[512];
-  int n_hist = 0;
-  double flops = 0;
-  walk(g, hist, &n_hist, 512, &flops);
-  qsort(hist, (size_t)n_hist, sizeof *hist, by_count);
   printf("parameters: %lld (%.2f MB)\n", params, (double)bytes / 1e6);
   printf("nodes: %d, estimated FLOPs: %.3g\n", g->n_nodes, flops);
   printf("ops:\n");

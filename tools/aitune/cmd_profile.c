@@ -1,4 +1,5 @@
 /* aitune profile: where the time goes, per node and per op type. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +12,17 @@
 
 static const char usage[] =
     "usage: aitune profile MODEL [--backend B] [--inputs DIR] [--dim NAME=VALUE]... [--batch N]\n"
-    "                      [--iters N] [--top N]\n"
+    "                      [--iters N] [--top N] [--int-range [INPUT=]LO:HI] [--json]\n"
     "  time every node of MODEL on backend B (default native when available, else eager)\n"
     "  over N runs (default 10, after 2 warm-up runs) and print the time per node and per op\n"
     "  type, sorted. Per-node times come from the eager and native executors (also as\n"
     "  partition segments) and from cuda (device time of each step replayed alone, CUDA\n"
     "  events: op types are the steps' kinds; plus the whole run as one CUDA graph replay);\n"
     "  other backends time only as a whole. Backends that say what they hold (cuda: device\n"
-    "  bytes of weights and activation arenas) have it printed too.\n";
+    "  bytes of weights and activation arenas) have it printed too.\n"
+    "  --inputs DIR      input_K.pb or input_K.npy files (--samples is the same)\n"
+    "  --dim NAME=VALUE  size of a symbolic dim (seq) or an axis (INPUT:AXIS) of the inputs\n"
+    "  --json            one JSON object (schemas/profile.schema.json)\n";
 
 typedef struct entry {
   char name[200];
@@ -72,44 +76,102 @@ static int by_time(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* The per-op-type totals of t, sorted by time (new tally, caller frees e). */
+static tally by_op(const tally *t) {
+  tally ops = {0};
+  for (int i = 0; i < t->n; i++) {
+    entry *x = find(&ops, t->e[i].op, "");
+    if (x) {
+      x->seconds += t->e[i].seconds;
+      x->calls += 1;
+    }
+  }
+  qsort(ops.e, (size_t)ops.n, sizeof *ops.e, by_time);
+  return ops;
+}
+
+/* --json: schemas/profile.schema.json. */
+static int print_json(const ait_module *m, const char *model, const char *backend, int batch,
+                      int iters, double wall, tally *t) {
+  double timed = 0;
+  for (int i = 0; i < t->n; i++)
+    timed += t->e[i].seconds;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "model", model);
+  cJSON_AddStringToObject(j, "backend", backend);
+  cJSON_AddNumberToObject(j, "batch", batch);
+  cJSON_AddNumberToObject(j, "runs", iters);
+  cJSON_AddNumberToObject(j, "ms_per_run", wall / iters * 1e3);
+  cJSON_AddNumberToObject(j, "nodes_timed_ms", timed / iters * 1e3);
+  if (t->whole_n > 0) {
+    cJSON *w = cJSON_AddObjectToObject(j, "device_run");
+    cJSON_AddStringToObject(w, "kind", t->whole_op);
+    cJSON_AddNumberToObject(w, "ms", t->whole / (double)t->whole_n * 1e3);
+    cJSON_AddNumberToObject(w, "runs", (double)t->whole_n);
+  }
+  if (m->run.iface->memory) {
+    int64_t wb = 0, work = 0;
+    m->run.iface->memory(m->run.state, &wb, &work);
+    cJSON *mj = cJSON_AddObjectToObject(j, "memory");
+    cJSON_AddNumberToObject(mj, "weights_bytes", (double)wb);
+    cJSON_AddNumberToObject(mj, "work_bytes", (double)work);
+  }
+  tally ops = by_op(t);
+  cJSON *oa = cJSON_AddArrayToObject(j, "op_types");
+  for (int i = 0; i < ops.n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(oa, o);
+    cJSON_AddStringToObject(o, "op", ops.e[i].name);
+    cJSON_AddNumberToObject(o, "nodes", (double)ops.e[i].calls);
+    cJSON_AddNumberToObject(o, "ms_per_run", ops.e[i].seconds / iters * 1e3);
+  }
+  free(ops.e);
+  qsort(t->e, (size_t)t->n, sizeof *t->e, by_time);
+  cJSON *na = cJSON_AddArrayToObject(j, "nodes");
+  for (int i = 0; i < t->n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(na, o);
+    cJSON_AddStringToObject(o, "name", t->e[i].name);
+    cJSON_AddStringToObject(o, "op", t->e[i].op);
+    cJSON_AddNumberToObject(o, "ms_per_run", t->e[i].seconds / iters * 1e3);
+  }
+  return cli_print_json(j);
+}
+
 int cmd_profile(int argc, char **argv) {
-  const char *model = NULL, *backend = NULL, *in_dir = NULL;
-  int iters = 10, top = 25, batch = 1;
-  char dim_name[8][64];
-  int64_t dim_value[8];
-  int n_dims = 0;
+  const char *model = NULL, *backend = NULL, *in_dir = NULL, *val;
+  static const char *const inputs_flag[] = {"--inputs", "--samples", NULL};
+  int iters = 10, top = 25, batch = 1, rc;
+  bool json = false;
+  cli_inputs ci = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool v = i + 1 < argc;
     if (cli_is_help(a)) {
       fputs(usage, stdout);
       return 0;
     }
-    if (!strcmp(a, "--backend") && v)
-      backend = argv[++i];
-    else if (!strcmp(a, "--inputs") && v)
-      in_dir = argv[++i];
-    else if (!strcmp(a, "--iters") && v)
-      iters = atoi(argv[++i]);
-    else if (!strcmp(a, "--top") && v)
-      top = atoi(argv[++i]);
-    else if (!strcmp(a, "--batch") && v)
-      batch = atoi(argv[++i]);
-    else if (!strcmp(a, "--dim") && v) {
-      const char *spec = argv[++i], *eq = strchr(spec, '=');
-      if (!eq || eq == spec || eq - spec >= 64 || n_dims == 8 || atoll(eq + 1) < 1)
-        return cli_usage(usage, "--dim expects NAME=VALUE with VALUE >= 1, got '%s'", spec);
-      snprintf(dim_name[n_dims], 64, "%.*s", (int)(eq - spec), spec);
-      dim_value[n_dims++] = atoll(eq + 1);
-    } else if (a[0] == '-')
-      return cli_usage(usage, "unknown or incomplete option '%s'", a);
-    else if (!model)
-      model = a;
+    if (cli_opt(argc, argv, &i, "--backend", &val))
+      backend = val;
+    else if (cli_opt_any(argc, argv, &i, inputs_flag, &val))
+      in_dir = val;
+    else if (cli_opt(argc, argv, &i, "--iters", &val)) {
+      if ((rc = cli_int32(usage, "--iters", val, 1, 1000000, &iters))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--top", &val)) {
+      if ((rc = cli_int32(usage, "--top", val, 0, 1000000, &top))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--batch", &val)) {
+      if ((rc = cli_int32(usage, "--batch", val, 1, 1 << 20, &batch))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--dim", &val)) {
+      if ((rc = cli_parse_dim(usage, "--dim", val, false, &ci))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--int-range", &val)) {
+      if ((rc = cli_parse_int_range(usage, val, &ci))) return rc;
+    } else if (!strcmp(a, "--json"))
+      json = true;
+    else if (a[0] == '-' || model)
+      return cli_bad_arg(usage, a);
     else
-      return cli_usage(usage, "unexpected argument '%s'", a);
+      model = a;
   }
   if (!model) return cli_usage(usage, "profile needs a MODEL");
-  if (iters < 1 || batch < 1) return cli_usage(usage, "--iters and --batch must be >= 1");
   if (!backend) {
     char why[128];
     const ait_backend_iface *nb = ait_backend_find("native");
@@ -123,7 +185,7 @@ int cmd_profile(int argc, char **argv) {
   const ait_graph *g = m ? m->model->graph : NULL;
   ait_sample base = {0}, in = {0};
   ait_graph_spec spec;
-  if (!st) st = cli_make_sample(g, in_dir, dim_name, dim_value, n_dims, &base, &spec);
+  if (!st) st = cli_make_sample(g, in_dir, &ci, &base, &spec);
   if (!st && batch != 1)
     st = spec.has_batch ? ait_sample_resize(&base, &spec, -1, batch, &in)
                         : ait_err(AIT_E_INVALID_ARG, "the model has no batch axis");
@@ -143,9 +205,11 @@ int cmd_profile(int argc, char **argv) {
     }
   }
   ait_observe_set(NULL, NULL);
-  int rc = 0;
+  rc = 0;
   if (st)
     rc = cli_fail(st, "profile failed");
+  else if (json)
+    rc = print_json(m, model, backend, batch, iters, wall, &t);
   else {
     double timed = 0;
     for (int i = 0; i < t.n; i++)
@@ -163,16 +227,7 @@ int cmd_profile(int argc, char **argv) {
       printf("memory: weights %lld bytes (%.1f MiB), working memory %lld bytes (%.1f MiB)\n",
              (long long)wb, (double)wb / 1048576.0, (long long)work, (double)work / 1048576.0);
     }
-    /* per op type */
-    tally ops = {0};
-    for (int i = 0; i < t.n; i++) {
-      entry *x = find(&ops, t.e[i].op, "");
-      if (x) {
-        x->seconds += t.e[i].seconds;
-        x->calls += 1;
-      }
-    }
-    qsort(ops.e, (size_t)ops.n, sizeof *ops.e, by_time);
+    tally ops = by_op(&t);
     printf("\nper op type:\n  %-28s %6s %10s %6s\n", "op", "nodes", "ms/run", "%");
     for (int i = 0; i < ops.n; i++)
       printf("  %-28s %6ld %10.3f %5.1f%%\n", ops.e[i].name, ops.e[i].calls,

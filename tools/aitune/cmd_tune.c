@@ -27,7 +27,17 @@ static const char usage[] =
     "  --latency-budget-ms X   latency budget (latency-budget strategy)\n"
     "  --min-speedup R         a candidate must reach (1+R) x baseline throughput (0.01)\n"
     "  --no-perf-validation    do not require candidates to beat the baseline\n"
-    "  --samples DIR           a folder of input_K.pb files; repeat for more samples\n"
+    "  --inputs DIR            a folder of input_K.pb or input_K.npy files: one sample;\n"
+    "                          repeat for more (--samples is the same)\n"
+    "  --shape NAME=MIN:OPT:MAX  tune over a range of an input axis: NAME is a symbolic\n"
+    "                          dim (seq) or INPUT:AXIS (input_ids:1); samples are made at\n"
+    "                          OPT (profiled), MIN and MAX (validated); NAME=MIN:MAX means\n"
+    "                          OPT = MIN. On the batch axis it also sets the batch sizes\n"
+    "                          (powers of two from MIN to MAX) unless --batch-sizes is given\n"
+    "  --dim NAME=V            the same for one size (MIN = OPT = MAX = V)\n"
+    "  --int-range [INPUT=]LO:HI  random integer inputs in [LO, HI] (default 0:1; ids,\n"
+    "                          masks and indices)\n"
+    "  --seed N                seed of the random inputs (default 1)\n"
     "  --rtol X --atol X       float tolerance against the reference\n"
     "  --precision P           fp32 (default): automatic candidates compute in float32;\n"
     "                          auto: add bf16/fp16/int8 variants where the hardware has\n"
@@ -44,8 +54,10 @@ static const char usage[] =
     "  --no-cache              tune afresh: do not reuse or store the decision\n"
     "  --no-history            also do not learn batch sizes from earlier tunes\n"
     "  --quiet                 no progress lines\n"
+    "  --json                  print the report as JSON (schemas/report.schema.json)\n"
     "  --force                 replace DIR even when it is not a tuned model folder\n"
     "                          (never when it is or holds MODEL)\n"
+    "Options take their value as --opt VALUE or --opt=VALUE.\n"
     "Writes DIR (decision, report, built backend state, model copy) and prints the report.\n";
 
 void cli_log(void *user, int is_warning, const char *line) {
@@ -87,10 +99,11 @@ static const num_opt num_opts[] = {
 };
 #undef OPT
 
-/* The row for flag, or NULL. */
-static const num_opt *find_num_opt(const char *flag) {
-  for (size_t i = 0; i < sizeof num_opts / sizeof num_opts[0]; i++)
-    if (!strcmp(flag, num_opts[i].flag)) return &num_opts[i];
+/* The row whose flag argv[*i] is (`--flag V` or `--flag=V`), with *val
+ * its value; NULL for another argument. */
+static const num_opt *take_num_opt(int argc, char **argv, int *i, const char **val) {
+  for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
+    if (cli_opt(argc, argv, i, num_opts[k].flag, val)) return &num_opts[k];
   return NULL;
 }
 
@@ -124,53 +137,105 @@ static int parse_ints(const char *s, int *vals, int max) {
   return n;
 }
 
-static ait_status add_samples_from(ait_module *m, const char *dir) {
-  const ait_graph *g = m->model->graph;
-  ait_tensor *t[64] = {0};
+static ait_status add_sample(ait_module *m, const ait_sample *s) {
   ait_tensor_view v[64];
-  ait_status st = AIT_OK;
-  if (g->n_inputs > 64) return ait_err(AIT_E_UNSUPPORTED, "too many inputs");
-  for (int i = 0; i < g->n_inputs && !st; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "input_%d.pb", i);
-    char *p = ait_path_join(dir, name);
-    st = p ? cli_read_tensor_for(p, &g->values[g->inputs[i]], &t[i]) : AIT_E_NOMEM;
-    free(p);
-    if (!st) {
-      v[i] = (ait_tensor_view){t[i]->dtype, t[i]->rank, {0}, t[i]->data};
-      memcpy(v[i].dims, t[i]->dims, sizeof v[i].dims);
-    }
+  if (s->n_inputs > 64) return ait_err(AIT_E_UNSUPPORTED, "too many inputs");
+  for (int i = 0; i < s->n_inputs; i++) {
+    const ait_tensor *t = s->inputs[i];
+    v[i] = (ait_tensor_view){.dtype = t->dtype, .rank = t->rank, .data = t->data};
+    memcpy(v[i].dims, t->dims, sizeof v[i].dims);
   }
-  if (!st) st = ait_module_add_sample(m, v, (size_t)g->n_inputs);
-  for (int i = 0; i < g->n_inputs; i++)
-    ait_tensor_free(t[i]);
-  return st;
+  return ait_module_add_sample(m, v, (size_t)s->n_inputs);
+}
+
+/* The samples of a tune: each --inputs folder (or, with --dim, --shape,
+ * --int-range or --seed and no folder, random values) at OPT, then at MIN
+ * and MAX where a --shape range has them. Without any of these, none: the
+ * library makes its own random one. */
+static ait_status add_samples(ait_module *m, const char *const *dirs, int n_dirs,
+                              const cli_inputs *ci) {
+  const ait_graph *g = m->model->graph;
+  bool lo = false, hi = false;
+  for (int k = 0; k < ci->n_dims; k++) {
+    lo |= ci->dims[k].min != ci->dims[k].opt;
+    hi |= ci->dims[k].max != ci->dims[k].opt;
+  }
+  const cli_point points[3] = {CLI_AT_OPT, CLI_AT_MIN, CLI_AT_MAX};
+  bool want[3] = {true, lo, hi};
+  /* --int-range or --seed alone also make the random sample here */
+  int n = n_dirs ? n_dirs : ci->n_dims || ci->n_ints || ci->seed ? 1 : 0;
+  if (n * (1 + lo + hi) > 16)
+    return ait_err(AIT_E_INVALID_ARG, "%d --inputs folders at %d sizes each are over 16 samples", n,
+                   1 + lo + hi);
+  for (int d = 0; d < n; d++)
+    for (int p = 0; p < 3; p++) {
+      if (!want[p]) continue;
+      cli_inputs c = *ci;
+      c.seed = (ci->seed ? ci->seed : 1) + (unsigned long long)(d * 3 + p);
+      ait_sample s = {0};
+      ait_status st = cli_build_sample(g, n_dirs ? dirs[d] : NULL, &c, points[p], &s);
+      if (!st) st = add_sample(m, &s);
+      ait_sample_free(&s);
+      if (st) return st;
+    }
+  return AIT_OK;
+}
+
+/* A --shape range on the batch axis (axis 0 of every input with a rank,
+ * all dynamic): the batch sizes to profile are the powers of two from MIN
+ * to MAX (and MAX). Count of sizes written, 0 when no range names it. */
+static int shape_batches(const ait_graph *g, const cli_inputs *ci, int *out, int max) {
+  for (int k = 0; k < ci->n_dims; k++) {
+    const cli_dim *d = &ci->dims[k];
+    if (d->min == d->max) continue;
+    bool all = true;
+    int ranked = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+      const ait_value *v = &g->values[g->inputs[i]];
+      if (v->rank < 1) continue;
+      ranked++;
+      char axis0[160];
+      snprintf(axis0, sizeof axis0, "%s:0", v->name);
+      bool named = (v->dims[0].sym && !strcmp(v->dims[0].sym, d->name)) || !strcmp(axis0, d->name);
+      all &= named && v->dims[0].v < 0;
+    }
+    if (!all || !ranked) continue;
+    int n = 0;
+    for (int64_t b = d->min; b <= d->max && n < max - 1; b *= 2)
+      out[n++] = (int)b;
+    if (out[n - 1] != d->max) out[n++] = (int)d->max;
+    return n;
+  }
+  return 0;
 }
 
 int cmd_tune(int argc, char **argv) {
-  const char *model = NULL, *out = NULL, *backend_config = NULL;
-  bool force = false;
+  const char *model = NULL, *out = NULL, *backend_config = NULL, *val;
+  static const char *const inputs_flag[] = {"--inputs", "--samples", NULL};
+  bool force = false, json = false;
   const char *sample_dirs[16];
-  int n_samples = 0;
+  int n_samples = 0, rc;
   char *backends[32];
   int n_backends = 0, batches[16], n_batches = 0;
   char backend_buf[2048] = "";
+  cli_inputs ci = {0};
   ait_tune_options o;
   ait_tune_options_init(&o);
   o.log = cli_log;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool v = i + 1 < argc;
+    const num_opt *r;
     if (cli_is_help(a)) {
       fputs(usage, stdout);
       return 0;
     }
-    if (!strcmp(a, "--strategy") && v) {
-      int s = ait_strategy_parse(argv[++i]);
-      if (s < 0) return cli_usage(usage, "unknown strategy '%s'", argv[i]);
+    if (cli_opt(argc, argv, &i, "--strategy", &val)) {
+      int s = ait_strategy_parse(val);
+      if (s < 0) return cli_usage(usage, "unknown strategy '%s'", val);
       o.strategy = (ait_strategy)s;
-    } else if (!strcmp(a, "--backends") && v) {
-      snprintf(backend_buf, sizeof backend_buf, "%s", argv[++i]);
+    } else if (cli_opt(argc, argv, &i, "--backends", &val)) {
+      snprintf(backend_buf, sizeof backend_buf, "%s", val);
+      n_backends = 0;
       /* split on ',' that starts a new backend: "native:threads=2,eager" has
        * option commas too, so a token containing '=' without ':' continues
        * the previous backend's options */
@@ -180,42 +245,54 @@ int cmd_tune(int argc, char **argv) {
         else
           backends[n_backends++] = tok;
       }
-    } else if (!strcmp(a, "--batch-sizes") && v) {
-      if ((n_batches = parse_ints(argv[++i], batches, 16)) < 1)
+    } else if (cli_opt(argc, argv, &i, "--batch-sizes", &val)) {
+      if ((n_batches = parse_ints(val, batches, 16)) < 1)
         return cli_usage(usage,
-                         "--batch-sizes expects up to 16 integers in [1, 1048576] like 1,2,4");
-    } else if (find_num_opt(a) && v) {
-      const num_opt *r = find_num_opt(a);
-      if (!set_num_opt(r, argv[++i], &o))
-        return cli_usage(usage, "%s expects %s, got '%s'", a, r->what, argv[i]);
-    } else if (!strcmp(a, "--precision") && v) {
-      o.precision = argv[++i];
-      if (strcmp(o.precision, "fp32") && strcmp(o.precision, "auto") && strcmp(o.precision, "any"))
-        return cli_usage(usage, "--precision expects fp32, auto or any, got '%s'", o.precision);
-    } else if (!strcmp(a, "--backend-config") && v)
-      backend_config = argv[++i];
+                         "--batch-sizes expects up to 16 integers in [1, 1048576] like "
+                         "1,2,4, got '%s'",
+                         val);
+    } else if ((r = take_num_opt(argc, argv, &i, &val))) {
+      if (!set_num_opt(r, val, &o))
+        return cli_usage(usage, "%s expects %s, got '%s'", r->flag, r->what, val);
+    } else if (cli_opt(argc, argv, &i, "--precision", &val)) {
+      o.precision = val;
+      if (strcmp(val, "fp32") && strcmp(val, "auto") && strcmp(val, "any"))
+        return cli_usage(usage, "--precision expects fp32, auto or any, got '%s'", val);
+    } else if (cli_opt(argc, argv, &i, "--backend-config", &val))
+      backend_config = val;
+    else if (cli_opt_any(argc, argv, &i, inputs_flag, &val)) {
+      if (n_samples == 16) return cli_usage(usage, "at most 16 --inputs folders");
+      sample_dirs[n_samples++] = val;
+    } else if (cli_opt(argc, argv, &i, "--shape", &val)) {
+      if ((rc = cli_parse_dim(usage, "--shape", val, true, &ci))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--dim", &val)) {
+      if ((rc = cli_parse_dim(usage, "--dim", val, false, &ci))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--int-range", &val)) {
+      if ((rc = cli_parse_int_range(usage, val, &ci))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--seed", &val)) {
+      long long seed;
+      if ((rc = cli_int(usage, "--seed", val, 0, CLI_NO_MAX, &seed))) return rc;
+      ci.seed = (unsigned long long)seed;
+    } else if (cli_opt(argc, argv, &i, "--cache-dir", &val))
+      o.cache_dir = val;
     else if (!strcmp(a, "--no-perf-validation"))
       o.perf_validation = 0;
-    else if (!strcmp(a, "--samples") && v && n_samples < 16)
-      sample_dirs[n_samples++] = argv[++i];
-    else if (!strcmp(a, "--cache-dir") && v)
-      o.cache_dir = argv[++i];
     else if (!strcmp(a, "--no-cache"))
       o.use_decision_cache = 0;
     else if (!strcmp(a, "--no-history"))
       o.cache_dir = "";
     else if (!strcmp(a, "--quiet"))
       o.log = NULL;
+    else if (!strcmp(a, "--json"))
+      json = true;
     else if (!strcmp(a, "--force"))
       force = true;
-    else if (!strcmp(a, "--out") && v)
-      out = argv[++i];
-    else if (a[0] == '-')
-      return cli_usage(usage, "unknown or incomplete option '%s'", a);
-    else if (!model)
-      model = a;
+    else if (cli_opt(argc, argv, &i, "--out", &val))
+      out = val;
+    else if (a[0] == '-' || model)
+      return cli_bad_arg(usage, a);
     else
-      return cli_usage(usage, "unexpected argument '%s'", a);
+      model = a;
   }
   if (!model) return cli_usage(usage, "tune needs a MODEL");
   if (!out) return cli_usage(usage, "tune needs --out DIR");
@@ -258,11 +335,14 @@ int cmd_tune(int argc, char **argv) {
   ait_module *m = NULL;
   ait_status st = ait_module_create(model, NULL, &m);
   if (st) return cli_fail(st, "cannot load model");
-  for (int i = 0; i < n_samples && !st; i++)
-    if ((st = add_samples_from(m, sample_dirs[i]))) {
-      ait_module_free(m);
-      return cli_fail(st, "cannot read samples");
-    }
+  if ((st = add_samples(m, sample_dirs, n_samples, &ci))) {
+    ait_module_free(m);
+    return cli_fail(st, "cannot make the samples");
+  }
+  if (!n_batches && (n_batches = shape_batches(m->model->graph, &ci, batches, 16))) {
+    o.batch_sizes = batches;
+    o.n_batch_sizes = (size_t)n_batches;
+  }
   if (o.log) fprintf(stderr, "tuning %s (%s)\n", model, ait_strategy_name(o.strategy));
   if ((st = ait_module_tune(m, &o))) {
     ait_module_free(m);
@@ -272,19 +352,44 @@ int cmd_tune(int argc, char **argv) {
     ait_module_free(m);
     return cli_fail(st, "cannot save the tuned model");
   }
-  char *json = NULL;
-  int rc = 0;
-  if (ait_module_report_json(m, &json) == AIT_OK) rc = cli_print_report(stdout, json);
-  printf("tuned model written to %s (run it with: aitune run %s)\n", out, out);
-  ait_free(json);
+  char *json_text = NULL;
+  rc = 0;
+  if ((st = ait_module_report_json(m, &json_text)))
+    rc = cli_fail(st, "no report");
+  else if (json)
+    printf("%s\n", json_text);
+  else
+    rc = cli_print_report(stdout, json_text);
+  /* with --json, stdout holds the JSON alone */
+  fprintf(json ? stderr : stdout, "tuned model written to %s (run it with: aitune run %s)\n", out,
+          out);
+  ait_free(json_text);
   ait_module_free(m);
   return rc;
 }
 
+/* The page for `report --html`: the report and the decision beside it
+ * (the manifest covered both when the report was read). */
+static int report_html(const char *dir, const char *report, const char *path) {
+  char *dp = ait_path_join(dir, "decision.json"), *src = ait_path_join(dir, "report.json");
+  void *decision = NULL;
+  size_t size = 0;
+  if (dp && ait_read_file(dp, &decision, &size) != AIT_OK) decision = NULL; /* drawn as absent */
+  int rc = dp && src ? cli_report_html(report, decision, src, path) : 1;
+  free(decision);
+  free(dp);
+  free(src);
+  return rc;
+}
+
 int cmd_report(int argc, char **argv) {
-  static const char use[] = "usage: aitune report DIR [--json]\n"
-                            "  print the tuning report of a tuned model folder\n";
-  const char *dir = NULL;
+  static const char use[] = "usage: aitune report DIR [--json] [--html FILE]\n"
+                            "  print the tuning report of a tuned model folder\n"
+                            "  --json       the report as JSON (schemas/report.schema.json)\n"
+                            "  --html FILE  also write it as one self-contained page (charts of\n"
+                            "               throughput and latency per candidate, the numeric\n"
+                            "               checks, the hardware; no script, nothing fetched)\n";
+  const char *dir = NULL, *html = NULL;
   bool json = false;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -293,8 +398,10 @@ int cmd_report(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--json"))
       json = true;
-    else if (argv[i][0] == '-')
-      return cli_usage(use, "unknown option '%s'", argv[i]);
+    else if (cli_opt(argc, argv, &i, "--html", &html))
+      ;
+    else if (argv[i][0] == '-' || dir)
+      return cli_bad_arg(use, argv[i]);
     else
       dir = argv[i];
   }
@@ -302,48 +409,101 @@ int cmd_report(int argc, char **argv) {
   char *text = NULL; /* checked against the folder's manifest first */
   ait_status st = ait_artifact_read_report(dir, &text);
   if (st) return cli_fail(st, "cannot read the report");
-  int rc = json ? (fputs(text, stdout), fputc('\n', stdout), 0) : cli_print_report(stdout, text);
+  int rc = html ? report_html(dir, text, html) : 0;
+  if (!rc && json)
+    fputs(text, stdout), fputc('\n', stdout);
+  else if (!rc && html)
+    printf("HTML report written to %s\n", html);
+  else if (!rc)
+    rc = cli_print_report(stdout, text);
   free(text);
   return rc;
+}
+
+static double jnum(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+static const char *jstr(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* What `aitune batch` found, from the tuning report r (schemas/batch.schema.json). */
+static cJSON *batch_json(const char *model, const char *backend, const cJSON *r) {
+  const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "candidates"), 0);
+  const cJSON *sel = cJSON_GetObjectItemCaseSensitive(r, "selection"), *p;
+  const cJSON *sw = cJSON_GetObjectItemCaseSensitive(c, "batch_sweep");
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "model", model);
+  cJSON_AddStringToObject(j, "backend", backend);
+  cJSON_AddStringToObject(j, "status", jstr(c, "status"));
+  cJSON_AddNumberToObject(j, "batch", jnum(sel, "batch"));
+  cJSON_AddNumberToObject(j, "throughput", jnum(sel, "throughput"));
+  cJSON_AddNumberToObject(j, "latency_ms", jnum(sel, "latency_ms"));
+  if (sw)
+    cJSON_AddItemToObject(j, "sweep", cJSON_Duplicate(sw, 1));
+  else
+    cJSON_AddNullToObject(j, "sweep");
+  cJSON *prof = cJSON_AddArrayToObject(j, "profile");
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c, "profile")) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(prof, o);
+    cJSON_AddNumberToObject(o, "batch", jnum(p, "batch"));
+    cJSON_AddNumberToObject(o, "median_ms", jnum(p, "median_ms"));
+    cJSON_AddNumberToObject(o, "min_ms", jnum(p, "min_ms"));
+    cJSON_AddNumberToObject(o, "throughput", jnum(p, "throughput"));
+    cJSON_AddStringToObject(o, "source", jstr(p, "source"));
+  }
+  return j;
 }
 
 /* aitune batch: the batch-size optimizer for one backend, and what it knows. */
 int cmd_batch(int argc, char **argv) {
   static const char use[] =
-      "usage: aitune batch MODEL [--backend B] [--latency-budget-ms X] [--samples DIR]\n"
-      "                    [--cache-dir DIR]\n"
+      "usage: aitune batch MODEL [--backend B] [--latency-budget-ms X] [--inputs DIR]\n"
+      "                    [--dim NAME=V]... [--cache-dir DIR] [--json]\n"
       "  find the best batch size for MODEL on backend B (default: native when available,\n"
       "  else eager): powers of two until throughput gains fall under 5%, memory would run\n"
       "  short or latency passes the budget; it starts from what earlier runs on this\n"
-      "  machine learned (the history under the cache folder) and shows that history.\n";
-  const char *model = NULL, *backend = NULL, *samples = NULL;
+      "  machine learned (the history under the cache folder) and shows that history.\n"
+      "  --inputs DIR   input_K.pb or input_K.npy files (--samples is the same)\n"
+      "  --dim NAME=V   size a symbolic dim or INPUT:AXIS of the inputs\n"
+      "  --json         one JSON object (schemas/batch.schema.json)\n";
+  const char *model = NULL, *backend = NULL, *samples = NULL, *val;
+  static const char *const inputs_flag[] = {"--inputs", "--samples", NULL};
+  bool json = false;
+  int rc;
+  cli_inputs ci = {0};
   ait_tune_options o;
   ait_tune_options_init(&o);
   o.perf_validation = 0;
   o.use_decision_cache = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool v = i + 1 < argc;
+    const num_opt *r;
     if (cli_is_help(a)) {
       fputs(use, stdout);
       return 0;
     }
-    if (!strcmp(a, "--backend") && v)
-      backend = argv[++i];
-    else if (!strcmp(a, "--latency-budget-ms") && v) {
-      const num_opt *r = find_num_opt(a);
-      if (!set_num_opt(r, argv[++i], &o))
-        return cli_usage(use, "%s expects %s, got '%s'", a, r->what, argv[i]);
-    } else if (!strcmp(a, "--samples") && v)
-      samples = argv[++i];
-    else if (!strcmp(a, "--cache-dir") && v)
-      o.cache_dir = argv[++i];
-    else if (a[0] == '-')
-      return cli_usage(use, "unknown or incomplete option '%s'", a);
-    else if (!model)
-      model = a;
+    if (cli_opt(argc, argv, &i, "--backend", &val))
+      backend = val;
+    else if (cli_opt(argc, argv, &i, "--latency-budget-ms", &val)) {
+      r = &num_opts[0]; /* the table's first row */
+      if (!set_num_opt(r, val, &o))
+        return cli_usage(use, "%s expects %s, got '%s'", r->flag, r->what, val);
+    } else if (cli_opt_any(argc, argv, &i, inputs_flag, &val))
+      samples = val;
+    else if (cli_opt(argc, argv, &i, "--dim", &val)) {
+      if ((rc = cli_parse_dim(use, "--dim", val, false, &ci))) return rc;
+    } else if (cli_opt(argc, argv, &i, "--cache-dir", &val))
+      o.cache_dir = val;
+    else if (!strcmp(a, "--json"))
+      json = true;
+    else if (a[0] == '-' || model)
+      return cli_bad_arg(use, a);
     else
-      return cli_usage(use, "unexpected argument '%s'", a);
+      model = a;
   }
   if (!model) return cli_usage(use, "batch needs a MODEL");
   if (!backend) {
@@ -357,37 +517,33 @@ int cmd_batch(int argc, char **argv) {
   o.log = cli_log;
   ait_module *m = NULL;
   ait_status st = ait_module_create(model, NULL, &m);
-  if (!st && samples) st = add_samples_from(m, samples);
+  if (!st && (samples || ci.n_dims)) st = add_samples(m, samples ? &samples : NULL, !!samples, &ci);
   if (!st) st = ait_module_tune(m, &o);
-  char *json = NULL;
-  if (!st) st = ait_module_report_json(m, &json);
+  char *text = NULL;
+  if (!st) st = ait_module_report_json(m, &text);
   if (st) {
     ait_module_free(m);
     return cli_fail(st, "batch search failed");
   }
-  cJSON *r = cJSON_Parse(json);
-  const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "candidates"), 0);
-  const cJSON *sel = cJSON_GetObjectItemCaseSensitive(r, "selection");
-  const cJSON *sw = cJSON_GetObjectItemCaseSensitive(c, "batch_sweep"), *p;
+  cJSON *r = cJSON_Parse(text);
+  cJSON *j = r ? batch_json(model, backend, r) : NULL;
+  cJSON_Delete(r);
+  ait_free(text);
+  ait_module_free(m);
+  if (!j) return cli_fail(ait_err(AIT_E_NOMEM, "out of memory"), "batch");
+  if (json) return cli_print_json(j);
+  const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sweep"), *p;
   printf("%s on %s: best batch %d (%.1f samples/s, %.3f ms)\n", model, backend,
-         cJSON_GetObjectItemCaseSensitive(sel, "batch")->valueint,
-         cJSON_GetObjectItemCaseSensitive(sel, "throughput")->valuedouble,
-         cJSON_GetObjectItemCaseSensitive(sel, "latency_ms")->valuedouble);
-  if (sw)
+         (int)jnum(j, "batch"), jnum(j, "throughput"), jnum(j, "latency_ms"));
+  if (cJSON_IsObject(sw))
     printf("sweep %s at batch %d: %d size(s) measured now, %d from the history\n",
            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "learned")) ? "learned, started"
                                                                          : "fresh, started",
-           cJSON_GetObjectItemCaseSensitive(sw, "start")->valueint,
-           cJSON_GetObjectItemCaseSensitive(sw, "profiled")->valueint,
-           cJSON_GetObjectItemCaseSensitive(sw, "from_history")->valueint);
+           (int)jnum(sw, "start"), (int)jnum(sw, "profiled"), (int)jnum(sw, "from_history"));
   printf("  %6s %10s %12s  %s\n", "batch", "median ms", "samples/s", "source");
-  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c, "profile"))
-      printf("  %6d %10.3f %12.1f  %s\n", cJSON_GetObjectItemCaseSensitive(p, "batch")->valueint,
-             cJSON_GetObjectItemCaseSensitive(p, "median_ms")->valuedouble,
-             cJSON_GetObjectItemCaseSensitive(p, "throughput")->valuedouble,
-             cJSON_GetObjectItemCaseSensitive(p, "source")->valuestring);
-  cJSON_Delete(r);
-  ait_free(json);
-  ait_module_free(m);
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "profile"))
+      printf("  %6d %10.3f %12.1f  %s\n", (int)jnum(p, "batch"), jnum(p, "median_ms"),
+             jnum(p, "throughput"), jstr(p, "source"));
+  cJSON_Delete(j);
   return 0;
 }

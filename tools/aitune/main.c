@@ -19,11 +19,14 @@ static const char usage[] =
     "  bench MODEL|DIR           time one backend or a tuned model\n"
     "  backends                  list backends, their availability and options\n"
     "  batch MODEL               best batch size for a backend, learned across runs\n"
-    "  hw [--json]               CPU, RAM, GPUs, memory pressure and the fingerprint\n"
+    "  hw                        CPU, RAM, GPUs, memory pressure and the fingerprint\n"
     "  profile MODEL             time per node and per op type on a backend\n"
+    "  publish DIR --triton REPO write a tuned folder into a Triton model repository\n"
     "  version                   print the version\n"
     "\n"
-    "Run 'aitune <command> --help' for a command's options.\n";
+    "Run 'aitune <command> --help' for a command's options. Options take their value\n"
+    "as --opt VALUE or --opt=VALUE; --json prints one JSON document instead of text\n"
+    "(info, run, tune, report, bench, profile, batch, backends, hw; schemas/).\n";
 
 int cli_fail(ait_status st, const char *what) {
   const char *msg = ait_last_error();
@@ -67,6 +70,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "batch")) return cmd_batch(argc - 1, argv + 1);
   if (!strcmp(cmd, "hw")) return cmd_hw(argc - 1, argv + 1);
   if (!strcmp(cmd, "profile")) return cmd_profile(argc - 1, argv + 1);
+  if (!strcmp(cmd, "publish")) return cmd_publish(argc - 1, argv + 1);
   fprintf(stderr, "aitune: unknown command '%s'\n%s", cmd, usage);
   return 2;
 }

@@ -149,6 +149,7 @@ static void cuda_destroy(void *state) {
   free(s->algos);
   ait_cuda_e4m3w_free(s->wo, s->n_wo);
   ait_graph_free(s->g);
+  free(s->bound);
   free(s);
 }
 
@@ -160,6 +161,7 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool d
     ait_graph_free(g);
     return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   }
+  s->last_ms = -1;
   s->g = g;
   s->dry = dry;
   cu_opts_parse(cfg, &s->o);
@@ -223,6 +225,12 @@ static ait_status cuda_infer(void *state, const ait_tensor *const *in, int n_in,
 }
 
 static ait_status cuda_activate(void *state) { return cu_state_open(state); }
+
+static ait_status cuda_set_io(void *state, const ait_backend_io *io) {
+  return cu_set_io(state, io);
+}
+
+static double cuda_last_device_ms(void *state) { return cu_last_device_ms(state); }
 
 static ait_status cuda_deactivate(void *state) {
   cu_state_close(state);
@@ -321,6 +329,8 @@ const ait_backend_iface ait_backend_cuda = {
     .precision = cuda_precision,
     .variants = cuda_variants,
     .memory = cuda_memory,
+    .set_io = cuda_set_io,
+    .last_device_ms = cuda_last_device_ms,
 };
 
 #endif

@@ -1,7 +1,8 @@
 /* Backend `cuda` when the library is built without the CUDA toolkit: the
  * same name and options as the real one (backend_cuda.c), so configurations
  * such as "cuda:dtype=bf16" still parse, but it is never available and
- * supports nothing. Compiled only when AIT_HAVE_CUDA is not defined. */
+ * supports nothing. Compiled only when AIT_HAVE_CUDA is not defined, and
+ * only into test_cuda: libaitune's cuda row is plugin/cuda_row.c. */
 #ifndef AIT_HAVE_CUDA
 
 #include <stdio.h>
@@ -14,12 +15,16 @@
 static const ait_option_def cuda_stub_options[] = {
     {"dtype", AIT_OPT_ENUM, "fp32", "fp32|tf32|bf16|fp16|fp8|fp8wo", "compute precision"},
     {"fp8_fast_accum", AIT_OPT_BOOL, "off", NULL, "dtype=fp8: cuBLASLt fast accumulation"},
+    {"fp8_amax", AIT_OPT_BOOL, "off", NULL, "dtype=fp8: the next GEMM's scale from cuBLASLt"},
+    {"fp8_gemms", AIT_OPT_ENUM, "auto", "auto|all", "dtype=fp8: which GEMMs run on e4m3"},
     {"gelu", AIT_OPT_ENUM, "auto", "auto|exact", "GELU after a GEMM: cuBLASLt tanh or exact"},
     {"graphs", AIT_OPT_BOOL, "on", NULL, "capture each input shape into a CUDA graph"},
     {"layout", AIT_OPT_ENUM, "auto", "auto|nchw|nhwc", "activation layout of convolutions"},
+    {"conv", AIT_OPT_ENUM, "auto", "auto|cudnn|gemm", "NHWC convolutions: cuDNN or GEMMs"},
     {"algo", AIT_OPT_ENUM, "measure", "measure|heuristic", "GEMM/conv algorithm choice"},
     {"candidates", AIT_OPT_INT, "8", "1..64", "algorithms measured per GEMM/conv"},
     {"attention", AIT_OPT_ENUM, "auto", "auto|on|wmma|gemm|off", "fuse attention patterns"},
+    {"qkv", AIT_OPT_BOOL, "on", NULL, "the Q, K and V projections as one GEMM"},
     {"workspace_mb", AIT_OPT_INT, "256", "0..16384", "cuBLASLt/cuDNN workspace (MiB)"},
     {"device", AIT_OPT_INT, "0", "0..63", "CUDA device index"},
 };

@@ -231,21 +231,119 @@ static uint8_t *pinned_outputs(cu_state *s, cu_plan *p) {
   return p->hout;
 }
 
+/* ---- device-memory I/O (include/aitune.h, "device memory") --------------- */
+
+ait_status cu_set_io(cu_state *s, const ait_backend_io *io) {
+  ait_tensor_view *b = NULL;
+  if (io->bound && io->n_bound > 0) {
+    if (io->n_bound < s->g->n_outputs)
+      return ait_err(AIT_E_INVALID_ARG, "cuda: %d bound outputs for %d outputs", io->n_bound,
+                     s->g->n_outputs);
+    b = malloc(sizeof *b * (size_t)io->n_bound);
+    if (!b) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+    memcpy(b, io->bound, sizeof *b * (size_t)io->n_bound);
+  }
+  free(s->bound);
+  s->bound = b;
+  s->io = *io;
+  s->io.bound = b;
+  if (!io->time_device) s->last_ms = -1;
+  return AIT_OK;
+}
+
+double cu_last_device_ms(const cu_state *s) { return s->io.time_device ? s->last_ms : -1; }
+
+/* A device pointer of the caller: on this state's device? (host memory and
+ * another GPU's are refused; a pointer the driver does not know is taken
+ * for the caller's word, as cudaMemcpy will then fail and say so) */
+static ait_status check_device_ptr(const cu_state *s, const void *ptr, int device, const char *what,
+                                   int i) {
+  if (device != s->o.device)
+    return ait_err(AIT_E_INVALID_ARG, "cuda: %s %d is on CUDA device %d, this model runs on %d",
+                   what, i, device, s->o.device);
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return AIT_OK;
+  }
+  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
+    if (a.device != s->o.device)
+      return ait_err(AIT_E_INVALID_ARG,
+                     "cuda: %s %d says device %d, but its memory is on device %d", what, i,
+                     s->o.device, a.device);
+    return AIT_OK;
+  }
+  return ait_err(AIT_E_INVALID_ARG, "cuda: %s %d says CUDA device memory, but %p is host memory",
+                 what, i, ptr);
+}
+
+/* Output k into the caller's bound buffer (host or device: the driver
+ * knows which from the address). */
+static ait_status download_bound(cu_state *s, const cu_tensor *t, int k, ait_tensor **out) {
+  const ait_tensor_view *b = &s->bound[k];
+  bool same = b->dtype == t->dt && b->rank == t->rank &&
+              !memcmp(b->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  if (!same) {
+    char a[128], c[128];
+    return ait_err(AIT_E_SHAPE, "cuda: output %d is %s %s, but its bound buffer is %s %s", k,
+                   ait_dtype_name(t->dt), ait_shape_str(t->rank, t->dims, a, sizeof a),
+                   ait_dtype_name(b->dtype), ait_shape_str(b->rank, b->dims, c, sizeof c));
+  }
+  if (b->mem == AIT_MEM_CUDA) AIT_TRY(check_device_ptr(s, b->data, b->device, "bound output", k));
+  if (!(out[k] = ait_tensor_wrap(b->dtype, b->rank, b->dims, b->data)))
+    return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
+  out[k]->mem = b->mem;
+  out[k]->device = b->device;
+  if (t->bytes > 0)
+    AIT_TRY(
+        cu_check(cudaMemcpyAsync(b->data, t->ptr, (size_t)t->bytes, cudaMemcpyDefault, s->stream),
+                 "writing an output into its bound buffer"));
+  return AIT_OK;
+}
+
 /* Outputs as tensors over the plan's page-locked block (borrowed: valid
  * until the next infer, deactivate or destroy of the state), or as new
- * tensors where there is no block. */
+ * tensors where there is no block; into the caller's buffers where bound;
+ * as views of the plan's device arena (valid as long) when the session asks
+ * for outputs on the device. */
 static ait_status download(cu_state *s, cu_plan *p, ait_tensor **out) {
   const ait_graph *g = p->pg;
-  uint8_t *host = pinned_outputs(s, p);
+  bool on_device = s->io.out_mem == AIT_MEM_CUDA;
+  uint8_t *host = on_device ? NULL : pinned_outputs(s, p);
   int64_t off = 0;
   for (int k = 0; k < g->n_outputs; k++) {
     if (p->out_t[k] < 0) {
       const ait_tensor *init = g->values[g->outputs[k]].init;
       if (!init || !(out[k] = ait_tensor_clone(init)))
         return ait_err(AIT_E_NOMEM, "cuda: out of memory copying output %d", k);
+      /* a constant output: the bound buffer or the device still get it */
+      if (s->bound && s->bound[k].data) {
+        cu_tensor c = {.dt = init->dtype,
+                       .rank = init->rank,
+                       .bytes = (int64_t)ait_tensor_nbytes(init),
+                       .ptr = out[k]->data};
+        memcpy(c.dims, init->dims, sizeof(int64_t) * (size_t)init->rank);
+        ait_tensor *keep = out[k];
+        ait_status st = download_bound(s, &c, k, out);
+        if (!st) st = cu_check(cudaStreamSynchronize(s->stream), "writing a constant output");
+        ait_tensor_free(keep);
+        if (st) out[k] = NULL;
+        AIT_TRY(st);
+      }
       continue;
     }
     const cu_tensor *t = &p->t[p->out_t[k]];
+    if (s->bound && s->bound[k].data) {
+      AIT_TRY(download_bound(s, t, k, out));
+      continue;
+    }
+    if (on_device) {
+      if (!(out[k] = ait_tensor_wrap(t->dt, t->rank, t->dims, t->ptr)))
+        return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
+      out[k]->mem = AIT_MEM_CUDA;
+      out[k]->device = s->o.device;
+      continue;
+    }
     out[k] = host ? ait_tensor_wrap(t->dt, t->rank, t->dims, host + off)
                   : ait_tensor_new(t->dt, t->rank, t->dims);
     if (!out[k]) return ait_err_prefix(AIT_E_NOMEM, "cuda: output %d", k);
@@ -265,10 +363,15 @@ static ait_status upload(cu_state *s, cu_plan *p, const ait_tensor *const *in, i
     if ((int64_t)ait_tensor_nbytes(in[i]) != t->bytes)
       return ait_err(AIT_E_INTERNAL, "cuda: input %d has %zu bytes, the plan expects %lld", i,
                      ait_tensor_nbytes(in[i]), (long long)t->bytes);
+    bool dev = in[i]->mem == AIT_MEM_CUDA;
+    if (dev) AIT_TRY(check_device_ptr(s, in[i]->data, in[i]->device, "input", i));
+    /* a device input costs one copy on the device into the slot the
+     * captured CUDA graph reads (its addresses are fixed at capture) */
     if (t->bytes > 0)
-      AIT_TRY(cu_check(
-          cudaMemcpyAsync(t->ptr, in[i]->data, (size_t)t->bytes, cudaMemcpyHostToDevice, s->stream),
-          "uploading an input"));
+      AIT_TRY(cu_check(cudaMemcpyAsync(t->ptr, in[i]->data, (size_t)t->bytes,
+                                       dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                                       s->stream),
+                       dev ? "copying a device input" : "uploading an input"));
   }
   return AIT_OK;
 }
@@ -277,16 +380,29 @@ static ait_status run_once(cu_state *s, const ait_tensor *const *in, int n_in, a
   AIT_TRY(cu_state_open(s));
   cu_plan *p = NULL;
   AIT_TRY(get_plan(s, in, n_in, &p));
+  if (s->io.stream) { /* after what the caller queued on its stream */
+    AIT_TRY(cu_check(cudaEventRecord(s->run_ev[2], (cudaStream_t)s->io.stream),
+                     "recording the caller's stream"));
+    AIT_TRY(cu_check(cudaStreamWaitEvent(s->stream, s->run_ev[2], 0),
+                     "waiting for the caller's stream"));
+  }
   AIT_TRY(upload(s, p, in, n_in));
   AIT_TRY(
       cu_check(cudaMemsetAsync(s->d_err, 0, sizeof(int), s->stream), "clearing the error flag"));
+  bool timed = s->io.time_device && !ait_observing();
+  if (timed) AIT_TRY(cu_check(cudaEventRecord(s->run_ev[0], s->stream), "timing the run"));
   AIT_TRY(cu_plan_run(s, p));
+  if (timed) AIT_TRY(cu_check(cudaEventRecord(s->run_ev[1], s->stream), "timing the run"));
   AIT_TRY(download(s, p, out));
   int err = 0;
   AIT_TRY(cu_check(cudaMemcpyAsync(&err, s->d_err, sizeof err, cudaMemcpyDeviceToHost, s->stream),
                    "reading the error flag"));
   AIT_TRY(cu_check(cudaStreamSynchronize(s->stream), "running the model"));
   p->runs++;
+  s->last_ms = -1;
+  if (timed)
+    AIT_TRY(
+        cu_check(cudaEventElapsedTime(&s->last_ms, s->run_ev[0], s->run_ev[1]), "timing the run"));
   if (err) return ait_err(AIT_E_RUNTIME, "cuda: a Gather index is out of range");
   if (ait_observing() && !s->dry) return time_whole(s, p, in, n_in);
   return AIT_OK;

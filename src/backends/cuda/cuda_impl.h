@@ -157,6 +157,7 @@ typedef struct cu_state {
   void *ws;   /* workspace shared by cuBLASLt and cuDNN (steps run in order) */
   int *d_err; /* set by kernels on bad data (gather indices) */
   cudaEvent_t ev[2];
+  cudaEvent_t run_ev[3]; /* device time of a run (0, 1); the caller's stream (2) */
   cu_weight *w;
   int n_w, cap_w;
   cu_plan *plans[CU_MAX_PLANS];
@@ -173,7 +174,16 @@ typedef struct cu_state {
    * used instead of quantizing the graph's weights again */
   ait_cuda_e4m3w *wo;
   int n_wo;
+  /* device-memory I/O asked by the session (set_io): bound[] is an owned
+   * copy of the caller's views, their memory borrowed */
+  ait_backend_io io;
+  ait_tensor_view *bound;
+  float last_ms; /* device time of the last run; < 0 when not measured */
 } cu_state;
+
+/* set_io / last_device_ms of the backend (cuda_exec.c). */
+ait_status cu_set_io(cu_state *s, const ait_backend_io *io);
+double cu_last_device_ms(const cu_state *s);
 
 /* Device handles, workspace and stream (idempotent). */
 ait_status cu_state_open(cu_state *s);

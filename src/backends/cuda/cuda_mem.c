@@ -50,6 +50,8 @@ ait_status cu_state_open(cu_state *s) {
   AIT_TRY(cu_check(cudaMalloc((void **)&s->d_err, sizeof(int) * 4), "allocating the error flag"));
   AIT_TRY(cu_check(cudaEventCreate(&s->ev[0]), "creating an event"));
   AIT_TRY(cu_check(cudaEventCreate(&s->ev[1]), "creating an event"));
+  for (int i = 0; i < 3; i++)
+    AIT_TRY(cu_check(cudaEventCreate(&s->run_ev[i]), "creating an event"));
   return AIT_OK;
 }
 
@@ -87,6 +89,10 @@ void cu_state_close(cu_state *s) {
   if (s->d_err) cudaFree(s->d_err);
   if (s->ev[0]) cudaEventDestroy(s->ev[0]);
   if (s->ev[1]) cudaEventDestroy(s->ev[1]);
+  for (int i = 0; i < 3; i++) {
+    if (s->run_ev[i]) cudaEventDestroy(s->run_ev[i]);
+    s->run_ev[i] = NULL;
+  }
   if (s->dnn) cudnnDestroy(s->dnn);
   if (s->lt) cublasLtDestroy(s->lt);
   if (s->stream) cudaStreamDestroy(s->stream);

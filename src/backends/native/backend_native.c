@@ -10,7 +10,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
-#include <cblas.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +49,9 @@ static const ait_option_def native_options[] = {
     {"tiles", AIT_OPT_BOOL, "on", NULL,
      "MatMuls of 16 or more rows (transformers) on AVX-512 or AVX2 register tiles that read B as "
      "stored; off: SGEMM (OpenBLAS/BLIS) blocks"},
+    {"winograd", AIT_OPT_BOOL, "on", NULL,
+     "3x3 stride-1 convs in NHWC with at least 48 output tiles of 2x2 as Winograd F(2x2, 3x3) "
+     "(2.25x fewer multiply-adds, exact transforms; AVX-512 and AVX2 levels); off: direct"},
 };
 
 static bool attn_bf16(const ait_backend_config *cfg) {
@@ -132,6 +134,7 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   s->isa = nat_isa();
   s->gemv_pack = true;
   s->tiles = true;
+  s->winograd = true;
   if (ext) s->ext = *ext;
   ait_status st = nat_gemm_provider(gemm, &s->gemm);
   if (gemm && strcmp(gemm, "auto") != 0) snprintf(s->gemm_name, sizeof s->gemm_name, "%s", gemm);
@@ -145,7 +148,6 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
     nat_state_free(s);
     return st;
   }
-  openblas_set_num_threads(1);
   *out = s;
   return AIT_OK;
 }
@@ -176,6 +178,8 @@ static ait_status make_state(const ait_backend_config *cfg, ait_graph *g, bool r
   s->gemv_pack = !gemv || strcmp(gemv, "plain") != 0;
   const char *tiles = ait_backend_config_get(cfg, "tiles");
   s->tiles = !tiles || strcmp(tiles, "off") != 0;
+  const char *wino = ait_backend_config_get(cfg, "winograd");
+  s->winograd = !wino || strcmp(wino, "off") != 0;
   ait_status st = run_passes && attn_bf16(cfg) ? nat_attention_bf16(s->g) : AIT_OK;
   if (st) {
     nat_state_free(s);

@@ -216,6 +216,15 @@ ait_status nat_gemm_provider(const char *name, nat_gemm_fn *fn);
  * OpenBLAS would run kernels below the CPU's ISA level and BLIS is
  * installed (with the reason in why, which may be NULL). */
 const char *nat_gemm_auto(char *why, size_t n);
+/* The providers are called from the pool's threads, so each must run
+ * single-threaded; but OpenBLAS's (and BLIS's) thread count is one setting
+ * for the whole process, which the program that loaded us (numpy...) owns.
+ * A native run sets it to 1 between nat_blas_enter and nat_blas_leave
+ * (counted: nested and concurrent runs share one window) and gives the
+ * program back its own count when the last run ends; a count the program
+ * changed meanwhile is left as it set it. */
+void nat_blas_enter(void);
+void nat_blas_leave(void);
 
 typedef struct nat_state {
   ait_graph *g;                 /* rewritten copy, owned */
@@ -227,6 +236,7 @@ typedef struct nat_state {
   bool fuse;                    /* passes enabled */
   bool gemv_pack;               /* one-row products over constants read a packed B (gemv=packed) */
   bool tiles;                   /* MatMuls of >= 16 rows on vector register tiles (tiles=on) */
+  bool winograd;                /* 3x3 stride-1 NHWC convs as Winograd F(2x2, 3x3) (winograd=on) */
   bool has_subgraph;            /* control flow: bodies run on states of their own */
   nat_node *nodes;              /* per node of g */
   bool *shape_only;             /* per node: depends on input shapes and constants only */
@@ -305,6 +315,7 @@ const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int
 bool nat_input_is_const(nat_run *r, int k);
 bool nat_run_gemv_pack(nat_run *r); /* option gemv=packed */
 bool nat_run_tiles(nat_run *r);     /* option tiles=on */
+bool nat_run_winograd(nat_run *r);  /* option winograd=on */
 nat_gemm_fn nat_run_gemm(nat_run *r);
 /* The state's count of calls into the provider: a kernel adds to it where
  * it calls nat_run_gemm's function (so native:gemm=X knows whether X ever
@@ -364,9 +375,19 @@ ait_status nat_k_rmsnorm(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_rope(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* InstanceNormalization on float32 (GroupNorm's export: one plane per row). */
+ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* FusedConvNhwc nodes run on native's kernels, and declined to the
+ * reference (tests assert the second stays 0 on the shapes they cover). */
+long long nat_conv_nhwc_runs(void);
+long long nat_conv_nhwc_declined(void);
+ait_status nat_k_pool_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_concat(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_resize(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+long long nat_resize_runs(void); /* Resizes run on nat_k_resize (tests) */
 /* RNN, GRU, LSTM (native_rnn.c): all their outputs (Y, Y_h, Y_c). */
 ait_status nat_k_rnn(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gru(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
@@ -459,7 +480,17 @@ typedef struct nat_nhwc {
   float *y;
   int64_t y_r0; /* stem and window rows: output row r is at y + (r - y_r0) OW M (a ring row) */
   float lo, hi;
-  bool gelu; /* pointwise on a vector level only: GELU on each tile right after its store */
+  bool gelu;      /* pointwise on a vector level only: GELU on each tile right after its store */
+  int64_t dh, dw; /* window convs: dilations (0 reads as 1) */
+  /* window convs on a padded copy of X (every tap inside it) without
+   * dilation along the row: each kernel row read as one run of kw C floats */
+  bool win_rows;
+  int64_t ldy;   /* pointwise and window convs: floats from one output pixel to the next (0: M) */
+  int64_t ldz;   /* window convs: the same for the residual z (0: M) */
+  int64_t group; /* grouped window convs (K_GRP in native_nhwc.c): the groups; else 0 or 1 */
+  /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
+   * the driver to each task's block while it is in cache; NULL for none */
+  const ait_act *post;
 } nat_nhwc;
 /* The vector level of FusedConvNhwc's kernels and the MatMul tiles in this
  * run: NAT_ISA_AVX512 (native_nhwc512.c), NAT_ISA_AVX2 (native_nhwc256.c)
@@ -482,6 +513,32 @@ void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y);
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* Window convs (group 1, any kernel, stride, dilation, padding; NHWC X):
+ * output pixels [p0, p1) (of N*OH*OW) and channels [m0, m1) (m0 a multiple
+ * of c->pw_bw) on the packed weights c->wpk (K = kh kw C rows), with the
+ * tile of nat_nhwc*_win_tile in c->pw_mr / c->pw_nv (native_nhwc_win256.c,
+ * native_nhwc_win512.c). */
+void nat_nhwc256_win_tile(int64_t P, int64_t M, int *mr, int *nv);
+void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv);
+void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+/* Depthwise convs of any window, stride and dilation: output rows [r0, r1)
+ * (of N*OH) from the zero-padded input c->x (c->H, c->W its padded sizes:
+ * every tap of every output inside it; native_nhwc_dw256.c,
+ * native_nhwc_dw512.c). */
+void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
+ * tiles of `level` (native_nhwc_wino.c): whether c is one it takes (an NHWC
+ * X: the caller reorders an NCHW one first), and
+ * the conv (AIT_E_UNSUPPORTED, nothing written, when its weights are not
+ * constant). */
+bool nat_wino_fits(const nat_nhwc *c);
+ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level, float *scratch);
+/* Floats of scratch nat_wino_run uses: its `scratch` (NULL: it takes the
+ * run's scratch itself). */
+int64_t nat_wino_scratch(nat_run *r, const nat_nhwc *c);
+long long nat_wino_runs(void); /* convs run as Winograd (tests) */
+void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);
  * depthwise 3x3 and stem on output rows [r0, r1) (of N*OH). */

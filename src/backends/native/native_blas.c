@@ -6,7 +6,13 @@
  * first asked for, with its symbols kept local: it also exports cblas_*,
  * which must not replace OpenBLAS's, and the build must not depend on it.
  * The default, auto, is OpenBLAS unless its kernels are below the CPU's
- * level (nat_gemm_auto), then BLIS where it is installed. */
+ * level (nat_gemm_auto), then BLIS where it is installed.
+ *
+ * Both take their thread count from one process-wide setting; nat_blas_enter
+ * and nat_blas_leave (native.h) hold it at 1 only while native runs. Debian
+ * 12's OpenBLAS 0.3.21 has no per-thread setting (openblas_set_num_threads_local
+ * is 0.3.22's), and BLIS's per-call one (rntm_t) is a struct whose layout
+ * changes between its versions. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -30,12 +36,15 @@ typedef void (*bli_sgemm_fn)(int transa, int transb, long m, long n, long k, con
                              const float *a, long rsa, long csa, const float *b, long rsb, long csb,
                              const float *beta, float *c, long rsc, long csc);
 typedef void (*bli_threads_fn)(long n);
+typedef long (*bli_get_threads_fn)(void);
 
 static struct {
   pthread_once_t once;
   bli_sgemm_fn sgemm;
+  bli_threads_fn set_threads;
+  bli_get_threads_fn get_threads;
   char why[256];
-} blis = {PTHREAD_ONCE_INIT, NULL, ""};
+} blis = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, ""};
 
 static void blis_load(void) {
   static const char *const names[] = {"libblis.so.4", "libblis.so"};
@@ -51,13 +60,47 @@ static void blis_load(void) {
   }
   bli_sgemm_fn f = (bli_sgemm_fn)dlsym(h, "bli_sgemm");
   bli_threads_fn t = (bli_threads_fn)dlsym(h, "bli_thread_set_num_threads");
-  if (!f || !t) {
+  bli_get_threads_fn g = (bli_get_threads_fn)dlsym(h, "bli_thread_get_num_threads");
+  if (!f || !t || !g) {
     snprintf(blis.why, sizeof blis.why,
-             "libblis.so.4 lacks bli_sgemm or bli_thread_set_num_threads");
+             "libblis.so.4 lacks bli_sgemm or bli_thread_{set,get}_num_threads");
     return;
   }
-  t(1); /* the pool is the only parallelism */
-  blis.sgemm = f;
+  blis.set_threads = t, blis.get_threads = g;
+  /* published last: nat_blas_enter reads it without the once */
+  __atomic_store_n(&blis.sgemm, f, __ATOMIC_RELEASE);
+}
+
+/* ---- the libraries' thread counts, held at 1 while native runs ----------- */
+
+static struct {
+  pthread_mutex_t mu;
+  int depth;         /* runs inside the window now */
+  int openblas_prev; /* the program's count, 0 when it was 1 already */
+  long blis_prev;    /* the same for BLIS, when loaded */
+} window = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+void nat_blas_enter(void) {
+  pthread_mutex_lock(&window.mu);
+  if (window.depth++ == 0) {
+    int t = openblas_get_num_threads();
+    window.openblas_prev = t != 1 ? t : 0;
+    if (t != 1) openblas_set_num_threads(1);
+    long b = __atomic_load_n(&blis.sgemm, __ATOMIC_ACQUIRE) ? blis.get_threads() : 1;
+    window.blis_prev = b > 1 ? b : 0; /* < 1: unset, which BLIS runs on one thread */
+    if (b > 1) blis.set_threads(1);
+  }
+  pthread_mutex_unlock(&window.mu);
+}
+
+void nat_blas_leave(void) {
+  pthread_mutex_lock(&window.mu);
+  if (--window.depth == 0) { /* only where the count is still the 1 we set */
+    if (window.openblas_prev && openblas_get_num_threads() == 1)
+      openblas_set_num_threads(window.openblas_prev);
+    if (window.blis_prev && blis.get_threads() == 1) blis.set_threads(window.blis_prev);
+  }
+  pthread_mutex_unlock(&window.mu);
 }
 
 static void blis_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

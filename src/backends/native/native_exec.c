@@ -22,7 +22,6 @@
  * (outer_run / outer_src, resolved when the body state is built); the
  * enclosing graph keeps those values alive up to the control-flow node
  * (mark_outer_uses). */
-#include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +344,7 @@ void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bo
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }
 bool nat_run_tiles(nat_run *r) { return r->s->tiles; }
+bool nat_run_winograd(nat_run *r) { return r->s->winograd; }
 
 bool nat_input_is_const(nat_run *r, int k) {
   const ait_node *n = &r->g->nodes[r->node];
@@ -429,6 +429,7 @@ static ait_status body_state(nat_run *r, nat_body *b) {
   bs->fuse = s->fuse;
   bs->gemv_pack = s->gemv_pack;
   bs->tiles = s->tiles;
+  bs->winograd = s->winograd;
   const ait_graph *bg = bs->g;
   nat_run *br = bs->run;
   br->outer_run = calloc((size_t)bg->n_values + 1, sizeof *br->outer_run);
@@ -667,7 +668,9 @@ ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait
   for (int k = 0; k < g->n_outputs; k++)
     out[k] = NULL;
   int prev_isa = nat_isa_enter(s->isa);
+  nat_blas_enter(); /* the pool is the only parallelism: GEMM libraries on 1 thread */
   ait_status st = run_graph(s, in, n_in, out);
+  nat_blas_leave();
   nat_isa_enter(prev_isa);
   return st;
 }
@@ -678,7 +681,6 @@ static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in,
     return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
                    n_in);
   if (!s->pool && s->threads > 1 && !(s->pool = nat_pool_new(s->threads))) return AIT_E_NOMEM;
-  openblas_set_num_threads(1); /* parallelism comes from our pool only */
   int64_t sig[AIT_MAX_RANK * 64 + 128];
   int n_sig = 0;
   uint64_t h = 0;

@@ -266,15 +266,15 @@ static int sole_reader(const nat_uses *u, int v) {
 static bool near(float a, float b) { return fabsf(a - b) <= 1e-6f * fabsf(b); }
 
 /* y -> Div(y, sqrt2) -> Erf -> Add(1) -> Mul(y, .) -> Mul(., 0.5): Gelu.
- * (Mul by 1/sqrt2 instead of the Div is accepted too.) */
-static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
-  ait_graph *g = u->g;
-  ait_node *p = &g->nodes[pi];
-  int y = p->out[0];
-  if (has_act(p) || u->uses[y] != 2 || u->is_out[y]) return AIT_OK;
+ * (Mul by 1/sqrt2 instead of the Div is accepted too.) Fills nodes[] with
+ * the Div, Erf, Add, Mul(y, .) and the last Mul, in that order; y must
+ * have exactly two readers, neither of them node `skip`. */
+static bool match_gelu(const nat_uses *u, int y, int skip, int nodes[5]) {
+  const ait_graph *g = u->g;
+  if (y < 0 || u->uses[y] != 2 || u->is_out[y] || g->values[y].dtype != AIT_FLOAT32) return false;
   int d = -1, m1 = -1; /* y's two readers */
   for (int i = 0; i < g->n_nodes; i++) {
-    if (u->dead[i] || i == pi) continue;
+    if (u->dead[i] || i == skip) continue;
     const ait_node *n = &g->nodes[i];
     float v;
     if ((is_op(n, "Div") && n->n_in == 2 && n->in[0] == y && const_scalar(g, n->in[1], &v) &&
@@ -285,26 +285,37 @@ static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
     else if (is_op(n, "Mul") && other_input(n, y) >= 0)
       m1 = i;
   }
-  if (d < 0 || m1 < 0) return AIT_OK;
+  if (d < 0 || m1 < 0) return false;
   int e = sole_reader(u, g->nodes[d].out[0]);
-  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return AIT_OK;
+  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return false;
   int a = sole_reader(u, g->nodes[e].out[0]);
   float v;
   if (a < 0 || !is_op(&g->nodes[a], "Add") ||
       !const_scalar(g, other_input(&g->nodes[a], g->nodes[e].out[0]), &v) || v != 1.0f)
-    return AIT_OK;
+    return false;
   if (sole_reader(u, g->nodes[a].out[0]) != m1 ||
       other_input(&g->nodes[m1], y) != g->nodes[a].out[0])
-    return AIT_OK;
+    return false;
   int m2 = sole_reader(u, g->nodes[m1].out[0]);
   if (m2 < 0 || !is_op(&g->nodes[m2], "Mul") ||
       !const_scalar(g, other_input(&g->nodes[m2], g->nodes[m1].out[0]), &v) || v != 0.5f)
-    return AIT_OK;
+    return false;
+  nodes[0] = d, nodes[1] = e, nodes[2] = a, nodes[3] = m1, nodes[4] = m2;
+  return true;
+}
+
+/* The spelled-out Gelu after producer pi into its activation. */
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *p = &g->nodes[pi];
+  int nodes[5];
+  if (has_act(p) || !match_gelu(u, p->out[0], pi, nodes)) return AIT_OK;
   ait_act act = {.kind = AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
-  absorb(u, pi, m2);
-  u->dead[d] = u->dead[e] = u->dead[a] = u->dead[m1] = true;
+  absorb(u, pi, nodes[4]);
+  for (int i = 0; i < 4; i++)
+    u->dead[nodes[i]] = true;
   *done = true;
   return AIT_OK;
 }
@@ -494,9 +505,29 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   ait_graph *g = u->g;
   ait_node *n = &g->nodes[i];
   ait_act prog, a;
-  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
-  if (n->n_in < 1 || !act_of(g, n, &a) || n->n_out < 1) return AIT_OK;
-  int y = n->in[0];
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0, ge[5];
+  if (n->n_in < 1 || n->n_out < 1) return AIT_OK;
+  int y = (is_op(n, "Mul") && n->n_in == 2 && !nat_is_const(g, n->in[0])) ? n->in[0]
+          : is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
+                                                                          : n->in[0];
+  if ((is_op(n, "Div") || is_op(n, "Mul")) && match_gelu(u, y, -1, ge) && ge[0] == i) {
+    /* a spelled-out Gelu after anything but a product (wav2vec2's GroupNorm):
+     * one pass on the vector GELU instead of five, Erf on libm */
+    memset(&prog, 0, sizeof prog);
+    prog.kind = AIT_ACT_GELU;
+    AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
+    n->in[0] = y;
+    n->n_in = 1;
+    AIT_TRY(set_act(n, &prog));
+    absorb(u, i, ge[4]);
+    for (int k = 1; k < 4; k++)
+      u->dead[ge[k]] = true;
+    (*count)++;
+    AIT_TRY(nat_uses_refresh(u));
+    return AIT_OK;
+  }
+  if (!act_of(g, n, &a)) return AIT_OK;
+  y = n->in[0];
   if (!match_gated(u, y, -1, &prog, nodes, &nn) || nodes[0] != i) return AIT_OK;
   AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
   n->n_in = 1; /* Clip's bounds are in the program now */
@@ -522,8 +553,84 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   }
 }
 
+/* The single live reader of v (not an output), if it is op `op`; else -1. */
+static int sole_op(const nat_uses *u, int v, const char *op) {
+  int r = sole_reader(u, v);
+  return r >= 0 && !u->dead[r] && is_op(&u->g->nodes[r], op) && u->g->nodes[r].n_out >= 1 ? r : -1;
+}
+
+/* Whether node n divides its input `v` by d (Div(v, d), or Mul by 1/d). */
+static bool divides_by(const ait_graph *g, const ait_node *n, int v, float d) {
+  float c;
+  if (is_op(n, "Div"))
+    return n->n_in == 2 && n->in[0] == v && const_scalar(g, n->in[1], &c) && c == d;
+  return is_op(n, "Mul") && other_input(n, v) >= 0 && const_scalar(g, other_input(n, v), &c) &&
+         near(c * d, 1.0f);
+}
+
+/* HardSwish spelled out by exporters that have no HardSwish op (Paddle's
+ * x * relu6(x + 3) / 6, either order of the Mul and the Div, any offset c
+ * and bound d): Add(y, c) -> Clip(0, d) -> Mul(y, .) -> Div(., d) is y *
+ * HardSigmoid(y; 1/d, c/d). The Add becomes that HardSigmoid (the Clip and
+ * the Div die), so the gate matcher below joins it to y's producer. */
+static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
+  ait_graph *g = u->g;
+  ait_node *A = &g->nodes[ai];
+  float c;
+  if (!is_op(A, "Add") || A->n_in != 2 || A->n_out < 1 || A->opset < 7) return AIT_OK;
+  int y = const_scalar(g, A->in[1], &c) ? A->in[0] : const_scalar(g, A->in[0], &c) ? A->in[1] : -1;
+  if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
+  int ci = sole_op(u, A->out[0], "Clip");
+  ait_act clip;
+  if (ci < 0 || !act_of(g, &g->nodes[ci], &clip) || clip.p[0] != 0.0f || !(clip.p[1] > 0.0f) ||
+      !isfinite(clip.p[1]))
+    return AIT_OK;
+  float d = clip.p[1];
+  int cv = g->nodes[ci].out[0], m = -1, div = -1;
+  bool mul_first = false;
+  int r = sole_reader(u, cv);
+  if (r < 0 || u->dead[r]) return AIT_OK;
+  const ait_node *R = &g->nodes[r];
+  if (is_op(R, "Mul") && other_input(R, cv) == y) { /* y * clip, then / d */
+    m = r, mul_first = true;
+    div = sole_reader(u, R->out[0]);
+    if (div < 0 || u->dead[div] || !divides_by(g, &g->nodes[div], R->out[0], d)) return AIT_OK;
+  } else if (divides_by(g, R, cv, d)) { /* clip / d, then y * . */
+    div = r;
+    m = sole_op(u, R->out[0], "Mul");
+    if (m < 0 || other_input(&g->nodes[m], R->out[0]) != y) return AIT_OK;
+  } else {
+    return AIT_OK;
+  }
+  /* the Add becomes HardSigmoid(y) */
+  char *op = strdup("HardSigmoid");
+  if (!op) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(A));
+  free(A->op_type);
+  A->op_type = op;
+  A->opset = 6;
+  A->op = ait_op_lookup("", "HardSigmoid", 6, NULL);
+  A->in[0] = y;
+  A->n_in = 1;
+  AIT_TRY(nat_attr_set_float(A, "alpha", 1.0f / d));
+  AIT_TRY(nat_attr_set_float(A, "beta", c / d));
+  ait_node *M = &g->nodes[m], *D = &g->nodes[div];
+  int gate = A->out[0];
+  if (mul_first) { /* Mul(y, clip) -> Div: the Mul reads the gate and writes the Div's output */
+    M->in[0] = y, M->in[1] = gate;
+    M->out[0] = D->out[0];
+    g->values[D->out[0]].producer = m;
+  } else { /* Div(clip) -> Mul(y, .): the Mul reads the gate */
+    M->in[M->in[0] == y ? 1 : 0] = gate;
+  }
+  u->dead[ci] = u->dead[div] = true;
+  (*count)++;
+  return nat_uses_refresh(u);
+}
+
 ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
   ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!u->dead[i]) AIT_TRY(spelled_hard_sigmoid(u, i, &s->fused));
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_mm.h"
 
 /* ---- epilogue ------------------------------------------------------------ */
 
@@ -267,38 +268,12 @@ static void gemv(nat_run *r, bool tb, int64_t M, int64_t N, int64_t K, float alp
 
 /* ---- register-tile GEMM (AVX-512, AVX2) ------------------------------------ */
 
-/* C[P][N] = A[P][K] . B[K][N] (+ bias, + z, activation) on the pointwise-
- * convolution tiles of the run's level (native_nhwc512.c, native_nhwc256.c). For the products of
- * transformers at small batches (128-row activations against 256..3072-wide
- * weights) OpenBLAS repacks A and B in every block of every call; here a
- * constant B is packed once (nat_pack_tiles), any other B is read as stored.
- * Relu and Clip become the tile's clamp, GELU runs on each tile right
- * after its store (nat_nhwc.gelu); other activations run on each task's
- * block while it is in cache. */
-typedef struct tile_job {
-  nat_nhwc c;
-  ait_act act;
-  int level; /* nat_nhwc_level() */
-  int64_t pstep, mstep, n_m;
-} tile_job;
-
-static void tile_task(void *arg, int64_t t, int tid) {
-  const tile_job *j = arg;
-  int64_t P = j->c.W, M = j->c.M;
-  int64_t p0 = t / j->n_m * j->pstep, m0 = t % j->n_m * j->mstep;
-  int64_t p1 = p0 + j->pstep < P ? p0 + j->pstep : P, m1 = m0 + j->mstep < M ? m0 + j->mstep : M;
-  nat_nhwc_pw(&j->c, j->level, p0, p1, m0, m1);
-  if (j->act.kind != AIT_ACT_NONE)
-    for (int64_t p = p0; p < p1; p++)
-      nat_act_f32(&j->act, j->c.y + p * M + m0, m1 - m0);
-}
-
-/* B [K, N] packed for the tiles: column blocks of bw (zero-padded), each
- * K x bw contiguous, so a tile reads its weights as one stream instead of
- * one row per page (a 1024-wide B: every step of K in another page). B is
- * input `input` of the running node, kept in its pack slot `slot`; NULL
- * when it is not a constant or memory runs short (B is then read as
- * stored). */
+/* B [K, N] packed for the pointwise-convolution tiles (native_nhwc*.c):
+ * column blocks of bw (zero-padded), each K x bw contiguous, so a tile
+ * reads its weights as one stream instead of one row per page (a 1024-wide
+ * B: every step of K in another page). B is input `input` of the running
+ * node, kept in its pack slot `slot`; NULL when it is not a constant or
+ * memory runs short (B is then read as stored). */
 const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int64_t K, int64_t N,
                             int64_t bw) {
   if (!nat_input_is_const(r, input)) return NULL;
@@ -316,44 +291,56 @@ const float *nat_pack_tiles(nat_run *r, int slot, int input, const float *B, int
   return p;
 }
 
-static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
-                      float *C, const nat_epilogue *e) {
-  int level = nat_nhwc_level();
-  if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || level == NAT_ISA_PORTABLE || e->row_bias ||
+/* B as the tiles read it: packed once into the node's pack slot when it is
+ * a constant (input `input`), B[k][n] at B[k * rs + n * cs]; else NULL
+ * (only a plain B, cs == 1, is then read as stored). */
+static const float *mm_pack(nat_run *r, int input, const float *B, int64_t K, int64_t N, int64_t rs,
+                            int64_t cs, int nr) {
+  if (!nat_input_is_const(r, input)) return NULL;
+  int64_t key[4] = {K, N, nr + (cs == 1 ? 0 : 1024), (int64_t)(intptr_t)B};
+  bool fresh;
+  float *p = nat_node_pack(r, NAT_DATA_TILES, key,
+                           (size_t)nat_mm_packed_floats(K, N, nr) * sizeof(float), &fresh);
+  if (p && fresh) nat_mm_pack(p, B, K, N, rs, cs, nr);
+  return p;
+}
+
+/* C = A . op(B) (+ epilogue) on the tiles: B [K][N] at B[k * rs + n * cs]
+ * (rs = N, cs = 1 as stored; rs = 1, cs = K transposed), input `input` of
+ * the node. False, doing nothing, where the tiles do not apply. */
+static bool tile_gemm_b(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
+                        int input, int64_t rs, int64_t cs, float *C, const nat_epilogue *e) {
+  int level = nat_isa();
+  if (P < 16 || N < 16 || K < 1 || !nat_run_tiles(r) || !nat_mm_available(level) || e->row_bias ||
       e->zb || (e->z && e->ldz != N))
     return false;
-  tile_job j;
-  memset(&j, 0, sizeof j);
-  j.level = level;
-  nat_nhwc *c = &j.c;
-  c->N = c->H = c->OH = 1;
-  c->W = c->OW = P;
-  c->C = K;
-  c->M = N;
-  c->x = A, c->w = B, c->b = e->col_bias, c->z = e->z, c->y = C;
-  c->lo = -INFINITY, c->hi = INFINITY;
-  j.act = e->act;
-  if (e->act.kind == AIT_ACT_RELU) {
-    c->lo = 0.0f, j.act.kind = AIT_ACT_NONE;
-  } else if (e->act.kind == AIT_ACT_CLIP) {
-    c->lo = e->act.p[0], c->hi = e->act.p[1], j.act.kind = AIT_ACT_NONE;
-  } else if (e->act.kind == AIT_ACT_GELU) {
-    c->gelu = true, j.act.kind = AIT_ACT_NONE;
+  nat_mm m;
+  memset(&m, 0, sizeof m);
+  nat_mm_init(&m, level, P, N, K);
+  m.b = mm_pack(r, input, B, K, N, rs, cs, m.nr);
+  if (!m.b) {
+    if (cs != 1) return false;
+    m.b = B, m.ldb = rs;
   }
-  nat_nhwc_tile(c, level, P);
-  c->wpk = nat_pack_tiles(r, NAT_DATA_TILES, 1, B, K, N, c->pw_bw);
-  /* tasks: column blocks of whole register tiles, then rows, about 2 per thread */
-  int threads = nat_run_threads(r), want = threads > 1 ? threads * 2 : 1;
-  int64_t bw = c->pw_bw, nb = (N + bw - 1) / bw;
-  int64_t per = nb / want > 1 ? nb / want : 1;
-  j.mstep = per * bw;
-  j.n_m = (N + j.mstep - 1) / j.mstep;
-  int64_t row_parts = j.n_m >= want ? 1 : (want + j.n_m - 1) / j.n_m;
-  int64_t tiles = (P + c->pw_mr - 1) / c->pw_mr;
-  j.pstep = (tiles + row_parts - 1) / row_parts * c->pw_mr;
-  int64_t n_p = (P + j.pstep - 1) / j.pstep;
-  nat_pool_run(threads > 1 ? nat_run_pool(r) : NULL, n_p * j.n_m, tile_task, &j);
+  m.a = A, m.lda = K;
+  m.bias = e->col_bias, m.z = e->z, m.ldz = e->ldz;
+  m.c = C, m.ldc = N;
+  m.lo = -INFINITY, m.hi = INFINITY;
+  ait_act post = e->act;
+  if (e->act.kind == AIT_ACT_RELU) {
+    m.lo = 0.0f, post.kind = AIT_ACT_NONE;
+  } else if (e->act.kind == AIT_ACT_CLIP) {
+    m.lo = e->act.p[0], m.hi = e->act.p[1], post.kind = AIT_ACT_NONE;
+  } else if (e->act.kind == AIT_ACT_GELU) {
+    m.gelu = true, post.kind = AIT_ACT_NONE;
+  }
+  nat_mm_pool(r, &m, &post);
   return true;
+}
+
+static bool tile_gemm(nat_run *r, int64_t P, int64_t N, int64_t K, const float *A, const float *B,
+                      float *C, const nat_epilogue *e) {
+  return tile_gemm_b(r, P, N, K, A, B, 1, N, 1, C, e);
 }
 
 /* ---- parallel SGEMM ------------------------------------------------------ */
@@ -467,6 +454,18 @@ ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in
   if (M == 1 && !ta &&
       nat_gemv_const(r, 1, tb, N, K, alpha, A->data, B->data, B->dims[1], Y->data, &e))
     return AIT_OK;
+  if (!ta && alpha == 1.0f) { /* the register tiles: C as a bias row or a residual */
+    nat_epilogue te = e;
+    if (te.zb && te.zb_cs == 1 && (te.zb_rs == 0 || te.zb_rs == N)) {
+      if (te.zb_rs == 0)
+        te.col_bias = te.zb;
+      else
+        te.z = te.zb, te.ldz = N;
+      te.zb = NULL;
+    }
+    if (tile_gemm_b(r, M, N, K, A->data, B->data, 1, tb ? 1 : N, tb ? K : 1, Y->data, &te))
+      return AIT_OK;
+  }
   nat_sgemm(r, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data, B->dims[1], Y->data, N, &e);
   return AIT_OK;
 }
@@ -555,6 +554,12 @@ ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *
   AIT_TRY(ait_act_parse(n, &j.e.act));
   j.alpha = ait_attr_float(n, "alpha", 1.0f);
   j.e.col_bias = bias ? bias->data : NULL;
+  if (j.z && !bias && ait_tensor_numel(Z) == j.N && j.zcs == 1) {
+    /* a residual that is one row (a bias computed in the graph, e.g. a
+     * Slice of nn.MultiheadAttention's packed in_proj_bias): the bias */
+    j.e.col_bias = j.z;
+    j.z = NULL;
+  }
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, orank, odims, &Y));
   j.a = A->data;

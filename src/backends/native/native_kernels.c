@@ -6,6 +6,7 @@
 
 #include "backends/native/native.h"
 #include "backends/native/native_elt.h"
+#include "backends/native/native_mm.h"
 
 typedef struct fast_row {
   const char *domain, *op;
@@ -14,12 +15,13 @@ typedef struct fast_row {
 } fast_row;
 
 static const fast_row fast_rows[] = {
-    {"", "Conv", 1, nat_k_conv},
-    {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv},
+    {"", "Conv", 1, nat_k_conv_seq}, /* 1-D on native_mm's tiles, else nat_k_conv */
+    {AIT_FUSED_DOMAIN, "FusedConv", 1, nat_k_conv_seq},
     {"", "ConvTranspose", 1, nat_k_convt},
     {AIT_FUSED_DOMAIN, "FusedConvNhwc", 1, nat_k_conv_nhwc},
     {AIT_FUSED_DOMAIN, "FusedInvertedResidual", 1, nat_k_inv_res},
     {AIT_FUSED_DOMAIN, "FusedGapNhwc", 1, nat_k_gap_nhwc},
+    {AIT_FUSED_DOMAIN, "FusedPoolNhwc", 1, nat_k_pool_nhwc},
     {"", "Gemm", 1, nat_k_gemm},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, nat_k_gemm},
     {"", "MatMul", 1, nat_k_matmul},
@@ -81,7 +83,10 @@ static const fast_row fast_rows[] = {
     {"", "RMSNormalization", 23, nat_k_rmsnorm},
     {"", "RotaryEmbedding", 23, nat_k_rope},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
+    {"", "InstanceNormalization", 1, nat_k_instancenorm},
     {"", "Transpose", 1, nat_k_transpose},
+    {"", "Concat", 1, nat_k_concat},
+    {"", "Resize", 11, nat_k_resize},
     {"", "RNN", 7, nat_k_rnn},
     {"", "GRU", 7, nat_k_gru},
     {"", "LSTM", 7, nat_k_lstm},

@@ -1,21 +1,31 @@
-/* Layout pass: chains of convolutions in channels-last (NHWC) layout.
+/* Layout pass: convolutional networks in channels-last (NHWC) layout.
  *
- * Depthwise networks (MobileNet-style inverted residuals: pointwise expand,
- * depthwise 3x3, pointwise project, residual Add) run faster with channels
- * innermost: a pointwise conv is then a GEMM whose rows are pixels, and a
- * depthwise conv is sixteen channels per vector. The pass finds the
- * convolutions native's NHWC kernels handle (native_nhwc.c):
+ * With channels innermost a pointwise conv is a GEMM whose rows are pixels,
+ * any other group-1 conv an implicit GEMM over taps x channels, and a
+ * depthwise conv or a pooling window sixteen (eight) channels per vector:
+ * native's NHWC kernels (native_nhwc*.c) run them faster than im2col +
+ * SGEMM and the NCHW loops. The pass finds the nodes that have an NHWC
+ * form (`layout_kind`):
  *   pointwise  1x1, stride 1, no padding, group 1
- *   depthwise  3x3, stride 1 or 2, padding 1, one channel per group
- *   stem       group 1, any window, at most 64 multiply-adds per output
- * joins those connected through their input or residual into components,
- * and rewrites each component that holds a depthwise conv (elsewhere the
- * NCHW path with SGEMM is as good, and the reorders would cost) into
- * FusedConvNhwc nodes with HWIO weights. A Transpose to NHWC is added where
- * a component reads a value from outside (but a stem conv reads NCHW
- * itself: x_layout="NCHW"), and one back to NCHW where
- * something outside reads a component's output: reorders only at the edges.
- * Activations other than none, Relu and Clip stay on the NCHW path. */
+ *   depthwise  one channel per group, any window, stride, dilation, padding
+ *   window     group 1, any window, stride, dilation and padding, at least
+ *              WIN_MIN_C input channels (the implicit GEMM)
+ *   stem       group 1, fewer input channels (may read the NCHW input)
+ *   grouped    2+ channels a group: the implicit GEMM per group
+ *   pool       MaxPool / AveragePool over 2-D (FusedPoolNhwc)
+ *   elementwise  ops applied per element (Relu, Add, Mul ...) whose inputs
+ *              are of the output's shape, or broadcast per channel or as a
+ *              scalar (the channel operand [N, C, 1, 1] has the bytes of
+ *              [N, 1, 1, C]: a view)
+ *   concat     Concat along the channels (axis 3 in NHWC)
+ * joins those connected through their activation inputs into components,
+ * and rewrites each component that holds a conv: convs into FusedConvNhwc
+ * with HWIO weights, pools into FusedPoolNhwc, the others onto the NHWC
+ * twins of their inputs. A Transpose to NHWC is added where a component
+ * reads a value from outside (but a stem conv reads NCHW itself:
+ * x_layout="NCHW"), and one back to NCHW where something outside reads a
+ * component's output: reorders only at the edges (a view where H = W = 1).
+ * A GlobalAveragePool reading a converted value pools it in NHWC. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +33,13 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-enum { L_NONE = 0, L_PW, L_DW, L_STEM };
+enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_GRP, L_POOL, L_ELT, L_CONCAT, L_TIN, L_TOUT };
+
+static bool is_conv_kind(int k) { return k >= L_PW && k <= L_GRP; }
+
+/* Input channels from which a group-1 window conv is L_WIN (native_nhwc.c's
+ * WIN_MIN_C: below, the stem kernels run it). */
+#define WIN_MIN_C 8
 
 static bool is_conv(const ait_node *n) {
   return (!n->domain[0] && !strcmp(n->op_type, "Conv")) ||
@@ -35,9 +51,20 @@ static bool const_f32(const ait_graph *g, int v, int rank) {
          (rank < 0 || g->values[v].init->rank == rank);
 }
 
-/* Which NHWC kernel could run node n (L_NONE: none). */
-static int layout_kind(const ait_graph *g, const ait_node *n) {
-  if (!is_conv(n) || n->n_out != 1 || n->n_in < 2 || n->in[0] < 0) return L_NONE;
+/* Whether node n's activation (attributes) is a clamp: none, Relu or Clip
+ * (what FusedInvertedResidual's stages run). */
+static bool clamp_act(const ait_node *n) {
+  ait_act act;
+  if (ait_act_parse(n, &act) != AIT_OK) {
+    ait_err_clear();
+    return false;
+  }
+  return act.kind == AIT_ACT_NONE || act.kind == AIT_ACT_RELU || act.kind == AIT_ACT_CLIP;
+}
+
+/* Which NHWC conv kernel could run conv node n (L_NONE: none). */
+static int conv_kind(const ait_graph *g, const ait_node *n) {
+  if (n->n_out != 1 || n->n_in < 2 || n->in[0] < 0) return L_NONE;
   const ait_value *x = &g->values[n->in[0]];
   if (x->dtype != AIT_FLOAT32 || x->rank != 4 || nat_is_const(g, n->in[0])) return L_NONE;
   if (!const_f32(g, n->in[1], 4)) return L_NONE;
@@ -49,8 +76,6 @@ static int layout_kind(const ait_graph *g, const ait_node *n) {
     ait_err_clear();
     return L_NONE;
   }
-  if (act.kind != AIT_ACT_NONE && act.kind != AIT_ACT_RELU && act.kind != AIT_ACT_CLIP)
-    return L_NONE;
   const int64_t *wd = g->values[n->in[1]].init->dims;
   int64_t group = ait_attr_int(n, "group", 1), C = x->dims[1].v;
   int64_t sp[2] = {x->dims[2].v, x->dims[3].v}, k[2] = {wd[2], wd[3]};
@@ -59,19 +84,183 @@ static int layout_kind(const ait_graph *g, const ait_node *n) {
     ait_err_clear();
     return L_NONE;
   }
-  if (w.d[0] != 1 || w.d[1] != 1) return L_NONE;
+  bool dilated = w.d[0] != 1 || w.d[1] != 1;
   if (group == 1) {
     if (C >= 0 && wd[1] != C) return L_NONE;
     if (wd[2] == 1 && wd[3] == 1 && w.s[0] == 1 && w.s[1] == 1 && !w.pb[0] && !w.pb[1] &&
-        !w.pe[0] && !w.pe[1])
+        !w.pe[0] && !w.pe[1] && !dilated)
       return L_PW;
-    return wd[1] * wd[2] * wd[3] <= 64 ? L_STEM : L_NONE;
+    if (wd[1] >= WIN_MIN_C || dilated) return L_WIN;
+    return L_STEM;
   }
-  if (wd[1] != 1 || wd[0] != group || (C >= 0 && C != group)) return L_NONE;
-  if (wd[2] != 3 || wd[3] != 3 || w.s[0] != w.s[1] || (w.s[0] != 1 && w.s[0] != 2)) return L_NONE;
+  if (wd[1] == 1 && wd[0] == group && C == group) return L_DW; /* any window, stride, ... */
+  if (C > 0 && C % group == 0 && wd[0] % group == 0 && wd[1] == C / group) return L_GRP;
+  return L_NONE;
+}
+
+/* Whether depthwise node d (L_DW) is the 3x3, pads-1, stride 1 or 2 conv
+ * a FusedInvertedResidual's middle stage runs. */
+static bool block_dw(const ait_graph *g, const ait_node *d) {
+  const ait_value *x = &g->values[d->in[0]];
+  const ait_tensor *w = g->values[d->in[1]].init;
+  int64_t sp[2] = {x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 2 : 1].v,
+                   x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 3 : 2].v};
+  int64_t k[2] = {w->dims[0], w->dims[1]}; /* HWIO by now */
+  nn_win win;
+  if (k[0] != 3 || k[1] != 3 || nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
+    ait_err_clear();
+    return false;
+  }
+  if (win.d[0] != 1 || win.d[1] != 1 || win.s[0] != win.s[1] || (win.s[0] != 1 && win.s[0] != 2))
+    return false;
   for (int i = 0; i < 2; i++)
-    if (w.pb[i] != 1 || w.pe[i] != 1) return L_NONE;
-  return L_DW;
+    if (win.pb[i] != 1 || win.pe[i] != 1) return false;
+  return true;
+}
+
+/* Whether two dims are certainly equal: known and equal, or one symbol. */
+static bool dim_eq(const ait_dim *x, const ait_dim *y) {
+  if (x->v >= 0 && y->v >= 0) return x->v == y->v;
+  return x->sym && y->sym && !strcmp(x->sym, y->sym);
+}
+
+/* Whether values a and b certainly have the same rank-4 dims. */
+static bool same_dims4(const ait_value *a, const ait_value *b) {
+  if (a->rank != 4 || b->rank != 4) return false;
+  for (int k = 0; k < 4; k++)
+    if (!dim_eq(&a->dims[k], &b->dims[k])) return false;
+  return true;
+}
+
+static int64_t numel_known(const ait_value *v) {
+  int64_t n = 1;
+  for (int k = 0; k < v->rank; k++) {
+    if (v->dims[k].v < 0) return -1;
+    n *= v->dims[k].v;
+  }
+  return n;
+}
+
+/* How input v of an elementwise node writing `out` (rank 4) is read in NHWC:
+ * 1 an activation (the output's shape: its NHWC twin), 2 unchanged (one
+ * element, a scalar in any layout), 3 per channel ([d0, C, 1, 1] or
+ * [C, 1, 1]: a view of it as [d0, 1, 1, C] / [1, 1, C]), 0 none of these. */
+static int elt_operand(const ait_graph *g, int v, const ait_value *out) {
+  if (v < 0) return 0;
+  const ait_value *x = &g->values[v];
+  if (x->type != AIT_VT_TENSOR || x->dtype != out->dtype) return 0;
+  if (same_dims4(x, out)) return nat_is_const(g, v) ? 0 : 1;
+  if (x->rank >= 0 && x->rank <= 4 && numel_known(x) == 1) return 2;
+  int64_t C = out->dims[1].v;
+  if (C < 1) return 0;
+  /* [1 or N, C, 1, 1]: a constant of batch 1, or a value of the output's batch */
+  if (x->rank == 4 && x->dims[1].v == C && x->dims[2].v == 1 && x->dims[3].v == 1 &&
+      (x->dims[0].v == 1 || (!nat_is_const(g, v) && dim_eq(&x->dims[0], &out->dims[0]))))
+    return 3;
+  if (x->rank == 3 && nat_is_const(g, v) && x->dims[0].v == C && x->dims[1].v == 1 &&
+      x->dims[2].v == 1)
+    return 3;
+  return 0;
+}
+
+/* Elementwise ops the pass carries into NHWC (on float32): unary ones read
+ * input 0 only (Clip's bounds are scalars), binary ones both. */
+static const char *const unary_ops[] = {"Relu",      "Sigmoid", "Tanh", "HardSwish", "HardSigmoid",
+                                        "LeakyRelu", "Clip",    "Elu",  "Selu",      "Softplus",
+                                        "Neg",       "Abs",     "Sqrt", "Exp",       "Erf",
+                                        "Gelu",      "Identity"};
+static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+
+static bool in_list(const char *op, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(op, list[i])) return true;
+  return false;
+}
+
+/* Whether n is elementwise with every input readable in NHWC (and at
+ * least one activation input). */
+static bool elt_kind(const ait_graph *g, const ait_node *n) {
+  if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1) return false;
+  const ait_value *o = &g->values[n->out[0]];
+  if (o->rank != 4 || o->dtype != AIT_FLOAT32) return false;
+  bool unary =
+      (!n->domain[0] && in_list(n->op_type, unary_ops, sizeof unary_ops / sizeof *unary_ops)) ||
+      (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedUnary"));
+  bool binary = !n->domain[0] && n->n_in == 2 &&
+                in_list(n->op_type, binary_ops, sizeof binary_ops / sizeof *binary_ops);
+  if (unary) {
+    for (int k = 1; k < n->n_in; k++)
+      if (n->in[k] >= 0 && !nat_is_const(g, n->in[k])) return false;
+    return elt_operand(g, n->in[0], o) == 1;
+  }
+  if (!binary) return false;
+  int a = elt_operand(g, n->in[0], o), b = elt_operand(g, n->in[1], o);
+  return a && b && (a == 1 || b == 1);
+}
+
+/* Which NHWC form node n has (L_NONE: none). */
+/* Transpose node n of a rank-4 float32 tensor by `perm`. */
+static bool transpose_by(const ait_graph *g, const ait_node *n, const int64_t *perm) {
+  if (n->domain[0] || strcmp(n->op_type, "Transpose") || n->n_in != 1 || n->n_out != 1 ||
+      n->in[0] < 0 || n->out[0] < 0)
+    return false;
+  const ait_value *x = &g->values[n->in[0]];
+  int cnt = 0;
+  const int64_t *p = ait_attr_ints(n, "perm", &cnt);
+  return x->rank == 4 && x->dtype == AIT_FLOAT32 && p && cnt == 4 &&
+         !memcmp(p, perm, sizeof(int64_t) * 4);
+}
+
+static int layout_kind(const ait_graph *g, const ait_node *n) {
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+  if (is_conv(n)) return conv_kind(g, n);
+  if (n->domain[0] && strcmp(n->domain, AIT_FUSED_DOMAIN)) return L_NONE;
+  if (n->n_in < 1 || n->in[0] < 0 || n->n_out < 1) return L_NONE;
+  /* the model's own reorders (ConvNeXt: a depthwise conv, then
+   * Transpose(0,2,3,1) into LayerNorm and the MLP, Transpose(0,3,1,2)
+   * back into the residual Add): the first reads a twin as it is, the
+   * second's NCHW output has its input as twin */
+  if (transpose_by(g, n, to_nhwc)) return L_TIN;
+  if (transpose_by(g, n, to_nchw)) return L_TOUT;
+  const ait_value *x = &g->values[n->in[0]];
+  if (!n->domain[0] && (!strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "AveragePool"))) {
+    if (x->rank != 4 || x->dtype != AIT_FLOAT32 || (n->n_out > 1 && n->out[1] >= 0) ||
+        strcmp(ait_attr_str(n, "auto_pad", "NOTSET"), "NOTSET"))
+      return L_NONE;
+    return L_POOL;
+  }
+  if (!n->domain[0] && !strcmp(n->op_type, "Concat")) {
+    const ait_value *o = &g->values[n->out[0]];
+    int64_t axis = ait_attr_int(n, "axis", 0);
+    if (o->rank != 4 || o->dtype != AIT_FLOAT32 || (axis != 1 && axis != -3)) return L_NONE;
+    for (int k = 0; k < n->n_in; k++) {
+      const ait_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
+      if (!v || v->rank != 4 || v->dtype != AIT_FLOAT32 || nat_is_const(g, n->in[k]) ||
+          !dim_eq(&v->dims[0], &o->dims[0]) || !dim_eq(&v->dims[2], &o->dims[2]) ||
+          !dim_eq(&v->dims[3], &o->dims[3]))
+        return L_NONE;
+    }
+    return L_CONCAT;
+  }
+  return elt_kind(g, n) ? L_ELT : L_NONE;
+}
+
+/* Whether input k of node n (of kind `kind`) is an activation the node
+ * reads in NHWC (joins components, needs the value's twin). */
+static bool act_input(const ait_graph *g, const ait_node *n, int kind, int k) {
+  if (k >= n->n_in || n->in[k] < 0) return false;
+  switch (kind) {
+  case L_PW:
+  case L_DW:
+  case L_STEM:
+  case L_WIN:
+  case L_GRP: return k == 0 || k == 3;
+  case L_POOL:
+  case L_TIN: return k == 0;
+  case L_CONCAT: return true;
+  case L_ELT: return elt_operand(g, n->in[k], &g->values[n->out[0]]) == 1;
+  default: return false;
+  }
 }
 
 static int find(int *parent, int i) {
@@ -99,23 +288,59 @@ static int twin_value(ait_graph *g, int v, const int64_t *perm) {
   return t;
 }
 
-/* Append Transpose(in, perm) writing value out. */
-static ait_status add_transpose(ait_graph *g, int in, int out, const int64_t *perm) {
+/* A new node of op `op` (standard domain, the graph's opset) reading `in`
+ * and writing `out`; its index, or -1 (error set). */
+static int add_node1(ait_graph *g, const char *op, int in, int out) {
   char name[512];
   snprintf(name, sizeof name, "%s/reorder", g->values[out].name);
-  ait_node *n = ait_graph_add_node(g, name, "Transpose", "");
-  if (!n) return AIT_E_NOMEM;
+  ait_node *n = ait_graph_add_node(g, name, op, "");
+  if (!n) {
+    ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+    return -1;
+  }
   n->opset = (int)ait_graph_opset(g, "");
   if (n->opset < 1) n->opset = 13;
-  n->op = ait_op_lookup("", "Transpose", n->opset, NULL);
-  n->in = malloc(sizeof(int));
+  n->op = ait_op_lookup("", op, n->opset, NULL);
+  n->in = malloc(sizeof(int) * 2);
   n->out = malloc(sizeof(int));
-  if (!n->in || !n->out) return ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+  if (!n->in || !n->out) {
+    ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+    return -1;
+  }
   n->n_in = n->n_out = 1;
   n->in[0] = in;
   n->out[0] = out;
-  if (!n->op) return ait_err(AIT_E_INTERNAL, "no Transpose kernel for a reorder");
-  return nat_attr_set_ints(n, "perm", perm, 4);
+  if (!n->op) {
+    ait_err(AIT_E_INTERNAL, "no %s kernel for a reorder", op);
+    return -1;
+  }
+  return (int)(n - g->nodes);
+}
+
+/* Append a reorder of value in (rank 4) by perm into value out: a
+ * Transpose, or a Reshape (a view: no copy) where H and W are 1 and the
+ * bytes do not move. */
+static ait_status add_transpose(ait_graph *g, int in, int out, const int64_t *perm) {
+  const ait_value *x = &g->values[in];
+  bool nhwc = perm[3] == 1; /* to NHWC: {0, 2, 3, 1}; to NCHW: {0, 3, 1, 2} */
+  int64_t h = x->dims[nhwc ? 2 : 1].v, w = x->dims[nhwc ? 3 : 2].v;
+  if (h == 1 && w == 1) {
+    int64_t d1 = 4;
+    ait_tensor *shape = ait_tensor_new(AIT_INT64, 1, &d1);
+    if (!shape) return ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+    int64_t *sv = shape->data; /* 0: dim 0 as it is (the batch may be symbolic) */
+    sv[0] = 0, sv[1] = nhwc ? 1 : -1, sv[2] = 1, sv[3] = nhwc ? -1 : 1;
+    int sh = nat_add_initializer(g, g->values[out].name, "_shape", shape);
+    if (sh < 0) return ait_err(AIT_E_NOMEM, "out of memory adding a reorder");
+    int k = add_node1(g, "Reshape", in, out);
+    if (k < 0) return AIT_E_NOMEM;
+    g->nodes[k].in[1] = sh;
+    g->nodes[k].n_in = 2;
+    return AIT_OK;
+  }
+  int k = add_node1(g, "Transpose", in, out);
+  if (k < 0) return AIT_E_INTERNAL;
+  return nat_attr_set_ints(&g->nodes[k], "perm", perm, 4);
 }
 
 /* Weights OIHW -> HWIO as a new initializer; its index or -1. */
@@ -153,7 +378,9 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   static const int64_t to_nhwc[4] = {0, 2, 3, 1};
   ait_status st = AIT_OK;
   int x = g->nodes[i].in[0];
-  bool nchw = kind == L_STEM && twin[x] < 0; /* the stem reads NCHW itself */
+  /* a window conv reading a value from outside reads it as NCHW itself
+   * (native_nhwc.c copies it padded, reordered on the way) */
+  bool nchw = (kind == L_STEM || kind == L_WIN || kind == L_GRP) && twin[x] < 0;
   if (!nchw && (x = nhwc_input(g, x, twin, &st)) < 0) return st;
   int z = -1;
   if (g->nodes[i].n_in > 3 && g->nodes[i].in[3] >= 0) {
@@ -180,6 +407,86 @@ static ait_status rewrite(ait_graph *g, int i, int kind, int *twin, bool *conver
   n->n_in = 4;
   n->out[0] = y;
   if (nchw) AIT_TRY(nat_attr_set_str(n, "x_layout", "NCHW"));
+  twin[o] = y;
+  writer[y] = i;
+  converted_out[o] = true;
+  return AIT_OK;
+}
+
+/* A per-channel operand v ([d0, C, 1, 1] or [C, 1, 1]) in NHWC: its twin
+ * when it has one, a view of it as [d0, 1, 1, C] (nhwc_input's reorder of a
+ * 1x1 image is a Reshape), or a constant [.., 1, 1, C] made once. */
+static int channel_operand(ait_graph *g, int v, int *twin, ait_status *st) {
+  if (twin[v] >= 0) return twin[v];
+  if (!nat_is_const(g, v)) return nhwc_input(g, v, twin, st);
+  ait_tensor *t = ait_tensor_clone(g->values[v].init);
+  if (!t) {
+    *st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    return -1;
+  }
+  int r = t->rank;
+  int64_t C = t->dims[r - 3]; /* [.., C, 1, 1]: the same bytes as [.., 1, 1, C] */
+  t->dims[r - 3] = 1;
+  t->dims[r - 1] = C;
+  int c = nat_add_initializer(g, g->values[v].name, "_nhwc", t);
+  if (c < 0) *st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  twin[v] = c;
+  return c;
+}
+
+/* Pool, elementwise and concat node i onto the NHWC twins of its inputs. */
+static ait_status rewrite_other(ait_graph *g, int i, int kind, int *twin, bool *converted_out,
+                                int *writer, bool *kill) {
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1};
+  ait_status st = AIT_OK;
+  int o = g->nodes[i].out[0];
+  if (kind == L_TOUT) { /* its input is its output's twin; the node goes (a reorder comes
+                         * back by edges_out where something outside reads the output) */
+    twin[o] = g->nodes[i].in[0];
+    converted_out[o] = true;
+    kill[i] = true;
+    return AIT_OK;
+  }
+  if (kind == L_TIN) { /* a view of the twin */
+    int t = nhwc_input(g, g->nodes[i].in[0], twin, &st);
+    if (t < 0) return st ? st : AIT_E_NOMEM;
+    ait_node *n = &g->nodes[i];
+    char *op = strdup("Identity");
+    if (!op) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    free(n->op_type);
+    n->op_type = op;
+    n->op = ait_op_lookup("", "Identity", 13, NULL);
+    n->opset = 13;
+    n->in[0] = t;
+    return AIT_OK;
+  }
+  const ait_value ov = g->values[o];
+  for (int k = 0; k < g->nodes[i].n_in; k++) {
+    int v = g->nodes[i].in[k], t = v;
+    if (v < 0 || (kind == L_POOL && k > 0)) continue;
+    int how = kind == L_ELT ? elt_operand(g, v, &ov) : 1;
+    if (how == 1)
+      t = nhwc_input(g, v, twin, &st);
+    else if (how == 3)
+      t = channel_operand(g, v, twin, &st);
+    if (t < 0) return st ? st : AIT_E_NOMEM;
+    g->nodes[i].in[k] = t;
+  }
+  int y = twin_value(g, o, to_nhwc);
+  if (y < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  ait_node *n = &g->nodes[i];
+  if (kind == L_POOL) {
+    char op[32];
+    snprintf(op, sizeof op, "%s", n->op_type);
+    int opset = n->opset;
+    AIT_TRY(nat_node_make_fused(n, "FusedPoolNhwc"));
+    AIT_TRY(nat_attr_set_str(n, "pool", op));
+    AIT_TRY(nat_attr_set_int(n, "pool_opset", opset));
+    n->n_out = 1; /* no Indices (layout_kind) */
+  } else if (kind == L_CONCAT) {
+    AIT_TRY(nat_attr_set_int(n, "axis", 3));
+  }
+  n->out[0] = y;
   twin[o] = y;
   writer[y] = i;
   converted_out[o] = true;
@@ -335,12 +642,17 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
     if (kind[q] != L_PW || strcmp(Q->op_type, "FusedConvNhwc")) continue;
     int d = sole_writer(writer, reads, Q->in[0]);
     if (d < 0 || kind[d] != L_DW || (g->nodes[d].n_in > 3 && g->nodes[d].in[3] >= 0)) continue;
+    if (!clamp_act(Q) || !clamp_act(&g->nodes[d])) continue; /* the block's stages clamp */
+    if (!block_dw(g, &g->nodes[d])) continue;
     int e = sole_writer(writer, reads, g->nodes[d].in[0]);
     bool stem = false;
     if (e >= 0 && g->nodes[e].n_in > 3 && g->nodes[e].in[3] >= 0) e = -1; /* a residual */
+    if (e >= 0 && !clamp_act(&g->nodes[e])) e = -1;
     if (e >= 0 && kind[e] == L_STEM) {
       int64_t sst[2], spd[4];
-      stem = fuse_stems && stem_geometry(g, &g->nodes[e], sst, spd);
+      const ait_tensor *we = g->values[g->nodes[e].in[1]].init; /* HWIO */
+      stem = fuse_stems && we->dims[0] * we->dims[1] * we->dims[2] <= 64 &&
+             stem_geometry(g, &g->nodes[e], sst, spd);
       if (!stem) e = -1;
     } else if (e >= 0 && kind[e] != L_PW) {
       e = -1;
@@ -359,11 +671,11 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
 ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   int nn = g->n_nodes, nv = g->n_values;
   int *kind = calloc((size_t)nn + 1, sizeof *kind), *parent = malloc(sizeof(int) * (nn + 1));
-  bool *has_dw = calloc((size_t)nn + 1, sizeof *has_dw);
-  if (!kind || !parent || !has_dw) {
+  bool *has_conv = calloc((size_t)nn + 1, sizeof *has_conv);
+  if (!kind || !parent || !has_conv) {
     free(kind);
     free(parent);
-    free(has_dw);
+    free(has_conv);
     return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
   }
   for (int i = 0; i < nn; i++) {
@@ -372,34 +684,48 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   }
   for (int i = 0; i < nn; i++) {
     if (!kind[i]) continue;
-    for (int k = 0; k < g->nodes[i].n_in && k < 4; k += 3) { /* X and Z */
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+      if (!act_input(g, &g->nodes[i], kind[i], k)) continue;
       int v = g->nodes[i].in[k];
       int p = v >= 0 ? g->values[v].producer : -1;
       if (p >= 0 && kind[p]) parent[find(parent, p)] = find(parent, i);
     }
   }
   for (int i = 0; i < nn; i++)
-    if (kind[i] == L_DW) has_dw[find(parent, i)] = true;
+    if (is_conv_kind(kind[i])) has_conv[find(parent, i)] = true;
   /* twin[] grows with the values the rewrite adds: size it for the worst
-   * case (a twin, a weight and a reorder input per node) */
-  int cap = nv + 4 * nn + 1;
+   * case (per node a twin, a weight, reorders and views of its inputs) */
+  int cap = nv + 8 * nn + 1;
+  for (int i = 0; i < nn; i++)
+    cap += 2 * g->nodes[i].n_in;
   int *twin = malloc(sizeof(int) * (size_t)cap), *writer = malloc(sizeof(int) * (size_t)cap);
   bool *conv_out = calloc((size_t)cap, sizeof *conv_out);
   ait_status st = twin && writer && conv_out ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
   for (int v = 0; v < cap && twin && writer; v++)
     twin[v] = writer[v] = -1;
-  int done = 0;
+  int done = 0, moved = 0;
+  bool *kill = calloc((size_t)nn + 1, sizeof *kill);
+  if (!st && !kill) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
   for (int i = 0; i < nn && !st; i++) /* topological order: producers first */
-    if (kind[i] && has_dw[find(parent, i)]) {
-      st = rewrite(g, i, kind[i], twin, conv_out, writer);
-      done++;
+    if (kind[i] && has_conv[find(parent, i)]) {
+      if (is_conv_kind(kind[i])) {
+        st = rewrite(g, i, kind[i], twin, conv_out, writer);
+        done++;
+      } else {
+        st = rewrite_other(g, i, kind[i], twin, conv_out, writer, kill);
+      }
+      moved++;
     }
-  if (!st && done) st = pool_in_nhwc(g, nv, twin, conv_out);
-  if (!st && done) st = edges_out(g, nv, twin, conv_out);
-  bool *dead = done ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
-  if (!st && done && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
-  if (!st && done) st = fuse_blocks(g, kind, nn, writer, dead, s);
-  if (!st && done) st = nat_graph_compact(g, dead);
+  if (!st && g->n_values > cap) st = ait_err(AIT_E_INTERNAL, "layout pass: value table overflow");
+  if (!st && moved) st = pool_in_nhwc(g, nv, twin, conv_out);
+  if (!st && moved) st = edges_out(g, nv, twin, conv_out);
+  bool *dead = moved ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
+  if (!st && moved && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; dead && kill && i < nn; i++)
+    dead[i] |= kill[i];
+  free(kill);
+  if (!st && moved) st = fuse_blocks(g, kind, nn, writer, dead, s);
+  if (!st && moved) st = nat_graph_compact(g, dead);
   free(dead);
   free(writer);
   if (!st) s->relayout = done;
@@ -407,6 +733,6 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   free(conv_out);
   free(kind);
   free(parent);
-  free(has_dw);
+  free(has_conv);
   return st;
 }

@@ -20,7 +20,7 @@
 #include "backends/native/native.h"
 #include "ops/nn_impl.h"
 
-typedef enum { K_PW, K_DW, K_STEM } nhwc_kind;
+typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK, K_GRP } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
@@ -118,6 +118,63 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
   }
 }
 
+/* Output pixels [p0, p1) and channels [m0, m1) of a group-1 window conv
+ * on the unpacked HWIO weights, dilations included (the portable level of
+ * K_WIN, and its fallback where the weights could not be packed). */
+NAT_CLONES static void win_px(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
+  int64_t C = c->C, M = c->M, OHW = c->OH * c->OW, ldy = c->ldy > 0 ? c->ldy : M;
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t n = p / OHW, oh = p % OHW / c->OW, ow = p % c->OW;
+    float *y = c->y + (p - c->y_r0 * c->OW) * ldy;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = c->b ? c->b[m] : 0.0f;
+    for (int64_t ki = 0; ki < c->kh; ki++) {
+      int64_t ih = oh * c->sh - c->pt + ki * dh;
+      if (ih < 0 || ih >= c->H) continue;
+      for (int64_t kj = 0; kj < c->kw; kj++) {
+        int64_t iw = ow * c->sw - c->pl + kj * dw;
+        if (iw < 0 || iw >= c->W) continue;
+        const float *x = c->x + n * c->xs_n + ih * c->xs_h + iw * c->xs_w;
+        const float *w = c->w + (ki * c->kw + kj) * C * M;
+        for (int64_t ci = 0; ci < C; ci++) {
+          const float xv = x[ci * c->xs_c], *wc = w + ci * M;
+          for (int64_t m = m0; m < m1; m++)
+            y[m] += xv * wc[m];
+        }
+      }
+    }
+    const float *z = c->z ? c->z + p * M : NULL;
+    for (int64_t m = m0; m < m1; m++)
+      y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+  }
+}
+
+/* Output rows [r0, r1) of a depthwise conv of any window on the padded
+ * input (as nat_nhwc256_dwk: every tap inside c->x). */
+NAT_CLONES static void dwk_rows(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  int64_t C = c->C, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t ow = 0; ow < c->OW; ow++) {
+      float *y = c->y + ((r - c->y_r0) * c->OW + ow) * C;
+      for (int64_t m = 0; m < C; m++)
+        y[m] = c->b ? c->b[m] : 0.0f;
+      for (int64_t ki = 0; ki < c->kh; ki++)
+        for (int64_t kj = 0; kj < c->kw; kj++) {
+          const float *x =
+              c->x + ((n * c->H + oh * c->sh + ki * dh) * c->W + ow * c->sw + kj * dw) * C;
+          const float *w = c->w + (ki * c->kw + kj) * C;
+          for (int64_t m = 0; m < C; m++)
+            y[m] += x[m] * w[m];
+        }
+      const float *z = c->z ? c->z + (r * c->OW + ow) * C : NULL;
+      for (int64_t m = 0; m < C; m++)
+        y[m] = clampf(z ? y[m] + z[m] : y[m], c->lo, c->hi);
+    }
+  }
+}
+
 static void dw_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, true, r0, r1); }
 static void stem_rows(const nat_nhwc *c, int64_t r0, int64_t r1) { window_rows(c, false, r0, r1); }
 static void portable_tile(int64_t P, int64_t M, int *mr, int *nv) {
@@ -138,16 +195,22 @@ struct nhwc_kernels {
   dw_row_fn dw_row;
   tile_fn tile;
   int lanes;   /* floats per vector of the tile */
-  bool packed; /* the pointwise kernel reads packed weights (wpk) */
+  bool packed; /* the pointwise and window kernels read packed weights (wpk) */
+  pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
+  tile_fn win_tile;
+  rows_fn dwk; /* depthwise of any window (K_DWK) on a zero-padded input */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
-    [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false},
+    [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
+                          portable_tile, dwk_rows},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
-                      nat_nhwc256_pw_tile, 8, true},
+                      nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
+                      nat_nhwc256_dwk},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
-                        nat_nhwc_pw_tile, 16, true},
+                        nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
+                        nat_nhwc512_dwk},
 };
 
 int nat_nhwc_level(void) {
@@ -191,6 +254,12 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
   if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
   case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
+  case K_WIN:
+    if (c->wpk || !j->k->packed)
+      j->k->win(c, r0, r1, m0, m1);
+    else
+      win_px(c, r0, r1, m0, m1);
+    break;
   case K_DW:
     if (c->kh == 3 && c->kw == 3)
       j->k->dw3(c, r0, r1);
@@ -198,13 +267,33 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
       window_rows(c, true, r0, r1);
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
+  case K_DWK: j->k->dwk(c, r0, r1); break;
+  case K_GRP: break; /* grp_task */
+  }
+  if (!c->post) return;
+  /* the activation past the clamp, on the task's block while it is in cache */
+  if (j->kind == K_PW || j->kind == K_WIN) {
+    int64_t ldy = c->ldy > 0 ? c->ldy : c->M;
+    if (m0 == 0 && m1 == c->M && ldy == c->M) {
+      nat_act_f32(c->post, c->y + (r0 - c->y_r0 * c->OW) * ldy, (r1 - r0) * ldy);
+    } else {
+      for (int64_t p = r0; p < r1; p++)
+        nat_act_f32(c->post, c->y + (p - c->y_r0 * c->OW) * ldy + m0, m1 - m0);
+    }
+  } else {
+    nat_act_f32(c->post, c->y + (r0 - c->y_r0) * c->OW * c->M, (r1 - r0) * c->OW * c->M);
   }
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
+/* Input channels from which a group-1 window conv runs on the implicit
+ * GEMM (K_WIN; below, per tap the rows are too short for its pointers to
+ * pay, and the stem kernels run it). */
+#define WIN_MIN_C 8
+
 static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in, nat_nhwc *c,
-                        nhwc_kind *kind) {
+                        nhwc_kind *kind, ait_act *act) {
   const ait_tensor *X = in[0], *Wt = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
   const ait_tensor *Z = n_in > 3 ? in[3] : NULL;
   if (!X || !Wt || X->dtype != AIT_FLOAT32 || Wt->dtype != AIT_FLOAT32 || X->rank != 4 ||
@@ -228,15 +317,19 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
-  if (w.d[0] != 1 || w.d[1] != 1) return AIT_E_UNSUPPORTED;
+  bool dilated = w.d[0] != 1 || w.d[1] != 1;
   c->OH = w.out[0], c->OW = w.out[1], c->sh = w.s[0], c->sw = w.s[1];
   c->pt = w.pb[0], c->pl = w.pb[1];
+  c->dh = w.d[0], c->dw = w.d[1];
   if (group == 1 && Wt->dims[2] == c->C) {
     bool pw = c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && !c->pt && !c->pl &&
               c->OH == c->H && c->OW == c->W;
-    *kind = pw && !nchw ? K_PW : K_STEM;
+    *kind = pw && !nchw ? K_PW : K_WIN; /* few channels or NCHW: on a padded copy */
   } else if (group == c->C && c->M == c->C && Wt->dims[2] == 1 && !nchw) {
-    *kind = K_DW;
+    *kind = c->kh == 3 && c->kw == 3 && !dilated ? K_DW : K_DWK;
+  } else if (group > 1 && c->C % group == 0 && c->M % group == 0 && Wt->dims[2] == c->C / group) {
+    *kind = K_GRP;
+    c->group = group;
   } else {
     return AIT_E_UNSUPPORTED;
   }
@@ -248,18 +341,17 @@ static ait_status setup(const ait_node *n, const ait_tensor *const *in, int n_in
       return AIT_E_UNSUPPORTED;
     c->z = Z->data;
   }
-  ait_act act;
-  if (ait_act_parse(n, &act) != AIT_OK) {
+  if (ait_act_parse(n, act) != AIT_OK) {
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
   c->lo = -INFINITY, c->hi = INFINITY;
-  if (act.kind == AIT_ACT_RELU)
+  if (act->kind == AIT_ACT_RELU)
     c->lo = 0.0f;
-  else if (act.kind == AIT_ACT_CLIP)
-    c->lo = act.p[0], c->hi = act.p[1];
-  else if (act.kind != AIT_ACT_NONE)
-    return AIT_E_UNSUPPORTED;
+  else if (act->kind == AIT_ACT_CLIP)
+    c->lo = act->p[0], c->hi = act->p[1];
+  else if (act->kind != AIT_ACT_NONE)
+    c->post = act; /* applied by the tasks after the clamp-free kernels */
   c->x = X->data;
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
@@ -282,12 +374,21 @@ static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, const nhwc_ker
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
-static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
-  set_tile(c, k, P);
-  pack_pw(r, c, slot, input, k);
-  nhwc_job j = {c, K_PW, k, P, c->pw_mr, 1, c->M, 1};
+static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, nhwc_kind kind,
+                          int slot, int input) {
+  int64_t K = c->C;
+  if (kind == K_WIN) {
+    k->win_tile(P, c->M, &c->pw_mr, &c->pw_nv);
+    c->pw_bw = k->lanes * c->pw_nv;
+    K = c->kh * c->kw * c->C;
+    if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, K, c->M, c->pw_bw);
+  } else {
+    set_tile(c, k, P);
+    pack_pw(r, c, slot, input, k);
+  }
+  nhwc_job j = {c, kind, k, P, c->pw_mr, 1, c->M, 1};
   int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
-  double macs = (double)P * c->M * c->C;
+  double macs = (double)P * c->M * K;
   int64_t bw = c->pw_bw;
   if (macs < NAT_PAR_MIN_MACS / 4 || threads < 2) {
     j.row_tasks = 1;
@@ -305,23 +406,266 @@ static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, in
   nat_pool_run(nat_run_pool(r), j.row_tasks * j.col_tasks, nhwc_task, &j);
 }
 
+static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
+  run_gemm_like(r, c, P, k, K_PW, slot, input);
+}
+
+/* Rows of the zero-padded copy of a depthwise conv's input (pad_job). */
+typedef struct pad_job {
+  const nat_nhwc *c;
+  float *xp;
+  int64_t Hp, Wp, rows, per_task;
+} pad_job;
+
+static void pad_task(void *arg, int64_t t, int tid) {
+  const pad_job *j = arg;
+  const nat_nhwc *c = j->c;
+  int64_t C = c->C;
+  for (int64_t r = t * j->per_task; r < (t + 1) * j->per_task && r < j->rows; r++) {
+    int64_t n = r / j->Hp, ih = r % j->Hp - c->pt;
+    float *d = j->xp + r * j->Wp * C;
+    if (ih < 0 || ih >= c->H) {
+      memset(d, 0, sizeof(float) * (size_t)(j->Wp * C));
+      continue;
+    }
+    int64_t right = j->Wp - c->pl - c->W;
+    memset(d, 0, sizeof(float) * (size_t)(c->pl * C));
+    const float *x = c->x + n * c->xs_n + ih * c->xs_h;
+    if (c->xs_c == 1 && c->xs_w == C) {
+      memcpy(d + c->pl * C, x, sizeof(float) * (size_t)(c->W * C));
+    } else { /* an NCHW input: reordered on the way, each plane's row read in turn */
+      float *o = d + c->pl * C;
+      for (int64_t ci = 0; ci < C; ci++) {
+        const float *xc = x + ci * c->xs_c;
+        for (int64_t iw = 0; iw < c->W; iw++)
+          o[iw * C + ci] = xc[iw * c->xs_w];
+      }
+    }
+    if (right > 0) memset(d + (c->pl + c->W) * C, 0, sizeof(float) * (size_t)(right * C));
+  }
+}
+
+/* c's input copied into scratch with its zero padding (every window of
+ * every output inside it); c then reads the copy, unpadded. `extra` floats
+ * of the same scratch after the copy are the caller's (*extra_at; a later
+ * nat_scratch would reuse the copy's memory). */
+static ait_status pad_input_ex(nat_run *r, nat_nhwc *c, int64_t extra, float **extra_at) {
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  int64_t Hp = (c->OH - 1) * c->sh + (c->kh - 1) * dh + 1,
+          Wp = (c->OW - 1) * c->sw + (c->kw - 1) * dw + 1;
+  if (Hp < c->H + c->pt) Hp = c->H + c->pt;
+  if (Wp < c->W + c->pl) Wp = c->W + c->pl;
+  if (Hp == c->H && Wp == c->W && !c->pt && !c->pl && c->xs_c == 1 && !extra)
+    return AIT_OK; /* no padding: read as it is */
+  pad_job j = {c, NULL, Hp, Wp, c->N * Hp, 0};
+  int64_t copy = (c->N * Hp * Wp * c->C + 15) / 16 * 16;
+  j.xp = nat_scratch(r, (int64_t)sizeof(float) * (copy + extra));
+  if (!j.xp) return AIT_E_NOMEM;
+  if (extra_at) *extra_at = j.xp + copy;
+  j.per_task = nat_chunk(r, j.rows, 16384 / (Wp * c->C) + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, pad_task, &j);
+  c->x = j.xp;
+  c->H = Hp, c->W = Wp, c->pt = c->pl = 0;
+  c->xs_n = Hp * Wp * c->C, c->xs_h = Wp * c->C, c->xs_w = c->C, c->xs_c = 1;
+  return AIT_OK;
+}
+
+static ait_status pad_input(nat_run *r, nat_nhwc *c) { return pad_input_ex(r, c, 0, NULL); }
+
+/* ---- grouped convs ---------------------------------------------------------
+
+ * Each group is a window conv of its Cg input channels into its Mg output
+ * channels: the implicit GEMM of native_nhwc_win*.c on a view of X (channel
+ * offset, pixel stride C) and Y (offset, pixel stride M). Groups narrower
+ * than a vector are merged f at a time into one of f Cg inputs and f Mg
+ * outputs whose weights are block-diagonal (zeros between groups: f times
+ * the multiply-adds, at the vector units' full width): ResNeXt's first
+ * stage, 4 channels a group, runs on the AVX2 tiles as pairs. At the
+ * AVX-512 level groups under 16 channels take the AVX2 tiles, which waste
+ * less on them. Weights packed once per node, per merged group in column
+ * blocks of the tile's width. */
+typedef struct grp_job {
+  nat_nhwc c;            /* the whole conv; per merged group a view of it */
+  const nhwc_kernels *k; /* the tiles' level */
+  const float *wpk;      /* packed: merged group g at g * gstride */
+  int64_t f, G, Cg, Mg, gstride, rows, row_tasks, grp_chunk, grp_tasks;
+} grp_job;
+
+/* Merged group g of j as a conv of its own. */
+static nat_nhwc grp_view(const grp_job *j, int64_t g) {
+  nat_nhwc v = j->c;
+  int64_t Cm = j->f * j->Cg, Mm = j->f * j->Mg;
+  v.x += g * Cm;
+  v.C = Cm;
+  v.M = Mm;
+  v.ldy = j->c.M;
+  v.ldz = j->c.M;
+  v.y += g * Mm;
+  v.b = j->c.b ? j->c.b + g * Mm : NULL;
+  v.z = j->c.z ? j->c.z + g * Mm : NULL;
+  v.wpk = j->wpk ? j->wpk + g * j->gstride : NULL;
+  v.w = j->c.w + g * Mm; /* unpacked HWIO columns of the group (row stride M) */
+  return v;
+}
+
+/* Pixels [p0, p1), output channels [m0, m1) of group view v on the portable
+ * level: HWIO weights with row stride ldw (the whole conv's M). */
+NAT_CLONES static void grp_px(const nat_nhwc *v, int64_t ldw, int64_t p0, int64_t p1) {
+  int64_t C = v->C, M = v->M, OHW = v->OH * v->OW;
+  int64_t dh = v->dh > 0 ? v->dh : 1, dw = v->dw > 0 ? v->dw : 1;
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t n = p / OHW, oh = p % OHW / v->OW, ow = p % v->OW;
+    float *y = v->y + p * v->ldy;
+    for (int64_t m = 0; m < M; m++)
+      y[m] = v->b ? v->b[m] : 0.0f;
+    for (int64_t ki = 0; ki < v->kh; ki++) {
+      int64_t ih = oh * v->sh - v->pt + ki * dh;
+      if (ih < 0 || ih >= v->H) continue;
+      for (int64_t kj = 0; kj < v->kw; kj++) {
+        int64_t iw = ow * v->sw - v->pl + kj * dw;
+        if (iw < 0 || iw >= v->W) continue;
+        const float *x = v->x + n * v->xs_n + ih * v->xs_h + iw * v->xs_w;
+        const float *w = v->w + (ki * v->kw + kj) * C * ldw;
+        for (int64_t ci = 0; ci < C; ci++)
+          for (int64_t m = 0; m < M; m++)
+            y[m] += x[ci] * w[ci * ldw + m];
+      }
+    }
+    const float *z = v->z ? v->z + p * v->ldz : NULL;
+    for (int64_t m = 0; m < M; m++)
+      y[m] = clampf(z ? y[m] + z[m] : y[m], v->lo, v->hi);
+  }
+}
+
+static void grp_task(void *arg, int64_t t, int tid) {
+  const grp_job *j = arg;
+  int64_t rt = t / j->grp_tasks, gt = t % j->grp_tasks, U = (j->rows + j->c.pw_mr - 1) / j->c.pw_mr;
+  int64_t p0 = rt * U / j->row_tasks * j->c.pw_mr, p1 = (rt + 1) * U / j->row_tasks * j->c.pw_mr;
+  if (p1 > j->rows) p1 = j->rows;
+  int64_t g0 = gt * j->grp_chunk,
+          g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
+  if (p0 >= p1 || g0 >= g1) return;
+  for (int64_t g = g0; g < g1; g++) {
+    nat_nhwc v = grp_view(j, g);
+    if (v.wpk)
+      j->k->win(&v, p0, p1, 0, v.M);
+    else
+      grp_px(&v, j->c.M, p0, p1);
+  }
+  if (!j->c.post) return;
+  int64_t Mm = j->f * j->Mg;
+  for (int64_t p = p0; p < p1; p++)
+    nat_act_f32(j->c.post, j->c.y + p * j->c.M + g0 * Mm, (g1 - g0) * Mm);
+}
+
+/* The block-diagonal packed weights of every merged group (grp_job). */
+static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
+  if (!nat_input_is_const(r, 1)) return NULL;
+  const nat_nhwc *c = &j->c;
+  int64_t taps = c->kh * c->kw, Cm = j->f * j->Cg, Mm = j->f * j->Mg, K = taps * Cm;
+  int64_t nb = (Mm + bw - 1) / bw, Gm = j->G / j->f;
+  int64_t key[4] = {K, c->M, bw * 1024 + j->f, (int64_t)(intptr_t)c->w};
+  bool fresh;
+  float *p =
+      nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)(Gm * nb * bw * K), &fresh);
+  for (int64_t g = 0; p && fresh && g < Gm; g++)
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t k = 0; k < K; k++) {
+        int64_t t = k / Cm, ci = k % Cm, jin = ci / j->Cg;
+        float *d = p + g * j->gstride + (b * K + k) * bw;
+        for (int64_t m = 0; m < bw; m++) {
+          int64_t mm = b * bw + m, jout = mm / j->Mg;
+          d[m] =
+              mm < Mm && jin == jout
+                  ? c->w[(t * j->Cg + ci % j->Cg) * c->M + (g * j->f + jout) * j->Mg + mm % j->Mg]
+                  : 0.0f;
+        }
+      }
+  return p;
+}
+
+static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
+  grp_job j;
+  memset(&j, 0, sizeof j);
+  j.G = c->group, j.Cg = c->C / c->group, j.Mg = c->M / c->group;
+  /* the tiles: AVX-512 for groups of 16+ output channels, else AVX2 */
+  int lv = level == NAT_ISA_AVX512 && j.Mg < 16 ? NAT_ISA_AVX2 : level;
+  j.k = level_kernels(lv);
+  int64_t lanes = lv == NAT_ISA_PORTABLE ? 1 : j.k->lanes;
+  j.f = 1;
+  while (j.f * j.Mg < lanes && j.f < j.G) {
+    j.f++;
+    while (j.G % j.f)
+      j.f++;
+  }
+  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW;
+  j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv);
+  c->pw_bw = (int)(j.k->lanes * c->pw_nv);
+  int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
+  j.gstride = (Mm + bw - 1) / bw * bw * K;
+  j.c = *c;
+  if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
+  if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */
+  j.rows = P;
+  int64_t Gm = j.G / j.f, threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
+  double macs = (double)P * c->M * c->kh * c->kw * j.Cg * j.f;
+  j.row_tasks = 1, j.grp_chunk = Gm, j.grp_tasks = 1;
+  if (macs >= NAT_PAR_MIN_MACS / 4 && threads > 1) {
+    int64_t want = 4 * threads;
+    j.row_tasks = tiles < want ? (tiles > 0 ? tiles : 1) : want;
+    int64_t gt = (want + j.row_tasks - 1) / j.row_tasks;
+    if (gt > Gm) gt = Gm;
+    j.grp_chunk = (Gm + gt - 1) / gt;
+    j.grp_tasks = (Gm + j.grp_chunk - 1) / j.grp_chunk;
+  }
+  nat_pool_run(nat_run_pool(r), j.row_tasks * j.grp_tasks, grp_task, &j);
+  return AIT_OK;
+}
+
+static _Atomic long long nhwc_runs, nhwc_declined;
+long long nat_conv_nhwc_runs(void) { return nhwc_runs; }
+long long nat_conv_nhwc_declined(void) { return nhwc_declined; }
+
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   nat_nhwc c;
   nhwc_kind kind;
-  ait_status st = setup(n, in, n_in, &c, &kind);
-  if (st) return st;
+  ait_act act;
+  ait_status st = setup(n, in, n_in, &c, &kind, &act);
+  if (st) {
+    nhwc_declined++;
+    return st;
+  }
+  nhwc_runs++;
   int64_t od[4] = {c.N, c.OH, c.OW, c.M};
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 4, od, &Y));
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
-  if (kind == K_PW) {
-    run_pw(r, &c, c.N * c.OH * c.OW, k, NAT_DATA_TILES, 1);
+  if (kind == K_GRP) {
+    if (c.xs_c != 1) AIT_TRY(pad_input(r, &c)); /* an NCHW input: reordered */
+    return run_grouped(r, &c, force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level());
+  }
+  int level = force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level();
+  if (kind == K_WIN && level > NAT_ISA_PORTABLE && nat_run_winograd(r) && nat_wino_fits(&c)) {
+    float *ws_at = NULL; /* Winograd's scratch, after the reordered copy of an NCHW input */
+    if (c.xs_c != 1) AIT_TRY(pad_input_ex(r, &c, nat_wino_scratch(r, &c), &ws_at));
+    ait_status ws = nat_wino_run(r, &c, level, ws_at);
+    if (ws != AIT_E_UNSUPPORTED) return ws; /* else direct, on the copy if one was made */
+  }
+  if (kind == K_WIN && (c.C < WIN_MIN_C || c.xs_c != 1)) {
+    /* few input channels (a stem) or NCHW: a padded NHWC copy, whose
+     * kernel rows are runs of kw C floats (stride-1 taps) */
+    AIT_TRY(pad_input(r, &c));
+    c.win_rows = c.dw <= 1;
+  }
+  if (kind == K_PW || kind == K_WIN) {
+    run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;
   }
+  if (kind == K_DWK) AIT_TRY(pad_input(r, &c));
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
-  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_DW ? 1 : c.C);
+  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM ? c.C : 1);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
   j.row_tasks = (j.rows + chunk - 1) / chunk;
   nat_pool_run(nat_run_pool(r), j.row_tasks, nhwc_task, &j);

@@ -171,7 +171,7 @@ static void gelu_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {
 
 /* As native_nhwc512.c's: a panel of X stays in L2 while every channel
  * block's weights stream past it once. */
-#define PW_PANEL_BYTES (96 * 1024)
+#define PW_PANEL_BYTES (384 * 1024)
 
 T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);

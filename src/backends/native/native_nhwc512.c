@@ -190,7 +190,7 @@ void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
 /* Pixel rows per panel: a panel of X (rows x K) stays in L2 while every
  * channel block's weights stream past it once; within a panel, each block
  * of weights (K x 16 nv) stays in L1/L2 while the panel's tiles use it. */
-#define PW_PANEL_BYTES (96 * 1024)
+#define PW_PANEL_BYTES (384 * 1024)
 
 T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);

@@ -1,6 +1,6 @@
 /* Other float32 kernels of the native backend: MaxPool (2-D, no Indices),
  * GlobalAveragePool, Softmax over the last axis, LayerNormalization,
- * BatchNormalization in inference mode, and Transpose. Planes or rows are
+ * InstanceNormalization, BatchNormalization in inference mode, and Transpose. Planes or rows are
  * spread over the pool; statistics are summed in double. */
 #include <math.h>
 #include <string.h>
@@ -284,6 +284,50 @@ ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *cons
   j.p1 = B ? B->data : NULL;
   j.per_task = nat_chunk(r, j.rows, 4096 / j.len + 1);
   nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, layernorm_task, &j);
+  return AIT_OK;
+}
+
+/* ---- InstanceNormalization ------------------------------------------------------ */
+
+/* Each (image, channel) plane normalised over its own values, then scaled
+ * and shifted by the channel's two numbers: two passes for the statistics
+ * (mean, then squared deviations: no cancellation), one for the output. */
+NAT_CLONES static void instancenorm_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  FOR_ROWS(j, t, plane) {
+    int64_t c = plane % j->C;
+    const float *x = j->x + plane * j->len;
+    float *y = j->y + plane * j->len;
+    float mean = lanes_sum(x, j->len, 0.0f, 1) / (float)j->len;
+    float var = lanes_sum(x, j->len, mean, 2) / (float)j->len;
+    float a = (float)((double)j->p0[c] / sqrt((double)var + j->eps)), b = j->p1[c];
+    for (int64_t i = 0; i < j->len; i++)
+      y[i] = (x[i] - mean) * a + b;
+  }
+}
+
+ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in,
+                              int n_in) {
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  if (!X || !S || !B || X->dtype != AIT_FLOAT32 || S->dtype != AIT_FLOAT32 ||
+      B->dtype != AIT_FLOAT32 || X->rank < 3 || ait_tensor_numel(S) != X->dims[1] ||
+      ait_tensor_numel(B) != X->dims[1])
+    return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.C = X->dims[1];
+  j.rows = X->dims[0] * j.C;
+  j.len = j.rows ? ait_tensor_numel(X) / j.rows : 0;
+  if (j.len == 0) return AIT_E_UNSUPPORTED;
+  j.eps = ait_attr_float(n, "epsilon", 1e-5f);
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.p0 = S->data;
+  j.p1 = B->data;
+  j.per_task = nat_chunk(r, j.rows, 4096 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, instancenorm_task, &j);
   return AIT_OK;
 }
 

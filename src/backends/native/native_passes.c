@@ -224,6 +224,87 @@ ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s) {
   return AIT_OK;
 }
 
+/* A BatchNormalization that follows no conv (DenseNet's pre-activation
+ * BN -> Relu -> Conv on each concat) as the per-channel affine it is in
+ * inference: a depthwise 1x1 Conv with weights scale / sqrt(var + eps) and
+ * bias bias - mean * that. The epilogue pass then joins the Relu, and the
+ * layout pass runs it in NHWC with its neighbours instead of reordering
+ * around a BatchNormalization. Native only (nat_run_passes_ex with
+ * `attention`): other users of the passes lower BatchNormalization
+ * themselves. */
+static ait_status bn_to_conv(nat_uses *u, int bi, bool *done) {
+  ait_graph *g = u->g;
+  ait_node *b = &g->nodes[bi];
+  *done = false;
+  if (b->n_in < 5 || b->in[0] < 0 || b->out[0] < 0) return AIT_OK;
+  if (b->opset >= 14 && ait_attr_int(b, "training_mode", 0) != 0) return AIT_OK;
+  if (b->opset < 9 && ait_attr_int(b, "spatial", 1) == 0) return AIT_OK;
+  if (b->opset < 7 && ait_attr_int(b, "is_test", 0) == 0) return AIT_OK;
+  for (int k = 1; k < b->n_out; k++)
+    if (b->out[k] >= 0 && (u->uses[b->out[k]] > 0 || u->is_out[b->out[k]])) return AIT_OK;
+  const ait_value *x = &g->values[b->in[0]];
+  if (x->rank != 4 || x->dtype != AIT_FLOAT32 || x->dims[1].v < 1) return AIT_OK;
+  int64_t C = x->dims[1].v;
+  const float *scale = const_vec(g, b->in[1], C), *bias = const_vec(g, b->in[2], C);
+  const float *mean = const_vec(g, b->in[3], C), *var = const_vec(g, b->in[4], C);
+  if (!scale || !bias || !mean || !var) return AIT_OK;
+  double eps = ait_attr_float(b, "epsilon", 1e-5f);
+  int64_t wd[4] = {C, 1, 1, 1};
+  ait_tensor *W = ait_tensor_new(AIT_FLOAT32, 4, wd), *B = ait_tensor_new(AIT_FLOAT32, 1, &C);
+  if (!W || !B) {
+    ait_tensor_free(W), ait_tensor_free(B);
+    return ait_err(AIT_E_NOMEM, "out of memory rewriting %s", ait_node_desc(b));
+  }
+  float *w = W->data, *nb = B->data;
+  for (int64_t c = 0; c < C; c++) {
+    double sc = scale[c] / sqrt((double)var[c] + eps);
+    w[c] = (float)sc;
+    nb[c] = (float)(bias[c] - mean[c] * sc);
+  }
+  int wv = nat_add_initializer(g, g->values[b->in[1]].name, "_dw", W);
+  if (wv < 0) {
+    ait_tensor_free(B);
+    return AIT_E_NOMEM;
+  }
+  int bv = nat_add_initializer(g, g->values[wv].name, "_bias", B);
+  if (bv < 0) return AIT_E_NOMEM;
+  b = &g->nodes[bi];
+  int opset = (int)ait_graph_opset(g, "");
+  const ait_op_def *conv = ait_op_lookup("", "Conv", opset > 0 ? opset : 11, NULL);
+  char *op = strdup("Conv");
+  if (!conv || !op) {
+    free(op);
+    return ait_err(AIT_E_NOMEM, "out of memory rewriting %s", ait_node_desc(b));
+  }
+  free(b->op_type);
+  b->op_type = op;
+  b->opset = opset > 0 ? opset : 11;
+  b->op = conv;
+  b->in[1] = wv;
+  b->in[2] = bv;
+  b->n_in = 3;
+  b->n_out = 1;
+  int64_t k1[2] = {1, 1};
+  AIT_TRY(nat_attr_set_int(b, "group", C));
+  AIT_TRY(nat_attr_set_ints(b, "kernel_shape", k1, 2));
+  *done = true;
+  return AIT_OK;
+}
+
+static ait_status nat_pass_bn_to_conv(nat_uses *u, nat_pass_stats *s) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || !is_op(&g->nodes[i], "BatchNormalization")) continue;
+    bool done = false;
+    AIT_TRY(bn_to_conv(u, i, &done));
+    if (done) {
+      s->bn_folded++;
+      AIT_TRY(nat_uses_refresh(u));
+    }
+  }
+  return AIT_OK;
+}
+
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {
   return nat_run_passes_ex(g, stats, false);
 }
@@ -236,6 +317,7 @@ ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention
   if (!st) st = nat_pass_remove_noops(&u, stats);
   if (!st) st = nat_pass_fold_batchnorm(&u, stats);
   if (!st) st = nat_pass_fuse(&u, stats);
+  if (!st && attention) st = nat_pass_bn_to_conv(&u, stats);
   if (!st && attention) st = nat_pass_epilogue(&u, stats);
   if (!st && attention) st = nat_pass_attention(&u, stats);
   if (!st) st = nat_graph_compact(g, u.dead);

@@ -28,35 +28,8 @@
 #include <string.h>
 
 #include "backends/native/native.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define RNN_HAVE_AVX2 1
-#define RNN_AVX2 __attribute__((target("avx2,fma")))
-#endif
-
-typedef enum rnn_kind { K_RNN, K_GRU, K_LSTM } rnn_kind;
-
-/* ---- activations ---------------------------------------------------------- */
-
-typedef enum ra_fn {
-  RA_RELU,
-  RA_TANH,
-  RA_SIGMOID,
-  RA_AFFINE,
-  RA_LEAKY_RELU,
-  RA_THRESHOLDED_RELU,
-  RA_SCALED_TANH,
-  RA_HARD_SIGMOID,
-  RA_ELU,
-  RA_SOFTSIGN,
-  RA_SOFTPLUS
-} ra_fn;
-
-typedef struct ract {
-  ra_fn fn;
-  float alpha, beta;
-} ract;
+#include "backends/native/native_mm.h"
+#include "backends/native/native_rnn.h"
 
 /* the reference's table: name (lower case), parameters taken, defaults */
 static const struct {
@@ -100,41 +73,6 @@ static float act_scalar(const ract *a, float xf) {
 }
 
 #ifdef RNN_HAVE_AVX2
-/* exp on 8 lanes: Cephes' polynomial (as native_math.c), inputs clamped to
- * [-87, 88], which sigmoid and tanh never leave in a way that matters. */
-RNN_AVX2 static inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-  __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-
-RNN_AVX2 static inline __m256 sigmoid8(__m256 x) {
-  __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-
-/* tanh |x| = (1 - e) / (1 + e) with e = exp(-2|x|), the sign put back */
-RNN_AVX2 static inline __m256 tanh8(__m256 x) {
-  __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 ax = _mm256_andnot_ps(sign, x);
-  __m256 e = exp8(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
-  __m256 one = _mm256_set1_ps(1.0f);
-  __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
-  return _mm256_or_ps(t, _mm256_and_ps(x, sign));
-}
-
 /* Sigmoid or tanh (scale a, inner scale b: a tanh(b x)) over x[0..n). The
  * tail goes through a padded block so every lane takes the same path. */
 RNN_AVX2 static void act_avx2(bool sigmoid, float a, float b, float *x, int64_t n) {
@@ -290,16 +228,6 @@ RNN_AVX2 static void row1_avx2(const float *a, int64_t K, const float *pn, int64
   }
 }
 
-/* c [M][ldc] (columns [0, N)) = a [M][lda] . panels, panels [p0, p1). */
-RNN_AVX2 static void panels_avx2(const float *a, int64_t lda, int64_t M, int64_t K, const float *pn,
-                                 int64_t p0, int64_t p1, int64_t N, float *c, int64_t ldc,
-                                 const float *bias) {
-  int64_t i = 0;
-  for (; i + 4 <= M; i += 4)
-    tile4_avx2(a + i * lda, lda, K, pn, p0, p1, N, c + i * ldc, ldc, bias);
-  for (; i < M; i++)
-    row1_avx2(a + i * lda, K, pn, p0, p1, N, c + i * ldc, bias);
-}
 #endif
 
 static void gemv_portable(const float *h, int64_t K, const float *rt, int64_t ld, int64_t N,
@@ -326,32 +254,6 @@ static void pack_panels(const float *rows, int64_t N, int64_t K, float *dst) {
 }
 
 /* ---- configuration -------------------------------------------------------- */
-
-typedef struct rnn_job {
-  rnn_kind kind;
-  int64_t S, B, I, H, D, GH;
-  int layout;
-  bool reverse, has_clip, lbr, input_forget, avx2;
-  float clip;
-  ract acts[2][3];
-  const int64_t *lens; /* [B] */
-  int64_t max_len;
-  const float *xw; /* [S*B rows in X's order][D*GH], biases included */
-  const float *rt; /* portable: [D][H][GH], R^T per direction; panels: per
-                    * direction rp_dir floats, R's gates as panels (GRU
-                    * without linear_before_reset: z,r then h at rp_b) */
-  bool panels;
-  bool fused; /* AVX2 one-pass gates (lstm_row_avx2, gru_lbr_row_avx2) */
-  int64_t rp_dir, rp_b;
-  const float *rbh; /* [D][H]: GRU's R_h bias under linear_before_reset */
-  const float *p;   /* [D][3H] or NULL */
-  const float *h0, *c0;
-  float *y, *yh, *yc; /* NULL when not wanted */
-  float *work;        /* per direction: work_dir floats */
-  int64_t work_dir;
-  nat_gemm_fn gemm;
-  _Atomic long long *gemm_calls;
-} rnn_job;
 
 /* Rows at or below which the recurrent product runs as per-row GEMVs; above,
  * as one call into the GEMM provider. */
@@ -449,17 +351,6 @@ static NAT_INLINE void rec_product(const rnn_job *j, const float *hs, int64_t K,
   }
   for (int64_t b = 0; b < j->B; b++)
     if (k < j->lens[b]) gemv_portable(hs + b * K, K, seg, j->GH, N, out + b * ld);
-}
-
-static NAT_INLINE int64_t x_row(const rnn_job *j, int64_t t, int64_t b) {
-  return j->layout ? b * j->S + t : t * j->B + b;
-}
-/* offset of (d, b) in initial_h/c and Y_h/Y_c */
-static NAT_INLINE int64_t state_at(const rnn_job *j, int64_t d, int64_t b) {
-  return (j->layout ? b * j->D + d : d * j->B + b) * j->H;
-}
-static NAT_INLINE int64_t y_at(const rnn_job *j, int64_t t, int64_t d, int64_t b) {
-  return (j->layout ? (b * j->S + t) * j->D + d : (t * j->D + d) * j->B + b) * j->H;
 }
 
 /* Direction d over the whole sequence. Work: hs [B][H], cs [B][H], rh
@@ -613,30 +504,6 @@ static void dir_task(void *arg, int64_t d, int tid) {
   run_dir_portable(j, d);
 }
 
-/* The input projections on AVX2: panels [t * per_task, ...) of W per task. */
-typedef struct proj_job {
-  const float *x;
-  int64_t M, K;
-  const float *wp;
-  int64_t N;
-  float *c;
-  const float *bias;
-  int64_t per_task;
-} proj_job;
-
-static void proj_task(void *arg, int64_t t, int tid) {
-  (void)tid;
-#ifdef RNN_HAVE_AVX2
-  const proj_job *j = arg;
-  int64_t p0 = t * j->per_task, p1 = p0 + j->per_task;
-  if (p1 > n_panels(j->N)) p1 = n_panels(j->N);
-  panels_avx2(j->x, j->K, j->M, j->K, j->wp, p0, p1, j->N, j->c, j->N, j->bias);
-#else
-  (void)arg;
-  (void)t;
-#endif
-}
-
 /* ---- the kernel -------------------------------------------------------------- */
 
 static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -712,7 +579,12 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   bool split = kind == K_GRU && !j.lbr;
   j.rp_b = n_panels(split ? 2 * H : GH) * 16 * H;
   j.rp_dir = j.rp_b + (split ? n_panels(H) * 16 * H : 0);
-  int64_t f_wp = j.panels ? n_panels(D * GH) * 16 * I : 0;
+  /* W as native_mm.c's tiles read it (the projections), R as panels */
+  int level = j.panels ? (int)nat_isa() : NAT_ISA_PORTABLE;
+  nat_mm pm;
+  memset(&pm, 0, sizeof pm);
+  if (j.panels) nat_mm_init(&pm, level, S * Bn, D * GH, I);
+  int64_t f_wp = j.panels ? round16(nat_mm_packed_floats(I, D * GH, pm.nr)) : 0;
   int64_t f_pack = j.panels ? f_wp + D * j.rp_dir : D * H * GH;
   bool consts = nat_input_is_const(r, 1) && nat_input_is_const(r, 2);
   /* scratch: lens, XW, bias, the weights (unless packed), R_h bias, work */
@@ -737,14 +609,14 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   j.work = rbh + f_rbh;
   bool fill = true;
   if (consts) {
-    int64_t key[4] = {j.panels, (int64_t)(intptr_t)W->data, (int64_t)(intptr_t)R->data,
+    int64_t key[4] = {j.panels ? pm.nr : 0, (int64_t)(intptr_t)W->data, (int64_t)(intptr_t)R->data,
                       (D * GH * 65536 + H) * 65536 + I};
     wbuf = nat_node_pack(r, NAT_DATA_RNN, key, sizeof(float) * (size_t)f_pack, &fill);
     if (!wbuf) return AIT_E_NOMEM;
   }
   const float *rs = R->data;
   if (fill && j.panels) {
-    pack_panels(W->data, D * GH, I, wbuf);
+    nat_mm_pack(wbuf, W->data, I, D * GH, 1, I, pm.nr);
     for (int64_t d = 0; d < D; d++) {
       float *dst = wbuf + f_wp + d * j.rp_dir;
       pack_panels(rs + d * GH * H, split ? 2 * H : GH, H, dst);
@@ -792,18 +664,16 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
 
   /* every step's input projections at once */
   if (j.panels) {
-    proj_job pj = {X->data, M, I, wbuf, D * GH, xw, bias, 0};
-    int64_t np = n_panels(D * GH);
-    pj.per_task = nat_chunk(r, np, 1);
-    bool par = (double)M * (double)(D * GH) * (double)I >= NAT_PAR_MIN_MACS / 4;
-    nat_pool_run(par ? nat_run_pool(r) : NULL, (np + pj.per_task - 1) / pj.per_task, proj_task,
-                 &pj);
+    pm.a = X->data, pm.lda = I, pm.b = wbuf, pm.bias = bias;
+    pm.c = xw, pm.ldc = D * GH, pm.lo = -INFINITY, pm.hi = INFINITY;
+    nat_mm_pool(r, &pm, NULL);
   } else {
     nat_epilogue e;
     memset(&e, 0, sizeof e);
     e.col_bias = bias;
     nat_sgemm(r, false, true, M, D * GH, I, 1.0f, X->data, I, W->data, I, xw, D * GH, &e);
   }
+  if (nat_rnn_chunked(r, &j)) return AIT_OK;
   nat_pool_run(D > 1 ? nat_run_pool(r) : NULL, D, dir_task, &j);
   return AIT_OK;
 }

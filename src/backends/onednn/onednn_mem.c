@@ -295,7 +295,7 @@ ait_status dn_value_in(dn_ctx *c, int v, const dnnl_memory_desc_t *want, int *me
 }
 
 ait_status dn_value_dense(dn_ctx *c, int v, bool plain, dnnl_data_type_t dt, int *mem) {
-  int base;
+  int base = 0; /* set by dn_value_any (GCC cannot tell once it inlines it) */
   AIT_TRY(dn_value_any(c, v, &base));
   const dn_mem *bm = &c->p->mems[base];
   if (bm->md.ndims == 0) return *mem = base, AIT_OK;
@@ -363,7 +363,7 @@ ait_status dn_step_prim(dn_ctx *c, dnnl_primitive_desc_t pd, int n, const int *i
   int64_t sp_size = sp ? (int64_t)dnnl_memory_desc_get_size(sp) : 0;
   dnnl_primitive_t prim = NULL;
   AIT_TRY(dn_check(dnnl_primitive_create(&prim, pd), "primitive creation"));
-  dn_step *st;
+  dn_step *st = NULL; /* set by dn_step_add (GCC cannot tell once it inlines it) */
   ait_status s = dn_step_add(c->p, &st);
   if (s) {
     dnnl_primitive_destroy(prim);

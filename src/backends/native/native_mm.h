@@ -1,0 +1,82 @@
+/* native's blocked GEMM for MatMul/Gemm with many rows (native_mm.c, with
+ * its register tiles in native_mm256.c for AVX2+FMA and native_mm512.c for
+ * AVX-512): C[M][N] = A[M][K] . B[K][N] (+ bias, + z, clamp, GELU).
+ *
+ * B is read from column blocks of nr floats (the tile's width), each K x nr
+ * contiguous (nat_mm_pack: once per constant weight), or as stored (row
+ * stride ldb) for a B that changes between runs. The reduction is cut into
+ * chunks of kc (a chunk of a B block, kc x nr, stays in L1 while every row
+ * tile of a panel passes it), the rows into panels of mc (a panel's A
+ * chunk, mc x kc, stays in L2 while every column block passes it), so B is
+ * read from memory once per panel and A once per column block from L2 —
+ * the pointwise-convolution tiles (native_nhwc*.c), which the MatMuls ran
+ * on before, stream all of B once per ~8 rows when K is large. Tiles hold
+ * their partial sums in C between chunks; the last chunk adds z, clamps
+ * and stores, and GELU runs on the tile while it is in L1. */
+#ifndef AIT_BACKENDS_NATIVE_MM_H
+#define AIT_BACKENDS_NATIVE_MM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/native/native.h"
+
+typedef struct nat_mm {
+  int level;       /* NAT_ISA_AVX2 or NAT_ISA_AVX512 */
+  int mr, nr;      /* register tile: most rows, floats per column block */
+  int64_t M, N, K; /* C is M x N, the reduction K */
+  int64_t kc, mc;  /* reduction chunk, row panel */
+  const float *a;  /* A, row stride lda (borrowed) */
+  int64_t lda;
+  const float *b; /* B: packed (blocks of K x nr) when ldb == 0, else row stride ldb */
+  int64_t ldb;
+  const float *bias;     /* [N] or NULL */
+  const float *row_bias; /* [M] or NULL (a convolution's bias: one per output channel) */
+  const float *z;        /* residual, row stride ldz, or NULL */
+  int64_t ldz;
+  float *c; /* C, row stride ldc (written) */
+  int64_t ldc;
+  float lo, hi; /* clamp (Relu, Clip; +-inf for none) */
+  bool gelu;    /* GELU on each tile after its last chunk */
+} nat_mm;
+
+/* Whether `level` has tiles (AVX2, AVX-512 where compiled and allowed by
+ * nat_isa()). */
+bool nat_mm_available(int level);
+/* Fill m's tile, chunk and panel sizes for `level` and C's shape; the
+ * operands are the caller's to set (every pointer field NULL, lo/hi
+ * +-inf, ldb 0 before). */
+void nat_mm_init(nat_mm *m, int level, int64_t M, int64_t N, int64_t K);
+/* As nat_mm_init with the level's tile number `tile` (0.. in order of
+ * preference) instead of the best one for N; false where the level has no
+ * such tile (tests, benchmarks). */
+bool nat_mm_init_tile(nat_mm *m, int level, int tile, int64_t M, int64_t N, int64_t K);
+/* C rows [i0, i1) x columns [j0, j1) (j0 a multiple of m->nr), with all
+ * of m's blocking: one pool task's share. */
+void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* All of C on r's pool (r NULL: the calling thread), in about two tasks a
+ * thread; post (may be NULL) runs on each task's block after its tiles
+ * (an activation the tiles do not apply). */
+void nat_mm_pool(nat_run *r, const nat_mm *m, const ait_act *post);
+/* B [K][N] (element (k, n) at B[k * rs + n * cs]) in column blocks of nr,
+ * zero-padded: dst holds nat_mm_packed_floats(K, N, nr) floats. */
+int64_t nat_mm_packed_floats(int64_t K, int64_t N, int nr);
+void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, int64_t cs, int nr);
+
+/* Conv / FusedConv: 1-D convolutions of one group on the tiles
+ * (native_mm_conv1d.c), every other one on native_conv.c's nat_k_conv.
+ * nat_mm_conv1d_runs: runs that took the tiles (tests). */
+ait_status nat_k_conv_seq(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+long long nat_mm_conv1d_runs(void);
+
+/* The level kernels (native_mm256.c, native_mm512.c): rows [i0, i1) of C in
+ * tiles of at most m->mr rows (rows split evenly), for the column block at
+ * column j (nc <= nr columns) and reduction chunk [k0, k1): partial sums
+ * kept in C unless k0 == 0 (start from the bias) and finished when
+ * k1 == K. */
+void nat_mm256_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, int64_t nc, int64_t k0,
+                     int64_t k1);
+void nat_mm512_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, int64_t nc, int64_t k0,
+                     int64_t k1);
+
+#endif

@@ -1,0 +1,344 @@
+/* Native's layout pass beyond convolutions (native_layout.c): pooling
+ * (FusedPoolNhwc), channel Concat, elementwise ops with per-channel and
+ * squeeze-excite operands, BatchNormalization after no conv (a depthwise
+ * 1x1 conv), and the rewrites the epilogue pass makes for CNN exports
+ * (HardSwish spelled out, native_fuse.c). Each graph runs through native in
+ * NHWC at every ISA level (avx512, avx2, portable) on 1 and 4 threads,
+ * twice per state, against eager on the original graph, and its
+ * rewritten graph is checked for the ops it should hold (no reorder inside
+ * the chain, the fused ops present). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/native/native.h"
+#include "check.h"
+#include "model_builder.h"
+#include "runtime/eager.h"
+
+static uint32_t rng = 4242;
+static uint32_t urand(uint32_t n) {
+  rng = rng * 1664525u + 1013904223u;
+  return (rng >> 8) % n;
+}
+static void fill(float *v, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; i++)
+    v[i] = ((float)urand(65536) / 32768.0f - 1.0f) * scale;
+}
+
+#define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* A float32 initializer of random values (or `v` for all when v != 0).
+ * The builder keeps a pointer to the dims until the model is packed:
+ * they are copied into a bank that lives as long as the program. */
+static void init(tb_model *m, const char *name, int rank, const int64_t *dims_in, float scale,
+                 float v) {
+  static int64_t bank[1024][4];
+  static int used;
+  int64_t *dims = bank[used++ % 1024];
+  memcpy(dims, dims_in, sizeof(int64_t) * (size_t)rank);
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++)
+    n *= dims[i];
+  float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  fill(d, n, scale);
+  if (v != 0.0f)
+    for (int64_t i = 0; i < n; i++)
+      d[i] = v;
+  tb_init_f32(m, name, rank, dims, d);
+  free(d);
+}
+
+/* conv `name` (k x k, pads k/2) from value `x` (C channels) to `y` (M). */
+static int conv(tb_model *m, const char *name, const char *x, const char *y, int64_t C, int64_t M,
+                int64_t k) {
+  char w[64], b[64];
+  snprintf(w, sizeof w, "%s_w", name);
+  snprintf(b, sizeof b, "%s_b", name);
+  const int64_t wd[4] = {M, C, k, k}, bd[1] = {M}, p = k / 2, pads[4] = {p, p, p, p};
+  init(m, w, 4, wd, 0.4f, 0);
+  init(m, b, 1, bd, 0.2f, 0);
+  int n = tb_node(m, "Conv", name, IN(x, w, b), IN(y));
+  tb_attr_ints(m, n, "pads", 4, pads);
+  return n;
+}
+
+static int count_op(const ait_graph *g, const char *op) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    n += !strcmp(g->nodes[i].op_type, op);
+  return n;
+}
+
+static double diff(const ait_tensor *a, const ait_tensor *b) {
+  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return INFINITY;
+  double m = 0;
+  const float *x = a->data, *y = b->data;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+
+typedef struct want {
+  const char *op;
+  int count; /* exactly, or at most -count - 1 when negative */
+} want;
+
+/* Graph g against eager at every level and thread count, and (at avx2,
+ * layout=nhwc) its rewritten graph holds the wanted op counts. */
+static void check_graph(const char *what, ait_graph *g, int64_t C, int64_t H, int64_t W,
+                        const want *w, int n_want, int64_t batches) {
+  CHECK(g != NULL);
+  if (!g) return;
+  for (int64_t batch = 1; batch <= batches; batch++) {
+    const int64_t xd[4] = {batch, C, H, W};
+    ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+    fill(x->data, ait_tensor_numel(x), 1.0f);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+    static const char *const isas[] = {"avx512", "avx2", "portable"};
+    for (int a = 0; ref && a < 3; a++)
+      for (int t = 1; t <= 4; t += 3) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], t);
+        ait_backend_config cfg;
+        void *state = NULL;
+        long long nb = nat_conv_nhwc_declined();
+        CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+        ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+        if (st) fprintf(stderr, "%s on %s: %s\n", what, spec, ait_last_error());
+        CHECK(st == AIT_OK);
+        if (!state) continue;
+        if (a == 1 && t == 1 && batch == 1)
+          for (int k = 0; k < n_want; k++) {
+            int got = count_op(((nat_state *)state)->g, w[k].op);
+            bool ok = w[k].count >= 0 ? got == w[k].count : got <= -w[k].count - 1;
+            if (!ok) {
+              const ait_graph *rg = ((nat_state *)state)->g;
+              fprintf(stderr, "%s: %d %s after the passes:", what, got, w[k].op);
+              for (int i = 0; i < rg->n_nodes; i++)
+                fprintf(stderr, " %s(%s)", rg->nodes[i].op_type, rg->nodes[i].name);
+              fprintf(stderr, "\n");
+            }
+            CHECK(ok);
+          }
+        for (int run = 0; run < 2; run++) {
+          ait_tensor *y = NULL;
+          st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+          double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+          if (!(d <= 1e-4))
+            fprintf(stderr, "%s on %s batch %lld: difference %g (%s)\n", what, spec,
+                    (long long)batch, d, st == AIT_OK ? "ok" : ait_last_error());
+          CHECK(d <= 1e-4);
+          ait_tensor_free(y);
+        }
+        CHECK(nat_conv_nhwc_declined() == nb);
+        cfg.iface->destroy(state);
+      }
+    ait_tensor_free(ref);
+    ait_tensor_free(x);
+  }
+  ait_graph_free(g);
+}
+
+/* x [N, C, H, W] (N symbolic) in, y out. */
+static tb_model *model(int64_t C, int64_t H, int64_t W) {
+  tb_model *m = tb_new(17);
+  const int64_t dx[4] = {-1, C, H, W}, dy[4] = {-1, -1, -1, -1};
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  return m;
+}
+
+/* conv -> MaxPool / AveragePool (every attribute) -> conv. */
+static void test_pools(void) {
+  typedef struct pool_case {
+    const char *op;
+    int64_t k, s, pad, ceil, include_pad, dil;
+  } pool_case;
+  static const pool_case cases[] = {
+      {"MaxPool", 3, 2, 1, 0, 0, 1},     {"MaxPool", 3, 1, 1, 0, 0, 1},
+      {"MaxPool", 2, 2, 0, 1, 0, 1},     {"MaxPool", 3, 2, 0, 1, 0, 2},
+      {"AveragePool", 3, 2, 1, 0, 0, 1}, {"AveragePool", 3, 2, 1, 0, 1, 1},
+      {"AveragePool", 2, 2, 0, 1, 0, 1}, {"AveragePool", 3, 2, 1, 1, 1, 1},
+      {"AveragePool", 5, 3, 2, 0, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const pool_case *p = &cases[i];
+    int64_t C = 5 + (int64_t)i * 4;
+    tb_model *m = model(C, 15 + (int64_t)i % 3, 13);
+    conv(m, "c1", "x", "a", C, C + 3, 3);
+    const int64_t k[2] = {p->k, p->k}, s[2] = {p->s, p->s},
+                  pd[4] = {p->pad, p->pad, p->pad, p->pad};
+    const int64_t dl[2] = {p->dil, p->dil};
+    int n = tb_node(m, p->op, "pool", IN("a"), IN("b"));
+    tb_attr_ints(m, n, "kernel_shape", 2, k);
+    tb_attr_ints(m, n, "strides", 2, s);
+    tb_attr_ints(m, n, "pads", 4, pd);
+    if (p->ceil) tb_attr_int(m, n, "ceil_mode", 1);
+    if (p->include_pad) tb_attr_int(m, n, "count_include_pad", 1);
+    if (p->dil > 1) tb_attr_ints(m, n, "dilations", 2, dl);
+    conv(m, "c2", "b", "y", C + 3, 7, 1);
+    const want w[] = {{"FusedPoolNhwc", 1}, {"MaxPool", 0}, {"AveragePool", 0}, {"Transpose", 1}};
+    char what[64];
+    snprintf(what, sizeof what, "%s case %zu", p->op, i);
+    check_graph(what, tb_parse_graph(m), C, 15 + (int64_t)i % 3, 13, w, 4, 2);
+  }
+}
+
+/* Inception / SqueezeNet: two convs of x concatenated, then a conv. */
+static void test_concat(void) {
+  tb_model *m = model(6, 11, 14);
+  conv(m, "c1", "x", "a", 6, 16, 1);
+  conv(m, "c2", "x", "b", 6, 9, 3);
+  const int64_t k[2] = {3, 3}, s[2] = {1, 1}, pd[4] = {1, 1, 1, 1};
+  int n = tb_node(m, "MaxPool", "pool", IN("x"), IN("p"));
+  tb_attr_ints(m, n, "kernel_shape", 2, k);
+  tb_attr_ints(m, n, "strides", 2, s);
+  tb_attr_ints(m, n, "pads", 4, pd);
+  n = tb_node(m, "Concat", "cat", IN("a", "b", "p"), IN("c"));
+  tb_attr_int(m, n, "axis", 1);
+  conv(m, "c3", "c", "y", 31, 8, 3);
+  /* the pool reads x from outside: one reorder in, one out */
+  const want w[] = {{"Concat", 1}, {"Transpose", 2}};
+  check_graph("concat", tb_parse_graph(m), 6, 11, 14, w, 2, 2);
+}
+
+/* DenseNet: Concat -> BatchNormalization -> Relu -> conv. */
+static void test_batchnorm(void) {
+  tb_model *m = model(8, 9, 10);
+  conv(m, "c1", "x", "a", 8, 12, 3);
+  int n = tb_node(m, "Concat", "cat", IN("x", "a"), IN("c"));
+  tb_attr_int(m, n, "axis", 1);
+  const int64_t d[1] = {20};
+  init(m, "scale", 1, d, 1.0f, 0);
+  init(m, "bias", 1, d, 0.5f, 0);
+  init(m, "mean", 1, d, 0.5f, 0);
+  init(m, "var", 1, d, 0.0f, 0.7f);
+  tb_node(m, "BatchNormalization", "bn", IN("c", "scale", "bias", "mean", "var"), IN("b"));
+  tb_node(m, "Relu", "relu", IN("b"), IN("r"));
+  conv(m, "c2", "r", "y", 20, 10, 1);
+  const want w[] = {{"BatchNormalization", 0}, {"Relu", 0}, {"Transpose", -3}};
+  check_graph("batchnorm", tb_parse_graph(m), 8, 9, 10, w, 3, 2);
+}
+
+/* Elementwise ops on NHWC: per-channel constants ([1, C, 1, 1], [C, 1, 1]),
+ * a scalar, a residual Add, and a squeeze-excite scale (GlobalAveragePool ->
+ * 1x1 -> Relu -> 1x1 -> Sigmoid -> Mul). */
+static void test_elementwise(void) {
+  tb_model *m = model(7, 12, 9);
+  conv(m, "c1", "x", "a0", 7, 24, 3);
+  tb_node(m, "Relu", "r1", IN("a0"), IN("a"));
+  const int64_t d4[4] = {1, 24, 1, 1}, d3[3] = {24, 1, 1}, d0[1] = {1};
+  init(m, "k4", 4, d4, 1.0f, 0);
+  init(m, "k3", 3, d3, 1.0f, 0);
+  init(m, "k0", 1, d0, 0, 0.25f);
+  tb_node(m, "Mul", "m4", IN("a", "k4"), IN("b"));
+  tb_node(m, "Add", "a3", IN("k3", "b"), IN("c"));
+  tb_node(m, "Sub", "s0", IN("c", "k0"), IN("d"));
+  tb_node(m, "Add", "res", IN("d", "a"), IN("e"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("e"), IN("g"));
+  conv(m, "se1", "g", "g1", 24, 6, 1);
+  tb_node(m, "Relu", "ser", IN("g1"), IN("g2"));
+  conv(m, "se2", "g2", "g3", 6, 24, 1);
+  tb_node(m, "Sigmoid", "sig", IN("g3"), IN("s"));
+  tb_node(m, "Mul", "scale", IN("e", "s"), IN("f"));
+  conv(m, "c2", "f", "y", 24, 5, 3);
+  const want w[] = {{"Transpose", 1}, {"FusedGapNhwc", 1}, {"GlobalAveragePool", 0}};
+  check_graph("elementwise", tb_parse_graph(m), 7, 12, 9, w, 3, 2);
+}
+
+/* Paddle's HardSwish: conv -> Add 3 -> Clip(0, 6) -> Mul(conv, .) -> Div 6,
+ * and the Div before the Mul, and a Mul by 1/6. */
+static void test_hardswish_spelled(void) {
+  for (int v = 0; v < 3; v++) {
+    tb_model *m = model(5, 10, 11);
+    conv(m, "c1", "x", "a", 5, 11, 3);
+    const int64_t d0[1] = {1};
+    init(m, "three", 1, d0, 0, 3.0f);
+    init(m, "zero", 0, d0, 0, 0);
+    init(m, "six", 0, d0, 0, 6.0f);
+    init(m, "sixth", 1, d0, 0, 1.0f / 6.0f);
+    tb_node(m, "Add", "add", IN("a", "three"), IN("b"));
+    tb_node(m, "Clip", "clip", IN("b", "zero", "six"), IN("c"));
+    if (v == 1) {
+      tb_node(m, "Div", "div", IN("c", "six"), IN("d"));
+      tb_node(m, "Mul", "mul", IN("a", "d"), IN("e"));
+    } else {
+      tb_node(m, "Mul", "mul", IN("c", "a"), IN("d"));
+      if (v == 0)
+        tb_node(m, "Div", "div", IN("d", "six"), IN("e"));
+      else
+        tb_node(m, "Mul", "div", IN("sixth", "d"), IN("e"));
+    }
+    conv(m, "c2", "e", "y", 11, 4, 1);
+    const want w[] = {{"Clip", 0}, {"Div", 0}, {"Mul", 0}, {"Add", 0}, {"FusedConvNhwc", 2}};
+    char what[32];
+    snprintf(what, sizeof what, "hardswish %d", v);
+    check_graph(what, tb_parse_graph(m), 5, 10, 11, w, 5, 2);
+  }
+}
+
+/* conv -> Resize (native_resize.c: every mode it takes, scales up and down,
+ * sizes) -> conv. */
+static void test_resize(void) {
+  typedef struct rs_case {
+    const char *mode, *ct, *nearest;
+    float sh, sw;   /* scales of H and W; 0: sizes below */
+    int64_t oh, ow; /* sizes */
+  } rs_case;
+  static const rs_case cases[] = {
+      {"linear", "half_pixel", NULL, 2.0f, 2.0f, 0, 0},
+      {"linear", "align_corners", NULL, 0, 0, 23, 17},
+      {"linear", "pytorch_half_pixel", NULL, 0.5f, 1.5f, 0, 0},
+      {"linear", "asymmetric", NULL, 3.0f, 0.75f, 0, 0},
+      {"nearest", "asymmetric", "floor", 2.0f, 3.0f, 0, 0},
+      {"nearest", "half_pixel", "round_prefer_ceil", 0, 0, 5, 31},
+      {"nearest", "align_corners", NULL, 1.25f, 0.5f, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const rs_case *r = &cases[i];
+    tb_model *m = model(6, 10, 12);
+    conv(m, "c1", "x", "a", 6, 9, 3);
+    static const int64_t d4[1] = {4};
+    if (r->sh > 0) {
+      float sc[4] = {1, 1, r->sh, r->sw};
+      tb_init_f32(m, "scales", 1, d4, sc);
+      int n = tb_node(m, "Resize", "rs", IN("a", "", "scales"), IN("b"));
+      tb_attr_str(m, n, "mode", r->mode);
+      tb_attr_str(m, n, "coordinate_transformation_mode", r->ct);
+      if (r->nearest) tb_attr_str(m, n, "nearest_mode", r->nearest);
+    } else {
+      static int64_t sz[8][4]; /* kept until the model is packed */
+      int64_t *sizes = sz[i % 8];
+      sizes[0] = 1, sizes[1] = 9, sizes[2] = r->oh, sizes[3] = r->ow;
+      tb_init_i64(m, "sizes", 1, d4, sizes);
+      int n = tb_node(m, "Resize", "rs", IN("a", "", "", "sizes"), IN("b"));
+      tb_attr_str(m, n, "mode", r->mode);
+      tb_attr_str(m, n, "coordinate_transformation_mode", r->ct);
+      if (r->nearest) tb_attr_str(m, n, "nearest_mode", r->nearest);
+    }
+    conv(m, "c2", "b", "y", 9, 4, 1);
+    char what[48];
+    snprintf(what, sizeof what, "resize %zu", i);
+    const want w[] = {{"Resize", 1}};
+    long long ran = nat_resize_runs();
+    check_graph(what, tb_parse_graph(m), 6, 10, 12, w, 1, r->sh > 0 ? 2 : 1);
+    CHECK(nat_resize_runs() >= ran + 6 * 2); /* 6 states, two runs each, a batch at least */
+  }
+}
+
+int main(void) {
+  test_resize();
+  test_pools();
+  test_concat();
+  test_batchnorm();
+  test_elementwise();
+  test_hardswish_spelled();
+  return check_result("test_native_nhwc");
+}
