@@ -82,7 +82,23 @@ typedef enum ait_dtype {
   AIT_UINT64 = 13,
   AIT_COMPLEX64 = 14,
   AIT_COMPLEX128 = 15,
-  AIT_BFLOAT16 = 16
+  AIT_BFLOAT16 = 16,
+  /* 8-bit floats (one byte per element) */
+  AIT_FLOAT8E4M3FN = 17,
+  AIT_FLOAT8E4M3FNUZ = 18,
+  AIT_FLOAT8E5M2 = 19,
+  AIT_FLOAT8E5M2FNUZ = 20,
+  /* Sub-byte types: ONNX files pack them (two 4-bit or four 2-bit elements
+   * per byte, first element in the low bits); in memory, in ait_tensor_view
+   * data included, they take one byte per element, holding the value in
+   * that byte's low bits (int4/int2 sign-extended to a whole int8). */
+  AIT_UINT4 = 21,
+  AIT_INT4 = 22,
+  AIT_FLOAT4E2M1 = 23,
+  AIT_FLOAT8E8M0 = 24, /* a power of two: 2^(bits - 127); 255 is NaN */
+  AIT_UINT2 = 25,
+  AIT_INT2 = 26,
+  AIT_DTYPE_LAST = AIT_INT2 /* the highest code aitune knows */
 } ait_dtype;
 
 /* Static string for a status code ("invalid model", ...). Never NULL. */
@@ -92,7 +108,8 @@ const char *ait_strerror(ait_status status);
 const char *ait_last_error(void);
 /* Static name of a dtype ("float32", ...); "undefined" for unknown codes. */
 const char *ait_dtype_name(ait_dtype dtype);
-/* Size in bytes of one element; 0 for strings and unknown codes. */
+/* Size in bytes of one element in memory (1 for the sub-byte types); 0 for
+ * strings and unknown codes. */
 size_t ait_dtype_size(ait_dtype dtype);
 /* Library version string, static. */
 const char *ait_version(void);

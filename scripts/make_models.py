@@ -3,8 +3,9 @@
 
     python3 scripts/make_models.py [--out DIR] [--only NAME,...] [--list]
 
-Each model is exported to ONNX (opset 17) with a symbolic batch dim (encoder_dynamo:
-torch's dynamo exporter, opset 20, static shapes) and saved
+Each model is exported to ONNX (opset 17) with a symbolic batch dim (encoder_dynamo,
+decoder_op18, decoder_op23: torch's dynamo exporter at opsets 20, 18 and 23, static
+shapes) and saved
 with a sample input and ONNX Runtime's outputs in the ONNX test layout:
     DIR/NAME/model.onnx, DIR/NAME/test_data_set_0/{input,output}_K.pb
 The small ones are committed under models/; the rest are generated into
@@ -117,6 +118,42 @@ def encoder_dynamo():
     return TorchEncoder(), (torch.randn(2, 16, 64),), ["input"], {}
 
 
+class RMSDecoder(nn.Module):
+    """A pre-norm decoder (RMSNorm, causal scaled_dot_product_attention, GELU
+    MLP), what today's LLM blocks look like: the dynamo exporter writes it at
+    opset 23 with RMSNormalization and Attention, at opset 18 (its lowest) as the
+    primitive ops. Both exports are kept (same weights), so the two graphs
+    are compared on speed and against ONNX Runtime."""
+
+    def __init__(self, hidden=64, heads=4, layers=2):
+        super().__init__()
+        self.heads = heads
+        self.blocks = nn.ModuleList()
+        for _ in range(layers):
+            self.blocks.append(nn.ModuleDict({
+                "n1": nn.RMSNorm(hidden), "qkv": nn.Linear(hidden, 3 * hidden), "o": nn.Linear(hidden, hidden),
+                "n2": nn.RMSNorm(hidden),
+                "ff": nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden))}))
+        for b in self.blocks:  # RMSNorm weights other than ones, so the scale matters
+            with torch.no_grad():
+                b["n1"].weight.uniform_(0.5, 1.5)
+                b["n2"].weight.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        B, S, D = x.shape
+        for b in self.blocks:
+            q, k, v = b["qkv"](b["n1"](x)).split(D, dim=-1)
+            q, k, v = [t.view(B, S, self.heads, D // self.heads).transpose(1, 2) for t in (q, k, v)]
+            a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + b["o"](a.transpose(1, 2).reshape(B, S, D))
+            x = x + b["ff"](b["n2"](x))
+        return x
+
+
+def rms_decoder():
+    return RMSDecoder(), (torch.randn(1, 32, 64),), ["input"], {}
+
+
 # name -> (builder, committed to the repo?)
 MODELS = {
     "mobilenetv2_035": (vision("mobilenet_v2", size=160, width_mult=0.35), True),
@@ -128,9 +165,11 @@ MODELS = {
     "bert_4l_256": (bert(vocab=30522, hidden=256, layers=4, heads=4, ffn=1024, seq=128), False),
     "bert_base": (bert(vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, seq=128), False),
     "encoder_dynamo": (encoder_dynamo, True),
+    "decoder_op18": (rms_decoder, True),
+    "decoder_op23": (rms_decoder, True),
 }
-# exported with torch's dynamo exporter (needs onnxscript) at opset 20, static shapes
-DYNAMO = {"encoder_dynamo"}
+# exported with torch's dynamo exporter (needs onnxscript), static shapes: name -> opset
+DYNAMO = {"encoder_dynamo": 20, "decoder_op18": 18, "decoder_op23": 23}
 # what the test suite builds when torch is available
 TEST_SET = ["resnet18", "mobilenetv2", "bert_4l_256"]
 
@@ -157,7 +196,7 @@ def export(name, out_dir):
     with torch.no_grad():
         if name in DYNAMO:
             torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
-                              opset_version=20, dynamo=True, external_data=False)
+                              opset_version=DYNAMO[name], dynamo=True, external_data=False)
         else:
             torch.onnx.export(model, inputs, path, input_names=in_names, output_names=["output"],
                               dynamic_axes=dynamic_axes, opset_version=17, dynamo=False)

@@ -36,6 +36,11 @@ python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \
   --min-pass "$(cat "$ROOT/tests/conformance_floor.txt")" \
   /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,simple} | tail -1
 
+echo "== the installed onnx package's node tests, measured through aitune run"
+python3 "$ROOT/scripts/onnx_node_tests.py" --out "$ROOT/build/onnx-node-tests" --quiet
+python3 "$ROOT/tests/conformance_via_run.py" --aitune "$ROOT/build/aitune" \
+  --min-pass "$(cat "$ROOT/tests/conformance_floor_onnx.txt")" "$ROOT/build/onnx-node-tests/node" | tail -1
+
 echo "== sanitizers (address, undefined)"
 cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=Debug -DAIT_SANITIZE=ON -DAIT_WERROR=ON >/dev/null
 cmake --build "$ROOT/build-asan" -j"$jobs" >/dev/null

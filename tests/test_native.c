@@ -1695,7 +1695,118 @@ static void test_isa_products(void) {
 
 /* ==== end avx2-kern ======================================================== */
 
+/* ---- opset 23: Attention as FusedAttention, RMSNormalization ---------------- */
+
+/* The dynamo exporter's opset-23 attention: q, k, v (B, S, H, D) transposed
+ * to (B, H, S, D), Attention (causal or with a float mask, or neither), the
+ * output transposed back; then an RMSNormalization of the result. */
+static ait_graph *onnx_attention_model(int64_t S, int64_t H, int64_t D, bool causal, bool mask) {
+  const int64_t dq[4] = {1, S, H, D}, dm[2] = {S, S}, ds[1] = {D};
+  static const int64_t p0213[4] = {0, 2, 1, 3};
+  static float scale[64];
+  for (int i = 0; i < 64; i++)
+    scale[i] = 0.5f + (float)i / 64;
+  tb_model *m = tb_new(23);
+  tb_input(m, "q", 1, 4, dq);
+  tb_input(m, "k", 1, 4, dq);
+  tb_input(m, "v", 1, 4, dq);
+  if (mask) tb_input(m, "mask", 1, 2, dm);
+  tb_output(m, "y", 1, 4, dq);
+  tb_init_f32(m, "g", 1, ds, scale);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tq", IN("q"), IN("qt")), "perm", 4, p0213);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p0213);
+  tb_attr_ints(m, tb_node(m, "Transpose", "tv", IN("v"), IN("vt")), "perm", 4, p0213);
+  int a = tb_node(m, "Attention", "attn",
+                  mask ? IN("qt", "kt", "vt", "mask") : IN("qt", "kt", "vt"), IN("a"));
+  tb_attr_int(m, a, "is_causal", causal);
+  tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("a"), IN("a2")), "perm", 4, p0213);
+  tb_attr_int(m, tb_node(m, "RMSNormalization", "rms", IN("a2", "g"), IN("y")), "axis", -1);
+  return parse(m);
+}
+
+static void test_onnx_attention(void) {
+  const struct {
+    int64_t S, H, D;
+    bool causal, mask;
+  } cases[] = {{40, 2, 32, false, false}, {33, 3, 16, true, false}, {24, 2, 64, false, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g =
+        onnx_attention_model(cases[c].S, cases[c].H, cases[c].D, cases[c].causal, cases[c].mask);
+    nat_pass_stats st;
+    ait_graph *rw = g ? rewrite(g, &st) : NULL;
+    /* every Transpose absorbed: one FusedAttention, then the RMSNormalization */
+    CHECK(rw && rw->n_nodes == 2 && count_op(rw, "FusedAttention") == 1 &&
+          count_op(rw, "Attention") == 0 && count_op(rw, "RMSNormalization") == 1);
+    if (rw) {
+      const int64_t dq[4] = {1, cases[c].S, cases[c].H, cases[c].D},
+                    dm[2] = {cases[c].S, cases[c].S};
+      ait_tensor *in[4] = {rand_tensor(4, dq), rand_tensor(4, dq), rand_tensor(4, dq),
+                           cases[c].mask ? rand_tensor(2, dm) : NULL};
+      check_equivalent(g, rw, (const ait_tensor *const *)in, cases[c].mask ? 4 : 3, 1e-5);
+      for (int i = 0; i < 4; i++)
+        ait_tensor_free(in[i]);
+    }
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+  /* what the fused kernel does not do stays on the reference: grouped heads */
+  const int64_t dq[4] = {1, 8, 4, 16}, dk[4] = {1, 2, 8, 16};
+  tb_model *m = tb_new(23);
+  tb_input(m, "q", 1, 4, dq);
+  tb_input(m, "k", 1, 4, dk);
+  tb_input(m, "v", 1, 4, dk);
+  tb_output(m, "y", 1, 4, dq);
+  tb_node(m, "Attention", "attn", IN("q", "k", "v"), IN("y"));
+  ait_graph *g = parse(m);
+  nat_pass_stats st;
+  ait_graph *rw = g ? rewrite(g, &st) : NULL;
+  CHECK(rw && count_op(rw, "Attention") == 1 && count_op(rw, "FusedAttention") == 0);
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* RotaryEmbedding on native's float kernel against the reference: 4-D
+ * with position ids (half split, partial rotation), 3-D without
+ * (interleaved). */
+static void test_onnx_rope(void) {
+  for (int c = 0; c < 2; c++) {
+    bool pos = c == 0;
+    const int64_t B = 2, H = 3, S = 5, D = 16, half = pos ? 4 : 8, P = 9;
+    const int64_t dx4[4] = {B, H, S, D}, dx3[3] = {B, S, H * D};
+    const int64_t dcp[2] = {P, half}, dcn[3] = {B, S, half}, dp[2] = {B, S};
+    tb_model *m = tb_new(23);
+    tb_input(m, "x", 1, pos ? 4 : 3, pos ? dx4 : dx3);
+    tb_input(m, "cos", 1, pos ? 2 : 3, pos ? dcp : dcn);
+    tb_input(m, "sin", 1, pos ? 2 : 3, pos ? dcp : dcn);
+    if (pos) tb_input(m, "pos", AIT_INT64, 2, dp);
+    tb_output(m, "y", 1, pos ? 4 : 3, pos ? dx4 : dx3);
+    int r = tb_node(m, "RotaryEmbedding", "rope",
+                    pos ? IN("x", "cos", "sin", "pos") : IN("x", "cos", "sin"), IN("y"));
+    if (pos) tb_attr_int(m, r, "rotary_embedding_dim", 2 * half);
+    if (!pos) {
+      tb_attr_int(m, r, "num_heads", H);
+      tb_attr_int(m, r, "interleaved", 1);
+    }
+    ait_graph *g = parse(m);
+    ait_tensor *in[4] = {
+        rand_tensor(pos ? 4 : 3, pos ? dx4 : dx3), rand_tensor(pos ? 2 : 3, pos ? dcp : dcn),
+        rand_tensor(pos ? 2 : 3, pos ? dcp : dcn), pos ? ait_tensor_new(AIT_INT64, 2, dp) : NULL};
+    for (int64_t i = 0; pos && i < B * S; i++)
+      ((int64_t *)in[3]->data)[i] = (i * 5 + 2) % P;
+    ait_tensor *ref = NULL, *nat = NULL;
+    CHECK(g && ait_eager_run(g, (const ait_tensor *const *)in, pos ? 4 : 3, &ref) == AIT_OK);
+    CHECK(g && run_on("native", g, (const ait_tensor *const *)in, pos ? 4 : 3, &nat) == AIT_OK);
+    CHECK(ref && nat && diff(nat, ref) <= 1e-6);
+    ait_tensor_free(ref), ait_tensor_free(nat);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(in[i]);
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
+  test_onnx_attention();
+  test_onnx_rope();
   test_gelu_math();
   test_math();
   test_cnn();

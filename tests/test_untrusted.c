@@ -491,8 +491,70 @@ static void test_fuzz_seeds(const char *model_arg) {
   CHECK(files >= 10);
 }
 
+/* Sequence and optional value files (SequenceProto / OptionalProto): a
+ * written sequence reads back, an empty optional is kind none, and bad
+ * files (too deep, a sequence of sequences, garbage) are refused by name. */
+static void test_value_files(void) {
+  char path[] = "/tmp/ait_untrusted_value_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  close(fd);
+  int64_t d2[1] = {2}, d3[2] = {1, 3};
+  ait_tensor *seq = ait_sequence_new(AIT_INT4), *a = ait_tensor_new(AIT_INT4, 1, d2);
+  ait_tensor *b = ait_tensor_new(AIT_INT4, 2, d3), *r = NULL;
+  ((int8_t *)a->data)[0] = -8, ((int8_t *)a->data)[1] = 7, ((int8_t *)b->data)[2] = -1;
+  CHECK(ait_sequence_push(seq, a) == AIT_OK && ait_sequence_push(seq, b) == AIT_OK);
+  CHECK_ERR(ait_value_file_write(path, seq, AIT_VT_SEQUENCE, "s"), AIT_OK, NULL);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_SEQUENCE, AIT_INT4, &r), AIT_OK, NULL);
+  CHECK(r && r->kind == AIT_KIND_SEQUENCE && r->n_items == 2 && r->items[1]->rank == 2 &&
+        ((int8_t *)r->items[0]->data)[0] == -8 && ((int8_t *)r->items[1]->data)[2] == -1);
+  ait_tensor_free(r);
+  r = NULL;
+  CHECK_ERR(ait_value_file_write(path, seq, AIT_VT_OPTIONAL, "o"), AIT_OK, NULL);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_OPTIONAL, AIT_UNDEFINED, &r), AIT_OK, NULL);
+  CHECK(r && r->kind == AIT_KIND_SEQUENCE && r->n_items == 2);
+  ait_tensor_free(r);
+  r = NULL;
+  ait_tensor *none = ait_none_new();
+  CHECK_ERR(ait_value_file_write(path, none, AIT_VT_OPTIONAL, "o"), AIT_OK, NULL);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_OPTIONAL, AIT_FLOAT32, &r), AIT_OK, NULL);
+  CHECK(r && r->kind == AIT_KIND_NONE);
+  ait_tensor_free(r);
+  r = NULL;
+  CHECK_ERR(ait_value_file_write(path, none, AIT_VT_SEQUENCE, "s"), AIT_E_INVALID_ARG, "sequence");
+  /* a sequence of sequences, 200 deep: refused before unpacking */
+  pb deep = {0};
+  for (int i = 0; i < 200; i++) {
+    pb outer = {0};
+    pb_int(&outer, 2, 3); /* elem_type = SEQUENCE */
+    pb_msg(&outer, 5, &deep);
+    deep = outer;
+  }
+  write_bytes(path, deep.p, deep.n);
+  free(deep.p);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_SEQUENCE, AIT_FLOAT32, &r), AIT_E_INVALID_MODEL,
+            "nest more than");
+  pb two = {0}, inner = {0};
+  pb_int(&inner, 2, 1);
+  pb_int(&two, 2, 3);
+  pb_msg(&two, 5, &inner);
+  write_bytes(path, two.p, two.n);
+  free(two.p);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_SEQUENCE, AIT_FLOAT32, &r), AIT_E_UNSUPPORTED,
+            "a sequence of sequence");
+  write_bytes(path, "\xff\xff\xff", 3);
+  CHECK_ERR(ait_value_file_read(path, AIT_VT_OPTIONAL, AIT_FLOAT32, &r), AIT_E_PARSE,
+            "OptionalProto");
+  CHECK(r == NULL);
+  unlink(path);
+  ait_tensor_free(seq);
+  ait_tensor_free(none);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) test_fuzz_seeds(argv[1]);
+  test_value_files();
   test_missing_required_input();
   test_deep_nesting();
   test_files();

@@ -33,6 +33,12 @@ ait_status ait_api_check_input(const ait_value *decl, const ait_tensor_view *in,
 ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const char *what,
                                ait_tensor_view *out);
 
+/* Run with inputs that may be sequences or optionals (the conformance
+ * harness: test data holds them; the public ait_session_run takes dense
+ * tensors only). Inputs are borrowed and checked against the declarations
+ * as ait_session_run checks tensors; outputs land in s->outputs. */
+ait_status ait_session_run_values(ait_session *s, const ait_tensor *const *inputs, size_t n);
+
 /* The graph of a model (for the CLI's info and conformance commands). */
 const ait_graph *ait_model_graph(const ait_model *m);
 

@@ -116,6 +116,41 @@ ait_status ait_session_run(ait_session *s, const ait_tensor_view *inputs, size_t
   return AIT_OK;
 }
 
+ait_status ait_session_run_values(ait_session *s, const ait_tensor *const *inputs, size_t n) {
+  if (!s) return ait_err(AIT_E_INVALID_ARG, "session is NULL");
+  const ait_graph *g = s->model->graph;
+  if (n != (size_t)g->n_inputs)
+    return ait_err(AIT_E_INVALID_ARG, "the model takes %d inputs, got %zu", g->n_inputs, n);
+  for (size_t i = 0; i < n; i++) {
+    const ait_value *decl = &g->values[g->inputs[i]];
+    const ait_tensor *t = inputs[i];
+    bool fits =
+        decl->type == AIT_VT_OPTIONAL ||
+        (decl->type == AIT_VT_SEQUENCE ? t->kind == AIT_KIND_SEQUENCE : t->kind == AIT_KIND_TENSOR);
+    if (!fits)
+      return ait_err(AIT_E_INVALID_ARG, "input %zu ('%s'): expected a %s", i, decl->name,
+                     decl->type == AIT_VT_SEQUENCE ? "sequence" : "tensor");
+    if (t->kind == AIT_KIND_TENSOR && decl->type == AIT_VT_TENSOR) {
+      ait_tensor_view v;
+      memset(&v, 0, sizeof v); /* host memory */
+      v.dtype = t->dtype, v.rank = t->rank, v.data = t->data;
+      memcpy(v.dims, t->dims, sizeof v.dims);
+      AIT_TRY(ait_api_check_input(decl, &v, i));
+    }
+  }
+  clear_outputs(s);
+  ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+  if (!outs) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = s->run.iface->infer(s->run.state, inputs, (int)n, outs);
+  if (st) {
+    free(outs);
+    return st;
+  }
+  s->outputs = outs;
+  s->n_outputs = g->n_outputs;
+  return AIT_OK;
+}
+
 ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const char *what,
                                ait_tensor_view *out) {
   if (!out || i >= (size_t)n)

@@ -10,6 +10,8 @@
 #include "core/fileio.h"
 #include "ir/copy.h"
 #include "ir/flops.h"
+#include "ops/op.h"
+#include "runtime/eager.h"
 
 typedef struct segment {
   ait_backend_config cfg;
@@ -278,15 +280,24 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
   }
   double total = 0, mine = 0;
   for (int i = 0; i < nn; i++) {
-    sup[i] = cfg->iface->supports(cfg, g, &g->nodes[i], why, sizeof why);
-    double f = ait_node_flops(g, &g->nodes[i]);
+    const ait_node *n = &g->nodes[i];
+    sup[i] = cfg->iface->supports(cfg, g, n, why, sizeof why);
+    double f = ait_node_flops(g, n);
     total += f;
     if (sup[i]) {
       out->nodes_primary++;
       mine += f;
-    } else if (!first[0]) {
-      snprintf(first, sizeof first, "%s: %s", ait_node_desc(&g->nodes[i]), why);
+      continue;
     }
+    /* Unsupported is loud: a node the backend refuses and that has no
+     * reference kernel cannot run on the fallback either, whatever share
+     * the backend takes; say which op, domain and opset, not "too little to
+     * pay off" (which is all the reference itself would otherwise say). */
+    if (!n->op || !n->op->kernel) {
+      st = ait_eager_unsupported(n);
+      goto out;
+    }
+    if (!first[0]) snprintf(first, sizeof first, "%s: %s", ait_node_desc(n), why);
   }
   out->nodes_total = nn;
   out->flops_share = total > 0 ? mine / total : (nn ? (double)out->nodes_primary / nn : 1);

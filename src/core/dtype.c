@@ -156,6 +156,43 @@ FLOAT_TO_I64(f64)
 FLOAT_TO_I64(f16)
 FLOAT_TO_I64(bf16)
 
+/* The small types hold one byte per element. Floats go through the
+ * saturating conversion (Cast's default); the sub-byte integers keep their
+ * low bits, from integers (wrapping, as integer casts do) and from floats
+ * after truncation toward zero (the spec leaves a float outside the range
+ * undefined; wrapping is what ml_dtypes 0.5.4, and so onnx's test data made
+ * with it, does; NaN gives 0). */
+#define SMALL_FLOAT(N, DT)                                                                         \
+  static double N##_to_f64(const void *p) { return ait_small_to_f64(DT, *(const uint8_t *)p); }    \
+  static void N##_from_f64(void *p, double d) { *(uint8_t *)p = ait_small_from_f64(DT, d, true); } \
+  static int64_t N##_to_i64(const void *p) { return sat_int64_t(N##_to_f64(p)); }                  \
+  static void N##_from_i64(void *p, int64_t d) { N##_from_f64(p, (double)d); }
+SMALL_FLOAT(e4m3fn, AIT_FLOAT8E4M3FN)
+SMALL_FLOAT(e4m3fnuz, AIT_FLOAT8E4M3FNUZ)
+SMALL_FLOAT(e5m2, AIT_FLOAT8E5M2)
+SMALL_FLOAT(e5m2fnuz, AIT_FLOAT8E5M2FNUZ)
+SMALL_FLOAT(e2m1, AIT_FLOAT4E2M1)
+SMALL_FLOAT(e8m0, AIT_FLOAT8E8M0)
+
+#define SMALL_INT(N, lo, hi)                                                                       \
+  static int64_t N##_to_i64(const void *p) {                                                       \
+    return (lo) < 0 ? (int64_t) * (const int8_t *)p : (int64_t) * (const uint8_t *)p;              \
+  }                                                                                                \
+  static double N##_to_f64(const void *p) { return (double)N##_to_i64(p); }                        \
+  static void N##_from_i64(void *p, int64_t d) {                                                   \
+    int64_t span = (int64_t)(hi) - (int64_t)(lo) + 1,                                              \
+            v = ((d - (lo)) % span + span) % span + (lo);                                          \
+    *(uint8_t *)p = (uint8_t)(int8_t)v;                                                            \
+  }                                                                                                \
+  static void N##_from_f64(void *p, double d) {                                                    \
+    double t = trunc(d);                                                                           \
+    N##_from_i64(p, t != t ? 0 : t <= -9.2e18 ? INT64_MIN : t >= 9.2e18 ? INT64_MAX : (int64_t)t); \
+  }
+SMALL_INT(u4, 0, 15)
+SMALL_INT(i4, -8, 7)
+SMALL_INT(u2, 0, 3)
+SMALL_INT(i2, -2, 1)
+
 #define ROW(code, nm, T, fl, in, sg, pre)                                                          \
   [code] = {nm, sizeof(T), fl, in, sg, pre##_to_f64, pre##_from_f64, pre##_to_i64, pre##_from_i64}
 
@@ -176,6 +213,16 @@ static const ait_dtype_traits traits[] = {
     [AIT_COMPLEX64] = {"complex64", 8, false, false, true, NULL, NULL, NULL, NULL},
     [AIT_COMPLEX128] = {"complex128", 16, false, false, true, NULL, NULL, NULL, NULL},
     ROW(AIT_BFLOAT16, "bfloat16", uint16_t, true, false, true, bf16),
+    ROW(AIT_FLOAT8E4M3FN, "float8e4m3fn", uint8_t, true, false, true, e4m3fn),
+    ROW(AIT_FLOAT8E4M3FNUZ, "float8e4m3fnuz", uint8_t, true, false, true, e4m3fnuz),
+    ROW(AIT_FLOAT8E5M2, "float8e5m2", uint8_t, true, false, true, e5m2),
+    ROW(AIT_FLOAT8E5M2FNUZ, "float8e5m2fnuz", uint8_t, true, false, true, e5m2fnuz),
+    ROW(AIT_UINT4, "uint4", uint8_t, false, true, false, u4),
+    ROW(AIT_INT4, "int4", uint8_t, false, true, true, i4),
+    ROW(AIT_FLOAT4E2M1, "float4e2m1", uint8_t, true, false, true, e2m1),
+    ROW(AIT_FLOAT8E8M0, "float8e8m0", uint8_t, true, false, false, e8m0),
+    ROW(AIT_UINT2, "uint2", uint8_t, false, true, false, u2),
+    ROW(AIT_INT2, "int2", uint8_t, false, true, true, i2),
 };
 
 const ait_dtype_traits *ait_dtype_traits_of(ait_dtype dt) {

@@ -164,6 +164,9 @@ void ait_shape_strides(int rank, const int64_t *dims, int64_t *strides) {
 ait_status ait_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
                                int64_t *out) {
   int r = ra > rb ? ra : rb;
+  int64_t res[AIT_MAX_RANK]; /* out may alias a or b (callers accumulate in place) */
+  if (r > AIT_MAX_RANK)
+    return ait_err(AIT_E_SHAPE, "broadcast rank %d exceeds %d", r, AIT_MAX_RANK);
   for (int i = 0; i < r; i++) {
     int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
     int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
@@ -172,8 +175,9 @@ ait_status ait_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *
       return ait_err(AIT_E_SHAPE, "shapes %s and %s do not broadcast",
                      ait_shape_str(ra, a, sa, sizeof sa), ait_shape_str(rb, b, sb, sizeof sb));
     }
-    out[i] = da == 1 ? db : da;
+    res[i] = da == 1 ? db : da;
   }
+  memcpy(out, res, sizeof(int64_t) * (size_t)r);
   *rout = r;
   return AIT_OK;
 }

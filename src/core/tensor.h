@@ -66,7 +66,8 @@ void ait_tensor_free(ait_tensor *t);
 
 /* Row-major strides (in elements) of a shape. */
 void ait_shape_strides(int rank, const int64_t *dims, int64_t *strides);
-/* Numpy-style broadcast of two shapes into out; AIT_E_SHAPE when they clash. */
+/* Numpy-style broadcast of two shapes into out (which may be a or b);
+ * AIT_E_SHAPE when they clash. */
 ait_status ait_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *rout,
                                int64_t *out);
 /* Strides to read a tensor of shape (rank r, dims d) as if broadcast to the

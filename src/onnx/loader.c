@@ -349,8 +349,8 @@ static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 }
 
 /* false when the nesting is too deep; malformed bytes are left to unpack. */
-static bool depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
-                     int depth) {
+bool ait_onnx_depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
+                       int depth) {
   if (depth > AIT_MAX_MESSAGE_DEPTH) return false;
   while (p < end) {
     uint64_t key, len;
@@ -373,7 +373,8 @@ static bool depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessag
           key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
                                  : NULL;
       if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-          !depth_ok(p, p + len, (const ProtobufCMessageDescriptor *)f->descriptor, depth + 1))
+          !ait_onnx_depth_ok(p, p + len, (const ProtobufCMessageDescriptor *)f->descriptor,
+                             depth + 1))
         return false;
       p += len;
       break;
@@ -386,7 +387,7 @@ static bool depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessag
 
 ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
                                 ait_graph **out, ait_onnx_meta *meta) {
-  if (!depth_ok(data, (const uint8_t *)data + size, &onnx__model_proto__descriptor, 1))
+  if (!ait_onnx_depth_ok(data, (const uint8_t *)data + size, &onnx__model_proto__descriptor, 1))
     return ait_err(AIT_E_INVALID_MODEL,
                    "the model nests messages more than %d deep (subgraphs inside subgraphs); "
                    "refused to protect the stack (AIT_MAX_MESSAGE_DEPTH)",

@@ -56,4 +56,15 @@ ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name)
 /* Write a tensor as a serialized TensorProto (raw_data), atomically. */
 ait_status ait_tensor_file_write(const char *path, const ait_tensor *t, const char *name);
 
+/* Read a value file of the declared type: a TensorProto for a tensor, a
+ * SequenceProto (of tensors) for a sequence, an OptionalProto for an
+ * optional (empty: kind AIT_KIND_NONE; else the tensor or sequence itself).
+ * elem is the declared element dtype (for an empty sequence; may be
+ * AIT_UNDEFINED). *out is new; the caller frees it. */
+ait_status ait_value_file_read(const char *path, ait_value_type type, ait_dtype elem,
+                               ait_tensor **out);
+/* Write t as the file ait_value_file_read reads for `type`, atomically. */
+ait_status ait_value_file_write(const char *path, const ait_tensor *t, ait_value_type type,
+                                const char *name);
+
 #endif

@@ -106,6 +106,15 @@ static ait_status decode_strings(const Onnx__TensorProto *tp, ait_tensor *t) {
   return AIT_OK;
 }
 
+/* True for the types ONNX packs several to a byte (int4, uint4, float4e2m1,
+ * int2, uint2): in files, raw data and int32_data hold packed bytes. */
+static bool is_packed(ait_dtype dt) { return ait_dtype_file_bits(dt) < 8; }
+
+/* Values the typed repeated field must hold for n elements of dt. */
+static int64_t typed_need(ait_dtype dt, int64_t n) {
+  return is_packed(dt) ? (int64_t)ait_dtype_file_bytes(dt, n) : n;
+}
+
 /* Values held by the typed repeated field of this dtype. */
 static size_t typed_count(const Onnx__TensorProto *tp, ait_dtype dt) {
   size_t have = 0;
@@ -127,6 +136,21 @@ static size_t typed_count(const Onnx__TensorProto *tp, ait_dtype dt) {
 static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
   int64_t n = ait_tensor_numel(t);
   ait_dtype dt = t->dtype;
+  if (is_packed(dt)) { /* one packed byte per int32 */
+    size_t nb = ait_dtype_file_bytes(dt, n);
+    uint8_t *bytes = malloc(nb ? nb : 1);
+    if (!bytes) return ait_err(AIT_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < nb; i++)
+      bytes[i] = (uint8_t)tp->int32_data[i];
+    ait_dtype_unpack(dt, bytes, n, t->data);
+    free(bytes);
+    return AIT_OK;
+  }
+  if (ait_dtype_size(dt) == 1 && dt != AIT_BOOL) { /* the 8-bit floats, int8, uint8: the code */
+    for (int64_t i = 0; i < n; i++)
+      ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
+    return AIT_OK;
+  }
   for (int64_t i = 0; i < n; i++) {
     switch (dt) {
     case AIT_FLOAT32: ((float *)t->data)[i] = tp->float_data[i]; break;
@@ -179,7 +203,7 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
       return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has more than 2^40 elements", name);
     n *= tp->dims[k];
   }
-  size_t nbytes = (size_t)n * ait_elem_size(dt);
+  size_t nbytes = ait_dtype_file_bytes(dt, n); /* in the file: packed for sub-byte types */
   bool external =
       tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   void *buf = NULL;
@@ -200,7 +224,7 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
       return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' needs %zu bytes of data but has %zu", name,
                      nbytes, size);
     }
-  } else if ((int64_t)typed_count(tp, dt) != n) {
+  } else if ((int64_t)typed_count(tp, dt) != typed_need(dt, n)) {
     return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' of shape with %lld elements holds %zu values",
                    name, (long long)n, typed_count(tp, dt));
   }
@@ -213,7 +237,10 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
   if (dt == AIT_STRING) {
     st = decode_strings(tp, t);
   } else if (external || tp->has_raw_data) {
-    if (nbytes) memcpy(t->data, buf, nbytes); /* ONNX raw data is little-endian, as is x86 */
+    if (is_packed(dt))
+      ait_dtype_unpack(dt, buf, n, t->data);
+    else if (nbytes)
+      memcpy(t->data, buf, nbytes); /* ONNX raw data is little-endian, as is x86 */
     if (external) free(buf);
   } else {
     st = decode_typed(tp, t);
@@ -242,44 +269,72 @@ ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name)
   return AIT_OK;
 }
 
+ait_status ait_onnx_raw_data(const ait_tensor *t, uint8_t **data, size_t *len, uint8_t **owned) {
+  *owned = NULL;
+  if (!is_packed(t->dtype)) {
+    *data = t->data;
+    *len = ait_tensor_nbytes(t);
+    return AIT_OK;
+  }
+  int64_t n = ait_tensor_numel(t);
+  *len = ait_dtype_file_bytes(t->dtype, n);
+  *owned = malloc(*len ? *len : 1);
+  if (!*owned) return ait_err(AIT_E_NOMEM, "out of memory");
+  ait_dtype_pack(t->dtype, t->data, n, *owned);
+  *data = *owned;
+  return AIT_OK;
+}
+
+ait_status ait_onnx_tensor_proto(const ait_tensor *t, const char *name, Onnx__TensorProto *tp,
+                                 ait_tp_scratch *sc) {
+  memset(sc, 0, sizeof *sc);
+  onnx__tensor_proto__init(tp);
+  if (t->kind != AIT_KIND_TENSOR)
+    return ait_err(AIT_E_UNSUPPORTED, "a sequence or optional is not a TensorProto");
+  tp->n_dims = (size_t)t->rank;
+  memcpy(sc->dims, t->dims, sizeof sc->dims);
+  tp->dims = sc->dims;
+  tp->has_data_type = 1;
+  tp->data_type = (int32_t)t->dtype;
+  tp->name = (char *)(name ? name : "");
+  int64_t n = ait_tensor_numel(t);
+  if (t->dtype == AIT_STRING) {
+    sc->strs = calloc((size_t)(n ? n : 1), sizeof *sc->strs);
+    if (!sc->strs) return ait_err(AIT_E_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+      char *str = ((char **)t->data)[i];
+      sc->strs[i].data = (uint8_t *)(str ? str : "");
+      sc->strs[i].len = strlen((char *)sc->strs[i].data);
+    }
+    tp->n_string_data = (size_t)n;
+    tp->string_data = sc->strs;
+    return AIT_OK;
+  }
+  tp->has_raw_data = 1;
+  return ait_onnx_raw_data(t, &tp->raw_data.data, &tp->raw_data.len, &sc->packed);
+}
+
+void ait_tp_scratch_free(ait_tp_scratch *sc) {
+  free(sc->strs);
+  free(sc->packed);
+  sc->strs = NULL;
+  sc->packed = NULL;
+}
+
 ait_status ait_tensor_file_write(const char *path, const ait_tensor *t, const char *name) {
   if (t->kind != AIT_KIND_TENSOR)
     return ait_err(AIT_E_UNSUPPORTED, "cannot write a sequence or optional value to '%s'", path);
   Onnx__TensorProto tp;
-  onnx__tensor_proto__init(&tp);
-  tp.n_dims = (size_t)t->rank;
-  int64_t dims[AIT_MAX_RANK];
-  memcpy(dims, t->dims, sizeof dims);
-  tp.dims = dims;
-  tp.has_data_type = 1;
-  tp.data_type = (int32_t)t->dtype;
-  tp.name = (char *)(name ? name : "");
-  ProtobufCBinaryData *strs = NULL;
-  int64_t n = ait_tensor_numel(t);
-  if (t->dtype == AIT_STRING) {
-    strs = calloc((size_t)(n ? n : 1), sizeof *strs);
-    if (!strs) return ait_err(AIT_E_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++) {
-      char *s = ((char **)t->data)[i];
-      strs[i].data = (uint8_t *)(s ? s : "");
-      strs[i].len = strlen((char *)strs[i].data);
-    }
-    tp.n_string_data = (size_t)n;
-    tp.string_data = strs;
-  } else {
-    tp.has_raw_data = 1;
-    tp.raw_data.data = t->data;
-    tp.raw_data.len = ait_tensor_nbytes(t);
+  ait_tp_scratch sc;
+  ait_status st = ait_onnx_tensor_proto(t, name, &tp, &sc);
+  size_t len = st ? 0 : onnx__tensor_proto__get_packed_size(&tp);
+  uint8_t *buf = st ? NULL : malloc(len ? len : 1);
+  if (!st && !buf) st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st) {
+    onnx__tensor_proto__pack(&tp, buf);
+    st = ait_write_file_atomic(path, buf, len);
   }
-  size_t len = onnx__tensor_proto__get_packed_size(&tp);
-  uint8_t *buf = malloc(len ? len : 1);
-  if (!buf) {
-    free(strs);
-    return ait_err(AIT_E_NOMEM, "out of memory");
-  }
-  onnx__tensor_proto__pack(&tp, buf);
-  ait_status st = ait_write_file_atomic(path, buf, len);
   free(buf);
-  free(strs);
+  ait_tp_scratch_free(&sc);
   return st;
 }

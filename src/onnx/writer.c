@@ -63,6 +63,12 @@ static Onnx__TensorProto *tensor_proto(wr *w, const ait_tensor *t, const char *n
     tp->has_raw_data = 1;
     tp->raw_data.data = t->data;
     tp->raw_data.len = ait_tensor_nbytes(t);
+    if (ait_dtype_file_bits(t->dtype) < 8) { /* int4, float4e2m1, int2...: packed in files */
+      tp->raw_data.len = ait_dtype_file_bytes(t->dtype, n);
+      tp->raw_data.data = wr_alloc(w, tp->raw_data.len);
+      if (!tp->raw_data.data) return NULL;
+      ait_dtype_pack(t->dtype, t->data, n, tp->raw_data.data);
+    }
   }
   return tp;
 }

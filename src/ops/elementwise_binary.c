@@ -31,6 +31,9 @@ enum {
   EWB_MAX,
   EWB_MIN,
   EWB_PRELU,
+  EWB_BAND,
+  EWB_BOR,
+  EWB_BXOR,
   EWB_COUNT
 };
 
@@ -94,9 +97,27 @@ static uint64_t u_mod(uint64_t a, uint64_t b, bool *bad) {
   if (b == 0) return *bad = true, 0;
   return a % b;
 }
-/* Shifts by the type's width or more give 0 (narrow types wrap on store). */
+/* Shifts by the type's width or more give 0 (narrow types wrap on store,
+ * and values load sign- or zero-extended, so a 64-bit shift gives the
+ * narrow type's answer). Signed (BitShift-28): right shifts are arithmetic;
+ * a negative or too large count leaves only the sign fill, -1 for a right
+ * shift of a negative X and 0 otherwise. */
 static uint64_t u_shl(uint64_t a, uint64_t b, bool *bad) { return b >= 64 ? 0 : a << b; }
 static uint64_t u_shr(uint64_t a, uint64_t b, bool *bad) { return b >= 64 ? 0 : a >> b; }
+static int64_t s_shl(int64_t a, int64_t b, bool *bad) {
+  return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
+}
+static int64_t s_shr(int64_t a, int64_t b, bool *bad) {
+  if (b < 0 || b >= 64) return a < 0 ? -1 : 0;
+  return a < 0 ? ~(~a >> b) : a >> b; /* arithmetic without relying on >> of negatives */
+}
+/* BitwiseAnd/Or/Xor-18 */
+static int64_t s_band(int64_t a, int64_t b, bool *bad) { return a & b; }
+static int64_t s_bor(int64_t a, int64_t b, bool *bad) { return a | b; }
+static int64_t s_bxor(int64_t a, int64_t b, bool *bad) { return a ^ b; }
+static uint64_t u_band(uint64_t a, uint64_t b, bool *bad) { return a & b; }
+static uint64_t u_bor(uint64_t a, uint64_t b, bool *bad) { return a | b; }
+static uint64_t u_bxor(uint64_t a, uint64_t b, bool *bad) { return a ^ b; }
 static uint64_t u_and(uint64_t a, uint64_t b, bool *bad) { return (a != 0) & (b != 0); }
 static uint64_t u_or(uint64_t a, uint64_t b, bool *bad) { return (a != 0) | (b != 0); }
 static uint64_t u_xor(uint64_t a, uint64_t b, bool *bad) { return (a != 0) ^ (b != 0); }
@@ -109,8 +130,11 @@ static const ew_binop binops[EWB_COUNT] = {
     [EWB_DIV] = {f_div, s_div, u_div, AIT_DT_NUMERIC, false},
     [EWB_MOD] = {f_mod, s_mod, u_mod, AIT_DT_NUMERIC, false},
     [EWB_FMOD] = {f_fmod, s_fmod, u_mod, AIT_DT_NUMERIC, false},
-    [EWB_SHL] = {NULL, NULL, u_shl, AIT_DT_UINTS, false},
-    [EWB_SHR] = {NULL, NULL, u_shr, AIT_DT_UINTS, false},
+    [EWB_SHL] = {NULL, s_shl, u_shl, AIT_DT_INTS, false},
+    [EWB_SHR] = {NULL, s_shr, u_shr, AIT_DT_INTS, false},
+    [EWB_BAND] = {NULL, s_band, u_band, AIT_DT_INTS, false},
+    [EWB_BOR] = {NULL, s_bor, u_bor, AIT_DT_INTS, false},
+    [EWB_BXOR] = {NULL, s_bxor, u_bxor, AIT_DT_INTS, false},
     [EWB_AND] = {NULL, NULL, u_and, BOOLS, true},
     [EWB_OR] = {NULL, NULL, u_or, BOOLS, true},
     [EWB_XOR] = {NULL, NULL, u_xor, BOOLS, true},
@@ -254,6 +278,34 @@ static ait_status apply(int op, const ait_node *node, const ait_tensor *a, const
   return AIT_OK;
 }
 
+/* Equal on strings (opset 19): byte-wise equality of each broadcast pair. */
+typedef struct str_ctx {
+  char *const *a, *const *b;
+  uint8_t *o;
+} str_ctx;
+
+static void str_eq_row(void *vc, int64_t n, int64_t o, const int64_t *off, const int64_t *st) {
+  str_ctx *c = vc;
+  for (int64_t i = 0; i < n; i++) {
+    const char *x = c->a[off[0] + i * st[0]], *y = c->b[off[1] + i * st[1]];
+    c->o[o + i] = !strcmp(x ? x : "", y ? y : "");
+  }
+}
+
+static ait_status string_equal(const ait_node *node, const ait_tensor *a, const ait_tensor *b,
+                               ait_tensor **out) {
+  if (node->opset < 19)
+    return ait_err(AIT_E_DTYPE, "Equal on strings needs opset >= 19 (model: %d)", node->opset);
+  ait_ew_shape s[2], os;
+  AIT_TRY(ait_ew_binary_shapes(node, a, b, s, &os));
+  ait_tensor *o;
+  AIT_TRY(ait_ew_new_out(AIT_BOOL, &os, &o));
+  str_ctx c = {a->data, b->data, o->data};
+  ait_ew_foreach(&os, 2, s, str_eq_row, &c);
+  *out = o;
+  return AIT_OK;
+}
+
 /* A binary node: dtype checks, shapes (legacy-aware unless `numpy`), run. */
 static ait_status binary_run(int op, const ait_node *node, const ait_tensor *const *in, int n_in,
                              ait_tensor **out) {
@@ -263,6 +315,7 @@ static ait_status binary_run(int op, const ait_node *node, const ait_tensor *con
   if (a->dtype != b->dtype)
     return ait_err(AIT_E_DTYPE, "%s inputs differ in dtype: %s and %s", node->op_type,
                    ait_dtype_name(a->dtype), ait_dtype_name(b->dtype));
+  if (op == EWB_EQ && a->dtype == AIT_STRING) return string_equal(node, a, b, out);
   AIT_TRY(check_dtype(op, node, a->dtype));
   ait_ew_shape s[2], os;
   AIT_TRY(ait_ew_binary_shapes(node, a, b, s, &os));
@@ -294,7 +347,35 @@ KERNEL(Greater, EWB_GT)
 KERNEL(GreaterOrEqual, EWB_GE)
 KERNEL(Less, EWB_LT)
 KERNEL(LessOrEqual, EWB_LE)
+KERNEL(BitwiseAnd, EWB_BAND)
+KERNEL(BitwiseOr, EWB_BOR)
+KERNEL(BitwiseXor, EWB_BXOR)
 #undef KERNEL
+
+/* SwiGLU-28: Y = A sigmoid(alpha A) B, A and B of one shape (no
+ * broadcasting), in double. */
+ait_status ait_ew_k_SwiGLU(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
+                           int n_in, ait_tensor **out, int n_out) {
+  AIT_TRY(ait_ew_need(in, n_in, 0, "A"));
+  AIT_TRY(ait_ew_need(in, n_in, 1, "B"));
+  const ait_tensor *a = in[0], *b = in[1];
+  const ait_dtype_traits *t = ait_dtype_traits_of(a->dtype);
+  if (a->dtype != b->dtype || !t || !t->is_float)
+    return ait_err(AIT_E_DTYPE, "SwiGLU takes two float inputs of one dtype, got %s and %s",
+                   ait_dtype_name(a->dtype), ait_dtype_name(b->dtype));
+  if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return ait_err(AIT_E_SHAPE, "SwiGLU's A and B must have the same shape");
+  double alpha = ait_attr_float(node, "alpha", 1.0f);
+  ait_tensor *y = ait_tensor_new_like(a);
+  if (!y) return AIT_E_NOMEM;
+  for (int64_t i = 0, n = ait_tensor_numel(a); i < n; i++) {
+    double x = ait_load_f64(t, a->data, i), z = alpha * x;
+    double sg = z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+    ait_store_f64(t, y->data, i, x * sg * ait_load_f64(t, b->data, i));
+  }
+  *out = y;
+  return AIT_OK;
+}
 
 ait_status ait_ew_k_Mod(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in, int n_in,
                         ait_tensor **out, int n_out) {
@@ -306,6 +387,10 @@ ait_status ait_ew_k_BitShift(ait_kctx *ctx, const ait_node *node, const ait_tens
   const char *dir = ait_attr_str(node, "direction", "");
   if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
     return ait_err(AIT_E_INVALID_ARG, "BitShift direction must be LEFT or RIGHT, got '%s'", dir);
+  const ait_dtype_traits *t = n_in > 0 && in[0] ? ait_dtype_traits_of(in[0]->dtype) : NULL;
+  if (t && t->is_signed && node->opset < 28)
+    return ait_err(AIT_E_DTYPE, "BitShift on %s needs opset >= 28 (model: %d)",
+                   ait_dtype_name(in[0]->dtype), (int)node->opset);
   return binary_run(dir[0] == 'L' ? EWB_SHL : EWB_SHR, node, in, n_in, out);
 }
 

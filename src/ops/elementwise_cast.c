@@ -20,11 +20,30 @@ static const struct {
   const char *name;
   ait_dtype dt;
 } type_names[] = {
-    {"FLOAT", AIT_FLOAT32},   {"UINT8", AIT_UINT8},       {"INT8", AIT_INT8},
-    {"UINT16", AIT_UINT16},   {"INT16", AIT_INT16},       {"INT32", AIT_INT32},
-    {"INT64", AIT_INT64},     {"STRING", AIT_STRING},     {"BOOL", AIT_BOOL},
-    {"FLOAT16", AIT_FLOAT16}, {"DOUBLE", AIT_FLOAT64},    {"UINT32", AIT_UINT32},
-    {"UINT64", AIT_UINT64},   {"BFLOAT16", AIT_BFLOAT16},
+    {"FLOAT", AIT_FLOAT32},
+    {"UINT8", AIT_UINT8},
+    {"INT8", AIT_INT8},
+    {"UINT16", AIT_UINT16},
+    {"INT16", AIT_INT16},
+    {"INT32", AIT_INT32},
+    {"INT64", AIT_INT64},
+    {"STRING", AIT_STRING},
+    {"BOOL", AIT_BOOL},
+    {"FLOAT16", AIT_FLOAT16},
+    {"DOUBLE", AIT_FLOAT64},
+    {"UINT32", AIT_UINT32},
+    {"UINT64", AIT_UINT64},
+    {"BFLOAT16", AIT_BFLOAT16},
+    {"FLOAT8E4M3FN", AIT_FLOAT8E4M3FN},
+    {"FLOAT8E4M3FNUZ", AIT_FLOAT8E4M3FNUZ},
+    {"FLOAT8E5M2", AIT_FLOAT8E5M2},
+    {"FLOAT8E5M2FNUZ", AIT_FLOAT8E5M2FNUZ},
+    {"UINT4", AIT_UINT4},
+    {"INT4", AIT_INT4},
+    {"FLOAT4E2M1", AIT_FLOAT4E2M1},
+    {"FLOAT8E8M0", AIT_FLOAT8E8M0},
+    {"UINT2", AIT_UINT2},
+    {"INT2", AIT_INT2},
 };
 
 /* A dtype Cast can produce or read: numeric, bool or string. */
@@ -45,7 +64,7 @@ ait_status ait_ew_cast_target(const ait_node *node, ait_dtype *dt) {
       }
     return ait_err(AIT_E_UNSUPPORTED, "Cast to type '%s' is not supported", a->s ? a->s : "");
   }
-  if (a->i <= 0 || a->i > AIT_BFLOAT16 || !castable((ait_dtype)a->i))
+  if (a->i <= 0 || a->i > AIT_DTYPE_LAST || !castable((ait_dtype)a->i))
     return ait_err(AIT_E_UNSUPPORTED, "Cast to dtype %lld is not supported", (long long)a->i);
   *dt = (ait_dtype)a->i;
   return AIT_OK;
@@ -66,11 +85,38 @@ static float f32_round_odd(double d) {
   return f;
 }
 
-static void cast_numbers(const ait_tensor *x, ait_tensor *y) {
+/* How Cast rounds into the 8-bit floats: its `saturate` and `round_mode`
+ * attributes (opset 19 and 24; defaults 1 and "up"). */
+typedef struct cast_mode {
+  bool saturate;
+  ait_e8m0_round round;
+} cast_mode;
+
+static ait_status cast_mode_of(const ait_node *node, cast_mode *m) {
+  m->saturate = ait_attr_int(node, "saturate", 1) != 0;
+  m->round = AIT_E8M0_UP;
+  const char *r = ait_attr_str(node, "round_mode", "up");
+  if (!strcmp(r, "down"))
+    m->round = AIT_E8M0_DOWN;
+  else if (!strcmp(r, "nearest"))
+    m->round = AIT_E8M0_NEAREST;
+  else if (strcmp(r, "up"))
+    return ait_err(AIT_E_INVALID_ARG, "Cast: round_mode '%.40s' is not up, down or nearest", r);
+  return AIT_OK;
+}
+
+static void cast_numbers(const ait_tensor *x, ait_tensor *y, cast_mode m) {
   const ait_dtype_traits *tx = ait_dtype_traits_of(x->dtype), *ty = ait_dtype_traits_of(y->dtype);
   int64_t n = ait_tensor_numel(x);
   ait_dtype to = y->dtype;
-  if (x->dtype == AIT_FLOAT32 && to == AIT_FLOAT16) {
+  if (ait_dtype_is_small_float(to) && (!m.saturate || to == AIT_FLOAT8E8M0)) {
+    uint8_t *ys = y->data; /* one rounding from the exact double */
+    for (int64_t i = 0; i < n; i++) {
+      double v = ait_load_f64(tx, x->data, i);
+      ys[i] = to == AIT_FLOAT8E8M0 ? ait_e8m0_from_f64(v, m.saturate, m.round)
+                                   : ait_small_from_f64(to, v, false);
+    }
+  } else if (x->dtype == AIT_FLOAT32 && to == AIT_FLOAT16) {
     const float *xs = x->data;
     uint16_t *ys = y->data;
     for (int64_t i = 0; i < n; i++)
@@ -203,7 +249,7 @@ static ait_status from_strings(const ait_tensor *x, ait_tensor *y) {
 
 /* ---- kernels ----------------------------------------------------------- */
 
-static ait_status cast_run(const ait_tensor *x, ait_dtype to, ait_tensor **out) {
+static ait_status cast_run(const ait_tensor *x, ait_dtype to, cast_mode m, ait_tensor **out) {
   if (!castable(x->dtype))
     return ait_err(AIT_E_UNSUPPORTED, "Cast from %s is not supported", ait_dtype_name(x->dtype));
   if (!castable(to))
@@ -220,7 +266,7 @@ static ait_status cast_run(const ait_tensor *x, ait_dtype to, ait_tensor **out) 
   else if (to == AIT_STRING)
     st = to_strings(x, y);
   else
-    cast_numbers(x, y);
+    cast_numbers(x, y, m);
   if (st != AIT_OK) {
     ait_tensor_free(y);
     return st;
@@ -233,13 +279,17 @@ ait_status ait_ew_k_Cast(ait_kctx *ctx, const ait_node *node, const ait_tensor *
                          ait_tensor **out, int n_out) {
   AIT_TRY(ait_ew_need(in, n_in, 0, "input"));
   ait_dtype to;
+  cast_mode m;
   AIT_TRY(ait_ew_cast_target(node, &to));
-  return cast_run(in[0], to, out);
+  AIT_TRY(cast_mode_of(node, &m));
+  return cast_run(in[0], to, m, out);
 }
 
 ait_status ait_ew_k_CastLike(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                              int n_in, ait_tensor **out, int n_out) {
   AIT_TRY(ait_ew_need(in, n_in, 0, "input"));
   AIT_TRY(ait_ew_need(in, n_in, 1, "target_type"));
-  return cast_run(in[0], in[1]->dtype, out);
+  cast_mode m;
+  AIT_TRY(cast_mode_of(node, &m));
+  return cast_run(in[0], in[1]->dtype, m, out);
 }

@@ -71,12 +71,14 @@ ait_status ait_ew_shape_castlike(ait_graph *g, const ait_node *n);
   X(Abs) X(Acos) X(Acosh) X(Asin) X(Asinh) X(Atan) X(Atanh) X(Cos) X(Cosh) X(Sin)       \
   X(Sinh) X(Tan) X(Tanh) X(Exp) X(Log) X(Sqrt) X(Reciprocal) X(Neg) X(Ceil) X(Floor)    \
   X(Round) X(Sign) X(Erf) X(Sigmoid) X(HardSigmoid) X(HardSwish) X(Relu) X(LeakyRelu)   \
-  X(Elu) X(Selu) X(Celu) X(Softplus) X(Softsign) X(ThresholdedRelu) X(Shrink) X(Gelu)
+  X(Elu) X(Selu) X(Celu) X(Softplus) X(Softsign) X(ThresholdedRelu) X(Shrink) X(Gelu)    \
+  X(Mish) X(Swish) X(BitwiseNot)
 
 /* Table-driven binary ops (two inputs, broadcasting). */
 #define AIT_EW_BINARY_OPS(X)                                                             \
   X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(BitShift) X(And) X(Or) X(Xor) X(Equal)           \
-  X(Greater) X(GreaterOrEqual) X(Less) X(LessOrEqual) X(PRelu)
+  X(Greater) X(GreaterOrEqual) X(Less) X(LessOrEqual) X(PRelu) X(BitwiseAnd)          \
+  X(BitwiseOr) X(BitwiseXor) X(SwiGLU)
 // clang-format on
 
 /* Variadic ops (one or more inputs, broadcasting). */

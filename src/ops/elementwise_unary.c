@@ -72,6 +72,14 @@ F(thresholdedrelu, x > p->a ? x : 0.0)
 F(shrink, x<-p->a ? x + p->b : x> p->a ? x - p->b : 0.0)
 #undef F
 
+/* Mish-22: x tanh(softplus(x)); Swish-24: x sigmoid(alpha x) */
+static double f_softplus_(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double f_mish(double x, const ew_par *p) { return x * tanh(f_softplus_(x)); }
+static double f_swish(double x, const ew_par *p) {
+  double z = p->a * x;
+  return x * (z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z)));
+}
+
 static double clamp01(double v) { return v < 0 ? 0.0 : v > 1 ? 1.0 : v; }
 static double f_hardsigmoid(double x, const ew_par *p) { return clamp01(p->a * x + p->b); }
 static double f_hardswish(double x, const ew_par *p) { return x * clamp01(x / 6.0 + 0.5); }
@@ -85,6 +93,8 @@ static int64_t s_abs(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
 static int64_t s_neg(int64_t x) { return (int64_t)(0 - (uint64_t)x); } /* wraps like C */
 static int64_t s_sign(int64_t x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
 static int64_t s_relu(int64_t x) { return x < 0 ? 0 : x; }
+static int64_t s_bnot(int64_t x) { return ~x; } /* BitwiseNot-18; narrow types wrap on store */
+static uint64_t u_bnot(uint64_t x) { return ~x; }
 static uint64_t u_same(uint64_t x) { return x; }
 static uint64_t u_sign(uint64_t x) { return x != 0; }
 
@@ -126,6 +136,9 @@ static const ew_unop unops[EWU_COUNT] = {
     [EWU_ThresholdedRelu] = {f_thresholdedrelu, NULL, NULL, false, "alpha", NULL, 1.0f, 0},
     [EWU_Shrink] = {f_shrink, NULL, NULL, true, "lambd", "bias", 0.5f, 0.0f},
     [EWU_Gelu] = {f_gelu, NULL, NULL, false, NULL, NULL, 0, 0}, /* "approximate": unary_run */
+    [EWU_Mish] = {f_mish, NULL, NULL, false, NULL, NULL, 0, 0},
+    [EWU_Swish] = {f_swish, NULL, NULL, false, "alpha", NULL, 1.0f, 0},
+    [EWU_BitwiseNot] = {NULL, s_bnot, u_bnot, false, NULL, NULL, 0, 0},
 };
 
 /* ---- float32 fast path ------------------------------------------------- */
@@ -179,7 +192,7 @@ static ait_status unary_run(int op, const ait_node *node, const ait_tensor *cons
   const ew_unop *u = &unops[op];
   const ait_dtype_traits *t = ait_dtype_traits_of(x->dtype);
   bool is_u = t && t->is_int && !t->is_signed;
-  bool ok = t && (t->is_float ||
+  bool ok = t && ((t->is_float && u->f) ||
                   (t->is_int && (u->ints_via_f64 || (is_u ? u->u != NULL : u->s != NULL))));
   if (!ok)
     return ait_err(AIT_E_DTYPE, "%s does not take %s input", node->op_type,

@@ -38,6 +38,10 @@ bool img_qrange(ait_dtype dt, int64_t *lo, int64_t *hi) {
   case AIT_INT8: *lo = -128, *hi = 127; return true;
   case AIT_UINT16: *lo = 0, *hi = 65535; return true;
   case AIT_INT16: *lo = -32768, *hi = 32767; return true;
+  case AIT_UINT4: *lo = 0, *hi = 15; return true;
+  case AIT_INT4: *lo = -8, *hi = 7; return true;
+  case AIT_UINT2: *lo = 0, *hi = 3; return true;
+  case AIT_INT2: *lo = -2, *hi = 1; return true;
   default: return false;
   }
 }

@@ -120,8 +120,10 @@ IMG_SHAPE(img_resize_shape);
 IMG_SHAPE(img_upsample_shape);
 
 IMG_KERNEL(img_grid_sample);
+IMG_KERNEL(img_affine_grid);
 IMG_KERNEL(img_max_unpool);
 IMG_SHAPE(img_grid_sample_shape);
+IMG_SHAPE(img_affine_grid_shape);
 IMG_SHAPE(img_max_unpool_shape);
 
 IMG_KERNEL(img_roi_align);

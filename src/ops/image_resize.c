@@ -1,4 +1,4 @@
-/* Resize (opset 10, 11, 13) and Upsample (opset 7, 9).
+/* Resize (opset 10, 11, 13, 18, 19) and Upsample (opset 7, 9).
  *
  * Interpolation is separable: each resized axis is resampled in turn, last
  * axis first, on a double copy of the data. An output position j of an axis
@@ -7,7 +7,10 @@
  * read the edge element (or, with exclude_outside, get weight 0 and the
  * other weights are renormalised). Following the ONNX reference, the
  * "resized length" in those formulas is input length * scale, which is not
- * an integer when scales (rather than sizes) are given. */
+ * an integer when scales (rather than sizes) are given. Opset 18 adds axes
+ * (roi, scales and sizes for a subset of the axes), keep_aspect_ratio_policy
+ * and antialias (the linear or cubic filter stretched by 1 / scale when
+ * downscaling); opset 19 the half_pixel_symmetric transformation. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +24,18 @@ enum {
   CT_ALIGN_CORNERS,
   CT_ASYMMETRIC,
   CT_TF_HALF_PIXEL_FOR_NN,
-  CT_TF_CROP_AND_RESIZE
+  CT_TF_CROP_AND_RESIZE,
+  CT_HALF_PIXEL_SYMMETRIC
 };
+enum { KA_STRETCH, KA_NOT_LARGER, KA_NOT_SMALLER };
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 
 typedef struct rz_params {
-  int mode, ct, nm;
+  int mode, ct, nm, keep;
   double cubic_a, extrapolation;
-  bool exclude_outside;
-  int rank;
+  bool exclude_outside, antialias;
+  int rank, n_axes;       /* n_axes: how many values roi/scales/sizes have */
+  int axes[AIT_MAX_RANK]; /* the axes they refer to (opset 18; all by default) */
   int64_t in[AIT_MAX_RANK], out[AIT_MAX_RANK];
   double scale[AIT_MAX_RANK];   /* output / input, as given or computed from sizes */
   double resized[AIT_MAX_RANK]; /* input * scale (the "resized length") */
@@ -43,16 +49,21 @@ static int lookup(const char *s, const char *const *names, int n) {
   return -1;
 }
 
-static ait_status rz_attrs(const ait_node *node, bool legacy, rz_params *p) {
+static ait_status rz_attrs(const ait_node *node, bool legacy, int rank, rz_params *p) {
   static const char *const modes[] = {"nearest", "linear", "cubic", "bilinear"};
-  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
-                                    "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const char *const cts[] = {
+      "half_pixel",           "pytorch_half_pixel", "align_corners",       "asymmetric",
+      "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
   static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  static const char *const keeps[] = {"stretch", "not_larger", "not_smaller"};
   const char *m = ait_attr_str(node, "mode", "nearest");
   p->mode = lookup(m, modes, 4);
   if (p->mode == 3) p->mode = RZ_LINEAR; /* Upsample-7 spelling */
   if (p->mode < 0 || (legacy && p->mode == RZ_CUBIC))
     return ait_err(AIT_E_INVALID_ARG, "unsupported mode '%s'", m);
+  p->n_axes = rank;
+  for (int i = 0; i < rank; i++)
+    p->axes[i] = i;
   if (legacy) { /* Upsample and Resize-10: asymmetric, truncating nearest */
     p->ct = CT_ASYMMETRIC;
     p->nm = NM_SIMPLE;
@@ -61,7 +72,7 @@ static ait_status rz_attrs(const ait_node *node, bool legacy, rz_params *p) {
   }
   const char *ct = ait_attr_str(node, "coordinate_transformation_mode", "half_pixel");
   const char *nm = ait_attr_str(node, "nearest_mode", "round_prefer_floor");
-  p->ct = lookup(ct, cts, 6);
+  p->ct = lookup(ct, cts, node->opset >= 19 ? 7 : 6);
   p->nm = lookup(nm, nms, 4);
   if (p->ct < 0)
     return ait_err(AIT_E_INVALID_ARG, "unsupported coordinate_transformation_mode '%s'", ct);
@@ -69,48 +80,80 @@ static ait_status rz_attrs(const ait_node *node, bool legacy, rz_params *p) {
   p->cubic_a = ait_attr_float(node, "cubic_coeff_a", -0.75f);
   p->exclude_outside = ait_attr_int(node, "exclude_outside", 0) != 0;
   p->extrapolation = ait_attr_float(node, "extrapolation_value", 0.0f);
-  if (ait_attr_int(node, "antialias", 0) || ait_node_attr(node, "axes") ||
-      strcmp(ait_attr_str(node, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-    return ait_err(AIT_E_UNSUPPORTED,
-                   "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
+  if (node->opset < 18) return AIT_OK;
+  /* opset 18: antialias (linear and cubic), axes, keep_aspect_ratio_policy */
+  p->antialias = ait_attr_int(node, "antialias", 0) != 0 && p->mode != RZ_NEAREST;
+  const char *keep = ait_attr_str(node, "keep_aspect_ratio_policy", "stretch");
+  p->keep = lookup(keep, keeps, 3);
+  if (p->keep < 0) return ait_err(AIT_E_INVALID_ARG, "unknown keep_aspect_ratio_policy '%s'", keep);
+  int n = 0;
+  const int64_t *ax = ait_attr_ints(node, "axes", &n);
+  if (ax) {
+    if (n > rank) return ait_err(AIT_E_INVALID_ARG, "Resize has %d axes for rank %d", n, rank);
+    bool seen[AIT_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+      AIT_TRY(ait_norm_axis(ax[i], rank, &p->axes[i]));
+      if (seen[p->axes[i]]) return ait_err(AIT_E_INVALID_ARG, "Resize axes repeat %d", p->axes[i]);
+      seen[p->axes[i]] = true;
+    }
+    p->n_axes = n;
+  }
   return AIT_OK;
 }
 
-/* Output dims and scales from `scales` (float values) or `sizes` (ints). */
+/* Output dims and scales from `scales` (float values) or `sizes` (ints),
+ * given for p->axes (others keep their size, scale 1); with sizes and a
+ * keep_aspect_ratio_policy, one scale (the min or max of sizes / input)
+ * for every listed axis and round-half-up sizes. */
 static ait_status rz_dims(const ait_tensor *x, const ait_tensor *scales, const ait_tensor *sizes,
                           const float *attr_scales, int n_attr, bool upsample, rz_params *p) {
   p->rank = x->rank;
   memcpy(p->in, x->dims, (size_t)x->rank * sizeof *p->in);
+  for (int i = 0; i < x->rank; i++)
+    p->out[i] = p->in[i], p->scale[i] = 1.0, p->resized[i] = (double)p->in[i];
   if (scales && sizes)
     return ait_err(AIT_E_INVALID_ARG, "only one of scales and sizes may be given");
   int n = sizes ? (int)ait_tensor_numel(sizes) : scales ? (int)ait_tensor_numel(scales) : n_attr;
   if (!sizes && !scales && !attr_scales)
     return ait_err(AIT_E_INVALID_ARG, "one of scales and sizes is required");
-  if (n != x->rank)
-    return ait_err(AIT_E_SHAPE, "%s has %d values for an input of rank %d",
-                   sizes ? "sizes" : "scales", n, x->rank);
+  if (n != p->n_axes)
+    return ait_err(AIT_E_SHAPE, "%s has %d values for %d axes", sizes ? "sizes" : "scales", n,
+                   p->n_axes);
   if (sizes) {
     int64_t v[AIT_MAX_RANK];
     int cnt;
     AIT_TRY(ait_read_ints(sizes, v, AIT_MAX_RANK, &cnt));
-    for (int i = 0; i < x->rank; i++) {
-      if (v[i] < 0)
-        return ait_err(AIT_E_INVALID_ARG, "sizes[%d] = %lld is negative", i, (long long)v[i]);
-      if (p->in[i] == 0 && v[i] != 0)
-        return ait_err(AIT_E_SHAPE, "cannot resize an empty axis %d to %lld", i, (long long)v[i]);
-      p->out[i] = v[i];
-      p->scale[i] = p->in[i] ? (double)v[i] / (double)p->in[i] : 1.0;
-      p->resized[i] = (double)v[i];
+    double keep = p->keep == KA_NOT_LARGER ? INFINITY : 0;
+    for (int k = 0; k < n; k++) {
+      int i = p->axes[k];
+      if (v[k] < 0)
+        return ait_err(AIT_E_INVALID_ARG, "sizes[%d] = %lld is negative", k, (long long)v[k]);
+      if (p->in[i] == 0 && v[k] != 0)
+        return ait_err(AIT_E_SHAPE, "cannot resize an empty axis %d to %lld", i, (long long)v[k]);
+      p->out[i] = v[k];
+      p->scale[i] = p->in[i] ? (double)v[k] / (double)p->in[i] : 1.0;
+      p->resized[i] = (double)v[k];
+      if (p->keep == KA_NOT_LARGER && p->scale[i] < keep) keep = p->scale[i];
+      if (p->keep == KA_NOT_SMALLER && p->scale[i] > keep) keep = p->scale[i];
+    }
+    for (int k = 0; p->keep != KA_STRETCH && k < n; k++) {
+      int i = p->axes[k];
+      double len = keep * (double)p->in[i];
+      if (!(len < 9.0e15)) return ait_err(AIT_E_INVALID_ARG, "resize scale %g is too large", keep);
+      p->scale[i] = keep;
+      p->resized[i] = len;
+      p->out[i] = (int64_t)(len + 0.5);
     }
     return AIT_OK;
   }
   const ait_dtype_traits *str = scales ? ait_dtype_traits_of(scales->dtype) : NULL;
   if (scales && (!str || !str->is_float))
     return ait_err(AIT_E_DTYPE, "scales must be float, got %s", ait_dtype_name(scales->dtype));
-  for (int i = 0; i < x->rank; i++) {
-    double s = scales ? ait_load_f64(str, scales->data, i) : (double)attr_scales[i];
+  for (int k = 0; k < n; k++) {
+    int i = p->axes[k];
+    double s = scales ? ait_load_f64(str, scales->data, k) : (double)attr_scales[k];
     if (!(s > 0) || (upsample && !(s >= 1)) || !(s * (double)p->in[i] < 9.0e15))
-      return ait_err(AIT_E_INVALID_ARG, "scales[%d] = %g is out of range", i, s);
+      return ait_err(AIT_E_INVALID_ARG, "scales[%d] = %g is out of range", k, s);
     p->scale[i] = s;
     p->resized[i] = s * (double)p->in[i];
     p->out[i] = (int64_t)floor(p->resized[i]);
@@ -123,14 +166,15 @@ static ait_status rz_roi(const ait_tensor *roi, rz_params *p) {
     p->roi_a[i] = 0.0, p->roi_b[i] = 1.0;
   if (p->ct != CT_TF_CROP_AND_RESIZE) return AIT_OK;
   if (!roi) return ait_err(AIT_E_INVALID_ARG, "tf_crop_and_resize needs roi");
-  if (ait_tensor_numel(roi) != 2 * p->rank)
+  int n = p->n_axes;
+  if (ait_tensor_numel(roi) != 2 * n)
     return ait_err(AIT_E_SHAPE, "roi has %lld values, expected %d",
-                   (long long)ait_tensor_numel(roi), 2 * p->rank);
+                   (long long)ait_tensor_numel(roi), 2 * n);
   const ait_dtype_traits *tr = ait_dtype_traits_of(roi->dtype);
   if (!tr || !tr->is_float) return ait_err(AIT_E_DTYPE, "roi must be float");
-  for (int i = 0; i < p->rank; i++) {
-    p->roi_a[i] = ait_load_f64(tr, roi->data, i);
-    p->roi_b[i] = ait_load_f64(tr, roi->data, p->rank + i);
+  for (int k = 0; k < n; k++) {
+    p->roi_a[p->axes[k]] = ait_load_f64(tr, roi->data, k);
+    p->roi_b[p->axes[k]] = ait_load_f64(tr, roi->data, n + k);
   }
   return AIT_OK;
 }
@@ -142,6 +186,10 @@ static double rz_coord(const rz_params *p, int ax, int64_t j) {
   case CT_PYTORCH_HALF_PIXEL: return len > 1 ? (x + 0.5) / s - 0.5 : 0.0;
   case CT_ALIGN_CORNERS: return len == 1 ? 0.0 : x * (in - 1) / (len - 1);
   case CT_ASYMMETRIC: return x / s;
+  case CT_HALF_PIXEL_SYMMETRIC: { /* centred when the integer length differs from in * scale */
+    double adj = len > 0 ? (double)p->out[ax] / len : 1.0;
+    return in / 2 * (1 - adj) + (x + 0.5) / s - 0.5;
+  }
   case CT_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
   case CT_TF_CROP_AND_RESIZE: {
     double a = p->roi_a[ax], b = p->roi_b[ax];
@@ -162,6 +210,25 @@ static double rz_nearest(const rz_params *p, int ax, double x) {
   }
 }
 
+/* Taps per output position along axis ax: 1, 2 or 4, or with antialias
+ * (downscaling linear/cubic) the filter stretched by 1 / scale; 0 when that
+ * is absurdly many (a scale of 1e-9). */
+static int rz_ntap(const rz_params *p, int ax) {
+  if (p->mode == RZ_NEAREST) return 1;
+  double s = p->scale[ax] < 1 ? p->scale[ax] : 1;
+  if (!p->antialias || s >= 1) return p->mode == RZ_LINEAR ? 2 : 4;
+  double start = floor((p->mode == RZ_LINEAR ? -1 : -2) / s) + 1, n = 2 - 2 * start;
+  return n > 1 << 20 ? 0 : (int)n;
+}
+
+/* The Keys cubic kernel at distance d. */
+static double cubic_at(double d, double A) {
+  d = fabs(d);
+  if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+  if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  return 0;
+}
+
 /* Taps of output position j: ntap indices into [0, in) and weights, or
  * *extrap for a tf_crop_and_resize position outside the input. */
 static void rz_taps(const rz_params *p, int ax, int64_t j, int ntap, int64_t *idx, double *w,
@@ -176,6 +243,21 @@ static void rz_taps(const rz_params *p, int ax, int64_t j, int ntap, int64_t *id
   if (p->mode == RZ_NEAREST) {
     first = (int64_t)rz_nearest(p, ax, x);
     w[0] = 1.0;
+  } else if (p->antialias && p->scale[ax] < 1) {
+    /* the filter stretched by 1 / scale over ntap inputs from floor(x) +
+     * start (an integer x counts as the previous pixel at ratio 1, as the
+     * spec's reference does), weights normalised */
+    double s = p->scale[ax], f = floor(x), r = x - f, sum = 0;
+    if (r == 0) f -= 1, r = 1;
+    int start = 1 - ntap / 2;
+    first = (int64_t)f + start;
+    for (int t = 0; t < ntap; t++) {
+      double d = ((double)(start + t) - r) * s;
+      w[t] = p->mode == RZ_LINEAR ? fmax(0.0, 1 - fabs(d)) : cubic_at(d, p->cubic_a);
+      sum += w[t];
+    }
+    for (int t = 0; sum != 0 && t < ntap; t++)
+      w[t] /= sum;
   } else {
     double f = floor(x), r = x - f;
     first = (int64_t)f - (p->mode == RZ_CUBIC);
@@ -199,8 +281,10 @@ static void rz_taps(const rz_params *p, int ax, int64_t j, int ntap, int64_t *id
 /* Resamples axis ax of src (shape cur) into dst; cur[ax] becomes out[ax]. */
 static ait_status rz_axis(const rz_params *p, int ax, const double *src, int64_t *cur,
                           double *dst) {
-  int ntap = p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
+  int ntap = rz_ntap(p, ax);
   int64_t outer = ait_shape_numel(ax, cur), in = cur[ax], n_out = p->out[ax];
+  if (ntap == 0 || (double)n_out * ntap > 1e9)
+    return ait_err(AIT_E_INVALID_ARG, "antialiased resize by %g needs too many taps", p->scale[ax]);
   int64_t inner = ait_shape_numel(p->rank - ax - 1, cur + ax + 1);
   int64_t *idx = malloc((size_t)(n_out * ntap + 1) * sizeof *idx);
   double *w = malloc((size_t)(n_out * ntap + 1) * sizeof *w);
@@ -258,7 +342,8 @@ static ait_status rz_run(const rz_params *p, const ait_tensor *x, ait_tensor **o
     a[i] = ait_load_f64(tr, x->data, i);
   for (int ax = p->rank - 1; ax >= 0 && st == AIT_OK; ax--) {
     bool identity = p->out[ax] == p->in[ax] && p->scale[ax] == 1.0 &&
-                    p->ct != CT_TF_CROP_AND_RESIZE && p->ct != CT_TF_HALF_PIXEL_FOR_NN;
+                    p->ct != CT_TF_CROP_AND_RESIZE && p->ct != CT_TF_HALF_PIXEL_FOR_NN &&
+                    p->ct != CT_HALF_PIXEL_SYMMETRIC;
     if (identity) continue;
     st = rz_axis(p, ax, a, cur, b);
     double *t = a;
@@ -288,7 +373,7 @@ IMG_KERNEL(img_resize) {
   rz_params p;
   memset(&p, 0, sizeof p);
   bool legacy = node->opset < 11;
-  AIT_TRY(rz_attrs(node, legacy, &p));
+  AIT_TRY(rz_attrs(node, legacy, x->rank, &p));
   const ait_tensor *scales = img_in_nonempty(in, n_in, legacy ? 1 : 2);
   const ait_tensor *sizes = legacy ? NULL : img_in_nonempty(in, n_in, 3);
   AIT_TRY(rz_dims(x, scales, sizes, NULL, 0, false, &p));
@@ -302,7 +387,7 @@ IMG_KERNEL(img_upsample) {
   if (!x) return ait_err(AIT_E_INVALID_ARG, "X is required");
   rz_params p;
   memset(&p, 0, sizeof p);
-  AIT_TRY(rz_attrs(node, true, &p));
+  AIT_TRY(rz_attrs(node, true, x->rank, &p));
   int n_attr = 0;
   const float *attr = node->opset < 9 ? ait_attr_floats(node, "scales", &n_attr) : NULL;
   const ait_tensor *scales = node->opset < 9 ? NULL : img_in(in, n_in, 1);
@@ -327,11 +412,12 @@ ait_status img_resize2d_plan(const ait_node *node, const ait_tensor *const *in, 
     return AIT_E_UNSUPPORTED;
   rz_params p;
   memset(&p, 0, sizeof p);
-  if (rz_attrs(node, false, &p) != AIT_OK) {
+  if (rz_attrs(node, false, x->rank, &p) != AIT_OK) {
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
-  if (p.mode == RZ_CUBIC || p.ct == CT_TF_CROP_AND_RESIZE || p.exclude_outside)
+  /* antialias (opset 18) has more than two taps: the reference */
+  if (p.mode == RZ_CUBIC || p.ct == CT_TF_CROP_AND_RESIZE || p.exclude_outside || p.antialias)
     return AIT_E_UNSUPPORTED;
   if (rz_dims(x, img_in_nonempty(in, n_in, 2), img_in_nonempty(in, n_in, 3), NULL, 0, false, &p) !=
           AIT_OK ||
@@ -422,7 +508,29 @@ IMG_SHAPE(img_resize_shape) {
   const ait_tensor *sizes = legacy ? NULL : const_in(g, node, 3);
   /* a non-constant sizes (or scales) input leaves the dims unknown */
   if (!legacy && !sizes && in_present(g, node, 3)) scales = NULL;
-  resize_shape(g, node, x, scales, NULL, 0, sizes);
+  bool subset = node->opset >= 18 &&
+                (ait_node_attr(node, "axes") ||
+                 strcmp(ait_attr_str(node, "keep_aspect_ratio_policy", "stretch"), "stretch"));
+  if (!subset) {
+    resize_shape(g, node, x, scales, NULL, 0, sizes);
+    return AIT_OK;
+  }
+  /* axes or an aspect policy: the kernel's own arithmetic on the known dims */
+  ait_tensor hdr = {0};
+  rz_params p;
+  memset(&p, 0, sizeof p);
+  bool known = x && x->rank >= 0 && (scales || sizes);
+  for (int i = 0; known && i < x->rank; i++)
+    known = x->dims[i].v >= 0, hdr.dims[i] = x->dims[i].v;
+  if (known) {
+    hdr.rank = x->rank;
+    known = rz_attrs(node, false, x->rank, &p) == AIT_OK &&
+            rz_dims(&hdr, scales, sizes, NULL, 0, false, &p) == AIT_OK;
+  }
+  ait_dim d[AIT_MAX_RANK];
+  for (int i = 0; x && i < x->rank; i++)
+    d[i] = known ? (ait_dim){p.out[i], NULL} : (ait_dim){-1, NULL};
+  ait_set_out(g, node, 0, x ? x->dtype : AIT_UNDEFINED, x ? x->rank : -1, d);
   return AIT_OK;
 }
 

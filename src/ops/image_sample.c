@@ -1,4 +1,5 @@
-/* GridSample (opset 16, 4-D input) and MaxUnpool. */
+/* GridSample (opset 16; 5-D volumetric input from opset 20), AffineGrid and
+ * MaxUnpool. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,10 @@ enum { GS_LINEAR, GS_NEAREST, GS_CUBIC };
 enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
 
 typedef struct gs_plane {
-  const double *v; /* one H x W plane */
-  int64_t h, w;
+  const double *v; /* one D x H x W volume (D = 1 for images) */
+  int64_t len[3];  /* D, H, W */
   int pad;
-  double lo[2], hi[2]; /* reflection borders of y and x */
+  double lo[3], hi[3]; /* reflection borders of z, y and x */
 } gs_plane;
 
 static double gs_denorm(double n, int64_t len, bool align) {
@@ -43,34 +44,54 @@ static double gs_reflect(double x, double lo, double hi) {
 
 static int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static double gs_pixel(const gs_plane *p, int64_t y, int64_t x) {
-  if (p->pad == GS_ZEROS) {
-    if (y < 0 || y >= p->h || x < 0 || x >= p->w) return 0.0;
-  } else if (p->pad == GS_REFLECTION) {
-    y = (int64_t)gs_reflect((double)y, p->lo[0], p->hi[0]);
-    x = (int64_t)gs_reflect((double)x, p->lo[1], p->hi[1]);
+/* The voxel at integer coordinates c (z, y, x), as the padding mode reads
+ * one outside the volume. */
+static double gs_pixel(const gs_plane *p, const int64_t *c) {
+  int64_t at = 0;
+  for (int d = 0; d < 3; d++) {
+    int64_t i = c[d];
+    if (p->pad == GS_ZEROS && (i < 0 || i >= p->len[d])) return 0.0;
+    if (p->pad == GS_REFLECTION) i = (int64_t)gs_reflect((double)i, p->lo[d], p->hi[d]);
+    at = at * p->len[d] + clamp_i(i, 0, p->len[d] - 1);
   }
-  y = clamp_i(y, 0, p->h - 1);
-  x = clamp_i(x, 0, p->w - 1);
-  return p->v[y * p->w + x];
+  return p->v[at];
 }
 
-static double gs_sample(const gs_plane *p, int mode, double y, double x) {
-  if (mode == GS_NEAREST) return gs_pixel(p, (int64_t)y, (int64_t)x);
-  int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x);
-  double dy = y - (double)y0, dx = x - (double)x0;
+/* Value at coordinates x[3] (z, y, x); nd = 2 keeps z at 0. Linear reads
+ * 2^nd taps, cubic (images only) 4 x 4. */
+static double gs_sample(const gs_plane *p, int mode, int nd, const double *x) {
+  int64_t c[3] = {0, 0, 0};
+  if (mode == GS_NEAREST) {
+    for (int d = 3 - nd; d < 3; d++)
+      c[d] = (int64_t)x[d];
+    return gs_pixel(p, c);
+  }
+  int64_t f[3] = {0, 0, 0};
+  double r[3] = {0, 0, 0};
+  for (int d = 3 - nd; d < 3; d++)
+    f[d] = (int64_t)floor(x[d]), r[d] = x[d] - (double)f[d];
   if (mode == GS_LINEAR) {
-    double top = (1 - dx) * gs_pixel(p, y0, x0) + dx * gs_pixel(p, y0, x0 + 1);
-    double bot = (1 - dx) * gs_pixel(p, y0 + 1, x0) + dx * gs_pixel(p, y0 + 1, x0 + 1);
-    return (1 - dy) * top + dy * bot;
+    double v = 0;
+    for (int k = 0; k < (1 << nd); k++) {
+      double w = 1;
+      for (int d = 3 - nd, bit = 0; d < 3; d++, bit++) {
+        int up = (k >> bit) & 1;
+        c[d] = f[d] + up;
+        w *= up ? r[d] : 1 - r[d];
+      }
+      if (w != 0) v += w * gs_pixel(p, c);
+    }
+    return v;
   }
   double cx[4], cy[4], v = 0;
-  img_cubic_coeffs(dx, -0.75, cx);
-  img_cubic_coeffs(dy, -0.75, cy);
+  img_cubic_coeffs(r[2], -0.75, cx);
+  img_cubic_coeffs(r[1], -0.75, cy);
   for (int i = 0; i < 4; i++) {
     double row = 0;
-    for (int j = 0; j < 4; j++)
-      row += cx[j] * gs_pixel(p, y0 - 1 + i, x0 - 1 + j);
+    for (int j = 0; j < 4; j++) {
+      c[1] = f[1] - 1 + i, c[2] = f[2] - 1 + j;
+      row += cx[j] * gs_pixel(p, c);
+    }
     v += cy[i] * row;
   }
   return v;
@@ -93,16 +114,25 @@ static double gs_coord(double n, int64_t len, bool align, int mode, int pad) {
   return x < -1e15 ? -1e15 : x > 1e15 ? 1e15 : x;
 }
 
+/* GridSample-16 (4-D, bilinear/nearest/bicubic) and -20 (also 5-D
+ * volumetric input, modes spelled linear/nearest/cubic; cubic stays 4-D). */
 IMG_KERNEL(img_grid_sample) {
-  static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
+  static const struct {
+    const char *name;
+    int mode;
+  } modes[] = {{"bilinear", GS_LINEAR},
+               {"nearest", GS_NEAREST},
+               {"bicubic", GS_CUBIC},
+               {"linear", GS_LINEAR},
+               {"cubic", GS_CUBIC}};
   static const char *const pads[] = {"zeros", "border", "reflection"};
   const ait_tensor *x = img_in(in, n_in, 0), *grid = img_in(in, n_in, 1);
   if (!x || !grid) return ait_err(AIT_E_INVALID_ARG, "X and grid are required");
-  const char *ms = ait_attr_str(node, "mode", "bilinear");
+  const char *ms = ait_attr_str(node, "mode", node->opset >= 20 ? "linear" : "bilinear");
   const char *ps = ait_attr_str(node, "padding_mode", "zeros");
   int mode = -1, pad = -1;
-  for (int i = 0; i < 5; i++)
-    if (!strcmp(ms, modes[i])) mode = i % 3;
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (!strcmp(ms, modes[i].name)) mode = modes[i].mode;
   for (int i = 0; i < 3; i++)
     if (!strcmp(ps, pads[i])) pad = i;
   if (mode < 0) return ait_err(AIT_E_INVALID_ARG, "unknown mode '%s'", ms);
@@ -113,34 +143,46 @@ IMG_KERNEL(img_grid_sample) {
   if (!xt || !xt->is_float || !gt || !gt->is_float)
     return ait_err(AIT_E_DTYPE, "X and grid must be float, got %s and %s", ait_dtype_name(x->dtype),
                    ait_dtype_name(grid->dtype));
-  if (x->rank != 4)
-    return ait_err(AIT_E_UNSUPPORTED, "only 4-D X is supported, got rank %d", x->rank);
-  if (grid->rank != 4 || grid->dims[0] != x->dims[0] || grid->dims[3] != 2)
-    return ait_err(AIT_E_SHAPE, "grid must have shape [N=%lld, H_out, W_out, 2]",
-                   (long long)x->dims[0]);
-  int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-  int64_t ho = grid->dims[1], wo = grid->dims[2];
-  int64_t odims[4] = {N, C, ho, wo};
-  if ((H == 0 || W == 0) && N * C * ho * wo > 0)
-    return ait_err(AIT_E_SHAPE, "cannot sample from an empty image");
+  if (x->rank != 4 && !(x->rank == 5 && node->opset >= 20))
+    return ait_err(AIT_E_UNSUPPORTED, "X must be 4-D (5-D from opset 20), got rank %d", x->rank);
+  int nd = x->rank - 2;
+  if (nd == 3 && mode == GS_CUBIC)
+    return ait_err(AIT_E_UNSUPPORTED, "cubic GridSample of a 5-D input is not defined");
+  if (grid->rank != x->rank || grid->dims[0] != x->dims[0] || grid->dims[x->rank - 1] != nd)
+    return ait_err(AIT_E_SHAPE, "grid must have shape [N=%lld, spatial..., %d]",
+                   (long long)x->dims[0], nd);
+  int64_t N = x->dims[0], C = x->dims[1], osp = ait_shape_numel(nd, grid->dims + 1);
+  int64_t isp = ait_shape_numel(nd, x->dims + 2), odims[5] = {N, C, 1, 1, 1};
+  for (int d = 0; d < nd; d++)
+    odims[2 + d] = grid->dims[1 + d];
+  if (isp == 0 && N * C * osp > 0) return ait_err(AIT_E_SHAPE, "cannot sample from an empty image");
 
   double *xv = NULL, *gv = NULL, *yv = NULL;
   ait_status st = img_load_f64(x, &xv);
   if (st == AIT_OK) st = img_load_f64(grid, &gv);
-  if (st == AIT_OK) st = img_new(x->dtype, 4, odims, &out[0]);
-  if (st == AIT_OK && !(yv = malloc((size_t)(N * C * ho * wo + 1) * sizeof *yv)))
+  if (st == AIT_OK) st = img_new(x->dtype, x->rank, odims, &out[0]);
+  if (st == AIT_OK && !(yv = malloc((size_t)(N * C * osp + 1) * sizeof *yv)))
     st = ait_err(AIT_E_NOMEM, "cannot allocate GridSample output");
-  gs_plane p = {.h = H, .w = W, .pad = pad};
-  p.lo[0] = p.lo[1] = align ? 0.0 : -0.5;
-  p.hi[0] = align ? (double)(H - 1) : (double)H - 0.5;
-  p.hi[1] = align ? (double)(W - 1) : (double)W - 0.5;
+  gs_plane p = {.len = {1, 1, 1}, .pad = pad};
+  for (int d = 0; d < nd; d++)
+    p.len[3 - nd + d] = x->dims[2 + d];
+  for (int d = 0; d < 3; d++) {
+    p.lo[d] = align ? 0.0 : -0.5;
+    p.hi[d] = align ? (double)(p.len[d] - 1) : (double)p.len[d] - 0.5;
+  }
   for (int64_t n = 0; n < N && st == AIT_OK; n++) {
-    for (int64_t o = 0; o < ho * wo; o++) {
-      const double *gp = gv + (n * ho * wo + o) * 2;
-      double sx = gs_coord(gp[0], W, align, mode, pad), sy = gs_coord(gp[1], H, align, mode, pad);
-      for (int64_t c = 0; c < C; c++) {
-        p.v = xv + (n * C + c) * H * W;
-        yv[(n * C + c) * ho * wo + o] = sx != sx || sy != sy ? NAN : gs_sample(&p, mode, sy, sx);
+    for (int64_t o = 0; o < osp; o++) {
+      const double *gp = gv + (n * osp + o) * nd; /* (x, y[, z]): the last axis first */
+      double c[3] = {0, 0, 0};
+      bool nan = false;
+      for (int k = 0; k < nd; k++) {
+        int d = 2 - k;
+        c[d] = gs_coord(gp[k], p.len[d], align, mode, pad);
+        nan |= c[d] != c[d];
+      }
+      for (int64_t ch = 0; ch < C; ch++) {
+        p.v = xv + (n * C + ch) * isp;
+        yv[(n * C + ch) * osp + o] = nan ? NAN : gs_sample(&p, mode, nd, c);
       }
     }
   }
@@ -156,12 +198,85 @@ IMG_KERNEL(img_grid_sample) {
 IMG_SHAPE(img_grid_sample_shape) {
   const ait_value *x = ait_node_in(g, node, 0), *grid = ait_node_in(g, node, 1);
   ait_dtype dt = x ? x->dtype : AIT_UNDEFINED;
-  if (!x || !grid || x->rank != 4 || grid->rank != 4) {
+  if (!x || !grid || (x->rank != 4 && x->rank != 5) || grid->rank != x->rank) {
     ait_set_out(g, node, 0, dt, x && x->rank >= 0 ? x->rank : -1, NULL);
     return AIT_OK;
   }
-  ait_dim dims[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
-  ait_set_out(g, node, 0, dt, 4, dims);
+  ait_dim dims[5] = {x->dims[0], x->dims[1]};
+  for (int d = 2; d < x->rank; d++)
+    dims[d] = grid->dims[d - 1];
+  ait_set_out(g, node, 0, dt, x->rank, dims);
+  return AIT_OK;
+}
+
+/* ---- AffineGrid -----------------------------------------------------------
+ * AffineGrid-20: grid[n, (d,) h, w] = theta[n] (x, y[, z], 1), the base
+ * positions evenly spaced in [-1, 1] (pixel centres at the ends with
+ * align_corners, pixel edges without), for size (N, C, H, W) or
+ * (N, C, D, H, W). */
+
+static double ag_base(int64_t i, int64_t len, bool align) {
+  if (len <= 1) return align ? -1.0 : 0.0;
+  return align ? -1 + 2.0 * (double)i / (double)(len - 1) : (2.0 * (double)i + 1) / (double)len - 1;
+}
+
+IMG_KERNEL(img_affine_grid) {
+  const ait_tensor *th = img_in(in, n_in, 0), *sz = img_in(in, n_in, 1);
+  if (!th || !sz) return ait_err(AIT_E_INVALID_ARG, "theta and size are required");
+  const ait_dtype_traits *tt = ait_dtype_traits_of(th->dtype);
+  if (!tt || !tt->is_float) return ait_err(AIT_E_DTYPE, "theta must be float");
+  int64_t s[5];
+  int ns = 0;
+  AIT_TRY(ait_read_ints(sz, s, 5, &ns));
+  if (ns != 4 && ns != 5) return ait_err(AIT_E_SHAPE, "size must have 4 or 5 values, got %d", ns);
+  int nd = ns - 2;
+  if (th->rank != 3 || th->dims[0] != s[0] || th->dims[1] != nd || th->dims[2] != nd + 1)
+    return ait_err(AIT_E_SHAPE, "theta must be (N, %d, %d)", nd, nd + 1);
+  bool align = ait_attr_int(node, "align_corners", 0) != 0;
+  int64_t od[5] = {s[0]};
+  for (int d = 0; d < nd; d++) {
+    if (s[2 + d] < 0 || s[2 + d] > ((int64_t)1 << 40))
+      return ait_err(AIT_E_INVALID_ARG, "size[%d] = %lld is out of range", 2 + d,
+                     (long long)s[2 + d]);
+    od[1 + d] = s[2 + d];
+  }
+  od[1 + nd] = nd;
+  AIT_TRY(img_new(th->dtype, nd + 2, od, &out[0]));
+  int64_t sp = ait_shape_numel(nd, od + 1);
+  for (int64_t n = 0; n < s[0]; n++)
+    for (int64_t p = 0; p < sp; p++) {
+      double pos[4] = {0, 0, 0, 1}; /* x, y[, z], 1 */
+      int64_t r = p;
+      for (int d = nd - 1; d >= 0; d--) { /* spatial dims D, H, W: W is x */
+        int64_t len = od[1 + d], i = r % len;
+        r /= len;
+        pos[nd - 1 - d] = ag_base(i, len, align);
+      }
+      pos[nd] = 1;
+      for (int k = 0; k < nd; k++) {
+        double v = 0;
+        for (int j = 0; j <= nd; j++)
+          v += ait_load_f64(tt, th->data, (n * nd + k) * (nd + 1) + j) * pos[j];
+        ait_store_f64(tt, out[0]->data, (n * sp + p) * nd + k, v);
+      }
+    }
+  return AIT_OK;
+}
+
+IMG_SHAPE(img_affine_grid_shape) {
+  const ait_value *th = ait_node_in(g, node, 0), *sz = ait_node_in(g, node, 1);
+  ait_dtype dt = th ? th->dtype : AIT_UNDEFINED;
+  int64_t s[5];
+  int ns = 0;
+  if (!sz || !sz->init || ait_read_ints(sz->init, s, 5, &ns) != AIT_OK || (ns != 4 && ns != 5)) {
+    ait_set_out(g, node, 0, dt, -1, NULL);
+    return AIT_OK;
+  }
+  ait_dim d[5] = {{s[0], NULL}};
+  for (int i = 2; i < ns; i++)
+    d[i - 1] = (ait_dim){s[i], NULL};
+  d[ns - 1] = (ait_dim){ns - 2, NULL};
+  ait_set_out(g, node, 0, dt, ns - 1, d);
   return AIT_OK;
 }
 

@@ -25,6 +25,9 @@ const ait_op_def ait_ops_misc[] = {
     {"", "OptionalGetElement", 15, 0, ait_s_optional_get_element, ait_k_optional_get_element},
     /* strings */
     {"", "StringNormalizer", 10, STR, ait_s_string_normalizer, ait_k_string_normalizer},
+    {"", "StringConcat", 20, STR, ait_s_string_concat, ait_k_string_concat},
+    {"", "StringSplit", 20, STR, ait_s_string_split, ait_k_string_split},
+    {"", "RegexFullMatch", 20, STR, ait_s_regex_full_match, ait_k_regex_full_match},
     {"", "TfIdfVectorizer", 9, TFIDF_IN, ait_s_tfidf_vectorizer, ait_k_tfidf_vectorizer},
     /* signal: DFT-20 moves axis to input 2 (the kernel reads node->opset) */
     {"", "DFT", 17, AIT_DT_FLOATS, ait_s_dft, ait_k_dft},

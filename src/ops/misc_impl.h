@@ -38,6 +38,12 @@ AIT_MISC_SHAPE(ait_s_optional_get_element);
 
 /* misc_string.c: StringNormalizer; misc_tfidf.c: TfIdfVectorizer */
 AIT_MISC_KERNEL(ait_k_string_normalizer);
+AIT_MISC_KERNEL(ait_k_string_concat);
+AIT_MISC_KERNEL(ait_k_string_split);
+AIT_MISC_KERNEL(ait_k_regex_full_match);
+AIT_MISC_SHAPE(ait_s_string_concat);
+AIT_MISC_SHAPE(ait_s_string_split);
+AIT_MISC_SHAPE(ait_s_regex_full_match);
 AIT_MISC_SHAPE(ait_s_string_normalizer);
 AIT_MISC_KERNEL(ait_k_tfidf_vectorizer);
 AIT_MISC_SHAPE(ait_s_tfidf_vectorizer);

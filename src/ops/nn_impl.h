@@ -127,6 +127,16 @@ NN_KERNEL(nn_layernorm_kernel);
 NN_KERNEL(nn_lrn_kernel);
 NN_KERNEL(nn_mvn_kernel);
 NN_KERNEL(nn_einsum_kernel);
+NN_KERNEL(nn_rmsnorm_kernel);
+NN_KERNEL(nn_groupnorm_kernel);
+NN_KERNEL(nn_lpnorm_kernel);
+NN_KERNEL(nn_attention_kernel);
+NN_KERNEL(nn_rope_kernel);
+NN_KERNEL(nn_flex_attention_kernel);
+NN_KERNEL(nn_deform_conv_kernel);
+NN_KERNEL(nn_col2im_kernel);
+NN_KERNEL(nn_linear_attention_kernel);
+NN_KERNEL(nn_causal_conv_kernel);
 
 /* ---- shape functions ----------------------------------------------------- */
 
@@ -139,5 +149,11 @@ ait_status nn_global_pool_shape(ait_graph *g, const ait_node *n);
 ait_status nn_batchnorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_layernorm_shape(ait_graph *g, const ait_node *n);
 ait_status nn_einsum_shape(ait_graph *g, const ait_node *n);
+ait_status nn_attention_shape(ait_graph *g, const ait_node *n);
+ait_status nn_flex_attention_shape(ait_graph *g, const ait_node *n);
+ait_status nn_deform_conv_shape(ait_graph *g, const ait_node *n);
+ait_status nn_col2im_shape(ait_graph *g, const ait_node *n);
+ait_status nn_linear_attention_shape(ait_graph *g, const ait_node *n);
+ait_status nn_causal_conv_shape(ait_graph *g, const ait_node *n);
 
 #endif

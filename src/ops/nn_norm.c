@@ -1,5 +1,6 @@
 /* Normalizations: BatchNormalization (inference and training_mode),
- * InstanceNormalization, LayerNormalization, LRN, MeanVarianceNormalization.
+ * InstanceNormalization, LayerNormalization, RMSNormalization,
+ * GroupNormalization, LpNormalization, LRN, MeanVarianceNormalization.
  * All compute in double over converted copies (statistics in double are more
  * accurate than the float32 reference, never less). */
 #include <math.h>
@@ -211,6 +212,127 @@ NN_KERNEL(nn_layernorm_kernel) {
   if (n_out > 2 && out[2]) nn_store_f64(out[2], inv);
   free(mean), free(inv);
   free_all(v, 3);
+  return AIT_OK;
+}
+
+/* ---- RMSNormalization (opset 23) --------------------------------------- */
+
+/* Y = X / sqrt(mean(X^2 over axes axis..r-1) + epsilon) * scale, scale
+ * broadcast unidirectionally to X; in double, which is at least stash_type's
+ * precision. */
+NN_KERNEL(nn_rmsnorm_kernel) {
+  NN_NEED_IN0;
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL;
+  AIT_TRY(nn_check_float(X, "X"));
+  if (!S) return ait_err(AIT_E_INVALID_ARG, "input scale is required");
+  AIT_TRY(nn_check_float(S, "scale"));
+  int axis;
+  AIT_TRY(ait_norm_axis(ait_attr_int(node, "axis", -1), X->rank, &axis));
+  double eps = ait_attr_float(node, "epsilon", 1e-5f);
+  int64_t bd[AIT_MAX_RANK], ss[AIT_MAX_RANK], xs[AIT_MAX_RANK];
+  int r;
+  AIT_TRY(ait_shape_broadcast(X->rank, X->dims, S->rank, S->dims, &r, bd));
+  if (r != X->rank || ait_shape_numel(r, bd) != ait_tensor_numel(X))
+    return ait_err(AIT_E_SHAPE, "scale does not broadcast to X");
+  ait_broadcast_strides(S->rank, S->dims, X->rank, X->dims, ss);
+  ait_shape_strides(X->rank, X->dims, xs);
+  int64_t outer = ait_shape_numel(axis, X->dims),
+          inner = ait_shape_numel(X->rank - axis, X->dims + axis);
+  AIT_TRY(nn_new(&out[0], X->dtype, X->rank, X->dims));
+  const ait_tensor *ts[2] = {X, S};
+  double *v[2];
+  if (load_all(ts, v, 2)) return ait_err(AIT_E_NOMEM, "out of memory in RMSNormalization");
+  for (int64_t o = 0; o < outer; o++) {
+    double *x = v[0] + o * inner, q = 0;
+    for (int64_t j = 0; j < inner; j++)
+      q += x[j] * x[j];
+    double inv = 1.0 / sqrt(q / (double)(inner ? inner : 1) + eps);
+    for (int64_t j = 0; j < inner; j++) {
+      int64_t rem = o * inner + j, si = 0;
+      for (int d = 0; d < X->rank; d++) {
+        int64_t c = rem / xs[d];
+        rem -= c * xs[d];
+        si += c * ss[d];
+      }
+      x[j] = x[j] * inv * v[1][si];
+    }
+  }
+  nn_store_f64(out[0], v[0]);
+  free_all(v, 2);
+  return AIT_OK;
+}
+
+/* ---- GroupNormalization (opsets 18, 21) --------------------------------- */
+
+/* Mean and variance per sample per group of C / num_groups channels (and
+ * every spatial position); scale and bias per channel from opset 21, per
+ * group at opset 18 (the version 21 replaced). */
+NN_KERNEL(nn_groupnorm_kernel) {
+  NN_NEED_IN0;
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
+  AIT_TRY(nn_check_float(X, "X"));
+  if (X->rank < 2) return ait_err(AIT_E_SHAPE, "X must be N x C x ..., got rank %d", X->rank);
+  int64_t G = ait_attr_int(node, "num_groups", 0), N = X->dims[0], C = X->dims[1];
+  if (G <= 0 || C % G)
+    return ait_err(AIT_E_INVALID_ARG, "num_groups %lld must divide the %lld channels", (long long)G,
+                   (long long)C);
+  int64_t per = node->opset >= 21 ? C : G;
+  AIT_TRY(check_vec(S, per, "scale"));
+  AIT_TRY(check_vec(B, per, "bias"));
+  double eps = ait_attr_float(node, "epsilon", 1e-5f);
+  int64_t inner = ait_shape_numel(X->rank - 2, X->dims + 2), cg = C / G, len = cg * inner;
+  AIT_TRY(nn_new(&out[0], X->dtype, X->rank, X->dims));
+  const ait_tensor *ts[3] = {X, S, B};
+  double *v[3];
+  if (load_all(ts, v, 3)) return ait_err(AIT_E_NOMEM, "out of memory in GroupNormalization");
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t gi = 0; gi < G; gi++) {
+      double *x = v[0] + (n * G + gi) * len, m = 0, q = 0;
+      for (int64_t j = 0; j < len; j++)
+        m += x[j];
+      m /= (double)(len ? len : 1);
+      for (int64_t j = 0; j < len; j++)
+        q += (x[j] - m) * (x[j] - m);
+      double inv = 1.0 / sqrt(q / (double)(len ? len : 1) + eps);
+      for (int64_t j = 0; j < len; j++) {
+        int64_t p = per == C ? gi * cg + j / inner : gi;
+        x[j] = (x[j] - m) * inv * v[1][p] + v[2][p];
+      }
+    }
+  nn_store_f64(out[0], v[0]);
+  free_all(v, 3);
+  return AIT_OK;
+}
+
+/* ---- LpNormalization (opsets 1, 22) ------------------------------------- */
+
+/* x / ||x||_p along `axis` (p 1 or 2); a zero norm gives 0 (opset 22 says
+ * so; 0/0 was NaN before). */
+NN_KERNEL(nn_lpnorm_kernel) {
+  NN_NEED_IN0;
+  const ait_tensor *X = in[0];
+  AIT_TRY(nn_check_float(X, "input"));
+  int64_t p = ait_attr_int(node, "p", 2);
+  if (p != 1 && p != 2)
+    return ait_err(AIT_E_INVALID_ARG, "LpNormalization p must be 1 or 2, got %lld", (long long)p);
+  int axis;
+  AIT_TRY(ait_norm_axis(ait_attr_int(node, "axis", -1), X->rank, &axis));
+  int64_t outer = ait_shape_numel(axis, X->dims), n = X->dims[axis];
+  int64_t inner = ait_shape_numel(X->rank - axis - 1, X->dims + axis + 1);
+  AIT_TRY(nn_new(&out[0], X->dtype, X->rank, X->dims));
+  double *x = nn_load_f64(X);
+  if (!x) return AIT_E_NOMEM;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double *r = x + o * n * inner + i, s = 0;
+      for (int64_t k = 0; k < n; k++)
+        s += p == 1 ? fabs(r[k * inner]) : r[k * inner] * r[k * inner];
+      double norm = p == 1 ? s : sqrt(s);
+      for (int64_t k = 0; k < n; k++)
+        r[k * inner] = norm == 0 ? 0 : r[k * inner] / norm;
+    }
+  nn_store_f64(out[0], x);
+  free(x);
   return AIT_OK;
 }
 

@@ -253,8 +253,12 @@ static ait_status reduce_int(red_op op, const ait_tensor *x, const bool *red, ai
   int64_t count = n / m;
   for (int64_t j = 0; j < m; j++) {
     if ((op == RED_MAX || op == RED_MIN) && !seen[j]) {
-      /* empty group: the identity, i.e. the type's lowest/highest value */
-      ait_store_f64(tr, y->data, j, op == RED_MAX ? -INFINITY : INFINITY);
+      /* empty group: the identity, i.e. the type's lowest/highest value
+       * (saturating from -inf/inf; bool's are false/true) */
+      if (x->dtype == AIT_BOOL)
+        ((uint8_t *)y->data)[j] = op != RED_MAX;
+      else
+        ait_store_f64(tr, y->data, j, op == RED_MAX ? -INFINITY : INFINITY);
       continue;
     }
     uint64_t r = acc[j];

@@ -15,19 +15,26 @@ FAMILY(image)
 FAMILY(misc)
 FAMILY(control)
 FAMILY(fused)
+FAMILY(ml)
 #undef FAMILY
 
 /* Row counts are not constant expressions across files, so they are read
  * through family_size() instead of being stored in the table. */
-const ait_op_family ait_op_families[] = {
-    {"elementwise", ait_ops_elementwise}, {"tensor", ait_ops_tensor}, {"nn", ait_ops_nn},
-    {"reduce", ait_ops_reduce},           {"image", ait_ops_image},   {"misc", ait_ops_misc},
-    {"control", ait_ops_control},         {"fused", ait_ops_fused},   {NULL, NULL}};
+const ait_op_family ait_op_families[] = {{"elementwise", ait_ops_elementwise},
+                                         {"tensor", ait_ops_tensor},
+                                         {"nn", ait_ops_nn},
+                                         {"reduce", ait_ops_reduce},
+                                         {"image", ait_ops_image},
+                                         {"misc", ait_ops_misc},
+                                         {"control", ait_ops_control},
+                                         {"fused", ait_ops_fused},
+                                         {"ml", ait_ops_ml},
+                                         {NULL, NULL}};
 
 static int family_size(int f) {
   static const int *const sizes[] = {&ait_ops_elementwise_n, &ait_ops_tensor_n, &ait_ops_nn_n,
                                      &ait_ops_reduce_n,      &ait_ops_image_n,  &ait_ops_misc_n,
-                                     &ait_ops_control_n,     &ait_ops_fused_n};
+                                     &ait_ops_control_n,     &ait_ops_fused_n,  &ait_ops_ml_n};
   return *sizes[f];
 }
 

@@ -22,6 +22,7 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "Unsqueeze", 1, ALL, tn_unsqueeze_shape, tn_unsqueeze},
     {"", "Unsqueeze", 13, ALL, tn_unsqueeze_shape, tn_unsqueeze},
     {"", "Identity", 1, ALL, tn_identity_shape, tn_identity},
+    {"", "BitCast", 26, ALL, tn_bitcast_shape, tn_bitcast},
     {"", "Dropout", 1, FLT, tn_dropout_shape, tn_dropout},  /* mask of T */
     {"", "Dropout", 10, FLT, tn_dropout_shape, tn_dropout}, /* bool mask */
     {"", "Dropout", 12, FLT, tn_dropout_shape, tn_dropout}, /* ratio, training_mode inputs */
@@ -44,9 +45,12 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "Pad", 2, ALL, tn_pad_shape, tn_pad},  /* pads, value attributes */
     {"", "Pad", 11, ALL, tn_pad_shape, tn_pad}, /* pads, constant_value inputs */
     {"", "Pad", 18, ALL, tn_pad_shape, tn_pad}, /* axes input */
+    {"", "CenterCropPad", 18, ALL, tn_center_crop_pad_shape, tn_center_crop_pad},
+    {"", "TensorScatter", 24, ALL, tn_identity_shape, tn_tensor_scatter},
     {"", "DepthToSpace", 1, ALL, tn_depth_to_space_shape, tn_depth_to_space},
     {"", "DepthToSpace", 11, ALL, tn_depth_to_space_shape, tn_depth_to_space}, /* mode */
     {"", "SpaceToDepth", 1, ALL, tn_space_to_depth_shape, tn_space_to_depth},
+    {"", "SpaceToDepth", 28, ALL, tn_space_to_depth_shape, tn_space_to_depth}, /* mode */
     {"", "Trilu", 14, ALL, tn_identity_shape, tn_trilu},
     {"", "ReverseSequence", 10, ALL, tn_identity_shape, tn_reverse_sequence},
     /* indexing */
@@ -70,5 +74,6 @@ const ait_op_def ait_ops_tensor[] = {
     {"", "TopK", 10, NUM, tn_topk_shape, tn_topk}, /* K input */
     {"", "TopK", 11, NUM, tn_topk_shape, tn_topk}, /* largest, sorted */
     {"", "CumSum", 11, NUM, tn_identity_shape, tn_cumsum},
+    {"", "CumProd", 26, NUM, tn_identity_shape, tn_cumprod},
 };
 const int ait_ops_tensor_n = (int)(sizeof ait_ops_tensor / sizeof ait_ops_tensor[0]);

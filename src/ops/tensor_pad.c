@@ -1,5 +1,5 @@
-/* Pad, DepthToSpace, SpaceToDepth, Trilu and ReverseSequence of the 'tensor'
- * family. */
+/* Pad, CenterCropPad, DepthToSpace, SpaceToDepth, Trilu and ReverseSequence
+ * of the 'tensor' family. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +53,9 @@ static ait_status pad_spread(const int64_t *pads, int n_pads, const int64_t *axe
   return AIT_OK;
 }
 
+static ait_status pad_run(const ait_node *node, const ait_tensor *x, const pad_args *pa,
+                          const unsigned char *cv, ait_tensor **out);
+
 /* Source index along one axis for output position i - begin, or -1 for the
  * constant value. */
 static int64_t pad_map(int64_t i, int64_t d, pad_mode m) {
@@ -103,6 +106,69 @@ TN_KERNEL(tn_pad) {
     }
   }
   if (x->dtype == AIT_STRING) memcpy(cv, &cs, sizeof cs);
+  return pad_run(node, x, &a, cv, out);
+}
+
+/* CenterCropPad-18: per axis in `axes` (default all), crop the centre
+ * (start rounded down) or pad with zeros (the odd pixel on the right): a
+ * Pad of begin = floor((t - d) / 2) toward the centre, end = the rest. */
+TN_KERNEL(tn_center_crop_pad) {
+  const ait_tensor *x = in[0], *sh = tn_in(in, n_in, 1);
+  if (!sh) return ait_err(AIT_E_INVALID_ARG, "CenterCropPad needs the shape input");
+  int64_t t[AIT_MAX_RANK], axes[AIT_MAX_RANK];
+  int nt, na = 0;
+  AIT_TRY(tn_read_ints(sh, "CenterCropPad shape", t, AIT_MAX_RANK, &nt));
+  const int64_t *ax = ait_attr_ints(node, "axes", &na);
+  if (!ax) na = x->rank;
+  if (na > AIT_MAX_RANK || na != nt)
+    return ait_err(AIT_E_INVALID_ARG, "CenterCropPad has %d sizes for %d axes", nt, na);
+  for (int i = 0; i < na; i++)
+    axes[i] = ax ? ax[i] : i;
+  int64_t pads[2 * AIT_MAX_RANK];
+  for (int i = 0; i < na; i++) {
+    int k;
+    AIT_TRY(ait_norm_axis(axes[i], x->rank, &k));
+    if (t[i] < 0) return ait_err(AIT_E_INVALID_ARG, "CenterCropPad size %lld < 0", (long long)t[i]);
+    int64_t d = x->dims[k], diff = t[i] - d;
+    pads[i] = diff >= 0 ? diff / 2 : -((-diff) / 2);
+    pads[na + i] = diff - pads[i];
+  }
+  pad_args a;
+  AIT_TRY(pad_spread(pads, 2 * na, axes, na, x->rank, &a));
+  a.mode = PAD_CONSTANT;
+  unsigned char cv[16] = {0};
+  const char *cs = "";
+  if (x->dtype == AIT_STRING) memcpy(cv, &cs, sizeof cs);
+  return pad_run(node, x, &a, cv, out);
+}
+
+TN_SHAPE(tn_center_crop_pad_shape) {
+  ait_value *x = ait_node_in(g, node, 0);
+  if (!x) return AIT_OK;
+  int64_t t[AIT_MAX_RANK], od[AIT_MAX_RANK];
+  int nt, na = 0;
+  const int64_t *ax = ait_attr_ints(node, "axes", &na);
+  if (x->rank < 0 || !tn_const_ints(g, node, 1, t, AIT_MAX_RANK, &nt) || !tn_value_dims(x, od) ||
+      nt != (ax ? na : x->rank)) {
+    tn_set_out_dims(g, node, 0, x->dtype, x->rank, NULL);
+    return AIT_OK;
+  }
+  for (int i = 0; i < nt; i++) {
+    int k;
+    AIT_TRY(ait_norm_axis(ax ? ax[i] : i, x->rank, &k));
+    od[k] = t[i];
+  }
+  tn_set_out_dims(g, node, 0, x->dtype, x->rank, od);
+  return AIT_OK;
+}
+
+/* Pad x by a (negative amounts crop) into out[0], cv being the constant as
+ * one element. */
+static ait_status pad_run(const ait_node *node, const ait_tensor *x, const pad_args *pa,
+                          const unsigned char *cv, ait_tensor **out) {
+  int r = x->rank;
+  pad_args a = *pa;
+  size_t esz = ait_elem_size(x->dtype);
   int64_t od[AIT_MAX_RANK], ist[AIT_MAX_RANK];
   for (int k = 0; k < r; k++) {
     od[k] = x->dims[k] + a.begin[k] + a.end[k];
@@ -247,7 +313,12 @@ TN_KERNEL(tn_space_to_depth) {
   if (od[1] < 0)
     return ait_err(AIT_E_SHAPE, "SpaceToDepth: %lld channels times blocksize^2 overflow",
                    (long long)C);
-  int perm[6] = {0, 3, 5, 1, 2, 4};
+  /* DCR: channel (bh * b + bw) * C + c; CRD (opset 28): c * b * b + bh * b + bw */
+  const char *mode = node->opset >= 28 ? ait_attr_str(node, "mode", "DCR") : "DCR";
+  bool crd = !strcmp(mode, "CRD");
+  if (!crd && strcmp(mode, "DCR"))
+    return ait_err(AIT_E_INVALID_ARG, "SpaceToDepth mode '%.20s': DCR or CRD", mode);
+  int dcr[6] = {0, 3, 5, 1, 2, 4}, crdp[6] = {0, 1, 3, 5, 2, 4}, *perm = crd ? crdp : dcr;
   AIT_TRY(tn_new(x->dtype, 4, od, &out[0]));
   if (ait_tensor_numel(x))
     tn_transpose_raw(out[0]->data, x->data, ait_elem_size(x->dtype), 6, vd, perm);

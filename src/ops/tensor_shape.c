@@ -380,6 +380,51 @@ TN_SHAPE(tn_identity_shape) {
   return AIT_OK;
 }
 
+/* BitCast-26: the same bits as dtype `to` (same bit width; sub-byte types
+ * are held one per byte, so their codes are masked and re-extended). */
+static ait_status bitcast_target(const ait_node *node, ait_dtype from, ait_dtype *to) {
+  int64_t t = ait_attr_int(node, "to", 0);
+  if (t <= 0 || t > AIT_DTYPE_LAST || t == AIT_STRING || !ait_dtype_size((ait_dtype)t) ||
+      from == AIT_STRING)
+    return ait_err(AIT_E_UNSUPPORTED, "BitCast from %s to dtype %lld is not supported",
+                   ait_dtype_name(from), (long long)t);
+  if (ait_dtype_file_bits(from) != ait_dtype_file_bits((ait_dtype)t))
+    return ait_err(AIT_E_DTYPE, "BitCast from %s (%d bits) to %s (%d bits): widths differ",
+                   ait_dtype_name(from), ait_dtype_file_bits(from), ait_dtype_name((ait_dtype)t),
+                   ait_dtype_file_bits((ait_dtype)t));
+  *to = (ait_dtype)t;
+  return AIT_OK;
+}
+
+TN_KERNEL(tn_bitcast) {
+  const ait_tensor *x = in[0];
+  ait_dtype to = AIT_UNDEFINED;
+  AIT_TRY(bitcast_target(node, x->dtype, &to));
+  AIT_TRY(tn_new(to, x->rank, x->dims, &out[0]));
+  int bits = ait_dtype_file_bits(to);
+  int64_t n = ait_tensor_numel(x);
+  if (bits >= 8) {
+    if (n) memcpy(out[0]->data, x->data, ait_tensor_nbytes(x));
+    return AIT_OK;
+  }
+  unsigned mask = (1u << bits) - 1u, top = 1u << (bits - 1);
+  bool sext = to == AIT_INT4 || to == AIT_INT2;
+  for (int64_t i = 0; i < n; i++) {
+    unsigned c = ((const uint8_t *)x->data)[i] & mask;
+    ((uint8_t *)out[0]->data)[i] = (uint8_t)(sext && (c & top) ? c | ~mask : c);
+  }
+  return AIT_OK;
+}
+
+TN_SHAPE(tn_bitcast_shape) {
+  ait_value *x = ait_node_in(g, node, 0);
+  if (!x) return AIT_OK;
+  ait_dtype to = AIT_UNDEFINED;
+  if (x->dtype != AIT_UNDEFINED) AIT_TRY(bitcast_target(node, x->dtype, &to));
+  ait_set_out(g, node, 0, to, x->rank, x->rank >= 0 ? x->dims : NULL);
+  return AIT_OK;
+}
+
 /* MT19937 seeded like numpy's legacy np.random.seed(seed), drawing doubles
  * like RandomState.uniform(0, 1): training-mode Dropout then draws the same
  * mask as the ONNX reference for the same seed. */

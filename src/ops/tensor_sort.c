@@ -1,4 +1,4 @@
-/* Ordering ops of the 'tensor' family: Unique, TopK, CumSum. */
+/* Ordering ops of the 'tensor' family: Unique, TopK, CumSum, CumProd. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,17 +233,22 @@ TN_SHAPE(tn_topk_shape) {
   return AIT_OK;
 }
 
-/* ---- CumSum ----------------------------------------------------------- */
+/* ---- CumSum, CumProd ------------------------------------------------- */
 
-TN_KERNEL(tn_cumsum) {
+/* The running sum (CumSum-11) or product (CumProd-26) along the axis input,
+ * inclusive or `exclusive`, forward or `reverse`. Floats round to the dtype
+ * after each step as a loop in that dtype would; integers wrap. */
+static ait_status cumulative(const ait_node *node, const ait_tensor *const *in, int n_in,
+                             ait_tensor **out, bool prod) {
+  const char *name = prod ? "CumProd" : "CumSum";
   const ait_tensor *x = in[0], *at = tn_in(in, n_in, 1);
   const ait_dtype_traits *tr = ait_dtype_traits_of(x->dtype);
   if (!tr || x->dtype == AIT_BOOL)
-    return ait_err(AIT_E_DTYPE, "CumSum of %s", ait_dtype_name(x->dtype));
+    return ait_err(AIT_E_DTYPE, "%s of %s", name, ait_dtype_name(x->dtype));
   if (!at || ait_tensor_numel(at) != 1)
-    return ait_err(AIT_E_INVALID_ARG, "CumSum needs a scalar axis");
-  AIT_TRY(tn_check_index_dtype(at, "CumSum axis"));
-  if (x->rank < 1) return ait_err(AIT_E_SHAPE, "CumSum of a scalar");
+    return ait_err(AIT_E_INVALID_ARG, "%s needs a scalar axis", name);
+  AIT_TRY(tn_check_index_dtype(at, prod ? "CumProd axis" : "CumSum axis"));
+  if (x->rank < 1) return ait_err(AIT_E_SHAPE, "%s of a scalar", name);
   int axis = 0;
   AIT_TRY(ait_norm_axis(tn_index_at(at, 0), x->rank, &axis));
   bool excl = ait_attr_int(node, "exclusive", 0) != 0, rev = ait_attr_int(node, "reverse", 0) != 0;
@@ -251,32 +256,32 @@ TN_KERNEL(tn_cumsum) {
   axis_view v = view_of(x, axis, false);
   for (int64_t o = 0; o < v.outer; o++)
     for (int64_t i = 0; i < v.inner; i++) {
-      double accf = 0;
-      float acc32 = 0;
-      uint64_t acci = 0;
+      double accf = prod ? 1 : 0;
+      float acc32 = prod ? 1.0f : 0.0f;
+      uint64_t acci = prod ? 1 : 0;
       for (int64_t s = 0; s < v.n; s++) {
         int64_t j = rev ? v.n - 1 - s : s, p = (o * v.n + j) * v.inner + i;
         if (x->dtype == AIT_FLOAT32) {
-          float xv = ((const float *)x->data)[p];
-          if (!excl) acc32 += xv;
-          ((float *)out[0]->data)[p] = acc32;
-          if (excl) acc32 += xv;
+          float xv = ((const float *)x->data)[p], next = prod ? acc32 * xv : acc32 + xv;
+          ((float *)out[0]->data)[p] = excl ? acc32 : next;
+          acc32 = next;
         } else if (tr->is_float) { /* round like the dtype after each step */
           double xv = ait_load_f64(tr, x->data, p);
-          ait_store_f64(tr, out[0]->data, p, excl ? accf : accf + xv);
-          accf = excl ? accf + xv : ait_load_f64(tr, out[0]->data, p);
-          if (excl) { /* keep the running sum rounded to the dtype too */
-            unsigned char tmp[8];
-            tr->from_f64(tmp, accf);
-            accf = tr->to_f64(tmp);
-          }
+          unsigned char tmp[8];
+          tr->from_f64(tmp, prod ? accf * xv : accf + xv);
+          double next = tr->to_f64(tmp);
+          ait_store_f64(tr, out[0]->data, p, excl ? accf : next);
+          accf = next;
         } else {
           uint64_t xv = (uint64_t)ait_load_i64(tr, x->data, p);
-          if (!excl) acci += xv;
-          ait_store_i64(tr, out[0]->data, p, (int64_t)acci);
-          if (excl) acci += xv;
+          uint64_t next = prod ? acci * xv : acci + xv;
+          ait_store_i64(tr, out[0]->data, p, (int64_t)(excl ? acci : next));
+          acci = next;
         }
       }
     }
   return AIT_OK;
 }
+
+TN_KERNEL(tn_cumsum) { return cumulative(node, in, n_in, out, false); }
+TN_KERNEL(tn_cumprod) { return cumulative(node, in, n_in, out, true); }

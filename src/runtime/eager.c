@@ -20,14 +20,16 @@ struct ait_kctx {
   void *body_user;
 };
 
-static ait_status unsupported(const ait_node *n) {
+ait_status ait_eager_unsupported(const ait_node *n) {
   const char *why = "unknown op";
   ait_op_lookup(n->domain, n->op_type, n->opset, &why);
   return ait_err(AIT_E_UNSUPPORTED,
-                 "%s: op %s%s%s at opset %d is not supported by backend eager (%s)",
-                 ait_node_desc(n), n->domain[0] ? n->domain : "", n->domain[0] ? "." : "",
-                 n->op_type, n->opset, why);
+                 "%s: op %s of domain %s at opset %d is not implemented by the reference "
+                 "kernels (%s), so no backend can run it",
+                 ait_node_desc(n), n->op_type, n->domain[0] ? n->domain : "ai.onnx", n->opset, why);
 }
+
+static ait_status unsupported(const ait_node *n) { return ait_eager_unsupported(n); }
 
 ait_status ait_eager_check(const ait_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {

@@ -26,6 +26,10 @@ ait_status ait_eager_run_node_bodies(const ait_node *n, const ait_tensor *const 
 /* Check that every node of g (and its subgraphs) has a reference kernel.
  * AIT_E_UNSUPPORTED naming the node, op and opset otherwise. */
 ait_status ait_eager_check(const ait_graph *g);
+/* The error for node n, which has no reference kernel: names the node, the
+ * op, its domain (ai.onnx for ""), the model's opset and why ("unknown op",
+ * "needs opset >= N"). Returns AIT_E_UNSUPPORTED. */
+ait_status ait_eager_unsupported(const ait_node *n);
 
 /* Run a top-level graph. inputs[i] is graph input i (borrowed, not copied).
  * outputs[0..g->n_outputs) receive new tensors the caller owns. */

@@ -128,10 +128,9 @@ cli_tol cli_tolerance(ait_dtype dt);
  * On mismatch writes a reason into why and returns false. */
 bool cli_compare(const ait_tensor *got, const ait_tensor *want, char *why, size_t n);
 
-/* Read a TensorProto file for a graph input/output declared as `decl`.
- * Refuses (with a clear message) values declared as sequences or optionals,
- * whose files are SequenceProto/OptionalProto from onnx-data.proto, which
- * Debian's libonnx-dev does not ship. ONNX <= 1.12 wrote bfloat16 test data
+/* Read the file of a graph input/output declared as `decl`: a TensorProto,
+ * or for sequences and optionals onnx-data.proto's SequenceProto /
+ * OptionalProto (ait_value_file_read). ONNX <= 1.12 wrote bfloat16 test data
  * with data_type UINT16: such a file read for a bfloat16 declaration is taken
  * as the bfloat16 bit patterns it holds. */
 ait_status cli_read_tensor_for(const char *path, const struct ait_value *decl, ait_tensor **out);

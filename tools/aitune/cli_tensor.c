@@ -10,14 +10,9 @@
 #include "onnx/onnx_io.h"
 
 ait_status cli_read_tensor_for(const char *path, const ait_value *decl, ait_tensor **out) {
-  if (decl->type != AIT_VT_TENSOR)
-    return ait_err(AIT_E_UNSUPPORTED,
-                   "%s: '%s' is declared as %s; its file is a %s from onnx-data.proto, which "
-                   "Debian's libonnx-dev does not ship, so it cannot be decoded",
-                   path, decl->name, decl->type == AIT_VT_SEQUENCE ? "a sequence" : "an optional",
-                   decl->type == AIT_VT_SEQUENCE ? "SequenceProto" : "OptionalProto");
-  AIT_TRY(ait_tensor_file_read(path, out, NULL));
-  if ((*out)->dtype == AIT_UINT16 && decl->dtype == AIT_BFLOAT16) (*out)->dtype = AIT_BFLOAT16;
+  AIT_TRY(ait_value_file_read(path, decl->type, decl->dtype, out));
+  if ((*out)->kind == AIT_KIND_TENSOR && (*out)->dtype == AIT_UINT16 && decl->dtype == AIT_BFLOAT16)
+    (*out)->dtype = AIT_BFLOAT16;
   return AIT_OK;
 }
 

@@ -41,7 +41,6 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
                         size_t n) {
   size_t n_in = ait_model_num_inputs(model), n_out = ait_model_num_outputs(model);
   ait_tensor *ins[64] = {0};
-  ait_tensor_view views[64] = {{0}};
   int rc = 1;
   if (n_in > 64) {
     snprintf(why, n, "too many inputs");
@@ -58,16 +57,8 @@ static int run_data_set(const ait_model *model, ait_session *sess, const char *s
       snprintf(why, n, "cannot decode %s: %s", name, ait_last_error());
       goto out;
     }
-    if (ins[i]->kind != AIT_KIND_TENSOR) {
-      snprintf(why, n, "%s is not a tensor", name);
-      goto out;
-    }
-    views[i].dtype = ins[i]->dtype;
-    views[i].rank = ins[i]->rank;
-    memcpy(views[i].dims, ins[i]->dims, sizeof views[i].dims);
-    views[i].data = ins[i]->data;
   }
-  ait_status st = ait_session_run(sess, views, n_in);
+  ait_status st = ait_session_run_values(sess, (const ait_tensor *const *)ins, n_in);
   if (st) {
     snprintf(why, n, "run failed: %s", ait_last_error());
     goto out;

@@ -86,7 +86,7 @@ static int by_count(const void *x, const void *y) {
 /* The dtypes of a row as "float32,int64" (or "any"). */
 static const char *row_dtypes(const ait_op_def *r, char *buf, size_t n) {
   size_t at = (size_t)snprintf(buf, n, "%s", r->dtypes ? "" : "any");
-  for (int d = 1; d <= AIT_BFLOAT16 && at < n; d++)
+  for (int d = 1; d <= AIT_DTYPE_LAST && at < n; d++)
     if (r->dtypes & AIT_DT_BIT(d))
       at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "", ait_dtype_name((ait_dtype)d));
   return buf;

@@ -99,8 +99,11 @@ int cmd_run(int argc, char **argv) {
   for (size_t i = 0; i < n_in; i++) {
     const ait_tensor *t = in.inputs[i];
     if (t->kind != AIT_KIND_TENSOR) {
-      rc = cli_fail(ait_err(AIT_E_UNSUPPORTED, "input %zu is not a tensor", i), "run");
-      goto out;
+      if (mod) { /* a tuned module takes dense tensors only; a session takes any value */
+        rc = cli_fail(ait_err(AIT_E_UNSUPPORTED, "input %zu is not a tensor", i), "run");
+        goto out;
+      }
+      continue;
     }
     views[i].dtype = t->dtype;
     views[i].rank = t->rank;
@@ -117,7 +120,7 @@ int cmd_run(int argc, char **argv) {
       rc = cli_fail(st, "cannot create session");
       goto out;
     }
-    if ((st = ait_session_run(sess, views, n_in)) != AIT_OK) {
+    if ((st = ait_session_run_values(sess, (const ait_tensor *const *)in.inputs, n_in)) != AIT_OK) {
       rc = cli_fail(st, "run failed");
       goto out;
     }
@@ -140,7 +143,10 @@ int cmd_run(int argc, char **argv) {
       char name[64];
       snprintf(name, sizeof name, "output_%zu.%s", i, npy ? "npy" : "pb");
       char *p = ait_path_join(out_dir, name);
-      st = !p ? AIT_E_NOMEM : npy ? cli_npy_write(p, t) : ait_tensor_file_write(p, t, info.name);
+      const ait_graph *g = ait_model_graph(model);
+      st = !p    ? AIT_E_NOMEM
+           : npy ? cli_npy_write(p, t)
+                 : ait_value_file_write(p, t, g->values[g->outputs[i]].type, info.name);
       free(p);
       if (st) {
         cJSON_Delete(root);

@@ -123,10 +123,136 @@ static ait_status try_attention(nat_uses *u, int si, int *count) {
   return nat_uses_refresh(u);
 }
 
+/* ---- ONNX Attention (opset 23+) as FusedAttention ---------------------------
+ * The case the PyTorch dynamo exporter writes for scaled_dot_product_attention
+ * at opset 23: 4-D float32 Q, K, V with as many key as query heads, no past
+ * cache, no nonpad_kv_seqlen, no softcap, no window, at most a float mask
+ * covering every key (or is_causal with static lengths and no mask: a
+ * constant causal mask is made), and only output Y read. The node becomes
+ * FusedAttention in place (K read through perm [0,1,3,2], alpha = scale),
+ * and the Transposes the exporter puts around it are absorbed as in
+ * try_attention: a producer's perm composes with the node's own. Other
+ * Attention nodes keep the reference kernel. */
+
+/* The perm of Transpose node t composed with `after` (t's output read
+ * through `after`): c[i] = t_perm[after[i]]. */
+static ait_status compose_perm(ait_node *n, const char *name, const ait_node *t,
+                               const int64_t *after) {
+  int cnt = 0;
+  const int64_t *p = ait_attr_ints(t, "perm", &cnt);
+  int64_t c[4];
+  for (int i = 0; i < 4; i++)
+    c[i] = after ? p[after[i]] : p[i];
+  return nat_attr_set_ints(n, name, c, 4);
+}
+
+static bool attention_simple(const nat_uses *u, const ait_node *n) {
+  const ait_graph *g = u->g;
+  if (n->n_in < 3 || in_at(n, 0) < 0 || in_at(n, 1) < 0 || in_at(n, 2) < 0) return false;
+  for (int k = 4; k < n->n_in; k++)
+    if (n->in[k] >= 0) return false; /* past_key/past_value, nonpad_kv_seqlen */
+  for (int k = 1; k < n->n_out; k++)
+    if (n->out[k] >= 0 && (u->uses[n->out[k]] || u->is_out[n->out[k]])) return false;
+  const ait_value *qv = &g->values[n->in[0]], *kv = &g->values[n->in[1]];
+  bool causal = ait_attr_int(n, "is_causal", 0) != 0;
+  /* causal: a constant mask, so static lengths and no mask of the model's */
+  if (causal && (in_at(n, 3) >= 0 || qv->rank != 4 || kv->rank != 4 || qv->dims[2].v <= 0 ||
+                 kv->dims[2].v <= 0 || qv->dims[2].v * kv->dims[2].v > ((int64_t)1 << 24)))
+    return false;
+  if (ait_attr_float(n, "softcap", 0.0f) != 0 || ait_attr_int(n, "left_window_size", -1) >= 0 ||
+      ait_attr_int(n, "right_window_size", -1) >= 0)
+    return false;
+  const ait_value *q = &g->values[n->in[0]], *k = &g->values[n->in[1]], *v = &g->values[n->in[2]];
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || q->dtype != AIT_FLOAT32 ||
+      k->dtype != AIT_FLOAT32 || v->dtype != AIT_FLOAT32)
+    return false;
+  if (q->dims[1].v < 0 || q->dims[1].v != k->dims[1].v || k->dims[1].v != v->dims[1].v)
+    return false; /* grouped heads: the reference */
+  if (!ait_node_attr(n, "scale") && q->dims[3].v <= 0) return false;
+  int m = in_at(n, 3);
+  if (m >= 0) {
+    const ait_value *mv = &g->values[m];
+    if (mv->dtype != AIT_FLOAT32 || mv->rank < 1 || mv->rank > 4 || k->dims[2].v < 0 ||
+        mv->dims[mv->rank - 1].v != k->dims[2].v)
+      return false; /* bool masks, and short masks the spec pads with -inf */
+  }
+  return true;
+}
+
+static ait_status try_attention_op(nat_uses *u, int i, int *count) {
+  ait_graph *g = u->g;
+  ait_node *n = &g->nodes[i];
+  if (!attention_simple(u, n)) return AIT_OK;
+  float alpha = ait_node_attr(n, "scale")
+                    ? ait_attr_float(n, "scale", 1.0f)
+                    : (float)(1.0 / sqrt((double)g->values[n->in[0]].dims[3].v));
+  int q = n->in[0], k = n->in[1], v = n->in[2], mask = in_at(n, 3);
+  if (ait_attr_int(n, "is_causal", 0)) { /* query i sees keys j <= i (no cache: offset 0) */
+    int64_t sq = g->values[q].dims[2].v, sk = g->values[k].dims[2].v, md[2] = {sq, sk};
+    ait_tensor *t = ait_tensor_new(AIT_FLOAT32, 2, md);
+    if (!t) return AIT_E_NOMEM;
+    for (int64_t a = 0; a < sq; a++)
+      for (int64_t b = 0; b < sk; b++)
+        ((float *)t->data)[a * sk + b] = b <= a ? 0.0f : -INFINITY;
+    if ((mask = nat_add_initializer(g, g->values[n->out[0]].name, "_causal_mask", t)) < 0)
+      return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(&g->nodes[i]));
+    n = &g->nodes[i];
+  }
+  int tq = absorbable_transpose(u, q, i, 4), tk = absorbable_transpose(u, k, i, 4);
+  int tv = absorbable_transpose(u, v, i, 4);
+  int y = n->out[0], to = sole_reader(u, y);
+  if (to >= 0 && (!is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
+  if (to >= 0) {
+    int cnt = 0;
+    if (!ait_attr_ints(&g->nodes[to], "perm", &cnt) || cnt != 4) to = -1;
+  }
+  int *ins = malloc(sizeof(int) * 4);
+  if (!ins) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(n));
+  ins[0] = tq >= 0 ? g->nodes[tq].in[0] : q;
+  ins[1] = tk >= 0 ? g->nodes[tk].in[0] : k;
+  ins[2] = tv >= 0 ? g->nodes[tv].in[0] : v;
+  ins[3] = mask;
+  static const int64_t kt[4] = {0, 1, 3, 2}; /* K (B, H, Sk, D) read as (B, H, D, Sk) */
+  ait_status st = nat_node_make_fused(n, "FusedAttention");
+  if (st) {
+    free(ins);
+    return st;
+  }
+  for (int j = 1; j < n->n_out; j++) /* the optional outputs nobody reads */
+    n->out[j] = -1;
+  n->n_out = 1;
+  free(n->in);
+  n->in = ins;
+  n->n_in = 4;
+  AIT_TRY(nat_attr_set_float(n, "alpha", alpha));
+  if (tq >= 0) AIT_TRY(set_perm(n, "q_perm", &g->nodes[tq]));
+  if (tk >= 0)
+    AIT_TRY(compose_perm(n, "k_perm", &g->nodes[tk], kt));
+  else
+    AIT_TRY(nat_attr_set_ints(n, "k_perm", kt, 4));
+  if (tv >= 0) AIT_TRY(set_perm(n, "v_perm", &g->nodes[tv]));
+  if (to >= 0) {
+    AIT_TRY(set_perm(n, "out_perm", &g->nodes[to]));
+    n->out[0] = g->nodes[to].out[0];
+    g->values[n->out[0]].producer = i;
+    u->dead[to] = true;
+  }
+  if (tq >= 0) u->dead[tq] = true;
+  if (tk >= 0) u->dead[tk] = true;
+  if (tv >= 0) u->dead[tv] = true;
+  (*count)++;
+  return nat_uses_refresh(u);
+}
+
 ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s) {
   ait_graph *g = u->g;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!u->dead[i] && is_op(&g->nodes[i], "Softmax")) AIT_TRY(try_attention(u, i, &s->fused));
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i]) continue;
+    if (is_op(&g->nodes[i], "Softmax"))
+      AIT_TRY(try_attention(u, i, &s->fused));
+    else if (is_op(&g->nodes[i], "Attention"))
+      AIT_TRY(try_attention_op(u, i, &s->fused));
+  }
   return AIT_OK;
 }
 

@@ -80,6 +80,8 @@ static const fast_row fast_rows[] = {
     {"", "GlobalAveragePool", 1, nat_k_gap},
     {"", "Softmax", 1, nat_k_softmax},
     {"", "LayerNormalization", 17, nat_k_layernorm},
+    {"", "RMSNormalization", 23, nat_k_rmsnorm},
+    {"", "RotaryEmbedding", 23, nat_k_rope},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "InstanceNormalization", 1, nat_k_instancenorm},
     {"", "Transpose", 1, nat_k_transpose},

@@ -331,6 +331,136 @@ ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *c
   return AIT_OK;
 }
 
+/* ---- RMSNormalization (opset 23) ---------------------------------------------- */
+
+/* y = x / sqrt(mean(x^2) + eps) * scale over the trailing `len` values,
+ * with four float accumulators per row (vectorised in the x86-64-v3 clone;
+ * RMSNorm rows are a few hundred to a few thousand floats). */
+NAT_CLONES static void rmsnorm_task(void *arg, int64_t t, int tid) {
+  const rows_job *j = arg;
+  const float *scale = j->p0;
+  FOR_ROWS(j, t, row) {
+    const float *x = j->x + row * j->len;
+    float *y = j->y + row * j->len;
+    float a[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= j->len; i += 8)
+      for (int k = 0; k < 8; k++)
+        a[k] += x[i + k] * x[i + k];
+    double sq = 0;
+    for (int k = 0; k < 8; k++)
+      sq += a[k];
+    for (; i < j->len; i++)
+      sq += (double)x[i] * x[i];
+    float inv = (float)(1.0 / sqrt(sq / (double)j->len + j->eps));
+    for (i = 0; i < j->len; i++)
+      y[i] = x[i] * inv * scale[i];
+  }
+}
+
+ait_status nat_k_rmsnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0], *S = n_in > 1 ? in[1] : NULL;
+  if (!X || !S || X->dtype != AIT_FLOAT32 || S->dtype != AIT_FLOAT32 || X->rank < 1)
+    return AIT_E_UNSUPPORTED;
+  int64_t axis = ait_attr_int(n, "axis", -1);
+  if (axis < 0) axis += X->rank;
+  if (axis < 0 || axis >= X->rank) return AIT_E_UNSUPPORTED;
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.len = ait_shape_numel(X->rank - (int)axis, X->dims + axis);
+  /* scale of the normalized shape itself (other broadcasts: the reference) */
+  if (j.len == 0 || ait_tensor_numel(S) != j.len || S->rank > X->rank - axis)
+    return AIT_E_UNSUPPORTED;
+  j.rows = ait_tensor_numel(X) / j.len;
+  j.eps = ait_attr_float(n, "epsilon", 1e-5f);
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  j.x = X->data;
+  j.y = Y->data;
+  j.p0 = S->data;
+  j.per_task = nat_chunk(r, j.rows, 4096 / j.len + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, rmsnorm_task, &j);
+  return AIT_OK;
+}
+
+/* ---- RotaryEmbedding (opset 23) ----------------------------------------------- */
+
+/* float32 rotation of each (batch, position, head) row; the geometry is the
+ * reference kernel's (src/ops/nn_rope.c), which also takes every case this
+ * one refuses (other dtypes, bad shapes, position ids out of range). */
+typedef struct rope_job {
+  const float *x, *c, *s;
+  const int64_t *pos; /* (B, S) or NULL */
+  float *y;
+  int64_t B, H, S, D, half, sb, sh, ss, rows_c, per_task;
+  bool inter;
+} rope_job;
+
+NAT_CLONES static void rope_task(void *arg, int64_t t, int tid) {
+  const rope_job *j = arg;
+  for (int64_t bs = t * j->per_task; bs < (t + 1) * j->per_task && bs < j->B * j->S; bs++) {
+    int64_t b = bs / j->S, p = bs % j->S, row = j->pos ? j->pos[bs] : bs;
+    const float *c = j->c + row * j->half, *s = j->s + row * j->half;
+    for (int64_t h = 0; h < j->H; h++) {
+      const float *x = j->x + b * j->sb + h * j->sh + p * j->ss;
+      float *y = j->y + b * j->sb + h * j->sh + p * j->ss;
+      memcpy(y, x, (size_t)j->D * sizeof *y); /* the unrotated tail included */
+      if (j->inter)
+        for (int64_t k = 0; k < j->half; k++) {
+          float x1 = x[2 * k], x2 = x[2 * k + 1];
+          y[2 * k] = c[k] * x1 - s[k] * x2;
+          y[2 * k + 1] = s[k] * x1 + c[k] * x2;
+        }
+      else
+        for (int64_t k = 0; k < j->half; k++) {
+          float x1 = x[k], x2 = x[k + j->half];
+          y[k] = c[k] * x1 - s[k] * x2;
+          y[k + j->half] = s[k] * x1 + c[k] * x2;
+        }
+    }
+  }
+}
+
+ait_status nat_k_rope(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *X = in[0], *C = n_in > 1 ? in[1] : NULL, *S = n_in > 2 ? in[2] : NULL;
+  const ait_tensor *P = n_in > 3 ? in[3] : NULL;
+  if (!X || !C || !S || X->dtype != AIT_FLOAT32 || C->dtype != AIT_FLOAT32 ||
+      S->dtype != AIT_FLOAT32 || (P && P->dtype != AIT_INT64))
+    return AIT_E_UNSUPPORTED;
+  rope_job j;
+  memset(&j, 0, sizeof j);
+  if (X->rank == 4) {
+    j.B = X->dims[0], j.H = X->dims[1], j.S = X->dims[2], j.D = X->dims[3];
+    j.sb = j.H * j.S * j.D, j.sh = j.S * j.D, j.ss = j.D;
+  } else if (X->rank == 3) {
+    j.H = ait_attr_int(n, "num_heads", 0);
+    if (j.H <= 0 || X->dims[2] % j.H) return AIT_E_UNSUPPORTED;
+    j.B = X->dims[0], j.S = X->dims[1], j.D = X->dims[2] / j.H;
+    j.sb = j.S * j.H * j.D, j.sh = j.D, j.ss = j.H * j.D;
+  } else {
+    return AIT_E_UNSUPPORTED;
+  }
+  int64_t rd = ait_attr_int(n, "rotary_embedding_dim", 0);
+  if (rd == 0) rd = j.D;
+  if (rd < 0 || rd > j.D || rd % 2) return AIT_E_UNSUPPORTED;
+  j.half = rd / 2;
+  bool shapes = P ? C->rank == 2 && C->dims[1] == j.half && ait_tensor_numel(P) == j.B * j.S
+                  : C->rank == 3 && C->dims[0] == j.B && C->dims[1] == j.S && C->dims[2] == j.half;
+  if (!shapes || S->rank != C->rank || memcmp(S->dims, C->dims, sizeof(int64_t) * (size_t)C->rank))
+    return AIT_E_UNSUPPORTED;
+  if (P)
+    for (int64_t i = 0; i < j.B * j.S; i++)
+      if (((const int64_t *)P->data)[i] < 0 || ((const int64_t *)P->data)[i] >= C->dims[0])
+        return AIT_E_UNSUPPORTED; /* the reference names the bad id */
+  ait_tensor *Y;
+  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, X->rank, X->dims, &Y));
+  j.x = X->data, j.c = C->data, j.s = S->data, j.pos = P ? P->data : NULL, j.y = Y->data;
+  j.inter = ait_attr_int(n, "interleaved", 0) != 0;
+  j.per_task = nat_chunk(r, j.B * j.S, 4096 / (j.H * j.D + 1) + 1);
+  nat_pool_run(nat_run_pool(r), (j.B * j.S + j.per_task - 1) / j.per_task, rope_task, &j);
+  return AIT_OK;
+}
+
 /* ---- BatchNormalization (inference) ------------------------------------------- */
 
 NAT_CLONES static void batchnorm_task(void *arg, int64_t t, int tid) {

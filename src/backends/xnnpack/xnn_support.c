@@ -466,6 +466,13 @@ bool xnn_node_ok(const ait_graph *g, const ait_node *n, bool fp16, const uint8_t
   if (!n->op || !n->op->kernel)
     return fail(why, nwhy, "%s at opset %d has no reference kernel to check against", n->op_type,
                 n->opset);
+  for (int i = 0; i < n->n_in; i++) { /* XNNPACK has no zero-size tensors */
+    const ait_value *v = n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
+    for (int d = 0; v && v->type == AIT_VT_TENSOR && d < v->rank; d++)
+      if (v->dims[d].v == 0)
+        return fail(why, nwhy, "%s: input %d ('%s') is empty, which XNNPACK cannot hold",
+                    n->op_type, i, v->name);
+  }
   chk c = {g, n, cmask, fp16, why, nwhy};
   if (!r->check(&c)) return false;
   if (fp16 && !r->fp16)
