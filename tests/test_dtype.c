@@ -78,6 +78,14 @@ static void sub_byte(void) {
   CHECK(i4->to_i64(&b) == 0);
   u2->from_i64(&b, 6);
   CHECK(b == 2);
+  /* The ends of int64 wrap without signed overflow (UBSan caught d - lo at INT64_MAX). */
+  const ait_dtype_traits *i2 = ait_dtype_traits_of(AIT_INT2);
+  i2->from_i64(&b, INT64_MAX);
+  CHECK(i2->to_i64(&b) == -1);
+  i2->from_i64(&b, INT64_MIN);
+  CHECK(i2->to_i64(&b) == 0);
+  i4->from_f64(&b, 1e30);
+  CHECK(i4->to_i64(&b) == -1);
   uint8_t vals[5] = {1, 0xf8 /* -8 */, 7, 0xff /* -1 */, 3}, packed[3], back[5];
   CHECK(ait_dtype_file_bytes(AIT_INT4, 5) == 3 && ait_dtype_file_bytes(AIT_INT2, 5) == 2);
   ait_dtype_pack(AIT_INT4, vals, 5, packed);

@@ -180,8 +180,11 @@ SMALL_FLOAT(e8m0, AIT_FLOAT8E8M0)
   }                                                                                                \
   static double N##_to_f64(const void *p) { return (double)N##_to_i64(p); }                        \
   static void N##_from_i64(void *p, int64_t d) {                                                   \
-    int64_t span = (int64_t)(hi) - (int64_t)(lo) + 1,                                              \
-            v = ((d - (lo)) % span + span) % span + (lo);                                          \
+    /* The span is a power of two, so wrapping is two's complement truncation: done on the         \
+       unsigned bits, since d - lo overflows int64 near INT64_MAX (a fuzzer found it). */          \
+    const uint64_t span = (uint64_t)((int64_t)(hi) - (int64_t)(lo) + 1);                           \
+    uint64_t u = (uint64_t)d & (span - 1);                                                         \
+    int64_t v = (lo) < 0 && u >= span / 2 ? (int64_t)u - (int64_t)span : (int64_t)u;               \
     *(uint8_t *)p = (uint8_t)(int8_t)v;                                                            \
   }                                                                                                \
   static void N##_from_f64(void *p, double d) {                                                    \
