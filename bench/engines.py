@@ -48,10 +48,16 @@ def _run(cmd, env=None):
 
 
 def _json_tail(stdout):
-    for line in reversed(stdout.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise ValueError("no JSON line in the output")
+    """The last JSON object of the output: one line (the workers) or pretty-printed over
+    several lines (`aitune ... --json` prints cJSON's formatted output)."""
+    lines = stdout.strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("{"):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except ValueError:
+                continue
+    raise ValueError("no JSON object in the output")
 
 
 def worker(script, args):
