@@ -15,6 +15,7 @@
 #include "hw/fingerprint.h"
 #include "runtime/eager.h"
 #include "tune/module_impl.h"
+#include "tune/options.h"
 
 ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
 
@@ -31,90 +32,11 @@ int ait_strategy_parse(const char *name) {
   return -1;
 }
 
-/* This library's defaults, in a struct of its own size. */
-static void tune_defaults(ait_tune_options *o) {
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->strategy = AIT_STRATEGY_MAX_THROUGHPUT;
-  o->min_speedup_ratio = 0.01;
-  o->perf_validation = 1;
-  o->warmup = 3;
-  o->min_runs = 10;
-  o->max_runs = 200;
-  o->cv_target = 0.05;
-  o->time_budget_s = 2.0;
-  o->runoff_rounds = 7;
-  o->use_decision_cache = 1;
-}
-
-/* ---- the options' size (ait_tune_options.struct_size) ----------------------
- * Every field, in order: a struct_size must not end inside one. */
-#define FIELD(f)                                                                                   \
-  { #f, offsetof(ait_tune_options, f), sizeof(((ait_tune_options *)0)->f) }
-static const struct {
-  const char *name;
-  size_t off, size;
-} option_fields[] = {
-    FIELD(struct_size),
-    FIELD(strategy),
-    FIELD(backends),
-    FIELD(n_backends),
-    FIELD(batch_sizes),
-    FIELD(n_batch_sizes),
-    FIELD(latency_budget_ms),
-    FIELD(min_speedup_ratio),
-    FIELD(perf_validation),
-    FIELD(rtol),
-    FIELD(atol),
-    FIELD(min_cosine),
-    FIELD(min_top1),
-    FIELD(precision),
-    FIELD(warmup),
-    FIELD(min_runs),
-    FIELD(max_runs),
-    FIELD(cv_target),
-    FIELD(time_budget_s),
-    FIELD(cache_dir),
-    FIELD(use_decision_cache),
-    FIELD(log),
-    FIELD(log_user),
-    FIELD(node_filter),
-    FIELD(node_filter_user),
-    FIELD(mem_reading),
-    FIELD(runoff_rounds),
-    FIELD(io_mem),
-};
-#undef FIELD
-
-/* A struct_size larger than this is not a size (a struct that was never
- * initialised): refused before reading past the library's fields. */
-#define MAX_OPTIONS_SIZE 4096
-
-/* AIT_OK when size can be an ait_tune_options' struct_size; else why not. */
-static ait_status check_options_size(size_t size) {
-  if (size == 0)
-    return ait_err(AIT_E_INVALID_ARG, "ait_tune_options.struct_size is 0: fill the options with "
-                                      "ait_tune_options_init() first");
-  if (size < sizeof(size_t) || size > MAX_OPTIONS_SIZE)
-    return ait_err(AIT_E_INVALID_ARG,
-                   "ait_tune_options.struct_size %zu is not the size of tuning options (this "
-                   "library's are %zu bytes): fill them with ait_tune_options_init()",
-                   size, sizeof(ait_tune_options));
-  for (size_t i = 0; i < sizeof option_fields / sizeof option_fields[0]; i++)
-    if (size > option_fields[i].off && size < option_fields[i].off + option_fields[i].size)
-      return ait_err(AIT_E_INVALID_ARG,
-                     "ait_tune_options.struct_size %zu ends inside field %s (bytes %zu..%zu): "
-                     "fill the options with ait_tune_options_init()",
-                     size, option_fields[i].name, option_fields[i].off,
-                     option_fields[i].off + option_fields[i].size - 1);
-  return AIT_OK;
-}
-
 ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
   if (!o) return ait_err(AIT_E_INVALID_ARG, "ait_tune_options_init: the options are NULL");
-  AIT_TRY(check_options_size(struct_size));
+  AIT_TRY(ait_tune_options_check_size(struct_size));
   ait_tune_options d;
-  tune_defaults(&d);
+  ait_tune_defaults(&d);
   d.struct_size = struct_size;
   memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
   if (struct_size > sizeof d) memset((char *)o + sizeof d, 0, struct_size - sizeof d);
@@ -122,25 +44,6 @@ ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
 }
 
 void(ait_tune_options_init)(ait_tune_options *o) { (void)ait_tune_options_init_size(o, sizeof *o); }
-
-/* The caller's options in this library's struct: the fields within their
- * struct_size, the defaults past it. */
-static ait_status take_options(const ait_tune_options *in, ait_tune_options *o) {
-  tune_defaults(o);
-  if (!in) return AIT_OK;
-  size_t size = in->struct_size;
-  AIT_TRY(check_options_size(size));
-  for (size_t i = sizeof *o; i < size; i++) /* fields of a newer header than ours */
-    if (((const unsigned char *)in)[i])
-      return ait_err(AIT_E_INVALID_ARG,
-                     "ait_tune_options: struct_size is %zu, this library's options are %zu "
-                     "bytes, and byte %zu is set: the caller was built against a newer aitune.h "
-                     "than this library (%s) knows",
-                     size, sizeof *o, i, AIT_VERSION_STRING);
-  memcpy(o, in, size < sizeof *o ? size : sizeof *o);
-  o->struct_size = sizeof *o;
-  return AIT_OK;
-}
 
 void ait_free(void *p) { free(p); }
 
@@ -476,67 +379,11 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n) {
   return buf;
 }
 
-/* ---- the cache key: one row per option ------------------------------------
- * Every option that can change the candidates or the verdicts is a row; the
- * key is the SHA-256 of "aitune VERSION|model SHA|spec JSON|row=value|...".
- * Options that cannot change the decision (where the cache is, logging) are
- * listed in not_in_key, so a new option must be put in one or the other
- * (the static assertion below counts them). The fingerprint is not in the
+/* ---- the cache key ----------------------------------------------------------
+ * The SHA-256 of "aitune VERSION|model SHA|spec JSON|row=value|...": one
+ * value per row of the option table (src/tune/options.c) that is in the key,
+ * then the environment variables of key_env. The fingerprint is not in the
  * key: it is checked against the entry, so a change can be reported. */
-
-typedef enum {
-  K_INT,
-  K_ENUM,
-  K_DBL,
-  K_PRECISION,
-  K_BACKENDS,
-  K_BATCHES,
-  K_FILTER,
-  K_MEMORY
-} key_kind;
-
-typedef struct key_row {
-  const char *name;
-  key_kind kind;
-  size_t off; /* of the field in ait_tune_options (lists: of the pointer) */
-} key_row;
-
-#define ROW(kind, field)                                                                           \
-  { #field, kind, offsetof(ait_tune_options, field) }
-static const key_row key_rows[] = {
-    ROW(K_ENUM, strategy),
-    ROW(K_BACKENDS, backends),   /* with n_backends */
-    ROW(K_BATCHES, batch_sizes), /* with n_batch_sizes */
-    ROW(K_DBL, latency_budget_ms),
-    ROW(K_DBL, min_speedup_ratio),
-    ROW(K_INT, perf_validation),
-    ROW(K_DBL, rtol),
-    ROW(K_DBL, atol),
-    ROW(K_DBL, min_cosine),
-    ROW(K_DBL, min_top1),
-    ROW(K_PRECISION, precision),
-    ROW(K_INT, warmup),
-    ROW(K_INT, min_runs),
-    ROW(K_INT, max_runs),
-    ROW(K_DBL, cv_target),
-    ROW(K_DBL, time_budget_s),
-    ROW(K_FILTER, node_filter), /* with node_filter_user */
-    ROW(K_MEMORY, mem_reading), /* the pressure level it gives (or the machine's now) */
-    ROW(K_INT, runoff_rounds),
-    ROW(K_ENUM, io_mem),
-};
-#undef ROW
-
-/* Not in the key, as they cannot change a decision: struct_size,
- * n_backends and n_batch_sizes (read with their lists), node_filter_user
- * (with node_filter), cache_dir, use_decision_cache, log, log_user. */
-/* ait_tune_options grew or shrank: put the new option in key_rows (or, if it
- * cannot change a decision, in the list above) and in option_fields, and
- * update the size */
-#if UINTPTR_MAX == UINT64_MAX /* the size below is that of LP64 */
-_Static_assert(sizeof(ait_tune_options) == 208,
-               "a new tuning option: add it to key_rows and option_fields");
-#endif
 
 static int key_put(char *k, size_t cap, size_t at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -584,20 +431,24 @@ static bool config_digest(const char *b, char *hex65) {
 static const char *const key_env[] = {"AIT_MAX_ISA"};
 
 /* One row's value, appended to k at `at`; returns the length written. */
-static size_t key_value(const key_row *r, const ait_tune_options *o, char *k, size_t cap,
+static size_t key_value(const ait_option_row *r, const ait_tune_options *o, char *k, size_t cap,
                         size_t at) {
   const char *f = (const char *)o + r->off;
   size_t start = at;
-  switch (r->kind) {
-  case K_INT: at += (size_t)key_put(k, cap, at, "%d", *(const int *)(const void *)f); break;
-  case K_ENUM:
+  switch (r->key) {
+  case AIT_KEY_NONE:
+  case AIT_KEY_PART: break; /* not in the key, or read with its row */
+  case AIT_KEY_INT: at += (size_t)key_put(k, cap, at, "%d", *(const int *)(const void *)f); break;
+  case AIT_KEY_ENUM:
     at += (size_t)key_put(k, cap, at, "%d", (int)*(const ait_strategy *)(const void *)f);
     break;
-  case K_DBL: at += (size_t)key_put(k, cap, at, "%.17g", *(const double *)(const void *)f); break;
-  case K_PRECISION: /* NULL and "fp32" are one policy */
+  case AIT_KEY_DBL:
+    at += (size_t)key_put(k, cap, at, "%.17g", *(const double *)(const void *)f);
+    break;
+  case AIT_KEY_PRECISION: /* NULL and "fp32" are one policy */
     at += (size_t)key_put(k, cap, at, "%s", o->precision ? o->precision : "fp32");
     break;
-  case K_BACKENDS:
+  case AIT_KEY_BACKENDS:
     if (!o->backends) at += (size_t)key_put(k, cap, at, "(all available)");
     for (size_t i = 0; o->backends && i < o->n_backends; i++) {
       const char *b = o->backends[i] ? o->backends[i] : "";
@@ -608,16 +459,16 @@ static size_t key_value(const key_row *r, const ait_tune_options *o, char *k, si
       at += (size_t)key_put(k, cap, at, "\x1f");
     }
     break;
-  case K_BATCHES:
+  case AIT_KEY_BATCHES:
     for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
       at += (size_t)key_put(k, cap, at, "%d,", o->batch_sizes[i]);
     break;
-  case K_FILTER: /* a caller's function: only the same one (and user) may share a decision */
+  case AIT_KEY_FILTER: /* a caller's function: only the same one (and user) may share a decision */
     if (o->node_filter)
       at += (size_t)key_put(k, cap, at, "%p/%p", (void *)(uintptr_t)o->node_filter,
                             o->node_filter_user);
     break;
-  case K_MEMORY: at += (size_t)key_put(k, cap, at, "%d", (int)memory_level(o)); break;
+  case AIT_KEY_MEMORY: at += (size_t)key_put(k, cap, at, "%d", (int)memory_level(o)); break;
   }
   return at - start;
 }
@@ -634,9 +485,12 @@ void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65) 
   }
   at += (size_t)key_put(k, cap, at, "aitune %s|model %s|spec %s", AIT_VERSION_STRING, m->model_sha,
                         spec);
-  for (size_t i = 0; i < sizeof key_rows / sizeof key_rows[0]; i++) {
-    at += (size_t)key_put(k, cap, at, "|%s=", key_rows[i].name);
-    at += key_value(&key_rows[i], o, k, cap, at);
+  size_t n_rows;
+  const ait_option_row *rows = ait_option_rows(&n_rows);
+  for (size_t i = 0; i < n_rows; i++) {
+    if (rows[i].key == AIT_KEY_NONE || rows[i].key == AIT_KEY_PART) continue;
+    at += (size_t)key_put(k, cap, at, "|%s=", rows[i].name);
+    at += key_value(&rows[i], o, k, cap, at);
   }
   for (size_t i = 0; i < sizeof key_env / sizeof key_env[0]; i++) {
     const char *v = getenv(key_env[i]);
@@ -645,74 +499,6 @@ void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65) 
   ait_sha256_hex(k, at < cap ? at : cap - 1, hex65);
   free(k);
   free(spec);
-}
-
-/* ---- checking the options -------------------------------------------------- */
-
-typedef struct opt_range {
-  const char *name;
-  bool is_int;
-  size_t off;
-  double lo, hi; /* inclusive; NaN fails every comparison */
-} opt_range;
-
-#define RANGE(is_int, field, lo, hi)                                                               \
-  { #field, is_int, offsetof(ait_tune_options, field), lo, hi }
-static const opt_range opt_ranges[] = {
-    RANGE(false, latency_budget_ms, 0, 1e9),
-    RANGE(false, min_speedup_ratio, -0.99, 1e9),
-    RANGE(true, perf_validation, 0, 1),
-    RANGE(false, rtol, 0, 1e9),
-    RANGE(false, atol, 0, 1e9),
-    RANGE(false, min_cosine, 0, 1),
-    RANGE(false, min_top1, 0, 1),
-    RANGE(true, warmup, 0, 1000000),
-    RANGE(true, min_runs, 1, 1000000),
-    RANGE(true, max_runs, 1, 1000000),
-    RANGE(false, cv_target, 0, 1e6),
-    RANGE(false, time_budget_s, 0, 1e7),
-    RANGE(true, use_decision_cache, 0, 1),
-    RANGE(true, runoff_rounds, 0, 10000),
-};
-#undef RANGE
-
-#define MAX_TUNE_BATCH (1 << 20) /* what a decision.json may hold (artifact.c) */
-
-static ait_status check_options(const ait_tune_options *o) {
-  if ((unsigned)o->strategy >= sizeof strategy_names / sizeof strategy_names[0])
-    return ait_err(AIT_E_INVALID_ARG, "strategy: %d is not a strategy (0..%zu)", (int)o->strategy,
-                   sizeof strategy_names / sizeof strategy_names[0] - 1);
-  for (size_t i = 0; i < sizeof opt_ranges / sizeof opt_ranges[0]; i++) {
-    const opt_range *r = &opt_ranges[i];
-    const void *f = (const char *)o + r->off;
-    double v = r->is_int ? *(const int *)f : *(const double *)f;
-    if (!(v >= r->lo && v <= r->hi))
-      return ait_err(AIT_E_INVALID_ARG, "%s: %g is out of range [%g, %g]", r->name, v, r->lo,
-                     r->hi);
-  }
-  if (o->io_mem != AIT_MEM_HOST && o->io_mem != AIT_MEM_CUDA)
-    return ait_err(AIT_E_INVALID_ARG,
-                   "io_mem: %d is not a memory kind (AIT_MEM_HOST, AIT_MEM_CUDA)", (int)o->io_mem);
-  if (o->max_runs < o->min_runs)
-    return ait_err(AIT_E_INVALID_ARG, "max_runs (%d) must be >= min_runs (%d)", o->max_runs,
-                   o->min_runs);
-  if (o->precision && strcmp(o->precision, "fp32") && strcmp(o->precision, "auto") &&
-      strcmp(o->precision, "any"))
-    return ait_err(AIT_E_INVALID_ARG, "precision: '%s' is not fp32, auto or any", o->precision);
-  if (o->n_backends && !o->backends)
-    return ait_err(AIT_E_INVALID_ARG, "backends: NULL with n_backends %zu", o->n_backends);
-  for (size_t i = 0; o->backends && i < o->n_backends; i++)
-    if (!o->backends[i]) return ait_err(AIT_E_INVALID_ARG, "backends[%zu] is NULL", i);
-  if (o->n_batch_sizes && !o->batch_sizes)
-    return ait_err(AIT_E_INVALID_ARG, "batch_sizes: NULL with n_batch_sizes %zu", o->n_batch_sizes);
-  if (o->batch_sizes && o->n_batch_sizes > AIT_MAX_BATCHES)
-    return ait_err(AIT_E_INVALID_ARG, "batch_sizes: %zu sizes, at most %d", o->n_batch_sizes,
-                   AIT_MAX_BATCHES);
-  for (size_t i = 0; o->batch_sizes && i < o->n_batch_sizes; i++)
-    if (o->batch_sizes[i] < 1 || o->batch_sizes[i] > MAX_TUNE_BATCH)
-      return ait_err(AIT_E_INVALID_ARG, "batch_sizes[%zu]: batch size %d must be in [1, %d]", i,
-                     o->batch_sizes[i], MAX_TUNE_BATCH);
-  return AIT_OK;
 }
 
 /* Adopt a loaded cache entry's decision into m. */
@@ -738,8 +524,8 @@ static void adopt(ait_module *m, ait_module *e) {
 ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
   if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
   ait_tune_options o;
-  AIT_TRY(take_options(opts, &o));
-  AIT_TRY(check_options(&o));
+  AIT_TRY(ait_tune_options_take(opts, &o));
+  AIT_TRY(ait_tune_options_check(&o));
   ait_log_fn saved_log = m->log;
   void *saved_user = m->log_user;
   if (o.log) {

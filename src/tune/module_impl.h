@@ -81,7 +81,7 @@ ait_status ait_artifact_read_report(const char *dir, char **json);
  * without RENAME_EXCHANGE. */
 void ait_artifact_test_kill_at(int step, bool fallback);
 /* The decision cache key of (m, o): SHA-256 hex of every option that can
- * change the decision (see key_rows in src/api/module.c). */
+ * change the decision (see the option table, src/tune/options.c). */
 void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);
 /* Remove a folder tree; quiet about missing paths. */
 void ait_rmtree(const char *path);
