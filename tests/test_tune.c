@@ -31,6 +31,7 @@
 #include "tune/module_impl.h"
 #include "tune/options.h"
 #include "tune/profile.h"
+#include "tune/strategy.h"
 #include "tune/tune.h"
 
 #define WIDTH 64
@@ -308,6 +309,12 @@ static void test_defaults(void) {
     CHECK(ait_strategy_parse(names[s]) == s);
   }
   CHECK(ait_strategy_parse("fastest-please") == -1);
+  /* the strategy table (src/tune/strategy.c): a row per enum value, in order */
+  CHECK(ait_strategy_count() == 5);
+  for (int s = 0; s < ait_strategy_count(); s++)
+    CHECK(ait_strategy_row_of((ait_strategy)s) &&
+          ait_strategy_row_of((ait_strategy)s)->id == (ait_strategy)s);
+  CHECK(!ait_strategy_row_of((ait_strategy)5) && !ait_strategy_row_of((ait_strategy)-1));
 }
 
 /* Before tuning: the reference runs, there is no report yet. */

@@ -19,19 +19,6 @@
 
 ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
 
-static const char *const strategy_names[] = {"one-backend", "first-wins", "max-throughput",
-                                             "min-latency", "latency-budget"};
-
-const char *ait_strategy_name(ait_strategy s) {
-  return (unsigned)s < 5 ? strategy_names[s] : "unknown";
-}
-
-int ait_strategy_parse(const char *name) {
-  for (int i = 0; name && i < 5; i++)
-    if (!strcmp(name, strategy_names[i])) return i;
-  return -1;
-}
-
 ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
   if (!o) return ait_err(AIT_E_INVALID_ARG, "ait_tune_options_init: the options are NULL");
   AIT_TRY(ait_tune_options_check_size(struct_size));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tune/strategy.h"
 #include "tune/tune.h"
 
 void ait_tune_defaults(ait_tune_options *o) {
@@ -154,9 +155,9 @@ static const opt_range opt_ranges[] = {
 #undef RANGE
 
 ait_status ait_tune_options_check(const ait_tune_options *o) {
-  if ((unsigned)o->strategy > AIT_STRATEGY_LATENCY_BUDGET)
+  if (!ait_strategy_row_of(o->strategy))
     return ait_err(AIT_E_INVALID_ARG, "strategy: %d is not a strategy (0..%d)", (int)o->strategy,
-                   (int)AIT_STRATEGY_LATENCY_BUDGET);
+                   ait_strategy_count() - 1);
   for (size_t i = 0; i < sizeof opt_ranges / sizeof opt_ranges[0]; i++) {
     const opt_range *r = &opt_ranges[i];
     const void *f = (const char *)o + r->off;

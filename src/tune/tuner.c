@@ -12,6 +12,7 @@
 #include "runtime/eager.h"
 #include "tune/history.h"
 #include "tune/module_impl.h"
+#include "tune/strategy.h"
 
 const char *ait_cand_status_name(ait_cand_status s) {
   static const char *const names[] = {"pending",
@@ -37,6 +38,7 @@ typedef struct ref_case {
 typedef struct tuner {
   ait_module *m;
   const ait_tune_options *o;
+  const ait_strategy_row *s; /* o->strategy's row */
   ait_profile_opts prof;
   ait_mem_thresholds mem_thr;
   ref_case *cases;
@@ -265,8 +267,7 @@ static ait_status profile_at(tuner *t, ait_candidate *c, int batch, ait_latency_
 
 static bool stop_after(tuner *t, const ait_candidate *c, const ait_latency_stats *s,
                        const ait_latency_stats *prev) {
-  if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
-    return true;
+  if (t->s->budget && s->median_ms > t->o->latency_budget_ms) return true;
   /* A run at the next size (twice this one) would take over half the time
    * budget per size: it could not be timed more than once or twice, and a
    * run that long has amortised per-run overheads already. On a noisy
@@ -301,8 +302,7 @@ static ait_status sweep(tuner *t, ait_candidate *c, const char *desc, int64_t ow
   char root[4096];
   ait_history h;
   ait_history_open(ait_cache_root(t->o, root, sizeof root), m->model_sha, desc, &h);
-  int best = ait_history_best(
-      &h, t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET ? t->o->latency_budget_ms : 0);
+  int best = ait_history_best(&h, t->s->budget ? t->o->latency_budget_ms : 0);
   ait_status st = AIT_OK;
   c->sweep_learned = best > 0 && h.n >= 2;
   c->sweep_start = c->sweep_learned ? best : 1;
@@ -371,7 +371,6 @@ static ait_status profile_candidate(tuner *t, ait_candidate *c, bool batch1_only
   return sweep(t, c, desc, own);
 }
 
-/* Best (throughput, latency, batch) of a candidate under the strategy. */
 /* Best (throughput, latency, batch) of a candidate under the strategy. With
  * `decide`, runs are judged by their fastest time (as FFTW's planner does:
  * noise on a shared machine only ever adds time, so the minimum is the
@@ -382,12 +381,11 @@ static bool best_point_as(const tuner *t, const ait_candidate *c, bool decide, d
   bool found = false;
   for (int i = 0; i < c->n_prof; i++) {
     const ait_latency_stats *s = &c->prof[i];
-    if (t->o->strategy == AIT_STRATEGY_LATENCY_BUDGET && s->median_ms > t->o->latency_budget_ms)
-      continue;
+    if (t->s->budget && s->median_ms > t->o->latency_budget_ms) continue;
     double ms = decide && s->min_ms > 0 ? s->min_ms : s->median_ms;
     double thr = ms > 0 ? s->batch / (ms * 1e-3) : 0;
     bool better = !found;
-    if (found && t->o->strategy == AIT_STRATEGY_MIN_LATENCY)
+    if (found && t->s->metric == AIT_METRIC_LATENCY)
       better = ms < *lat;
     else if (found)
       better = thr > *tp;
@@ -412,7 +410,7 @@ static bool better(const tuner *t, const ait_candidate *a, const ait_candidate *
   int ba = 1, bb = 1;
   best_point_as(t, a, true, &tpa, &lata, &ba);
   best_point_as(t, b, true, &tpb, &latb, &bb);
-  return t->o->strategy == AIT_STRATEGY_MIN_LATENCY ? lata < latb : tpa > tpb;
+  return t->s->metric == AIT_METRIC_LATENCY ? lata < latb : tpa > tpb;
 }
 
 /* Does c beat the baseline by the required margin? */
@@ -422,7 +420,7 @@ static bool beats(const tuner *t, const ait_candidate *c, const ait_candidate *b
   if (!best_point_as(t, c, true, &tp, &lat, &b)) return false;
   if (!best_point_as(t, base, true, &btp, &blat, &bb)) return true; /* baseline over budget */
   double r = 1.0 + t->o->min_speedup_ratio;
-  if (t->o->strategy == AIT_STRATEGY_MIN_LATENCY) return lat * r <= blat;
+  if (t->s->metric == AIT_METRIC_LATENCY) return lat * r <= blat;
   return tp >= btp * r;
 }
 
@@ -494,9 +492,8 @@ static ait_status runoff_time(tuner *t, finalist *f, double *ms) {
 /* The runoff among the candidates near `winner`; returns the new winner. */
 static int runoff(tuner *t, ait_candidate *cands, int n, int winner) {
   const ait_tune_options *o = t->o;
-  if (winner < 0 || o->runoff_rounds <= 0 || o->strategy < AIT_STRATEGY_MAX_THROUGHPUT)
-    return winner;
-  bool latency = o->strategy == AIT_STRATEGY_MIN_LATENCY;
+  if (winner < 0 || o->runoff_rounds <= 0 || t->s->pick != AIT_PICK_BEST) return winner;
+  bool latency = t->s->metric == AIT_METRIC_LATENCY;
   finalist f[RUNOFF_MAX];
   int nf = 0;
   double wtp = 0, wlat = 0;
@@ -742,7 +739,7 @@ static void explain_losers(tuner *t, ait_candidate *cands, int n, int winner) {
   double tw = 0, lw = 0;
   int bw = 1;
   best_point_as(t, w, true, &tw, &lw, &bw);
-  bool lat = t->o->strategy == AIT_STRATEGY_MIN_LATENCY;
+  bool lat = t->s->metric == AIT_METRIC_LATENCY;
   for (int i = 0; i < n; i++) {
     ait_candidate *c = &cands[i];
     if (i == winner || c->status != AIT_CAND_OK || c->error[0]) continue;
@@ -782,7 +779,7 @@ static bool reduced_ok(const tuner *t) {
   if (!strcmp(p, "any")) return true;
   if (strcmp(p, "auto")) return false;
   bool pressure = t->res.mem_policy && t->res.mem_policy->level >= AIT_MEM_MEDIUM;
-  return pressure || t->o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT;
+  return pressure || t->s->pick == AIT_PICK_BEST; /* the strategy is after speed */
 }
 
 static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
@@ -856,7 +853,8 @@ static void keep_selection(tuner *t, ait_candidate *c, int idx) {
 
 ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
 ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
-  tuner t = {.m = m, .o = o};
+  tuner t = {.m = m, .o = o, .s = ait_strategy_row_of(o->strategy)};
+  if (!t.s) return ait_err(AIT_E_INVALID_ARG, "strategy: %d is not a strategy", (int)o->strategy);
   t.res.opts = o;
   t.res.selected = -1;
   double t_start = ait_now();
@@ -870,8 +868,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       return ait_err(AIT_E_INVALID_ARG, "batch size %d must be >= 1", o->batch_sizes[i]);
     t.batches[t.n_batches++] = o->batch_sizes[i];
   }
-  if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !(o->latency_budget_ms > 0))
-    return ait_err(AIT_E_INVALID_ARG, "the latency-budget strategy needs a latency budget > 0 ms");
+  if (t.s->budget && !(o->latency_budget_ms > 0))
+    return ait_err(AIT_E_INVALID_ARG, "the %s strategy needs a latency budget > 0 ms", t.s->name);
   /* memory pressure sets the batch multiplier, quantized candidates and
    * whether losers are freed at once */
   ait_mem_thresholds_init(&t.mem_thr);
@@ -899,10 +897,13 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   int n = 0;
   ait_status st = parse_candidates(&t, &cands, &n);
   if (st) return st;
-  if (o->strategy == AIT_STRATEGY_ONE_BACKEND && n != 1) {
+  if (t.s->n_candidates && n != t.s->n_candidates) {
     free(cands);
-    return ait_err(AIT_E_INVALID_ARG, "the one-backend strategy takes exactly one backend, got %d",
-                   n);
+    if (t.s->n_candidates == 1)
+      return ait_err(AIT_E_INVALID_ARG, "the %s strategy takes exactly one backend, got %d",
+                     t.s->name, n);
+    return ait_err(AIT_E_INVALID_ARG, "the %s strategy takes exactly %d backends, got %d",
+                   t.s->name, t.s->n_candidates, n);
   }
   if (n == 0) warn(&t, "no candidate backend is available; the model runs on the reference");
   if ((st = make_cases(&t)) != AIT_OK) goto out;
@@ -910,7 +911,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   ait_backend_config_parse("eager", &base.cfg);
   snprintf(base.desc, sizeof base.desc, "eager");
   if ((st = ait_runner_build(&base.cfg, m->model->graph, NULL, &base.run)) != AIT_OK) goto out;
-  bool batch1 = o->strategy == AIT_STRATEGY_MIN_LATENCY;
+  bool batch1 = t.s->batch1, best = t.s->pick == AIT_PICK_BEST;
   bool profile_base = o->perf_validation && n > 0;
   if (profile_base) {
     ait_module_logf(m, 0, "[eager] baseline");
@@ -926,7 +927,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if (st) {
       ait_module_logf(m, 0, "[%s] %s: %s", c->desc, ait_cand_status_name(c->status), c->error);
       destroy_state(c);
-      if (o->strategy == AIT_STRATEGY_ONE_BACKEND) {
+      if (t.s->errors_are_mine) {
         ait_err(st, "backend %s %s: %s", c->desc,
                 c->status == AIT_CAND_INCORRECT     ? "gave incorrect results"
                 : c->status == AIT_CAND_UNSUPPORTED ? "cannot run this model"
@@ -937,18 +938,18 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       st = AIT_OK;
       continue;
     }
-    bool need_profile = o->perf_validation || o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT;
+    bool need_profile = o->perf_validation || best;
     if (need_profile && (st = profile_candidate(&t, c, batch1)) != AIT_OK) {
       c->status = AIT_CAND_BUILD_FAILED;
       snprintf(c->error, sizeof c->error, "profiling failed: %s", ait_last_error());
       destroy_state(c);
-      if (o->strategy == AIT_STRATEGY_ONE_BACKEND) goto out;
+      if (t.s->errors_are_mine) goto out;
       st = AIT_OK;
       continue;
     }
     double tp = 0, lat = 0;
     int b = 1;
-    if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && !best_point(&t, c, &tp, &lat, &b)) {
+    if (t.s->budget && !best_point(&t, c, &tp, &lat, &b)) {
       c->status = AIT_CAND_OVER_BUDGET;
       snprintf(c->error, sizeof c->error,
                "every batch size exceeds the latency budget of %g ms (batch %d: %.3f ms)",
@@ -967,23 +968,20 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       c->status = AIT_CAND_OK;
     }
     char why[400];
-    int same = o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT && c->status == AIT_CAND_OK
-                   ? same_as_earlier(cands, i, why, sizeof why)
-                   : -1;
+    int same = best && c->status == AIT_CAND_OK ? same_as_earlier(cands, i, why, sizeof why) : -1;
     if (same >= 0) {
       c->status = AIT_CAND_SAME;
       snprintf(c->error, sizeof c->error, "the same code as %s: %s", cands[same].desc, why);
     }
     ait_module_logf(m, 0, "[%s] %s%s%s", c->desc, ait_cand_status_name(c->status),
                     c->error[0] ? ": " : "", c->error);
-    if (c->status == AIT_CAND_OK &&
-        (o->strategy == AIT_STRATEGY_FIRST_WINS || o->strategy == AIT_STRATEGY_ONE_BACKEND)) {
+    if (c->status == AIT_CAND_OK && t.s->pick == AIT_PICK_FIRST) {
       winner = i;
       break;
     }
     /* free memory while others run: at once under pressure (losers go
      * entirely), else by deactivating */
-    if (t.res.mem_policy->free_losers && o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
+    if (t.res.mem_policy->free_losers && best) {
       if (c->status != AIT_CAND_OK)
         destroy_state(c);
       else if (best_so_far < 0)
@@ -996,7 +994,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     }
     if (c->run.state && c->run.iface->deactivate) c->run.iface->deactivate(c->run.state);
   }
-  if (o->strategy >= AIT_STRATEGY_MAX_THROUGHPUT) {
+  if (best) {
     mark_dominated(&t, cands, n);
     for (int i = 0; i < n; i++)
       if (cands[i].status == AIT_CAND_OK && cands[i].run.state &&
@@ -1005,7 +1003,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     winner = runoff(&t, cands, n, winner);
     /* latency-budget: when no candidate is selectable, the baseline may win
      * only over candidates that met the budget but were slower than it */
-    if (o->strategy == AIT_STRATEGY_LATENCY_BUDGET && winner < 0) {
+    if (t.s->fallback == AIT_FALLBACK_WITHIN_BUDGET && winner < 0) {
       bool some_within = false;
       for (int i = 0; i < n; i++)
         some_within |= cands[i].status == AIT_CAND_SLOWER;
@@ -1036,9 +1034,9 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
       cands[winner].run.iface->activate(cands[winner].run.state);
     keep_selection(&t, &cands[winner], winner);
   } else {
-    if (n > 0 && o->strategy == AIT_STRATEGY_FIRST_WINS)
+    if (n > 0 && t.s->fallback == AIT_FALLBACK_BASELINE_WARN)
       warn(&t, "every candidate failed; the model runs on the reference backend (eager)");
-    else if (n > 0 && o->strategy == AIT_STRATEGY_ONE_BACKEND)
+    else if (n > 0 && t.s->fallback == AIT_FALLBACK_BASELINE_NOTE)
       ait_module_logf(m, 0, "%s is correct but not faster than the baseline; falling back to eager",
                       cands[0].desc);
     if (!profile_base) base.n_prof = 0;
