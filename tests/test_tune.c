@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/defaults.h"
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
@@ -2251,6 +2252,28 @@ static void test_profile_caps(void) {
   CHECK(s.runs == 2 && c.calls == 3 && s.min_ms > 2.999); /* 3 ms, read through doubles */
 }
 
+/* The candidates the registry adds on its own and the partition fallback
+ * are rows (src/backends/registry.c): each parses, says when it joins, and
+ * the fallback is native where it runs. */
+static void test_backend_defaults(void) {
+  int n;
+  const ait_added_candidate *add = ait_backend_added_candidates(&n);
+  CHECK(n >= 1);
+  bool under_pressure = false;
+  for (int i = 0; i < n; i++) {
+    ait_backend_config cfg;
+    CHECK_ERR(ait_backend_config_parse(add[i].spec, &cfg), AIT_OK, NULL);
+    CHECK(add[i].when != 0 && !(add[i].when & ~(AIT_ADD_UNDER_PRESSURE | AIT_ADD_REDUCED_INT8)));
+    under_pressure |= (add[i].when & AIT_ADD_UNDER_PRESSURE) != 0;
+  }
+  CHECK(under_pressure); /* memory pressure has something to add */
+  ait_backend_config fb;
+  ait_backend_fallback(&fb);
+  char why[256];
+  const ait_backend_iface *native = ait_backend_find("native");
+  CHECK_STR(fb.iface->name, native && native->available(why, sizeof why) ? "native" : "eager");
+}
+
 static const test_case tests[] = {
     {"reduced_precision_policy", test_reduced_precision_policy},
     {"profile_caps", test_profile_caps},
@@ -2297,6 +2320,7 @@ static const test_case tests[] = {
     {"spec_json_escapes", test_spec_json_escapes},
     {"quoted_dim_round_trip", test_quoted_dim_round_trip},
     {"cosine_after_int_output", test_cosine_after_int_output},
+    {"backend_defaults", test_backend_defaults},
 };
 
 int main(void) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/defaults.h"
 #include "core/error.h"
 #include "hw/hw_impl.h"
 #include "runtime/eager.h"
@@ -813,16 +814,20 @@ static ait_status parse_candidates(tuner *t, ait_candidate **out, int *n) {
       }
     }
   }
-  /* quantized candidates join under memory pressure (int8 weights first),
-   * and with --precision auto where the CPU has int8 dot products */
-  const ait_backend_iface *q = ait_backend_find("quant");
-  char qwhy[128];
+  /* candidates the registry adds on its own (backends/defaults.h): under
+   * memory pressure, or with reduced precision where the CPU has int8 dot
+   * products */
+  int n_add;
+  const ait_added_candidate *add = ait_backend_added_candidates(&n_add);
   bool pressure = t->res.mem_policy && t->res.mem_policy->add_quantized;
-  const char *const auto_q[] = {"quant:preset=int8wo", "quant:preset=int8dq", NULL};
-  for (int i = 0; !o->backends && q && q->available(qwhy, sizeof qwhy) && auto_q[i] && k < cap;
-       i++) {
-    bool want = (pressure && i == 0) || (reduced_ok(t) && cpu_has_int8_dot());
-    if (!want || ait_backend_config_parse(auto_q[i], &c[k].cfg) != AIT_OK) continue;
+  bool int8 = !o->backends && n_add && reduced_ok(t) && cpu_has_int8_dot();
+  for (int i = 0; !o->backends && i < n_add && k < cap; i++) {
+    bool want = (pressure && (add[i].when & AIT_ADD_UNDER_PRESSURE)) ||
+                (int8 && (add[i].when & AIT_ADD_REDUCED_INT8));
+    char why[128];
+    if (!want || ait_backend_config_parse(add[i].spec, &c[k].cfg) != AIT_OK ||
+        !c[k].cfg.iface->available(why, sizeof why))
+      continue;
     ait_backend_describe(&c[k].cfg, c[k].desc, sizeof c[k].desc);
     ait_module_logf(t->m, 0, "%s: adding %s", pressure ? "memory pressure" : "precision auto",
                     c[k].desc);
