@@ -17,8 +17,6 @@
 #include "tune/module_impl.h"
 #include "tune/options.h"
 
-ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
-
 ait_status ait_tune_options_init_size(ait_tune_options *o, size_t struct_size) {
   if (!o) return ait_err(AIT_E_INVALID_ARG, "ait_tune_options_init: the options are NULL");
   AIT_TRY(ait_tune_options_check_size(struct_size));
@@ -44,7 +42,6 @@ void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...) 
   m->log(m->log_user, is_warning, line);
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
 ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st) {
   ait_module *m = calloc(1, sizeof *m);
   if (!m) {

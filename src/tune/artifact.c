@@ -465,8 +465,6 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
   return AIT_OK;
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
-
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                              bool strict_fingerprint, ait_module **out) {
   *out = NULL;

@@ -39,6 +39,13 @@ struct ait_module {
   ait_api_io io; /* device memory requests (api/devio.h) */
 };
 
+/* Tune m under o (checked options, the cache already consulted): the
+ * tuner's driver, src/tune/tuner.c. */
+ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
+/* A new module for the model file at path (name NULL: the file's name);
+ * NULL with *st set on failure. */
+ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
+
 /* Where the model came from, for reports: its path, or "(memory)". */
 const char *ait_module_source(const ait_module *m);
 
