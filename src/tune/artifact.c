@@ -568,6 +568,6 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
   return AIT_OK;
 fail:
   cJSON_Delete(d);
-  ait_module_free(m);
+  ait_mod_free(m);
   return st;
 }

@@ -108,6 +108,14 @@ ait_status ait_tune_options_check_size(size_t size) {
   return AIT_OK;
 }
 
+void ait_tune_options_fill(ait_tune_options *o, size_t struct_size) {
+  ait_tune_options d;
+  ait_tune_defaults(&d);
+  d.struct_size = struct_size;
+  memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
+  if (struct_size > sizeof d) memset((char *)o + sizeof d, 0, struct_size - sizeof d);
+}
+
 ait_status ait_tune_options_take(const ait_tune_options *in, ait_tune_options *o) {
   ait_tune_defaults(o);
   if (!in) return AIT_OK;

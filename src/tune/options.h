@@ -41,6 +41,10 @@ void ait_tune_defaults(ait_tune_options *o);
  * absurd, not ending inside a field); else AIT_E_INVALID_ARG saying why. */
 ait_status ait_tune_options_check_size(size_t size);
 
+/* The defaults into the first struct_size bytes of *o (a checked size;
+ * bytes past this library's fields zeroed), struct_size set. */
+void ait_tune_options_fill(ait_tune_options *o, size_t struct_size);
+
 /* The caller's options in this library's struct: the fields within their
  * struct_size, the defaults past it (in may be NULL: all defaults). Refuses
  * a struct_size that cannot be one, and bytes set past this library's
