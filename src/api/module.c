@@ -79,6 +79,11 @@ const char *ait_module_backend(const ait_module *m) { return m ? ait_mod_backend
 int ait_module_batch_size(const ait_module *m) { return m ? ait_mod_batch_size(m) : 0; }
 const ait_model *ait_module_model(const ait_module *m) { return m ? ait_mod_model(m) : NULL; }
 
+ait_status ait_module_memory(const ait_module *m, int64_t *weights_bytes, int64_t *work_bytes) {
+  if (!m) return ait_err(AIT_E_INVALID_ARG, "module is NULL");
+  return ait_mod_memory(m, weights_bytes, work_bytes);
+}
+
 ait_status ait_module_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
                                      int64_t opt, int64_t max) {
   if (!m || !input) return ait_err(AIT_E_INVALID_ARG, "module and input are required");

@@ -249,6 +249,18 @@ const char *ait_mod_backend(const ait_module *m) { return m->desc; }
 int ait_mod_batch_size(const ait_module *m) { return m->tuned ? m->batch : 0; }
 const ait_model *ait_mod_model(const ait_module *m) { return m->model; }
 
+ait_status ait_mod_memory(const ait_module *m, int64_t *weights, int64_t *work) {
+  if (!m->tuned || !m->run.iface)
+    return ait_err(AIT_E_NOT_FOUND, "module '%s' is not tuned: no backend holds it yet", m->name);
+  if (!m->run.iface->memory)
+    return ait_err(AIT_E_UNSUPPORTED, "%s does not say what memory it holds", m->desc);
+  int64_t w = 0, k = 0;
+  m->run.iface->memory(m->run.state, &w, &k);
+  if (weights) *weights = w;
+  if (work) *work = k;
+  return AIT_OK;
+}
+
 ait_status ait_mod_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
                                   int64_t opt, int64_t max) {
   const ait_graph *g = m->model->graph;

@@ -7,6 +7,7 @@
 #define AIT_TUNE_MODULE_IMPL_H
 
 #include "api/model_impl.h"
+#include "tune/artifact.h"
 #include "tune/tune.h"
 
 struct ait_module {
@@ -65,6 +66,7 @@ ait_status ait_mod_set_cuda_stream(ait_module *m, void *stream);
 void ait_mod_set_log(ait_module *m, ait_log_fn log, void *user);
 const char *ait_mod_backend(const ait_module *m);
 int ait_mod_batch_size(const ait_module *m);
+ait_status ait_mod_memory(const ait_module *m, int64_t *weights, int64_t *work);
 const ait_model *ait_mod_model(const ait_module *m);
 ait_status ait_mod_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
                                   int64_t opt, int64_t max);
@@ -106,19 +108,8 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
 ait_status ait_artifact_save(const ait_module *m, const char *dir, unsigned flags);
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                              bool strict_fingerprint, ait_module **out);
-/* May a save replace dir? AIT_OK when it is absent or a tuned folder (or,
- * with force, anything), never when it is or holds model_path. */
-ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force);
-/* dir/report.json after checking dir's manifest: new string, caller frees. */
-ait_status ait_artifact_read_report(const char *dir, char **json);
-/* Tests: raise SIGKILL at the Nth step (rename or removal) of the next
- * saves' swap into place (0 = off); with fallback, swap as on a file system
- * without RENAME_EXCHANGE. */
-void ait_artifact_test_kill_at(int step, bool fallback);
 /* The decision cache key of (m, o): SHA-256 hex of every option that can
  * change the decision (see the option table, src/tune/options.c). */
 void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);
-/* Remove a folder tree; quiet about missing paths. */
-void ait_rmtree(const char *path);
 
 #endif
