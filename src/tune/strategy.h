@@ -2,7 +2,7 @@
  * planner iterates over rows, not over if-chains). A row says what the
  * strategy measures, at which batch sizes, what it filters out, how it
  * picks and what happens when nothing is picked. The driver
- * (src/tune/tuner.c) and the judging (src/tune/measure.c) read only rows;
+ * (src/tune/tuner.c) and the judging (strategy.c, below the table) read only rows;
  * the rules in words are in docs/tuning.md. */
 #ifndef AIT_TUNE_STRATEGY_H
 #define AIT_TUNE_STRATEGY_H
