@@ -357,6 +357,11 @@ const char *ait_module_backend(const ait_module *m);
 /* The batch size the module was selected at (its decision); 0 before
  * tuning. */
 int ait_module_batch_size(const ait_module *m);
+/* Bytes the module's backend holds now: *weights_bytes for the model's
+ * constants in the form(s) it keeps them (cuda: on the device), *work_bytes
+ * for its working memory (either pointer may be NULL). AIT_E_NOT_FOUND
+ * before tuning, AIT_E_UNSUPPORTED when the backend does not say (eager). */
+ait_status ait_module_memory(const ait_module *m, int64_t *weights_bytes, int64_t *work_bytes);
 /* The underlying model, owned by the module. */
 const ait_model *ait_module_model(const ait_module *m);
 

@@ -131,6 +131,17 @@ expect 0 "from the cache" -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/
 for d in "$tmp"/cache/*/; do echo "garbage" >"$d/decision.json"; done
 expect 0 "discarding a corrupted cache entry" -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" \
   --batch-sizes 1,2 --cache-dir "$tmp/cache" --out "$tmp/tuned3" "${fast[@]}"
+# a decision made under --precision any is not served to a later default
+# (fp32) tune of the same model, and the default's own decision is
+prec=(--samples "$BERT/test_data_set_0" --batch-sizes 1 --backends native --cache-dir "$tmp/pcache" "${fast[@]}")
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --precision any --out "$tmp/pany" "${prec[@]}"
+out=$("$AITUNE" tune "$BERT/model.onnx" --out "$tmp/pfp32" "${prec[@]}" 2>&1)
+if ! grep -q "selected: " <<<"$out" || grep -q "from the cache" <<<"$out"; then
+  echo "FAIL: a default tune after a --precision any one was answered from the cache (or failed):"
+  echo "$out" | tail -5
+  fails=$((fails + 1))
+fi
+expect 0 "from the cache" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/pfp32b" "${prec[@]}"
 # a corrupted tuned folder is a clear error
 echo "{" >"$tmp/tuned3/decision.json"
 expect 1 "decision.json is corrupted" -- "$AITUNE" run "$tmp/tuned3"

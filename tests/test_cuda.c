@@ -66,7 +66,7 @@ static ait_tensor *rand_tensor(int rank, const int64_t *dims, float scale) {
   return t;
 }
 
-/* The tuner's rule (compute_dtype in src/tune/tuner.c): fp32 per element;
+/* The tuner's rule (ait_tune_compute_dtype in src/tune/candidates.c): fp32 per element;
  * tf32 and fp16 as float16, bf16 as bfloat16 (cosine, top-1 and a normwise
  * bound, not per element), fp8 as quantized (cosine and top-1). */
 static ait_dtype tol_dtype(const char *spec) {

@@ -1,8 +1,8 @@
 /* The module API the Python package stands on: modules made from model bytes
  * (ait_module_create_buffer), caller-given ranges of dynamic axes
  * (ait_module_set_axis_range) and the selected batch size
- * (ait_module_batch_size), and ModelProto.metadata_props (ait_model_metadata).
- * The model is y = Relu(x), x [N, 8] float with a
+ * (ait_module_batch_size), what its backend holds (ait_module_memory), and
+ * ModelProto.metadata_props (ait_model_metadata). The model is y = Relu(x), x [N, 8] float with a
  * symbolic batch N; tuning is one-backend eager or native, briefly. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -88,11 +88,20 @@ static void test_create_buffer(void) {
   memset(bytes, 0, size);
   check_relu(m, 2); /* before tuning: the reference, and a recorded sample */
   CHECK(ait_module_batch_size(m) == 0);
+  int64_t wb = -1, work = -1;
+  CHECK_ERR(ait_module_memory(m, &wb, &work), AIT_E_NOT_FOUND, "not tuned");
+  CHECK_ERR(ait_module_memory(NULL, &wb, &work), AIT_E_INVALID_ARG, NULL);
   const char *native[] = {"native"};
   ait_tune_options o;
   fast_opts(&o, native);
   CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
   check_relu(m, 3);
+  /* what the selected backend holds, where it says (cuda); the CPU
+   * backends do not, and the error names the backend */
+  ait_status mst = ait_module_memory(m, &wb, &work);
+  CHECK(mst == AIT_OK || mst == AIT_E_UNSUPPORTED);
+  CHECK(mst != AIT_OK || (wb >= 0 && work >= 0));
+  CHECK(mst == AIT_OK || strstr(ait_last_error(), ait_module_backend(m)));
   cJSON *r = report_of(m);
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(r, "model");
   const cJSON *path = cJSON_GetObjectItemCaseSensitive(model, "path");

@@ -23,13 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/defaults.h"
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
 #include "tune/history.h"
 #include "tune/manifest.h"
 #include "tune/module_impl.h"
+#include "tune/options.h"
 #include "tune/profile.h"
+#include "tune/strategy.h"
 #include "tune/tune.h"
 
 #define WIDTH 64
@@ -307,6 +310,12 @@ static void test_defaults(void) {
     CHECK(ait_strategy_parse(names[s]) == s);
   }
   CHECK(ait_strategy_parse("fastest-please") == -1);
+  /* the strategy table (src/tune/strategy.c): a row per enum value, in order */
+  CHECK(ait_strategy_count() == 5);
+  for (int s = 0; s < ait_strategy_count(); s++)
+    CHECK(ait_strategy_row_of((ait_strategy)s) &&
+          ait_strategy_row_of((ait_strategy)s)->id == (ait_strategy)s);
+  CHECK(!ait_strategy_row_of((ait_strategy)5) && !ait_strategy_row_of((ait_strategy)-1));
 }
 
 /* Before tuning: the reference runs, there is no report yet. */
@@ -1689,13 +1698,20 @@ static const char *const two_backends[] = {"t_fast", "t_slow"};
 static ait_mem_reading high_pressure = {.host_total = 100, .host_available = 5};
 
 typedef struct key_case {
-  const char *option;
+  const char *option; /* the row of the option table (src/tune/options.c) it changes */
+  const char *what;
   void (*change)(ait_tune_options *o);
 } key_case;
+static const char *const one_backend[] = {"t_fast"};
+static const char *const other_backend[] = {"t_slow"};
+static int filter_none(void *user, const char *op, const char *name) { return 0; }
+static int filter_user;
 static void k_strategy(ait_tune_options *o) { o->strategy = AIT_STRATEGY_MIN_LATENCY; }
-static void k_backends(ait_tune_options *o) { o->backends = two_backends, o->n_backends = 2; }
+static void k_backends(ait_tune_options *o) { o->backends = other_backend; }
 static void k_backends_all(ait_tune_options *o) { o->backends = NULL, o->n_backends = 0; }
+static void k_n_backends(ait_tune_options *o) { o->backends = two_backends, o->n_backends = 2; }
 static void k_batches(ait_tune_options *o) { o->batch_sizes = batches_1_2; }
+static void k_n_batches(ait_tune_options *o) { o->n_batch_sizes = 1; }
 static void k_budget(ait_tune_options *o) { o->latency_budget_ms = 5; }
 static void k_speedup(ait_tune_options *o) { o->min_speedup_ratio = 0.5; }
 static void k_perf(ait_tune_options *o) { o->perf_validation = 0; }
@@ -1712,64 +1728,161 @@ static void k_cv(ait_tune_options *o) { o->cv_target = 0.1; }
 static void k_time(ait_tune_options *o) { o->time_budget_s = 3; }
 static void k_runoff(ait_tune_options *o) { o->runoff_rounds = 3; }
 static void k_filter(ait_tune_options *o) { o->node_filter = filter_all; }
+static void k_filter_user(ait_tune_options *o) {
+  o->node_filter = filter_none, o->node_filter_user = &filter_user;
+}
 static void k_memory(ait_tune_options *o) { o->mem_reading = &high_pressure; }
+static void k_io_mem(ait_tune_options *o) { o->io_mem = AIT_MEM_CUDA; }
 /* and these may not change it */
 static void k_fp32(ait_tune_options *o) { o->precision = "fp32"; }
 static void k_log(ait_tune_options *o) { o->log = NULL, o->log_user = NULL; }
 static void k_cache_dir(ait_tune_options *o) { o->cache_dir = "/elsewhere"; }
+static void k_use_cache(ait_tune_options *o) { o->use_decision_cache = 0; }
+
+/* Each change of an option in the key, and each that must leave it alone. */
+static const key_case key_changes[] = {
+    {"strategy", "min-latency", k_strategy},
+    {"backends", "another backend", k_backends},
+    {"backends", "all available", k_backends_all},
+    {"n_backends", "two of them", k_n_backends},
+    {"batch_sizes", "1,2", k_batches},
+    {"n_batch_sizes", "the first only", k_n_batches},
+    {"latency_budget_ms", "5", k_budget},
+    {"min_speedup_ratio", "0.5", k_speedup},
+    {"perf_validation", "off", k_perf},
+    {"rtol", "1e-2", k_rtol},
+    {"atol", "1e-2", k_atol},
+    {"min_cosine", "0.9", k_cosine},
+    {"min_top1", "0.5", k_top1},
+    {"precision", "any", k_prec_any},
+    {"precision", "auto", k_prec_auto},
+    {"warmup", "7", k_warmup},
+    {"min_runs", "4", k_min_runs},
+    {"max_runs", "50", k_max_runs},
+    {"cv_target", "0.1", k_cv},
+    {"time_budget_s", "3", k_time},
+    {"runoff_rounds", "3", k_runoff},
+    {"node_filter", "a filter", k_filter},
+    {"node_filter_user", "another filter and user", k_filter_user},
+    {"mem_reading", "high pressure", k_memory},
+    {"io_mem", "device memory", k_io_mem},
+};
+static const key_case key_same[] = {
+    {"precision", "fp32 (the default)", k_fp32},
+    {"log", "none", k_log},
+    {"log_user", "none", k_log},
+    {"cache_dir", "elsewhere", k_cache_dir},
+    {"use_decision_cache", "off", k_use_cache},
+};
+
+static bool has_case(const key_case *cases, size_t n, const char *option) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(cases[i].option, option)) return true;
+  return false;
+}
+
+/* The option table (src/tune/options.c) has one row per field of
+ * ait_tune_options: the rows tile the struct (each at the end of the one
+ * before, past alignment padding only, the last one at its end), every row
+ * is in the key or says why not, and every row in the key has a case in
+ * key_changes proving that changing it changes the key. A field added
+ * without a row leaves a gap (or grows the struct past the last row). */
+static void test_option_table(void) {
+  size_t n;
+  const ait_option_row *rows = ait_option_rows(&n);
+  size_t end = 0;
+  for (size_t i = 0; i < n; i++) {
+    const ait_option_row *r = &rows[i];
+    size_t align = r->size < 8 ? r->size : 8; /* scalars and pointers: their size */
+    size_t want = (end + align - 1) / align * align;
+    if (r->off != want) {
+      fprintf(stderr, "option table: %s at byte %zu, wanted %zu: a field without a row before it\n",
+              r->name, r->off, want);
+      check_failures++;
+    }
+    end = r->off + r->size;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(rows[j].name, r->name)) {
+        fprintf(stderr, "option table: %s has two rows\n", r->name);
+        check_failures++;
+      }
+    bool in_key = r->key != AIT_KEY_NONE;
+    if (!in_key && !(r->not_in_key && r->not_in_key[0])) {
+      fprintf(stderr, "option table: %s is not in the key and does not say why\n", r->name);
+      check_failures++;
+    }
+    if (r->key == AIT_KEY_PART) {
+      bool named = false;
+      for (size_t j = 0; j < n; j++)
+        named |= r->part_of && !strcmp(rows[j].name, r->part_of) && rows[j].key > AIT_KEY_PART;
+      if (!named) {
+        fprintf(stderr, "option table: %s is part of '%s', not a row in the key\n", r->name,
+                r->part_of ? r->part_of : "(nothing)");
+        check_failures++;
+      }
+    }
+    if (in_key && !has_case(key_changes, sizeof key_changes / sizeof key_changes[0], r->name)) {
+      fprintf(stderr, "option table: %s is in the key but key_changes has no case changing it\n",
+              r->name);
+      check_failures++;
+    }
+  }
+  if (end != sizeof(ait_tune_options)) {
+    fprintf(stderr,
+            "option table: the rows end at byte %zu, ait_tune_options at %zu: a field "
+            "without a row\n",
+            end, sizeof(ait_tune_options));
+    check_failures++;
+  }
+  /* and the cases name rows that exist, the same-key ones rows not in the key */
+  for (size_t i = 0; i < sizeof key_changes / sizeof key_changes[0]; i++) {
+    size_t j = 0;
+    while (j < n && strcmp(rows[j].name, key_changes[i].option))
+      j++;
+    CHECK(j < n && rows[j].key != AIT_KEY_NONE);
+  }
+  for (size_t i = 0; i < sizeof key_same / sizeof key_same[0]; i++) {
+    size_t j = 0;
+    while (j < n && strcmp(rows[j].name, key_same[i].option))
+      j++;
+    CHECK(j < n);
+  }
+}
 
 static void test_cache_key(void) {
-  static const key_case changes[] = {
-      {"strategy", k_strategy},
-      {"backends", k_backends},
-      {"backends (all)", k_backends_all},
-      {"batch_sizes", k_batches},
-      {"latency_budget_ms", k_budget},
-      {"min_speedup_ratio", k_speedup},
-      {"perf_validation", k_perf},
-      {"rtol", k_rtol},
-      {"atol", k_atol},
-      {"min_cosine", k_cosine},
-      {"min_top1", k_top1},
-      {"precision any", k_prec_any},
-      {"precision auto", k_prec_auto},
-      {"warmup", k_warmup},
-      {"min_runs", k_min_runs},
-      {"max_runs", k_max_runs},
-      {"cv_target", k_cv},
-      {"time_budget_s", k_time},
-      {"runoff_rounds", k_runoff},
-      {"node_filter", k_filter},
-      {"memory pressure", k_memory},
-  };
-  static const key_case same[] = {
-      {"precision fp32 (the default)", k_fp32}, {"log", k_log}, {"cache_dir", k_cache_dir}};
   ait_module *m = new_module();
   if (!m) return;
-  const char *b[] = {"t_fast"};
   log_capture cap;
   ait_tune_options base, o;
-  fast_opts(&base, AIT_STRATEGY_MAX_THROUGHPUT, b, 1, &cap);
+  fast_opts(&base, AIT_STRATEGY_MAX_THROUGHPUT, one_backend, 1, &cap);
   char k0[65], k1[65];
   ait_cache_key(m, &base, k0);
-  for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+  for (size_t i = 0; i < sizeof key_changes / sizeof key_changes[0]; i++) {
     o = base;
-    changes[i].change(&o);
+    key_changes[i].change(&o);
     ait_cache_key(m, &o, k1);
     if (!strcmp(k0, k1)) {
-      fprintf(stderr, "cache_key: changing %s leaves the key as it was\n", changes[i].option);
+      fprintf(stderr, "cache_key: changing %s (%s) leaves the key as it was\n",
+              key_changes[i].option, key_changes[i].what);
       check_failures++;
     }
   }
-  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+  for (size_t i = 0; i < sizeof key_same / sizeof key_same[0]; i++) {
     o = base;
-    same[i].change(&o);
+    key_same[i].change(&o);
     ait_cache_key(m, &o, k1);
     if (strcmp(k0, k1)) {
-      fprintf(stderr, "cache_key: %s changes the key\n", same[i].option);
+      fprintf(stderr, "cache_key: %s (%s) changes the key\n", key_same[i].option, key_same[i].what);
       check_failures++;
     }
   }
+  /* the filter's user alone: another user of the same function is another filter */
+  o = base;
+  o.node_filter = filter_none;
+  ait_cache_key(m, &o, k0);
+  o.node_filter_user = &filter_user;
+  ait_cache_key(m, &o, k1);
+  CHECK(strcmp(k0, k1) != 0);
   /* a backend's config file enters by its contents, not only its name */
   char tmp[64], cfg[128], spec[200];
   if (new_temp_dir(tmp, sizeof tmp)) {
@@ -2139,6 +2252,28 @@ static void test_profile_caps(void) {
   CHECK(s.runs == 2 && c.calls == 3 && s.min_ms > 2.999); /* 3 ms, read through doubles */
 }
 
+/* The candidates the registry adds on its own and the partition fallback
+ * are rows (src/backends/registry.c): each parses, says when it joins, and
+ * the fallback is native where it runs. */
+static void test_backend_defaults(void) {
+  int n;
+  const ait_added_candidate *add = ait_backend_added_candidates(&n);
+  CHECK(n >= 1);
+  bool under_pressure = false;
+  for (int i = 0; i < n; i++) {
+    ait_backend_config cfg;
+    CHECK_ERR(ait_backend_config_parse(add[i].spec, &cfg), AIT_OK, NULL);
+    CHECK(add[i].when != 0 && !(add[i].when & ~(AIT_ADD_UNDER_PRESSURE | AIT_ADD_REDUCED_INT8)));
+    under_pressure |= (add[i].when & AIT_ADD_UNDER_PRESSURE) != 0;
+  }
+  CHECK(under_pressure); /* memory pressure has something to add */
+  ait_backend_config fb;
+  ait_backend_fallback(&fb);
+  char why[256];
+  const ait_backend_iface *native = ait_backend_find("native");
+  CHECK_STR(fb.iface->name, native && native->available(why, sizeof why) ? "native" : "eager");
+}
+
 static const test_case tests[] = {
     {"reduced_precision_policy", test_reduced_precision_policy},
     {"profile_caps", test_profile_caps},
@@ -2177,6 +2312,7 @@ static const test_case tests[] = {
     {"save_atomic", test_save_atomic},
     {"save_fallback", test_save_fallback},
     {"cache_damaged_report", test_cache_damaged_report},
+    {"option_table", test_option_table},
     {"cache_key", test_cache_key},
     {"cache_precision", test_cache_precision},
     {"bad_options", test_bad_options},
@@ -2184,6 +2320,7 @@ static const test_case tests[] = {
     {"spec_json_escapes", test_spec_json_escapes},
     {"quoted_dim_round_trip", test_quoted_dim_round_trip},
     {"cosine_after_int_output", test_cosine_after_int_output},
+    {"backend_defaults", test_backend_defaults},
 };
 
 int main(void) {

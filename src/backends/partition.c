@@ -1,5 +1,7 @@
 #include "backends/partition.h"
 
+#include "backends/defaults.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,12 +261,6 @@ static ait_status order_by_class(const ait_graph *g, const char *sup, int *order
   return AIT_OK;
 }
 
-static void fallback_cfg(ait_backend_config *fb) {
-  char why[256];
-  const ait_backend_iface *native = ait_backend_find("native");
-  ait_backend_config_parse(native && native->available(why, sizeof why) ? "native" : "eager", fb);
-}
-
 ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
                             const ait_build_info *info, ait_runner *out) {
   memset(out, 0, sizeof *out);
@@ -315,7 +311,7 @@ ait_status ait_runner_build(const ait_backend_config *cfg, const ait_graph *g,
     goto out;
   }
   ait_backend_config fb;
-  fallback_cfg(&fb);
+  ait_backend_fallback(&fb);
   snprintf(out->fallback, sizeof out->fallback, "%s", fb.iface->name);
   if ((st = order_by_class(g, sup, order))) goto out;
   s = calloc(1, sizeof *s);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/defaults.h"
 #include "backends/plugin/plugin.h"
 
 #include "core/error.h"
@@ -57,6 +58,37 @@ ait_status ait_backend_replace(const ait_backend_iface *iface) {
       return AIT_OK;
     }
   return ait_err(AIT_E_NOT_FOUND, "no backend named '%s' to replace", iface->name);
+}
+
+/* ---- defaults (backends/defaults.h) ----------------------------------------
+ * Candidates the tuner adds when the caller names no backends, beyond the
+ * backends' own variants (quant has none: it changes numerics on purpose).
+ * int8 weights first: a quarter of the weight memory, so the one added
+ * under memory pressure; int8 activations too (int8dq) where the CPU has
+ * int8 dot products to make them pay. */
+static const ait_added_candidate added_candidates[] = {
+    {"quant:preset=int8wo", AIT_ADD_UNDER_PRESSURE | AIT_ADD_REDUCED_INT8},
+    {"quant:preset=int8dq", AIT_ADD_REDUCED_INT8},
+};
+
+const ait_added_candidate *ait_backend_added_candidates(int *n) {
+  *n = (int)(sizeof added_candidates / sizeof added_candidates[0]);
+  return added_candidates;
+}
+
+/* Where a partition runs what its backend refuses: the fastest general
+ * backend that runs every op, else the reference. */
+static const char *const fallback_order[] = {"native", "eager"};
+
+void ait_backend_fallback(ait_backend_config *out) {
+  for (size_t i = 0; i < sizeof fallback_order / sizeof fallback_order[0]; i++) {
+    const ait_backend_iface *b = ait_backend_find(fallback_order[i]);
+    char why[256];
+    if (b && b->available(why, sizeof why) &&
+        ait_backend_config_parse(fallback_order[i], out) == AIT_OK)
+      return;
+  }
+  ait_backend_config_parse("eager", out); /* the reference is always there */
 }
 
 ait_status ait_backend_register(const ait_backend_iface *iface) {

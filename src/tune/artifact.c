@@ -465,8 +465,6 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
   return AIT_OK;
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
-
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                              bool strict_fingerprint, ait_module **out) {
   *out = NULL;
@@ -570,6 +568,6 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
   return AIT_OK;
 fail:
   cJSON_Delete(d);
-  ait_module_free(m);
+  ait_mod_free(m);
   return st;
 }

@@ -10,7 +10,7 @@
 
 #define AIT_HISTORY_MAX 32
 #define AIT_HISTORY_MAX_BATCH                                                                      \
-  1024 /* the sweep's largest size (tuner.c); larger reads are damage                              \
+  1024 /* the sweep's largest size (measure.c); larger reads are damage                            \
         */
 
 typedef struct ait_batch_point {

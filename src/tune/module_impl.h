@@ -1,10 +1,13 @@
-/* What an ait_module holds, shared by the tuner (tuner.c), the report
- * (report.c), tuned artifacts and the cache (artifact.c) and the public API
- * (src/api/module.c). */
+/* The module object, its one header: what an ait_module holds and its
+ * functions, shared by the object itself (module.c), tuning through the
+ * decision cache (cache.c), the tuner (tuner.c), the report (report.c),
+ * tuned artifacts (artifact.c) and the public API (src/api/module.c), which
+ * checks arguments and calls these. */
 #ifndef AIT_TUNE_MODULE_IMPL_H
 #define AIT_TUNE_MODULE_IMPL_H
 
 #include "api/model_impl.h"
+#include "tune/artifact.h"
 #include "tune/tune.h"
 
 struct ait_module {
@@ -39,6 +42,40 @@ struct ait_module {
   ait_api_io io; /* device memory requests (api/devio.h) */
 };
 
+/* Tune m under o (checked options, the cache already consulted): the
+ * tuner's driver, src/tune/tuner.c. */
+ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
+/* A new module for the model file at path (name NULL: the file's name);
+ * NULL with *st set on failure. */
+ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
+
+/* ---- the module's own functions (module.c, cache.c) -----------------------
+ * What the public ait_module_* functions (src/api/module.c) call once they
+ * have checked their arguments: m is never NULL here. */
+#define AIT_MOD_MAX_INPUTS 64 /* graph inputs a call may pass */
+ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
+                                 const char *name, ait_module **out);
+void ait_mod_free(ait_module *m);
+/* Drop the built state (and the outputs, which may borrow from it). */
+void ait_mod_drop_state(ait_module *m);
+ait_status ait_mod_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n);
+ait_status ait_mod_infer(ait_module *m, const ait_tensor_view *inputs, size_t n);
+ait_status ait_mod_output(const ait_module *m, size_t i, ait_tensor_view *out);
+ait_status ait_mod_set_output_mem(ait_module *m, ait_mem_kind mem);
+ait_status ait_mod_set_cuda_stream(ait_module *m, void *stream);
+void ait_mod_set_log(ait_module *m, ait_log_fn log, void *user);
+const char *ait_mod_backend(const ait_module *m);
+int ait_mod_batch_size(const ait_module *m);
+ait_status ait_mod_memory(const ait_module *m, int64_t *weights, int64_t *work);
+const ait_model *ait_mod_model(const ait_module *m);
+ait_status ait_mod_set_axis_range(ait_module *m, const char *input, int axis, int64_t min,
+                                  int64_t opt, int64_t max);
+ait_status ait_mod_report_json(const ait_module *m, char **json);
+/* Tune m under the caller's options (cache.c): read and check them, make
+ * the samples and the graph spec, answer from the decision cache or run
+ * the tuner and store its decision. */
+ait_status ait_mod_tune(ait_module *m, const ait_tune_options *opts);
+
 /* Where the model came from, for reports: its path, or "(memory)". */
 const char *ait_module_source(const ait_module *m);
 
@@ -71,19 +108,8 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
 ait_status ait_artifact_save(const ait_module *m, const char *dir, unsigned flags);
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                              bool strict_fingerprint, ait_module **out);
-/* May a save replace dir? AIT_OK when it is absent or a tuned folder (or,
- * with force, anything), never when it is or holds model_path. */
-ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force);
-/* dir/report.json after checking dir's manifest: new string, caller frees. */
-ait_status ait_artifact_read_report(const char *dir, char **json);
-/* Tests: raise SIGKILL at the Nth step (rename or removal) of the next
- * saves' swap into place (0 = off); with fallback, swap as on a file system
- * without RENAME_EXCHANGE. */
-void ait_artifact_test_kill_at(int step, bool fallback);
 /* The decision cache key of (m, o): SHA-256 hex of every option that can
- * change the decision (see key_rows in src/api/module.c). */
+ * change the decision (see the option table, src/tune/options.c). */
 void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);
-/* Remove a folder tree; quiet about missing paths. */
-void ait_rmtree(const char *path);
 
 #endif

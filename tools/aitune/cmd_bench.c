@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/model_impl.h"
+#include "backends/partition.h"
 #include "cli.h"
 #include "core/error.h"
 #include "core/fileio.h"
-#include "tune/module_impl.h"
+#include "tune/tune.h"
 
 static const char usage[] =
     "usage: aitune bench MODEL|DIR [--backend B] [--batch N] [--inputs DIR] [--dim NAME=VALUE]...\n"
@@ -28,9 +30,12 @@ static const char usage[] =
     "  --int-range [INPUT=]LO:HI  random integers in [LO, HI] (default 0:1)\n"
     "Options take their value as --opt VALUE or --opt=VALUE.\n";
 
+/* One timed run: a tuned folder's module through the public API (views of
+ * the inputs), or a model's runner on --backend. */
 typedef struct bench_ctx {
-  const ait_backend_iface *b;
-  void *state;
+  ait_module *mod;
+  const ait_tensor_view *views;
+  const ait_runner *run;
   ait_sample *in;
   ait_tensor **out;
   int n_out;
@@ -38,8 +43,9 @@ typedef struct bench_ctx {
 
 static ait_status bench_once(void *p) {
   bench_ctx *c = p;
-  ait_status st =
-      c->b->infer(c->state, (const ait_tensor *const *)c->in->inputs, c->in->n_inputs, c->out);
+  if (c->mod) return ait_module_infer(c->mod, c->views, (size_t)c->in->n_inputs);
+  ait_status st = c->run->iface->infer(c->run->state, (const ait_tensor *const *)c->in->inputs,
+                                       c->in->n_inputs, c->out);
   for (int i = 0; i < c->n_out; i++) {
     ait_tensor_free(c->out[i]);
     c->out[i] = NULL;
@@ -81,14 +87,18 @@ int cmd_bench(int argc, char **argv) {
       path = a;
   }
   if (!path) return cli_usage(usage, "bench needs a MODEL or DIR");
-  ait_module *m = NULL;
+  ait_module *m = NULL;  /* a tuned folder */
+  ait_model *mdl = NULL; /* or a model on --backend, */
+  ait_runner run = {0};  /* built here as the tuner builds a candidate */
+  char desc[600] = "";
   ait_status st;
   bool tuned = cli_is_tuned_dir(path);
   if (tuned) {
     if (backend) return cli_usage(usage, "--backend does not apply to a tuned model folder");
     st = ait_module_load(path, cli_log, NULL, &m);
+    if (!st) snprintf(desc, sizeof desc, "%s", ait_module_backend(m));
   } else {
-    st = ait_module_create(path, NULL, &m);
+    st = ait_model_load(path, &mdl);
     if (!st) {
       ait_backend_config cfg;
       st = ait_backend_config_parse(backend ? backend : "eager", &cfg);
@@ -96,50 +106,71 @@ int cmd_bench(int argc, char **argv) {
       if (!st && !cfg.iface->available(why, sizeof why))
         st = ait_err(AIT_E_UNSUPPORTED, "backend %s is not available here: %s", cfg.iface->name,
                      why);
-      if (!st) st = ait_runner_build(&cfg, m->model->graph, NULL, &m->run);
-      if (!st) {
-        m->cfg = cfg;
-        ait_backend_describe(&cfg, m->desc, sizeof m->desc);
-      } else
-        m->run.state = NULL;
+      if (!st) st = ait_runner_build(&cfg, ait_model_graph(mdl), NULL, &run);
+      if (!st)
+        ait_backend_describe(&cfg, desc, sizeof desc);
+      else
+        run.state = NULL;
     }
   }
   if (st) {
     ait_module_free(m);
+    ait_model_free(mdl);
     return cli_fail(st, "cannot prepare the benchmark");
   }
-  const ait_graph *g = m->model->graph;
+  const ait_graph *g = ait_model_graph(tuned ? ait_module_model(m) : mdl);
   ait_sample base = {0}, in = {0};
   ait_graph_spec spec;
   st = cli_make_sample(g, in_dir, &ci, &base, &spec);
   if (st) {
     ait_sample_free(&base);
+    ait_runner_destroy(&run);
+    ait_model_free(mdl);
     ait_module_free(m);
     return cli_fail(st, "cannot make inputs");
   }
-  if (!batch) batch = tuned && m->batch > 0 ? m->batch : 1;
+  if (!batch) batch = tuned && ait_module_batch_size(m) > 0 ? ait_module_batch_size(m) : 1;
   if (batch != 1 && !spec.has_batch) {
     ait_sample_free(&base);
+    ait_runner_destroy(&run);
+    ait_model_free(mdl);
     ait_module_free(m);
     return cli_fail(ait_err(AIT_E_INVALID_ARG, "--batch %d: the model has no batch axis", batch),
                     "bench");
   }
   st = ait_sample_resize(&base, &spec, -1, batch, &in);
   ait_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-  bench_ctx ctx = {m->run.iface, m->run.state, &in, outs, g->n_outputs};
+  ait_tensor_view *views = calloc((size_t)in.n_inputs + 1, sizeof *views);
+  if (!st && !views) st = AIT_E_NOMEM;
+  for (int i = 0; !st && tuned && i < in.n_inputs; i++) { /* a module takes dense tensors */
+    const ait_tensor *t = in.inputs[i];
+    if (t->kind != AIT_KIND_TENSOR) {
+      st = ait_err(AIT_E_UNSUPPORTED, "input %d is not a tensor", i);
+      break;
+    }
+    views[i].dtype = t->dtype;
+    views[i].rank = t->rank;
+    memcpy(views[i].dims, t->dims, sizeof views[i].dims);
+    views[i].data = t->data;
+  }
+  bench_ctx ctx = {tuned ? m : NULL, views, &run, &in, outs, g->n_outputs};
   ait_profile_opts po = {.warmup = warmup, .min_runs = iters, .max_runs = iters};
   ait_latency_stats s;
   if (!st) st = outs ? ait_profile(bench_once, &ctx, batch, &po, &s) : AIT_E_NOMEM;
   rc = 0;
   /* what the backend holds, where it says (cuda: device bytes) */
   int64_t wbytes = -1, work = -1;
-  if (!st && m->run.iface->memory) m->run.iface->memory(m->run.state, &wbytes, &work);
+  if (!st && tuned && ait_module_memory(m, &wbytes, &work) != AIT_OK) {
+    wbytes = work = -1; /* the backend does not say */
+    ait_err_clear();
+  } else if (!st && !tuned && run.iface->memory)
+    run.iface->memory(run.state, &wbytes, &work);
   if (st)
     rc = cli_fail(st, "benchmark failed");
   else if (json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
-    cJSON_AddStringToObject(j, "backend", m->desc);
+    cJSON_AddStringToObject(j, "backend", desc);
     cJSON_AddNumberToObject(j, "batch", batch);
     cJSON_AddNumberToObject(j, "iters", s.runs);
     cJSON *l = cJSON_AddObjectToObject(j, "latency_ms");
@@ -162,11 +193,14 @@ int cmd_bench(int argc, char **argv) {
                (double)wbytes / 1048576.0, (double)work / 1048576.0);
     printf("%s on %s, batch %d, %d runs: median %.3f ms, p90 %.3f ms, p99 %.3f ms, %.1f "
            "samples/s%s\n",
-           path, m->desc, batch, s.runs, s.median_ms, s.p90_ms, s.p99_ms, s.throughput, mem);
+           path, desc, batch, s.runs, s.median_ms, s.p90_ms, s.p99_ms, s.throughput, mem);
   }
   free(outs);
+  free(views);
   ait_sample_free(&in);
   ait_sample_free(&base);
+  ait_runner_destroy(&run);
+  ait_model_free(mdl);
   ait_module_free(m);
   return rc;
 }

@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/model_impl.h"
+#include "backends/partition.h"
 #include "cli.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "runtime/observe.h"
-#include "tune/module_impl.h"
+#include "tune/tune.h"
 
 static const char usage[] =
     "usage: aitune profile MODEL [--backend B] [--inputs DIR] [--dim NAME=VALUE]... [--batch N]\n"
@@ -91,7 +93,7 @@ static tally by_op(const tally *t) {
 }
 
 /* --json: schemas/profile.schema.json. */
-static int print_json(const ait_module *m, const char *model, const char *backend, int batch,
+static int print_json(const ait_runner *run, const char *model, const char *backend, int batch,
                       int iters, double wall, tally *t) {
   double timed = 0;
   for (int i = 0; i < t->n; i++)
@@ -109,9 +111,9 @@ static int print_json(const ait_module *m, const char *model, const char *backen
     cJSON_AddNumberToObject(w, "ms", t->whole / (double)t->whole_n * 1e3);
     cJSON_AddNumberToObject(w, "runs", (double)t->whole_n);
   }
-  if (m->run.iface->memory) {
+  if (run->iface->memory) {
     int64_t wb = 0, work = 0;
-    m->run.iface->memory(m->run.state, &wb, &work);
+    run->iface->memory(run->state, &wb, &work);
     cJSON *mj = cJSON_AddObjectToObject(j, "memory");
     cJSON_AddNumberToObject(mj, "weights_bytes", (double)wb);
     cJSON_AddNumberToObject(mj, "work_bytes", (double)work);
@@ -177,12 +179,16 @@ int cmd_profile(int argc, char **argv) {
     const ait_backend_iface *nb = ait_backend_find("native");
     backend = nb && nb->available(why, sizeof why) ? "native" : "eager";
   }
-  ait_module *m = NULL;
+  /* the backend on the whole model, as the tuner builds a candidate (no module: nothing is tuned)
+   */
+  ait_model *mdl = NULL;
   ait_backend_config cfg;
-  ait_status st = ait_module_create(model, NULL, &m);
+  ait_runner run = {0};
+  ait_status st = ait_model_load(model, &mdl);
   if (!st) st = ait_backend_config_parse(backend, &cfg);
-  if (!st) st = ait_runner_build(&cfg, m->model->graph, NULL, &m->run);
-  const ait_graph *g = m ? m->model->graph : NULL;
+  if (!st) st = ait_runner_build(&cfg, ait_model_graph(mdl), NULL, &run);
+  if (st) run.state = NULL; /* nothing to destroy */
+  const ait_graph *g = mdl ? ait_model_graph(mdl) : NULL;
   ait_sample base = {0}, in = {0};
   ait_graph_spec spec;
   if (!st) st = cli_make_sample(g, in_dir, &ci, &base, &spec);
@@ -197,7 +203,7 @@ int cmd_profile(int argc, char **argv) {
   for (int r = 0; !st && r < iters + 2; r++) {
     if (r == 2) ait_observe_set(observe, &t); /* after two warm-up runs */
     double t0 = ait_observe_now();
-    st = m->run.iface->infer(m->run.state, (const ait_tensor *const *)in.inputs, in.n_inputs, outs);
+    st = run.iface->infer(run.state, (const ait_tensor *const *)in.inputs, in.n_inputs, outs);
     if (r >= 2) wall += ait_observe_now() - t0;
     for (int k = 0; outs && k < g->n_outputs; k++) {
       ait_tensor_free(outs[k]);
@@ -209,7 +215,7 @@ int cmd_profile(int argc, char **argv) {
   if (st)
     rc = cli_fail(st, "profile failed");
   else if (json)
-    rc = print_json(m, model, backend, batch, iters, wall, &t);
+    rc = print_json(&run, model, backend, batch, iters, wall, &t);
   else {
     double timed = 0;
     for (int i = 0; i < t.n; i++)
@@ -221,9 +227,9 @@ int cmd_profile(int argc, char **argv) {
     if (t.whole_n > 0)
       printf("whole run on the device (%s): %.3f ms (mean of %ld)\n", t.whole_op,
              t.whole / (double)t.whole_n * 1e3, t.whole_n);
-    if (m->run.iface->memory) { /* what the backend holds (cuda: on the device) */
+    if (run.iface->memory) { /* what the backend holds (cuda: on the device) */
       int64_t wb = 0, work = 0;
-      m->run.iface->memory(m->run.state, &wb, &work);
+      run.iface->memory(run.state, &wb, &work);
       printf("memory: weights %lld bytes (%.1f MiB), working memory %lld bytes (%.1f MiB)\n",
              (long long)wb, (double)wb / 1048576.0, (long long)work, (double)work / 1048576.0);
     }
@@ -243,6 +249,7 @@ int cmd_profile(int argc, char **argv) {
   free(outs);
   ait_sample_free(&in);
   ait_sample_free(&base);
-  ait_module_free(m);
+  ait_runner_destroy(&run);
+  ait_model_free(mdl);
   return rc;
 }

@@ -5,12 +5,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/devio.h"
 #include "api/model_impl.h"
 #include "cli.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "onnx/onnx_io.h"
-#include "tune/module_impl.h"
+#include "tune/tune.h"
 
 static const char usage[] =
     "usage: aitune run MODEL|DIR [--backend NAME] [--inputs DIR] [--outputs DIR]\n"
@@ -138,7 +139,17 @@ int cmd_run(int argc, char **argv) {
   for (size_t i = 0; i < n_out; i++) {
     ait_tensor_info info;
     ait_model_output(model, i, &info);
-    const ait_tensor *t = mod ? mod->outputs[i] : sess->outputs[i];
+    /* a tuned module's outputs through the public API: a view, borrowed as a tensor */
+    ait_tensor_view v;
+    ait_tensor *wrapped = NULL;
+    if (mod && (st = ait_module_output(mod, i, &v)) == AIT_OK && !(wrapped = ait_api_wrap_view(&v)))
+      st = AIT_E_NOMEM;
+    if (mod && st) {
+      cJSON_Delete(root);
+      rc = cli_fail(st, "cannot read the outputs");
+      goto out;
+    }
+    const ait_tensor *t = mod ? wrapped : sess->outputs[i];
     if (out_dir) {
       char name[64];
       snprintf(name, sizeof name, "output_%zu.%s", i, npy ? "npy" : "pb");
@@ -149,6 +160,7 @@ int cmd_run(int argc, char **argv) {
                  : ait_value_file_write(p, t, g->values[g->outputs[i]].type, info.name);
       free(p);
       if (st) {
+        ait_tensor_free(wrapped);
         cJSON_Delete(root);
         rc = cli_fail(st, "cannot write outputs");
         goto out;
@@ -158,6 +170,7 @@ int cmd_run(int argc, char **argv) {
       cJSON_AddItemToArray(outs, cli_summary_json(info.name, t));
     else if (!out_dir)
       cli_print_summary(stdout, info.name, t);
+    ait_tensor_free(wrapped);
   }
   if (out_dir && !root) printf("wrote %zu outputs to %s\n", n_out, out_dir);
   if (root) rc = cli_print_json(root);

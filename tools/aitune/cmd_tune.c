@@ -15,7 +15,8 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "onnx/onnx_io.h"
-#include "tune/module_impl.h"
+#include "tune/artifact.h"
+#include "tune/tune.h"
 
 static const char usage[] =
     "usage: aitune tune MODEL --out DIR [options]\n"
@@ -154,7 +155,7 @@ static ait_status add_sample(ait_module *m, const ait_sample *s) {
  * library makes its own random one. */
 static ait_status add_samples(ait_module *m, const char *const *dirs, int n_dirs,
                               const cli_inputs *ci) {
-  const ait_graph *g = m->model->graph;
+  const ait_graph *g = ait_model_graph(ait_module_model(m));
   bool lo = false, hi = false;
   for (int k = 0; k < ci->n_dims; k++) {
     lo |= ci->dims[k].min != ci->dims[k].opt;
@@ -339,7 +340,8 @@ int cmd_tune(int argc, char **argv) {
     ait_module_free(m);
     return cli_fail(st, "cannot make the samples");
   }
-  if (!n_batches && (n_batches = shape_batches(m->model->graph, &ci, batches, 16))) {
+  if (!n_batches &&
+      (n_batches = shape_batches(ait_model_graph(ait_module_model(m)), &ci, batches, 16))) {
     o.batch_sizes = batches;
     o.n_batch_sizes = (size_t)n_batches;
   }

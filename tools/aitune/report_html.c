@@ -52,7 +52,7 @@ static void read_points(const cJSON *profile, double budget_ms, rh_cand *c) {
   qsort(c->pts, (size_t)c->n_pts, sizeof c->pts[0], by_batch);
 }
 
-/* The point the tuner's decision used (src/tune/tuner.c, best_point_as with
+/* The point the tuner's decision used (src/tune/strategy.c, ait_tune_best_point with
  * decide): each run judged by its fastest time, the budget by the median. */
 static void find_best(rh_cand *c, bool min_latency) {
   c->best = -1;
