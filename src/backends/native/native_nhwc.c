@@ -371,6 +371,123 @@ static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, const nhwc_ker
   if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, c->C, c->M, c->pw_bw);
 }
 
+/* ---- window panels ---------------------------------------------------------- */
+
+/* Bits k (k < taps) of the taps of a window axis whose input index
+ * i0 + k d lies in [0, n). */
+static uint64_t tap_mask(int64_t i0, int64_t d, int64_t taps, int64_t n) {
+  uint64_t m = 0;
+  for (int64_t k = 0; k < taps; k++)
+    if ((uint64_t)(i0 + k * d) < (uint64_t)n) m |= (uint64_t)1 << k;
+  return m;
+}
+
+void nat_win_panel_fill(const nat_nhwc *c, int64_t q0, int64_t q1, nat_win_panel *p) {
+  int64_t OHW = c->OH * c->OW, n = q0 / OHW, o = q0 % OHW;
+  int cnt = (int)(q1 - q0);
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  bool cls = c->win_class && !c->win_rows && c->kh <= 32 && c->kw <= 32;
+  int64_t xo[NAT_WIN_PANEL], ih[NAT_WIN_PANEL], iw[NAT_WIN_PANEL];
+  int64_t *pxo = cls ? xo : p->xo, *pih = cls ? ih : p->ih, *piw = cls ? iw : p->iw;
+  uint64_t key[NAT_WIN_PANEL];
+  for (int i = 0; i < cnt; i++) {
+    pxo[i] = n * c->xs_n;
+    pih[i] = o / c->OW * c->sh - c->pt;
+    piw[i] = o % c->OW * c->sw - c->pl;
+    if (cls)
+      key[i] = tap_mask(pih[i], dh, c->kh, c->H) | tap_mask(piw[i], dw, c->kw, c->W) << 32;
+    else
+      p->q[i] = q0 + i;
+    if (++o == OHW) o = 0, n++;
+  }
+  p->seg[0] = 0;
+  if (!cls) {
+    p->seg[1] = cnt, p->nseg = 1;
+    return;
+  }
+  /* a stable counting sort on the keys, in the order they first appear
+   * (few: the map's edges in each direction and its interior) */
+  uint64_t keys[NAT_WIN_PANEL];
+  int nk = 0, of[NAT_WIN_PANEL], count[NAT_WIN_PANEL], last = 0;
+  for (int i = 0; i < cnt; i++) {
+    int k = last < nk && keys[last] == key[i] ? last : -1;
+    for (int j = 0; k < 0 && j < nk; j++)
+      if (keys[j] == key[i]) k = j;
+    if (k < 0) keys[nk] = key[i], count[nk] = 0, k = nk++;
+    of[i] = last = k;
+    count[k]++;
+  }
+  int at[NAT_WIN_PANEL];
+  for (int k = 0; k < nk; k++)
+    at[k] = p->seg[k], p->seg[k + 1] = p->seg[k] + count[k];
+  for (int i = 0; i < cnt; i++) {
+    int j = at[of[i]]++;
+    p->xo[j] = xo[i], p->ih[j] = ih[i], p->iw[j] = iw[i], p->q[j] = q0 + i;
+  }
+  p->nseg = nk;
+}
+
+/* Of the taps x output positions of one window axis, the share inside the
+ * input. */
+static double axis_inside(int64_t out, int64_t s, int64_t pad, int64_t d, int64_t taps, int64_t n) {
+  int64_t in = 0;
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t k = 0; k < taps; k++)
+      in += (uint64_t)(o * s - pad + k * d) < (uint64_t)n;
+  return out * taps > 0 ? (double)in / (double)(out * taps) : 1.0;
+}
+
+/* What c's window kernels cost over one image's pixels in panels of tiles
+ * of `rows` pixels, in units of a tap of one pixel's reduction: per tile,
+ * its taps where some pixel lies inside the input (the others are
+ * skipped), each at rows + 1 (the multiply-adds and broadcasts grow with
+ * the rows; the weight loads and the tap's pointers do not). */
+static double win_cost(const nat_nhwc *c, int rows) {
+  nat_win_panel p;
+  int64_t OHW = c->OH * c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  double cost = 0;
+  for (int64_t q0 = 0; q0 < OHW; q0 += NAT_WIN_PANEL) {
+    nat_win_panel_fill(c, q0, q0 + NAT_WIN_PANEL < OHW ? q0 + NAT_WIN_PANEL : OHW, &p);
+    for (int s = 0; s < p.nseg; s++)
+      for (int t0 = p.seg[s]; t0 < p.seg[s + 1]; t0 += rows) {
+        int t1 = t0 + rows < p.seg[s + 1] ? t0 + rows : p.seg[s + 1];
+        for (int64_t ki = 0; ki < c->kh; ki++)
+          for (int64_t kj = 0; kj < c->kw; kj++) {
+            bool any = false;
+            for (int t = t0; t < t1 && !any; t++)
+              any = (uint64_t)(p.ih[t] + ki * dh) < (uint64_t)c->H &&
+                    (uint64_t)(p.iw[t] + kj * dw) < (uint64_t)c->W;
+            if (any) cost += t1 - t0 + 1;
+          }
+      }
+  }
+  return cost;
+}
+
+static _Atomic long long win_class_runs;
+long long nat_win_class_runs(void) { return win_class_runs; }
+
+/* Whether c's window conv (tiles of c->pw_mr pixels) runs its panels in
+ * classes of in-bounds taps (nat_nhwc.win_class): where much of the
+ * window lies in the padding (DeepLab's ASPP: dilation 12 on 14x14, 82%
+ * of the taps) and the classes' partial tiles cost less than the taps
+ * they skip (a 3x3 with padding 1 on 7x7 does not gain). */
+static bool win_classes_pay(nat_nhwc *c) {
+  if (c->win_rows || c->kh * c->kw < 2 || c->kh > 32 || c->kw > 32) return false;
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  double inside = axis_inside(c->OH, c->sh, c->pt, dh, c->kh, c->H) *
+                  axis_inside(c->OW, c->sw, c->pl, dw, c->kw, c->W);
+  if (inside > 0.8) return false;
+  c->win_class = false;
+  double plain = win_cost(c, c->pw_mr);
+  c->win_class = true;
+  double classed = win_cost(c, c->pw_mr);
+  c->win_class = false;
+  if (!(classed < 0.9 * plain)) return false;
+  win_class_runs++;
+  return true;
+}
+
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
@@ -382,6 +499,7 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
     c->pw_bw = k->lanes * c->pw_nv;
     K = c->kh * c->kw * c->C;
     if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, K, c->M, c->pw_bw);
+    if (k->packed) c->win_class = win_classes_pay(c);
   } else {
     set_tile(c, k, P);
     pack_pw(r, c, slot, input, k);
