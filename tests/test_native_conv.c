@@ -114,9 +114,15 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
   if (res)
     tb_node(m, "Add", "res", (const char *const[]){"c", "z", NULL},
             (const char *const[]){act ? "r" : "y", NULL});
-  if (act)
+  if (act && !strcmp(c->act, "SiLU")) { /* x * Sigmoid(x): native's epilogue program */
+    const char *a = res ? "r" : "c";
+    tb_node(m, "Sigmoid", "sig", (const char *const[]){a, NULL}, (const char *const[]){"s", NULL});
+    tb_node(m, "Mul", "silu", (const char *const[]){a, "s", NULL},
+            (const char *const[]){"y", NULL});
+  } else if (act) {
     tb_node(m, c->act, "act", (const char *const[]){res ? "r" : "c", NULL},
             (const char *const[]){"y", NULL});
+  }
   int64_t pads[6];
   for (int i = 0; i < c->nsp; i++)
     pads[i] = c->pb[i], pads[c->nsp + i] = c->pe[i];
@@ -374,7 +380,7 @@ static void test_random(int count) {
  * padded-row paths), any window, stride, dilation and padding. */
 static void test_random_nhwc(int count) {
   static const int64_t ks[] = {1, 3, 5, 7};
-  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "HardSwish", "Tanh"};
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "HardSwish", "Tanh", "SiLU"};
   for (int it = 0; it < count; it++) {
     conv_case c;
     memset(&c, 0, sizeof c);
@@ -399,10 +405,21 @@ static void test_random_nhwc(int count) {
       c.pb[i] = urand((uint32_t)c.k[i] + 1);
       c.pe[i] = urand((uint32_t)c.k[i] + 1);
     }
-    c.act = acts[urand(5)];
+    c.act = acts[urand(6)];
     c.bias = urand(2);
     c.residual = c.act && urand(2);
     check_case(&c);
+  }
+  /* SiLU after convs whose outputs exceed the driver's activation slices
+   * (native_nhwc.c NHWC_POST_FLOATS): pointwise, depthwise and window,
+   * channel tails */
+  static const int64_t big[][4] = {{16, 96, 1, 1}, {19, 37, 1, 1}, {48, 48, 48, 3}, {8, 24, 1, 3}};
+  for (int i = 0; i < 4; i++) {
+    conv_case b = base(2, 1, big[i][0], big[i][1], big[i][2], 40, big[i][3], 1, 1);
+    for (int k = 0; k < 2; k++)
+      b.pb[k] = b.pe[k] = big[i][3] / 2;
+    b.act = "SiLU", b.bias = true, b.nhwc_in = true;
+    check_case(&b);
   }
 }
 

@@ -554,6 +554,9 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
  * every tap of every output inside it; native_nhwc_dw256.c,
  * native_nhwc_dw512.c). */
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* SiLU in place on x[0..n) (native_nhwc_act.c; the level's target). */
+void nat_nhwc256_silu(float *x, int64_t n);
+void nat_nhwc512_silu(float *x, int64_t n);
 /* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
  * tiles of `level` (native_nhwc_wino.c): whether c is one it takes (an NHWC
  * X: the caller reorders an NCHW one first), and

@@ -198,19 +198,20 @@ struct nhwc_kernels {
   bool packed; /* the pointwise and window kernels read packed weights (wpk) */
   pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
   tile_fn win_tile;
-  rows_fn dwk; /* depthwise of any window (K_DWK) on a zero-padded input */
+  rows_fn dwk;                       /* depthwise of any window (K_DWK) on a zero-padded input */
+  void (*silu)(float *x, int64_t n); /* SiLU past the clamp; NULL: nat_act_f32 */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows},
+                          portable_tile, dwk_rows, NULL},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
-                      nat_nhwc256_dwk},
+                      nat_nhwc256_dwk, nat_nhwc256_silu},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
-                        nat_nhwc512_dwk},
+                        nat_nhwc512_dwk, nat_nhwc512_silu},
 };
 
 int nat_nhwc_level(void) {
@@ -244,14 +245,10 @@ void nat_nhwc_pw(const nat_nhwc *c, int level, int64_t p0, int64_t p1, int64_t m
 
 /* ---- tasks --------------------------------------------------------------- */
 
-static void nhwc_task(void *arg, int64_t t, int tid) {
-  const nhwc_job *j = arg;
+/* Rows [r0, r1) (pixels for K_PW and K_WIN, else output rows) and
+ * channels [m0, m1) of job j, then its activation past the clamp. */
+static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, int64_t m1) {
   const nat_nhwc *c = j->c;
-  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks, U = (j->rows + j->unit - 1) / j->unit;
-  int64_t r0 = rt * U / j->row_tasks * j->unit, r1 = (rt + 1) * U / j->row_tasks * j->unit;
-  if (r1 > j->rows) r1 = j->rows;
-  int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
-  if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
   case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
   case K_WIN:
@@ -272,17 +269,55 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
   }
   if (!c->post) return;
   /* the activation past the clamp, on the task's block while it is in cache */
+  const ait_act *a = c->post;
+  bool silu = j->k->silu && a->kind == AIT_ACT_PROGRAM && a->n_steps == 1 &&
+              a->steps[0].kind == AIT_ACT_SIGMOID && a->steps[0].mul_x;
+  float *y;
+  int64_t rows, n, ld;
   if (j->kind == K_PW || j->kind == K_WIN) {
     int64_t ldy = c->ldy > 0 ? c->ldy : c->M;
-    if (m0 == 0 && m1 == c->M && ldy == c->M) {
-      nat_act_f32(c->post, c->y + (r0 - c->y_r0 * c->OW) * ldy, (r1 - r0) * ldy);
-    } else {
-      for (int64_t p = r0; p < r1; p++)
-        nat_act_f32(c->post, c->y + (p - c->y_r0 * c->OW) * ldy + m0, m1 - m0);
-    }
+    y = c->y + (r0 - c->y_r0 * c->OW) * ldy + m0;
+    if (m0 == 0 && m1 == c->M && ldy == c->M)
+      rows = 1, n = (r1 - r0) * ldy, ld = 0;
+    else
+      rows = r1 - r0, n = m1 - m0, ld = ldy;
   } else {
-    nat_act_f32(c->post, c->y + (r0 - c->y_r0) * c->OW * c->M, (r1 - r0) * c->OW * c->M);
+    y = c->y + (r0 - c->y_r0) * c->OW * c->M, rows = 1, n = (r1 - r0) * c->OW * c->M, ld = 0;
   }
+  for (int64_t i = 0; i < rows; i++, y += ld) {
+    if (silu)
+      j->k->silu(y, n);
+    else
+      nat_act_f32(a, y, n);
+  }
+}
+
+/* Outputs of one slice of a task with an activation past the clamp (floats):
+ * the slice is activated right after it is written, from L2. A task's block
+ * is the whole conv on one thread (EfficientNet's first expansion: 5.5 MB
+ * of outputs written, then read back for SiLU from memory). */
+#define NHWC_POST_FLOATS (1 << 16)
+
+static void nhwc_task(void *arg, int64_t t, int tid) {
+  const nhwc_job *j = arg;
+  const nat_nhwc *c = j->c;
+  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks, U = (j->rows + j->unit - 1) / j->unit;
+  int64_t r0 = rt * U / j->row_tasks * j->unit, r1 = (rt + 1) * U / j->row_tasks * j->unit;
+  if (r1 > j->rows) r1 = j->rows;
+  int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
+  if (r0 >= r1 || m0 >= m1) return;
+  if (!c->post) {
+    nhwc_range(j, r0, r1, m0, m1);
+    return;
+  }
+  /* slices of whole units (a pixel tile's rows; at least 8 of them: each
+   * slice reads the weights again) */
+  bool px = j->kind == K_PW || j->kind == K_WIN;
+  int64_t per_row = px ? m1 - m0 : c->OW * c->M, unit = j->unit > 0 ? j->unit : 1;
+  int64_t step = NHWC_POST_FLOATS / (per_row > 0 ? per_row : 1) / unit * unit;
+  if (step < (px ? 8 : 1) * unit) step = (px ? 8 : 1) * unit;
+  for (int64_t s = r0; s < r1; s += step)
+    nhwc_range(j, s, s + step < r1 ? s + step : r1, m0, m1);
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
