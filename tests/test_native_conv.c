@@ -423,7 +423,7 @@ static void test_random_nhwc(int count) {
   }
 }
 
-/* Group-1 window convs whose windows lie mostly in the padding (DeepLab's
+/* Group-1 and grouped window convs whose windows lie mostly in the padding (DeepLab's
  * ASPP: dilations 12-36 on a 14x14 map), which the vector levels run in
  * classes of in-bounds taps (nat_win_class_runs): dilations 2-14 on maps
  * of 3-20, kernels 2-5, the padding around all or part of the window,
@@ -436,7 +436,12 @@ static void test_dilated_nhwc(int count) {
     memset(&c, 0, sizeof c);
     c.nsp = 2;
     c.N = urand(4) ? 1 : 2;
-    c.group = 1, c.C = 8 + urand(40), c.M = 1 + urand(70);
+    if (urand(3)) {
+      c.group = 1, c.C = 8 + urand(40), c.M = 1 + urand(70);
+    } else { /* grouped (merged below a vector's width, or not) */
+      int64_t g = 2 + urand(3);
+      c.group = g, c.C = g * (2 + urand(16)), c.M = g * (1 + urand(20));
+    }
     for (int i = 0; i < 2; i++) {
       c.k[i] = 2 + urand(4);
       c.s[i] = urand(4) ? 1 : 2;

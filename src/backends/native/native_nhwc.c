@@ -756,6 +756,7 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   c->pw_bw = (int)(j.k->lanes * c->pw_nv);
   int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
   j.gstride = (Mm + bw - 1) / bw * bw * K;
+  if (lv != NAT_ISA_PORTABLE) c->win_class = win_classes_pay(c); /* each group's tiles alike */
   j.c = *c;
   if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
   if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */
