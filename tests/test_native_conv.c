@@ -413,9 +413,9 @@ static void test_random_nhwc(int count) {
   /* SiLU after convs whose outputs exceed the driver's activation slices
    * (native_nhwc.c NHWC_POST_FLOATS): pointwise, depthwise and window,
    * channel tails */
-  static const int64_t big[][4] = {{16, 96, 1, 1}, {19, 37, 1, 1}, {48, 48, 48, 3}, {8, 24, 1, 3}};
+  static const int64_t big[][4] = {{16, 96, 1, 1}, {19, 67, 1, 1}, {96, 96, 96, 3}, {8, 70, 1, 3}};
   for (int i = 0; i < 4; i++) {
-    conv_case b = base(2, 1, big[i][0], big[i][1], big[i][2], 40, big[i][3], 1, 1);
+    conv_case b = base(2, 1, big[i][0], big[i][1], big[i][2], 64, big[i][3], 1, 1);
     for (int k = 0; k < 2; k++)
       b.pb[k] = b.pe[k] = big[i][3] / 2;
     b.act = "SiLU", b.bias = true, b.nhwc_in = true;
