@@ -309,7 +309,12 @@ static void test_fixed(void) {
   c = base(2, 1, 64, 16, 1, 31, 3, 1, 1);
   c.pb[0] = c.pb[1] = 1, c.bias = true;
   check_case(&c);
-  CHECK(nat_wino_runs() >= wino + 3 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
+  /* a 7x7 map (16 tiles, ResNet's layer 4), fed channels-last */
+  c = base(2, 1, 96, 40, 1, 7, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
+  c.nhwc_in = true;
+  check_case(&c);
+  CHECK(nat_wino_runs() >= wino + 4 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
   /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
   c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
   c.transpose = true, c.pb[0] = c.pb[1] = 1, c.pe[0] = c.pe[1] = 1, c.op[0] = c.op[1] = 1;
