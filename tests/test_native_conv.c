@@ -313,7 +313,9 @@ static void test_fixed(void) {
   c = base(2, 1, 96, 40, 1, 7, 3, 1, 1);
   c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
   c.nhwc_in = true;
+  long long wino7 = nat_wino_runs();
   check_case(&c);
+  CHECK(nat_wino_runs() >= wino7 + 2 * 2);
   CHECK(nat_wino_runs() >= wino + 4 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
   /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
   c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
