@@ -142,7 +142,48 @@ static void wconv(int64_t H, int64_t C, int64_t M, int64_t k, int64_t S, int64_t
   free(x), free(w), free(b), free(y);
 }
 
+/* A dilated group-1 window conv (padding d (k - 1) / 2: DeepLab's ASPP)
+ * with its panels in plain order and in classes of in-bounds taps
+ * (nat_nhwc.win_class): microseconds per call at each level. */
+static void aspp(int64_t H, int64_t C, int64_t M, int64_t k, int64_t d) {
+  int64_t pad = d * (k / 2), OH = H;
+  float *x = rnd(H * H * C), *w = rnd(k * k * C * M), *b = rnd(M), *y = rnd(OH * OH * M);
+  double t[2][2];
+  for (int l = 0; l < 2; l++)
+    for (int cls = 0; cls < 2; cls++) {
+      job j;
+      memset(&j, 0, sizeof j);
+      nat_nhwc *c = &j.c;
+      c->N = 1, c->H = c->W = H, c->C = C, c->M = M, c->OH = c->OW = OH, c->kh = c->kw = k,
+      c->sh = c->sw = 1, c->pt = c->pl = pad, c->dh = c->dw = d, c->win_class = cls;
+      c->xs_c = 1, c->xs_w = C, c->xs_h = H * C, c->xs_n = H * H * C;
+      c->x = x, c->w = w, c->b = b, c->y = y, c->lo = 0, c->hi = INFINITY;
+      (l == 0 ? nat_nhwc512_win_tile : nat_nhwc256_win_tile)(OH * OH, M, &c->pw_mr, &c->pw_nv);
+      c->pw_bw = c->pw_nv * (l == 0 ? 16 : 8);
+      c->wpk = pack(w, k * k * C, M, c->pw_bw);
+      j.pw = l == 0 ? nat_nhwc512_win : nat_nhwc256_win;
+      j.P = OH * OH;
+      t[l][cls] = best(run_pw, &j, 40);
+      free((void *)c->wpk);
+    }
+  printf("| %lldx%lld dilation %lld, %lldx%lld x %lld -> %lld | %.0f | %.0f | %.0f | %.0f |\n",
+         (long long)k, (long long)k, (long long)d, (long long)H, (long long)H, (long long)C,
+         (long long)M, 1e6 * t[0][0], 1e6 * t[0][1], 1e6 * t[1][0], 1e6 * t[1][1]);
+  free(x), free(w), free(b), free(y);
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "aspp")) {
+    printf("| conv (one thread, best of 40, us) | AVX-512 plain | AVX-512 classes | AVX2 plain | "
+           "AVX2 classes |\n|---|---|---|---|---|\n");
+    aspp(14, 960, 256, 1, 1); /* the 1x1 branch: the floor */
+    aspp(14, 960, 256, 3, 12);
+    aspp(14, 960, 256, 3, 24);
+    aspp(28, 960, 256, 3, 12);
+    aspp(28, 256, 256, 3, 6);
+    aspp(14, 256, 256, 3, 2);
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "window")) {
     printf("| kernel (one thread, best of 40) | AVX-512 GFLOP/s | AVX2 GFLOP/s | AVX2 time / "
            "AVX-512 time |\n|---|---|---|---|\n");

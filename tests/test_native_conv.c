@@ -37,6 +37,8 @@ typedef struct conv_case {
   const char *auto_pad;                                 /* NULL: explicit pads */
   bool bias, residual;
   const char *act; /* FusedConv's activation, NULL: a plain Conv */
+  bool nhwc_in;    /* 2-D: x given as [N, H, W, C] and transposed to NCHW, so that the
+                    * layout pass hands the conv a channels-last input */
 } conv_case;
 
 static int64_t out_size(const conv_case *c, int i) {
@@ -87,7 +89,15 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
   fill(w, wn, 0.5f);
   fill(b, c->M, 0.5f);
   tb_model *m = tb_new(17);
-  tb_input(m, "x", 1, rank, xd);
+  if (c->nhwc_in) {
+    int64_t td[4] = {xd[0], xd[2], xd[3], xd[1]}, perm[4] = {0, 3, 1, 2};
+    tb_input(m, "xt", 1, rank, td);
+    int t = tb_node(m, "Transpose", "to_nchw", (const char *const[]){"xt", NULL},
+                    (const char *const[]){"x", NULL});
+    tb_attr_ints(m, t, "perm", 4, perm);
+  } else {
+    tb_input(m, "x", 1, rank, xd);
+  }
   if (c->residual) tb_input(m, "z", 1, rank, ydims);
   tb_output(m, "y", 1, rank, ydims);
   tb_init_f32(m, "w", rank, wd, w);
@@ -104,9 +114,15 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
   if (res)
     tb_node(m, "Add", "res", (const char *const[]){"c", "z", NULL},
             (const char *const[]){act ? "r" : "y", NULL});
-  if (act)
+  if (act && !strcmp(c->act, "SiLU")) { /* x * Sigmoid(x): native's epilogue program */
+    const char *a = res ? "r" : "c";
+    tb_node(m, "Sigmoid", "sig", (const char *const[]){a, NULL}, (const char *const[]){"s", NULL});
+    tb_node(m, "Mul", "silu", (const char *const[]){a, "s", NULL},
+            (const char *const[]){"y", NULL});
+  } else if (act) {
     tb_node(m, c->act, "act", (const char *const[]){res ? "r" : "c", NULL},
             (const char *const[]){"y", NULL});
+  }
   int64_t pads[6];
   for (int i = 0; i < c->nsp; i++)
     pads[i] = c->pb[i], pads[c->nsp + i] = c->pe[i];
@@ -168,6 +184,7 @@ static void check_case(const conv_case *c) {
   int64_t xd[5] = {c->N, c->C};
   for (int i = 0; i < c->nsp; i++)
     xd[2 + i] = c->in[i];
+  if (c->nhwc_in) xd[1] = c->in[0], xd[2] = c->in[1], xd[3] = c->C;
   ait_tensor *in[2] = {ait_tensor_new(AIT_FLOAT32, rank, xd), NULL};
   fill(in[0]->data, ait_tensor_numel(in[0]), 1.0f);
   int n_in = 1;
@@ -292,7 +309,14 @@ static void test_fixed(void) {
   c = base(2, 1, 64, 16, 1, 31, 3, 1, 1);
   c.pb[0] = c.pb[1] = 1, c.bias = true;
   check_case(&c);
-  CHECK(nat_wino_runs() >= wino + 3 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
+  /* a 7x7 map (16 tiles, ResNet's layer 4), fed channels-last */
+  c = base(2, 1, 96, 40, 1, 7, 3, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 1, c.bias = true, c.residual = true, c.act = "Relu";
+  c.nhwc_in = true;
+  long long wino7 = nat_wino_runs();
+  check_case(&c);
+  CHECK(nat_wino_runs() >= wino7 + 2 * 2);
+  CHECK(nat_wino_runs() >= wino + 4 * 2 * 2); /* each, at avx512 and avx2 on 1 and 4 threads */
   /* ConvTranspose: grouped, strided with output_padding, dilated, 1-D, 3-D */
   c = base(2, 1, 8, 6, 2, 7, 3, 2, 1);
   c.transpose = true, c.pb[0] = c.pb[1] = 1, c.pe[0] = c.pe[1] = 1, c.op[0] = c.op[1] = 1;
@@ -363,7 +387,7 @@ static void test_random(int count) {
  * padded-row paths), any window, stride, dilation and padding. */
 static void test_random_nhwc(int count) {
   static const int64_t ks[] = {1, 3, 5, 7};
-  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "HardSwish", "Tanh"};
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "HardSwish", "Tanh", "SiLU"};
   for (int it = 0; it < count; it++) {
     conv_case c;
     memset(&c, 0, sizeof c);
@@ -388,17 +412,74 @@ static void test_random_nhwc(int count) {
       c.pb[i] = urand((uint32_t)c.k[i] + 1);
       c.pe[i] = urand((uint32_t)c.k[i] + 1);
     }
-    c.act = acts[urand(5)];
+    c.act = acts[urand(6)];
     c.bias = urand(2);
     c.residual = c.act && urand(2);
     check_case(&c);
   }
+  /* SiLU after convs whose outputs exceed the driver's activation slices
+   * (native_nhwc.c NHWC_POST_FLOATS): pointwise, depthwise and window,
+   * channel tails */
+  static const int64_t big[][4] = {{16, 96, 1, 1}, {19, 67, 1, 1}, {96, 96, 96, 3}, {8, 70, 1, 3}};
+  for (int i = 0; i < 4; i++) {
+    conv_case b = base(2, 1, big[i][0], big[i][1], big[i][2], 64, big[i][3], 1, 1);
+    for (int k = 0; k < 2; k++)
+      b.pb[k] = b.pe[k] = big[i][3] / 2;
+    b.act = "SiLU", b.bias = true, b.nhwc_in = true;
+    check_case(&b);
+  }
+}
+
+/* Group-1 and grouped window convs whose windows lie mostly in the padding (DeepLab's
+ * ASPP: dilations 12-36 on a 14x14 map), which the vector levels run in
+ * classes of in-bounds taps (nat_win_class_runs): dilations 2-14 on maps
+ * of 3-20, kernels 2-5, the padding around all or part of the window,
+ * channel tails, residuals and activations. */
+static void test_dilated_nhwc(int count) {
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid"};
+  long long classed = nat_win_class_runs();
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.nsp = 2;
+    c.N = urand(4) ? 1 : 2;
+    if (urand(3)) {
+      c.group = 1, c.C = 8 + urand(40), c.M = 1 + urand(70);
+    } else { /* grouped (merged below a vector's width, or not) */
+      int64_t g = 2 + urand(3);
+      c.group = g, c.C = g * (2 + urand(16)), c.M = g * (1 + urand(20));
+    }
+    for (int i = 0; i < 2; i++) {
+      c.k[i] = 2 + urand(4);
+      c.s[i] = urand(4) ? 1 : 2;
+      c.d[i] = 2 + urand(13);
+      c.in[i] = 3 + urand(18);
+      int64_t half = (c.k[i] - 1) * c.d[i] / 2; /* "same" padding, or less */
+      c.pb[i] = urand(3) ? half : urand((uint32_t)half + 1);
+      c.pe[i] = urand(3) ? half : urand((uint32_t)half + 1);
+      while (c.in[i] + c.pb[i] + c.pe[i] < (c.k[i] - 1) * c.d[i] + 1)
+        c.pb[i]++, c.pe[i]++;
+    }
+    c.act = acts[urand(3)];
+    c.bias = urand(2);
+    c.residual = urand(2);
+    c.nhwc_in = urand(4) != 0;
+    check_case(&c);
+  }
+  /* the 14x14 ASPP branch itself, at 40 channels */
+  conv_case a = base(2, 1, 40, 24, 1, 14, 3, 1, 12);
+  a.pb[0] = a.pb[1] = a.pe[0] = a.pe[1] = 12;
+  a.bias = true, a.act = "Relu", a.nhwc_in = true;
+  check_case(&a);
+  printf("test_native_conv: %lld window runs in tap classes\n", nat_win_class_runs() - classed);
+  CHECK(nat_win_class_runs() > classed);
 }
 
 int main(void) {
   test_fixed();
   test_random(60);
   test_random_nhwc(60);
+  test_dilated_nhwc(30);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

@@ -333,6 +333,33 @@ static void test_resize(void) {
   }
 }
 
+/* DeepLabV3's pooling branch: GlobalAveragePool -> 1x1 conv, resized back
+ * to the map's size by sizes computed from two Shapes (so the Resize's
+ * output dims are unknown), concatenated with the map. The Shapes read
+ * the NHWC twins (a Gather reorders the dims; start/end kept), the Concat
+ * joins NHWC with its unknown-dims input: reorders only for the Resize's
+ * output and for y, none for the map. */
+static void test_shape_concat(void) {
+  tb_model *m = model(6, 10, 12);
+  conv(m, "c1", "x", "a", 6, 16, 3);
+  tb_node(m, "GlobalAveragePool", "gap", IN("a"), IN("p"));
+  conv(m, "c2", "p", "g", 16, 8, 1);
+  int n = tb_node(m, "Shape", "sg", IN("g"), IN("nc"));
+  tb_attr_int(m, n, "end", 2);
+  n = tb_node(m, "Shape", "sa", IN("a"), IN("hw"));
+  tb_attr_int(m, n, "start", -2);
+  n = tb_node(m, "Concat", "sizes", IN("nc", "hw"), IN("sz"));
+  tb_attr_int(m, n, "axis", 0);
+  n = tb_node(m, "Resize", "rs", IN("g", "", "", "sz"), IN("u"));
+  tb_attr_str(m, n, "mode", "nearest");
+  n = tb_node(m, "Concat", "cat", IN("a", "u"), IN("c"));
+  tb_attr_int(m, n, "axis", 1);
+  conv(m, "c3", "c", "y", 24, 8, 1); /* a 1x1: reads the Concat in NHWC (a window conv would
+                                      * read an NCHW one itself) */
+  const want w[] = {{"Transpose", 2}, {"Gather", 2}, {"Shape", 2}};
+  check_graph("shape and concat", tb_parse_graph(m), 6, 10, 12, w, 3, 2);
+}
+
 int main(void) {
   test_resize();
   test_pools();
@@ -340,5 +367,6 @@ int main(void) {
   test_batchnorm();
   test_elementwise();
   test_hardswish_spelled();
+  test_shape_concat();
   return check_result("test_native_nhwc");
 }

@@ -497,7 +497,28 @@ typedef struct nat_nhwc {
   /* an activation past the clamp (SiLU, HardSwish, programs ...), applied by
    * the driver to each task's block while it is in cache; NULL for none */
   const ait_act *post;
+  /* window convs (not win_rows): order each panel's pixels by the set of
+   * taps inside the input (nat_win_panel), so that a tile's pixels share
+   * it and a tap in the padding of one is skipped for the whole tile
+   * (dilated convs on small maps; set by the driver where it pays) */
+  bool win_class;
 } nat_nhwc;
+
+/* Output pixels a window conv's kernels take at a time (a panel). */
+#define NAT_WIN_PANEL 192
+/* One panel of a window conv: per pixel its image's offset in X, the input
+ * row and column of its first tap (before dilation) and its output pixel
+ * (index into N*OH*OW). Pixels seg[s] .. seg[s + 1] - 1 form segment s: a
+ * tile never spans two. With c->win_class the pixels are ordered by their
+ * in-bounds taps and a segment holds the pixels of one set; else they keep
+ * their order and there is one segment. */
+typedef struct nat_win_panel {
+  int64_t xo[NAT_WIN_PANEL], ih[NAT_WIN_PANEL], iw[NAT_WIN_PANEL], q[NAT_WIN_PANEL];
+  int seg[NAT_WIN_PANEL + 1];
+  int nseg;
+} nat_win_panel;
+/* Fill p with output pixels [q0, q1) (at most NAT_WIN_PANEL) of c. */
+void nat_win_panel_fill(const nat_nhwc *c, int64_t q0, int64_t q1, nat_win_panel *p);
 /* The vector level of FusedConvNhwc's kernels and the MatMul tiles in this
  * run: NAT_ISA_AVX512 (native_nhwc512.c), NAT_ISA_AVX2 (native_nhwc256.c)
  * or NAT_ISA_PORTABLE (the loops of native_nhwc.c). */
@@ -533,6 +554,9 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
  * every tap of every output inside it; native_nhwc_dw256.c,
  * native_nhwc_dw512.c). */
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* SiLU in place on x[0..n) (native_nhwc_act.c; the level's target). */
+void nat_nhwc256_silu(float *x, int64_t n);
+void nat_nhwc512_silu(float *x, int64_t n);
 /* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
  * tiles of `level` (native_nhwc_wino.c): whether c is one it takes (an NHWC
  * X: the caller reorders an NCHW one first), and
@@ -543,7 +567,8 @@ ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level, float *scratch
 /* Floats of scratch nat_wino_run uses: its `scratch` (NULL: it takes the
  * run's scratch itself). */
 int64_t nat_wino_scratch(nat_run *r, const nat_nhwc *c);
-long long nat_wino_runs(void); /* convs run as Winograd (tests) */
+long long nat_wino_runs(void);      /* convs run as Winograd (tests) */
+long long nat_win_class_runs(void); /* window convs run in tap classes (tests) */
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);

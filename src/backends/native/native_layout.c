@@ -233,12 +233,12 @@ static int layout_kind(const ait_graph *g, const ait_node *n) {
     const ait_value *o = &g->values[n->out[0]];
     int64_t axis = ait_attr_int(n, "axis", 0);
     if (o->rank != 4 || o->dtype != AIT_FLOAT32 || (axis != 1 && axis != -3)) return L_NONE;
+    /* the inputs' other dims need not be known: Concat itself requires them
+     * equal (DeepLabV3's pooling branch comes through a Resize whose sizes
+     * are computed from a Shape, so its output dims are not known here) */
     for (int k = 0; k < n->n_in; k++) {
       const ait_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
-      if (!v || v->rank != 4 || v->dtype != AIT_FLOAT32 || nat_is_const(g, n->in[k]) ||
-          !dim_eq(&v->dims[0], &o->dims[0]) || !dim_eq(&v->dims[2], &o->dims[2]) ||
-          !dim_eq(&v->dims[3], &o->dims[3]))
-        return L_NONE;
+      if (!v || v->rank != 4 || v->dtype != AIT_FLOAT32 || nat_is_const(g, n->in[k])) return L_NONE;
     }
     return L_CONCAT;
   }
@@ -530,6 +530,47 @@ static ait_status pool_in_nhwc(ait_graph *g, int n_values, const int *twin, cons
   return AIT_OK;
 }
 
+/* A Shape reading a converted value reads its NHWC twin, and a Gather puts
+ * the dims back in NCHW order (DeepLabV3 takes the backbone's output shape
+ * for its Resize: without this, 960 channels of 14x14 went back to NCHW
+ * every run for four integers). */
+static ait_status shape_in_nhwc(ait_graph *g, int n_values, const int *twin, const bool *conv_out) {
+  static const int64_t nchw_of[4] = {0, 3, 1, 2}; /* NCHW dim k is NHWC dim nchw_of[k] */
+  int nn = g->n_nodes;
+  for (int i = 0; i < nn; i++) {
+    ait_node *n = &g->nodes[i];
+    int v = n->n_in > 0 ? n->in[0] : -1;
+    if (n->domain[0] || strcmp(n->op_type, "Shape") || n->n_in != 1 || n->n_out != 1 ||
+        n->out[0] < 0 || v < 0 || v >= n_values || !conv_out[v] || g->values[v].rank != 4)
+      continue;
+    int64_t a = ait_attr_int(n, "start", 0), b = ait_attr_int(n, "end", 4);
+    a = a < 0 ? a + 4 : a, b = b < 0 ? b + 4 : b;
+    a = a < 0 ? 0 : a > 4 ? 4 : a, b = b < 0 ? 0 : b > 4 ? 4 : b;
+    int64_t cnt = b > a ? b - a : 0, four = 4;
+    ait_tensor *idx = ait_tensor_new(AIT_INT64, 1, &cnt);
+    if (!idx) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    for (int64_t k = 0; k < cnt; k++)
+      ((int64_t *)idx->data)[k] = nchw_of[a + k];
+    int s = n->out[0], ix = nat_add_initializer(g, g->values[s].name, "_nchw_dims", idx);
+    int t = ix >= 0 ? twin_value(g, v, nchw_of) : -1; /* a fresh value, retyped below */
+    if (t < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+    ait_value *tv = &g->values[t];
+    tv->dtype = AIT_INT64, tv->rank = 1, tv->dims[0].v = four;
+    n = &g->nodes[i];
+    if (ait_node_attr(n, "start")) AIT_TRY(nat_attr_set_int(n, "start", 0));
+    if (ait_node_attr(n, "end")) AIT_TRY(nat_attr_set_int(n, "end", 4));
+    n->in[0] = twin[v];
+    n->out[0] = t;
+    g->values[t].producer = i;
+    int k = add_node1(g, "Gather", t, s);
+    if (k < 0) return AIT_E_NOMEM;
+    g->nodes[k].in[1] = ix;
+    g->nodes[k].n_in = 2;
+    g->values[s].producer = k;
+  }
+  return AIT_OK;
+}
+
 /* ---- inverted residual blocks ---------------------------------------------- */
 
 /* Blocks whose expanded activations take at least this many bytes (per
@@ -718,6 +759,7 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
     }
   if (!st && g->n_values > cap) st = ait_err(AIT_E_INTERNAL, "layout pass: value table overflow");
   if (!st && moved) st = pool_in_nhwc(g, nv, twin, conv_out);
+  if (!st && moved) st = shape_in_nhwc(g, nv, twin, conv_out);
   if (!st && moved) st = edges_out(g, nv, twin, conv_out);
   bool *dead = moved ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;
   if (!st && moved && !dead) st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");

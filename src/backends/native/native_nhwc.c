@@ -198,19 +198,20 @@ struct nhwc_kernels {
   bool packed; /* the pointwise and window kernels read packed weights (wpk) */
   pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
   tile_fn win_tile;
-  rows_fn dwk; /* depthwise of any window (K_DWK) on a zero-padded input */
+  rows_fn dwk;                       /* depthwise of any window (K_DWK) on a zero-padded input */
+  void (*silu)(float *x, int64_t n); /* SiLU past the clamp; NULL: nat_act_f32 */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows},
+                          portable_tile, dwk_rows, NULL},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
-                      nat_nhwc256_dwk},
+                      nat_nhwc256_dwk, nat_nhwc256_silu},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
-                        nat_nhwc512_dwk},
+                        nat_nhwc512_dwk, nat_nhwc512_silu},
 };
 
 int nat_nhwc_level(void) {
@@ -244,14 +245,10 @@ void nat_nhwc_pw(const nat_nhwc *c, int level, int64_t p0, int64_t p1, int64_t m
 
 /* ---- tasks --------------------------------------------------------------- */
 
-static void nhwc_task(void *arg, int64_t t, int tid) {
-  const nhwc_job *j = arg;
+/* Rows [r0, r1) (pixels for K_PW and K_WIN, else output rows) and
+ * channels [m0, m1) of job j, then its activation past the clamp. */
+static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, int64_t m1) {
   const nat_nhwc *c = j->c;
-  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks, U = (j->rows + j->unit - 1) / j->unit;
-  int64_t r0 = rt * U / j->row_tasks * j->unit, r1 = (rt + 1) * U / j->row_tasks * j->unit;
-  if (r1 > j->rows) r1 = j->rows;
-  int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
-  if (r0 >= r1 || m0 >= m1) return;
   switch (j->kind) {
   case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
   case K_WIN:
@@ -272,17 +269,64 @@ static void nhwc_task(void *arg, int64_t t, int tid) {
   }
   if (!c->post) return;
   /* the activation past the clamp, on the task's block while it is in cache */
+  const ait_act *a = c->post;
+  bool silu = j->k->silu && a->kind == AIT_ACT_PROGRAM && a->n_steps == 1 &&
+              a->steps[0].kind == AIT_ACT_SIGMOID && a->steps[0].mul_x;
+  float *y;
+  int64_t rows, n, ld;
   if (j->kind == K_PW || j->kind == K_WIN) {
     int64_t ldy = c->ldy > 0 ? c->ldy : c->M;
-    if (m0 == 0 && m1 == c->M && ldy == c->M) {
-      nat_act_f32(c->post, c->y + (r0 - c->y_r0 * c->OW) * ldy, (r1 - r0) * ldy);
-    } else {
-      for (int64_t p = r0; p < r1; p++)
-        nat_act_f32(c->post, c->y + (p - c->y_r0 * c->OW) * ldy + m0, m1 - m0);
-    }
+    y = c->y + (r0 - c->y_r0 * c->OW) * ldy + m0;
+    if (m0 == 0 && m1 == c->M && ldy == c->M)
+      rows = 1, n = (r1 - r0) * ldy, ld = 0;
+    else
+      rows = r1 - r0, n = m1 - m0, ld = ldy;
   } else {
-    nat_act_f32(c->post, c->y + (r0 - c->y_r0) * c->OW * c->M, (r1 - r0) * c->OW * c->M);
+    y = c->y + (r0 - c->y_r0) * c->OW * c->M, rows = 1, n = (r1 - r0) * c->OW * c->M, ld = 0;
   }
+  for (int64_t i = 0; i < rows; i++, y += ld) {
+    if (silu)
+      j->k->silu(y, n);
+    else
+      nat_act_f32(a, y, n);
+  }
+}
+
+/* Outputs of one slice of a task with an activation past the clamp (floats):
+ * the slice is activated right after it is written, from L2. A task's block
+ * can be the whole conv on one thread (EfficientNet's first expansion: 5.5
+ * MB of outputs written, then read back for SiLU from memory). */
+#define NHWC_POST_FLOATS (1 << 16)
+
+static void nhwc_task(void *arg, int64_t t, int tid) {
+  const nhwc_job *j = arg;
+  const nat_nhwc *c = j->c;
+  int64_t rt = t / j->col_tasks, ct = t % j->col_tasks, U = (j->rows + j->unit - 1) / j->unit;
+  int64_t r0 = rt * U / j->row_tasks * j->unit, r1 = (rt + 1) * U / j->row_tasks * j->unit;
+  if (r1 > j->rows) r1 = j->rows;
+  int64_t m0 = ct * j->col_chunk, m1 = m0 + j->col_chunk < c->M ? m0 + j->col_chunk : c->M;
+  if (r0 >= r1 || m0 >= m1) return;
+  if (!c->post) {
+    nhwc_range(j, r0, r1, m0, m1);
+    return;
+  }
+  /* slices of whole units (a pixel tile's rows; at least 8 of them), only
+   * where the block would not stay in L2 and the weights, which each
+   * slice reads again, are small beside it (EfficientNet's 8x8 layers
+   * have 2.4 MB of weights for 0.5 MB of outputs: sliced, they ran 3%
+   * slower at AVX2) */
+  bool px = j->kind == K_PW || j->kind == K_WIN;
+  int64_t per_row = px ? m1 - m0 : c->OW * c->M, unit = j->unit > 0 ? j->unit : 1;
+  int64_t out = (r1 - r0) * per_row;
+  int64_t wts = px ? (j->kind == K_WIN ? c->kh * c->kw : 1) * c->C * (m1 - m0) : 0;
+  if (out <= 4 * NHWC_POST_FLOATS || 8 * wts > out) {
+    nhwc_range(j, r0, r1, m0, m1);
+    return;
+  }
+  int64_t step = NHWC_POST_FLOATS / (per_row > 0 ? per_row : 1) / unit * unit;
+  if (step < (px ? 8 : 1) * unit) step = (px ? 8 : 1) * unit;
+  for (int64_t s = r0; s < r1; s += step)
+    nhwc_range(j, s, s + step < r1 ? s + step : r1, m0, m1);
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
@@ -371,6 +415,123 @@ static void pack_pw(nat_run *r, nat_nhwc *c, int slot, int input, const nhwc_ker
   if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, c->C, c->M, c->pw_bw);
 }
 
+/* ---- window panels ---------------------------------------------------------- */
+
+/* Bits k (k < taps) of the taps of a window axis whose input index
+ * i0 + k d lies in [0, n). */
+static uint64_t tap_mask(int64_t i0, int64_t d, int64_t taps, int64_t n) {
+  uint64_t m = 0;
+  for (int64_t k = 0; k < taps; k++)
+    if ((uint64_t)(i0 + k * d) < (uint64_t)n) m |= (uint64_t)1 << k;
+  return m;
+}
+
+void nat_win_panel_fill(const nat_nhwc *c, int64_t q0, int64_t q1, nat_win_panel *p) {
+  int64_t OHW = c->OH * c->OW, n = q0 / OHW, o = q0 % OHW;
+  int cnt = (int)(q1 - q0);
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  bool cls = c->win_class && !c->win_rows && c->kh <= 32 && c->kw <= 32;
+  int64_t xo[NAT_WIN_PANEL], ih[NAT_WIN_PANEL], iw[NAT_WIN_PANEL];
+  int64_t *pxo = cls ? xo : p->xo, *pih = cls ? ih : p->ih, *piw = cls ? iw : p->iw;
+  uint64_t key[NAT_WIN_PANEL];
+  for (int i = 0; i < cnt; i++) {
+    pxo[i] = n * c->xs_n;
+    pih[i] = o / c->OW * c->sh - c->pt;
+    piw[i] = o % c->OW * c->sw - c->pl;
+    if (cls)
+      key[i] = tap_mask(pih[i], dh, c->kh, c->H) | tap_mask(piw[i], dw, c->kw, c->W) << 32;
+    else
+      p->q[i] = q0 + i;
+    if (++o == OHW) o = 0, n++;
+  }
+  p->seg[0] = 0;
+  if (!cls) {
+    p->seg[1] = cnt, p->nseg = 1;
+    return;
+  }
+  /* a stable counting sort on the keys, in the order they first appear
+   * (few: the map's edges in each direction and its interior) */
+  uint64_t keys[NAT_WIN_PANEL];
+  int nk = 0, of[NAT_WIN_PANEL], count[NAT_WIN_PANEL], last = 0;
+  for (int i = 0; i < cnt; i++) {
+    int k = last < nk && keys[last] == key[i] ? last : -1;
+    for (int j = 0; k < 0 && j < nk; j++)
+      if (keys[j] == key[i]) k = j;
+    if (k < 0) keys[nk] = key[i], count[nk] = 0, k = nk++;
+    of[i] = last = k;
+    count[k]++;
+  }
+  int at[NAT_WIN_PANEL];
+  for (int k = 0; k < nk; k++)
+    at[k] = p->seg[k], p->seg[k + 1] = p->seg[k] + count[k];
+  for (int i = 0; i < cnt; i++) {
+    int j = at[of[i]]++;
+    p->xo[j] = xo[i], p->ih[j] = ih[i], p->iw[j] = iw[i], p->q[j] = q0 + i;
+  }
+  p->nseg = nk;
+}
+
+/* Of the taps x output positions of one window axis, the share inside the
+ * input. */
+static double axis_inside(int64_t out, int64_t s, int64_t pad, int64_t d, int64_t taps, int64_t n) {
+  int64_t in = 0;
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t k = 0; k < taps; k++)
+      in += (uint64_t)(o * s - pad + k * d) < (uint64_t)n;
+  return out * taps > 0 ? (double)in / (double)(out * taps) : 1.0;
+}
+
+/* What c's window kernels cost over one image's pixels in panels of tiles
+ * of `rows` pixels, in units of a tap of one pixel's reduction: per tile,
+ * its taps where some pixel lies inside the input (the others are
+ * skipped), each at rows + 1 (the multiply-adds and broadcasts grow with
+ * the rows; the weight loads and the tap's pointers do not). */
+static double win_cost(const nat_nhwc *c, int rows) {
+  nat_win_panel p;
+  int64_t OHW = c->OH * c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  double cost = 0;
+  for (int64_t q0 = 0; q0 < OHW; q0 += NAT_WIN_PANEL) {
+    nat_win_panel_fill(c, q0, q0 + NAT_WIN_PANEL < OHW ? q0 + NAT_WIN_PANEL : OHW, &p);
+    for (int s = 0; s < p.nseg; s++)
+      for (int t0 = p.seg[s]; t0 < p.seg[s + 1]; t0 += rows) {
+        int t1 = t0 + rows < p.seg[s + 1] ? t0 + rows : p.seg[s + 1];
+        for (int64_t ki = 0; ki < c->kh; ki++)
+          for (int64_t kj = 0; kj < c->kw; kj++) {
+            bool any = false;
+            for (int t = t0; t < t1 && !any; t++)
+              any = (uint64_t)(p.ih[t] + ki * dh) < (uint64_t)c->H &&
+                    (uint64_t)(p.iw[t] + kj * dw) < (uint64_t)c->W;
+            if (any) cost += t1 - t0 + 1;
+          }
+      }
+  }
+  return cost;
+}
+
+static _Atomic long long win_class_runs;
+long long nat_win_class_runs(void) { return win_class_runs; }
+
+/* Whether c's window conv (tiles of c->pw_mr pixels) runs its panels in
+ * classes of in-bounds taps (nat_nhwc.win_class): where much of the
+ * window lies in the padding (DeepLab's ASPP: dilation 12 on 14x14, 82%
+ * of the taps) and the classes' partial tiles cost less than the taps
+ * they skip (a 3x3 with padding 1 on 7x7 does not gain). */
+static bool win_classes_pay(nat_nhwc *c) {
+  if (c->win_rows || c->kh * c->kw < 2 || c->kh > 32 || c->kw > 32) return false;
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  double inside = axis_inside(c->OH, c->sh, c->pt, dh, c->kh, c->H) *
+                  axis_inside(c->OW, c->sw, c->pl, dw, c->kw, c->W);
+  if (inside > 0.8) return false;
+  c->win_class = false;
+  double plain = win_cost(c, c->pw_mr);
+  c->win_class = true;
+  double classed = win_cost(c, c->pw_mr);
+  c->win_class = false;
+  if (!(classed < 0.9 * plain)) return false;
+  win_class_runs++;
+  return true;
+}
+
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
@@ -382,6 +543,7 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
     c->pw_bw = k->lanes * c->pw_nv;
     K = c->kh * c->kw * c->C;
     if (k->packed) c->wpk = nat_pack_tiles(r, slot, input, c->w, K, c->M, c->pw_bw);
+    if (k->packed) c->win_class = win_classes_pay(c);
   } else {
     set_tile(c, k, P);
     pack_pw(r, c, slot, input, k);
@@ -603,6 +765,7 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   c->pw_bw = (int)(j.k->lanes * c->pw_nv);
   int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
   j.gstride = (Mm + bw - 1) / bw * bw * K;
+  if (lv != NAT_ISA_PORTABLE) c->win_class = win_classes_pay(c); /* each group's tiles alike */
   j.c = *c;
   if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
   if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */

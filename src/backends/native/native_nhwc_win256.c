@@ -40,13 +40,13 @@ static const float win_zeros[WIN_ZEROS];
       _mm256_storeu_ps((p), (v));                                                                  \
   } while (0)
 
-/* Where pixel i of a tile reads: its image's offset and the input row and
- * column of its first tap (before dilation). */
-/* Where pixels read: per pixel of a panel its image's offset and the
- * input row and column of its first tap (before dilation); a tile reads
- * the entries from its first pixel on. */
+/* Where pixels read and write: per pixel of a panel (nat_win_panel) its
+ * image's offset, the input row and column of its first tap (before
+ * dilation) and its output pixel; a tile reads the entries from its first
+ * pixel on. */
 typedef struct win_px {
-  const int64_t *xo, *ih, *iw;
+  const int64_t *xo, *ih, *iw, *q;
+  int64_t qy; /* output pixel q is at y + (q - qy) ldy (y_r0 OW: a ring row) */
 } win_px;
 
 /* mr pixels x nv vectors of outputs (channels m .. m + 8 nv of the packed
@@ -108,9 +108,9 @@ INL T256 void win_tile(const int mr, const int nv, const bool tail, const nat_nh
       if (j >= nv) break;
       const bool tl = tail && j == nv - 1;
       __m256 v = acc[i][j];
-      if (z) v = _mm256_add_ps(v, LD8(z + i * ldz + 8 * j, tl, lm));
+      if (z) v = _mm256_add_ps(v, LD8(z + px->q[i] * ldz + 8 * j, tl, lm));
       v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-      ST8(y + i * ldy + 8 * j, tl, lm, v);
+      ST8(y + (px->q[i] - px->qy) * ldy + 8 * j, tl, lm, v);
     }
   }
 }
@@ -181,45 +181,39 @@ void nat_nhwc256_win_tile(int64_t P, int64_t M, int *mr, int *nv) {
   }
 }
 
-/* Pixels per panel: the panel's tiles pass over one block of weights
- * (K x bw) after another while its input rows stay in L2. */
-#define WIN_PANEL_PIXELS 192
+/* Panels of NAT_WIN_PANEL pixels: the panel's tiles pass over one block
+ * of weights (K x bw) after another while its input rows stay in L2. */
 
 T256 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
-  int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 8 * c->pw_nv, OHW = c->OH * c->OW;
+  int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 8 * c->pw_nv;
   int64_t ldy = c->ldy > 0 ? c->ldy : M, ldz = c->ldz > 0 ? c->ldz : M;
   int rows = c->pw_mr;
-  int64_t xo[WIN_PANEL_PIXELS], ih[WIN_PANEL_PIXELS], iw[WIN_PANEL_PIXELS];
-  for (int64_t q0 = p0; q0 < p1; q0 += WIN_PANEL_PIXELS) {
-    int64_t q1 = q0 + WIN_PANEL_PIXELS < p1 ? q0 + WIN_PANEL_PIXELS : p1;
-    for (int64_t q = q0, n = q0 / OHW, o = q0 % OHW; q < q1; q++) { /* once per panel */
-      xo[q - q0] = n * c->xs_n;
-      ih[q - q0] = o / c->OW * c->sh - c->pt;
-      iw[q - q0] = o % c->OW * c->sw - c->pl;
-      if (++o == OHW) o = 0, n++;
-    }
+  nat_win_panel pn;
+  for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
+    int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
+    nat_win_panel_fill(c, q0, q1, &pn); /* once per panel */
     for (int64_t m = m0; m < m1; m += bw) {
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 7) / 8), most = win_rows_of[nv];
       bool tail = mc % 8 != 0;
       __m256i lm = nat_tail8(mc - 8 * (nv - 1));
       const float *w = c->wpk + m * K, *b = c->b ? c->b + m : NULL;
-      for (int64_t p = q0; p < q1; p += rows) {
-        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
-        for (int i0 = 0; i0 < mr; i0 += most) {
-          int r = mr - i0 < most ? mr - i0 : most;
-          win_px px = {xo + (p + i0 - q0), ih + (p + i0 - q0), iw + (p + i0 - q0)};
-          int64_t at = (p + i0 - c->y_r0 * c->OW) * ldy + m;
-          const float *z = c->z ? c->z + (p + i0) * ldz + m : NULL;
-          float *y = c->y + at;
-          switch (nv) {
-          case 1: win_nv1(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-          case 2: win_nv2(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-          default: win_nv3(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+      float *y = c->y + m;
+      const float *z = c->z ? c->z + m : NULL;
+      for (int s = 0; s < pn.nseg; s++)
+        for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += rows) {
+          int mr = pn.seg[s + 1] - p < rows ? pn.seg[s + 1] - p : rows;
+          for (int i0 = 0; i0 < mr; i0 += most) {
+            int r = mr - i0 < most ? mr - i0 : most, t = p + i0;
+            win_px px = {pn.xo + t, pn.ih + t, pn.iw + t, pn.q + t, c->y_r0 * c->OW};
+            switch (nv) {
+            case 1: win_nv1(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            case 2: win_nv2(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            default: win_nv3(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            }
           }
         }
-      }
     }
   }
 }

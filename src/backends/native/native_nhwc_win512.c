@@ -19,11 +19,13 @@
 #define WIN_ZEROS 2048
 static const float win_zeros[WIN_ZEROS];
 
-/* Where pixels read: per pixel of a panel its image's offset and the
- * input row and column of its first tap (before dilation); a tile reads
- * the entries from its first pixel on. */
+/* Where pixels read and write: per pixel of a panel (nat_win_panel) its
+ * image's offset, the input row and column of its first tap (before
+ * dilation) and its output pixel; a tile reads the entries from its first
+ * pixel on. */
 typedef struct win_px {
-  const int64_t *xo, *ih, *iw;
+  const int64_t *xo, *ih, *iw, *q;
+  int64_t qy; /* output pixel q is at y + (q - qy) ldy (y_r0 OW: a ring row) */
 } win_px;
 
 INL T512 void win_tile(const int mr, const int nv, const nat_nhwc *c, const win_px *px,
@@ -85,9 +87,9 @@ INL T512 void win_tile(const int mr, const int nv, const nat_nhwc *c, const win_
     for (int j = 0; j < 4; j++) {
       if (j >= nv) break;
       __m512 v = acc[i][j];
-      if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[j], z + i * ldz + 16 * j));
+      if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[j], z + px->q[i] * ldz + 16 * j));
       v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-      _mm512_mask_storeu_ps(y + i * ldy + 16 * j, m[j], v);
+      _mm512_mask_storeu_ps(y + (px->q[i] - px->qy) * ldy + 16 * j, m[j], v);
     }
   }
 }
@@ -134,43 +136,36 @@ void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv) {
   }
 }
 
-#define WIN_PANEL_PIXELS 192
-
 T512 void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
-  int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 16 * c->pw_nv, OHW = c->OH * c->OW;
+  int64_t K = c->kh * c->kw * c->C, M = c->M, bw = 16 * c->pw_nv;
   int64_t ldy = c->ldy > 0 ? c->ldy : M, ldz = c->ldz > 0 ? c->ldz : M;
   int rows = c->pw_mr;
-  int64_t xo[WIN_PANEL_PIXELS], ih[WIN_PANEL_PIXELS], iw[WIN_PANEL_PIXELS];
-  for (int64_t q0 = p0; q0 < p1; q0 += WIN_PANEL_PIXELS) {
-    int64_t q1 = q0 + WIN_PANEL_PIXELS < p1 ? q0 + WIN_PANEL_PIXELS : p1;
-    for (int64_t q = q0, n = q0 / OHW, o = q0 % OHW; q < q1; q++) { /* once per panel */
-      xo[q - q0] = n * c->xs_n;
-      ih[q - q0] = o / c->OW * c->sh - c->pt;
-      iw[q - q0] = o % c->OW * c->sw - c->pl;
-      if (++o == OHW) o = 0, n++;
-    }
+  nat_win_panel pn;
+  for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
+    int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
+    nat_win_panel_fill(c, q0, q1, &pn); /* once per panel */
     for (int64_t m = m0; m < m1; m += bw) {
       int64_t mc = m1 - m < bw ? m1 - m : bw;
       int nv = (int)((mc + 15) / 16), most = win_rows_of[nv];
       __mmask16 lm = nat_tail16(mc - 16 * (nv - 1));
       const float *w = c->wpk + m * K, *b = c->b ? c->b + m : NULL;
-      for (int64_t p = q0; p < q1; p += rows) {
-        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
-        for (int i0 = 0; i0 < mr; i0 += most) {
-          int r = mr - i0 < most ? mr - i0 : most;
-          win_px px = {xo + (p + i0 - q0), ih + (p + i0 - q0), iw + (p + i0 - q0)};
-          int64_t at = (p + i0 - c->y_r0 * c->OW) * ldy + m;
-          const float *z = c->z ? c->z + (p + i0) * ldz + m : NULL;
-          float *y = c->y + at;
-          switch (nv) {
-          case 1: win_nv1(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-          case 2: win_nv2(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-          case 3: win_nv3(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-          default: win_nv4(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+      float *y = c->y + m;
+      const float *z = c->z ? c->z + m : NULL;
+      for (int s = 0; s < pn.nseg; s++)
+        for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += rows) {
+          int mr = pn.seg[s + 1] - p < rows ? pn.seg[s + 1] - p : rows;
+          for (int i0 = 0; i0 < mr; i0 += most) {
+            int r = mr - i0 < most ? mr - i0 : most, t = p + i0;
+            win_px px = {pn.xo + t, pn.ih + t, pn.iw + t, pn.q + t, c->y_r0 * c->OW};
+            switch (nv) {
+            case 1: win_nv1(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            case 2: win_nv2(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            case 3: win_nv3(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            default: win_nv4(r, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            }
           }
         }
-      }
     }
   }
 }

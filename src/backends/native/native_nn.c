@@ -122,21 +122,36 @@ typedef struct gapn_job {
   int64_t per_image;    /* tasks per image */
 } gapn_job;
 
-static void gapn_task(void *arg, int64_t t, int tid) {
+/* Channels of one block: per pixel GAPN_BLOCK adds of a fixed count, so
+ * the double sums stay in vector registers (a row of 256 sums in memory
+ * was loaded and stored back for every pixel: 1.2-1.8x slower on data in
+ * cache, the same sums). */
+#define GAPN_BLOCK 32
+
+NAT_CLONES static void gapn_task(void *arg, int64_t t, int tid) {
   const gapn_job *j = arg;
   int64_t n = t / j->per_image, c0 = t % j->per_image * j->chunk;
   int64_t c1 = c0 + j->chunk < j->C ? c0 + j->chunk : j->C;
-  double acc[256];
-  for (int64_t cb = c0; cb < c1; cb += 256) {
-    int64_t w = c1 - cb < 256 ? c1 - cb : 256;
-    for (int64_t c = 0; c < w; c++)
-      acc[c] = 0.0;
+  float *y = j->y + n * j->C;
+  int64_t cb = c0;
+  for (; cb + GAPN_BLOCK <= c1; cb += GAPN_BLOCK) {
+    double acc[GAPN_BLOCK] = {0};
+    const float *x = j->x + n * j->HW * j->C + cb;
+    for (int64_t p = 0; p < j->HW; p++, x += j->C)
+      for (int c = 0; c < GAPN_BLOCK; c++)
+        acc[c] += x[c];
+    for (int c = 0; c < GAPN_BLOCK; c++)
+      y[cb + c] = (float)(acc[c] / (double)j->HW);
+  }
+  if (cb < c1) {
+    double acc[GAPN_BLOCK] = {0};
+    int64_t w = c1 - cb;
     const float *x = j->x + n * j->HW * j->C + cb;
     for (int64_t p = 0; p < j->HW; p++, x += j->C)
       for (int64_t c = 0; c < w; c++)
         acc[c] += x[c];
     for (int64_t c = 0; c < w; c++)
-      j->y[n * j->C + cb + c] = (float)(acc[c] / (double)j->HW);
+      y[cb + c] = (float)(acc[c] / (double)j->HW);
   }
 }
 
