@@ -10,7 +10,8 @@ comparisons of kernels read it. Meaningful for single-threaded engines only
 (a pool's spinning workers count too): give aitune backends threads=1; ONNX
 Runtime runs with one intra-op thread. Engines run in turn, each iteration in
 its own random order, on seeded standard-normal float32 inputs of the model's
-declared shapes (symbolic dims: --batch). Prints per engine the minimum and
+declared shapes (symbolic dims: --batch), or, for a suite model (an inputs.json
+beside it), bench/suite.py's inputs: ids in range, masks padding the tail. Prints per engine the minimum and
 median ms and the median of its per-iteration ratio to the first engine.
 --alt loads another build of libaitune.so beside --lib (bench/interleaved.py's
 --alt-lib); NAME@B runs backend B on it.
@@ -43,11 +44,26 @@ def main():
     init = {t.name for t in m.graph.initializer}
     rng = np.random.default_rng(17)
     inputs = []
-    for i in m.graph.input:
-        if i.name in init:
-            continue
-        shape = [x.dim_value if x.dim_value > 0 else a.batch for x in i.type.tensor_type.shape.dim]
-        inputs.append(rng.standard_normal(shape).astype(np.float32))
+    meta_path = os.path.join(os.path.dirname(os.path.abspath(a.model)), "inputs.json")
+    if os.path.exists(meta_path):
+        # A suite model (bench/suite/models.py): its declared dtypes, id ranges
+        # and masks, as bench/suite.py makes them.
+        import json
+        import tempfile
+        import suite
+        meta = json.load(open(meta_path))
+        with tempfile.TemporaryDirectory() as work:
+            npy, _, _ = suite.make_inputs(meta, a.batch, a.model, work)
+            k = 0
+            while os.path.exists(os.path.join(npy, f"input_{k}.npy")):
+                inputs.append(np.load(os.path.join(npy, f"input_{k}.npy")))
+                k += 1
+    else:
+        for i in m.graph.input:
+            if i.name in init:
+                continue
+            shape = [x.dim_value if x.dim_value > 0 else a.batch for x in i.type.tensor_type.shape.dim]
+            inputs.append(rng.standard_normal(shape).astype(np.float32))
     libs = {"": il.open_lib(a.lib)}
     for s in a.alt:
         n, p = s.split("=", 1)

@@ -39,7 +39,7 @@ DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3, 
 
 class View(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("dims", ctypes.c_int64 * AIT_MAX_RANK),
-                ("data", ctypes.c_void_p)]
+                ("data", ctypes.c_void_p), ("mem", ctypes.c_int), ("device", ctypes.c_int)]
 
 
 def load_inputs(d):
