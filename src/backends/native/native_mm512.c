@@ -136,8 +136,12 @@ T512 void nat_mm512_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, in
   if (tiles < 1) return;
   int64_t base = rows / tiles, extra = rows % tiles;
   bool gelu = m->gelu && k1 == m->K;
+  int64_t pf_lines;
+  const char *pf = nat_mm_next_chunk(m, j, k0, k1, &pf_lines);
   for (int64_t t = 0, i = i0; t < tiles; t++) {
     int mr = (int)(base + (t < extra));
+    for (int64_t l = t * pf_lines / tiles, le = (t + 1) * pf_lines / tiles; l < le; l++)
+      _mm_prefetch(pf + l * 64, _MM_HINT_T1);
     switch (nv) {
     case 1: tile_nv1(mr, tail, m, i, j, k0, k1, lm); break;
     case 2: tile_nv2(mr, tail, m, i, j, k0, k1, lm); break;
