@@ -27,27 +27,6 @@ typedef struct c1_job {
   float *pk;      /* packed columns of the segment */
 } c1_job;
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-/* row[c] = x[2c] for c in [0, n), x readable up to x[avail - 1]: pairs of
- * vectors, the even lanes picked by a shuffle and a lane permute (the
- * stride-2 layers of audio front-ends; a scalar gather cost ~6% of
- * wav2vec2_like). Only called where the tiles run, i.e. AVX2 is there. */
-__attribute__((target("avx2"))) static int64_t even_lanes(float *row, const float *x, int64_t n,
-                                                          int64_t avail) {
-  int64_t c = 0;
-  for (; c + 8 <= n && 2 * c + 16 <= avail; c += 8) {
-    __m256 a = _mm256_loadu_ps(x + 2 * c), b = _mm256_loadu_ps(x + 2 * c + 8);
-    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
-    e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
-    _mm256_storeu_ps(row + c, e);
-  }
-  return c;
-}
-#else
-static int64_t even_lanes(float *row, const float *x, int64_t n, int64_t avail) { return 0; }
-#endif
-
 /* Column block b of the segment: K x nr, row ci * k + kk, column t. */
 static void pack_task(void *arg, int64_t b, int tid) {
   const c1_job *j = arg;
@@ -68,15 +47,11 @@ static void pack_task(void *arg, int64_t b, int tid) {
       if (hi < lo) hi = lo;
       for (int64_t c = 0; c < lo; c++)
         row[c] = 0.0f;
-      if (j->s == 1) {
+      if (j->s == 1)
         memcpy(row + lo, xc + first + lo, sizeof(float) * (size_t)(hi - lo));
-      } else {
-        int64_t c = lo;
-        if (j->s == 2 && hi > lo)
-          c += even_lanes(row + lo, xc + first + 2 * lo, hi - lo, j->L - (first + 2 * lo));
-        for (; c < hi; c++)
+      else
+        for (int64_t c = lo; c < hi; c++)
           row[c] = xc[first + c * j->s];
-      }
       for (int64_t c = hi; c < j->nr; c++)
         row[c] = 0.0f;
     }
