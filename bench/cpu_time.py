@@ -2,7 +2,7 @@
 """CPU time per run: aitune backends (and ONNX Runtime on one thread) in one process.
 
     python3 bench/cpu_time.py MODEL [--lib build/libaitune.so] [--alt NAME=LIB]...
-        [--backend [NAME@]B]... [--ort] [--iters 10] [--batch 1]
+        [--backend [NAME@]B]... [--ort] [--ov] [--iters 10] [--batch 1]
 
 On a shared machine the wall time of a run swings with the other jobs; the CPU
 time it costs (time.process_time around each run) swings much less, so A/B
@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--backend", action="append", default=[])
     ap.add_argument("--ort", action="store_true")
+    ap.add_argument("--ov", action="store_true",
+                    help="OpenVINO too (CPU, LATENCY, one thread, f32; honours ONEDNN_MAX_CPU_ISA)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--batch", type=int, default=1)
     a = ap.parse_args()
@@ -87,6 +89,22 @@ def main():
             def run(self):
                 s.run(None, feed)
         eng.append(Ort())
+    if a.ov:
+        import openvino as ov
+        core = ov.Core()
+        om = core.read_model(a.model)
+        om.reshape({p.get_any_name(): ov.PartialShape(list(x.shape)) for p, x in zip(om.inputs, inputs)})
+        compiled = core.compile_model(om, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": 1,
+                                                  "INFERENCE_PRECISION_HINT": "f32"})
+        req = compiled.create_infer_request()
+        ov_feed = dict(enumerate(inputs))
+
+        class Ov:
+            name = "OpenVINO 1 thread"
+
+            def run(self):
+                req.infer(ov_feed)
+        eng.append(Ov())
     for e in eng:
         for _ in range(2):
             e.run()
