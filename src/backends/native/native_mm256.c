@@ -51,6 +51,9 @@ INL T256 void tile(const int mr, const int nv, const bool tail, const nat_mm *m,
         if (r < mr) acc[r][v] = LD8(c + r * ldc + 8 * v, tl, lm);
     }
   }
+  /* unrolled: the loop's scalar uops share ports 0/1 with the FMAs
+   * (distilbert_like at AVX2: 5% less CPU time) */
+#pragma GCC unroll 4
   for (int64_t k = 0; k < n; k++) {
     const float *wk = w + k * ldw;
     __m256 wv[NV_MAX];
