@@ -198,7 +198,8 @@ int main(int argc, char **argv) {
   if (argc > 1) reps = atoi(argv[1]);
   if (argc > 2) cold = !strcmp(argv[2], "cold") || (argc > 3 && !strcmp(argv[3], "cold"));
   if (argc > 2 && !strcmp(argv[2], "avx2")) {
-    printf("| shape (rows x K x N), one thread | native AVX2 mm | OpenBLAS | oneDNN |\n|---|---|---|---|\n");
+    printf("| shape (rows x K x N), one thread | native AVX2 mm | OpenBLAS | oneDNN "
+           "|\n|---|---|---|---|\n");
     avx2_row("distilbert qkv", 128, 768, 2304);
     avx2_row("distilbert out", 128, 768, 768);
     avx2_row("distilbert ffn1", 128, 768, 3072);
