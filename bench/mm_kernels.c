@@ -9,19 +9,24 @@
  *      -o /tmp/mm_kernels bench/mm_kernels.c -Lbuild -laitune -lopenblas \
  *      -Wl,-rpath,$PWD/build && taskset -c 1 /tmp/mm_kernels [R [cold]]
  * (OPENBLAS_CORETYPE=Haswell gives OpenBLAS's AVX2 kernels, what an AVX2
- * CPU runs.) */
+ * CPU runs.) `R avx2`: native's AVX2 GEMM, OpenBLAS and oneDNN's sgemm
+ * (run with OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2). */
 #include "backends/native/native.h"
 #include "backends/native/native_mm.h"
 #include <cblas.h>
 #include <math.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+/* This thread's CPU time, not the wall clock: on a shared machine a call of
+ * a few ms is almost always preempted, and the wall-clock best of such
+ * calls is the neighbours' load, not the kernel. */
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 static float *rnd(int64_t n) {
@@ -44,7 +49,7 @@ static float *pack(const float *B, int64_t K, int64_t N, int64_t bw) {
 }
 
 typedef struct {
-  int what; /* 0 tiles, 1 openblas, 2 native_mm */
+  int what; /* 0 tiles, 1 openblas, 2 native_mm, 3 oneDNN's sgemm */
   int level;
   nat_nhwc c;
   nat_mm mm;
@@ -59,8 +64,37 @@ static void call(job *j) {
   else if (j->what == 1)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)j->P, (int)j->N, (int)j->K, 1.0f,
                 j->a, (int)j->K, j->b, (int)j->N, 0.0f, j->y, (int)j->N);
+  else if (j->what == 3)
+    dnnl_sgemm('N', 'N', j->P, j->N, j->K, 1.0f, j->a, j->K, j->b, j->N, 0.0f, j->y, j->N);
   else
     nat_mm_run(&j->mm, 0, j->P, 0, j->N);
+}
+
+/* `avx2` mode: native's AVX2 GEMM against OpenBLAS and oneDNN's sgemm at
+ * whatever level their environment caps them to (OPENBLAS_CORETYPE=Haswell,
+ * ONEDNN_MAX_CPU_ISA=AVX2), B packed for native, warm. */
+static double best(job *j, float *const *bs);
+static void avx2_row(const char *name, int64_t P, int64_t K, int64_t N) {
+  float *a = rnd(P * K), *b = rnd(K * N), *y = rnd(P * N);
+  double gf = 2.0 * (double)P * (double)K * (double)N * 1e-9;
+  printf("| %s %lld x %lld x %lld |", name, (long long)P, (long long)K, (long long)N);
+  const int order[3] = {2, 1, 3};
+  for (int q = 0; q < 3; q++) {
+    job j;
+    memset(&j, 0, sizeof j);
+    j.what = order[q], j.level = NAT_ISA_AVX2, j.a = a, j.b = b, j.y = y, j.P = P, j.K = K, j.N = N;
+    float *pk = NULL;
+    if (j.what == 2) {
+      nat_mm_init(&j.mm, NAT_ISA_AVX2, P, N, K);
+      j.mm.a = a, j.mm.lda = K, j.mm.b = pk = pack(b, K, N, j.mm.nr);
+      j.mm.c = y, j.mm.ldc = N, j.mm.lo = -INFINITY, j.mm.hi = INFINITY;
+    }
+    printf(" %.1f |", gf / best(&j, NULL));
+    fflush(stdout);
+    free(pk);
+  }
+  printf("\n");
+  free(a), free(b), free(y);
 }
 
 static int reps = 50, cold = 0;
@@ -163,6 +197,22 @@ static void sweep(const char *name, int64_t P, int64_t K, int64_t N) {
 int main(int argc, char **argv) {
   if (argc > 1) reps = atoi(argv[1]);
   if (argc > 2) cold = !strcmp(argv[2], "cold") || (argc > 3 && !strcmp(argv[3], "cold"));
+  if (argc > 2 && !strcmp(argv[2], "avx2")) {
+    printf("| shape (rows x K x N), one thread | native AVX2 mm | OpenBLAS | oneDNN "
+           "|\n|---|---|---|---|\n");
+    avx2_row("distilbert qkv", 128, 768, 2304);
+    avx2_row("distilbert out", 128, 768, 768);
+    avx2_row("distilbert ffn1", 128, 768, 3072);
+    avx2_row("distilbert ffn2", 128, 3072, 768);
+    avx2_row("minilm qkv", 128, 384, 1152);
+    avx2_row("minilm ffn1", 128, 384, 1536);
+    avx2_row("minilm ffn2", 128, 1536, 384);
+    avx2_row("wav2vec2 ffn1", 49, 384, 1536);
+    avx2_row("wav2vec2 conv fe.3 seg", 256, 768, 512);
+    avx2_row("encdec ffn1", 32, 256, 1024);
+    avx2_row("swin qkv", 3136, 96, 288);
+    return 0;
+  }
   if (argc > 2 && !strcmp(argv[2], "sweep")) {
     printf("| shape, one thread |");
     for (int v = 0; v < N_VARIANTS; v++)

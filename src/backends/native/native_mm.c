@@ -75,6 +75,9 @@ void nat_mm_run(const nat_mm *m, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
   void (*block)(const nat_mm *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) =
       levels[m->level].block;
   int64_t K = m->K > 0 ? m->K : 0;
+  nat_mm mm = *m; /* with this call's columns, for the prefetches */
+  mm.j0 = j0, mm.j1 = j1;
+  m = &mm;
   for (int64_t p0 = i0, p1; p0 < i1; p0 = p1) {
     p1 = p0 + m->mc < i1 ? p0 + m->mc : i1;
     if (i1 - p1 < m->mc / 2) p1 = i1; /* no thin last panel */
