@@ -256,8 +256,9 @@ static PyObject *module_run(ext_module *self, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op", kws, &inputs, &outs, &views)) return NULL;
   PyObject *seq = input_seq(self, inputs);
   ext_input ins[MAX_INPUTS];
-  /* before tuning the reference runs on the host: CUDA tensors are copied */
-  int tuned = strcmp(ait_module_backend(self->m), "eager") != 0;
+  /* before tuning the reference runs on the host: CUDA tensors are copied
+   * (a tuned module has a batch size; its backend may be eager itself) */
+  int tuned = ait_module_batch_size(self->m) > 0;
   if (!seq || ext_inputs_from_dev(seq, (Py_ssize_t)self->n_inputs, ins, tuned) < 0) {
     Py_XDECREF(seq);
     return NULL;
