@@ -537,6 +537,32 @@ static void reshape_inputs(ait_tensor **in, int64_t a, int64_t b) {
   ((int64_t *)in[1]->data)[1] = b;
 }
 
+/* A channel Concat of two convolutions (3x3 + Relu, 1x1) feeding a 1x1
+ * convolution, the Concat also a graph output: x [N, 8, 6, 6] -> y [N, 6, 6,
+ * 6], cat [N, 12, 6, 6]. In NHWC the Concat stays in NHWC (no layout
+ * conversion around it). */
+static ait_graph *concat_model(void) {
+  static float wa[8 * 8 * 9], wb[4 * 8], wc[6 * 12], bc[6];
+  static const int64_t dx[4] = {-1, 8, 6, 6}, dwa[4] = {8, 8, 3, 3}, dwb[4] = {4, 8, 1, 1},
+                       dwc[4] = {6, 12, 1, 1}, d6[1] = {6}, dy[4] = {-1, 6, 6, 6},
+                       dcat[4] = {-1, 12, 6, 6}, pad1[4] = {1, 1, 1, 1};
+  fill(wa, 8 * 8 * 9, 0.2f), fill(wb, 32, 0.3f), fill(wc, 72, 0.3f), fill(bc, 6, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_output(m, "cat", AIT_FLOAT32, 4, dcat);
+  tb_init_f32(m, "wa", 4, dwa, wa);
+  tb_init_f32(m, "wb", 4, dwb, wb);
+  tb_init_f32(m, "wc", 4, dwc, wc);
+  tb_init_f32(m, "bc", 1, d6, bc);
+  tb_attr_ints(m, tb_node(m, "Conv", "ca", IN("x", "wa"), IN("a0")), "pads", 4, pad1);
+  tb_node(m, "Relu", "ra", IN("a0"), IN("a"));
+  tb_node(m, "Conv", "cb", IN("x", "wb"), IN("b"));
+  tb_attr_int(m, tb_node(m, "Concat", "cat", IN("a", "b"), IN("cat")), "axis", 1);
+  tb_node(m, "Conv", "cc", IN("cat", "wc", "bc"), IN("y"));
+  return parse(m);
+}
+
 /* ---- opset-23 transformer ops (issue 21) -------------------------------------- */
 
 /* ONNX Attention, three forms:
@@ -1091,6 +1117,26 @@ static void test_dry_small(void) {
     ait_tensor_free(rin[i]);
   ait_graph_free(g);
 
+  g = concat_model();
+  const int64_t dcx[4] = {2, 8, 6, 6};
+  a = rand_tensor(4, dcx, 1.0f);
+  if (g) check_dry("concat", g, &a);
+  if (g) { /* NHWC: the Concat's tensors stay in NHWC */
+    char *ct = NULL;
+    CHECK_ERR(
+        ait_cuda_dry_plan("cuda:dtype=bf16,layout=nhwc", g, (const ait_tensor *const *)&a, 1, &ct),
+        AIT_OK, NULL);
+    const char *cl = ct ? strstr(ct, " Concat ") : NULL, *eol = cl ? strchr(cl, '\n') : NULL;
+    int nhwc = 0; /* its output and both inputs in NHWC: no conversion around it */
+    for (const char *at = cl; at && eol && (at = strstr(at, " nhwc ")) && at < eol; at++)
+      nhwc++;
+    if (nhwc != 3) fprintf(stderr, "concat in NHWC: plan:\n%s", ct ? ct : "");
+    CHECK(nhwc == 3);
+    free(ct);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+
   g = fp8_model();
   const int64_t d8[3] = {3, 4, 32};
   a = rand_tensor(3, d8, 1.0f);
@@ -1263,6 +1309,15 @@ static void test_small_models(void) {
   if (g) check_all_specs("rope rms", g, ri, 1);
   for (int i = 0; i < 5; i++)
     ait_tensor_free(rin[i]);
+  ait_graph_free(g);
+
+  g = concat_model();
+  const int64_t dc1[4] = {1, 8, 6, 6}, dc3[4] = {3, 8, 6, 6};
+  ait_tensor *ca = rand_tensor(4, dc1, 1.0f), *cb = rand_tensor(4, dc3, 1.0f);
+  ait_tensor **csets[2] = {&ca, &cb};
+  if (g) check_all_specs("concat", g, csets, 2);
+  ait_tensor_free(ca);
+  ait_tensor_free(cb);
   ait_graph_free(g);
 
   g = fp8_model();
