@@ -18,6 +18,9 @@
 #            (Attention, RMSNormalization) against its opset-18 export and
 #            ONNX Runtime -> opset23.log
 #   time     bench/gpu_suite.py's timing pass (SUITE_ARGS) -> suite.jsonl
+#   profile  `aitune profile` (per-step device times, CUDA events) of models
+#            the check phase exported: PROFILE_RUNS of MODEL:BATCH:OPTIONS
+#            -> profile_MODEL_bBATCH.txt
 # Every phase has a time limit inside BUDGET_S (default 540).
 # Writes $OUT (default ./gpu_suite_out).
 set -u
@@ -29,7 +32,7 @@ OUT=${OUT:-$PWD/gpu_suite_out}
 W=${WORK:-/tmp/aitune_gpu_suite}
 T0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
-cap() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+cap() { local l; l=$(left); [ "$l" -lt 1 ] && l=1; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 has() { case ",$PHASES," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 mkdir -p "$OUT" "$W"
 tar -C "$W" -xJf "$BUNDLE" || { echo "cannot unpack $BUNDLE" >&2; exit 1; }
@@ -123,5 +126,20 @@ if has time; then
     --budget "$l" --out "$OUT/suite.jsonl" ${SUITE_ARGS:-} >"$OUT/suite.log" 2>&1
   echo "suite exit $?"
   tail -5 "$OUT/suite.log"
+fi
+if has profile; then
+  for item in ${PROFILE_RUNS:-}; do
+    m=${item%%:*}
+    rest=${item#*:}
+    b=${rest%%:*}
+    opts=${rest#*:}
+    f="$OUT/profile_${m}_b${b}.txt"
+    [ -f "$W/models/$m/model.onnx" ] || { echo "no $m exported" >"$f"; continue; }
+    echo "== profile $m batch $b cuda:$opts [$(left)s left]"
+    timeout "$(cap 90)" "$W/aitune.sh" profile "$W/models/$m/model.onnx" --backend "cuda:$opts" \
+      --batch "$b" --iters 20 --top 40 >"$f" 2>&1
+    echo "exit $?" >>"$f"
+    head -30 "$f" | cut -c1-160
+  done
 fi
 echo "done in $(($(date +%s) - T0))s"
