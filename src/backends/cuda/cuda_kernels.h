@@ -310,6 +310,21 @@ size_t cuk_sdpa_smem(int D, int Dv);
 cudaError_t cuk_sdpa_prepare(int D, int Dv);
 cudaError_t cuk_sdpa_run(cudaStream_t s, const cuk_sdpa *p);
 
+/* Depthwise 2-D convolution of NHWC x [N, H, W, C] into NHWC y [N, OH, OW,
+ * C] (cuda_dwconv.cu): y = act(sum over taps of x * w + bias), w float32
+ * [R * S, C] (tap-major), bias float32 [C] or NULL, act a cuk_op with
+ * parameters ap (CUK_COPY: none). */
+typedef struct cuk_dwconv {
+  int dt, act;
+  float ap[2];
+  int64_t N, H, W, C, OH, OW;
+  int R, S, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  const void *x;
+  const float *w, *bias;
+  void *y;
+} cuk_dwconv;
+cudaError_t cuk_dwconv_nhwc(cudaStream_t s, const cuk_dwconv *p);
+
 #ifdef __cplusplus
 }
 #endif
