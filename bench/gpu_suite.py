@@ -19,6 +19,17 @@ For each model of bench/suite/models.py (torch builders, the suite's seed):
 Every result is one JSON line, appended to --out as it comes, so a run cut
 off by its time budget keeps what it measured. max-autotune compiles are
 the slowest part: they run in a second pass, while the budget lasts.
+
+    python3 bench/gpu_suite.py --check --aitune AITUNE --test-cuda TEST_CUDA [--models ...]
+
+--check is the correctness pass instead (issue 25): every suite torch model
+(default: all of bench/suite/models.py's TORCH list) exported on this machine,
+then `test_cuda --coverage` (what the cuda backend takes and, by op, what
+falls back to the host, with the first reason), and `aitune tune --backends
+cuda:dtype=bf16 --batch-sizes 1 --no-perf-validation`, whose report says
+whether the candidate (partitioned to native where cuda lacks ops) passed the
+numeric check at its precision, with the error figures. One JSON line per
+model ("check": true).
 """
 import argparse
 import json
@@ -58,9 +69,64 @@ def time_torch(fn, args, iters, warmup):
     return statistics.median(wall), statistics.median(ev)
 
 
+def check(a, left):
+    """The correctness pass (see the module docstring)."""
+    import models as suite  # bench/suite/models.py
+    names = list(suite.TORCH) if a.models_given is None else a.models_given
+    for name in names:
+        if left() < 45:
+            emit(a.out, {"model": name, "check": True, "skipped": "time budget"})
+            continue
+        family = suite.TORCH[name][1]
+        rec = {"model": name, "family": family, "check": True}
+        t0 = time.time()
+        suite.export_torch(name, a.work, ("torchscript",))
+        onnx = os.path.join(a.work, name, "model.onnx")
+        rec["export_s"] = round(time.time() - t0, 1)
+        if not os.path.exists(onnx):
+            rec["error"] = "export failed"
+            emit(a.out, rec)
+            continue
+        try:
+            r = subprocess.run([a.test_cuda, "--coverage", onnx], capture_output=True, text=True,
+                               timeout=60)
+            cov = json.loads(r.stdout.strip().splitlines()[-1])
+            rec.update(nodes=cov["nodes"], on_cuda=cov["on_cuda"], fallback=cov["fallback"])
+        except Exception as e:  # noqa: BLE001 - a failure is a result
+            rec["coverage_error"] = f"{type(e).__name__}: {e}"[:300]
+        spec = a.check_spec
+        d = os.path.join(a.work, name, "tuned")
+        try:
+            r = subprocess.run([a.aitune, "tune", onnx, "--backends", spec, "--batch-sizes", "1",
+                                "--no-perf-validation", "--no-cache", "--no-history", "--quiet",
+                                "--json", "--force", "--runoff", "0", "--warmup", "1", "--min-runs",
+                                "2", "--max-runs", "3", "--out", d],
+                               capture_output=True, text=True, timeout=min(150, max(10, left() - 20)))
+            rep = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
+            if r.returncode and not rep:
+                rec["tune_error"] = (r.stderr.strip() or r.stdout.strip())[-400:]
+            for c in rep.get("candidates", []):
+                if not c.get("backend", "").startswith("cuda"):
+                    continue
+                rec["status"] = c.get("status")
+                rec["error"] = c.get("error") or None
+                rec["partition"] = c.get("partition")
+                v = c.get("validation") or {}
+                rec["validation"] = {k: v.get(k) for k in ("passed", "max_abs_error",
+                                                          "max_rel_error", "min_cosine",
+                                                          "top1_agreement", "mismatches",
+                                                          "nan_inf")}
+                rec["tolerance"] = (v.get("tolerance") or {}).get("precision")
+            rec["selected"] = (rep.get("selection") or {}).get("backend")
+        except Exception as e:  # noqa: BLE001
+            rec["tune_error"] = f"{type(e).__name__}: {e}"[:300]
+        rec["check_s"] = round(time.time() - t0, 1)
+        emit(a.out, rec)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", required=True)
+    ap.add_argument("--bench", help="gpu_io_bench (the timing pass)")
     ap.add_argument("--models", default="resnet50,mobilenet_v2,efficientnet_b1,convnext_tiny,"
                     "swin_t,distilbert_like,transformer_encdec")
     ap.add_argument("--batches", default="1,32")
@@ -70,9 +136,19 @@ def main():
     ap.add_argument("--out", default="gpu_suite.jsonl")
     ap.add_argument("--autotune-only", action="store_true",
                     help="only the max-autotune-no-cudagraphs pass (a second call's work)")
+    ap.add_argument("--check", action="store_true", help="the correctness pass (see above)")
+    ap.add_argument("--aitune", help="the aitune CLI (--check)")
+    ap.add_argument("--test-cuda", help="test_cuda, for --coverage (--check)")
+    ap.add_argument("--check-spec", default="cuda:dtype=bf16")
     a = ap.parse_args()
+    a.models_given = a.models.split(",") if "--models" in sys.argv else None
     t_start = time.time()
     left = lambda: a.budget - (time.time() - t_start)  # noqa: E731
+    if a.check:
+        import torch
+        emit(a.out, {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                     "check": True})
+        return check(a, left)
     import torch
     import models as suite  # bench/suite/models.py
     emit(a.out, {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__})

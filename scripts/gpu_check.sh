@@ -61,9 +61,11 @@ if [ "${1:-}" = "--bundle" ]; then
   fi
   [ -x "$B/tests/test_cuda" ] && cp "$B/tests/test_cuda" "$T/aitune_gpu/"
   [ -x "$B/gpu_io_bench" ] && cp "$B/gpu_io_bench" "$T/aitune_gpu/" # scripts/gpu_suite.sh
+  # the shared library, for the Python extension built there (scripts/gpu_suite.sh's py phase)
+  for f in "$B"/libaitune.so*; do [ -e "$f" ] && cp -P "$f" "$T/aitune_gpu/"; done
   # what ldd resolves, minus the C runtime and CUDA (the GPU machine has newer ones)
   for bin in "$T"/aitune_gpu/aitune "$T"/aitune_gpu/libaitune_cuda.so "$T"/aitune_gpu/test_cuda \
-    "$T"/aitune_gpu/gpu_io_bench; do
+    "$T"/aitune_gpu/gpu_io_bench "$T"/aitune_gpu/libaitune.so; do
     [ -e "$bin" ] || continue
     ldd "$bin" | awk '/=> \//{print $3}'
   done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[^/]*|libnv[^/]*)\.so' |

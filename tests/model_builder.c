@@ -213,6 +213,18 @@ void tb_attr_int(tb_model *m, int node, const char *name, int64_t v) {
   m->attr_ptrs[node][n->n_attribute++] = a;
 }
 
+void tb_attr_float(tb_model *m, int node, const char *name, float v) {
+  Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
+  onnx__attribute_proto__init(a);
+  a->name = keep(m, name);
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+  a->has_f = 1;
+  a->f = v;
+  Onnx__NodeProto *n = &m->nodes[node];
+  m->attr_ptrs[node][n->n_attribute++] = a;
+}
+
 void tb_attr_str(tb_model *m, int node, const char *name, const char *v) {
   Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
   onnx__attribute_proto__init(a);

@@ -30,6 +30,8 @@ int tb_node(tb_model *m, const char *op, const char *name, const char *const *in
             const char *const *outputs);
 /* Set an int attribute on node idx. */
 void tb_attr_int(tb_model *m, int node, const char *name, int64_t v);
+/* Set a float attribute on node idx. */
+void tb_attr_float(tb_model *m, int node, const char *name, float v);
 /* Set a string attribute on node idx. */
 void tb_attr_str(tb_model *m, int node, const char *name, const char *v);
 /* Set an ints attribute (at most 8 values) on node idx. */

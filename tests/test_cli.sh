@@ -71,6 +71,9 @@ expect 2 "unknown strategy" -- "$AITUNE" tune "$BERT/model.onnx" --strategy fast
 expect 2 "needs --out" -- "$AITUNE" tune "$BERT/model.onnx"
 expect 1 "no backend named 'nope'" -- "$AITUNE" tune "$BERT/model.onnx" --backends nope --out "$tmp/x" --no-cache
 expect 1 "exactly one backend" -- "$AITUNE" tune "$BERT/model.onnx" --strategy one-backend --backends eager,eager --out "$tmp/x" --no-cache
+# --device-io: host-only candidates are refused, saying so
+expect 1 "inputs live on the device (io_mem)" -- "$AITUNE" tune "$BERT/model.onnx" --backends native \
+  --device-io --batch-sizes 1 --out "$tmp/x" --no-cache --quiet
 fast=(--warmup 1 --min-runs 3 --max-runs 5 --cv 0 --time-budget 0.2)
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --samples "$BERT/test_data_set_0" --batch-sizes 1,2 \
   --cache-dir "$tmp/cache" --out "$tmp/tuned" "${fast[@]}"

@@ -537,6 +537,154 @@ static void reshape_inputs(ait_tensor **in, int64_t a, int64_t b) {
   ((int64_t *)in[1]->data)[1] = b;
 }
 
+/* A channel Concat of two convolutions (3x3 + Relu, 1x1) feeding a 1x1
+ * convolution, the Concat also a graph output: x [N, 8, 6, 6] -> y [N, 6, 6,
+ * 6], cat [N, 12, 6, 6]. In NHWC the Concat stays in NHWC (no layout
+ * conversion around it). */
+static ait_graph *concat_model(void) {
+  static float wa[8 * 8 * 9], wb[4 * 8], wc[6 * 12], bc[6];
+  static const int64_t dx[4] = {-1, 8, 6, 6}, dwa[4] = {8, 8, 3, 3}, dwb[4] = {4, 8, 1, 1},
+                       dwc[4] = {6, 12, 1, 1}, d6[1] = {6}, dy[4] = {-1, 6, 6, 6},
+                       dcat[4] = {-1, 12, 6, 6}, pad1[4] = {1, 1, 1, 1};
+  fill(wa, 8 * 8 * 9, 0.2f), fill(wb, 32, 0.3f), fill(wc, 72, 0.3f), fill(bc, 6, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_output(m, "cat", AIT_FLOAT32, 4, dcat);
+  tb_init_f32(m, "wa", 4, dwa, wa);
+  tb_init_f32(m, "wb", 4, dwb, wb);
+  tb_init_f32(m, "wc", 4, dwc, wc);
+  tb_init_f32(m, "bc", 1, d6, bc);
+  tb_attr_ints(m, tb_node(m, "Conv", "ca", IN("x", "wa"), IN("a0")), "pads", 4, pad1);
+  tb_node(m, "Relu", "ra", IN("a0"), IN("a"));
+  tb_node(m, "Conv", "cb", IN("x", "wb"), IN("b"));
+  tb_attr_int(m, tb_node(m, "Concat", "cat", IN("a", "b"), IN("cat")), "axis", 1);
+  tb_node(m, "Conv", "cc", IN("cat", "wc", "bc"), IN("y"));
+  return parse(m);
+}
+
+/* ---- opset-23 transformer ops (issue 21) -------------------------------------- */
+
+/* ONNX Attention, three forms:
+ *  0: 4-D q [2, 2, 70, 64], k, v [2, 2, 130, 64], float mask [2, 1, 70, 130]
+ *     (the fused FlashAttention-2 kernel in 16-bit storage, else general);
+ *  1: 3-D with grouped heads (q_num_heads 4, kv_num_heads 2, head size 24),
+ *     is_causal, softcap 5 and a bool mask [9, 8] shorter than the 11 keys
+ *     (the general kernel);
+ *  2: 4-D causal without a mask, head size 32 (a constant causal mask and
+ *     the WMMA kernel where its grid fills the GPU, else general). */
+static ait_graph *onnx_attn_model(int form) {
+  tb_model *m = tb_new(23);
+  static const int64_t q0[4] = {2, 2, 70, 64}, k0[4] = {2, 2, 130, 64}, m0[4] = {2, 1, 70, 130};
+  static const int64_t q1[3] = {2, 9, 96}, k1[3] = {2, 11, 48}, m1[2] = {9, 8};
+  static const int64_t q2[4] = {1, 4, 40, 32};
+  if (form == 0) {
+    tb_input(m, "q", AIT_FLOAT32, 4, q0);
+    tb_input(m, "k", AIT_FLOAT32, 4, k0);
+    tb_input(m, "v", AIT_FLOAT32, 4, k0);
+    tb_input(m, "mask", AIT_FLOAT32, 4, m0);
+    tb_output(m, "y", AIT_FLOAT32, 4, q0);
+  } else if (form == 1) {
+    tb_input(m, "q", AIT_FLOAT32, 3, q1);
+    tb_input(m, "k", AIT_FLOAT32, 3, k1);
+    tb_input(m, "v", AIT_FLOAT32, 3, k1);
+    tb_input(m, "mask", AIT_BOOL, 2, m1);
+    tb_output(m, "y", AIT_FLOAT32, 3, q1);
+  } else {
+    tb_input(m, "q", AIT_FLOAT32, 4, q2);
+    tb_input(m, "k", AIT_FLOAT32, 4, q2);
+    tb_input(m, "v", AIT_FLOAT32, 4, q2);
+    tb_output(m, "y", AIT_FLOAT32, 4, q2);
+  }
+  /* the name lists are compound literals: made here, where they live on */
+  int a = form < 2 ? tb_node(m, "Attention", "attn", IN("q", "k", "v", "mask"), IN("y"))
+                   : tb_node(m, "Attention", "attn", IN("q", "k", "v"), IN("y"));
+  if (form == 1) {
+    tb_attr_int(m, a, "q_num_heads", 4);
+    tb_attr_int(m, a, "kv_num_heads", 2);
+    tb_attr_float(m, a, "softcap", 5.0f);
+  }
+  if (form >= 1) tb_attr_int(m, a, "is_causal", 1);
+  if (form == 2) tb_attr_float(m, a, "scale", 0.2f);
+  return parse(m);
+}
+
+static void onnx_attn_inputs(int form, ait_tensor **in) {
+  static const int64_t q0[4] = {2, 2, 70, 64}, k0[4] = {2, 2, 130, 64}, m0[4] = {2, 1, 70, 130};
+  static const int64_t q1[3] = {2, 9, 96}, k1[3] = {2, 11, 48}, m1[2] = {9, 8};
+  static const int64_t q2[4] = {1, 4, 40, 32};
+  if (form == 0) {
+    in[0] = rand_tensor(4, q0, 2.0f);
+    in[1] = rand_tensor(4, k0, 2.0f);
+    in[2] = rand_tensor(4, k0, 1.0f);
+    in[3] = rand_tensor(4, m0, 0.5f);
+    float *mk = in[3]->data;
+    for (int64_t i = 0; i < 2 * 70 * 130; i++)
+      if (i % 130 != 0 && (i * 7919) % 5 == 0) mk[i] = -1e9f;
+  } else if (form == 1) {
+    in[0] = rand_tensor(3, q1, 2.0f);
+    in[1] = rand_tensor(3, k1, 2.0f);
+    in[2] = rand_tensor(3, k1, 1.0f);
+    in[3] = ait_tensor_new(AIT_BOOL, 2, m1);
+    uint8_t *b = in[3]->data;
+    for (int i = 0; i < 72; i++) /* row 3 masked everywhere: a zero row */
+      b[i] = i / 8 != 3 && (i % 8 == 0 || (i * 31) % 3 != 0);
+  } else {
+    for (int k = 0; k < 3; k++)
+      in[k] = rand_tensor(4, q2, k == 2 ? 1.0f : 2.0f);
+    in[3] = NULL;
+  }
+}
+
+/* RMSNormalization over 64 values of x [2, 5, 64], RotaryEmbedding of it as
+ * 4 heads of 16 (3-D, num_heads, rotary_embedding_dim 8, caches [16, 4] at
+ * position_ids [2, 5]): y; a 4-D interleaved RotaryEmbedding of x4 [2, 2,
+ * 5, 16] with caches given as inputs (B, S, 8): y4. */
+static ait_graph *rope_rms_model(void) {
+  static float scale[64], cosv[16 * 4], sinv[16 * 4];
+  static const int64_t dx[3] = {2, 5, 64}, d64[1] = {64}, dc[2] = {16, 4}, dp[2] = {2, 5},
+                       d4[4] = {2, 2, 5, 16}, dc4[3] = {2, 5, 8};
+  for (int i = 0; i < 64; i++)
+    scale[i] = 1.0f + 0.5f * frand();
+  for (int p = 0; p < 16; p++)
+    for (int k = 0; k < 4; k++) {
+      double ang = p / pow(100.0, k / 4.0);
+      cosv[p * 4 + k] = (float)cos(ang), sinv[p * 4 + k] = (float)sin(ang);
+    }
+  tb_model *m = tb_new(23);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_input(m, "pos", AIT_INT64, 2, dp);
+  tb_input(m, "x4", AIT_FLOAT32, 4, d4);
+  tb_input(m, "c4", AIT_FLOAT32, 3, dc4);
+  tb_input(m, "s4", AIT_FLOAT32, 3, dc4);
+  tb_output(m, "y", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y4", AIT_FLOAT32, 4, d4);
+  tb_init_f32(m, "scale", 1, d64, scale);
+  tb_init_f32(m, "cos", 2, dc, cosv);
+  tb_init_f32(m, "sin", 2, dc, sinv);
+  int r = tb_node(m, "RMSNormalization", "rms", IN("x", "scale"), IN("h"));
+  tb_attr_float(m, r, "epsilon", 1e-6f);
+  int e = tb_node(m, "RotaryEmbedding", "rope", IN("h", "cos", "sin", "pos"), IN("y"));
+  tb_attr_int(m, e, "num_heads", 4);
+  tb_attr_int(m, e, "rotary_embedding_dim", 8);
+  int e4 = tb_node(m, "RotaryEmbedding", "rope4", IN("x4", "c4", "s4"), IN("y4"));
+  tb_attr_int(m, e4, "interleaved", 1);
+  return parse(m);
+}
+
+static void rope_rms_inputs(ait_tensor **in) {
+  static const int64_t dx[3] = {2, 5, 64}, dp[2] = {2, 5}, d4[4] = {2, 2, 5, 16},
+                       dc4[3] = {2, 5, 8};
+  in[0] = rand_tensor(3, dx, 2.0f);
+  in[1] = ait_tensor_new(AIT_INT64, 2, dp);
+  int64_t *p = in[1]->data;
+  for (int i = 0; i < 10; i++)
+    p[i] = (i * 7) % 16;
+  in[2] = rand_tensor(4, d4, 1.0f);
+  in[3] = rand_tensor(3, dc4, 1.0f);
+  in[4] = rand_tensor(3, dc4, 1.0f);
+}
+
 /* ---- tests without a device ------------------------------------------------ */
 
 static void test_config(void) {
@@ -757,8 +905,10 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[5] = {mlp_model(), cnn_model(), attn_model(), gather_model(), reshape_model()};
-  for (int i = 0; i < 5; i++) {
+  ait_graph *gs[9] = {mlp_model(),        cnn_model(),        attn_model(),
+                      gather_model(),     reshape_model(),    onnx_attn_model(0),
+                      onnx_attn_model(1), onnx_attn_model(2), rope_rms_model()};
+  for (int i = 0; i < 9; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -930,6 +1080,63 @@ static void test_dry_small(void) {
     ait_tensor_free(fin[i]);
   ait_graph_free(g);
 
+  /* opset 23: Attention's fused and general kernels, RMSNorm, RoPE */
+  for (int form = 0; form < 3; form++) {
+    g = onnx_attn_model(form);
+    ait_tensor *oin[4];
+    onnx_attn_inputs(form, oin);
+    int n_in = form == 2 ? 3 : 4;
+    if (g) check_dry("onnx attention", g, oin);
+    /* which kernel: fused where it applies (a dry state counts no SMs) */
+    static const struct {
+      const char *spec;
+      const char *want[3];
+    } ak[] = {{"cuda", {"Attention (general)", "Attention (general)", "Attention (general)"}},
+              {"cuda:dtype=bf16", {"FlashAttention", "Attention (general)", " Attention "}},
+              {"cuda:dtype=fp16,attention=gemm",
+               {"Attention (general)", "Attention (general)", "Attention (general)"}}};
+    for (size_t i = 0; g && i < sizeof ak / sizeof ak[0]; i++) {
+      char *pt = NULL;
+      CHECK_ERR(ait_cuda_dry_plan(ak[i].spec, g, (const ait_tensor *const *)oin, n_in, &pt), AIT_OK,
+                NULL);
+      bool ok = pt && strstr(pt, ak[i].want[form]);
+      if (!ok)
+        fprintf(stderr, "onnx attention %d on %s: plan:\n%s", form, ak[i].spec, pt ? pt : "");
+      CHECK(ok);
+      free(pt);
+    }
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(oin[i]);
+    ait_graph_free(g);
+  }
+  g = rope_rms_model();
+  ait_tensor *rin[5];
+  rope_rms_inputs(rin);
+  if (g) check_dry("rope rms", g, rin);
+  for (int i = 0; i < 5; i++)
+    ait_tensor_free(rin[i]);
+  ait_graph_free(g);
+
+  g = concat_model();
+  const int64_t dcx[4] = {2, 8, 6, 6};
+  a = rand_tensor(4, dcx, 1.0f);
+  if (g) check_dry("concat", g, &a);
+  if (g) { /* NHWC: the Concat's tensors stay in NHWC */
+    char *ct = NULL;
+    CHECK_ERR(
+        ait_cuda_dry_plan("cuda:dtype=bf16,layout=nhwc", g, (const ait_tensor *const *)&a, 1, &ct),
+        AIT_OK, NULL);
+    const char *cl = ct ? strstr(ct, " Concat ") : NULL, *eol = cl ? strchr(cl, '\n') : NULL;
+    int nhwc = 0; /* its output and both inputs in NHWC: no conversion around it */
+    for (const char *at = cl; at && eol && (at = strstr(at, " nhwc ")) && at < eol; at++)
+      nhwc++;
+    if (nhwc != 3) fprintf(stderr, "concat in NHWC: plan:\n%s", ct ? ct : "");
+    CHECK(nhwc == 3);
+    free(ct);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+
   g = fp8_model();
   const int64_t d8[3] = {3, 4, 32};
   a = rand_tensor(3, d8, 1.0f);
@@ -1081,6 +1288,36 @@ static void test_small_models(void) {
     check_backend("flash attention", flash_specs[i], g, fi, 1);
   for (int i = 0; i < 4; i++)
     ait_tensor_free(fin[i]);
+  ait_graph_free(g);
+
+  /* opset 23 against the reference: every form and precision */
+  for (int form = 0; form < 3; form++) {
+    g = onnx_attn_model(form);
+    ait_tensor *oin[4];
+    onnx_attn_inputs(form, oin);
+    ait_tensor **oi[1] = {oin};
+    if (g) check_all_specs("onnx attention", g, oi, 1);
+    if (g) check_backend("onnx attention", "cuda:dtype=bf16,attention=wmma", g, oi, 1);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(oin[i]);
+    ait_graph_free(g);
+  }
+  g = rope_rms_model();
+  ait_tensor *rin[5];
+  rope_rms_inputs(rin);
+  ait_tensor **ri[1] = {rin};
+  if (g) check_all_specs("rope rms", g, ri, 1);
+  for (int i = 0; i < 5; i++)
+    ait_tensor_free(rin[i]);
+  ait_graph_free(g);
+
+  g = concat_model();
+  const int64_t dc1[4] = {1, 8, 6, 6}, dc3[4] = {3, 8, 6, 6};
+  ait_tensor *ca = rand_tensor(4, dc1, 1.0f), *cb = rand_tensor(4, dc3, 1.0f);
+  ait_tensor **csets[2] = {&ca, &cb};
+  if (g) check_all_specs("concat", g, csets, 2);
+  ait_tensor_free(ca);
+  ait_tensor_free(cb);
   ait_graph_free(g);
 
   g = fp8_model();
@@ -1633,11 +1870,59 @@ static void test_standin_options(void) {
   CHECK(!s->available(why, sizeof why)); /* never, whatever the plugin did */
 }
 
+/* test_cuda --coverage MODEL.onnx...: for each model one JSON line of what
+ * the cuda backend takes and, by op, what falls back to the host (the
+ * partitioner's question, supports(), asked of every node) and why: the
+ * suite's record of fallbacks (bench/gpu_suite.py --check). Needs no GPU. */
+static int coverage(int argc, char **argv) {
+  const ait_backend_iface *b = cuda_iface();
+  ait_backend_config cfg;
+  ait_backend_config_parse("cuda", &cfg);
+  for (int a = 2; a < argc; a++) {
+    ait_graph *g = load_file(argv[a]);
+    if (!g) {
+      printf("{\"model\": \"%s\", \"error\": \"cannot load\"}\n", argv[a]);
+      continue;
+    }
+    enum { MAXOPS = 64 };
+    char ops[MAXOPS][64], whys[MAXOPS][200];
+    int counts[MAXOPS], n_ops = 0, on = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      char why[256] = "";
+      const ait_node *n = &g->nodes[i];
+      if (b->supports(&cfg, g, n, why, sizeof why)) {
+        on++;
+        continue;
+      }
+      int k = 0;
+      while (k < n_ops && strcmp(ops[k], n->op_type))
+        k++;
+      if (k == n_ops && n_ops < MAXOPS) {
+        snprintf(ops[k], sizeof ops[k], "%s", n->op_type);
+        snprintf(whys[k], sizeof whys[k], "%s", why);
+        for (char *c = whys[k]; *c; c++) /* JSON-safe */
+          if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '\'';
+        counts[n_ops++] = 0;
+      }
+      if (k < n_ops) counts[k]++;
+    }
+    printf("{\"model\": \"%s\", \"nodes\": %d, \"on_cuda\": %d, \"fallback\": {", argv[a],
+           g->n_nodes, on);
+    for (int k = 0; k < n_ops; k++)
+      printf("%s\"%s\": {\"nodes\": %d, \"why\": \"%s\"}", k ? ", " : "", ops[k], counts[k],
+             whys[k]);
+    printf("}}\n");
+    ait_graph_free(g);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (!cuda_iface()) {
     fprintf(stderr, "the cuda backend is not registered\n");
     return 1;
   }
+  if (argc > 1 && !strcmp(argv[1], "--coverage")) return coverage(argc, argv);
   test_config();
   test_standin_options();
   test_fp8_weights();

@@ -41,6 +41,7 @@ typedef struct ext_input {
   void *copy;     /* malloc'd contiguous copy of a strided buffer, or NULL */
   int copied;     /* 1 when the data was copied (not contiguous, not on the CPU) */
   int is_torch;   /* it was a torch.Tensor: outputs go back as torch tensors */
+  int on_device;  /* read in place from CUDA memory (a DLPack capsule in keep) */
 } ext_input;
 
 /* Fill *in from obj: anything with the buffer protocol (numpy arrays,
@@ -50,11 +51,16 @@ typedef struct ext_input {
  * tensor made contiguous on the CPU (in->copied says so). Returns 0, or -1
  * with a Python exception naming `index`. Needs the GIL. */
 int ext_input_from(PyObject *obj, Py_ssize_t index, ext_input *in);
+/* The same, but with allow_device a CUDA tensor (torch, or anything with
+ * __dlpack__ on a CUDA device) becomes a view of its device memory
+ * (AIT_MEM_CUDA, in->on_device) instead of a host copy. */
+int ext_input_from_dev(PyObject *obj, Py_ssize_t index, ext_input *in, int allow_device);
 void ext_input_release(ext_input *in);
 
 /* Convert a sequence of inputs; on failure everything converted so far is
  * released. `ins` has room for n entries. */
 int ext_inputs_from(PyObject *seq, Py_ssize_t n, ext_input *ins);
+int ext_inputs_from_dev(PyObject *seq, Py_ssize_t n, ext_input *ins, int allow_device);
 void ext_inputs_release(ext_input *ins, Py_ssize_t n);
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -83,6 +89,16 @@ PyObject *ext_buffer_wrap(ext_raw *raw);
 /* The output as the caller wants it: a numpy array, or with as_torch a
  * torch tensor, on the Buffer's memory (no copy). Takes raw->data. */
 PyObject *ext_output_object(ext_raw *raw, int as_torch);
+
+/* A device output view (AIT_MEM_CUDA, valid until the module's next run) as
+ * a torch CUDA tensor through DLPack: with `into` (a torch tensor of the
+ * output's shape and dtype) copied into it on the device and `into`
+ * returned; else with `alias` the tensor aliasing the view itself; else a
+ * clone that owns its memory. Needs the GIL and torch imported. */
+PyObject *ext_device_output(const ait_tensor_view *v, PyObject *into, int alias);
+/* torch.cuda.current_stream(device).cuda_stream as a pointer (NULL when
+ * torch is not imported); -1 with an exception set on failure. */
+int ext_torch_stream(int device, void **stream);
 
 /* struct-module format of a dtype ("f", "q", ...); NULL when none
  * (bfloat16 is exported as "H", its bits). */

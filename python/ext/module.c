@@ -14,6 +14,7 @@ typedef struct ext_module {
   PyObject *run_log;       /* callable(is_warning, line) for run-time warnings, or NULL */
   ext_log run_log_ctx;
   size_t n_inputs, n_outputs;
+  ait_mem_kind out_mem; /* where the module leaves its outputs (AIT_MEM_HOST at first) */
 } ext_module;
 
 /* Take the module's lock without holding the GIL (another thread may be
@@ -219,24 +220,81 @@ static PyObject *module_add_sample(ext_module *self, PyObject *inputs) {
   Py_RETURN_NONE;
 }
 
-/* run(inputs) -> tuple of outputs: inputs read in place, outputs copied out
- * of the library once, with the GIL released for the run and the copy, and
- * handed back as numpy arrays, or torch tensors when the first input is one
- * (wrapping the copy: no second one). */
-static PyObject *module_run(ext_module *self, PyObject *inputs) {
+/* Make the module's output memory `mem` (tracked: the library call only on
+ * a change). */
+static ait_status set_out_mem(ext_module *self, ait_mem_kind mem) {
+  if (self->out_mem == mem) return AIT_OK;
+  ait_status st = ait_module_set_output_mem(self->m, mem);
+  if (!st) self->out_mem = mem;
+  return st;
+}
+
+/* The failure of a run with CUDA inputs, said as what to do about it. */
+static PyObject *device_refused(ext_module *self, ait_status st, const char *why) {
+  char msg[1400];
+  snprintf(msg, sizeof msg,
+           "the inputs are CUDA tensors, but the module runs on '%s', which reads host memory "
+           "only: tune it with io_mem='cuda' (the cuda backend) or pass CPU tensors (%s)",
+           ait_module_backend(self->m), why);
+  return ext_raise_msg(st, msg);
+}
+
+/* run(inputs, out=None, views=False) -> tuple of outputs: inputs read in
+ * place, with the GIL released for the run.
+ *  - host inputs: outputs copied out of the library once and handed back as
+ *    numpy arrays, or torch tensors when the first input is one (wrapping
+ *    the copy: no second one);
+ *  - CUDA inputs (a tuned module; torch tensors or DLPack producers): read
+ *    on the device, outputs left there and handed back as torch CUDA
+ *    tensors: cloned on the device (default), copied into the tensors of
+ *    `out` (one per output), or with views=True the library's own device
+ *    memory, valid until the module's next run. */
+static PyObject *module_run(ext_module *self, PyObject *args, PyObject *kw) {
+  static char *kws[] = {"inputs", "out", "views", NULL};
+  PyObject *inputs, *outs = Py_None;
+  int views = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op", kws, &inputs, &outs, &views)) return NULL;
   PyObject *seq = input_seq(self, inputs);
   ext_input ins[MAX_INPUTS];
-  if (!seq || ext_inputs_from(seq, (Py_ssize_t)self->n_inputs, ins) < 0) {
+  /* before tuning the reference runs on the host: CUDA tensors are copied
+   * (a tuned module has a batch size; its backend may be eager itself) */
+  int tuned = ait_module_batch_size(self->m) > 0;
+  if (!seq || ext_inputs_from_dev(seq, (Py_ssize_t)self->n_inputs, ins, tuned) < 0) {
     Py_XDECREF(seq);
     return NULL;
   }
-  ait_tensor_view views[MAX_INPUTS];
-  for (size_t i = 0; i < self->n_inputs; i++)
-    views[i] = ins[i].view;
+  ait_tensor_view views_in[MAX_INPUTS];
+  int device = 0, dev_id = 0;
+  for (size_t i = 0; i < self->n_inputs; i++) {
+    views_in[i] = ins[i].view;
+    if (ins[i].on_device && !device) device = 1, dev_id = ins[i].view.device;
+  }
   int as_torch = self->n_inputs && ins[0].is_torch;
   size_t n_out = self->n_outputs;
+  PyObject *outs_seq = NULL;
+  if (outs != Py_None) {
+    outs_seq = PySequence_Fast(outs, "out must be a list or tuple of tensors");
+    if (outs_seq && (!device || (size_t)PySequence_Fast_GET_SIZE(outs_seq) != n_out)) {
+      PyErr_Format(PyExc_ValueError, "out: %s",
+                   device ? "one tensor per output" : "only with CUDA inputs (device outputs)");
+      Py_CLEAR(outs_seq);
+    }
+    if (!outs_seq) {
+      ext_inputs_release(ins, (Py_ssize_t)self->n_inputs);
+      Py_DECREF(seq);
+      return NULL;
+    }
+  }
+  void *stream = NULL;
+  if (device && ext_torch_stream(dev_id, &stream) < 0) {
+    Py_XDECREF(outs_seq);
+    ext_inputs_release(ins, (Py_ssize_t)self->n_inputs);
+    Py_DECREF(seq);
+    return NULL;
+  }
   ext_raw small[8], *raws = n_out <= 8 ? small : calloc(n_out, sizeof *raws);
   if (!raws) {
+    Py_XDECREF(outs_seq);
     ext_inputs_release(ins, (Py_ssize_t)self->n_inputs);
     Py_DECREF(seq);
     return PyErr_NoMemory();
@@ -247,8 +305,11 @@ static PyObject *module_run(ext_module *self, PyObject *inputs) {
   char why[1024] = "";
   PyThreadState *ts = PyEval_SaveThread();
   LOCK(self);
-  st = ait_module_infer(self->m, views, self->n_inputs);
-  for (; !st && done < n_out; done++) {
+  st = set_out_mem(self, device ? AIT_MEM_CUDA : AIT_MEM_HOST);
+  /* ordered after the work torch queued on its current stream */
+  if (!st && device) st = ait_module_set_cuda_stream(self->m, stream);
+  if (!st) st = ait_module_infer(self->m, views_in, self->n_inputs);
+  for (; !st && !device && done < n_out; done++) {
     ait_tensor_view v;
     if ((st = ait_module_output(self->m, done, &v)) == AIT_OK &&
         (st = ext_raw_copy(&v, !as_torch, &raws[done])))
@@ -256,18 +317,36 @@ static PyObject *module_run(ext_module *self, PyObject *inputs) {
                st == AIT_E_NOMEM ? "out of memory" : "string tensors are not supported here");
   }
   if (st && !why[0]) snprintf(why, sizeof why, "%s", ait_last_error());
-  UNLOCK(self);
+  if (st || !device) UNLOCK(self);
   PyEval_RestoreThread(ts);
+  PyObject *out = st ? NULL : PyTuple_New((Py_ssize_t)n_out);
+  if (device && !st) { /* still locked: the views live until the next run */
+    for (size_t i = 0; out && i < n_out; i++) {
+      ait_tensor_view v;
+      PyObject *b = NULL;
+      if (ait_module_output(self->m, i, &v))
+        ext_raise(AIT_E_INTERNAL, "device output");
+      else
+        b = ext_device_output(&v, outs_seq ? PySequence_Fast_GET_ITEM(outs_seq, i) : NULL, views);
+      if (!b) Py_CLEAR(out);
+      if (out) PyTuple_SET_ITEM(out, (Py_ssize_t)i, b);
+    }
+    ts = PyEval_SaveThread(); /* unlocking never blocks, but keep the rule */
+    UNLOCK(self);
+    PyEval_RestoreThread(ts);
+  }
+  Py_XDECREF(outs_seq);
   ext_inputs_release(ins, (Py_ssize_t)self->n_inputs);
   Py_DECREF(seq);
-  PyObject *out = st ? NULL : PyTuple_New((Py_ssize_t)n_out);
-  for (size_t i = 0; i < n_out; i++) {
+  for (size_t i = 0; !device && i < n_out; i++) {
     PyObject *b = out ? ext_output_object(&raws[i], as_torch) : NULL;
     free(raws[i].data); /* taken by the Buffer, or dropped on failure */
     if (out && !b) Py_CLEAR(out);
     if (out) PyTuple_SET_ITEM(out, (Py_ssize_t)i, b);
   }
   if (raws != small) free(raws);
+  if (st && device && (st == AIT_E_UNSUPPORTED || st == AIT_E_INVALID_ARG))
+    return device_refused(self, st, why);
   if (st) return ext_raise_msg(st, why);
   return out;
 }
@@ -354,9 +433,11 @@ static PyMethodDef module_methods[] = {
      "set_axis_range(input, axis, min, opt, max): the range to tune a dynamic axis over"},
     {"tune", (PyCFunction)(void (*)(void))ext_module_tune, METH_VARARGS | METH_KEYWORDS,
      "tune(**options): build, validate, profile, select (GIL released)"},
-    {"run", (PyCFunction)module_run, METH_O,
-     "run(inputs) -> tuple of numpy arrays (torch tensors for torch inputs): inputs in "
-     "graph-input order, read in place"},
+    {"run", (PyCFunction)(void (*)(void))module_run, METH_VARARGS | METH_KEYWORDS,
+     "run(inputs, out=None, views=False) -> tuple of numpy arrays (torch tensors for torch "
+     "inputs): inputs in graph-input order, read in place; CUDA tensors of a tuned module on "
+     "the device, outputs then torch CUDA tensors (cloned, copied into out, or with views=True "
+     "the library's memory, valid until the next run)"},
     {"save", (PyCFunction)(void (*)(void))module_save, METH_VARARGS | METH_KEYWORDS,
      "save(dir, force=False): write the tuned folder"},
     {"report_json", (PyCFunction)module_report_json, METH_NOARGS, "the tuning report, JSON text"},

@@ -5,10 +5,18 @@
  * torch.Tensor.data_ptr(), or __array_interface__. The library reads inputs
  * in place (ait_module_infer), so nothing is copied on the way in.
  *
+ * CUDA tensors (torch, or anything with __dlpack__ on a CUDA device) go in
+ * through DLPack as views of their device memory (AIT_MEM_CUDA) once the
+ * module is tuned: the cuda backend reads them in place and other backends
+ * refuse them. Before tuning they are copied to the host, as the reference
+ * and the samples live there.
+ *
  * Out: the C API lends outputs (valid until the module's next call), so
  * they are copied once into a Buffer that owns its memory and exports it
  * through the buffer protocol; numpy.asarray / torch.from_numpy wrap that
- * memory without another copy. */
+ * memory without another copy. Device outputs go back to torch through a
+ * DLPack capsule of our own: cloned on the device, copied into a caller's
+ * tensor, or handed out as the alias itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +175,14 @@ static int read_shape(PyObject *shape, Py_ssize_t index, ait_tensor_view *v) {
   return 0;
 }
 
-static PyObject *s_is_cpu, *s_is_contiguous, *s_data_ptr, *s_dtype, *s_shape, *s_contiguous, *s_cpu,
-    *s_array_interface;
+static PyObject *s_is_cpu, *s_is_cuda, *s_dlpack_device, *s_is_contiguous, *s_data_ptr, *s_dtype,
+    *s_shape, *s_contiguous, *s_cpu, *s_array_interface;
 
 static int intern_names(void) {
   if (s_is_cpu) return 0;
   s_is_cpu = PyUnicode_InternFromString("is_cpu");
+  s_is_cuda = PyUnicode_InternFromString("is_cuda");
+  s_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
   s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
   s_data_ptr = PyUnicode_InternFromString("data_ptr");
   s_dtype = PyUnicode_InternFromString("dtype");
@@ -183,10 +193,204 @@ static int intern_names(void) {
   return s_array_interface ? 0 : -1;
 }
 
+/* ---- DLPack ---------------------------------------------------------------
+ * The ABI of dlpack.h (v0.8, the unversioned "dltensor" capsule every
+ * framework exports), declared here: the header is not a build dependency. */
+
+typedef struct dl_device {
+  int32_t device_type, device_id;
+} dl_device;
+typedef struct dl_dtype {
+  uint8_t code, bits;
+  uint16_t lanes;
+} dl_dtype;
+typedef struct dl_tensor {
+  void *data;
+  dl_device device;
+  int32_t ndim;
+  dl_dtype dtype;
+  int64_t *shape, *strides; /* strides in elements; NULL: compact row-major */
+  uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed {
+  dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct dl_managed *self);
+} dl_managed;
+
+enum { DL_CPU = 1, DL_CUDA = 2 };
+enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_BOOL = 6 };
+
+static ait_dtype dl_to_dtype(dl_dtype t) {
+  if (t.lanes != 1) return AIT_UNDEFINED;
+  static const struct {
+    uint8_t code, bits;
+    ait_dtype dt;
+  } rows[] = {
+      {DL_FLOAT, 32, AIT_FLOAT32},   {DL_FLOAT, 64, AIT_FLOAT64}, {DL_FLOAT, 16, AIT_FLOAT16},
+      {DL_BFLOAT, 16, AIT_BFLOAT16}, {DL_INT, 8, AIT_INT8},       {DL_INT, 16, AIT_INT16},
+      {DL_INT, 32, AIT_INT32},       {DL_INT, 64, AIT_INT64},     {DL_UINT, 8, AIT_UINT8},
+      {DL_UINT, 16, AIT_UINT16},     {DL_UINT, 32, AIT_UINT32},   {DL_UINT, 64, AIT_UINT64},
+      {DL_BOOL, 8, AIT_BOOL}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (rows[i].code == t.code && rows[i].bits == t.bits) return rows[i].dt;
+  return AIT_UNDEFINED;
+}
+
+static int dtype_to_dl(ait_dtype dt, dl_dtype *t) {
+  static const struct {
+    ait_dtype dt;
+    uint8_t code, bits;
+  } rows[] = {
+      {AIT_FLOAT32, DL_FLOAT, 32},   {AIT_FLOAT64, DL_FLOAT, 64}, {AIT_FLOAT16, DL_FLOAT, 16},
+      {AIT_BFLOAT16, DL_BFLOAT, 16}, {AIT_INT8, DL_INT, 8},       {AIT_INT16, DL_INT, 16},
+      {AIT_INT32, DL_INT, 32},       {AIT_INT64, DL_INT, 64},     {AIT_UINT8, DL_UINT, 8},
+      {AIT_UINT16, DL_UINT, 16},     {AIT_UINT32, DL_UINT, 32},   {AIT_UINT64, DL_UINT, 64},
+      {AIT_BOOL, DL_BOOL, 8}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (rows[i].dt == dt) {
+      t->code = rows[i].code, t->bits = rows[i].bits, t->lanes = 1;
+      return 0;
+    }
+  return -1;
+}
+
+/* obj.__dlpack__() on a CUDA device as a device view. The capsule stays in
+ * in->keep, unconsumed: its destructor calls the producer's deleter when it
+ * goes (DLPack's rule for a capsule still named "dltensor"). */
+static int from_dlpack(PyObject *obj, Py_ssize_t index, ext_input *in) {
+  PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+  if (!cap) return -1;
+  dl_managed *mt =
+      PyCapsule_IsValid(cap, "dltensor") ? PyCapsule_GetPointer(cap, "dltensor") : NULL;
+  if (!mt) {
+    Py_DECREF(cap);
+    return input_error(index, AIT_OK, "__dlpack__ did not return a \"dltensor\" capsule", NULL);
+  }
+  in->keep = cap;
+  const dl_tensor *t = &mt->dl_tensor;
+  if (t->device.device_type != DL_CUDA)
+    return input_error(index, AIT_E_UNSUPPORTED, "a DLPack tensor not in CUDA memory", NULL);
+  in->view.dtype = dl_to_dtype(t->dtype);
+  if (in->view.dtype == AIT_UNDEFINED)
+    return input_error(index, AIT_E_DTYPE, "a DLPack element type aitune does not take", NULL);
+  if (t->ndim < 0 || t->ndim > AIT_MAX_RANK)
+    return input_error(index, AIT_E_UNSUPPORTED, "rank over the library's maximum of 8", NULL);
+  in->view.rank = t->ndim;
+  int64_t want = 1;
+  for (int k = t->ndim - 1; k >= 0; k--) { /* compact row-major (size-1 dims: any stride) */
+    in->view.dims[k] = t->shape[k];
+    if (t->strides && t->shape[k] != 1 && t->strides[k] != want)
+      return input_error(index, AIT_E_INVALID_ARG,
+                         "a strided CUDA tensor: pass a contiguous one (.contiguous())", NULL);
+    want *= t->shape[k];
+  }
+  in->view.data = (char *)t->data + t->byte_offset;
+  in->view.mem = AIT_MEM_CUDA;
+  in->view.device = t->device.device_id;
+  in->on_device = 1;
+  return 0;
+}
+
+/* Our own capsule for a device output: shape copied, memory borrowed. */
+static void dl_out_deleter(dl_managed *mt) {
+  if (mt) free(mt->dl_tensor.shape);
+  free(mt);
+}
+
+static void dl_capsule_free(PyObject *cap) {
+  if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: the consumer deletes it */
+  dl_managed *mt = PyCapsule_GetPointer(cap, "dltensor");
+  if (mt && mt->deleter) mt->deleter(mt);
+}
+
+static PyObject *torch_from_dlpack; /* torch.from_dlpack, owned */
+
+PyObject *ext_device_output(const ait_tensor_view *v, PyObject *into, int alias) {
+  if (!torch_from_dlpack) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    torch_from_dlpack = torch ? PyObject_GetAttrString(torch, "from_dlpack") : NULL;
+    Py_XDECREF(torch);
+    if (!torch_from_dlpack) return NULL;
+  }
+  dl_managed *mt = calloc(1, sizeof *mt);
+  int64_t *shape = malloc(sizeof(int64_t) * (size_t)(v->rank > 0 ? v->rank : 1));
+  if (!mt || !shape || dtype_to_dl(v->dtype, &mt->dl_tensor.dtype) < 0) {
+    free(mt);
+    free(shape);
+    if (!PyErr_Occurred()) ext_raise_msg(AIT_E_DTYPE, "a device output of a type DLPack lacks");
+    return NULL;
+  }
+  memcpy(shape, v->dims, sizeof(int64_t) * (size_t)v->rank);
+  mt->dl_tensor.data = v->data;
+  mt->dl_tensor.device.device_type = DL_CUDA;
+  mt->dl_tensor.device.device_id = v->device;
+  mt->dl_tensor.ndim = v->rank;
+  mt->dl_tensor.shape = shape;
+  mt->deleter = dl_out_deleter;
+  PyObject *cap = PyCapsule_New(mt, "dltensor", dl_capsule_free);
+  if (!cap) {
+    dl_out_deleter(mt);
+    return NULL;
+  }
+  PyObject *t = PyObject_CallOneArg(torch_from_dlpack, cap);
+  Py_DECREF(cap);
+  if (!t || alias) return t;
+  PyObject *r =
+      into ? PyObject_CallMethod(into, "copy_", "O", t) : PyObject_CallMethod(t, "clone", NULL);
+  Py_DECREF(t);
+  return r;
+}
+
+int ext_torch_stream(int device, void **stream) {
+  *stream = NULL;
+  PyObject *name = PyUnicode_FromString("torch");
+  PyObject *torch = name ? PyImport_GetModule(name) : NULL;
+  Py_XDECREF(name);
+  if (!torch) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject *cuda = PyObject_GetAttrString(torch, "cuda");
+  Py_DECREF(torch);
+  PyObject *s = cuda ? PyObject_CallMethod(cuda, "current_stream", "i", device) : NULL;
+  Py_XDECREF(cuda);
+  PyObject *h = s ? PyObject_GetAttrString(s, "cuda_stream") : NULL;
+  Py_XDECREF(s);
+  if (!h) return -1;
+  *stream = PyLong_AsVoidPtr(h);
+  Py_DECREF(h);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
 /* A torch tensor: its data_ptr when contiguous on the CPU, else a
- * contiguous CPU copy made by torch (in->copied). */
-static int from_torch(PyObject *t, Py_ssize_t index, ext_input *in) {
+ * contiguous CPU copy made by torch (in->copied). With allow_device a CUDA
+ * tensor is read in place through DLPack (made contiguous on the device
+ * first when it is not). */
+static int from_torch(PyObject *t, Py_ssize_t index, ext_input *in, int allow_device) {
   Py_INCREF(t);
+  if (allow_device) {
+    PyObject *cu = PyObject_GetAttr(t, s_is_cuda);
+    int on_cuda = cu ? PyObject_IsTrue(cu) : -1;
+    Py_XDECREF(cu);
+    if (on_cuda < 0) goto fail;
+    if (on_cuda) {
+      PyObject *c = PyObject_CallMethodNoArgs(t, s_is_contiguous);
+      int contiguous = c ? PyObject_IsTrue(c) : -1;
+      Py_XDECREF(c);
+      if (contiguous < 0) goto fail;
+      if (!contiguous) {
+        PyObject *moved = PyObject_CallMethodNoArgs(t, s_contiguous);
+        if (!moved) goto fail;
+        Py_SETREF(t, moved);
+        in->copied = 1;
+      }
+      int rc = from_dlpack(t, index, in);
+      in->is_torch = 1;
+      Py_DECREF(t); /* the capsule keeps the tensor alive */
+      return rc;
+    }
+  }
   for (int pass = 0; pass < 3; pass++) {
     PyObject *cpu = PyObject_GetAttr(t, s_is_cpu);
     int on_cpu = cpu ? PyObject_IsTrue(cpu) : -1;
@@ -287,15 +491,39 @@ static int from_array_interface(PyObject *obj, PyObject *ai, Py_ssize_t index, e
   return 0;
 }
 
+/* 1 when obj says (through __dlpack_device__) that it lives in CUDA memory. */
+static int dlpack_on_cuda(PyObject *obj) {
+  PyObject *d = PyObject_CallMethodNoArgs(obj, s_dlpack_device);
+  if (!d) {
+    PyErr_Clear();
+    return 0;
+  }
+  long type =
+      PyTuple_Check(d) && PyTuple_GET_SIZE(d) >= 1 ? PyLong_AsLong(PyTuple_GET_ITEM(d, 0)) : -1;
+  Py_DECREF(d);
+  PyErr_Clear();
+  return type == DL_CUDA;
+}
+
 int ext_input_from(PyObject *obj, Py_ssize_t index, ext_input *in) {
+  return ext_input_from_dev(obj, index, in, 0);
+}
+
+int ext_input_from_dev(PyObject *obj, Py_ssize_t index, ext_input *in, int allow_device) {
   memset(in, 0, sizeof *in);
   if (intern_names() < 0) return -1;
   int rc;
   if (PyObject_CheckBuffer(obj) && !PyUnicode_Check(obj))
     rc = from_buffer(obj, index, in);
   else if (is_torch_tensor(obj))
-    rc = from_torch(obj, index, in);
-  else {
+    rc = from_torch(obj, index, in, allow_device);
+  else if (PyObject_HasAttr(obj, s_dlpack_device) && dlpack_on_cuda(obj)) {
+    rc = allow_device ? from_dlpack(obj, index, in)
+                      : input_error(index, AIT_E_UNSUPPORTED,
+                                    "a CUDA array is taken once the module is tuned (before, "
+                                    "pass it on the host)",
+                                    NULL);
+  } else {
     PyObject *ai = PyObject_GetAttr(obj, s_array_interface);
     if (ai) {
       rc = from_array_interface(obj, ai, index, in);
@@ -322,8 +550,12 @@ void ext_input_release(ext_input *in) {
 }
 
 int ext_inputs_from(PyObject *seq, Py_ssize_t n, ext_input *ins) {
+  return ext_inputs_from_dev(seq, n, ins, 0);
+}
+
+int ext_inputs_from_dev(PyObject *seq, Py_ssize_t n, ext_input *ins, int allow_device) {
   for (Py_ssize_t i = 0; i < n; i++)
-    if (ext_input_from(PySequence_Fast_GET_ITEM(seq, i), i, &ins[i]) < 0) {
+    if (ext_input_from_dev(PySequence_Fast_GET_ITEM(seq, i), i, &ins[i], allow_device) < 0) {
       ext_inputs_release(ins, i);
       return -1;
     }

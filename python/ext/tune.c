@@ -134,6 +134,15 @@ static int set_option(tune_args *t, const char *key, PyObject *v) {
     t->precision = Py_NewRef(v);
     return (t->o.precision = PyUnicode_AsUTF8(v)) ? 0 : -1;
   }
+  if (!strcmp(key, "io_mem")) { /* where the tuned module's inputs will live */
+    const char *m = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    if (!m || (strcmp(m, "host") && strcmp(m, "cuda"))) {
+      PyErr_SetString(PyExc_ValueError, "io_mem: 'host' or 'cuda'");
+      return -1;
+    }
+    t->o.io_mem = !strcmp(m, "cuda") ? AIT_MEM_CUDA : AIT_MEM_HOST;
+    return 0;
+  }
   if (!strcmp(key, "cache_dir")) {
     if (!PyUnicode_FSConverter(v, &t->cache_dir)) return -1;
     t->o.cache_dir = PyBytes_AS_STRING(t->cache_dir);

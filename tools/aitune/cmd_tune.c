@@ -28,6 +28,9 @@ static const char usage[] =
     "  --latency-budget-ms X   latency budget (latency-budget strategy)\n"
     "  --min-speedup R         a candidate must reach (1+R) x baseline throughput (0.01)\n"
     "  --no-perf-validation    do not require candidates to beat the baseline\n"
+    "  --device-io             the tuned model's inputs and outputs will live in CUDA\n"
+    "                          memory (io_mem): only backends that read it (cuda) are\n"
+    "                          candidates, timed and picked by device time\n"
     "  --inputs DIR            a folder of input_K.pb or input_K.npy files: one sample;\n"
     "                          repeat for more (--samples is the same)\n"
     "  --shape NAME=MIN:OPT:MAX  tune over a range of an input axis: NAME is a symbolic\n"
@@ -278,6 +281,8 @@ int cmd_tune(int argc, char **argv) {
       o.cache_dir = val;
     else if (!strcmp(a, "--no-perf-validation"))
       o.perf_validation = 0;
+    else if (!strcmp(a, "--device-io"))
+      o.io_mem = AIT_MEM_CUDA;
     else if (!strcmp(a, "--no-cache"))
       o.use_decision_cache = 0;
     else if (!strcmp(a, "--no-history"))

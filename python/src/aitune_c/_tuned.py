@@ -87,6 +87,16 @@ class TunedModel:
             return out if out.__class__ is np.ndarray or args[0].is_cpu else out.to(args[0].device)
         return self._structure(outs, args)
 
+    def run(self, *args, out=None, views: bool = False, **kwargs):
+        """Call with the outputs as a tuple, in graph order. With CUDA inputs
+        (a module tuned with io_mem="cuda") the outputs are torch CUDA
+        tensors: new ones (cloned on the device), ``out`` (a tensor per
+        output, filled by a device-to-device copy), or with ``views=True``
+        the library's own device memory, valid until the next call."""
+        if kwargs or not self._direct or len(args) != self._n:
+            args = self._inputs(args, kwargs)
+        return self._core.run(list(args), out=out, views=views)
+
     def _spec(self):
         if self._out_spec is None and self._out_spec_text:
             try:
@@ -234,6 +244,25 @@ def _options(strategy, backends, batch_sizes, precision, cache_dir, extra) -> di
     return o
 
 
+def _samples_on_cuda(samples) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    found = []
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            found.append(x.is_cuda)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+    walk(samples)
+    return bool(found) and all(found)
+
+
 def _set_ranges(core, dynamic_shapes, names):
     for name, axes in (dynamic_shapes or {}).items():
         if name not in names:
@@ -258,10 +287,17 @@ def tune(model, samples=None, *, strategy="max-throughput", backends: Optional[S
          max_runs: Optional[int] = None, cv_target: Optional[float] = None,
          runoff_rounds: Optional[int] = None, rtol: Optional[float] = None,
          atol: Optional[float] = None, min_cosine: Optional[float] = None,
-         min_top1: Optional[float] = None, use_cache: Optional[bool] = None) -> TunedModel:
+         min_top1: Optional[float] = None, use_cache: Optional[bool] = None,
+         io_mem: Optional[str] = None) -> TunedModel:
     """Tune ``model`` (a torch.nn.Module, a path to an .onnx file, or its
-    bytes) on ``samples`` and return the TunedModel. See docs/python.md."""
-    extra = {"time_budget_s": time_budget_s, "warmup": warmup, "min_runs": min_runs,
+    bytes) on ``samples`` and return the TunedModel. See docs/python.md.
+    ``io_mem``: where the tuned model's inputs will live, "host" or "cuda"
+    (only backends that read device memory, timed by device time); default
+    "cuda" when the samples are CUDA tensors, else "host"."""
+    if io_mem is None and _samples_on_cuda(samples):
+        io_mem = "cuda"
+    extra = {"io_mem": io_mem,
+             "time_budget_s": time_budget_s, "warmup": warmup, "min_runs": min_runs,
              "max_runs": max_runs, "cv_target": cv_target, "runoff_rounds": runoff_rounds,
              "rtol": rtol, "atol": atol, "min_cosine": min_cosine, "min_top1": min_top1,
              "use_decision_cache": None if use_cache is None else int(bool(use_cache))}

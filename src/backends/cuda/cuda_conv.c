@@ -402,6 +402,65 @@ static ait_status gemm_offer(cu_planner *pl, const ait_node *n, const ait_tensor
   return cu_gemm_nt(pl, x, w, bias_v, c->z, c->y, M, c->K, kp, c->act, c->ap, &c->gm);
 }
 
+/* ---- depthwise convolutions in NHWC: our own kernel (cuda_dwconv.cu) ---- */
+
+typedef struct dw_prm {
+  cuk_dwconv k;
+  int x, y, wt;
+} dw_prm;
+
+static ait_status dw_run(cu_state *s, cu_plan *p, cu_step *st) {
+  dw_prm *d = st->prm;
+  d->k.x = cu_ptr(p, d->x);
+  d->k.y = cu_ptr(p, d->y);
+  d->k.w = cu_ptr(p, d->wt);
+  return cu_check(cuk_dwconv_nhwc(s->stream, &d->k), "depthwise Conv");
+}
+
+/* A depthwise convolution (group = C = K) in NHWC without a residual runs on
+ * cuda_dwconv.cu's kernel, bias and activation fused, unless conv=cudnn:
+ * cuDNN took 0.15-0.45 ms per such layer at batch 32 in bf16 on an H200
+ * (docs/benchmarks-gpu.md, Round 8). *done: the step is made (c is then
+ * the caller's to free). */
+static ait_status dw_offer(cu_planner *pl, const ait_node *n, const ait_tensor *W, conv_prm *c,
+                           bool *done) {
+  *done = false;
+  if (!c->nhwc || c->group != c->C || c->K != c->C || W->dims[1] != 1 || c->z >= 0 ||
+      pl->s->o.conv == CU_CONV_CUDNN || W->dtype != AIT_FLOAT32 || W->kind != AIT_KIND_TENSOR ||
+      c->R > 64 || c->S > 64)
+    return AIT_OK;
+  int64_t taps = c->R * c->S, wd[2] = {taps, c->C};
+  float *f = malloc(sizeof(float) * (size_t)(taps * c->C));
+  if (!f) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  const float *src = W->data; /* [C, 1, R, S] */
+  for (int64_t ch = 0; ch < c->C; ch++)
+    for (int64_t t = 0; t < taps; t++)
+      f[t * c->C + ch] = src[ch * taps + t];
+  int wt;
+  ait_status st = cu_const_raw(pl, AIT_FLOAT32, 2, wd, f, &wt);
+  free(f);
+  AIT_TRY(st);
+  dw_prm *d = calloc(1, sizeof *d);
+  if (!d) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  cuk_dwconv *k = &d->k;
+  k->dt = pl->p->t[c->y].dt;
+  k->act = c->act;
+  k->ap[0] = c->ap[0], k->ap[1] = c->ap[1];
+  k->N = c->N, k->H = c->H, k->W = c->W, k->C = c->C, k->OH = c->OH, k->OW = c->OW;
+  k->R = (int)c->R, k->S = (int)c->S;
+  k->pad_h = c->pad_h, k->pad_w = c->pad_w, k->str_h = c->str_h, k->str_w = c->str_w;
+  k->dil_h = c->dil_h, k->dil_w = c->dil_w;
+  k->bias = c->bias_f32; /* device weight memory, NULL without a bias */
+  d->x = c->x, d->y = c->y, d->wt = wt;
+  cu_step *stp;
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), "Conv depthwise", dw_run, d, &stp));
+  cu_step_use(stp, d->x);
+  cu_step_use(stp, d->y);
+  cu_step_use(stp, d->wt);
+  *done = true;
+  return AIT_OK;
+}
+
 ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_state *s = pl->s;
   const ait_value *wv = &pl->g->values[n->in[1]];
@@ -468,6 +527,14 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
       c->z = z;
     else
       zb = z;
+  }
+  if (!st && zb < 0) {
+    bool done = false;
+    st = dw_offer(pl, n, wv->init, c, &done);
+    if (!st && done) {
+      free(c);
+      return AIT_OK;
+    }
   }
   int act = c->act;
   float ap[2] = {c->ap[0], c->ap[1]};

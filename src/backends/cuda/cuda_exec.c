@@ -403,6 +403,8 @@ static ait_status run_once(cu_state *s, const ait_tensor *const *in, int n_in, a
   if (timed)
     AIT_TRY(
         cu_check(cudaEventElapsedTime(&s->last_ms, s->run_ev[0], s->run_ev[1]), "timing the run"));
+  if (err == 2)
+    return ait_err(AIT_E_RUNTIME, "cuda: a RotaryEmbedding position id is out of the caches' rows");
   if (err) return ait_err(AIT_E_RUNTIME, "cuda: a Gather index is out of range");
   if (ait_observing() && !s->dry) return time_whole(s, p, in, n_in);
   return AIT_OK;

@@ -8,6 +8,7 @@
  *   cuda_lower.c      lowering of shape, data-movement and normalisation ops
  *   cuda_lower_ew.c   lowering of elementwise ops (broadcast iteration)
  *   cuda_lower_reduce.c  reductions, ArgMax/ArgMin, variadic Sum/Mean/Max/Min
+ *   cuda_lower23.c    RMSNormalization, RotaryEmbedding, Attention (opset 23)
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
@@ -430,6 +431,10 @@ ait_status cu_lower_matmul(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_conv(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_reduce(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_variadic(cu_planner *pl, const ait_node *n);
+/* cuda_lower23.c: the opset-23 transformer ops */
+ait_status cu_lower_rmsnorm(cu_planner *pl, const ait_node *n);
+ait_status cu_lower_rope(cu_planner *pl, const ait_node *n);
+ait_status cu_lower_onnx_attention(cu_planner *pl, const ait_node *n);
 bool cu_is_reduce(const char *op);
 
 /* An elementwise step out = act(op(in...)) with numpy broadcasting of the

@@ -270,6 +270,61 @@ cudaError_t cuk_fp8wo_dequant(cudaStream_t s, const unsigned char *q, const floa
 /* q[i] = e4m3(x[i]) by the hardware conversion, for tests. */
 cudaError_t cuk_fp8_encode(cudaStream_t s, const float *x, int64_t n, unsigned char *q);
 
+/* RMSNormalization over rows of `cols` contiguous elements (cuda_nn23.cu):
+ * y = x / sqrt(mean(x^2) + eps) * gamma (float32, cols values). */
+cudaError_t cuk_rmsnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t rows, int64_t cols,
+                        const float *gamma, float eps);
+
+/* RotaryEmbedding of contiguous X, (B, H, S, D) or with three_d (B, S, H*D),
+ * into y of the same shape: the first rd dims of each head rotate in pairs
+ * (k, k + rd/2), or (2k, 2k+1) when interleaved, by cos/sin (dt, rows x
+ * rd/2) at row pos[b * S + s] (pos_dt integers; NULL: row b * S + s). A
+ * position outside [0, rows) writes zeros and sets *err to 2. */
+typedef struct cuk_rope {
+  int dt, three_d, interleaved, pos_dt;
+  int64_t B, H, S, D, rd, rows;
+  const void *x, *cos, *sin, *pos;
+  void *y;
+} cuk_rope;
+cudaError_t cuk_rotary(cudaStream_t s, const cuk_rope *p, int *err);
+
+/* ONNX Attention, the general case (cuda_nn23.cu): for query i of head h
+ * and key j < T, score = scale * q.k (q read at b*qb + h*qh + i*qs + d,
+ * k at b*kb + (h / (Hq / Hkv))*kh + j*ks + d, v likewise), capped by
+ * softcap * tanh(score / softcap) when softcap > 0, plus the mask (NULL:
+ * none; mask_dt CUK_BOOL: false = -inf; else added; keys j >= Tm: -inf;
+ * read at b*mb + h*mh + i*mi + j*mj), -inf when causal and j > i, or
+ * outside the window (left / right >= 0: i - j > left, j - i > right); o =
+ * softmax V, a zero row where no key is allowed. cuk_sdpa_prepare(D, Dv)
+ * once before launches (shared-memory limit; not capturable). */
+typedef struct cuk_sdpa {
+  int dt, mask_dt, causal;
+  int B, Hq, Hkv, Sq, D, Dv;
+  int64_t T, Tm, left, right;
+  float scale, softcap;
+  const void *q, *k, *v, *mask;
+  void *o;
+  long long qb, qh, qs, kb, kh, ks, vb, vh, vs, ob, oh, os, mb, mh, mi, mj;
+} cuk_sdpa;
+size_t cuk_sdpa_smem(int D, int Dv);
+cudaError_t cuk_sdpa_prepare(int D, int Dv);
+cudaError_t cuk_sdpa_run(cudaStream_t s, const cuk_sdpa *p);
+
+/* Depthwise 2-D convolution of NHWC x [N, H, W, C] into NHWC y [N, OH, OW,
+ * C] (cuda_dwconv.cu): y = act(sum over taps of x * w + bias), w float32
+ * [R * S, C] (tap-major), bias float32 [C] or NULL, act a cuk_op with
+ * parameters ap (CUK_COPY: none). */
+typedef struct cuk_dwconv {
+  int dt, act;
+  float ap[2];
+  int64_t N, H, W, C, OH, OW;
+  int R, S, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  const void *x;
+  const float *w, *bias;
+  void *y;
+} cuk_dwconv;
+cudaError_t cuk_dwconv_nhwc(cudaStream_t s, const cuk_dwconv *p);
+
 #ifdef __cplusplus
 }
 #endif

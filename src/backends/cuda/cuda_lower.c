@@ -217,9 +217,29 @@ static ait_status concat_run(cu_state *s, cu_plan *p, cu_step *st) {
   return AIT_OK;
 }
 
+/* A channel Concat of rank-4 values of which one lives in NHWC (a
+ * convolution's output): concatenated in NHWC, where the channels are the
+ * innermost axis, instead of converting every input to NCHW and the result
+ * back (DenseNet: 62 such Concats, 5 of its 11 ms at batch 32 in layout
+ * glue). */
+static bool concat_nhwc(cu_planner *pl, const ait_node *n) {
+  const ait_value *ov = &pl->g->values[n->out[0]];
+  int axis;
+  if (ov->rank != 4 || ait_norm_axis(ait_attr_int(n, "axis", 0), 4, &axis) || axis != 1) {
+    ait_err_clear();
+    return false;
+  }
+  for (int i = 0; i < n->n_in; i++) {
+    int v = n->in[i];
+    if (v >= 0 && pl->p->vt[CU_NHWC][v] >= 0 && pl->p->vt[CU_PLAIN][v] < 0) return true;
+  }
+  return false;
+}
+
 ait_status cu_lower_concat(cu_planner *pl, const ait_node *n) {
   int y;
-  AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
+  cu_layout lay = concat_nhwc(pl, n) ? CU_NHWC : CU_PLAIN;
+  AIT_TRY(cu_out(pl, n->out[0], lay, &y));
   const cu_tensor *Y = &pl->p->t[y];
   int axis;
   AIT_TRY(ait_norm_axis(ait_attr_int(n, "axis", 0), Y->rank, &axis));
@@ -229,16 +249,21 @@ ait_status cu_lower_concat(cu_planner *pl, const ait_node *n) {
   int64_t es = (int64_t)ait_elem_size(Y->dt), inner = prod(Y->dims, axis + 1, Y->rank) * es;
   c->dst = y;
   c->height = prod(Y->dims, 0, axis);
+  if (lay == CU_NHWC) { /* rows of N * H * W pixels, each input's channels side by side */
+    inner = es;
+    c->height = Y->dims[0] * Y->dims[2] * Y->dims[3];
+  }
   c->pitch = Y->dims[axis] * inner;
   int64_t col = 0;
   ait_status st = AIT_OK;
   for (int i = 0; i < n->n_in && !st; i++) {
     if (n->in[i] < 0) continue;
     int x;
-    st = cu_in(pl, n->in[i], CU_PLAIN, &x);
+    st = cu_in(pl, n->in[i], lay, &x);
     if (st) break;
     const cu_tensor *X = &pl->p->t[x];
-    if (X->dt != Y->dt || X->rank != Y->rank) {
+    Y = &pl->p->t[y]; /* cu_in may have grown the tensor array */
+    if (X->dt != Y->dt || X->rank != Y->rank || X->layout != lay) {
       st = ait_err(AIT_E_SHAPE, "cuda: Concat input %d does not match the output", i);
       break;
     }

@@ -122,6 +122,48 @@ static bool chk_layernorm(const ait_graph *g, const ait_node *n, signed char *me
   return true;
 }
 
+static bool chk_rmsnorm(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                        size_t len) {
+  if (n->n_in < 2 || !is_weight(g, n->in[1], memo)) {
+    snprintf(why, len, "RMSNormalization: the scale must be a constant");
+    return false;
+  }
+  return true;
+}
+
+static bool chk_rope(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                     size_t len) {
+  if (n->n_in < 3 || !present(n, 1) || !present(n, 2)) {
+    snprintf(why, len, "RotaryEmbedding without cos_cache and sin_cache");
+    return false;
+  }
+  return known_rank(g, n, 3, 2, why, len, "position_ids must be (B, S)");
+}
+
+/* ONNX Attention (opset 23+): Y only, no KV cache. */
+static bool chk_attention(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                          size_t len) {
+  if (!only_first_output(g, n, why, len)) return false;
+  if (present(n, 4) || present(n, 5)) {
+    snprintf(why, len, "Attention: past_key/past_value (a KV cache) are not supported");
+    return false;
+  }
+  if (n->opset >= 24 && present(n, 6)) {
+    snprintf(why, len, "Attention: nonpad_kv_seqlen is not supported");
+    return false;
+  }
+  if (n->n_in < 3 || !present(n, 0) || !present(n, 1) || !present(n, 2)) {
+    snprintf(why, len, "Attention without Q, K and V");
+    return false;
+  }
+  int r = g->values[n->in[0]].rank;
+  if (r >= 0 && r != 3 && r != 4) {
+    snprintf(why, len, "Attention: Q of rank %d", r);
+    return false;
+  }
+  return true;
+}
+
 static bool chk_batchnorm(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
                           size_t len) {
   if (!only_first_output(g, n, why, len)) return false;
@@ -295,6 +337,9 @@ static const cu_op_row rows[] = {
     {"", "Softmax", NULL, cu_lower_softmax},
     {"", "LogSoftmax", NULL, cu_lower_softmax},
     {"", "LayerNormalization", chk_layernorm, cu_lower_layernorm},
+    {"", "RMSNormalization", chk_rmsnorm, cu_lower_rmsnorm},
+    {"", "RotaryEmbedding", chk_rope, cu_lower_rope},
+    {"", "Attention", chk_attention, cu_lower_onnx_attention},
     {"", "BatchNormalization", chk_batchnorm, cu_lower_batchnorm},
     {"", "MaxPool", chk_pool, cu_lower_pool},
     {"", "AveragePool", chk_pool, cu_lower_pool},
