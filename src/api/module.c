@@ -154,14 +154,15 @@ void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...) 
   m->log(m->log_user, is_warning, line);
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st) {
+ait_module *ait_module_alloc(const char *path, const char *name, const ait_limits *lim,
+                             ait_status *st) {
   ait_module *m = calloc(1, sizeof *m);
   if (!m) {
     *st = ait_err(AIT_E_NOMEM, "out of memory");
     return NULL;
   }
-  if ((*st = ait_model_load(path, &m->model)) != AIT_OK) {
+  ait_limits dflt = ait_limits_default();
+  if ((*st = ait_model_load_limits(path, lim ? lim : &dflt, &m->model)) != AIT_OK) {
     free(m);
     return NULL;
   }
@@ -184,22 +185,36 @@ ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st)
   return m;
 }
 
-ait_status ait_module_create(const char *path, const char *name, ait_module **out) {
+ait_status ait_module_create_opts(const char *path, const char *name, const ait_load_options *opts,
+                                  ait_module **out) {
   if (!path || !out)
     return ait_err(AIT_E_INVALID_ARG, "ait_module_create: path and out are required");
+  *out = NULL;
+  ait_limits lim;
+  AIT_TRY(ait_limits_from_options(opts, &lim));
   ait_status st;
-  *out = ait_module_alloc(path, name, &st);
+  *out = ait_module_alloc(path, name, &lim, &st);
   return st;
+}
+
+ait_status ait_module_create(const char *path, const char *name, ait_module **out) {
+  return ait_module_create_opts(path, name, NULL, out);
 }
 
 ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
                                     const char *name, ait_module **out) {
+  return ait_module_create_buffer_opts(data, size, base_dir, name, NULL, out);
+}
+
+ait_status ait_module_create_buffer_opts(const void *data, size_t size, const char *base_dir,
+                                         const char *name, const ait_load_options *opts,
+                                         ait_module **out) {
   if (!data || !out)
     return ait_err(AIT_E_INVALID_ARG, "ait_module_create_buffer: data and out are required");
   *out = NULL;
   ait_module *m = calloc(1, sizeof *m);
   if (!m) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_status st = ait_model_load_buffer(data, size, base_dir, &m->model);
+  ait_status st = ait_model_load_buffer_opts(data, size, base_dir, opts, &m->model);
   if (st) {
     free(m);
     return ait_err_prefix(st, "model bytes");
@@ -255,8 +270,16 @@ void ait_module_free(ait_module *m) {
 }
 
 ait_status ait_module_load(const char *dir, ait_log_fn log, void *log_user, ait_module **out) {
+  return ait_module_load_opts(dir, log, log_user, NULL, out);
+}
+
+ait_status ait_module_load_opts(const char *dir, ait_log_fn log, void *log_user,
+                                const ait_load_options *opts, ait_module **out) {
   if (!dir || !out) return ait_err(AIT_E_INVALID_ARG, "ait_module_load: dir and out are required");
-  return ait_artifact_load(dir, log, log_user, false, out);
+  *out = NULL;
+  ait_limits lim;
+  AIT_TRY(ait_limits_from_options(opts, &lim));
+  return ait_artifact_load(dir, log, log_user, false, &lim, out);
 }
 
 /* Wrap caller views as borrowed tensors, checked against the declarations. */
@@ -765,7 +788,9 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *opts) {
     struct stat sb;
     if (stat(entry, &sb) == 0) {
       ait_module *e = NULL;
-      ait_status cst = ait_artifact_load(entry, NULL, NULL, true, &e);
+      /* the entry's model is this model: held to the limits it was loaded under */
+      ait_status cst =
+          ait_artifact_load(entry, NULL, NULL, true, &ait_graph_root(m->model->graph)->limits, &e);
       if (cst == AIT_OK) {
         adopt(m, e);
         ait_module_free(e);

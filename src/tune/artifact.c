@@ -465,10 +465,8 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
   return AIT_OK;
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
-
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
-                             bool strict_fingerprint, ait_module **out) {
+                             bool strict_fingerprint, const ait_limits *lim, ait_module **out) {
   *out = NULL;
   char *dpath = ait_path_join(dir, "decision.json");
   void *text = NULL;
@@ -523,7 +521,7 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
     return st;
   }
   char *mpath = ait_path_join(dir, "model.onnx");
-  ait_module *m = mpath ? ait_module_alloc(mpath, json_str(d, "name"), &st) : NULL;
+  ait_module *m = mpath ? ait_module_alloc(mpath, json_str(d, "name"), lim, &st) : NULL;
   if (!mpath) st = ait_err(AIT_E_NOMEM, "out of memory");
   free(mpath);
   if (!m) {

@@ -69,8 +69,13 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
 /* Tuned artifacts: save the module into dir (swapped in atomically; flags
  * AIT_SAVE_FORCE replaces what is not a tuned folder), load one back. */
 ait_status ait_artifact_save(const ait_module *m, const char *dir, unsigned flags);
+/* The folder's model is loaded under lim (NULL: the defaults). */
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
-                             bool strict_fingerprint, ait_module **out);
+                             bool strict_fingerprint, const ait_limits *lim, ait_module **out);
+/* A new module of the model file at path, loaded under lim (NULL: the
+ * defaults), named name (NULL: the file's name); NULL and *st on failure. */
+ait_module *ait_module_alloc(const char *path, const char *name, const ait_limits *lim,
+                             ait_status *st);
 /* May a save replace dir? AIT_OK when it is absent or a tuned folder (or,
  * with force, anything), never when it is or holds model_path. */
 ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force);
