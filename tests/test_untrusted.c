@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/model_impl.h"
+#include "backends/quant/quant.h"
 #include "check.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
@@ -662,6 +663,71 @@ static void test_limits_tuned_folder(void) {
   CHECK(system(cmd) == 0);
 }
 
+/* ---- 11: a FIFO in a tuned folder ---------------------------------------
+ * Every file the library reads goes through ait_open_regular. Two did not:
+ * the SHA-256 of the manifest check (fopen: a FIFO as decision.json or a
+ * backend's file blocked `aitune run DIR` before anything was parsed) and
+ * quant's quant_weights.bin (fopen + fseek). */
+static void test_fifo_tuned_files(void) {
+  char dir[] = "/tmp/ait_fifo_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char model[600], p[700];
+  snprintf(model, sizeof model, "%s/relu.onnx", dir);
+  pb mp = relu_chain(2);
+  write_bytes(model, mp.p, mp.n);
+  free(mp.p);
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(model, NULL, &m), AIT_OK, NULL);
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  static const char *const native[] = {"native"};
+  static const int batch1[] = {1};
+  o.strategy = AIT_STRATEGY_ONE_BACKEND;
+  o.backends = native;
+  o.n_backends = 1;
+  o.batch_sizes = batch1;
+  o.n_batch_sizes = 1;
+  o.warmup = 0;
+  o.min_runs = o.max_runs = 1;
+  o.runoff_rounds = 0;
+  o.cache_dir = "";
+  if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  static const char *const files[] = {"decision.json", "report.json"};
+  for (int i = 0; m && i < 2; i++) {
+    char out[650];
+    snprintf(out, sizeof out, "%s/t%d", dir, i);
+    CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+    snprintf(p, sizeof p, "%s/%s", out, files[i]);
+    CHECK(unlink(p) == 0 && mkfifo(p, 0600) == 0);
+    double t0 = now_s();
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(out, NULL, NULL, &l), AIT_E_IO, "is a FIFO, not a regular file");
+    CHECK(strstr(ait_last_error(), files[i]) != NULL);
+    CHECK(now_s() - t0 < 5 && l == NULL);
+  }
+  ait_module_free(m);
+  /* quant's weights file, read past the manifest (which a rebuilt one passes) */
+  snprintf(p, sizeof p, "%s/quant_config.json", dir);
+  write_bytes(p, "{\"quantization\": \"int8wo\"}", 26);
+  snprintf(p, sizeof p, "%s/quant_weights.bin", dir);
+  CHECK(mkfifo(p, 0600) == 0);
+  ait_model *mm = NULL;
+  mp = relu_chain(2);
+  CHECK_ERR(load_pb(&mp, &mm), AIT_OK, NULL);
+  qnt_config c;
+  qnt_node *q = NULL;
+  int n = 0;
+  double t0 = now_s();
+  if (mm)
+    CHECK_ERR(qnt_load(ait_model_graph(mm), dir, &c, &q, &n), AIT_E_IO,
+              "quant_weights.bin' is a FIFO, not a regular file");
+  CHECK(now_s() - t0 < 5 && q == NULL);
+  ait_model_free(mm);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+}
+
 /* ---- the fuzzers' seeds and minimized crashers --------------------------- */
 
 /* Every file of tests/fuzz/seeds/{model,tensor} (crashers the fuzzers found
@@ -794,5 +860,6 @@ int main(int argc, char **argv) {
   test_fold_cap();
   test_limits();
   test_limits_tuned_folder();
+  test_fifo_tuned_files();
   return check_result("test_untrusted");
 }

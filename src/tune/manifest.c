@@ -87,8 +87,7 @@ static ait_status digest(const char *root, const char *rel, char *hex65) {
   char *p = ait_path_join(root, rel);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
   ait_status st = AIT_OK;
-  if (ait_sha256_file(p, hex65) != 0)
-    st = ait_err(AIT_E_IO, "cannot read '%s': %s", p, strerror(errno));
+  if (ait_sha256_file(p, hex65) != 0) st = AIT_E_IO; /* its message names p and why */
   free(p);
   return st;
 }
