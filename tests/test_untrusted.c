@@ -850,6 +850,13 @@ static void test_value_files(void) {
 }
 
 int main(int argc, char **argv) {
+  /* test_info_chain.sh's model: test_untrusted --write-chain PATH N */
+  if (argc == 4 && !strcmp(argv[1], "--write-chain")) {
+    pb mp = relu_chain(atoi(argv[3]));
+    write_bytes(argv[2], mp.p, mp.n);
+    free(mp.p);
+    return check_result("test_untrusted --write-chain");
+  }
   if (argc > 1) test_fuzz_seeds(argv[1]);
   test_value_files();
   test_missing_required_input();
