@@ -156,6 +156,11 @@ expect 1 "holds the input model" -- "$AITUNE" tune "$tmp/m.onnx" --out "$tmp" --
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
 [ -f "$tmp/mine/decision.json" ] || { echo "FAIL: --force did not replace the folder"; fails=$((fails + 1)); }
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}" # a tuned folder now
+# ...but not while it holds a file of the user's, which only --force replaces
+echo precious >"$tmp/mine/notes.txt"
+expect 1 "also holds 'notes.txt', which aitune did not write" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"
+grep -q precious "$tmp/mine/notes.txt" || { echo "FAIL: --out deleted a user's file inside a tuned folder"; fails=$((fails + 1)); }
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
 # numeric options are parsed whole and range-checked (issue 24)
 expect 2 "latency-budget-ms expects a time in ms > 0, got 'abc'" -- "$AITUNE" tune "$BERT/model.onnx" --strategy latency-budget --latency-budget-ms abc --out "$tmp/x"
 expect 2 "max-runs expects an integer >= 1, got '0'" -- "$AITUNE" tune "$BERT/model.onnx" --max-runs 0 --out "$tmp/x"

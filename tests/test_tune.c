@@ -1552,6 +1552,20 @@ static void test_save_refuses(void) {
   ait_module_free(l);
   /* now it is a tuned folder: replaced without --force */
   CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  /* but not while it holds a file or a folder of the user's */
+  snprintf(f, sizeof f, "%s/notes.txt", p);
+  write_text_file(f, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG,
+            "also holds 'notes.txt', which aitune did not write");
+  CHECK(file_has(f, "precious"));
+  CHECK(unlink(f) == 0);
+  snprintf(f, sizeof f, "%s/mine", p);
+  CHECK(mkdir(f, 0777) == 0);
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG, "also holds 'mine'");
+  CHECK(access(f, F_OK) == 0);
+  CHECK_ERR(ait_module_save_flags(m, p, AIT_SAVE_FORCE), AIT_OK, NULL);
+  CHECK(access(f, F_OK) != 0);
+  CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
   /* a file */
   snprintf(p, sizeof p, "%s/file", tmp);
   write_text_file(p, "precious");

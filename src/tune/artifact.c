@@ -101,6 +101,66 @@ static bool is_tuned_folder(const char *dir) {
   return ok;
 }
 
+/* Whether rel (a path under a tuned folder) is listed in its manifest's
+ * text: a line "<64 hex>  rel". */
+static bool listed(const char *manifest, const char *rel) {
+  size_t n = strlen(rel);
+  for (const char *p = manifest; (p = strstr(p, rel)) != NULL; p++) {
+    size_t at = (size_t)(p - manifest);
+    bool starts = at >= 66 && p[-1] == ' ' && p[-2] == ' ' && (at == 66 || p[-67] == '\n');
+    if (starts && (p[n] == '\n' || p[n] == '\0')) return true;
+  }
+  return false;
+}
+
+/* Whether a manifest path lies under the folder rel. */
+static bool listed_under(const char *manifest, const char *rel) {
+  char needle[PATH_MAX + 2];
+  snprintf(needle, sizeof needle, "%s/", rel);
+  for (const char *p = manifest; (p = strstr(p, needle)) != NULL; p++) {
+    size_t at = (size_t)(p - manifest);
+    if (at >= 66 && p[-1] == ' ' && p[-2] == ' ' && (at == 66 || p[-67] == '\n')) return true;
+  }
+  return false;
+}
+
+/* Whether everything in root/rel (rel "" = root) is what a save wrote: the
+ * files it always writes (decision.json, report.json, model.onnx, the
+ * manifest) and the backend's folder, whole, even when the manifest is
+ * damaged; else the files the manifest lists and folders holding them.
+ * Anything else (a user's notes, a folder of theirs, a link beside the
+ * decision) is not ours to delete: its path goes to what. */
+static bool only_ours(const char *root, const char *rel, const char *manifest, char *what,
+                      size_t n) {
+  char *dir = rel[0] ? ait_path_join(root, rel) : strdup(root);
+  DIR *d = dir ? opendir(dir) : NULL;
+  bool ok = d != NULL;
+  if (!ok) snprintf(what, n, "%s", rel[0] ? rel : ".");
+  struct dirent *e;
+  while (ok && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char r[PATH_MAX];
+    snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+    char *full = ait_path_join(root, r);
+    struct stat sb;
+    if (!full || lstat(full, &sb) != 0)
+      ok = false;
+    else if (S_ISDIR(sb.st_mode))
+      ok = (!rel[0] && !strcmp(r, "backend")) ||
+           (listed_under(manifest, r) && only_ours(root, r, manifest, what, n));
+    else
+      ok = S_ISREG(sb.st_mode) &&
+           (listed(manifest, r) ||
+            (!rel[0] && (!strcmp(r, "model.onnx") || !strcmp(r, "decision.json") ||
+                         !strcmp(r, "report.json") || !strcmp(r, AIT_MANIFEST_NAME))));
+    if (!ok && !what[0]) snprintf(what, n, "%s", r);
+    free(full);
+  }
+  if (d) closedir(d);
+  free(dir);
+  return ok;
+}
+
 ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force) {
   struct stat sb;
   if (lstat(dir, &sb) != 0) return AIT_OK; /* nothing there to lose */
@@ -117,7 +177,25 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
                      "'%s' %s the input model %s: refusing to replace it (choose another folder)",
                      dir, !strcmp(rmod, rd) ? "is" : "holds", model_path);
   }
-  if (tuned || force) return AIT_OK;
+  if (force) return AIT_OK;
+  if (tuned) {
+    /* a tuned folder is replaced whole: refused while it holds anything a
+     * save did not write (issue 18, item 7: a user's file inside it) */
+    char *mp = ait_path_join(dir, AIT_MANIFEST_NAME);
+    void *text = NULL;
+    size_t size = 0;
+    ait_status st = mp ? ait_read_file(mp, &text, &size) : ait_err(AIT_E_NOMEM, "out of memory");
+    free(mp);
+    char what[PATH_MAX] = "";
+    bool ours = !st && only_ours(dir, "", memchr(text, '\0', size) ? "" : text, what, sizeof what);
+    free(text);
+    if (ours) return AIT_OK;
+    if (st) return st; /* an unreadable manifest: said why */
+    return ait_err(AIT_E_INVALID_ARG,
+                   "'%s' is a tuned folder that also holds '%s', which aitune did not write: "
+                   "refusing to replace it (--force, or AIT_SAVE_FORCE, replaces it)",
+                   dir, what);
+  }
   return ait_err(AIT_E_INVALID_ARG,
                  "'%s' exists and is not an aitune tuned folder (no %s and decision.json): "
                  "refusing to replace it (--force, or AIT_SAVE_FORCE, replaces it)",
