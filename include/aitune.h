@@ -400,9 +400,10 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
  * is refused (AIT_E_INVALID_ARG): see ait_module_save_flags. */
 ait_status ait_module_save(ait_module *m, const char *dir);
 /* ait_module_save with flags. An existing dir is replaced only when it is a
- * tuned folder (MANIFEST.sha256 and decision.json) unless AIT_SAVE_FORCE is
- * given; a dir that is or holds the module's model is never replaced. The
- * swap is atomic: dir holds the old or the new folder at every instant. */
+ * tuned folder (MANIFEST.sha256 and decision.json) holding only what a save
+ * writes (not a file the user put in it) unless AIT_SAVE_FORCE is given; a
+ * dir that is or holds the module's model is never replaced. The swap is
+ * atomic: dir holds the old or the new folder at every instant. */
 #define AIT_SAVE_FORCE 1u
 ait_status ait_module_save_flags(ait_module *m, const char *dir, unsigned flags);
 /* The last tuning report as JSON (see docs/tuning.md); a new string the
