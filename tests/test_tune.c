@@ -1638,11 +1638,13 @@ static void save_killed(bool fallback) {
     struct stat sb;
     if (fallback && killed && stat(p, &sb) != 0) {
       /* the fallback's window: the old folder waits at P.old.PID, and the
-       * next save (at the top of the loop) cleans it up */
+       * next load of P (or save to it) puts it back */
       char parked[160];
       snprintf(parked, sizeof parked, "%s.old.%ld", p, (long)pid);
-      CHECK_ERR(ait_module_load(parked, NULL, NULL, &l), AIT_OK, NULL);
+      CHECK(stat(parked, &sb) == 0);
+      CHECK_ERR(ait_module_load(p, NULL, NULL, &l), AIT_OK, NULL);
       CHECK_STR(l ? ait_module_backend(l) : "(none)", "eager");
+      CHECK(stat(parked, &sb) != 0 && stat(p, &sb) == 0);
       ait_module_free(l);
       windows++;
       continue;

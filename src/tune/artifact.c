@@ -72,7 +72,8 @@ static char *decision_json(const ait_module *m) {
  * one step (renameat2 RENAME_EXCHANGE), so P holds the old or the new folder
  * at every instant; the old one, now at P.tmp.PID, is removed after. Where
  * the file system cannot exchange, the old folder moves to P.old.PID first
- * (a window where P is absent, closed by clean_stale on the next save). */
+ * (a window where P is absent: a kill there leaves P missing, and the next
+ * save or load of P, seeing the saver gone, puts the old folder back). */
 
 static int kill_at_step, steps; /* tests: SIGKILL at the Nth step of a save's swap */
 static bool no_exchange;        /* tests: take the fallback swap */
@@ -204,8 +205,9 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
 
 /* `<base>.tmp.<pid>` and `<base>.old.<pid>` beside dir, left by saves
  * that were killed: removed when their process is gone; an old folder is
- * put back when dir itself is missing (a kill inside the fallback swap). */
-static void clean_stale(const char *dir) {
+ * put back when dir itself is missing (a kill inside the fallback swap).
+ * restore_only (a load): only that putting back, nothing is removed. */
+static void clean_stale(const char *dir, bool restore_only) {
   char *parent = ait_path_dir(dir);
   const char *slash = strrchr(dir, '/');
   const char *base = slash ? slash + 1 : dir;
@@ -229,7 +231,7 @@ static void clean_stale(const char *dir) {
     if (full && lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) {
       if (old && lstat(dir, &sb) != 0 && is_tuned_folder(full))
         rename(full, dir);
-      else
+      else if (!restore_only)
         ait_rmtree(full);
     }
     free(full);
@@ -304,7 +306,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
   st = parent ? ait_mkdir_p(parent) : ait_err(AIT_E_NOMEM, "out of memory");
   free(parent);
   if (st) goto out;
-  clean_stale(dir);
+  clean_stale(dir, false);
   ait_rmtree(tmp);
   if (mkdir(tmp, 0777) != 0) {
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
@@ -551,6 +553,8 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
   size_t size = 0;
   struct stat sb;
   ait_status st = dpath ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  /* a save killed inside the fallback swap left the old folder parked beside */
+  if (!st && lstat(dir, &sb) != 0) clean_stale(dir, true);
   if (!st && stat(dir, &sb) != 0)
     st = ait_err(AIT_E_IO, "cannot open the tuned model '%s': %s", dir, strerror(errno));
   else if (!st && stat(dpath, &sb) != 0)
