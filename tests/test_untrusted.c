@@ -705,6 +705,19 @@ static void test_fifo_tuned_files(void) {
     CHECK(strstr(ait_last_error(), files[i]) != NULL);
     CHECK(now_s() - t0 < 5 && l == NULL);
   }
+  /* a sparse 1 GB manifest: refused by its size, before it is read whole */
+  if (m) {
+    char out[650];
+    snprintf(out, sizeof out, "%s/t2", dir);
+    CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+    snprintf(p, sizeof p, "%s/MANIFEST.sha256", out);
+    CHECK(truncate(p, 1LL << 30) == 0);
+    long rss0 = max_rss_mb();
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(out, NULL, NULL, &l), AIT_E_IO,
+              "MANIFEST.sha256' has 1073741824 bytes, more than the 67108864 it may have");
+    CHECK(max_rss_mb() - rss0 < 100 && l == NULL);
+  }
   ait_module_free(m);
   /* quant's weights file, read past the manifest (which a rebuilt one passes) */
   snprintf(p, sizeof p, "%s/quant_config.json", dir);

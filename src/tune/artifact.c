@@ -185,7 +185,8 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
     char *mp = ait_path_join(dir, AIT_MANIFEST_NAME);
     void *text = NULL;
     size_t size = 0;
-    ait_status st = mp ? ait_read_file(mp, &text, &size) : ait_err(AIT_E_NOMEM, "out of memory");
+    ait_status st = mp ? ait_read_file_max(mp, AIT_MAX_META_BYTES, &text, &size)
+                       : ait_err(AIT_E_NOMEM, "out of memory");
     free(mp);
     char what[PATH_MAX] = "";
     bool ours = !st && only_ours(dir, "", memchr(text, '\0', size) ? "" : text, what, sizeof what);
@@ -501,7 +502,7 @@ static ait_status read_report(const char *dir, char **out) {
   if (stat(rpath, &sb) != 0)
     st = ait_err(AIT_E_INVALID_MODEL, "%s/report.json is missing", dir);
   else
-    st = ait_read_file(rpath, &text, &size);
+    st = ait_read_file_max(rpath, AIT_MAX_META_BYTES, &text, &size);
   free(rpath);
   if (st) return st;
   cJSON *r = size && !memchr(text, '\0', size) ? cJSON_ParseWithLength(text, size) : NULL;
@@ -532,7 +533,7 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
   if (!st && stat(p, &sb) != 0)
     st = ait_err(AIT_E_INVALID_MODEL, "%s/%s is missing: the backend state is not bound to a model",
                  dir, STATE_BINDING);
-  if (!st) st = ait_read_file(p, &text, &size);
+  if (!st) st = ait_read_file_max(p, AIT_MAX_META_BYTES, &text, &size);
   free(p);
   if (st) return st;
   bool ok = size == 65 && !memcmp(text, model_sha, 64) && ((char *)text)[64] == '\n';
@@ -562,7 +563,7 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                  strerror(errno));
   /* nothing of the artifact is used before every file of it checks out */
   if (!st) st = ait_manifest_check(dir);
-  if (!st) st = ait_read_file(dpath, &text, &size);
+  if (!st) st = ait_read_file_max(dpath, AIT_MAX_META_BYTES, &text, &size);
   free(dpath);
   if (st) return st;
   cJSON *d = memchr(text, '\0', size) ? NULL : cJSON_ParseWithLength(text, size);

@@ -145,7 +145,7 @@ ait_status ait_manifest_check(const char *dir) {
                  "re-tune to make a checked artifact",
                  dir, AIT_MANIFEST_NAME);
   else
-    st = ait_read_file(mp, &data, &size);
+    st = ait_read_file_max(mp, AIT_MAX_META_BYTES, &data, &size);
   free(mp);
   if (st) return st;
   char *text = data, *line = text, *end = text + size;

@@ -232,7 +232,8 @@ ait_status qnt_load(const ait_graph *g, const char *dir, qnt_config *c, qnt_node
   size_t size = 0;
   bool has_filter;
   ait_status st = cpath && wpath ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
-  if (!st && (st = ait_read_file(cpath, &text, &size))) ait_err_prefix(st, "quant");
+  if (!st && (st = ait_read_file_max(cpath, AIT_MAX_META_BYTES, &text, &size)))
+    ait_err_prefix(st, "quant");
   if (!st) st = qnt_config_parse_json(text, cpath, c, &has_filter);
   if (!st) st = read_weights(wpath, g, c, q, n);
   free(text);
