@@ -151,8 +151,8 @@ ait_status ait_model_load_buffer(const void *data, size_t size, const char *base
 #define AIT_DEFAULT_MAX_NODES 10000000 /* at most AIT_MAX_NODES_BOUND */
 #define AIT_MAX_NODES_BOUND 1000000000 /* node and value indices are ints */
 #define AIT_DEFAULT_MAX_TENSOR_BYTES (1LL << 40) /* at most AIT_MAX_TENSOR_BYTES_BOUND */
-#define AIT_MAX_TENSOR_BYTES_BOUND (1LL << 62)
-#define AIT_DEFAULT_MAX_FOLD_ELEMENTS 4096 /* at most AIT_MAX_FOLD_ELEMENTS_BOUND */
+#define AIT_MAX_TENSOR_BYTES_BOUND (1LL << 44)   /* 2^40 elements of 16 bytes */
+#define AIT_DEFAULT_MAX_FOLD_ELEMENTS 4096       /* at most AIT_MAX_FOLD_ELEMENTS_BOUND */
 #define AIT_MAX_FOLD_ELEMENTS_BOUND (1LL << 24)
 typedef struct ait_load_options {
   size_t struct_size; /* set by ait_load_options_init; keep it first */

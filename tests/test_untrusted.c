@@ -544,13 +544,16 @@ static void test_limits(void) {
    * are refused by default before any allocation; raised, the claim meets
    * the next check, the data the file holds */
   ait_load_options_init(&lo);
-  const int64_t huge[3] = {1 << 20, 1 << 20, 2}; /* 2^41 floats: 2^43 bytes */
+  const int64_t huge[3] = {1 << 20, 1 << 19, 2}; /* 2^40 floats: 2^42 bytes */
   mp = add_init(3, huge, 4);
   CHECK_ERR(load_pb_opts(&mp, NULL, &m), AIT_E_INVALID_MODEL,
-            "needs 8796093022208 bytes, more than max_tensor_bytes 1099511627776");
+            "needs 4398046511104 bytes, more than max_tensor_bytes 1099511627776");
   lo.max_tensor_bytes = AIT_MAX_TENSOR_BYTES_BOUND;
   mp = add_init(3, huge, 4);
   CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL, "but has 4");
+  const int64_t over[3] = {1 << 20, 1 << 20, 2}; /* 2^41 elements: never, whatever the bytes */
+  mp = add_init(3, over, 4);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL, "has more than 2^40 elements");
   lo.max_tensor_bytes = 23; /* a [2,3] float initializer is 24 bytes */
   mp = add_init(2, d23, 24);
   CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL,
@@ -582,6 +585,7 @@ static void test_limits(void) {
       {1, 0, "ait_load_options.max_nodes is 0"},
       {1, AIT_MAX_NODES_BOUND + 1, "max_nodes is 1000000001"},
       {2, -1, "ait_load_options.max_tensor_bytes is -1"},
+      {2, AIT_MAX_TENSOR_BYTES_BOUND + 1, "max_tensor_bytes is 17592186044417"},
       {3, 0, "ait_load_options.max_fold_elements is 0"},
       {3, AIT_MAX_FOLD_ELEMENTS_BOUND + 1, "max_fold_elements is 16777217"},
   };

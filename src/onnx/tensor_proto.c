@@ -202,6 +202,10 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
     if (tp->dims[k] < 0)
       return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has a negative dimension %lld", name,
                      (long long)tp->dims[k]);
+    /* whatever max_bytes allows: element counts stay far from overflowing
+     * the packed-size arithmetic (n * bits) */
+    if (tp->dims[k] && n > ((int64_t)1 << 40) / tp->dims[k])
+      return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has more than 2^40 elements", name);
     if (tp->dims[k] && n > max_bytes / esize / tp->dims[k]) {
       long double need = (long double)esize; /* for the message only: may not fit int64 */
       for (size_t j = 0; j < tp->n_dims; j++)
