@@ -156,6 +156,10 @@ expect 1 "holds the input model" -- "$AITUNE" tune "$tmp/m.onnx" --out "$tmp" --
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
 [ -f "$tmp/mine/decision.json" ] || { echo "FAIL: --force did not replace the folder"; fails=$((fails + 1)); }
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}" # a tuned folder now
+# a folder of the user's named like a killed save's leftover (DIR.old.PID) is kept
+mkdir -p "$tmp/mine.old.2024" && echo precious >"$tmp/mine.old.2024/notes.txt"
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"
+grep -q precious "$tmp/mine.old.2024/notes.txt" || { echo "FAIL: --out deleted a user's folder beside DIR"; fails=$((fails + 1)); }
 # ...but not while it holds a file of the user's, which only --force replaces
 echo precious >"$tmp/mine/notes.txt"
 expect 1 "also holds 'notes.txt', which aitune did not write" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"

@@ -1566,6 +1566,20 @@ static void test_save_refuses(void) {
   CHECK_ERR(ait_module_save_flags(m, p, AIT_SAVE_FORCE), AIT_OK, NULL);
   CHECK(access(f, F_OK) != 0);
   CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  /* folders of the user's named like a killed save's leftovers (p.old.PID,
+   * p.tmp.PID of a process that is gone) are not a save's: kept */
+  char u1[200], u2[200];
+  snprintf(u1, sizeof u1, "%s.old.2024", p);
+  snprintf(u2, sizeof u2, "%s.tmp.999999", p);
+  CHECK(mkdir(u1, 0777) == 0 && mkdir(u2, 0777) == 0);
+  snprintf(f, sizeof f, "%s/notes.txt", u1);
+  write_text_file(f, "precious");
+  snprintf(f, sizeof f, "%s/notes.txt", u2);
+  write_text_file(f, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  CHECK(file_has(f, "precious"));
+  snprintf(f, sizeof f, "%s/notes.txt", u1);
+  CHECK(file_has(f, "precious"));
   /* a file */
   snprintf(p, sizeof p, "%s/file", tmp);
   write_text_file(p, "precious");

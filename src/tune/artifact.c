@@ -32,6 +32,29 @@
  * model's folder brings that model's digest along and is refused. */
 #define STATE_BINDING "backend/model.sha256"
 
+/* The marks of a save's folders (see clean_stale), never in the manifest. */
+#define MARK_PARTIAL AIT_MARK_PARTIAL
+#define MARK_PARKED AIT_MARK_PARKED
+
+/* An empty file, created in place (not through a temporary file: a kill
+ * must leave the mark or nothing, never a stray temporary beside it). */
+static ait_status mark(const char *dir, const char *name) {
+  char *p = ait_path_join(dir, name);
+  if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
+  int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ait_status st =
+      fd >= 0 ? AIT_OK : ait_err(AIT_E_IO, "cannot create '%s': %s", p, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(p);
+  return st;
+}
+
+static void unmark(const char *dir, const char *name) {
+  char *p = ait_path_join(dir, name);
+  if (p) unlink(p);
+  free(p);
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   return remove(path);
 }
@@ -153,7 +176,8 @@ static bool only_ours(const char *root, const char *rel, const char *manifest, c
       ok = S_ISREG(sb.st_mode) &&
            (listed(manifest, r) ||
             (!rel[0] && (!strcmp(r, "model.onnx") || !strcmp(r, "decision.json") ||
-                         !strcmp(r, "report.json") || !strcmp(r, AIT_MANIFEST_NAME))));
+                         !strcmp(r, "report.json") || !strcmp(r, AIT_MANIFEST_NAME) ||
+                         !strcmp(r, MARK_PARTIAL) || !strcmp(r, MARK_PARKED))));
     if (!ok && !what[0]) snprintf(what, n, "%s", r);
     free(full);
   }
@@ -204,10 +228,29 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
                  dir, AIT_MANIFEST_NAME);
 }
 
+/* Whether folder p is a save's: it holds MARK_PARTIAL (a save's folder in
+ * the making) or MARK_PARKED (an old folder a save moved aside), or nothing.
+ * A user's folder that only happens to be named `<base>.old.2024` has
+ * neither, and is left alone. */
+static bool save_made(const char *p) {
+  DIR *d = opendir(p);
+  if (!d) return false;
+  bool marked = false, empty = true;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    empty = false;
+    marked = marked || !strcmp(e->d_name, MARK_PARTIAL) || !strcmp(e->d_name, MARK_PARKED);
+  }
+  closedir(d);
+  return marked || empty;
+}
+
 /* `<base>.tmp.<pid>` and `<base>.old.<pid>` beside dir, left by saves
- * that were killed: removed when their process is gone; an old folder is
- * put back when dir itself is missing (a kill inside the fallback swap).
- * restore_only (a load): only that putting back, nothing is removed. */
+ * that were killed: removed when their process is gone and they are a
+ * save's (save_made); an old folder is put back when dir itself is missing
+ * (a kill inside the fallback swap). restore_only (a load): only that
+ * putting back, nothing is removed. */
 static void clean_stale(const char *dir, bool restore_only) {
   char *parent = ait_path_dir(dir);
   const char *slash = strrchr(dir, '/');
@@ -229,11 +272,12 @@ static void clean_stale(const char *dir, bool restore_only) {
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to judge) */
     char *full = ait_path_join(parent, name);
     struct stat sb;
-    if (full && lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      if (old && lstat(dir, &sb) != 0 && is_tuned_folder(full))
-        rename(full, dir);
-      else if (!restore_only)
+    if (full && lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode) && save_made(full)) {
+      if (old && lstat(dir, &sb) != 0 && is_tuned_folder(full)) {
+        if (rename(full, dir) == 0) unmark(dir, MARK_PARKED);
+      } else if (!restore_only) {
         ait_rmtree(full);
+      }
     }
     free(full);
   }
@@ -251,6 +295,10 @@ static ait_status swap_in(const char *tmp, const char *dir, const char *old) {
     return AIT_OK;
   }
   step();
+  /* the old folder is marked before it moves, so that a kill leaving it at
+   * tmp or old lets the next save know it for a save's (save_made) */
+  AIT_TRY(mark(dir, MARK_PARKED));
+  step();
   errno = EINVAL;
   if (!no_exchange && renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
     step();
@@ -266,7 +314,7 @@ static ait_status swap_in(const char *tmp, const char *dir, const char *old) {
   if (rename(tmp, dir) != 0) {
     ait_status st =
         ait_err(AIT_E_IO, "cannot move the artifact into '%s': %s", dir, strerror(errno));
-    rename(old, dir);
+    if (rename(old, dir) == 0) unmark(dir, MARK_PARKED);
     return st;
   }
   step();
@@ -309,8 +357,8 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
   if (st) goto out;
   clean_stale(dir, false);
   ait_rmtree(tmp);
-  if (mkdir(tmp, 0777) != 0) {
-    st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  if (mkdir(tmp, 0777) != 0 || (st = mark(tmp, MARK_PARTIAL))) {
+    if (!st) st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
     goto out;
   }
   if (!(dec = decision_json(m))) {
@@ -339,6 +387,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
   if ((st = bind_state(m, tmp))) goto out;
   if ((st = ait_manifest_write(tmp))) goto out; /* last: it covers everything above */
   st = swap_in(tmp, dir, old);
+  if (!st) unmark(dir, MARK_PARTIAL); /* a kill before this leaves it: harmless */
 out:
   if (st) ait_rmtree(tmp);
   free(bytes);

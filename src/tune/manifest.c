@@ -63,7 +63,8 @@ static ait_status walk(const char *root, const char *rel, file_list *l) {
       st = ait_err(AIT_E_IO, "cannot read '%s': %s", full, strerror(errno));
     else if (S_ISDIR(sb.st_mode))
       st = walk(root, r, l);
-    else if (S_ISREG(sb.st_mode) && strcmp(r, "model.onnx") && strcmp(r, AIT_MANIFEST_NAME)) {
+    else if (S_ISREG(sb.st_mode) && strcmp(r, "model.onnx") && strcmp(r, AIT_MANIFEST_NAME) &&
+             strcmp(r, AIT_MARK_PARTIAL) && strcmp(r, AIT_MARK_PARKED)) {
       if (l->n == MANIFEST_MAX_FILES) {
         st = ait_err(AIT_E_UNSUPPORTED, "'%s' has more than %d files", root, MANIFEST_MAX_FILES);
       } else {
