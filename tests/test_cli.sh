@@ -182,6 +182,10 @@ expect 0 "Conv" -- "$AITUNE" info "$MODEL" --max-tensor-bytes=100000000 --max-no
 expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" run "$MODEL" --max-nodes 10
 expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" tune "$BERT/model.onnx" --max-nodes 10 --out "$tmp/x"
 expect 1 "nests messages more than 3 deep" -- "$AITUNE" run "$tmp/tuned" --max-depth 3
+expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" bench "$MODEL" --max-nodes 10
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" bench "$tmp/tuned" --max-depth 3
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" profile "$MODEL" --max-depth 3
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/repo_limits" --max-depth 3
 # report checks the manifest; a folder without decision.json says so (issue 18, items 15-16)
 cp -r "$tmp/tuned" "$tmp/rep" && sed -i 's/max-throughput/min-latency/' "$tmp/rep/report.json"
 expect 1 "report.json is corrupted" -- "$AITUNE" report "$tmp/rep"
