@@ -136,6 +136,53 @@ ait_status ait_model_load(const char *path, ait_model **out);
  * call). base_dir resolves external data; NULL means the current folder. */
 ait_status ait_model_load_buffer(const void *data, size_t size, const char *base_dir,
                                  ait_model **out);
+/* Limits on what loading a model may take. Every model is untrusted input
+ * (docs/conformance.md, "Limits: every file is untrusted"): each limit has a
+ * default that real models fit in and that keeps a hostile file from
+ * overflowing the stack or taking the memory, and a model that needs more
+ * gets it here. A limit past its bound is refused (AIT_E_INVALID_ARG, naming
+ * the field). The struct grows like ait_tune_options: fill it with
+ * ait_load_options_init(), then set what you need; the same struct_size
+ * rules hold. A model keeps the limits it was loaded with, and what the
+ * library loads for it later (a tuned folder's saved graphs, cache
+ * entries) is held to them. */
+#define AIT_DEFAULT_MAX_DEPTH 100      /* at most AIT_MAX_DEPTH_BOUND */
+#define AIT_MAX_DEPTH_BOUND 1000       /* the stack's sake: protobuf-c unpacks recursively */
+#define AIT_DEFAULT_MAX_NODES 10000000 /* at most AIT_MAX_NODES_BOUND */
+#define AIT_MAX_NODES_BOUND 1000000000 /* node and value indices are ints */
+#define AIT_DEFAULT_MAX_TENSOR_BYTES (1LL << 40) /* at most AIT_MAX_TENSOR_BYTES_BOUND */
+#define AIT_MAX_TENSOR_BYTES_BOUND (1LL << 44)   /* 2^40 elements of 16 bytes */
+#define AIT_DEFAULT_MAX_FOLD_ELEMENTS 4096       /* at most AIT_MAX_FOLD_ELEMENTS_BOUND */
+#define AIT_MAX_FOLD_ELEMENTS_BOUND (1LL << 24)
+typedef struct ait_load_options {
+  size_t struct_size; /* set by ait_load_options_init; keep it first */
+  /* Deepest nesting of protobuf messages (ModelProto = 1; each subgraph
+   * level adds 3: about 32 subgraphs inside each other by default), checked
+   * before unpacking. 1..AIT_MAX_DEPTH_BOUND. */
+  int max_depth;
+  /* Most nodes in the model, its subgraphs' included, checked before they
+   * are built. 1..AIT_MAX_NODES_BOUND. */
+  int64_t max_nodes;
+  /* Largest tensor (initializer, attribute, external data) in bytes as
+   * decoded, checked before allocating. 1..AIT_MAX_TENSOR_BYTES_BOUND. */
+  int64_t max_tensor_bytes;
+  /* Load-time constant folding keeps results of at most this many elements
+   * (and runs a node only when its outputs' inferred shapes fit).
+   * 1..AIT_MAX_FOLD_ELEMENTS_BOUND. */
+  int64_t max_fold_elements;
+  /* New fields go here, at the end (as in ait_tune_options). */
+} ait_load_options;
+/* Fill the first struct_size bytes of *o with the defaults and set
+ * o->struct_size (as ait_tune_options_init_size). */
+ait_status ait_load_options_init_size(ait_load_options *o, size_t struct_size);
+#define ait_load_options_init(o) ((void)ait_load_options_init_size((o), sizeof *(o)))
+/* The same as a function, for bindings. */
+void(ait_load_options_init)(ait_load_options *o);
+/* ait_model_load and ait_model_load_buffer under the caller's limits (NULL:
+ * the defaults, which the plain functions use). */
+ait_status ait_model_load_opts(const char *path, const ait_load_options *opts, ait_model **out);
+ait_status ait_model_load_buffer_opts(const void *data, size_t size, const char *base_dir,
+                                      const ait_load_options *opts, ait_model **out);
 /* Release a model. NULL is fine. Sessions created from it must be freed first. */
 void ait_model_free(ait_model *model);
 
@@ -316,6 +363,16 @@ ait_status ait_module_create_buffer(const void *data, size_t size, const char *b
  * tune --out`): no re-tuning and no rebuild. Warns (through log, may be NULL)
  * when this machine's fingerprint differs from the one it was tuned on. */
 ait_status ait_module_load(const char *dir, ait_log_fn log, void *log_user, ait_module **out);
+/* ait_module_create, ait_module_create_buffer and ait_module_load under the
+ * caller's load limits (NULL: the defaults). A folder tuned from a model
+ * that needed raised limits needs them again to load. */
+ait_status ait_module_create_opts(const char *path, const char *name, const ait_load_options *opts,
+                                  ait_module **out);
+ait_status ait_module_create_buffer_opts(const void *data, size_t size, const char *base_dir,
+                                         const char *name, const ait_load_options *opts,
+                                         ait_module **out);
+ait_status ait_module_load_opts(const char *dir, ait_log_fn log, void *log_user,
+                                const ait_load_options *opts, ait_module **out);
 void ait_module_free(ait_module *m);
 
 /* Where warnings go while the module runs (inputs outside the tuned range);
@@ -343,9 +400,10 @@ ait_status ait_module_tune(ait_module *m, const ait_tune_options *o);
  * is refused (AIT_E_INVALID_ARG): see ait_module_save_flags. */
 ait_status ait_module_save(ait_module *m, const char *dir);
 /* ait_module_save with flags. An existing dir is replaced only when it is a
- * tuned folder (MANIFEST.sha256 and decision.json) unless AIT_SAVE_FORCE is
- * given; a dir that is or holds the module's model is never replaced. The
- * swap is atomic: dir holds the old or the new folder at every instant. */
+ * tuned folder (MANIFEST.sha256 and decision.json) holding only what a save
+ * writes (not a file the user put in it) unless AIT_SAVE_FORCE is given; a
+ * dir that is or holds the module's model is never replaced. The swap is
+ * atomic: dir holds the old or the new folder at every instant. */
 #define AIT_SAVE_FORCE 1u
 ait_status ait_module_save_flags(ait_module *m, const char *dir, unsigned flags);
 /* The last tuning report as JSON (see docs/tuning.md); a new string the

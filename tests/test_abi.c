@@ -1,5 +1,5 @@
 /* The parts of the public ABI a program relies on across versions: the
- * version macros and ait_version(), and ait_tune_options' struct_size (a
+ * version macros and ait_version(), and ait_tune_options' and ait_load_options' struct_size (a
  * struct from an older header works, fields past its size take their
  * defaults; a size that cannot be one is refused, naming it), and the
  * cuda plugin's refusal of another build's library.
@@ -112,6 +112,50 @@ static void test_tune_sizes(const char *path) {
   CHECK_ERR(tune(path, n), AIT_E_INVALID_ARG, "built against a newer aitune.h");
 }
 
+/* ait_load_options follows ait_tune_options' struct_size rules: an older
+ * header's struct gets the defaults past its size, a newer one's is fine
+ * while its new bytes are zero, and the function form fills what the macro
+ * does. */
+typedef struct {
+  alignas(ait_load_options) unsigned char b[sizeof(ait_load_options) + 64];
+} load_buf;
+
+static void test_load_options(const char *path) {
+  ait_load_options o, f;
+  memset(&o, 0x5a, sizeof o);
+  memset(&f, 0x5a, sizeof f);
+  ait_load_options_init(&o);
+  (ait_load_options_init)(&f);
+  CHECK(!memcmp(&o, &f, sizeof o) && o.struct_size == sizeof o);
+  CHECK(o.max_depth == AIT_DEFAULT_MAX_DEPTH &&
+        o.max_fold_elements == AIT_DEFAULT_MAX_FOLD_ELEMENTS);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_opts(path, &o, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  /* an older header's struct, ending before max_fold_elements: garbage there is unread */
+  memset(&f, 0x5a, sizeof f);
+  CHECK_ERR(ait_load_options_init_size(&f, offsetof(ait_load_options, max_fold_elements)), AIT_OK,
+            NULL);
+  CHECK_ERR(ait_model_load_opts(path, &f, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  load_buf nb;
+  memset(&nb, 0x5a, sizeof nb);
+  ait_load_options *n = (ait_load_options *)nb.b;
+  CHECK_ERR(ait_load_options_init_size(n, sizeof nb.b), AIT_OK, NULL);
+  CHECK(nb.b[sizeof(ait_load_options)] == 0 && nb.b[sizeof nb.b - 1] == 0);
+  CHECK_ERR(ait_model_load_opts(path, n, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  nb.b[sizeof(ait_load_options) + 8] = 1;
+  CHECK_ERR(ait_model_load_opts(path, n, &m), AIT_E_INVALID_ARG, "built against a newer aitune.h");
+  o.struct_size = (size_t)0x5a5a5a5a5a5a5a5aull;
+  CHECK_ERR(ait_model_load_opts(path, &o, &m), AIT_E_INVALID_ARG, "not the size of load options");
+  CHECK_ERR(ait_load_options_init_size(NULL, sizeof o), AIT_E_INVALID_ARG, "NULL");
+  CHECK(m == NULL);
+}
+
 /* The cuda plugin of this build (beside the build's libaitune, one folder
  * up from this test) refuses a host table of another interface or build,
  * saying which; SKIP where it was not built. */
@@ -154,6 +198,7 @@ int main(int argc, char **argv) {
   test_version();
   test_init();
   test_tune_sizes(argv[argc - 1]);
+  test_load_options(argv[argc - 1]);
   test_plugin_refusals();
   return check_result("test_abi");
 }

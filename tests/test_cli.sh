@@ -170,6 +170,15 @@ expect 1 "holds the input model" -- "$AITUNE" tune "$tmp/m.onnx" --out "$tmp" --
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
 [ -f "$tmp/mine/decision.json" ] || { echo "FAIL: --force did not replace the folder"; fails=$((fails + 1)); }
 expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}" # a tuned folder now
+# a folder of the user's named like a killed save's leftover (DIR.old.PID) is kept
+mkdir -p "$tmp/mine.old.2024" && echo precious >"$tmp/mine.old.2024/notes.txt"
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"
+grep -q precious "$tmp/mine.old.2024/notes.txt" || { echo "FAIL: --out deleted a user's folder beside DIR"; fails=$((fails + 1)); }
+# ...but not while it holds a file of the user's, which only --force replaces
+echo precious >"$tmp/mine/notes.txt"
+expect 1 "also holds 'notes.txt', which aitune did not write" -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" "${one[@]}"
+grep -q precious "$tmp/mine/notes.txt" || { echo "FAIL: --out deleted a user's file inside a tuned folder"; fails=$((fails + 1)); }
+expect 0 "selected: " -- "$AITUNE" tune "$BERT/model.onnx" --out "$tmp/mine" --force "${one[@]}"
 # numeric options are parsed whole and range-checked (issue 24)
 expect 2 "latency-budget-ms expects a time in ms > 0, got 'abc'" -- "$AITUNE" tune "$BERT/model.onnx" --strategy latency-budget --latency-budget-ms abc --out "$tmp/x"
 expect 2 "max-runs expects an integer >= 1, got '0'" -- "$AITUNE" tune "$BERT/model.onnx" --max-runs 0 --out "$tmp/x"
@@ -177,6 +186,20 @@ expect 2 "warmup expects an integer >= 0, got '3x'" -- "$AITUNE" tune "$BERT/mod
 expect 2 "min-top1 expects a number in \[0, 1\], got '2'" -- "$AITUNE" tune "$BERT/model.onnx" --min-top1 2 --out "$tmp/x"
 expect 2 "batch-sizes expects" -- "$AITUNE" tune "$BERT/model.onnx" --batch-sizes 1,99999999999 --out "$tmp/x"
 expect 2 "must be >= --min-runs" -- "$AITUNE" tune "$BERT/model.onnx" --min-runs 9 --max-runs 5 --out "$tmp/x"
+# load limits (issue 18): defaults, overrides by flag on info/run/tune, bad values named
+expect 2 "max-depth expects an integer in \[1, 1000\], got '0'" -- "$AITUNE" info "$MODEL" --max-depth 0
+expect 2 "max-tensor-bytes expects an integer" -- "$AITUNE" info "$MODEL" --max-tensor-bytes 12x
+expect 2 "max-nodes expects an integer in \[1, 1000000000\]" -- "$AITUNE" run "$MODEL" --max-nodes=-1
+expect 2 "max-fold-elements expects" -- "$AITUNE" tune "$BERT/model.onnx" --max-fold-elements 0 --out "$tmp/x"
+expect 1 "more than max_tensor_bytes 1000 " -- "$AITUNE" info "$MODEL" --max-tensor-bytes 1000
+expect 0 "Conv" -- "$AITUNE" info "$MODEL" --max-tensor-bytes=100000000 --max-nodes 1000
+expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" run "$MODEL" --max-nodes 10
+expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" tune "$BERT/model.onnx" --max-nodes 10 --out "$tmp/x"
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" run "$tmp/tuned" --max-depth 3
+expect 1 "more than 10 nodes (max_nodes" -- "$AITUNE" bench "$MODEL" --max-nodes 10
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" bench "$tmp/tuned" --max-depth 3
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" profile "$MODEL" --max-depth 3
+expect 1 "nests messages more than 3 deep" -- "$AITUNE" publish "$tmp/tuned" --triton "$tmp/repo_limits" --max-depth 3
 # report checks the manifest; a folder without decision.json says so (issue 18, items 15-16)
 cp -r "$tmp/tuned" "$tmp/rep" && sed -i 's/max-throughput/min-latency/' "$tmp/rep/report.json"
 expect 1 "report.json is corrupted" -- "$AITUNE" report "$tmp/rep"
@@ -291,7 +314,38 @@ for k, name in enumerate(['ba"ch', "back\\slash", "d\u00e9j\u00e0 \u2192 n"]):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [name, 8])
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{tmp}/quote{k}.onnx")
+# 40 Ifs inside each other: about 125 levels of protobuf nesting, over the
+# default --max-depth of 100 (built in place, top down: protobuf's own parser
+# refuses more than 100 levels, so helper's copies cannot make it)
+from onnx import AttributeProto, ModelProto
+m = ModelProto(ir_version=8)
+m.opset_import.add(domain="", version=17)
+g = m.graph
+g.name = "deep"
+g.input.extend([helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+g.output.append(y)
+for _ in range(40):
+    n = g.node.add(op_type="If", input=["c"], output=["y"])
+    t = n.attribute.add(name="then_branch", type=AttributeProto.GRAPH)
+    e = n.attribute.add(name="else_branch", type=AttributeProto.GRAPH)
+    e.g.node.add(op_type="Identity", input=["x"], output=["y"])
+    e.g.name = "e"
+    e.g.output.append(y)
+    g = t.g
+    g.name = "b"
+    g.output.append(y)
+g.node.add(op_type="Identity", input=["x"], output=["y"])
+with open(f"{tmp}/deep.onnx", "wb") as f:
+    f.write(m.SerializeToString())
 PY
+  expect 1 "nests messages more than 100 deep" -- "$AITUNE" info "$tmp/deep.onnx"
+  expect 0 "If  *40" -- "$AITUNE" info "$tmp/deep.onnx" --max-depth 200
+  expect 0 "selected: " -- "$AITUNE" tune "$tmp/deep.onnx" --max-depth=200 --backends native --batch-sizes 1 \
+    --no-cache --out "$tmp/deep" "${fast[@]}"
+  expect 1 "nests messages more than 100 deep" -- "$AITUNE" run "$tmp/deep"
+  expect 0 "y: float32 \[2\]" -- "$AITUNE" run "$tmp/deep" --max-depth 200
   expect 0 "wrote 1 outputs" -- "$AITUNE" run "$BERT/model.onnx" --inputs "$tmp/pynpy" --outputs "$tmp/pynpyout" --output-format npy
   python3 -c "
 import sys, numpy as np, onnx

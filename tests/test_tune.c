@@ -1561,6 +1561,34 @@ static void test_save_refuses(void) {
   ait_module_free(l);
   /* now it is a tuned folder: replaced without --force */
   CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  /* but not while it holds a file or a folder of the user's */
+  snprintf(f, sizeof f, "%s/notes.txt", p);
+  write_text_file(f, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG,
+            "also holds 'notes.txt', which aitune did not write");
+  CHECK(file_has(f, "precious"));
+  CHECK(unlink(f) == 0);
+  snprintf(f, sizeof f, "%s/mine", p);
+  CHECK(mkdir(f, 0777) == 0);
+  CHECK_ERR(ait_module_save(m, p), AIT_E_INVALID_ARG, "also holds 'mine'");
+  CHECK(access(f, F_OK) == 0);
+  CHECK_ERR(ait_module_save_flags(m, p, AIT_SAVE_FORCE), AIT_OK, NULL);
+  CHECK(access(f, F_OK) != 0);
+  CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  /* folders of the user's named like a killed save's leftovers (p.old.PID,
+   * p.tmp.PID of a process that is gone) are not a save's: kept */
+  char u1[200], u2[200];
+  snprintf(u1, sizeof u1, "%s.old.2024", p);
+  snprintf(u2, sizeof u2, "%s.tmp.999999", p);
+  CHECK(mkdir(u1, 0777) == 0 && mkdir(u2, 0777) == 0);
+  snprintf(f, sizeof f, "%s/notes.txt", u1);
+  write_text_file(f, "precious");
+  snprintf(f, sizeof f, "%s/notes.txt", u2);
+  write_text_file(f, "precious");
+  CHECK_ERR(ait_module_save(m, p), AIT_OK, NULL);
+  CHECK(file_has(f, "precious"));
+  snprintf(f, sizeof f, "%s/notes.txt", u1);
+  CHECK(file_has(f, "precious"));
   /* a file */
   snprintf(p, sizeof p, "%s/file", tmp);
   write_text_file(p, "precious");
@@ -1633,11 +1661,13 @@ static void save_killed(bool fallback) {
     struct stat sb;
     if (fallback && killed && stat(p, &sb) != 0) {
       /* the fallback's window: the old folder waits at P.old.PID, and the
-       * next save (at the top of the loop) cleans it up */
+       * next load of P (or save to it) puts it back */
       char parked[160];
       snprintf(parked, sizeof parked, "%s.old.%ld", p, (long)pid);
-      CHECK_ERR(ait_module_load(parked, NULL, NULL, &l), AIT_OK, NULL);
+      CHECK(stat(parked, &sb) == 0);
+      CHECK_ERR(ait_module_load(p, NULL, NULL, &l), AIT_OK, NULL);
       CHECK_STR(l ? ait_module_backend(l) : "(none)", "eager");
+      CHECK(stat(parked, &sb) != 0 && stat(p, &sb) == 0);
       ait_module_free(l);
       windows++;
       continue;

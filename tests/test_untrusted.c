@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -15,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/model_impl.h"
+#include "backends/quant/quant.h"
 #include "check.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
@@ -431,6 +434,317 @@ static void test_fold_cap(void) {
   }
 }
 
+/* ---- limits: documented defaults, overrides in ait_load_options ---------- */
+
+static ait_status load_pb_opts(pb *m, const ait_load_options *lo, ait_model **out) {
+  ait_status st = ait_model_load_buffer_opts(m->p, m->n, ".", lo, out);
+  free(m->p);
+  *m = (pb){0};
+  return st;
+}
+
+/* a chain of n Relus, x -> y */
+static pb relu_chain(int n) {
+  pb g = {0};
+  char a[32], b[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(a, sizeof a, i ? "t%d" : "x", i);
+    snprintf(b, sizeof b, i < n - 1 ? "t%d" : "y", i + 1);
+    pb_node(&g, "Relu", a, b);
+  }
+  pb_value_info(&g, 11, "x", 2, d23);
+  pb_value_info(&g, 12, "y", 2, d23);
+  return pb_model(&g, 13);
+}
+
+/* y = x + w, w an initializer of float `dims` holding `n_data` bytes */
+static pb add_init(int rank, const int64_t *dims, size_t n_data) {
+  pb g = {0}, t = {0}, n = {0};
+  for (int k = 0; k < rank; k++)
+    pb_int(&t, 1, dims[k]);
+  pb_int(&t, 2, AIT_FLOAT32);
+  pb_str(&t, 8, "w");
+  uint8_t *zeros = calloc(1, n_data + 1);
+  pb_bytes(&t, 9, zeros, n_data);
+  free(zeros);
+  pb_msg(&g, 5, &t);
+  pb_str(&n, 1, "x");
+  pb_str(&n, 1, "w");
+  pb_str(&n, 2, "y");
+  pb_str(&n, 4, "Add");
+  pb_msg(&g, 1, &n);
+  pb_value_info(&g, 11, "x", rank, dims);
+  pb_value_info(&g, 12, "y", -1, NULL);
+  return pb_model(&g, 13);
+}
+
+/* y = ConstantOfShape([n]): folded at load when n <= max_fold_elements */
+static bool folds(int64_t n, const ait_load_options *lo) {
+  pb g = {0}, nd = {0};
+  pb_init_i64(&g, "s", 1, (const int64_t[]){n});
+  pb_str(&nd, 1, "s");
+  pb_str(&nd, 2, "y");
+  pb_str(&nd, 4, "ConstantOfShape");
+  pb_msg(&g, 1, &nd);
+  pb_value_info(&g, 12, "y", -1, NULL);
+  pb mp = pb_model(&g, 13);
+  ait_model *m = NULL;
+  CHECK_ERR(load_pb_opts(&mp, lo, &m), AIT_OK, NULL);
+  if (!m) return false;
+  const ait_graph *gr = ait_model_graph(m);
+  int y = ait_graph_find_value(gr, "y");
+  bool folded = y >= 0 && gr->values[y].init != NULL;
+  ait_model_free(m);
+  return folded;
+}
+
+static void test_limits(void) {
+  ait_load_options lo;
+  ait_load_options_init(&lo);
+  CHECK(lo.struct_size == sizeof lo && lo.max_depth == AIT_DEFAULT_MAX_DEPTH &&
+        lo.max_nodes == AIT_DEFAULT_MAX_NODES &&
+        lo.max_tensor_bytes == AIT_DEFAULT_MAX_TENSOR_BYTES &&
+        lo.max_fold_elements == AIT_DEFAULT_MAX_FOLD_ELEMENTS);
+  ait_model *m = NULL;
+
+  /* max_depth: 40 nested Ifs (about 125 levels) are refused by default and
+   * load with 200; 330 (about 995 levels) load at the bound, 1000, without
+   * hurting the stack */
+  pb mp = nested_if_model(40);
+  CHECK_ERR(load_pb_opts(&mp, NULL, &m), AIT_E_INVALID_MODEL, "more than 100 deep");
+  CHECK(strstr(ait_last_error(), "--max-depth") != NULL);
+  lo.max_depth = 200;
+  mp = nested_if_model(40);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  lo.max_depth = AIT_MAX_DEPTH_BOUND;
+  mp = nested_if_model(330);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  mp = nested_if_model(340);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL, "more than 1000 deep");
+
+  /* max_nodes: subgraphs' nodes count */
+  ait_load_options_init(&lo);
+  lo.max_nodes = 999;
+  mp = relu_chain(1000);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_UNSUPPORTED, "more than 999 nodes (max_nodes");
+  lo.max_nodes = 1000;
+  mp = relu_chain(1000);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+  lo.max_nodes = 20; /* 10 Ifs of 2 branches: 10 + 10 * 2 + the innermost */
+  mp = nested_if_model(10);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_UNSUPPORTED, "more than 20 nodes");
+
+  /* max_tensor_bytes: 2^41 claimed bytes (an 8-byte model may claim them)
+   * are refused by default before any allocation; raised, the claim meets
+   * the next check, the data the file holds */
+  ait_load_options_init(&lo);
+  const int64_t huge[3] = {1 << 20, 1 << 19, 2}; /* 2^40 floats: 2^42 bytes */
+  mp = add_init(3, huge, 4);
+  CHECK_ERR(load_pb_opts(&mp, NULL, &m), AIT_E_INVALID_MODEL,
+            "needs 4398046511104 bytes, more than max_tensor_bytes 1099511627776");
+  lo.max_tensor_bytes = AIT_MAX_TENSOR_BYTES_BOUND;
+  mp = add_init(3, huge, 4);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL, "but has 4");
+  const int64_t over[3] = {1 << 20, 1 << 20, 2}; /* 2^41 elements: never, whatever the bytes */
+  mp = add_init(3, over, 4);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL, "has more than 2^40 elements");
+  lo.max_tensor_bytes = 23; /* a [2,3] float initializer is 24 bytes */
+  mp = add_init(2, d23, 24);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_MODEL,
+            "'w' needs 24 bytes, more than max_tensor_bytes 23");
+  lo.max_tensor_bytes = 24;
+  mp = add_init(2, d23, 24);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_OK, NULL);
+  ait_model_free(m);
+  m = NULL;
+
+  /* max_fold_elements: 5000 elements are not folded by default, are with
+   * 8192; 4096 are, and not under a lowered 100 */
+  ait_load_options_init(&lo);
+  CHECK(!folds(5000, NULL));
+  CHECK(folds(4096, NULL));
+  lo.max_fold_elements = 8192;
+  CHECK(folds(5000, &lo));
+  lo.max_fold_elements = 100;
+  CHECK(!folds(4096, &lo));
+
+  /* a bad value is refused by name, before the model is read */
+  static const struct {
+    int field;
+    int64_t v;
+    const char *msg;
+  } bad[] = {
+      {0, 0, "ait_load_options.max_depth is 0, outside [1, 1000]"},
+      {0, 1001, "max_depth is 1001"},
+      {1, 0, "ait_load_options.max_nodes is 0"},
+      {1, AIT_MAX_NODES_BOUND + 1, "max_nodes is 1000000001"},
+      {2, -1, "ait_load_options.max_tensor_bytes is -1"},
+      {2, AIT_MAX_TENSOR_BYTES_BOUND + 1, "max_tensor_bytes is 17592186044417"},
+      {3, 0, "ait_load_options.max_fold_elements is 0"},
+      {3, AIT_MAX_FOLD_ELEMENTS_BOUND + 1, "max_fold_elements is 16777217"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ait_load_options_init(&lo);
+    if (bad[i].field == 0) lo.max_depth = (int)bad[i].v;
+    if (bad[i].field == 1) lo.max_nodes = bad[i].v;
+    if (bad[i].field == 2) lo.max_tensor_bytes = bad[i].v;
+    if (bad[i].field == 3) lo.max_fold_elements = bad[i].v;
+    mp = relu_chain(2);
+    CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_ARG, bad[i].msg);
+    CHECK(m == NULL);
+    CHECK_ERR(ait_model_load_opts("/nonexistent.onnx", &lo, &m), AIT_E_INVALID_ARG, bad[i].msg);
+    ait_module *mod = NULL;
+    CHECK_ERR(ait_module_create_opts("/nonexistent.onnx", NULL, &lo, &mod), AIT_E_INVALID_ARG,
+              bad[i].msg);
+    CHECK_ERR(ait_module_load_opts("/nonexistent", NULL, NULL, &lo, &mod), AIT_E_INVALID_ARG,
+              bad[i].msg);
+    CHECK(mod == NULL);
+  }
+  /* the struct_size rules of ait_tune_options */
+  ait_load_options_init(&lo);
+  lo.struct_size = 0;
+  mp = relu_chain(2);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_ARG, "ait_load_options_init()");
+  lo.struct_size = offsetof(ait_load_options, max_nodes) + 3;
+  mp = relu_chain(2);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_E_INVALID_ARG, "ends inside field max_nodes");
+  /* an older caller's struct: fields past its size take their defaults */
+  memset(&lo, 0x5a, sizeof lo);
+  CHECK_ERR(ait_load_options_init_size(&lo, offsetof(ait_load_options, max_nodes)), AIT_OK, NULL);
+  CHECK(lo.max_depth == AIT_DEFAULT_MAX_DEPTH && lo.max_nodes == 0x5a5a5a5a5a5a5a5a);
+  mp = relu_chain(2);
+  CHECK_ERR(load_pb_opts(&mp, &lo, &m), AIT_OK, NULL);
+  ait_model_free(m);
+}
+
+/* A tuned folder keeps needing the limits its model needed: the folder's
+ * model.onnx and the backend's saved graph load under the caller's. */
+static void test_limits_tuned_folder(void) {
+  char dir[] = "/tmp/ait_limits_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char model[600], out[600];
+  snprintf(model, sizeof model, "%s/deep.onnx", dir);
+  snprintf(out, sizeof out, "%s/tuned", dir);
+  pb mp = nested_if_model(40);
+  write_bytes(model, mp.p, mp.n);
+  free(mp.p);
+  ait_load_options lo;
+  ait_load_options_init(&lo);
+  lo.max_depth = 200;
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(model, NULL, &m), AIT_E_INVALID_MODEL, "more than 100 deep");
+  CHECK_ERR(ait_module_create_opts(model, NULL, &lo, &m), AIT_OK, NULL);
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  static const char *const native[] = {"native"};
+  static const int batch1[] = {1};
+  o.strategy = AIT_STRATEGY_ONE_BACKEND;
+  o.backends = native;
+  o.n_backends = 1;
+  o.batch_sizes = batch1;
+  o.n_batch_sizes = 1;
+  o.warmup = 0;
+  o.min_runs = o.max_runs = 1;
+  o.runoff_rounds = 0;
+  o.cache_dir = "";
+  if (m) {
+    CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+  }
+  ait_module_free(m);
+  m = NULL;
+  CHECK_ERR(ait_module_load(out, NULL, NULL, &m), AIT_E_INVALID_MODEL, "more than 100 deep");
+  CHECK_ERR(ait_module_load_opts(out, NULL, NULL, &lo, &m), AIT_OK, NULL);
+  ait_module_free(m);
+  char cmd[1300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+}
+
+/* ---- 11: a FIFO in a tuned folder ---------------------------------------
+ * Every file the library reads goes through ait_open_regular. Two did not:
+ * the SHA-256 of the manifest check (fopen: a FIFO as decision.json or a
+ * backend's file blocked `aitune run DIR` before anything was parsed) and
+ * quant's quant_weights.bin (fopen + fseek). */
+static void test_fifo_tuned_files(void) {
+  char dir[] = "/tmp/ait_fifo_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char model[600], p[700];
+  snprintf(model, sizeof model, "%s/relu.onnx", dir);
+  pb mp = relu_chain(2);
+  write_bytes(model, mp.p, mp.n);
+  free(mp.p);
+  ait_module *m = NULL;
+  CHECK_ERR(ait_module_create(model, NULL, &m), AIT_OK, NULL);
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  static const char *const native[] = {"native"};
+  static const int batch1[] = {1};
+  o.strategy = AIT_STRATEGY_ONE_BACKEND;
+  o.backends = native;
+  o.n_backends = 1;
+  o.batch_sizes = batch1;
+  o.n_batch_sizes = 1;
+  o.warmup = 0;
+  o.min_runs = o.max_runs = 1;
+  o.runoff_rounds = 0;
+  o.cache_dir = "";
+  if (m) CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  static const char *const files[] = {"decision.json", "report.json"};
+  for (int i = 0; m && i < 2; i++) {
+    char out[650];
+    snprintf(out, sizeof out, "%s/t%d", dir, i);
+    CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+    snprintf(p, sizeof p, "%s/%s", out, files[i]);
+    CHECK(unlink(p) == 0 && mkfifo(p, 0600) == 0);
+    double t0 = now_s();
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(out, NULL, NULL, &l), AIT_E_IO, "is a FIFO, not a regular file");
+    CHECK(strstr(ait_last_error(), files[i]) != NULL);
+    CHECK(now_s() - t0 < 5 && l == NULL);
+  }
+  /* a sparse 1 GB manifest: refused by its size, before it is read whole */
+  if (m) {
+    char out[650];
+    snprintf(out, sizeof out, "%s/t2", dir);
+    CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+    snprintf(p, sizeof p, "%s/MANIFEST.sha256", out);
+    CHECK(truncate(p, 1LL << 30) == 0);
+    long rss0 = max_rss_mb();
+    ait_module *l = NULL;
+    CHECK_ERR(ait_module_load(out, NULL, NULL, &l), AIT_E_IO,
+              "MANIFEST.sha256' has 1073741824 bytes, more than the 67108864 it may have");
+    CHECK(max_rss_mb() - rss0 < 100 && l == NULL);
+  }
+  ait_module_free(m);
+  /* quant's weights file, read past the manifest (which a rebuilt one passes) */
+  snprintf(p, sizeof p, "%s/quant_config.json", dir);
+  write_bytes(p, "{\"quantization\": \"int8wo\"}", 26);
+  snprintf(p, sizeof p, "%s/quant_weights.bin", dir);
+  CHECK(mkfifo(p, 0600) == 0);
+  ait_model *mm = NULL;
+  mp = relu_chain(2);
+  CHECK_ERR(load_pb(&mp, &mm), AIT_OK, NULL);
+  qnt_config c;
+  qnt_node *q = NULL;
+  int n = 0;
+  double t0 = now_s();
+  if (mm)
+    CHECK_ERR(qnt_load(ait_model_graph(mm), dir, &c, &q, &n), AIT_E_IO,
+              "quant_weights.bin' is a FIFO, not a regular file");
+  CHECK(now_s() - t0 < 5 && q == NULL);
+  ait_model_free(mm);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+}
+
 /* ---- the fuzzers' seeds and minimized crashers --------------------------- */
 
 /* Every file of tests/fuzz/seeds/{model,tensor} (crashers the fuzzers found
@@ -553,6 +867,13 @@ static void test_value_files(void) {
 }
 
 int main(int argc, char **argv) {
+  /* test_info_chain.sh's model: test_untrusted --write-chain PATH N */
+  if (argc == 4 && !strcmp(argv[1], "--write-chain")) {
+    pb mp = relu_chain(atoi(argv[3]));
+    write_bytes(argv[2], mp.p, mp.n);
+    free(mp.p);
+    return check_result("test_untrusted --write-chain");
+  }
   if (argc > 1) test_fuzz_seeds(argv[1]);
   test_value_files();
   test_missing_required_input();
@@ -561,5 +882,8 @@ int main(int argc, char **argv) {
   test_messages();
   test_long_chain();
   test_fold_cap();
+  test_limits();
+  test_limits_tuned_folder();
+  test_fifo_tuned_files();
   return check_result("test_untrusted");
 }

@@ -39,6 +39,10 @@ ait_status ait_api_output_view(ait_tensor *const *outs, int n, size_t i, const c
  * as ait_session_run checks tensors; outputs land in s->outputs. */
 ait_status ait_session_run_values(ait_session *s, const ait_tensor *const *inputs, size_t n);
 
+/* ait_model_load_opts with limits already checked (a module loading the
+ * model of a tuned folder or cache entry under its caller's limits). */
+ait_status ait_model_load_limits(const char *path, const ait_limits *lim, ait_model **out);
+
 /* The graph of a model (for the CLI's info and conformance commands). */
 const ait_graph *ait_model_graph(const ait_model *m);
 

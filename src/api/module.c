@@ -17,20 +17,34 @@ void(ait_tune_options_init)(ait_tune_options *o) { (void)ait_tune_options_init_s
 
 void ait_free(void *p) { free(p); }
 
-ait_status ait_module_create(const char *path, const char *name, ait_module **out) {
+ait_status ait_module_create_opts(const char *path, const char *name, const ait_load_options *opts,
+                                  ait_module **out) {
   if (!path || !out)
     return ait_err(AIT_E_INVALID_ARG, "ait_module_create: path and out are required");
+  *out = NULL;
+  ait_limits lim;
+  AIT_TRY(ait_limits_from_options(opts, &lim));
   ait_status st;
-  *out = ait_module_alloc(path, name, &st);
+  *out = ait_module_alloc(path, name, &lim, &st);
   return st;
+}
+
+ait_status ait_module_create(const char *path, const char *name, ait_module **out) {
+  return ait_module_create_opts(path, name, NULL, out);
 }
 
 ait_status ait_module_create_buffer(const void *data, size_t size, const char *base_dir,
                                     const char *name, ait_module **out) {
+  return ait_module_create_buffer_opts(data, size, base_dir, name, NULL, out);
+}
+
+ait_status ait_module_create_buffer_opts(const void *data, size_t size, const char *base_dir,
+                                         const char *name, const ait_load_options *opts,
+                                         ait_module **out) {
   if (!data || !out)
     return ait_err(AIT_E_INVALID_ARG, "ait_module_create_buffer: data and out are required");
   *out = NULL;
-  return ait_mod_create_buffer(data, size, base_dir, name, out);
+  return ait_mod_create_buffer(data, size, base_dir, name, opts, out);
 }
 
 void ait_module_free(ait_module *m) {
@@ -38,8 +52,16 @@ void ait_module_free(ait_module *m) {
 }
 
 ait_status ait_module_load(const char *dir, ait_log_fn log, void *log_user, ait_module **out) {
+  return ait_module_load_opts(dir, log, log_user, NULL, out);
+}
+
+ait_status ait_module_load_opts(const char *dir, ait_log_fn log, void *log_user,
+                                const ait_load_options *opts, ait_module **out) {
   if (!dir || !out) return ait_err(AIT_E_INVALID_ARG, "ait_module_load: dir and out are required");
-  return ait_artifact_load(dir, log, log_user, false, out);
+  *out = NULL;
+  ait_limits lim;
+  AIT_TRY(ait_limits_from_options(opts, &lim));
+  return ait_artifact_load(dir, log, log_user, false, &lim, out);
 }
 
 ait_status ait_module_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n) {

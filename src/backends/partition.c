@@ -402,7 +402,7 @@ ait_status ait_runner_load(const ait_backend_config *cfg, const ait_graph *g, co
     out->nodes_primary = out->nodes_total = g->n_nodes;
     return cfg->iface->load(cfg, g, dir, &out->state);
   }
-  ait_status st = ait_read_file(ppath, &text, &size);
+  ait_status st = ait_read_file_max(ppath, AIT_MAX_META_BYTES, &text, &size);
   free(ppath);
   if (st) return st;
   cJSON *root = cJSON_Parse(text);

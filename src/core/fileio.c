@@ -86,6 +86,18 @@ ait_status ait_read_file(const char *path, void **data, size_t *size) {
   return ait_read_file_range(path, 0, -1, data, size);
 }
 
+ait_status ait_read_file_max(const char *path, long long max, void **data, size_t *size) {
+  int fd = -1;
+  long long total = 0;
+  AIT_TRY(ait_open_regular(path, &fd, &total));
+  close(fd);
+  if (total > max)
+    return ait_err(AIT_E_IO, "'%s' has %lld bytes, more than the %lld it may have", path, total,
+                   max);
+  /* opened again: a file that grew in between is still read whole only up to its new size */
+  return ait_read_file_range(path, 0, -1, data, size);
+}
+
 ait_status ait_write_file_atomic(const char *path, const void *data, size_t size) {
   size_t n = strlen(path) + 32;
   char *tmp = malloc(n);

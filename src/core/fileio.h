@@ -19,6 +19,13 @@ ait_status ait_open_regular(const char *path, int *fd, long long *size);
 /* Read all of `path` into a new buffer (*data, caller frees; NUL-terminated
  * one byte past *size for convenience). AIT_E_IO naming the path on failure. */
 ait_status ait_read_file(const char *path, void **data, size_t *size);
+/* The most bytes a tuned folder's or cache's small file may have (its JSON,
+ * the manifest, a backend's saved text, the batch history): a sparse file
+ * of 60 GB as decision.json would otherwise be read whole into memory. */
+#define AIT_MAX_META_BYTES (64LL << 20)
+/* ait_read_file of a file that may have at most max bytes: a larger one is
+ * refused (AIT_E_IO, naming it and both sizes) before anything is read. */
+ait_status ait_read_file_max(const char *path, long long max, void **data, size_t *size);
 /* Read `length` bytes at `offset` of `path` (length < 0: to the end); a
  * range outside the file is an AIT_E_IO error. */
 ait_status ait_read_file_range(const char *path, long long offset, long long length, void **data,

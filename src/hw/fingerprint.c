@@ -1,6 +1,7 @@
 #include "hw/fingerprint.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <openssl/evp.h>
 #include <protobuf-c/protobuf-c.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "aitune.h"
+#include "core/error.h"
+#include "core/fileio.h"
 #include "hw/hw_impl.h"
 
 void ait_sha256_hex(const void *data, size_t len, char *hex65) {
@@ -21,10 +24,20 @@ void ait_sha256_hex(const void *data, size_t len, char *hex65) {
 }
 
 int ait_sha256_file(const char *path, char *hex65) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
+  /* every file hashed is a user's (a model, a tuned folder's files): a
+   * regular file only, never a FIFO that would block the read */
+  int fd;
+  long long size;
+  if (ait_open_regular(path, &fd, &size) != AIT_OK) return -1;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    ait_err(AIT_E_IO, "cannot read '%s': %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+    ait_err(AIT_E_NOMEM, "out of memory hashing '%s'", path);
     fclose(f);
     EVP_MD_CTX_free(ctx);
     return -1;
@@ -39,7 +52,10 @@ int ait_sha256_file(const char *path, char *hex65) {
   unsigned int n = 0;
   EVP_DigestFinal_ex(ctx, md, &n);
   EVP_MD_CTX_free(ctx);
-  if (bad) return -1;
+  if (bad) {
+    ait_err(AIT_E_IO, "cannot read '%s'", path);
+    return -1;
+  }
   for (int i = 0; i < 32; i++)
     snprintf(hex65 + 2 * i, 3, "%02x", md[i]);
   return 0;

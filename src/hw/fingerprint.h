@@ -19,6 +19,8 @@ const char *ait_fingerprint_diff(const char *a, const char *b, char *buf, size_t
 
 /* SHA-256 helpers (OpenSSL's libcrypto). hex65 receives 64 hex chars + NUL. */
 void ait_sha256_hex(const void *data, size_t len, char *hex65);
-int ait_sha256_file(const char *path, char *hex65); /* 0 on success */
+/* 0 on success; -1 with the last error naming path and why (a FIFO or a
+ * folder is refused, not read: it goes through ait_open_regular). */
+int ait_sha256_file(const char *path, char *hex65);
 
 #endif

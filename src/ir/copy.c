@@ -132,6 +132,8 @@ ait_graph *ait_graph_clone(const ait_graph *s, ait_graph *parent, bool borrow) {
   ait_graph *g = ait_graph_new(s->name, parent);
   if (!g) return NULL;
   g->ir_version = s->ir_version;
+  if (!parent)
+    g->limits = ait_graph_root(s)->limits; /* a new root loads and folds as its source did */
   g->values = calloc((size_t)s->n_values + 1, sizeof *g->values);
   g->nodes = calloc((size_t)s->n_nodes + 1, sizeof *g->nodes);
   g->inputs = malloc(sizeof(int) * ((size_t)s->n_inputs + 1));

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "aitune.h"
+#include "core/limits.h"
 #include "core/tensor.h"
 
 struct ait_op_def;
@@ -100,6 +101,7 @@ struct ait_graph {
   ait_opset_import *opsets; /* top-level graph only; subgraphs use the root's */
   int n_opsets;
   int ir_version;
+  ait_limits limits; /* top-level graph only: what it was loaded under (zeros: defaults) */
 };
 
 /* New empty graph. NULL (and last error) on out-of-memory. */

@@ -12,8 +12,11 @@
 #include "ops/op.h"
 #include "runtime/eager.h"
 
-/* Folded results up to this many elements are remembered as constants. */
-#define FOLD_KEEP_MAX 4096
+/* Folded results up to this many elements are remembered as constants:
+ * the model's max_fold_elements (ait_load_options; 4096 by default). */
+static int64_t fold_keep_max(const ait_graph *g) {
+  return ait_limits_resolve(ait_graph_root(g)->limits).max_fold_elements;
+}
 
 ait_value *ait_node_in(ait_graph *g, const ait_node *n, int i) {
   return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
@@ -67,16 +70,17 @@ static bool foldable(const ait_node *n) {
 
 /* Folding runs a kernel at load time, so its cost must be known before it
  * runs: every output the node has must have a shape the shape function
- * already inferred, of at most FOLD_KEEP_MAX elements (a 215-byte
+ * already inferred, of at most fold_keep_max elements (a 215-byte
  * ConstantOfShape can ask for 1.5e9 floats). */
 static bool fold_small(ait_graph *g, const ait_node *n) {
+  const int64_t keep_max = fold_keep_max(g);
   for (int k = 0; k < n->n_out; k++) {
     const ait_value *v = ait_node_out(g, n, k);
     if (!v) continue;
     if (!shape_known(v)) return false;
     int64_t e = 1;
     for (int d = 0; d < v->rank; d++) {
-      if (v->dims[d].v && e > FOLD_KEEP_MAX / v->dims[d].v) return false;
+      if (v->dims[d].v && e > keep_max / v->dims[d].v) return false;
       e *= v->dims[d].v;
     }
   }
@@ -120,7 +124,7 @@ static void try_fold(ait_graph *g, const ait_node *n) {
       for (int d = 0; d < out[k]->rank; d++)
         dims[d] = (ait_dim){out[k]->dims[d], NULL};
       ait_set_out(g, n, k, out[k]->dtype, out[k]->rank, dims);
-      if (!v->init && ait_tensor_numel(out[k]) <= FOLD_KEEP_MAX && out[k]->dtype != AIT_STRING) {
+      if (!v->init && ait_tensor_numel(out[k]) <= fold_keep_max(g) && out[k]->dtype != AIT_STRING) {
         v->init = out[k];
         out[k] = NULL;
       }

@@ -14,6 +14,8 @@
 
 typedef struct load_ctx {
   const char *base_dir;
+  ait_limits lim;  /* resolved: every field set */
+  int64_t n_nodes; /* nodes built so far, subgraphs' included */
 } load_ctx;
 
 static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g);
@@ -99,7 +101,7 @@ static ait_status convert_attr(load_ctx *lc, ait_graph *g, const ait_node *n,
     if (!ap->t)
       return ait_err(AIT_E_INVALID_MODEL, "%s: tensor attribute '%s' is empty", ait_node_desc(n),
                      a->name);
-    AIT_TRY(ait_onnx_tensor_decode(ap->t, lc->base_dir, &a->t));
+    AIT_TRY(ait_onnx_tensor_decode(ap->t, lc->base_dir, lc->lim.max_tensor_bytes, &a->t));
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
     if (!ap->g)
@@ -197,6 +199,14 @@ static ait_status build_graph(load_ctx *lc, const Onnx__GraphProto *gp, ait_grap
 
 static ait_status build_graph_indexed(load_ctx *lc, const Onnx__GraphProto *gp, ait_graph *g,
                                       ait_name_index *ix) {
+  /* counted before any of them is built: the IR of a node costs several
+   * times its few bytes on the wire */
+  lc->n_nodes += (int64_t)gp->n_node;
+  if (lc->n_nodes > lc->lim.max_nodes)
+    return ait_err(AIT_E_UNSUPPORTED,
+                   "the model has more than %lld nodes (max_nodes, subgraphs included); raise "
+                   "it in ait_load_options or with --max-nodes",
+                   (long long)lc->lim.max_nodes);
   for (size_t i = 0; i < gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = gp->initializer[i];
     if (!tp->name || !tp->name[0])
@@ -205,7 +215,8 @@ static ait_status build_graph_indexed(load_ctx *lc, const Onnx__GraphProto *gp, 
     if (v < 0) return AIT_E_NOMEM;
     if (g->values[v].init)
       return ait_err(AIT_E_INVALID_MODEL, "initializer '%s' is defined twice", tp->name);
-    ait_status st = ait_onnx_tensor_decode(tp, lc->base_dir, &g->values[v].init);
+    ait_status st =
+        ait_onnx_tensor_decode(tp, lc->base_dir, lc->lim.max_tensor_bytes, &g->values[v].init);
     if (st) return ait_err_prefix(st, "initializer '%s'", tp->name);
     ait_tensor *t = g->values[v].init;
     g->values[v].dtype = t->dtype;
@@ -335,7 +346,7 @@ static ait_status read_props(const Onnx__ModelProto *mp, ait_onnx_meta *meta) {
  * shape inference: a 360 KB model of Ifs nested 3,000 deep overflows the
  * stack. The wire format is scanned first, guided by protobuf-c's own
  * descriptors, and the model is refused when messages nest deeper than
- * AIT_MAX_MESSAGE_DEPTH. The scan recurses at most that deep itself and
+ * max_depth (ait_load_options). The scan recurses at most that deep itself and
  * skips non-message fields (raw data) without reading them. */
 
 static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
@@ -350,8 +361,8 @@ static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 
 /* false when the nesting is too deep; malformed bytes are left to unpack. */
 bool ait_onnx_depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
-                       int depth) {
-  if (depth > AIT_MAX_MESSAGE_DEPTH) return false;
+                       int depth, int max_depth) {
+  if (depth > max_depth) return false;
   while (p < end) {
     uint64_t key, len;
     if (!wire_varint(&p, end, &key)) return true;
@@ -374,7 +385,7 @@ bool ait_onnx_depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMess
                                  : NULL;
       if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
           !ait_onnx_depth_ok(p, p + len, (const ProtobufCMessageDescriptor *)f->descriptor,
-                             depth + 1))
+                             depth + 1, max_depth))
         return false;
       p += len;
       break;
@@ -387,11 +398,20 @@ bool ait_onnx_depth_ok(const uint8_t *p, const uint8_t *end, const ProtobufCMess
 
 ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
                                 ait_graph **out, ait_onnx_meta *meta) {
-  if (!ait_onnx_depth_ok(data, (const uint8_t *)data + size, &onnx__model_proto__descriptor, 1))
+  return ait_onnx_parse_model_limits(data, size, base_dir, NULL, out, meta);
+}
+
+ait_status ait_onnx_parse_model_limits(const void *data, size_t size, const char *base_dir,
+                                       const ait_limits *limits, ait_graph **out,
+                                       ait_onnx_meta *meta) {
+  load_ctx lc = {base_dir, ait_limits_resolve(limits ? *limits : (ait_limits){0}), 0};
+  if (!ait_onnx_depth_ok(data, (const uint8_t *)data + size, &onnx__model_proto__descriptor, 1,
+                         lc.lim.max_depth))
     return ait_err(AIT_E_INVALID_MODEL,
                    "the model nests messages more than %d deep (subgraphs inside subgraphs); "
-                   "refused to protect the stack (AIT_MAX_MESSAGE_DEPTH)",
-                   AIT_MAX_MESSAGE_DEPTH);
+                   "refused to protect the stack (max_depth; raise it in ait_load_options or "
+                   "with --max-depth)",
+                   lc.lim.max_depth);
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
   if (!mp)
     return ait_err(AIT_E_PARSE, "not a valid ONNX model: the protobuf could not be decoded "
@@ -424,7 +444,7 @@ ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_
     g->opsets[0].version = 1;
     g->n_opsets = 1;
   }
-  load_ctx lc = {base_dir};
+  g->limits = lc.lim; /* before building: shape inference folds under it */
   if ((st = build_graph(&lc, mp->graph, g)) != AIT_OK) goto out;
   op_memo *memo = calloc(256, sizeof *memo);
   if (!memo) {
@@ -460,7 +480,9 @@ ait_status ait_onnx_load_saved_graph(const char *dir, const char *file, const ai
   size_t size = 0;
   ait_graph *g = NULL;
   ait_status st = ait_read_file(path, &data, &size);
-  if (!st) st = ait_onnx_parse_model(data, size, dir, &g, NULL);
+  /* the backend saved it from `model`: held to the limits `model` was loaded under */
+  if (!st)
+    st = ait_onnx_parse_model_limits(data, size, dir, &ait_graph_root(model)->limits, &g, NULL);
   free(data);
   if (!st && (g->n_inputs != model->n_inputs || g->n_outputs != model->n_outputs))
     st = ait_err(AIT_E_INVALID_MODEL, "it has %d inputs and %d outputs, the model %d and %d",

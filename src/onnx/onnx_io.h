@@ -10,11 +10,13 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 
-/* Deepest nesting of protobuf messages a model may have (ModelProto = 1;
- * each subgraph level adds 3: GraphProto > NodeProto > AttributeProto), so
- * about 32 subgraphs inside each other. Deeper models are refused before
- * unpacking (docs/conformance.md, "Limits"). */
-#define AIT_MAX_MESSAGE_DEPTH 100
+/* Deepest nesting of protobuf messages a file may have by default
+ * (ModelProto = 1; each subgraph level adds 3: GraphProto > NodeProto >
+ * AttributeProto), so about 32 subgraphs inside each other. Deeper files
+ * are refused before unpacking (docs/conformance.md, "Limits"); a model's
+ * own bound is its max_depth (ait_load_options), .pb value files keep
+ * this one. */
+#define AIT_MAX_MESSAGE_DEPTH AIT_DEFAULT_MAX_DEPTH
 /* Most ModelProto.metadata_props entries kept (ait_model_metadata). */
 #define AIT_MAX_METADATA_PROPS 4096
 
@@ -33,6 +35,11 @@ typedef struct ait_onnx_meta {
  * be NULL; its strings are new and the caller frees them. */
 ait_status ait_onnx_parse_model(const void *data, size_t size, const char *base_dir,
                                 ait_graph **out, ait_onnx_meta *meta);
+/* The same under the caller's limits (NULL: the defaults); the graph keeps
+ * them (g->limits). */
+ait_status ait_onnx_parse_model_limits(const void *data, size_t size, const char *base_dir,
+                                       const ait_limits *limits, ait_graph **out,
+                                       ait_onnx_meta *meta);
 void ait_onnx_meta_clear(ait_onnx_meta *meta);
 
 /* Write graph g (nodes, initializers and known values as value_info,
@@ -46,7 +53,8 @@ ait_status ait_onnx_write_model_buffer(const ait_graph *g, uint8_t **out, size_t
 
 /* Load a graph a backend saved (with ait_onnx_write_model) as dir/file and
  * check it still fits `model`: the same inputs and outputs, by name and
- * dtype, in order. Errors name the file and the mismatch. */
+ * dtype, in order. Errors name the file and the mismatch. It is held to
+ * the limits `model` was loaded under. */
 ait_status ait_onnx_load_saved_graph(const char *dir, const char *file, const ait_graph *model,
                                      ait_graph **out);
 

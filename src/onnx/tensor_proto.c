@@ -181,7 +181,8 @@ static ait_status decode_typed(const Onnx__TensorProto *tp, ait_tensor *t) {
 }
 
 ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_dir,
-                                  ait_tensor **out) {
+                                  int64_t max_bytes, ait_tensor **out) {
+  if (max_bytes <= 0) max_bytes = AIT_DEFAULT_MAX_TENSOR_BYTES;
   const char *name = tp->name ? tp->name : "";
   ait_dtype dt = (ait_dtype)tp->data_type;
   if (ait_elem_size(dt) == 0)
@@ -192,15 +193,28 @@ ait_status ait_onnx_tensor_decode(const Onnx__TensorProto *tp, const char *base_
                    tp->n_dims, AIT_MAX_RANK);
   if (tp->segment)
     return ait_err(AIT_E_UNSUPPORTED, "tensor '%s' is segmented, which is not supported", name);
-  /* The element count is checked against the data the file holds before
-   * anything is allocated: a 20-byte TensorProto can claim 10^12 elements. */
+  /* The element count is checked against max_bytes and the data the file
+   * holds before anything is allocated: a 20-byte TensorProto can claim
+   * 10^12 elements. Bytes in memory: one per element for sub-byte types. */
   int64_t n = 1;
+  const int64_t esize = (int64_t)ait_elem_size(dt);
   for (size_t k = 0; k < tp->n_dims; k++) {
     if (tp->dims[k] < 0)
       return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has a negative dimension %lld", name,
                      (long long)tp->dims[k]);
+    /* whatever max_bytes allows: element counts stay far from overflowing
+     * the packed-size arithmetic (n * bits) */
     if (tp->dims[k] && n > ((int64_t)1 << 40) / tp->dims[k])
       return ait_err(AIT_E_INVALID_MODEL, "tensor '%s' has more than 2^40 elements", name);
+    if (tp->dims[k] && n > max_bytes / esize / tp->dims[k]) {
+      long double need = (long double)esize; /* for the message only: may not fit int64 */
+      for (size_t j = 0; j < tp->n_dims; j++)
+        need *= (long double)tp->dims[j];
+      return ait_err(AIT_E_INVALID_MODEL,
+                     "tensor '%s' needs %.0Lf bytes, more than max_tensor_bytes %lld (raise it "
+                     "in ait_load_options or with --max-tensor-bytes)",
+                     name, need, (long long)max_bytes);
+    }
     n *= tp->dims[k];
   }
   size_t nbytes = ait_dtype_file_bytes(dt, n); /* in the file: packed for sub-byte types */
@@ -261,7 +275,7 @@ ait_status ait_tensor_file_read(const char *path, ait_tensor **out, char **name)
   free(data);
   if (!tp) return ait_err(AIT_E_PARSE, "'%s' is not a serialized ONNX TensorProto", path);
   char *dir = ait_path_dir(path);
-  ait_status st = ait_onnx_tensor_decode(tp, dir, out);
+  ait_status st = ait_onnx_tensor_decode(tp, dir, 0, out);
   free(dir);
   if (!st && name) *name = strdup(tp->name ? tp->name : "");
   onnx__tensor_proto__free_unpacked(tp, NULL);

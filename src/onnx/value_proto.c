@@ -31,7 +31,7 @@ static ait_status decode_sequence(const Onnx__SequenceProto *sp, const char *dir
   if (!seq) return ait_err(AIT_E_NOMEM, "out of memory");
   for (size_t i = 0; i < sp->n_tensor_values; i++) {
     ait_tensor *t = NULL;
-    ait_status st = ait_onnx_tensor_decode(sp->tensor_values[i], dir, &t);
+    ait_status st = ait_onnx_tensor_decode(sp->tensor_values[i], dir, 0, &t);
     if (!st && t->dtype != dt)
       st = ait_err(AIT_E_INVALID_MODEL, "sequence item %zu is %s, the first is %s", i,
                    ait_dtype_name(t->dtype), ait_dtype_name(dt));
@@ -52,7 +52,7 @@ static ait_status decode_optional(const Onnx__OptionalProto *op, const char *dir
                                   ait_tensor **out) {
   int e = op->has_elem_type ? op->elem_type : ELEM_UNDEFINED;
   if (e == ELEM_TENSOR && op->tensor_value)
-    return ait_onnx_tensor_decode(op->tensor_value, dir, out);
+    return ait_onnx_tensor_decode(op->tensor_value, dir, 0, out);
   if (e == ELEM_SEQUENCE && op->sequence_value)
     return decode_sequence(op->sequence_value, dir, elem, out);
   if (e == ELEM_UNDEFINED || (!op->tensor_value && !op->sequence_value && !op->map_value &&
@@ -73,7 +73,7 @@ ait_status ait_value_file_read(const char *path, ait_value_type type, ait_dtype 
                                                                 : &onnx__optional_proto__descriptor;
   const char *what = type == AIT_VT_SEQUENCE ? "SequenceProto" : "OptionalProto";
   ait_status st = AIT_OK;
-  if (!ait_onnx_depth_ok(data, (const uint8_t *)data + size, d, 1)) {
+  if (!ait_onnx_depth_ok(data, (const uint8_t *)data + size, d, 1, AIT_MAX_MESSAGE_DEPTH)) {
     free(data);
     return ait_err(AIT_E_INVALID_MODEL, "%s: messages nest more than %d deep", path,
                    AIT_MAX_MESSAGE_DEPTH);

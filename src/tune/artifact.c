@@ -32,6 +32,29 @@
  * model's folder brings that model's digest along and is refused. */
 #define STATE_BINDING "backend/model.sha256"
 
+/* The marks of a save's folders (see clean_stale), never in the manifest. */
+#define MARK_PARTIAL AIT_MARK_PARTIAL
+#define MARK_PARKED AIT_MARK_PARKED
+
+/* An empty file, created in place (not through a temporary file: a kill
+ * must leave the mark or nothing, never a stray temporary beside it). */
+static ait_status mark(const char *dir, const char *name) {
+  char *p = ait_path_join(dir, name);
+  if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
+  int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ait_status st =
+      fd >= 0 ? AIT_OK : ait_err(AIT_E_IO, "cannot create '%s': %s", p, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(p);
+  return st;
+}
+
+static void unmark(const char *dir, const char *name) {
+  char *p = ait_path_join(dir, name);
+  if (p) unlink(p);
+  free(p);
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   return remove(path);
 }
@@ -72,7 +95,8 @@ static char *decision_json(const ait_module *m) {
  * one step (renameat2 RENAME_EXCHANGE), so P holds the old or the new folder
  * at every instant; the old one, now at P.tmp.PID, is removed after. Where
  * the file system cannot exchange, the old folder moves to P.old.PID first
- * (a window where P is absent, closed by clean_stale on the next save). */
+ * (a window where P is absent: a kill there leaves P missing, and the next
+ * save or load of P, seeing the saver gone, puts the old folder back). */
 
 static int kill_at_step, steps; /* tests: SIGKILL at the Nth step of a save's swap */
 static bool no_exchange;        /* tests: take the fallback swap */
@@ -101,6 +125,67 @@ static bool is_tuned_folder(const char *dir) {
   return ok;
 }
 
+/* Whether rel (a path under a tuned folder) is listed in its manifest's
+ * text: a line "<64 hex>  rel". */
+static bool listed(const char *manifest, const char *rel) {
+  size_t n = strlen(rel);
+  for (const char *p = manifest; (p = strstr(p, rel)) != NULL; p++) {
+    size_t at = (size_t)(p - manifest);
+    bool starts = at >= 66 && p[-1] == ' ' && p[-2] == ' ' && (at == 66 || p[-67] == '\n');
+    if (starts && (p[n] == '\n' || p[n] == '\0')) return true;
+  }
+  return false;
+}
+
+/* Whether a manifest path lies under the folder rel. */
+static bool listed_under(const char *manifest, const char *rel) {
+  char needle[PATH_MAX + 2];
+  snprintf(needle, sizeof needle, "%s/", rel);
+  for (const char *p = manifest; (p = strstr(p, needle)) != NULL; p++) {
+    size_t at = (size_t)(p - manifest);
+    if (at >= 66 && p[-1] == ' ' && p[-2] == ' ' && (at == 66 || p[-67] == '\n')) return true;
+  }
+  return false;
+}
+
+/* Whether everything in root/rel (rel "" = root) is what a save wrote: the
+ * files it always writes (decision.json, report.json, model.onnx, the
+ * manifest) and the backend's folder, whole, even when the manifest is
+ * damaged; else the files the manifest lists and folders holding them.
+ * Anything else (a user's notes, a folder of theirs, a link beside the
+ * decision) is not ours to delete: its path goes to what. */
+static bool only_ours(const char *root, const char *rel, const char *manifest, char *what,
+                      size_t n) {
+  char *dir = rel[0] ? ait_path_join(root, rel) : strdup(root);
+  DIR *d = dir ? opendir(dir) : NULL;
+  bool ok = d != NULL;
+  if (!ok) snprintf(what, n, "%s", rel[0] ? rel : ".");
+  struct dirent *e;
+  while (ok && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char r[PATH_MAX];
+    snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+    char *full = ait_path_join(root, r);
+    struct stat sb;
+    if (!full || lstat(full, &sb) != 0)
+      ok = false;
+    else if (S_ISDIR(sb.st_mode))
+      ok = (!rel[0] && !strcmp(r, "backend")) ||
+           (listed_under(manifest, r) && only_ours(root, r, manifest, what, n));
+    else
+      ok = S_ISREG(sb.st_mode) &&
+           (listed(manifest, r) ||
+            (!rel[0] && (!strcmp(r, "model.onnx") || !strcmp(r, "decision.json") ||
+                         !strcmp(r, "report.json") || !strcmp(r, AIT_MANIFEST_NAME) ||
+                         !strcmp(r, MARK_PARTIAL) || !strcmp(r, MARK_PARKED))));
+    if (!ok && !what[0]) snprintf(what, n, "%s", r);
+    free(full);
+  }
+  if (d) closedir(d);
+  free(dir);
+  return ok;
+}
+
 ait_status ait_artifact_check_target(const char *dir, const char *model_path, bool force) {
   struct stat sb;
   if (lstat(dir, &sb) != 0) return AIT_OK; /* nothing there to lose */
@@ -117,17 +202,56 @@ ait_status ait_artifact_check_target(const char *dir, const char *model_path, bo
                      "'%s' %s the input model %s: refusing to replace it (choose another folder)",
                      dir, !strcmp(rmod, rd) ? "is" : "holds", model_path);
   }
-  if (tuned || force) return AIT_OK;
+  if (force) return AIT_OK;
+  if (tuned) {
+    /* a tuned folder is replaced whole: refused while it holds anything a
+     * save did not write (issue 18, item 7: a user's file inside it) */
+    char *mp = ait_path_join(dir, AIT_MANIFEST_NAME);
+    void *text = NULL;
+    size_t size = 0;
+    ait_status st = mp ? ait_read_file_max(mp, AIT_MAX_META_BYTES, &text, &size)
+                       : ait_err(AIT_E_NOMEM, "out of memory");
+    free(mp);
+    char what[PATH_MAX] = "";
+    bool ours = !st && only_ours(dir, "", memchr(text, '\0', size) ? "" : text, what, sizeof what);
+    free(text);
+    if (ours) return AIT_OK;
+    if (st) return st; /* an unreadable manifest: said why */
+    return ait_err(AIT_E_INVALID_ARG,
+                   "'%s' is a tuned folder that also holds '%s', which aitune did not write: "
+                   "refusing to replace it (--force, or AIT_SAVE_FORCE, replaces it)",
+                   dir, what);
+  }
   return ait_err(AIT_E_INVALID_ARG,
                  "'%s' exists and is not an aitune tuned folder (no %s and decision.json): "
                  "refusing to replace it (--force, or AIT_SAVE_FORCE, replaces it)",
                  dir, AIT_MANIFEST_NAME);
 }
 
+/* Whether folder p is a save's: it holds MARK_PARTIAL (a save's folder in
+ * the making) or MARK_PARKED (an old folder a save moved aside), or nothing.
+ * A user's folder that only happens to be named `<base>.old.2024` has
+ * neither, and is left alone. */
+static bool save_made(const char *p) {
+  DIR *d = opendir(p);
+  if (!d) return false;
+  bool marked = false, empty = true;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    empty = false;
+    marked = marked || !strcmp(e->d_name, MARK_PARTIAL) || !strcmp(e->d_name, MARK_PARKED);
+  }
+  closedir(d);
+  return marked || empty;
+}
+
 /* `<base>.tmp.<pid>` and `<base>.old.<pid>` beside dir, left by saves
- * that were killed: removed when their process is gone; an old folder is
- * put back when dir itself is missing (a kill inside the fallback swap). */
-static void clean_stale(const char *dir) {
+ * that were killed: removed when their process is gone and they are a
+ * save's (save_made); an old folder is put back when dir itself is missing
+ * (a kill inside the fallback swap). restore_only (a load): only that
+ * putting back, nothing is removed. */
+static void clean_stale(const char *dir, bool restore_only) {
   char *parent = ait_path_dir(dir);
   const char *slash = strrchr(dir, '/');
   const char *base = slash ? slash + 1 : dir;
@@ -148,11 +272,12 @@ static void clean_stale(const char *dir) {
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to judge) */
     char *full = ait_path_join(parent, name);
     struct stat sb;
-    if (full && lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      if (old && lstat(dir, &sb) != 0 && is_tuned_folder(full))
-        rename(full, dir);
-      else
+    if (full && lstat(full, &sb) == 0 && S_ISDIR(sb.st_mode) && save_made(full)) {
+      if (old && lstat(dir, &sb) != 0 && is_tuned_folder(full)) {
+        if (rename(full, dir) == 0) unmark(dir, MARK_PARKED);
+      } else if (!restore_only) {
         ait_rmtree(full);
+      }
     }
     free(full);
   }
@@ -170,6 +295,10 @@ static ait_status swap_in(const char *tmp, const char *dir, const char *old) {
     return AIT_OK;
   }
   step();
+  /* the old folder is marked before it moves, so that a kill leaving it at
+   * tmp or old lets the next save know it for a save's (save_made) */
+  AIT_TRY(mark(dir, MARK_PARKED));
+  step();
   errno = EINVAL;
   if (!no_exchange && renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
     step();
@@ -185,7 +314,7 @@ static ait_status swap_in(const char *tmp, const char *dir, const char *old) {
   if (rename(tmp, dir) != 0) {
     ait_status st =
         ait_err(AIT_E_IO, "cannot move the artifact into '%s': %s", dir, strerror(errno));
-    rename(old, dir);
+    if (rename(old, dir) == 0) unmark(dir, MARK_PARKED);
     return st;
   }
   step();
@@ -226,10 +355,10 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
   st = parent ? ait_mkdir_p(parent) : ait_err(AIT_E_NOMEM, "out of memory");
   free(parent);
   if (st) goto out;
-  clean_stale(dir);
+  clean_stale(dir, false);
   ait_rmtree(tmp);
-  if (mkdir(tmp, 0777) != 0) {
-    st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  if (mkdir(tmp, 0777) != 0 || (st = mark(tmp, MARK_PARTIAL))) {
+    if (!st) st = ait_err(AIT_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
     goto out;
   }
   if (!(dec = decision_json(m))) {
@@ -258,6 +387,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
   if ((st = bind_state(m, tmp))) goto out;
   if ((st = ait_manifest_write(tmp))) goto out; /* last: it covers everything above */
   st = swap_in(tmp, dir, old);
+  if (!st) unmark(dir, MARK_PARTIAL); /* a kill before this leaves it: harmless */
 out:
   if (st) ait_rmtree(tmp);
   free(bytes);
@@ -421,7 +551,7 @@ static ait_status read_report(const char *dir, char **out) {
   if (stat(rpath, &sb) != 0)
     st = ait_err(AIT_E_INVALID_MODEL, "%s/report.json is missing", dir);
   else
-    st = ait_read_file(rpath, &text, &size);
+    st = ait_read_file_max(rpath, AIT_MAX_META_BYTES, &text, &size);
   free(rpath);
   if (st) return st;
   cJSON *r = size && !memchr(text, '\0', size) ? cJSON_ParseWithLength(text, size) : NULL;
@@ -452,7 +582,7 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
   if (!st && stat(p, &sb) != 0)
     st = ait_err(AIT_E_INVALID_MODEL, "%s/%s is missing: the backend state is not bound to a model",
                  dir, STATE_BINDING);
-  if (!st) st = ait_read_file(p, &text, &size);
+  if (!st) st = ait_read_file_max(p, AIT_MAX_META_BYTES, &text, &size);
   free(p);
   if (st) return st;
   bool ok = size == 65 && !memcmp(text, model_sha, 64) && ((char *)text)[64] == '\n';
@@ -466,13 +596,15 @@ static ait_status check_binding(const char *dir, const char *model_sha) {
 }
 
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
-                             bool strict_fingerprint, ait_module **out) {
+                             bool strict_fingerprint, const ait_limits *lim, ait_module **out) {
   *out = NULL;
   char *dpath = ait_path_join(dir, "decision.json");
   void *text = NULL;
   size_t size = 0;
   struct stat sb;
   ait_status st = dpath ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  /* a save killed inside the fallback swap left the old folder parked beside */
+  if (!st && lstat(dir, &sb) != 0) clean_stale(dir, true);
   if (!st && stat(dir, &sb) != 0)
     st = ait_err(AIT_E_IO, "cannot open the tuned model '%s': %s", dir, strerror(errno));
   else if (!st && stat(dpath, &sb) != 0)
@@ -480,7 +612,7 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
                  strerror(errno));
   /* nothing of the artifact is used before every file of it checks out */
   if (!st) st = ait_manifest_check(dir);
-  if (!st) st = ait_read_file(dpath, &text, &size);
+  if (!st) st = ait_read_file_max(dpath, AIT_MAX_META_BYTES, &text, &size);
   free(dpath);
   if (st) return st;
   cJSON *d = memchr(text, '\0', size) ? NULL : cJSON_ParseWithLength(text, size);
@@ -521,7 +653,7 @@ ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
     return st;
   }
   char *mpath = ait_path_join(dir, "model.onnx");
-  ait_module *m = mpath ? ait_module_alloc(mpath, json_str(d, "name"), &st) : NULL;
+  ait_module *m = mpath ? ait_module_alloc(mpath, json_str(d, "name"), lim, &st) : NULL;
   if (!mpath) st = ait_err(AIT_E_NOMEM, "out of memory");
   free(mpath);
   if (!m) {

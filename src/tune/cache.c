@@ -200,7 +200,9 @@ ait_status ait_mod_tune(ait_module *m, const ait_tune_options *opts) {
     struct stat sb;
     if (stat(entry, &sb) == 0) {
       ait_module *e = NULL;
-      ait_status cst = ait_artifact_load(entry, NULL, NULL, true, &e);
+      /* the entry's model is this model: held to the limits it was loaded under */
+      ait_status cst =
+          ait_artifact_load(entry, NULL, NULL, true, &ait_graph_root(m->model->graph)->limits, &e);
       if (cst == AIT_OK) {
         adopt(m, e);
         ait_mod_free(e);

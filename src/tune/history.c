@@ -25,7 +25,7 @@ void ait_history_open(const char *cache_root, const char *model_sha, const char 
   snprintf(h->path, sizeof h->path, "%s/history/%.32s.json", cache_root, key);
   void *text = NULL;
   size_t size;
-  if (ait_read_file(h->path, &text, &size) != AIT_OK) {
+  if (ait_read_file_max(h->path, AIT_MAX_META_BYTES, &text, &size) != AIT_OK) {
     ait_err_clear();
     return;
   }

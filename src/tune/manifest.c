@@ -63,7 +63,8 @@ static ait_status walk(const char *root, const char *rel, file_list *l) {
       st = ait_err(AIT_E_IO, "cannot read '%s': %s", full, strerror(errno));
     else if (S_ISDIR(sb.st_mode))
       st = walk(root, r, l);
-    else if (S_ISREG(sb.st_mode) && strcmp(r, "model.onnx") && strcmp(r, AIT_MANIFEST_NAME)) {
+    else if (S_ISREG(sb.st_mode) && strcmp(r, "model.onnx") && strcmp(r, AIT_MANIFEST_NAME) &&
+             strcmp(r, AIT_MARK_PARTIAL) && strcmp(r, AIT_MARK_PARKED)) {
       if (l->n == MANIFEST_MAX_FILES) {
         st = ait_err(AIT_E_UNSUPPORTED, "'%s' has more than %d files", root, MANIFEST_MAX_FILES);
       } else {
@@ -87,8 +88,7 @@ static ait_status digest(const char *root, const char *rel, char *hex65) {
   char *p = ait_path_join(root, rel);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
   ait_status st = AIT_OK;
-  if (ait_sha256_file(p, hex65) != 0)
-    st = ait_err(AIT_E_IO, "cannot read '%s': %s", p, strerror(errno));
+  if (ait_sha256_file(p, hex65) != 0) st = AIT_E_IO; /* its message names p and why */
   free(p);
   return st;
 }
@@ -146,7 +146,7 @@ ait_status ait_manifest_check(const char *dir) {
                  "re-tune to make a checked artifact",
                  dir, AIT_MANIFEST_NAME);
   else
-    st = ait_read_file(mp, &data, &size);
+    st = ait_read_file_max(mp, AIT_MAX_META_BYTES, &data, &size);
   free(mp);
   if (st) return st;
   char *text = data, *line = text, *end = text + size;

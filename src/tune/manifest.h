@@ -6,6 +6,11 @@
 #include "aitune.h"
 
 #define AIT_MANIFEST_NAME "MANIFEST.sha256"
+/* Empty files a save puts in its folders while it works (artifact.c's
+ * clean_stale tells a killed save's leftovers from a user's folders by
+ * them); never listed in the manifest. */
+#define AIT_MARK_PARTIAL ".aitune-partial"
+#define AIT_MARK_PARKED ".aitune-parked"
 
 /* Hash every file under dir but model.onnx and the manifest itself, and
  * write dir/MANIFEST.sha256 (sorted, `sha256sum` format) atomically. */

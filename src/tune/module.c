@@ -24,13 +24,15 @@ void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...) 
   m->log(m->log_user, is_warning, line);
 }
 
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st) {
+ait_module *ait_module_alloc(const char *path, const char *name, const ait_limits *lim,
+                             ait_status *st) {
   ait_module *m = calloc(1, sizeof *m);
   if (!m) {
     *st = ait_err(AIT_E_NOMEM, "out of memory");
     return NULL;
   }
-  if ((*st = ait_model_load(path, &m->model)) != AIT_OK) {
+  ait_limits dflt = ait_limits_default();
+  if ((*st = ait_model_load_limits(path, lim ? lim : &dflt, &m->model)) != AIT_OK) {
     free(m);
     return NULL;
   }
@@ -54,11 +56,12 @@ ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st)
 }
 
 ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
-                                 const char *name, ait_module **out) {
+                                 const char *name, const ait_load_options *opts,
+                                 ait_module **out) {
   *out = NULL;
   ait_module *m = calloc(1, sizeof *m);
   if (!m) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_status st = ait_model_load_buffer(data, size, base_dir, &m->model);
+  ait_status st = ait_model_load_buffer_opts(data, size, base_dir, opts, &m->model);
   if (st) {
     free(m);
     return ait_err_prefix(st, "model bytes");

@@ -45,16 +45,19 @@ struct ait_module {
 /* Tune m under o (checked options, the cache already consulted): the
  * tuner's driver, src/tune/tuner.c. */
 ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o);
-/* A new module for the model file at path (name NULL: the file's name);
- * NULL with *st set on failure. */
-ait_module *ait_module_alloc(const char *path, const char *name, ait_status *st);
+/* A new module of the model file at path, loaded under lim (NULL: the
+ * defaults), named name (NULL: the file's name); NULL and *st on failure. */
+ait_module *ait_module_alloc(const char *path, const char *name, const ait_limits *lim,
+                             ait_status *st);
 
 /* ---- the module's own functions (module.c, cache.c) -----------------------
  * What the public ait_module_* functions (src/api/module.c) call once they
  * have checked their arguments: m is never NULL here. */
 #define AIT_MOD_MAX_INPUTS 64 /* graph inputs a call may pass */
+/* opts: the caller's load limits (NULL: the defaults) */
 ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
-                                 const char *name, ait_module **out);
+                                 const char *name, const ait_load_options *opts,
+                                 ait_module **out);
 void ait_mod_free(ait_module *m);
 /* Drop the built state (and the outputs, which may borrow from it). */
 void ait_mod_drop_state(ait_module *m);
@@ -106,8 +109,9 @@ const char *ait_cache_root(const ait_tune_options *o, char *buf, size_t n);
 /* Tuned artifacts: save the module into dir (swapped in atomically; flags
  * AIT_SAVE_FORCE replaces what is not a tuned folder), load one back. */
 ait_status ait_artifact_save(const ait_module *m, const char *dir, unsigned flags);
+/* The folder's model is loaded under lim (NULL: the defaults). */
 ait_status ait_artifact_load(const char *dir, ait_log_fn log, void *log_user,
-                             bool strict_fingerprint, ait_module **out);
+                             bool strict_fingerprint, const ait_limits *lim, ait_module **out);
 /* The decision cache key of (m, o): SHA-256 hex of every option that can
  * change the decision (see the option table, src/tune/options.c). */
 void ait_cache_key(const ait_module *m, const ait_tune_options *o, char *hex65);

@@ -42,6 +42,18 @@ int cli_bad_arg(const char *use, const char *arg);
 int cli_int(const char *use, const char *flag, const char *text, long long lo, long long hi,
             long long *out);
 int cli_int32(const char *use, const char *flag, const char *text, int lo, int hi, int *out);
+/* The load limits (ait_load_options) of info, run and tune: when argv[*i]
+ * is one of the flags below, parse it into *lo (range-checked, naming the
+ * flag) and return true with *rc 0 or the usage error's code; false for
+ * another argument. */
+bool cli_load_limit(const char *use, int argc, char **argv, int *i, ait_load_options *lo, int *rc);
+#define CLI_LOAD_USAGE                                                                             \
+  "  --max-depth N           load limit: protobuf nesting (default 100, about 32\n"                \
+  "                          subgraphs inside each other; at most 1000)\n"                         \
+  "  --max-nodes N           load limit: nodes, subgraphs' included (default 10000000)\n"          \
+  "  --max-tensor-bytes N    load limit: one tensor's bytes (default 2^40)\n"                      \
+  "  --max-fold-elements N   load-time constant folding keeps results this small\n"                \
+  "                          (default 4096)\n"
 int cli_double(const char *use, const char *flag, const char *text, double lo, double hi,
                double *out);
 

@@ -58,6 +58,26 @@ int cli_int32(const char *use, const char *flag, const char *text, int lo, int h
   return rc;
 }
 
+bool cli_load_limit(const char *use, int argc, char **argv, int *i, ait_load_options *lo, int *rc) {
+  const char *val;
+  long long v = 0;
+  *rc = 0;
+  if (cli_opt(argc, argv, i, "--max-depth", &val)) {
+    if (!(*rc = cli_int(use, "--max-depth", val, 1, AIT_MAX_DEPTH_BOUND, &v)))
+      lo->max_depth = (int)v;
+  } else if (cli_opt(argc, argv, i, "--max-nodes", &val)) {
+    if (!(*rc = cli_int(use, "--max-nodes", val, 1, AIT_MAX_NODES_BOUND, &v))) lo->max_nodes = v;
+  } else if (cli_opt(argc, argv, i, "--max-tensor-bytes", &val)) {
+    if (!(*rc = cli_int(use, "--max-tensor-bytes", val, 1, AIT_MAX_TENSOR_BYTES_BOUND, &v)))
+      lo->max_tensor_bytes = v;
+  } else if (cli_opt(argc, argv, i, "--max-fold-elements", &val)) {
+    if (!(*rc = cli_int(use, "--max-fold-elements", val, 1, AIT_MAX_FOLD_ELEMENTS_BOUND, &v)))
+      lo->max_fold_elements = v;
+  } else
+    return false;
+  return true;
+}
+
 int cli_double(const char *use, const char *flag, const char *text, double lo, double hi,
                double *out) {
   char *end;

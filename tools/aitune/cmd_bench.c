@@ -27,7 +27,7 @@ static const char usage[] =
     "  --inputs DIR input_K.pb or input_K.npy files to time on (--samples is the same;\n"
     "               default: seeded random values of the declared shapes, symbolic dims 1)\n"
     "  --dim NAME=VALUE  size a symbolic dim (--dim seq=128) or an axis (input_ids:1=128)\n"
-    "  --int-range [INPUT=]LO:HI  random integers in [LO, HI] (default 0:1)\n"
+    "  --int-range [INPUT=]LO:HI  random integers in [LO, HI] (default 0:1)\n" CLI_LOAD_USAGE
     "Options take their value as --opt VALUE or --opt=VALUE.\n";
 
 /* One timed run: a tuned folder's module through the public API (views of
@@ -59,13 +59,17 @@ int cmd_bench(int argc, char **argv) {
   cli_inputs ci = {0};
   int batch = 0, warmup = 5, iters = 50, rc;
   bool json = false;
+  ait_load_options lo;
+  ait_load_options_init(&lo);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
       fputs(usage, stdout);
       return 0;
     }
-    if (cli_opt(argc, argv, &i, "--backend", &val))
+    if (cli_load_limit(usage, argc, argv, &i, &lo, &rc)) {
+      if (rc) return rc;
+    } else if (cli_opt(argc, argv, &i, "--backend", &val))
       backend = val;
     else if (cli_opt(argc, argv, &i, "--batch", &val)) {
       if ((rc = cli_int32(usage, "--batch", val, 1, 1 << 20, &batch))) return rc;
@@ -95,10 +99,10 @@ int cmd_bench(int argc, char **argv) {
   bool tuned = cli_is_tuned_dir(path);
   if (tuned) {
     if (backend) return cli_usage(usage, "--backend does not apply to a tuned model folder");
-    st = ait_module_load(path, cli_log, NULL, &m);
+    st = ait_module_load_opts(path, cli_log, NULL, &lo, &m);
     if (!st) snprintf(desc, sizeof desc, "%s", ait_module_backend(m));
   } else {
-    st = ait_model_load(path, &mdl);
+    st = ait_model_load_opts(path, &lo, &mdl);
     if (!st) {
       ait_backend_config cfg;
       st = ait_backend_config_parse(backend ? backend : "eager", &cfg);

@@ -9,13 +9,14 @@
 #include "ir/flops.h"
 #include "ops/op.h"
 
-static const char usage[] = "usage: aitune info MODEL [--json]\n"
+static const char usage[] = "usage: aitune info MODEL [--json] [--max-depth N] [--max-nodes N]\n"
+                            "                   [--max-tensor-bytes N] [--max-fold-elements N]\n"
                             "       aitune info --ops [--json]\n"
                             "  MODEL  print inputs, outputs, opsets, op histogram, parameters and\n"
                             "         estimated FLOPs (symbolic dims counted as 1)\n"
                             "  --ops  print the operator support table of the reference backend\n"
                             "  --json print one JSON object (schemas/info.schema.json,\n"
-                            "         schemas/info-ops.schema.json)\n";
+                            "         schemas/info-ops.schema.json)\n" CLI_LOAD_USAGE;
 
 static void print_value(const char *kind, const ait_value *v) {
   printf("  %s %-24s %-8s ", kind, v->name, ait_dtype_name(v->dtype));
@@ -162,12 +163,17 @@ static int print_json(const char *path, const ait_model *m, long long params, lo
 int cmd_info(int argc, char **argv) {
   const char *path = NULL;
   bool json = false, ops = false;
+  ait_load_options lo;
+  ait_load_options_init(&lo);
+  int rc;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(usage, stdout);
       return 0;
     }
-    if (!strcmp(argv[i], "--ops"))
+    if (cli_load_limit(usage, argc, argv, &i, &lo, &rc)) {
+      if (rc) return rc;
+    } else if (!strcmp(argv[i], "--ops"))
       ops = true;
     else if (!strcmp(argv[i], "--json"))
       json = true;
@@ -179,7 +185,7 @@ int cmd_info(int argc, char **argv) {
   if (ops) return print_ops(json);
   if (!path) return cli_usage(usage, "info needs a MODEL or --ops");
   ait_model *m = NULL;
-  ait_status st = ait_model_load(path, &m);
+  ait_status st = ait_model_load_opts(path, &lo, &m);
   if (st) return cli_fail(st, "cannot load model");
   const ait_graph *g = ait_model_graph(m);
   long long params = 0, bytes = 0;
@@ -194,7 +200,7 @@ int cmd_info(int argc, char **argv) {
   walk(g, hist, &n_hist, 512, &flops);
   qsort(hist, (size_t)n_hist, sizeof *hist, by_count);
   if (json) {
-    int rc = print_json(path, m, params, bytes, flops, hist, n_hist);
+    rc = print_json(path, m, params, bytes, flops, hist, n_hist);
     ait_model_free(m);
     return rc;
   }

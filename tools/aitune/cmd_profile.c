@@ -24,7 +24,7 @@ static const char usage[] =
     "  bytes of weights and activation arenas) have it printed too.\n"
     "  --inputs DIR      input_K.pb or input_K.npy files (--samples is the same)\n"
     "  --dim NAME=VALUE  size of a symbolic dim (seq) or an axis (INPUT:AXIS) of the inputs\n"
-    "  --json            one JSON object (schemas/profile.schema.json)\n";
+    "  --json            one JSON object (schemas/profile.schema.json)\n" CLI_LOAD_USAGE;
 
 typedef struct entry {
   char name[200];
@@ -146,13 +146,17 @@ int cmd_profile(int argc, char **argv) {
   int iters = 10, top = 25, batch = 1, rc;
   bool json = false;
   cli_inputs ci = {0};
+  ait_load_options lo;
+  ait_load_options_init(&lo);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
       fputs(usage, stdout);
       return 0;
     }
-    if (cli_opt(argc, argv, &i, "--backend", &val))
+    if (cli_load_limit(usage, argc, argv, &i, &lo, &rc)) {
+      if (rc) return rc;
+    } else if (cli_opt(argc, argv, &i, "--backend", &val))
       backend = val;
     else if (cli_opt_any(argc, argv, &i, inputs_flag, &val))
       in_dir = val;
@@ -184,7 +188,7 @@ int cmd_profile(int argc, char **argv) {
   ait_model *mdl = NULL;
   ait_backend_config cfg;
   ait_runner run = {0};
-  ait_status st = ait_model_load(model, &mdl);
+  ait_status st = ait_model_load_opts(model, &lo, &mdl);
   if (!st) st = ait_backend_config_parse(backend, &cfg);
   if (!st) st = ait_runner_build(&cfg, ait_model_graph(mdl), NULL, &run);
   if (st) run.state = NULL; /* nothing to destroy */

@@ -23,7 +23,7 @@ static const char usage[] =
     "  --instances K            instance_group count (default: the tuned machine's cores)\n"
     "  --max-batch-size B       cap of dynamic batching (default: the tuned batch)\n"
     "  --max-queue-delay-us U   how long a request may wait for a batch (default 100)\n"
-    "  --no-dynamic-batching    no dynamic_batching block\n"
+    "  --no-dynamic-batching    no dynamic_batching block\n" CLI_LOAD_USAGE
     "Serving it needs the aitune_c package in the server's Python (docs/serving.md).\n";
 
 #define PUB_MARK "# Written by `aitune publish`"
@@ -33,10 +33,12 @@ typedef struct pub_args {
   int instances, max_batch;
   long long delay_us;
   bool no_dynamic;
+  ait_load_options lo; /* to load DIR's model */
 } pub_args;
 
 static int parse(int argc, char **argv, pub_args *a) {
   *a = (pub_args){.delay_us = 100};
+  ait_load_options_init(&a->lo);
   for (int i = 1; i < argc; i++) {
     const char *v;
     int rc = 0;
@@ -44,7 +46,9 @@ static int parse(int argc, char **argv, pub_args *a) {
       fputs(usage, stdout);
       return -1;
     }
-    if (cli_opt(argc, argv, &i, "--triton", &v))
+    if (cli_load_limit(usage, argc, argv, &i, &a->lo, &rc)) {
+      /* rc says how the value parsed */
+    } else if (cli_opt(argc, argv, &i, "--triton", &v))
       a->repo = v;
     else if (cli_opt(argc, argv, &i, "--name", &v))
       a->name = v;
@@ -265,7 +269,7 @@ int cmd_publish(int argc, char **argv) {
    * when this machine's fingerprint differs from the tuning one: the copy
    * served here runs as it was tuned elsewhere. */
   ait_module *m = NULL;
-  ait_status st = ait_module_load(a.dir, cli_log, NULL, &m);
+  ait_status st = ait_module_load_opts(a.dir, cli_log, NULL, &a.lo, &m);
   if (st) {
     fprintf(stderr, "aitune: %s is not a tuned model folder (aitune tune --out DIR)\n", a.dir);
     return cli_fail(st, "cannot load the tuned model");

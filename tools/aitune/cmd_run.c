@@ -16,7 +16,7 @@
 static const char usage[] =
     "usage: aitune run MODEL|DIR [--backend NAME] [--inputs DIR] [--outputs DIR]\n"
     "                        [--dim NAME=VALUE]... [--seed N] [--int-range [INPUT=]LO:HI]\n"
-    "                        [--output-format pb|npy] [--json]\n"
+    "                        [--output-format pb|npy] [--json] [--max-depth N]...\n"
     "  MODEL             an .onnx file; DIR: a tuned model folder (aitune tune --out)\n"
     "  --backend NAME    backend to run MODEL on (default eager), e.g. native:threads=2\n"
     "  --inputs DIR      input_K.pb (TensorProto) or input_K.npy files in graph-input\n"
@@ -29,7 +29,7 @@ static const char usage[] =
     "  --seed N          seed of the random inputs (default 1)\n"
     "  --int-range [INPUT=]LO:HI  random integers in [LO, HI] (default 0:1)\n"
     "  --json            print the outputs' summaries as one JSON object\n"
-    "                    (schemas/run.schema.json)\n"
+    "                    (schemas/run.schema.json)\n" CLI_LOAD_USAGE
     "Options take their value as --opt VALUE or --opt=VALUE.\n";
 
 int cmd_run(int argc, char **argv) {
@@ -38,13 +38,17 @@ int cmd_run(int argc, char **argv) {
   cli_inputs ci = {0};
   bool npy = false, json = false;
   int rc;
+  ait_load_options lo;
+  ait_load_options_init(&lo);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
       fputs(usage, stdout);
       return 0;
     }
-    if (cli_opt(argc, argv, &i, "--backend", &val))
+    if (cli_load_limit(usage, argc, argv, &i, &lo, &rc)) {
+      if (rc) return rc;
+    } else if (cli_opt(argc, argv, &i, "--backend", &val))
       backend = val;
     else if (cli_opt_any(argc, argv, &i, inputs_flag, &val))
       in_dir = val;
@@ -78,11 +82,12 @@ int cmd_run(int argc, char **argv) {
   ait_status st;
   if (cli_is_tuned_dir(model_path)) {
     if (backend) return cli_usage(usage, "--backend does not apply to a tuned model folder");
-    if ((st = ait_module_load(model_path, cli_log, NULL, &mod)))
+    if ((st = ait_module_load_opts(model_path, cli_log, NULL, &lo, &mod)))
       return cli_fail(st, "cannot load the tuned model");
     model = ait_module_model(mod);
   } else {
-    if ((st = ait_model_load(model_path, &own_model))) return cli_fail(st, "cannot load model");
+    if ((st = ait_model_load_opts(model_path, &lo, &own_model)))
+      return cli_fail(st, "cannot load model");
     model = own_model;
   }
   rc = 0;

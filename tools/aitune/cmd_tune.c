@@ -60,7 +60,8 @@ static const char usage[] =
     "  --quiet                 no progress lines\n"
     "  --json                  print the report as JSON (schemas/report.schema.json)\n"
     "  --force                 replace DIR even when it is not a tuned model folder\n"
-    "                          (never when it is or holds MODEL)\n"
+    "                          (never when it is or holds MODEL)\n" CLI_LOAD_USAGE
+    "                          (`aitune run DIR` needs the same ones)\n"
     "Options take their value as --opt VALUE or --opt=VALUE.\n"
     "Writes DIR (decision, report, built backend state, model copy) and prints the report.\n";
 
@@ -226,6 +227,8 @@ int cmd_tune(int argc, char **argv) {
   ait_tune_options o;
   ait_tune_options_init(&o);
   o.log = cli_log;
+  ait_load_options lo;
+  ait_load_options_init(&lo);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const num_opt *r;
@@ -233,7 +236,9 @@ int cmd_tune(int argc, char **argv) {
       fputs(usage, stdout);
       return 0;
     }
-    if (cli_opt(argc, argv, &i, "--strategy", &val)) {
+    if (cli_load_limit(usage, argc, argv, &i, &lo, &rc)) {
+      if (rc) return rc;
+    } else if (cli_opt(argc, argv, &i, "--strategy", &val)) {
       int s = ait_strategy_parse(val);
       if (s < 0) return cli_usage(usage, "unknown strategy '%s'", val);
       o.strategy = (ait_strategy)s;
@@ -339,7 +344,7 @@ int cmd_tune(int argc, char **argv) {
     o.n_batch_sizes = (size_t)n_batches;
   }
   ait_module *m = NULL;
-  ait_status st = ait_module_create(model, NULL, &m);
+  ait_status st = ait_module_create_opts(model, NULL, &lo, &m);
   if (st) return cli_fail(st, "cannot load model");
   if ((st = add_samples(m, sample_dirs, n_samples, &ci))) {
     ait_module_free(m);

@@ -16,8 +16,9 @@
 #include "publish.h"
 
 static ait_status copy_file(const char *src, const char *dst) {
-  int in = open(src, O_RDONLY | O_CLOEXEC);
-  if (in < 0) return ait_err(AIT_E_IO, "cannot open %s: %s", src, strerror(errno));
+  int in;
+  long long size;
+  AIT_TRY(ait_open_regular(src, &in, &size)); /* a FIFO would block the copy */
   int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (out < 0) {
     int e = errno;

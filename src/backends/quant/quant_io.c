@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/quant/quant.h"
 #include "core/error.h"
@@ -177,10 +178,18 @@ static ait_status read_node(bfile *b, const ait_graph *g, const qnt_config *c, q
 
 static ait_status read_weights(const char *path, const ait_graph *g, const qnt_config *c,
                                qnt_node **out, int *n_out) {
-  bfile b = {fopen(path, "rb"), 14695981039346656037ull, 0, false, path};
-  if (!b.f) return ait_err(AIT_E_IO, "quant: cannot open %s", path);
-  if (fseek(b.f, 0, SEEK_END) == 0) b.left = ftell(b.f) - (long long)sizeof(uint64_t);
-  rewind(b.f);
+  /* a regular file only (a FIFO in a tuned folder would block fopen and
+   * fseek forever), its size from fstat */
+  int fd;
+  long long fsize;
+  ait_status ost = ait_open_regular(path, &fd, &fsize);
+  if (ost) return ait_err_prefix(ost, "quant");
+  bfile b = {fdopen(fd, "rb"), 14695981039346656037ull, fsize - (long long)sizeof(uint64_t), false,
+             path};
+  if (!b.f) {
+    close(fd);
+    return ait_err(AIT_E_IO, "quant: cannot open %s", path);
+  }
   char magic[8];
   uint32_t version = 0, n = 0, graph_nodes = 0, zero = 1;
   qnt_node *q = NULL;
@@ -223,7 +232,8 @@ ait_status qnt_load(const ait_graph *g, const char *dir, qnt_config *c, qnt_node
   size_t size = 0;
   bool has_filter;
   ait_status st = cpath && wpath ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
-  if (!st && (st = ait_read_file(cpath, &text, &size))) ait_err_prefix(st, "quant");
+  if (!st && (st = ait_read_file_max(cpath, AIT_MAX_META_BYTES, &text, &size)))
+    ait_err_prefix(st, "quant");
   if (!st) st = qnt_config_parse_json(text, cpath, c, &has_filter);
   if (!st) st = read_weights(wpath, g, c, q, n);
   free(text);
