@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/openvino/ov_refuse.h"
 #include "check.h"
+#include "model_builder.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) {
@@ -142,6 +144,102 @@ static void test_supports(void) {
   CHECK(ait_backend_config_parse("openvino:precision=fp3", &cfg) != AIT_OK);
 }
 
+/* The cases OpenVINO computes wrong (ov_refuse.c) are refused by name, on
+ * the attribute, dtype or shape that fails, and their neighbours are not. */
+static void test_refusals(void) {
+  const ait_backend_iface *f = ait_backend_find("openvino");
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse("openvino", &cfg), AIT_OK, NULL);
+  CHECK(ov_refusal_count() >= 20);
+  char why[512] = "";
+  /* an attribute */
+  ait_attr aa = {.name = "antialias", .type = AIT_ATTR_INT, .i = 1};
+  ait_node resize = {.name = "up", .op_type = "Resize", .domain = "", .n_attrs = 1, .attrs = &aa};
+  CHECK(!f->supports(&cfg, NULL, &resize, why, sizeof why));
+  CHECK(strstr(why, "antialias") && strstr(why, "'up'"));
+  aa.i = 0;
+  CHECK(f->supports(&cfg, NULL, &resize, why, sizeof why));
+  /* a dtype: signed BitShift refused, unsigned taken */
+  ait_value vals[3] = {{.name = "x", .dtype = AIT_INT8, .rank = 1, .dims = {{3}}, .producer = -1},
+                       {.name = "y", .dtype = AIT_INT8, .rank = 1, .dims = {{3}}, .producer = -1},
+                       {.name = "z", .dtype = AIT_INT8, .rank = 1, .dims = {{3}}, .producer = 0}};
+  ait_graph g = {.values = vals, .n_values = 3};
+  int ins[2] = {0, 1}, outs[1] = {2};
+  ait_node shift = {.name = "sh",
+                    .op_type = "BitShift",
+                    .domain = "",
+                    .n_in = 2,
+                    .n_out = 1,
+                    .in = ins,
+                    .out = outs};
+  CHECK(!f->supports(&cfg, &g, &shift, why, sizeof why));
+  CHECK(strstr(why, "BitShift") && strstr(why, "signed"));
+  vals[0].dtype = vals[1].dtype = vals[2].dtype = AIT_UINT8;
+  CHECK(f->supports(&cfg, &g, &shift, why, sizeof why));
+  /* a shape: MaxPool's ceil_mode only where the last window starts in the
+   * padding (test_maxpool_2d_ceil_output_size_reduce_by_one), not else
+   * (test_maxpool_2d_ceil) */
+  int64_t k1[2] = {1, 1}, k3[2] = {3, 3}, s2[2] = {2, 2};
+  ait_attr pa[3] = {{.name = "ceil_mode", .type = AIT_ATTR_INT, .i = 1},
+                    {.name = "kernel_shape", .type = AIT_ATTR_INTS, .n = 2, .ints = k1},
+                    {.name = "strides", .type = AIT_ATTR_INTS, .n = 2, .ints = s2}};
+  vals[0] = (ait_value){.name = "x", .dtype = AIT_FLOAT32, .rank = 4, .dims = {{1}, {1}, {2}, {2}}};
+  ait_node pool = {.name = "mp",
+                   .op_type = "MaxPool",
+                   .domain = "",
+                   .n_in = 1,
+                   .n_out = 1,
+                   .in = ins,
+                   .out = outs,
+                   .n_attrs = 3,
+                   .attrs = pa};
+  CHECK(!f->supports(&cfg, &g, &pool, why, sizeof why));
+  CHECK(strstr(why, "ceil_mode") != NULL);
+  pa[1].ints = k3;
+  vals[0].dims[2].v = vals[0].dims[3].v = 4;
+  CHECK(f->supports(&cfg, &g, &pool, why, sizeof why));
+  /* run-time repeats refused, constant ones taken */
+  int64_t reps[1] = {2};
+  ait_tensor *t = ait_tensor_wrap(AIT_INT64, 1, (int64_t[]){1}, reps);
+  vals[1] = (ait_value){.name = "r", .dtype = AIT_INT64, .rank = 1, .dims = {{1}}};
+  ait_node tile = {
+      .name = "t", .op_type = "Tile", .domain = "", .n_in = 2, .n_out = 1, .in = ins, .out = outs};
+  CHECK(!f->supports(&cfg, &g, &tile, why, sizeof why));
+  vals[1].init = t;
+  CHECK(f->supports(&cfg, &g, &tile, why, sizeof why));
+  vals[1].init = NULL;
+  ait_tensor_free(t);
+}
+
+/* An input OpenVINO's frontend drops (an empty `axes`: ReduceSum over all
+ * axes) still runs: inputs are matched by name, not by position. */
+static void test_dropped_input(void) {
+  tb_model *tb = tb_new(18);
+  tb_input(tb, "data", AIT_FLOAT32, 3, (int64_t[]){3, 2, 2});
+  tb_input(tb, "axes", AIT_INT64, 1, (int64_t[]){0});
+  tb_output(tb, "y", AIT_FLOAT32, 3, (int64_t[]){1, 1, 1});
+  tb_node(tb, "ReduceSum", "sum", (const char *[]){"data", "axes", NULL},
+          (const char *[]){"y", NULL});
+  size_t size = 0;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  free(buf);
+  if (!m) return;
+  float data[12];
+  int64_t axes[1] = {0};
+  for (int i = 0; i < 12; i++)
+    data[i] = (float)i;
+  ait_tensor_view in[2] = {{.dtype = AIT_FLOAT32, .rank = 3, .dims = {3, 2, 2}, .data = data},
+                           {.dtype = AIT_INT64, .rank = 1, .dims = {0}, .data = axes}};
+  size_t n = 0;
+  float *y = run_copy(m, "openvino", in, 2, &n);
+  CHECK(y && n == 1 && y[0] == 66.0f);
+  free(y);
+  ait_model_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_openvino BERT_TINY.onnx MOBILENET.onnx\n");
@@ -157,6 +255,8 @@ int main(int argc, char **argv) {
   CHECK(f && f->available(why, sizeof why));
   if (why[0]) fprintf(stderr, "openvino unavailable: %s\n", why);
   test_supports();
+  test_refusals();
+  test_dropped_input();
   test_bert(argv[1]);
   test_mobilenet(argv[2]);
   return check_result("test_openvino");

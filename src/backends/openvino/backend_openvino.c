@@ -23,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "backends/openvino/ov_lib.h"
+#include "backends/openvino/ov_refuse.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "hw/hw_impl.h"
@@ -43,10 +44,16 @@ static const struct {
   ait_dtype dt;
   ov_element_type_e ov;
 } dtypes[] = {
-    {AIT_FLOAT32, F32},  {AIT_FLOAT16, F16}, {AIT_BFLOAT16, BF16}, {AIT_FLOAT64, F64},
-    {AIT_INT8, I8},      {AIT_INT16, I16},   {AIT_INT32, I32},     {AIT_INT64, I64},
-    {AIT_UINT8, U8},     {AIT_UINT16, U16},  {AIT_UINT32, U32},    {AIT_UINT64, U64},
-    {AIT_BOOL, BOOLEAN},
+    {AIT_FLOAT32, F32},       {AIT_FLOAT16, F16},
+    {AIT_BFLOAT16, BF16},     {AIT_FLOAT64, F64},
+    {AIT_INT8, I8},           {AIT_INT16, I16},
+    {AIT_INT32, I32},         {AIT_INT64, I64},
+    {AIT_UINT8, U8},          {AIT_UINT16, U16},
+    {AIT_UINT32, U32},        {AIT_UINT64, U64},
+    {AIT_BOOL, BOOLEAN},      {AIT_FLOAT8E4M3FN, F8E4M3},
+    {AIT_FLOAT8E5M2, F8E5M3}, /* sic: e5m2 */
+    {AIT_FLOAT8E8M0, F8E8M0},
+    /* not the 4-bit types: OpenVINO packs two to a byte, aitune keeps one */
 };
 
 static bool to_ov(ait_dtype dt, ov_element_type_e *out) {
@@ -75,6 +82,10 @@ typedef struct ov_state {
   ov_model_t *model;
   uint8_t *onnx; /* the bytes the model was read from (kept while it lives) */
   int n_in, n_out;
+  /* port[i]: the OpenVINO model input that aitune's input i feeds, -1 when
+   * OpenVINO's frontend dropped it (an input read only for its type, as
+   * CastLike's `target_type`, or an empty `axes`) */
+  int port[MAX_IO];
   char threads[16];
   char precision[8];
   ov_plan *plans[MAX_PLANS];
@@ -100,7 +111,7 @@ static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const
   /* OpenVINO's ONNX frontend reads the standard domains; an op it lacks
    * fails the build with its message, naming the node */
   if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml"))
-    return true;
+    return !ov_refuses(g, node, why, n); /* what it reads but computes wrong */
   snprintf(why, n, "OpenVINO's ONNX frontend reads the standard domains, not %s (%s)", node->domain,
            ait_node_desc(node));
   return false;
@@ -148,9 +159,14 @@ static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan
   /* scalars stay as declared: a rank-0 partial shape does not read back as
    * rank 0 (Range refuses it) */
   for (int i = 0; i < s->n_in && st == OK; i++) {
-    if (in[i]->rank == 0) continue;
-    ports[made] = (size_t)i;
-    st = L->partial_shape_create_static(in[i]->rank, in[i]->dims, &shapes[made]);
+    if (in[i]->rank == 0 || s->port[i] < 0) continue;
+    ports[made] = (size_t)s->port[i];
+    /* ov_partial_shape_create_static refuses a zero dimension (an empty
+     * tensor); min = max = d says the same and takes 0 */
+    ov_dimension_t dims[AIT_MAX_RANK];
+    for (int d = 0; d < in[i]->rank; d++)
+      dims[d] = (ov_dimension_t){in[i]->dims[d], in[i]->dims[d]};
+    st = L->partial_shape_create(in[i]->rank, dims, &shapes[made]);
     made += st == OK;
   }
   if (st == OK && made)
@@ -223,6 +239,7 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
   ov_status_e st = OK;
   for (int i = 0; i < n_in && st == OK; i++) {
     ov_element_type_e et;
+    if (s->port[i] < 0) continue; /* OpenVINO's model does not read it */
     if (!to_ov(in[i]->dtype, &et))
       return ait_err(AIT_E_DTYPE, "openvino: input %d has dtype %s, which OpenVINO does not take",
                      i, ait_dtype_name(in[i]->dtype));
@@ -230,7 +247,7 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
     ov_shape_t shape = {in[i]->rank, (int64_t *)in[i]->dims};
     ov_tensor_t *t = NULL;
     st = L->tensor_create_from_host_ptr(et, shape, in[i]->data, &t);
-    if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)i, t);
+    if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)s->port[i], t);
     if (t) L->tensor_free(t); /* the request keeps its own reference */
   }
   if (st != OK) return ov_fail(L, st, "setting the inputs");
@@ -273,6 +290,35 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
   return res;
 }
 
+/* s->port from the names of OpenVINO's model inputs: its frontend drops
+ * inputs that only lend their type or are empty, so its indices are not
+ * aitune's. */
+static ait_status map_inputs(ov_state *s, const ait_graph *g) {
+  const ov_lib *L = s->L;
+  size_t n = 0;
+  ov_status_e st = L->model_inputs_size(s->model, &n);
+  if (st != OK) return ov_fail(L, st, "counting the model's inputs");
+  for (int i = 0; i < s->n_in; i++)
+    s->port[i] = -1;
+  for (size_t k = 0; k < n; k++) {
+    ov_output_const_port_t *port = NULL;
+    char *name = NULL;
+    st = L->model_const_input_by_index(s->model, k, &port);
+    if (st == OK) st = L->port_get_any_name(port, &name);
+    int found = -1;
+    for (int i = 0; st == OK && i < s->n_in && found < 0; i++)
+      if (!strcmp(g->values[g->inputs[i]].name, name)) found = i;
+    if (name) L->free_str(name);
+    if (port) L->output_const_port_free(port);
+    if (st != OK) return ov_fail(L, st, "reading the model's input names");
+    if (found < 0)
+      return ait_err(AIT_E_RUNTIME,
+                     "openvino: OpenVINO's model has an input %zu that aitune's graph lacks", k);
+    s->port[found] = (int)k;
+  }
+  return AIT_OK;
+}
+
 static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
                            const ait_build_info *info, void **state) {
   char why[512] = "";
@@ -296,6 +342,7 @@ static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
   if (!st && (os = L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL,
                                                     &s->model)) != OK)
     st = ov_fail(L, os, "reading the model (its ONNX frontend)");
+  if (!st) st = map_inputs(s, g);
   /* compile now for the first sample's shapes, so an op OpenVINO cannot
    * compile fails the build rather than the first run */
   if (!st && info && info->n_samples > 0 && info->samples && info->samples[0]) {
