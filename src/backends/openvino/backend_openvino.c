@@ -23,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "backends/openvino/ov_lib.h"
+#include "backends/openvino/ov_options.h"
 #include "backends/openvino/ov_refuse.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -31,13 +32,6 @@
 
 #define MAX_PLANS 4
 #define MAX_IO 256
-
-static const ait_option_def ov_options[] = {
-    {"threads", AIT_OPT_INT, "auto", "1..256",
-     "OpenVINO's inference threads (auto: the cores this process may use)"},
-    {"precision", AIT_OPT_ENUM, "f32", "f32|bf16",
-     "inference precision hint: bf16 where the CPU has AVX512-BF16 or AMX (judged as bf16)"},
-};
 
 /* aitune dtype <-> OpenVINO element type */
 static const struct {
@@ -88,6 +82,9 @@ typedef struct ov_state {
   int port[MAX_IO];
   char threads[16];
   char precision[8];
+  char hint[16];    /* LATENCY, THROUGHPUT */
+  char streams[16]; /* "" for the hint's choice */
+  bool dynamic;     /* one compiled model with the model's own (symbolic) shapes */
   ov_plan *plans[MAX_PLANS];
   unsigned uses;
   ov_tensor_t *outs[MAX_IO]; /* the last run's outputs, lent to the caller */
@@ -106,8 +103,28 @@ static bool ov_available(char *why, size_t n) {
   return true;
 }
 
+/* A reduced precision this CPU lacks: OpenVINO would quietly compute in f32
+ * (or emulate), so the candidate would not be what it says. NULL when fine. */
+static const char *precision_missing(const ait_backend_config *cfg) {
+  const char *p = ait_backend_config_get(cfg, "precision");
+  if (!p || !strcmp(p, "f32")) return NULL;
+  char flags[8192];
+  ait_hw_cpuinfo_field("flags", flags, sizeof flags);
+  uint32_t f = ait_hw_cpu_features_from_flags(flags);
+  if (!strcmp(p, "bf16") && !(f & (AIT_CPU_AVX512_BF16 | AIT_CPU_AMX_BF16)))
+    return "precision=bf16 needs AVX512-BF16 or AMX-BF16, which this CPU lacks";
+  if (!strcmp(p, "f16") && !(f & AIT_CPU_AVX512_FP16))
+    return "precision=f16 needs AVX512-FP16, which this CPU lacks";
+  return NULL;
+}
+
 static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
                         char *why, size_t n) {
+  const char *missing = precision_missing(cfg);
+  if (missing) {
+    snprintf(why, n, "openvino: %s", missing);
+    return false;
+  }
   /* OpenVINO's ONNX frontend reads the standard domains; an op it lacks
    * fails the build with its message, naming the node */
   if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml"))
@@ -169,14 +186,20 @@ static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan
     st = L->partial_shape_create(in[i]->rank, dims, &shapes[made]);
     made += st == OK;
   }
-  if (st == OK && made)
+  if (st == OK && made && !s->dynamic)
     st = L->model_reshape_by_port_indexes(s->model, ports, shapes, (size_t)made);
   for (int i = 0; i < made; i++)
     L->partial_shape_free(&shapes[i]);
   if (st != OK) return ov_fail(L, st, "reshaping the model to the input shapes");
-  st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", "LATENCY",
-                        "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
-                        s->precision, "ENABLE_CPU_PINNING", "NO");
+  /* NUM_STREAMS only when set: given, it overrides the hint's choice */
+  if (s->streams[0])
+    st = L->compile_model(s->core, s->model, "CPU", 10, &p->compiled, "PERFORMANCE_HINT", s->hint,
+                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
+                          s->precision, "ENABLE_CPU_PINNING", "NO", "NUM_STREAMS", s->streams);
+  else
+    st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", s->hint,
+                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
+                          s->precision, "ENABLE_CPU_PINNING", "NO");
   if (st != OK) return ov_fail(L, st, "compiling the model for CPU");
   st = L->compiled_model_create_infer_request(p->compiled, &p->req);
   if (st != OK) return ov_fail(L, st, "creating an infer request");
@@ -195,7 +218,8 @@ static int signature(const ait_tensor *const *in, int n_in, int64_t *sig) {
 
 static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **out) {
   int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)];
-  int n_sig = signature(in, s->n_in, sig);
+  /* dynamic: one plan answers every signature */
+  int n_sig = s->dynamic ? 0 : signature(in, s->n_in, sig);
   int oldest = 0;
   for (int i = 0; i < MAX_PLANS; i++) {
     ov_plan *p = s->plans[i];
@@ -335,6 +359,18 @@ static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
            (long long)ait_backend_config_int(cfg, "threads", ait_hw_usable_cores()));
   const char *prec = ait_backend_config_get(cfg, "precision");
   snprintf(s->precision, sizeof s->precision, "%s", prec ? prec : "f32");
+  const char *hint = ait_backend_config_get(cfg, "hint");
+  snprintf(s->hint, sizeof s->hint, "%s",
+           hint && !strcmp(hint, "throughput") ? "THROUGHPUT" : "LATENCY");
+  const char *streams = ait_backend_config_get(cfg, "streams");
+  snprintf(s->streams, sizeof s->streams, "%s", streams && strcmp(streams, "auto") ? streams : "");
+  const char *dyn = ait_backend_config_get(cfg, "dynamic");
+  s->dynamic = dyn && !strcmp(dyn, "on");
+  const char *missing = precision_missing(cfg);
+  if (missing) {
+    ov_destroy(s);
+    return ait_err(AIT_E_UNSUPPORTED, "openvino: %s", missing);
+  }
   size_t len = 0;
   ait_status st = ait_onnx_write_model_buffer(g, &s->onnx, &len);
   ov_status_e os = OK;
@@ -380,10 +416,17 @@ static ait_status ov_load(const ait_backend_config *cfg, const ait_graph *g, con
 
 static const char *ov_precision(const ait_backend_config *cfg) {
   const char *p = ait_backend_config_get(cfg, "precision");
-  return p && !strcmp(p, "bf16") ? "bf16" : NULL;
+  if (p && !strcmp(p, "bf16")) return "bf16";
+  if (p && !strcmp(p, "f16")) return "fp16";
+  return NULL;
 }
 
-static const char *const ov_variants[] = {"openvino", NULL};
+/* The reduced precisions join only under --precision auto or any (the
+ * tuner's rule for every backend); hint, streams and dynamic only when
+ * named: the tuner and sessions run one request at a time, which the
+ * latency hint's single stream serves best (docs/openvino.md). */
+static const char *const ov_variants[] = {"openvino", "openvino:precision=bf16",
+                                          "openvino:precision=f16", NULL};
 
 const ait_backend_iface ait_backend_openvino = {
     .name = "openvino",
