@@ -5,15 +5,20 @@
  * openvino loads and runs. Skips (and says so) only in a build without
  * OpenVINO's headers; scripts/test.sh builds with them. argv: the bundled
  * bert_tiny and mobilenetv2_035 models. */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/openvino/ov_info.h"
 #include "backends/openvino/ov_refuse.h"
 #include "check.h"
+#include "core/fileio.h"
+#include "hw/fingerprint.h"
 #include "model_builder.h"
+#include "tune/module_impl.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) {
@@ -292,6 +297,165 @@ static void test_dropped_input(void) {
   ait_model_free(m);
 }
 
+/* Rewrite file rel of tuned folder dir with data (n bytes) and put its new
+ * digest into MANIFEST.sha256, as a forger would: what the backend itself
+ * must survive. */
+static void forge(const char *dir, const char *rel, const void *data, size_t n) {
+  char path[512], man[512], hex[65], line[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  snprintf(man, sizeof man, "%s/MANIFEST.sha256", dir);
+  CHECK_ERR(ait_write_file_atomic(path, data, n), AIT_OK, NULL);
+  CHECK(ait_sha256_file(path, hex) == 0);
+  FILE *in = fopen(man, "r");
+  char *out = calloc(1, 1 << 16);
+  size_t at = 0;
+  while (in && out && fgets(line, sizeof line, in))
+    if (strlen(line) > 66 && !strncmp(line + 66, rel, strlen(rel)) &&
+        line[66 + strlen(rel)] == '\n')
+      at += (size_t)snprintf(out + at, (1 << 16) - at, "%s  %s\n", hex, rel);
+    else
+      at += (size_t)snprintf(out + at, (1 << 16) - at, "%s", line);
+  if (in) fclose(in);
+  CHECK_ERR(ait_write_file_atomic(man, out, at), AIT_OK, NULL);
+  free(out);
+}
+
+/* Output 0 of a tuned module run on in, copied; NULL on failure. */
+static float *module_copy(ait_module *m, const ait_tensor_view *in, size_t n) {
+  ait_tensor_view out;
+  if (ait_module_infer(m, in, 1) != AIT_OK || ait_module_output(m, 0, &out) != AIT_OK) {
+    fprintf(stderr, "module: %s\n", ait_last_error());
+    return NULL;
+  }
+  float *c = malloc(n * sizeof *c);
+  if (c) memcpy(c, out.data, n * sizeof *c);
+  return c;
+}
+
+/* A tuned folder whose pick is openvino loads and runs without compiling
+ * (the exported model is imported); a damaged export is refused by name and
+ * never crashes; another OpenVINO build's export is compiled from the graph
+ * instead. */
+static void test_saved(const char *path) {
+  size_t n1 = (size_t)3 * 160 * 160;
+  float *img = malloc(n1 * sizeof *img);
+  for (size_t i = 0; img && i < n1; i++)
+    img[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
+  ait_tensor_view b1 = {.dtype = AIT_FLOAT32, .rank = 4, .dims = {1, 3, 160, 160}, .data = img};
+  ait_module *m = NULL;
+  char dir[64] = "/tmp/ait_test_openvino_XXXXXX", out[96];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(out, sizeof out, "%s/tuned", dir);
+  CHECK_ERR(ait_module_create(path, "mobilenet", &m), AIT_OK, NULL);
+  CHECK_ERR(ait_module_add_sample(m, &b1, 1), AIT_OK, NULL);
+  ait_tune_options o;
+  ait_tune_options_init(&o);
+  const char *const backends[] = {"openvino"};
+  const int batch[] = {1};
+  o.backends = backends, o.n_backends = 1, o.batch_sizes = batch, o.n_batch_sizes = 1;
+  o.cache_dir = "", o.time_budget_s = 0.2, o.runoff_rounds = 0, o.perf_validation = 0;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_ERR(ait_module_save(m, out), AIT_OK, NULL);
+  size_t n = 1000;
+  float *want = module_copy(m, &b1, n);
+  ait_module_free(m);
+  m = NULL;
+  char blob[160], index[160];
+  snprintf(blob, sizeof blob, "%s/backend/openvino_0.blob", out);
+  snprintf(index, sizeof index, "%s/backend/openvino.txt", out);
+  void *bytes = NULL, *idx = NULL;
+  size_t size = 0, isize = 0;
+  CHECK_ERR(ait_read_file(blob, &bytes, &size), AIT_OK, NULL);
+  CHECK_ERR(ait_read_file(index, &idx, &isize), AIT_OK, NULL);
+  CHECK(size > 1000);
+
+  /* load: imported, no compile */
+  unsigned long before = ov_info_compiles();
+  CHECK_ERR(ait_module_load(out, NULL, NULL, &m), AIT_OK, NULL);
+  float *got = m ? module_copy(m, &b1, n) : NULL;
+  CHECK(got && want && rel_err(got, want, n) == 0);
+  printf("  saved and loaded: %zu-byte blob, %lu compiles on load and run\n", size,
+         ov_info_compiles() - before);
+  CHECK(ov_info_compiles() == before);
+  ait_module_free(m);
+  m = NULL;
+  free(got);
+
+  /* a damaged blob: the manifest refuses it, naming it */
+  if (bytes && size > 1000) {
+    ((unsigned char *)bytes)[size / 2] ^= 0x40;
+    ait_write_file_atomic(blob, bytes, size);
+    ((unsigned char *)bytes)[size / 2] ^= 0x40;
+    CHECK(ait_module_load(out, NULL, NULL, &m) != AIT_OK);
+    CHECK(strstr(ait_last_error(), "openvino_0.blob") != NULL);
+    ait_module_free(m);
+    m = NULL;
+    /* and forged past the manifest: OpenVINO's import refuses a cut or a
+     * zeroed header, named, without a crash */
+    const size_t cuts[] = {size / 2, 16, 0};
+    for (int k = 0; k < 3; k++) {
+      forge(out, "backend/openvino_0.blob", bytes, cuts[k]);
+      CHECK(ait_module_load(out, NULL, NULL, &m) != AIT_OK);
+      CHECK(strstr(ait_last_error(), "openvino_0.blob") != NULL);
+      printf("  cut to %zu bytes: %.120s\n", cuts[k], ait_last_error());
+      ait_module_free(m);
+      m = NULL;
+    }
+    memset(bytes, 0, 64);
+    forge(out, "backend/openvino_0.blob", bytes, size);
+    CHECK(ait_module_load(out, NULL, NULL, &m) != AIT_OK);
+    CHECK(strstr(ait_last_error(), "openvino_0.blob") != NULL);
+    ait_module_free(m);
+    m = NULL;
+  }
+
+  /* another OpenVINO build's export: not imported, compiled from the graph */
+  const char other[] = "aitune-openvino 1 another-build\nopenvino_0.blob 5 4 1 3 160 160\n";
+  forge(out, "backend/openvino.txt", other, sizeof other - 1);
+  before = ov_info_compiles();
+  CHECK_ERR(ait_module_load(out, NULL, NULL, &m), AIT_OK, NULL);
+  got = m ? module_copy(m, &b1, n) : NULL;
+  CHECK(got && want && rel_err(got, want, n) == 0);
+  CHECK(ov_info_compiles() == before + 1);
+  free(got);
+  ait_module_free(m);
+  m = NULL;
+
+  /* a malformed index is refused by name */
+  forge(out, "backend/openvino.txt", "nonsense\n", 9);
+  CHECK(ait_module_load(out, NULL, NULL, &m) != AIT_OK);
+  CHECK(strstr(ait_last_error(), "openvino.txt") != NULL);
+  ait_module_free(m);
+  free(bytes);
+  free(idx);
+  free(want);
+  free(img);
+  ait_rmtree(dir);
+}
+
+/* An op OpenVINO's frontend cannot take fails the build, naming the op and
+ * the node (Mod with fmod = 0 on floats: OpenVINO converts it for integers
+ * only). */
+static void test_missing_op(void) {
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "a", AIT_FLOAT32, 1, (int64_t[]){4});
+  tb_input(tb, "b", AIT_FLOAT32, 1, (int64_t[]){4});
+  tb_output(tb, "rem", AIT_FLOAT32, 1, (int64_t[]){4});
+  tb_node(tb, "Mod", "the_mod", (const char *[]){"a", "b", NULL}, (const char *[]){"rem", NULL});
+  size_t size = 0;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  free(buf);
+  ait_session *s = NULL;
+  CHECK(m && ait_session_create(m, "openvino", &s) != AIT_OK);
+  printf("  Mod fmod=0 on floats: %s\n", ait_last_error());
+  CHECK(strstr(ait_last_error(), "Mod-13") && strstr(ait_last_error(), "the_mod"));
+  ait_session_free(s);
+  ait_model_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_openvino BERT_TINY.onnx MOBILENET.onnx\n");
@@ -311,5 +475,7 @@ int main(int argc, char **argv) {
   test_dropped_input();
   test_bert(argv[1]);
   test_mobilenet(argv[2]);
+  test_saved(argv[2]);
+  test_missing_op();
   return check_result("test_openvino");
 }

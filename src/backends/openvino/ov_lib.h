@@ -58,6 +58,16 @@ typedef struct ov_lib {
   void (*free_str)(const char *content);
   ov_status_e (*get_openvino_version)(ov_version_t *version);
   void (*version_free)(ov_version_t *version);
+  ov_status_e (*core_set_property)(const ov_core_t *core, const char *device_name, ...);
+  ov_status_e (*export_model)(const ov_compiled_model_t *compiled_model,
+                              const char *export_model_path);
+  ov_status_e (*import_model)(const ov_core_t *core, const char *content, const size_t content_size,
+                              const char *device_name, ov_compiled_model_t **compiled_model);
+  ov_status_e (*compiled_model_inputs_size)(const ov_compiled_model_t *compiled_model,
+                                            size_t *size);
+  ov_status_e (*compiled_model_input_by_index)(const ov_compiled_model_t *compiled_model,
+                                               const size_t index,
+                                               ov_output_const_port_t **input_port);
 } ov_lib;
 
 /* The loaded library, or NULL with the reason in why (the path tried and
