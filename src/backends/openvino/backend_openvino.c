@@ -72,6 +72,12 @@ typedef struct ov_plan {
   ov_compiled_model_t *compiled;
   ov_infer_request_t *req;
   unsigned last_use;
+  /* an imported plan's blob: OpenVINO's CPU plugin keeps pointing into the
+   * bytes it was imported from (its weights are not copied), so they live
+   * as long as the compiled model. Freeing them after the import was the
+   * SIGSEGV of session 11 (a use after free once the allocator returned
+   * the pages: always for ResNet-50's 102 MB blob) */
+  void *blob;
 } ov_plan;
 
 typedef struct ov_state {
@@ -151,6 +157,7 @@ static void plan_free(const ov_lib *L, ov_plan *p) {
   if (!p) return;
   if (p->req) L->infer_request_free(p->req);
   if (p->compiled) L->compiled_model_free(p->compiled);
+  free(p->blob); /* after the compiled model that points into it */
   free(p);
 }
 
@@ -528,14 +535,12 @@ static ait_status import_blob(ov_state *s, const char *dir, char *line) {
   if (!st && at != p->n_sig) st = ait_err(AIT_E_PARSE, "openvino.txt: a bad signature");
   char *path = st ? NULL : ait_path_join(dir, name);
   if (!st && !path) st = ait_err(AIT_E_NOMEM, "out of memory");
-  void *blob = NULL;
   size_t size = 0;
-  if (!st) st = ait_read_file(path, &blob, &size);
+  if (!st) st = ait_read_file(path, &p->blob, &size);
   free(path);
   ov_status_e os = OK;
-  if (!st && (os = L->import_model(s->core, blob, size, "CPU", &p->compiled)) != OK)
+  if (!st && (os = L->import_model(s->core, p->blob, size, "CPU", &p->compiled)) != OK)
     st = ait_err(AIT_E_PARSE, "cannot import %s (damaged?): %s", name, ov_lib_error(L, os));
-  free(blob);
   if (!st && (os = L->compiled_model_create_infer_request(p->compiled, &p->req)) != OK)
     st = ov_fail(L, os, "creating an infer request");
   if (!st) st = map_inputs(s, p->compiled);
