@@ -1,6 +1,7 @@
 /* What OpenVINO computes wrong, one row per case (ov_refuse.h). Measured
- * with OpenVINO 2026.4.1 on the onnx 1.23.2 node tests:
+ * with OpenVINO 2026.4.1 on the onnx 1.23.2 node tests and the 1.12 ones:
  *   build/aitune conformance --backend openvino build/onnx-node-tests/node
+ *   build/aitune conformance --backend openvino /usr/share/libonnx-testdata/data/node
  * A row's `cond` is what the message shows; `reason` says what goes wrong. */
 #include "backends/openvino/ov_refuse.h"
 
@@ -92,6 +93,14 @@ static bool pool_ceil_window_in_pad(const ait_graph *g, const ait_node *n) {
     if ((out - 1) * st >= in + pb) return true;
   }
   return false;
+}
+
+/* ReduceL1, ReduceLogSum, ReduceLogSumExp before opset 18 (axes an
+ * attribute): OpenVINO ignores the attribute and reduces every axis (the
+ * onnx 1.12 node tests; from opset 18, axes as an input, they are right). */
+static bool reduce_axes_attribute(const ait_graph *g, const ait_node *n) {
+  int count = 0;
+  return n->opset < 18 && ait_attr_ints(n, "axes", &count) && count > 0;
 }
 
 /* Resize with align_corners (linear, cubic) that shrinks an axis: OpenVINO's
@@ -205,6 +214,21 @@ static const refusal rows[] = {
      .dt = AIT_UINT16,
      .cond = "uint16 output",
      .reason = "rounding off by one"},
+    {.op = "ReduceL1",
+     .kind = FN,
+     .fn = reduce_axes_attribute,
+     .cond = "the axes attribute (opset < 18)",
+     .reason = "OpenVINO ignores it and reduces every axis"},
+    {.op = "ReduceLogSum",
+     .kind = FN,
+     .fn = reduce_axes_attribute,
+     .cond = "the axes attribute (opset < 18)",
+     .reason = "OpenVINO ignores it and reduces every axis"},
+    {.op = "ReduceLogSumExp",
+     .kind = FN,
+     .fn = reduce_axes_attribute,
+     .cond = "the axes attribute (opset < 18)",
+     .reason = "OpenVINO ignores it and reduces every axis"},
     {.op = "Resize",
      .kind = ATTR_INT_EQ,
      .attr = "antialias",
