@@ -5,10 +5,12 @@
  * the tuner hands over the graph, never the user's file) and reads them with
  * ov_core_read_model_from_memory_buffer. Each input signature gets its own
  * compiled model: the model reshaped to those static shapes (OpenVINO's CPU
- * plugin is fastest on static shapes), compiled for "CPU" with the LATENCY
- * hint, `threads` inference threads, f32 (or bf16) inference precision and
- * no thread pinning (other engines share the process), up to MAX_PLANS
- * signatures, the oldest dropped beyond. A model OpenVINO cannot read or
+ * plugin is fastest on static shapes; dynamic=on: one compiled model for
+ * all), compiled for "CPU" with the options' hint, streams, threads and
+ * inference precision (ov_options.h) and no thread pinning (other engines
+ * share the process), up to MAX_PLANS signatures, the oldest dropped
+ * beyond. What OpenVINO computes wrong is refused by supports()
+ * (ov_refuse.c). A model OpenVINO cannot read or
  * compile fails the build with OpenVINO's message: never a silent fallback.
  *
  * Inputs are handed to OpenVINO in place (host-pointer tensors). Outputs are
