@@ -60,9 +60,11 @@ def _json_tail(stdout):
     raise ValueError("no JSON object in the output")
 
 
-def worker(script, args):
-    """python3 bench/SCRIPT ARGS...; the parsed JSON result or {"error"}."""
-    out, err = _run([sys.executable, os.path.join(HERE, script)] + args)
+def worker(script, args, env=None):
+    """python3 bench/SCRIPT ARGS...; the parsed JSON result or {"error"}. env: extra
+    environment variables for the worker (e.g. an ISA cap), on top of this process's."""
+    out, err = _run([sys.executable, os.path.join(HERE, script)] + args,
+                    dict(os.environ, **env) if env else None)
     if err:
         return {"error": err}
     try:

@@ -179,7 +179,8 @@ def time_row(a, row, save=None):
     row.setdefault("load", []).append(os.getloadavg()[0])  # how busy the machine was
     if c["type"] == "worker":
         args = c["args"] + (["--save-outputs", save] if save else [])
-        r = engines.worker(c["script"], args + engines.timing_args(a.iters, a.warmup, a.seconds))
+        r = engines.worker(c["script"], args + engines.timing_args(a.iters, a.warmup, a.seconds),
+                           c.get("env"))
     else:
         r = engines.bench(a.aitune, c["target"], c["batch"], c.get("backend"), a.iters, a.warmup,
                           a.seconds, c.get("plan"), c.get("inputs"))

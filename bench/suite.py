@@ -27,7 +27,10 @@ round's throughput ratio. --isa avx2 caps aitune's kernels (AIT_MAX_ISA,
 ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE; XNNPACK has no cap and runs its
 AVX-512 kernels) for tuning and timing; the peers keep the machine's full
 ISA, so those ratios are conservative; the openvino candidate is left out
-there (ISA_CANDIDATES says why). --quick: the TorchScript exports only,
+there (ISA_CANDIDATES says why). The one peer that can be capped too, OpenVINO
+(its CPU plugin reads ONEDNN_MAX_CPU_ISA), gets a second row `openvino@ISA`
+timed at the same level: the like-for-like comparison (ONNX Runtime's MLAS
+dispatches on cpuid and has no cap). --quick: the TorchScript exports only,
 batch 1, one round of ~1 s per engine, no per-backend rows (< 30 min on 2
 cores). The section of --out between `<!-- suite:LABEL -->` markers is
 replaced (LABEL: --label, default the ISA level).
@@ -56,6 +59,12 @@ import models as suite_models  # noqa: E402
 from run import aitune_check, check_row, new_row, time_row  # noqa: E402
 
 ORT, OV, OVC = "onnxruntime", "openvino", "aitune:openvino"
+ONEDNN_ISA = {"avx2": "AVX2", "portable": "SSE41"}  # ONEDNN_MAX_CPU_ISA per --isa
+
+
+def ov_capped(a):
+    """The label of the OpenVINO row capped at --isa's level, or None."""
+    return f"{OV}@{a.isa}" if a.isa in ONEDNN_ISA else None
 # The tuner's default candidates without openvino, for --isa runs: OpenVINO
 # 2026.4 reads ONEDNN_MAX_CPU_ISA too (its CPU plugin is built on oneDNN) and
 # crashes under ONEDNN_MAX_CPU_ISA=AVX2 on some models (SIGSEGV compiling
@@ -150,9 +159,12 @@ def run_case(a, name, meta, batch, path, tmp):
             "source": meta.get("source"), "batch": batch, "inputs": desc, "notes": []}
     thr = ["--threads", str(a.threads)]
     rows, ref = [], None
-    for label, script in [(ORT, "ort_worker.py"), (OV, "ov_worker.py")]:
-        out = os.path.join(work, "out_" + label)
-        row = new_row(label, "peer", "fp32", {"type": "worker", "script": script,
+    peers = [(ORT, "ort_worker.py", None), (OV, "ov_worker.py", None)]
+    if ov_capped(a):
+        peers.append((ov_capped(a), "ov_worker.py", {"ONEDNN_MAX_CPU_ISA": ONEDNN_ISA[a.isa]}))
+    for label, script, env in peers:
+        out = os.path.join(work, "out_" + label.replace("@", "_"))
+        row = new_row(label, "peer", "fp32", {"type": "worker", "script": script, "env": env,
                                               "args": [model, "--inputs", npy] + thr})
         r = time_row(a, row, save=out)
         if label == ORT and "error" not in r:
@@ -280,21 +292,31 @@ def section(res):
                   f"geometric mean {_f(geomean([x for _, x in ovc]))}× over {len(ovc)} cases; "
                   f"≥ 0.97× in {sum(x >= 0.97 for _, x in ovc)} of {len(ovc)}; lowest "
                   f"{_f(low[1])}× ({low[0]}).", ""]
+    cap = f"{OV}@{a['isa']}" if a["isa"] in ONEDNN_ISA else None
+    capped = [ratio(c, "aitune tuned", cap) for c in cases] if cap else []
+    if cap:
+        okc = [x for x in capped if x is not None]
+        lines += [f"**Like for like, vs OpenVINO capped at `{a['isa']}`** (ONEDNN_MAX_CPU_ISA="
+                  f"{ONEDNN_ISA[a['isa']]}): geometric mean **{_f(geomean(okc))}×** over {len(okc)} "
+                  f"cases; ≥ 1.0× in {sum(x >= 1.0 for x in okc)} of {len(okc)}; lowest "
+                  f"{_f(min(okc) if okc else None)}×.", ""]
     backs = [r["label"] for r in cases[0]["rows"] if r["kind"] == "aitune"] if cases else []
-    head = ["model", "family", "exporter", "batch", "ORT ms", "OV ms", "tuned ms", "pick",
-            "tuned ×ORT", "tuned ×OV"] + [b.replace("aitune ", "") + " ×ORT" for b in backs]
+    head = ["model", "family", "exporter", "batch", "ORT ms", "OV ms"] + \
+        ([f"OV@{a['isa']} ms"] if cap else []) + ["tuned ms", "pick", "tuned ×ORT", "tuned ×OV"] + \
+        ([f"tuned ×OV@{a['isa']}"] if cap else []) + [b.replace("aitune ", "") + " ×ORT" for b in backs]
     has_ovc = any(r["label"] == OVC for c in cases for r in c["rows"])
     if has_ovc:
         head += ["aitune:openvino ms", "aitune:openvino ×OV"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for c, tr, to in zip(cases, tuned, tuned_ov):
+    for i, (c, tr, to) in enumerate(zip(cases, tuned, tuned_ov)):
         rows = {r["label"]: r for r in c["rows"]}
         t = rows.get("aitune tuned")
         pick = t.get("selected") or (t.get("result") or {}).get("error", "?")
         if t.get("passed") is False:
             pick += " (failed check)"
         cells = [c["model"], c["family"], c["exporter"], str(c["batch"]), _ms(rows.get(ORT)),
-                 _ms(rows.get(OV)), _ms(t), f"`{pick}`", _f(tr), _f(to)]
+                 _ms(rows.get(OV))] + ([_ms(rows.get(cap))] if cap else []) + \
+            [_ms(t), f"`{pick}`", _f(tr), _f(to)] + ([_f(capped[i])] if cap else [])
         cells += [_f(ratio(c, b, ORT)) for b in backs]
         if has_ovc:
             o = rows.get(OVC)

@@ -20,61 +20,8 @@ import glob
 import os
 import sys
 
-TOL = {"float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-3, 1e-5),
-       "complex64": (1e-3, 1e-5), "float64": (1e-6, 1e-7), "complex128": (1e-6, 1e-7)}
-
-
-def load_value(path, vtype):
-    import onnx
-    from onnx import numpy_helper
-    data = open(path, "rb").read()
-    if vtype.HasField("sequence_type"):
-        p = onnx.SequenceProto()
-        p.ParseFromString(data)
-        return numpy_helper.to_list(p)
-    if vtype.HasField("optional_type"):
-        p = onnx.OptionalProto()
-        p.ParseFromString(data)
-        return numpy_helper.to_optional(p)
-    if vtype.HasField("map_type"):
-        p = onnx.MapProto()
-        p.ParseFromString(data)
-        return numpy_helper.to_dict(p)
-    p = onnx.TensorProto()
-    p.ParseFromString(data)
-    return numpy_helper.to_array(p)
-
-
-def compare(g, w):
-    import numpy as np
-    if isinstance(w, list) or isinstance(g, list):
-        if not isinstance(w, list) or not isinstance(g, list) or len(g) != len(w):
-            return "sequence mismatch"
-        for a, b in zip(g, w):
-            why = compare(a, b)
-            if why:
-                return why
-        return None
-    if w is None or g is None:
-        return None if w is None and g is None else "optional mismatch"
-    if isinstance(w, dict):
-        return None if g == w else "map mismatch"
-    g, w = np.asarray(g), np.asarray(w)
-    if g.shape != w.shape:
-        return f"shape {list(g.shape)}, expected {list(w.shape)}"
-    name = str(w.dtype)
-    if name in TOL:
-        rtol, atol = TOL[name]
-        kind = np.complex128 if "complex" in name else np.float64
-        if not np.allclose(g.astype(kind), w.astype(kind), rtol=rtol, atol=atol, equal_nan=True):
-            return "values differ"
-    elif w.dtype.kind == "f" or "float" in name:  # float8/float4 (ml_dtypes): exact values
-        gg, ww = g.astype(np.float64), w.astype(np.float64)
-        if not np.array_equal(gg, ww, equal_nan=True):
-            return "values differ"
-    elif not np.array_equal(g, w):
-        return "values differ"
-    return None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from onnx_values import compare, load_value, test_dirs  # noqa: E402
 
 
 def run_test(d):
@@ -100,7 +47,7 @@ def run_test(d):
                 p = os.path.join(s, f"output_{k}.pb")
                 if not os.path.exists(p):
                     continue
-                why = compare(outs[k], load_value(p, v.type))
+                why = compare(outs[k], load_value(p, v.type), strict_dtype=False)
                 if why:
                     return f"{os.path.basename(s)}: output {k} ('{v.name}'): {why}"
         return None
@@ -114,10 +61,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("dirs", nargs="+")
     a = ap.parse_args()
-    tests = []
-    for root in a.dirs:
-        tests += [root] if os.path.exists(os.path.join(root, "model.onnx")) else sorted(
-            os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "model.onnx")))
+    tests = test_dirs(a.dirs)
     passed = failed = 0
     # Workers are reused (importing onnxruntime costs seconds); one that dies
     # fails the test it ran, and a fresh pool takes the rest.
