@@ -2,6 +2,7 @@
 """Interleaved latency: aitune backends and ONNX Runtime in one process, one run each in turn.
 
     python3 bench/interleaved.py --model M.onnx --inputs DIR [--backend B]... [--ort M.onnx]...
+                                 [--ov M.onnx]... [--ov-unpinned M.onnx]...
                                  [--iters 30] [--warmup 3] [--lib build/libaitune.so] [--json OUT]
                                  [--clock wall|cpu]
 
@@ -19,7 +20,11 @@ load cancel).
 
 aitune runs through its C API (libaitune.so: ait_session_create / ait_session_run) on
 the same inputs (input_K.pb files of DIR, in the model's input order); ONNX Runtime with
-intra_op_num_threads = the cores this process may use and all graph optimizations.
+intra_op_num_threads = the cores this process may use and all graph optimizations;
+OpenVINO (--ov) as bench/ov_worker.py runs it (reshaped to the inputs' shapes, LATENCY
+hint, threads = those cores, f32, its default thread pinning), --ov-unpinned the same
+with ENABLE_CPU_PINNING=NO as aitune's openvino backend sets it: `--backend openvino
+--ov M --ov-unpinned M` separates the wrapper's overhead from the pinning.
 """
 import argparse
 import ctypes
@@ -37,9 +42,9 @@ DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3, 
           np.dtype(np.int64): 7, np.dtype(np.bool_): 9, np.dtype(np.float16): 10, np.dtype(np.float64): 11}
 
 
-class View(ctypes.Structure):
+class View(ctypes.Structure):  # ait_tensor_view (include/aitune.h); mem 0 = AIT_MEM_HOST
     _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("dims", ctypes.c_int64 * AIT_MAX_RANK),
-                ("data", ctypes.c_void_p), ("mem", ctypes.c_int), ("device", ctypes.c_int)]  # mem 0: host
+                ("data", ctypes.c_void_p), ("mem", ctypes.c_int), ("device", ctypes.c_int)]
 
 
 def load_inputs(d):
@@ -101,6 +106,27 @@ class Ort:
         pass
 
 
+class Ov:
+    def __init__(self, path, inputs, label, pinned):
+        import openvino as ov
+        core = ov.Core()
+        m = core.read_model(path)
+        m.reshape({p.get_any_name(): ov.PartialShape(list(x.shape)) for p, x in zip(m.inputs, inputs)})
+        props = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": len(os.sched_getaffinity(0)),
+                 "INFERENCE_PRECISION_HINT": "f32"}
+        if not pinned:
+            props["ENABLE_CPU_PINNING"] = "NO"
+        self.req = core.compile_model(m, "CPU", props).create_infer_request()
+        self.feed = {k: x for k, x in enumerate(inputs)}
+        self.name = label
+
+    def run(self):
+        self.req.infer(self.feed)
+
+    def close(self):
+        pass
+
+
 def open_lib(path):
     lib = ctypes.CDLL(os.path.abspath(path))
     lib.ait_last_error.restype = ctypes.c_char_p
@@ -119,6 +145,9 @@ def main():
     ap.add_argument("--backend", action="append", default=[])
     ap.add_argument("--ort", action="append", default=[], help="an ONNX file for ONNX Runtime "
                     "(LABEL=PATH to name it)")
+    ap.add_argument("--ov", action="append", default=[], help="an ONNX file for OpenVINO (LABEL=PATH)")
+    ap.add_argument("--ov-unpinned", action="append", default=[],
+                    help="the same with ENABLE_CPU_PINNING=NO, as aitune's openvino backend")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--pause-ms", type=float, default=20)
@@ -151,6 +180,11 @@ def main():
     for o in a.ort:
         label, path = o.split("=", 1) if "=" in o else (f"ort {os.path.basename(o)}", o)
         engines.append(Ort(path, inputs, label))
+    for pinned, specs in ((True, a.ov), (False, a.ov_unpinned)):
+        for o in specs:
+            tag = "ov" if pinned else "ov unpinned"
+            label, path = o.split("=", 1) if "=" in o else (f"{tag} {os.path.basename(o)}", o)
+            engines.append(Ov(path, inputs, label, pinned))
     times = {e.name: [] for e in engines}
     rng = random.Random(1)
     for it in range(a.warmup + a.iters):

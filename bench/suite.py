@@ -13,7 +13,12 @@ in range, attention masks padding the last quarter):
   - OpenVINO: CPU, LATENCY hint, threads = cores, f32 (bench/ov_worker.py);
   - aitune's tuned pick: `aitune tune MODEL --samples DIR --batch-sizes N
     --no-cache` with the defaults, then `aitune bench DIR`;
-  - each aitune backend of --backends (`aitune bench MODEL --backend B`).
+  - each aitune backend of --backends (`aitune bench MODEL --backend B`);
+  - aitune:openvino, aitune's openvino candidate alone: `aitune tune MODEL
+    --backends openvino` (the tuner's own openvino candidate, partitioned
+    where it refuses nodes), then `aitune bench DIR` (its saved state: the
+    exported compiled model), compared with OpenVINO alone: the wrapper's
+    overhead (--no-ov-candidate leaves it out; --isa runs do).
 Every engine's outputs are checked against ONNX Runtime's with the harness's
 tolerances (bench/engines.py); an aitune row that fails its check counts as
 0x. Rounds are interleaved over the whole run (round k of every engine ran
@@ -53,7 +58,7 @@ import machine  # noqa: E402
 import models as suite_models  # noqa: E402
 from run import aitune_check, check_row, new_row, time_row  # noqa: E402
 
-ORT, OV = "onnxruntime", "openvino"
+ORT, OV, OVC = "onnxruntime", "openvino", "aitune:openvino"
 ONEDNN_ISA = {"avx2": "AVX2", "portable": "SSE41"}  # ONEDNN_MAX_CPU_ISA per --isa
 
 
@@ -175,6 +180,8 @@ def run_case(a, name, meta, batch, path, tmp):
         if "error" not in time_row(a, row):
             aitune_check(a, row, model, pb, os.path.join(work, "out_" + b), ref, cfg)
         rows.append(row)
+    if a.ov_candidate:
+        rows.append(ov_candidate_row(a, model, pb, batch, work, ref))
     tdir = os.path.join(work, "tuned")
     t0 = time.time()
     t = engines.tune(a.aitune, model, pb, tdir, batch, ISA_CANDIDATES if a.isa else None)
@@ -202,6 +209,24 @@ def run_case(a, name, meta, batch, path, tmp):
              f"{res['latency_ms']['median']:.3f} ms" +
              ("" if r.get("passed", True) else " (FAILED check)")))
     return case
+
+
+def ov_candidate_row(a, model, pb, batch, work, ref):
+    """aitune's openvino candidate alone: a `--backends openvino` tune, timed
+    from its tuned folder like the pick."""
+    odir = os.path.join(work, "tuned_openvino")
+    t = engines.tune(a.aitune, model, pb, odir, batch, "openvino")
+    if "error" in t:
+        row = new_row(OVC, "ovcand", "fp32", None)
+        row["result"] = t
+        row["rounds"] = [t]
+        return row
+    row = new_row(OVC, "ovcand", "fp32",
+                  {"type": "aitune", "target": odir, "batch": batch, "inputs": pb})
+    row["selected"] = t["selected"] or "?"
+    if "error" not in time_row(a, row):
+        aitune_check(a, row, odir, pb, os.path.join(work, "out_ovcand"), ref)
+    return row
 
 
 def another_round(a, cases, k):
@@ -259,6 +284,14 @@ def section(res):
               f"lowest {_f(min(ok) if ok else None)}×. "
               f"**vs OpenVINO:** geometric mean {_f(geomean(tuned_ov))}×. "
               f"OpenVINO vs ONNX Runtime: {_f(geomean([ratio(c, OV, ORT) for c in cases]))}×.", ""]
+    ovc = [(c["model"], ratio(c, OVC, OV)) for c in cases if any(r["label"] == OVC for r in c["rows"])]
+    ovc = [(n, x) for n, x in ovc if x is not None]
+    if ovc:
+        low = min(ovc, key=lambda t: t[1])
+        lines += [f"**aitune's openvino candidate vs OpenVINO alone** (the wrapper's overhead): "
+                  f"geometric mean {_f(geomean([x for _, x in ovc]))}× over {len(ovc)} cases; "
+                  f"≥ 0.97× in {sum(x >= 0.97 for _, x in ovc)} of {len(ovc)}; lowest "
+                  f"{_f(low[1])}× ({low[0]}).", ""]
     cap = f"{OV}@{a['isa']}" if a["isa"] in ONEDNN_ISA else None
     capped = [ratio(c, "aitune tuned", cap) for c in cases] if cap else []
     if cap:
@@ -271,6 +304,9 @@ def section(res):
     head = ["model", "family", "exporter", "batch", "ORT ms", "OV ms"] + \
         ([f"OV@{a['isa']} ms"] if cap else []) + ["tuned ms", "pick", "tuned ×ORT", "tuned ×OV"] + \
         ([f"tuned ×OV@{a['isa']}"] if cap else []) + [b.replace("aitune ", "") + " ×ORT" for b in backs]
+    has_ovc = any(r["label"] == OVC for c in cases for r in c["rows"])
+    if has_ovc:
+        head += ["aitune:openvino ms", "aitune:openvino ×OV"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, (c, tr, to) in enumerate(zip(cases, tuned, tuned_ov)):
         rows = {r["label"]: r for r in c["rows"]}
@@ -282,6 +318,11 @@ def section(res):
                  _ms(rows.get(OV))] + ([_ms(rows.get(cap))] if cap else []) + \
             [_ms(t), f"`{pick}`", _f(tr), _f(to)] + ([_f(capped[i])] if cap else [])
         cells += [_f(ratio(c, b, ORT)) for b in backs]
+        if has_ovc:
+            o = rows.get(OVC)
+            sel = (o or {}).get("selected")
+            cells += [_ms(o) + ("" if not sel or sel.startswith("openvino") else f" (`{sel}`)"),
+                      _f(ratio(c, OVC, OV))]
         lines.append("| " + " | ".join(cells) + " |")
     fails = [(c["model"], c["batch"], r["label"], (r["rounds"][0] if r["rounds"] else {}).get("error")
               or (r.get("check") or {}).get("why") or "check failed")
@@ -344,6 +385,8 @@ def parse_args(argv):
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks.md"))
     ap.add_argument("--json", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--no-ov-candidate", dest="ov_candidate", action="store_false",
+                    help="leave out the aitune:openvino row (a --backends openvino tune)")
     a = ap.parse_args(argv)
     a.names = a.models.split(",") if a.models else None
     a.exporters = (a.exporters or ("torchscript" if a.quick else "torchscript,dynamo")).split(",")
@@ -355,6 +398,7 @@ def parse_args(argv):
     a.threads = os.cpu_count()
     a.label = a.label or (a.isa or "native-isa")
     a.aitune = os.path.abspath(a.aitune)
+    a.ov_candidate = a.ov_candidate and not a.isa  # ISA_CANDIDATES says why
     return a
 
 

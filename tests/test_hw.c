@@ -299,8 +299,8 @@ static void test_thresholds_env(void) {
 static void test_fingerprint(void) {
   const char *fp = ait_hw_fingerprint();
   static const char *const keys[] = {
-      "cpu=",    "features=",   "cores=",    "gpus=",   "cuda=", "nvidia_driver=",
-      "aitune=", "protobuf-c=", "openblas=", "onednn=", NULL};
+      "cpu=",    "features=",   "cores=",    "gpus=",   "cuda=",     "nvidia_driver=",
+      "aitune=", "protobuf-c=", "openblas=", "onednn=", "openvino=", NULL};
   for (int i = 0; keys[i]; i++) {
     const char *at = strstr(fp, keys[i]);
     CHECK(at && (at == fp || at[-1] == ';'));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "aitune.h"
+#include "backends/openvino/ov_info.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "hw/hw_impl.h"
@@ -79,19 +80,22 @@ static void kernel_features(char *out, size_t n) {
 }
 
 /* Keys in this order: cpu, features, cores, gpus, cuda, nvidia_driver, then
- * library versions. Values never hold ';'. */
+ * library versions (openvino's loads libopenvino_c: a tuned folder's
+ * exported OpenVINO blob is only imported by the build that wrote it).
+ * Values never hold ';'. */
 static void fingerprint_init(void) {
-  char model[256], feats[512], gpu[1024];
+  char model[256], feats[512], gpu[1024], ov[128];
   ait_hw_cpuinfo_field("model name", model, sizeof model);
   kernel_features(feats, sizeof feats);
   ait_hw_gpu_fingerprint(gpu, sizeof gpu);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const dnnl_version_t *dv = dnnl_version();
   snprintf(fp_text, sizeof fp_text,
-           "cpu=%s;features=%s;cores=%ld;%s;aitune=%s;protobuf-c=%s;openblas=%s;onednn=%d.%d.%d",
+           "cpu=%s;features=%s;cores=%ld;%s;aitune=%s;protobuf-c=%s;openblas=%s;onednn=%d.%d.%d;"
+           "openvino=%s",
            model[0] ? model : "unknown", feats, cores, gpu, AIT_VERSION_STRING,
            protobuf_c_version(), openblas_get_config(), dv ? dv->major : 0, dv ? dv->minor : 0,
-           dv ? dv->patch : 0);
+           dv ? dv->patch : 0, ov_info_version(ov, sizeof ov));
   ait_sha256_hex(fp_text, strlen(fp_text), fp_digest);
 }
 

@@ -5,16 +5,21 @@
  * the tuner hands over the graph, never the user's file) and reads them with
  * ov_core_read_model_from_memory_buffer. Each input signature gets its own
  * compiled model: the model reshaped to those static shapes (OpenVINO's CPU
- * plugin is fastest on static shapes), compiled for "CPU" with the LATENCY
- * hint, `threads` inference threads, f32 (or bf16) inference precision and
- * no thread pinning (other engines share the process), up to MAX_PLANS
- * signatures, the oldest dropped beyond. A model OpenVINO cannot read or
+ * plugin is fastest on static shapes; dynamic=on: one compiled model for
+ * all), compiled for "CPU" with the options' hint, streams, threads and
+ * inference precision (ov_options.h) and no thread pinning (other engines
+ * share the process), up to MAX_PLANS signatures, the oldest dropped
+ * beyond. What OpenVINO computes wrong is refused by supports()
+ * (ov_refuse.c). A model OpenVINO cannot read or
  * compile fails the build with OpenVINO's message: never a silent fallback.
  *
  * Inputs are handed to OpenVINO in place (host-pointer tensors). Outputs are
  * OpenVINO's own buffers, borrowed until the next infer, deactivate or
- * destroy (backend.h's contract). save() keeps nothing but a note: load()
- * rebuilds from the graph, which the tuned folder holds. */
+ * destroy (backend.h's contract). save() exports the compiled model of the
+ * last signature run (ov_compiled_model_export_model) beside an index,
+ * openvino.txt, with OpenVINO's build and the signature; load() imports it
+ * (no compile) when the build matches, and reads the graph into a model
+ * only when a signature without a compiled model arrives. */
 #ifdef AIT_HAVE_OPENVINO
 
 #include <stdio.h>
@@ -22,7 +27,10 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/openvino/ov_info.h"
 #include "backends/openvino/ov_lib.h"
+#include "backends/openvino/ov_options.h"
+#include "backends/openvino/ov_refuse.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "hw/hw_impl.h"
@@ -31,22 +39,21 @@
 #define MAX_PLANS 4
 #define MAX_IO 256
 
-static const ait_option_def ov_options[] = {
-    {"threads", AIT_OPT_INT, "auto", "1..256",
-     "OpenVINO's inference threads (auto: the cores this process may use)"},
-    {"precision", AIT_OPT_ENUM, "f32", "f32|bf16",
-     "inference precision hint: bf16 where the CPU has AVX512-BF16 or AMX (judged as bf16)"},
-};
-
 /* aitune dtype <-> OpenVINO element type */
 static const struct {
   ait_dtype dt;
   ov_element_type_e ov;
 } dtypes[] = {
-    {AIT_FLOAT32, F32},  {AIT_FLOAT16, F16}, {AIT_BFLOAT16, BF16}, {AIT_FLOAT64, F64},
-    {AIT_INT8, I8},      {AIT_INT16, I16},   {AIT_INT32, I32},     {AIT_INT64, I64},
-    {AIT_UINT8, U8},     {AIT_UINT16, U16},  {AIT_UINT32, U32},    {AIT_UINT64, U64},
-    {AIT_BOOL, BOOLEAN},
+    {AIT_FLOAT32, F32},       {AIT_FLOAT16, F16},
+    {AIT_BFLOAT16, BF16},     {AIT_FLOAT64, F64},
+    {AIT_INT8, I8},           {AIT_INT16, I16},
+    {AIT_INT32, I32},         {AIT_INT64, I64},
+    {AIT_UINT8, U8},          {AIT_UINT16, U16},
+    {AIT_UINT32, U32},        {AIT_UINT64, U64},
+    {AIT_BOOL, BOOLEAN},      {AIT_FLOAT8E4M3FN, F8E4M3},
+    {AIT_FLOAT8E5M2, F8E5M3}, /* sic: e5m2 */
+    {AIT_FLOAT8E8M0, F8E8M0},
+    /* not the 4-bit types: OpenVINO packs two to a byte, aitune keeps one */
 };
 
 static bool to_ov(ait_dtype dt, ov_element_type_e *out) {
@@ -67,18 +74,35 @@ typedef struct ov_plan {
   ov_compiled_model_t *compiled;
   ov_infer_request_t *req;
   unsigned last_use;
+  /* an imported plan's blob: OpenVINO's CPU plugin keeps pointing into the
+   * bytes it was imported from (its weights are not copied), so they live
+   * as long as the compiled model. Freeing them after the import was the
+   * SIGSEGV of session 11 (a use after free once the allocator returned
+   * the pages: always for ResNet-50's 102 MB blob) */
+  void *blob;
 } ov_plan;
 
 typedef struct ov_state {
   const ov_lib *L;
+  const ait_graph *g; /* borrowed (backend.h): read into `model` when a plan needs compiling */
   ov_core_t *core;
-  ov_model_t *model;
-  uint8_t *onnx; /* the bytes the model was read from (kept while it lives) */
+  ov_model_t *model; /* NULL until a plan is compiled (a load that imports never reads it) */
+  uint8_t *onnx;     /* the bytes the model was read from (kept while it lives) */
   int n_in, n_out;
+  /* port[i]: the OpenVINO model input that aitune's input i feeds, -1 when
+   * OpenVINO's frontend dropped it (an input read only for its type, as
+   * CastLike's `target_type`, or an empty `axes`) */
+  int port[MAX_IO];
   char threads[16];
   char precision[8];
+  char hint[16];    /* LATENCY, THROUGHPUT */
+  char streams[16]; /* "" for the hint's choice */
+  bool dynamic;     /* one compiled model with the model's own (symbolic) shapes */
   ov_plan *plans[MAX_PLANS];
   unsigned uses;
+  /* the last run's signature, kept across deactivate: save() exports it */
+  int n_last;
+  int64_t last[MAX_IO * (AIT_MAX_RANK + 1)];
   ov_tensor_t *outs[MAX_IO]; /* the last run's outputs, lent to the caller */
 } ov_state;
 
@@ -95,12 +119,32 @@ static bool ov_available(char *why, size_t n) {
   return true;
 }
 
+/* A reduced precision this CPU lacks: OpenVINO would quietly compute in f32
+ * (or emulate), so the candidate would not be what it says. NULL when fine. */
+static const char *precision_missing(const ait_backend_config *cfg) {
+  const char *p = ait_backend_config_get(cfg, "precision");
+  if (!p || !strcmp(p, "f32")) return NULL;
+  char flags[8192];
+  ait_hw_cpuinfo_field("flags", flags, sizeof flags);
+  uint32_t f = ait_hw_cpu_features_from_flags(flags);
+  if (!strcmp(p, "bf16") && !(f & (AIT_CPU_AVX512_BF16 | AIT_CPU_AMX_BF16)))
+    return "precision=bf16 needs AVX512-BF16 or AMX-BF16, which this CPU lacks";
+  if (!strcmp(p, "f16") && !(f & AIT_CPU_AVX512_FP16))
+    return "precision=f16 needs AVX512-FP16, which this CPU lacks";
+  return NULL;
+}
+
 static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
                         char *why, size_t n) {
+  const char *missing = precision_missing(cfg);
+  if (missing) {
+    snprintf(why, n, "openvino: %s", missing);
+    return false;
+  }
   /* OpenVINO's ONNX frontend reads the standard domains; an op it lacks
    * fails the build with its message, naming the node */
   if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml"))
-    return true;
+    return !ov_refuses(g, node, why, n); /* what it reads but computes wrong */
   snprintf(why, n, "OpenVINO's ONNX frontend reads the standard domains, not %s (%s)", node->domain,
            ait_node_desc(node));
   return false;
@@ -115,6 +159,7 @@ static void plan_free(const ov_lib *L, ov_plan *p) {
   if (!p) return;
   if (p->req) L->infer_request_free(p->req);
   if (p->compiled) L->compiled_model_free(p->compiled);
+  free(p->blob); /* after the compiled model that points into it */
   free(p);
 }
 
@@ -138,29 +183,94 @@ static ait_status ov_fail(const ov_lib *L, ov_status_e st, const char *what) {
   return ait_err(AIT_E_RUNTIME, "OpenVINO: %s: %s", what, ov_lib_error(L, st));
 }
 
-/* The model reshaped to the inputs' shapes, compiled, with its request. */
-static ait_status compile_plan(ov_state *s, const ait_tensor *const *in, ov_plan *p) {
+/* s->port from the inputs of OpenVINO's model (or of an imported compiled
+ * model: the same order): its frontend drops inputs that only lend their
+ * type or are empty, and then the others are found by name. */
+static ait_status map_inputs(ov_state *s, const ov_compiled_model_t *compiled) {
   const ov_lib *L = s->L;
+  const ait_graph *g = s->g;
+  size_t n = 0;
+  ov_status_e st =
+      compiled ? L->compiled_model_inputs_size(compiled, &n) : L->model_inputs_size(s->model, &n);
+  if (st != OK) return ov_fail(L, st, "counting the model's inputs");
+  /* all there: in order (names can mislead: a Parameter that is also the
+   * output of an Identity or Dropout answers with the output's name) */
+  for (int i = 0; i < s->n_in; i++)
+    s->port[i] = n == (size_t)s->n_in ? i : -1;
+  for (size_t k = 0; n != (size_t)s->n_in && k < n; k++) {
+    ov_output_const_port_t *port = NULL;
+    char *name = NULL;
+    st = compiled ? L->compiled_model_input_by_index(compiled, k, &port)
+                  : L->model_const_input_by_index(s->model, k, &port);
+    if (st == OK) st = L->port_get_any_name(port, &name);
+    int found = -1;
+    for (int i = 0; st == OK && i < s->n_in && found < 0; i++)
+      if (!strcmp(g->values[g->inputs[i]].name, name)) found = i;
+    if (name) L->free_str(name);
+    if (port) L->output_const_port_free(port);
+    if (st != OK) return ov_fail(L, st, "reading the model's input names");
+    if (found < 0)
+      return ait_err(AIT_E_RUNTIME,
+                     "openvino: OpenVINO's model has an input %zu that aitune's graph lacks", k);
+    s->port[found] = (int)k;
+  }
+  return AIT_OK;
+}
+
+/* The graph as an OpenVINO model, once per state. */
+static ait_status ensure_model(ov_state *s) {
+  if (s->model) return AIT_OK;
+  const ov_lib *L = s->L;
+  size_t len = 0;
+  free(s->onnx);
+  s->onnx = NULL;
+  AIT_TRY(ait_onnx_write_model_buffer(s->g, &s->onnx, &len));
+  ov_status_e os =
+      L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL, &s->model);
+  if (os != OK) return ov_fail(L, os, "reading the model (its ONNX frontend)");
+  return map_inputs(s, NULL);
+}
+
+/* The model reshaped to signature p->sig (rank, dims... of every input),
+ * compiled, with its request. */
+static ait_status compile_plan(ov_state *s, ov_plan *p) {
+  const ov_lib *L = s->L;
+  AIT_TRY(ensure_model(s));
   ov_partial_shape_t shapes[MAX_IO];
   size_t ports[MAX_IO];
   int made = 0;
   ov_status_e st = OK;
   /* scalars stay as declared: a rank-0 partial shape does not read back as
    * rank 0 (Range refuses it) */
-  for (int i = 0; i < s->n_in && st == OK; i++) {
-    if (in[i]->rank == 0) continue;
-    ports[made] = (size_t)i;
-    st = L->partial_shape_create_static(in[i]->rank, in[i]->dims, &shapes[made]);
+  for (int i = 0, at = 0; i < s->n_in && at < p->n_sig && st == OK; i++) {
+    int rank = (int)p->sig[at];
+    const int64_t *d = &p->sig[at + 1];
+    at += 1 + rank;
+    if (rank == 0 || s->port[i] < 0) continue;
+    ports[made] = (size_t)s->port[i];
+    /* ov_partial_shape_create_static refuses a zero dimension (an empty
+     * tensor); min = max = d says the same and takes 0 */
+    ov_dimension_t dims[AIT_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+      dims[k] = (ov_dimension_t){d[k], d[k]};
+    st = L->partial_shape_create(rank, dims, &shapes[made]);
     made += st == OK;
   }
-  if (st == OK && made)
+  if (st == OK && made && !s->dynamic)
     st = L->model_reshape_by_port_indexes(s->model, ports, shapes, (size_t)made);
   for (int i = 0; i < made; i++)
     L->partial_shape_free(&shapes[i]);
   if (st != OK) return ov_fail(L, st, "reshaping the model to the input shapes");
-  st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", "LATENCY",
-                        "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
-                        s->precision, "ENABLE_CPU_PINNING", "NO");
+  /* NUM_STREAMS only when set: given, it overrides the hint's choice */
+  if (s->streams[0])
+    st = L->compile_model(s->core, s->model, "CPU", 10, &p->compiled, "PERFORMANCE_HINT", s->hint,
+                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
+                          s->precision, "ENABLE_CPU_PINNING", "NO", "NUM_STREAMS", s->streams);
+  else
+    st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", s->hint,
+                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
+                          s->precision, "ENABLE_CPU_PINNING", "NO");
+  ov_info_count_compile();
   if (st != OK) return ov_fail(L, st, "compiling the model for CPU");
   st = L->compiled_model_create_infer_request(p->compiled, &p->req);
   if (st != OK) return ov_fail(L, st, "creating an infer request");
@@ -177,10 +287,21 @@ static int signature(const ait_tensor *const *in, int n_in, int64_t *sig) {
   return k;
 }
 
-static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **out) {
-  int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)];
-  int n_sig = signature(in, s->n_in, sig);
+/* p into the least recently used slot. */
+static void add_plan(ov_state *s, ov_plan *p) {
   int oldest = 0;
+  for (int i = 0; i < MAX_PLANS; i++)
+    if (!s->plans[i] || (s->plans[oldest] && s->plans[i]->last_use < s->plans[oldest]->last_use))
+      oldest = i;
+  drop_outputs(s); /* they may belong to the plan being replaced */
+  plan_free(s->L, s->plans[oldest]);
+  s->plans[oldest] = p;
+  p->last_use = ++s->uses;
+}
+
+/* The plan for signature sig (n_sig entries; 0 for a dynamic state, whose
+ * one plan answers every signature), compiled when there is none. */
+static ait_status plan_for_sig(ov_state *s, const int64_t *sig, int n_sig, ov_plan **out) {
   for (int i = 0; i < MAX_PLANS; i++) {
     ov_plan *p = s->plans[i];
     if (p && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig)) {
@@ -188,22 +309,27 @@ static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **o
       *out = p;
       return AIT_OK;
     }
-    if (!p || (s->plans[oldest] && p->last_use < s->plans[oldest]->last_use)) oldest = i;
   }
   ov_plan *p = calloc(1, sizeof *p);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
   p->n_sig = n_sig;
   memcpy(p->sig, sig, sizeof(int64_t) * (size_t)n_sig);
-  ait_status st = compile_plan(s, in, p);
+  ait_status st = compile_plan(s, p);
   if (st) {
     plan_free(s->L, p);
     return st;
   }
-  drop_outputs(s); /* they may belong to the plan being replaced */
-  plan_free(s->L, s->plans[oldest]);
-  s->plans[oldest] = p;
-  p->last_use = ++s->uses;
+  add_plan(s, p);
   *out = p;
+  return AIT_OK;
+}
+
+static ait_status plan_for(ov_state *s, const ait_tensor *const *in, ov_plan **out) {
+  int64_t sig[MAX_IO * (AIT_MAX_RANK + 1)];
+  int n_sig = s->dynamic ? 0 : signature(in, s->n_in, sig);
+  AIT_TRY(plan_for_sig(s, sig, n_sig, out));
+  s->n_last = n_sig;
+  memcpy(s->last, sig, sizeof(int64_t) * (size_t)n_sig);
   return AIT_OK;
 }
 
@@ -223,6 +349,7 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
   ov_status_e st = OK;
   for (int i = 0; i < n_in && st == OK; i++) {
     ov_element_type_e et;
+    if (s->port[i] < 0) continue; /* OpenVINO's model does not read it */
     if (!to_ov(in[i]->dtype, &et))
       return ait_err(AIT_E_DTYPE, "openvino: input %d has dtype %s, which OpenVINO does not take",
                      i, ait_dtype_name(in[i]->dtype));
@@ -230,7 +357,7 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
     ov_shape_t shape = {in[i]->rank, (int64_t *)in[i]->dims};
     ov_tensor_t *t = NULL;
     st = L->tensor_create_from_host_ptr(et, shape, in[i]->data, &t);
-    if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)i, t);
+    if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)s->port[i], t);
     if (t) L->tensor_free(t); /* the request keeps its own reference */
   }
   if (st != OK) return ov_fail(L, st, "setting the inputs");
@@ -273,29 +400,46 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
   return res;
 }
 
-static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
-                           const ait_build_info *info, void **state) {
+/* A state without a model or plans: the library, a core, the options. */
+static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, ov_state **out) {
   char why[512] = "";
   const ov_lib *L = ov_lib_get(why, sizeof why);
   if (!L) return ait_err(AIT_E_UNSUPPORTED, "openvino: %s", why);
   if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
     return ait_err(AIT_E_UNSUPPORTED, "openvino: more than %d inputs or outputs", MAX_IO);
+  const char *missing = precision_missing(cfg);
+  if (missing) return ait_err(AIT_E_UNSUPPORTED, "openvino: %s", missing);
   ov_state *s = calloc(1, sizeof *s);
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->L = L;
+  s->g = g;
   s->n_in = g->n_inputs;
   s->n_out = g->n_outputs;
   snprintf(s->threads, sizeof s->threads, "%lld",
            (long long)ait_backend_config_int(cfg, "threads", ait_hw_usable_cores()));
   const char *prec = ait_backend_config_get(cfg, "precision");
   snprintf(s->precision, sizeof s->precision, "%s", prec ? prec : "f32");
-  size_t len = 0;
-  ait_status st = ait_onnx_write_model_buffer(g, &s->onnx, &len);
-  ov_status_e os = OK;
-  if (!st && (os = L->core_create(&s->core)) != OK) st = ov_fail(L, os, "ov_core_create");
-  if (!st && (os = L->read_model_from_memory_buffer(s->core, (const char *)s->onnx, len, NULL,
-                                                    &s->model)) != OK)
-    st = ov_fail(L, os, "reading the model (its ONNX frontend)");
+  const char *hint = ait_backend_config_get(cfg, "hint");
+  snprintf(s->hint, sizeof s->hint, "%s",
+           hint && !strcmp(hint, "throughput") ? "THROUGHPUT" : "LATENCY");
+  const char *streams = ait_backend_config_get(cfg, "streams");
+  snprintf(s->streams, sizeof s->streams, "%s", streams && strcmp(streams, "auto") ? streams : "");
+  const char *dyn = ait_backend_config_get(cfg, "dynamic");
+  s->dynamic = dyn && !strcmp(dyn, "on");
+  ov_status_e os = L->core_create(&s->core);
+  if (os != OK) {
+    ov_destroy(s);
+    return ov_fail(L, os, "ov_core_create");
+  }
+  *out = s;
+  return AIT_OK;
+}
+
+static ait_status ov_build(const ait_backend_config *cfg, const ait_graph *g,
+                           const ait_build_info *info, void **state) {
+  ov_state *s = NULL;
+  AIT_TRY(new_state(cfg, g, &s));
+  ait_status st = ensure_model(s);
   /* compile now for the first sample's shapes, so an op OpenVINO cannot
    * compile fails the build rather than the first run */
   if (!st && info && info->n_samples > 0 && info->samples && info->samples[0]) {
@@ -317,26 +461,165 @@ static ait_status ov_deactivate(void *state) {
   return AIT_OK;
 }
 
+/* ---- saved state: openvino.txt and the exported compiled model ----------
+ * openvino.txt: "aitune-openvino 1 BUILD" (OpenVINO's build number), then
+ * "openvino_0.blob N s1 ... sN" for the blob and its input signature (none
+ * when nothing ran). A blob holds OpenVINO's compiled graph and the weights
+ * again; it is covered by the folder's manifest like every file. */
+
+#define INDEX_MAGIC "aitune-openvino 1"
+#define BLOB_NAME "openvino_0.blob"
+
+/* Only the most recently used signature is exported (the one the tuner
+ * measured; other shapes compile on first use): one blob, never one per
+ * plan. Export reads the compiled model only, on the caller's thread, while
+ * no request of this state runs (one thread per state: backend.h). */
 static ait_status ov_save(void *state, const char *dir) {
-  static const char note[] = "openvino: rebuilt from the tuned folder's graph on load\n";
-  char *path = ait_path_join(dir, "openvino.txt");
-  if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_status st = ait_write_file_atomic(path, note, sizeof note - 1);
+  ov_state *s = state;
+  const ov_lib *L = s->L;
+  char ver[128];
+  ov_info_version(ver, sizeof ver);
+  size_t cap = 256 + 21 * (size_t)MAX_IO * (AIT_MAX_RANK + 1);
+  char *idx = malloc(cap);
+  if (!idx) return ait_err(AIT_E_NOMEM, "out of memory");
+  size_t len = (size_t)snprintf(idx, cap, "%s %s\n", INDEX_MAGIC, ver);
+  ait_status st = AIT_OK;
+  ov_plan *p = NULL;
+  /* after deactivate the plan is gone: compiled again for the export */
+  if (s->n_last > 0 || s->dynamic) st = plan_for_sig(s, s->last, s->n_last, &p);
+  char *path = NULL;
+  if (!st && p) {
+    if (!(path = ait_path_join(dir, BLOB_NAME))) st = ait_err(AIT_E_NOMEM, "out of memory");
+    ov_status_e os = st ? OK : L->export_model(p->compiled, path);
+    if (!st && os != OK) st = ov_fail(L, os, "exporting the compiled model");
+    free(path);
+    len += (size_t)snprintf(idx + len, cap - len, "%s %d", BLOB_NAME, p->n_sig);
+    for (int i = 0; i < p->n_sig; i++)
+      len += (size_t)snprintf(idx + len, cap - len, " %lld", (long long)p->sig[i]);
+    len += (size_t)snprintf(idx + len, cap - len, "\n");
+  }
+  path = st ? NULL : ait_path_join(dir, "openvino.txt");
+  if (!st && !path) st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st) st = ait_write_file_atomic(path, idx, len);
   free(path);
+  free(idx);
   return st;
 }
 
+/* The blob line "openvino_0.blob N s1 ... sN" (untrusted), imported. */
+static ait_status import_blob(ov_state *s, const char *dir, char *line) {
+  const ov_lib *L = s->L;
+  char *save = NULL, *name = strtok_r(line, " ", &save), *tok = strtok_r(NULL, " ", &save);
+  if (!name || strcmp(name, BLOB_NAME) || !tok)
+    return ait_err(AIT_E_PARSE, "openvino.txt: a malformed blob line");
+  char *end = NULL;
+  long n = strtol(tok, &end, 10);
+  if (*end || n < 0 || n > MAX_IO * (AIT_MAX_RANK + 1) || (n == 0) != s->dynamic)
+    return ait_err(AIT_E_PARSE, "openvino.txt: a bad signature length");
+  ov_plan *p = calloc(1, sizeof *p);
+  if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
+  p->n_sig = (int)n;
+  /* the signature must parse as this graph's inputs: rank, then as many
+   * dims, for each input */
+  ait_status st = AIT_OK;
+  int at = 0;
+  for (int i = 0; !st && i < s->n_in && !s->dynamic; i++) {
+    for (int k = 0; !st && (k == 0 || k <= p->sig[at]); k++) {
+      tok = at + k < p->n_sig ? strtok_r(NULL, " ", &save) : NULL;
+      long long v = tok ? strtoll(tok, &end, 10) : -1;
+      if (!tok || *end || v < 0 || (k == 0 && v > AIT_MAX_RANK))
+        st = ait_err(AIT_E_PARSE, "openvino.txt: a bad signature");
+      else
+        p->sig[at + k] = v;
+    }
+    if (!st) at += 1 + (int)p->sig[at];
+  }
+  if (!st && at != p->n_sig) st = ait_err(AIT_E_PARSE, "openvino.txt: a bad signature");
+  char *path = st ? NULL : ait_path_join(dir, name);
+  if (!st && !path) st = ait_err(AIT_E_NOMEM, "out of memory");
+  size_t size = 0;
+  if (!st) st = ait_read_file(path, &p->blob, &size);
+  free(path);
+  ov_status_e os = OK;
+  if (!st && (os = L->import_model(s->core, p->blob, size, "CPU", &p->compiled)) != OK)
+    st = ait_err(AIT_E_PARSE, "cannot import %s (damaged?): %s", name, ov_lib_error(L, os));
+  if (!st && (os = L->compiled_model_create_infer_request(p->compiled, &p->req)) != OK)
+    st = ov_fail(L, os, "creating an infer request");
+  if (!st) st = map_inputs(s, p->compiled);
+  if (st) {
+    plan_free(L, p);
+    return st;
+  }
+  add_plan(s, p);
+  s->n_last = p->n_sig;
+  memcpy(s->last, p->sig, sizeof(int64_t) * (size_t)p->n_sig);
+  return AIT_OK;
+}
+
+/* An imported model takes the CPU plugin's properties from the core, not
+ * from its blob (without this it came back in bf16 on AMX CPUs): the same
+ * ones compile_plan passes, set on this state's own core. */
+static ait_status core_properties(ov_state *s) {
+  const char *const props[][2] = {{"PERFORMANCE_HINT", s->hint},
+                                  {"INFERENCE_NUM_THREADS", s->threads},
+                                  {"INFERENCE_PRECISION_HINT", s->precision},
+                                  {"ENABLE_CPU_PINNING", "NO"},
+                                  {"NUM_STREAMS", s->streams}};
+  ov_status_e os = OK;
+  for (size_t i = 0; i < sizeof props / sizeof props[0] && os == OK; i++)
+    if (props[i][1][0]) os = s->L->core_set_property(s->core, "CPU", props[i][0], props[i][1]);
+  return os == OK ? AIT_OK : ov_fail(s->L, os, "setting the CPU plugin's properties");
+}
+
+/* Imports the saved blob when OpenVINO's build is the one that wrote it.
+ * Another build's blob is not imported (OpenVINO does not promise to read
+ * it): the graph, which the tuned folder holds, is compiled on first use
+ * instead; the folder's fingerprint names the version change. */
 static ait_status ov_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                           void **state) {
-  return ov_build(cfg, g, NULL, state);
+  ov_state *s = NULL;
+  AIT_TRY(new_state(cfg, g, &s));
+  char *path = ait_path_join(dir, "openvino.txt"), ver[128], head[256];
+  void *data = NULL;
+  size_t size = 0;
+  ait_status st = path ? ait_read_file(path, &data, &size) : ait_err(AIT_E_NOMEM, "out of memory");
+  free(path);
+  char *text = st ? NULL : realloc(data, size + 1);
+  if (!st && !text) st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st) {
+    data = text;
+    text[size] = 0;
+    snprintf(head, sizeof head, "%s %s", INDEX_MAGIC, ov_info_version(ver, sizeof ver));
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    if (!line || strncmp(line, INDEX_MAGIC " ", strlen(INDEX_MAGIC) + 1))
+      st = ait_err(AIT_E_PARSE, "openvino: openvino.txt is not an aitune openvino index");
+    else if (!strcmp(line, head) && (line = strtok_r(NULL, "\n", &save))) {
+      st = core_properties(s);
+      if (!st) st = import_blob(s, dir, line);
+    }
+  }
+  free(data);
+  if (st) {
+    ov_destroy(s);
+    return ait_err_prefix(st, "openvino");
+  }
+  *state = s;
+  return AIT_OK;
 }
 
 static const char *ov_precision(const ait_backend_config *cfg) {
   const char *p = ait_backend_config_get(cfg, "precision");
-  return p && !strcmp(p, "bf16") ? "bf16" : NULL;
+  if (p && !strcmp(p, "bf16")) return "bf16";
+  if (p && !strcmp(p, "f16")) return "fp16";
+  return NULL;
 }
 
-static const char *const ov_variants[] = {"openvino", NULL};
+/* The reduced precisions join only under --precision auto or any (the
+ * tuner's rule for every backend); hint, streams and dynamic only when
+ * named: the tuner and sessions run one request at a time, which the
+ * latency hint's single stream serves best (docs/openvino.md). */
+static const char *const ov_variants[] = {"openvino", "openvino:precision=bf16",
+                                          "openvino:precision=f16", NULL};
 
 const ait_backend_iface ait_backend_openvino = {
     .name = "openvino",

@@ -7,12 +7,8 @@
 #include <stdio.h>
 
 #include "backends/backend.h"
+#include "backends/openvino/ov_options.h"
 #include "core/error.h"
-
-static const ait_option_def ov_stub_options[] = {
-    {"threads", AIT_OPT_INT, "auto", "1..256", "OpenVINO's inference threads"},
-    {"precision", AIT_OPT_ENUM, "f32", "f32|bf16", "inference precision hint"},
-};
 
 static const char stub_reason[] =
     "built without OpenVINO (install the PyPI wheel `openvino` into .venv, or set "
@@ -56,8 +52,8 @@ static const char *const stub_variants[] = {"openvino", NULL};
 const ait_backend_iface ait_backend_openvino = {
     .name = "openvino",
     .summary = "Intel OpenVINO's CPU plugin through its C API (not built in)",
-    .options = ov_stub_options,
-    .n_options = (int)(sizeof ov_stub_options / sizeof ov_stub_options[0]),
+    .options = ov_options,
+    .n_options = (int)(sizeof ov_options / sizeof ov_options[0]),
     .available = stub_available,
     .supports = stub_supports,
     .build = stub_build,

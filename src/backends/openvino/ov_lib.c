@@ -1,6 +1,21 @@
 /* Loading libopenvino_c at run time (ov_lib.h). The symbols are a table of
  * names and offsets into struct ov_lib, so adding a call is one row. */
-#ifdef AIT_HAVE_OPENVINO
+#include "backends/openvino/ov_info.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+static atomic_ulong compiles;
+
+unsigned long ov_info_compiles(void) { return atomic_load(&compiles); }
+void ov_info_count_compile(void) { atomic_fetch_add(&compiles, 1); }
+
+#ifndef AIT_HAVE_OPENVINO
+const char *ov_info_version(char *buf, size_t n) {
+  snprintf(buf, n, "none");
+  return buf;
+}
+#else
 
 #include "backends/openvino/ov_lib.h"
 
@@ -26,6 +41,7 @@ static const struct {
     ROW(model_free, "ov_model_free"),
     ROW(model_reshape_by_port_indexes, "ov_model_reshape_by_port_indexes"),
     ROW(partial_shape_create_static, "ov_partial_shape_create_static"),
+    ROW(partial_shape_create, "ov_partial_shape_create"),
     ROW(partial_shape_free, "ov_partial_shape_free"),
     ROW(compiled_model_create_infer_request, "ov_compiled_model_create_infer_request"),
     ROW(compiled_model_free, "ov_compiled_model_free"),
@@ -42,7 +58,17 @@ static const struct {
     ROW(shape_free, "ov_shape_free"),
     ROW(get_last_err_msg, "ov_get_last_err_msg"),
     ROW(get_error_info, "ov_get_error_info"),
+    ROW(model_inputs_size, "ov_model_inputs_size"),
+    ROW(model_const_input_by_index, "ov_model_const_input_by_index"),
+    ROW(port_get_any_name, "ov_port_get_any_name"),
+    ROW(output_const_port_free, "ov_output_const_port_free"),
+    ROW(free_str, "ov_free"),
     ROW(get_openvino_version, "ov_get_openvino_version"),
+    ROW(core_set_property, "ov_core_set_property"),
+    ROW(export_model, "ov_compiled_model_export_model"),
+    ROW(import_model, "ov_core_import_model"),
+    ROW(compiled_model_inputs_size, "ov_compiled_model_inputs_size"),
+    ROW(compiled_model_input_by_index, "ov_compiled_model_input_by_index"),
     ROW(version_free, "ov_version_free"),
 };
 
@@ -102,6 +128,19 @@ const char *ov_lib_error(const ov_lib *L, ov_status_e st) {
   if (m && *m) return m;
   m = L->get_error_info ? L->get_error_info(st) : NULL;
   return m ? m : "unknown error";
+}
+
+const char *ov_info_version(char *buf, size_t n) {
+  const ov_lib *L = ov_lib_get(NULL, 0);
+  ov_version_t v = {0};
+  snprintf(buf, n, "none");
+  if (L && L->get_openvino_version(&v) == OK) {
+    snprintf(buf, n, "%s", v.buildNumber ? v.buildNumber : "unknown");
+    L->version_free(&v);
+  }
+  for (char *c = buf; *c; c++) /* one word without the fingerprint's separators */
+    if (*c == ' ' || *c == ';' || *c == '\n') *c = '_';
+  return buf;
 }
 
 #endif

@@ -28,6 +28,8 @@ typedef struct ov_lib {
                                                size_t size);
   ov_status_e (*partial_shape_create_static)(const int64_t rank, const int64_t *dims,
                                              ov_partial_shape_t *partial_shape_obj);
+  ov_status_e (*partial_shape_create)(const int64_t rank, const ov_dimension_t *dims,
+                                      ov_partial_shape_t *partial_shape_obj);
   void (*partial_shape_free)(ov_partial_shape_t *partial_shape);
   ov_status_e (*compiled_model_create_infer_request)(const ov_compiled_model_t *compiled_model,
                                                      ov_infer_request_t **infer_request);
@@ -48,8 +50,24 @@ typedef struct ov_lib {
   ov_status_e (*shape_free)(ov_shape_t *shape);
   const char *(*get_last_err_msg)(void);
   const char *(*get_error_info)(ov_status_e status);
+  ov_status_e (*model_inputs_size)(const ov_model_t *model, size_t *input_size);
+  ov_status_e (*model_const_input_by_index)(const ov_model_t *model, const size_t index,
+                                            ov_output_const_port_t **input_port);
+  ov_status_e (*port_get_any_name)(const ov_output_const_port_t *port, char **tensor_name);
+  void (*output_const_port_free)(ov_output_const_port_t *port);
+  void (*free_str)(const char *content);
   ov_status_e (*get_openvino_version)(ov_version_t *version);
   void (*version_free)(ov_version_t *version);
+  ov_status_e (*core_set_property)(const ov_core_t *core, const char *device_name, ...);
+  ov_status_e (*export_model)(const ov_compiled_model_t *compiled_model,
+                              const char *export_model_path);
+  ov_status_e (*import_model)(const ov_core_t *core, const char *content, const size_t content_size,
+                              const char *device_name, ov_compiled_model_t **compiled_model);
+  ov_status_e (*compiled_model_inputs_size)(const ov_compiled_model_t *compiled_model,
+                                            size_t *size);
+  ov_status_e (*compiled_model_input_by_index)(const ov_compiled_model_t *compiled_model,
+                                               const size_t index,
+                                               ov_output_const_port_t **input_port);
 } ov_lib;
 
 /* The loaded library, or NULL with the reason in why (the path tried and
