@@ -56,8 +56,7 @@ ait_module *ait_module_alloc(const char *path, const char *name, const ait_limit
 }
 
 ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
-                                 const char *name, const ait_load_options *opts,
-                                 ait_module **out) {
+                                 const char *name, const ait_load_options *opts, ait_module **out) {
   *out = NULL;
   ait_module *m = calloc(1, sizeof *m);
   if (!m) return ait_err(AIT_E_NOMEM, "out of memory");

@@ -56,8 +56,7 @@ ait_module *ait_module_alloc(const char *path, const char *name, const ait_limit
 #define AIT_MOD_MAX_INPUTS 64 /* graph inputs a call may pass */
 /* opts: the caller's load limits (NULL: the defaults) */
 ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
-                                 const char *name, const ait_load_options *opts,
-                                 ait_module **out);
+                                 const char *name, const ait_load_options *opts, ait_module **out);
 void ait_mod_free(ait_module *m);
 /* Drop the built state (and the outputs, which may borrow from it). */
 void ait_mod_drop_state(ait_module *m);
