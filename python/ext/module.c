@@ -264,10 +264,11 @@ static PyObject *module_run(ext_module *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   ait_tensor_view views_in[MAX_INPUTS];
-  int device = 0, dev_id = 0;
+  int device = 0, dev_id = 0, torch_device = 0;
   for (size_t i = 0; i < self->n_inputs; i++) {
     views_in[i] = ins[i].view;
     if (ins[i].on_device && !device) device = 1, dev_id = ins[i].view.device;
+    if (ins[i].on_device && ins[i].is_torch) torch_device = 1;
   }
   int as_torch = self->n_inputs && ins[0].is_torch;
   size_t n_out = self->n_outputs;
@@ -285,8 +286,11 @@ static PyObject *module_run(ext_module *self, PyObject *args, PyObject *kw) {
       return NULL;
     }
   }
+  /* torch's current stream only when torch made the device inputs: asking
+   * it otherwise initialises CUDA in torch (and fails where torch has none,
+   * before the module could say it runs on the host) */
   void *stream = NULL;
-  if (device && ext_torch_stream(dev_id, &stream) < 0) {
+  if (torch_device && ext_torch_stream(dev_id, &stream) < 0) {
     Py_XDECREF(outs_seq);
     ext_inputs_release(ins, (Py_ssize_t)self->n_inputs);
     Py_DECREF(seq);
