@@ -100,7 +100,11 @@ static void grp_task(void *arg, int64_t t, int tid) {
   if (oh0 >= oh1) return;
   const int MB = j->MB;
   const int64_t sh = c->s[1], sw = c->s[2], OH = c->out[1], OW = c->out[2];
-  const int64_t f0 = oh0 * q->Lq, nf = ((oh1 - oh0) * q->Lq + GRP_STEP - 1) / GRP_STEP * GRP_STEP;
+  /* the grid's last row ends at its OW-th column: the tap reach past it
+   * (Lq - OW columns, 30 of wav2vec2's 79 for its k = 31 positional conv
+   * on 49 frames) would be computed and dropped */
+  const int64_t f0 = oh0 * q->Lq,
+                nf = ((oh1 - oh0 - 1) * q->Lq + OW + GRP_STEP - 1) / GRP_STEP * GRP_STEP;
   float *buf = j->scratch + (int64_t)tid * j->slot;
   float *zero = buf + c->Cg * q->plane; /* PS zeros: depth taps outside the input */
   float *acc = zero + q->PS;            /* MB x nf */
