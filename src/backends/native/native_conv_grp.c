@@ -72,6 +72,8 @@ static void grp_portable(const float *base, const int64_t *toff, const float *w,
   }
 GRP_KERNEL(grp_avx2_4, "avx2,fma", __m256, 8, 4, _mm256_set1_ps, _mm256_loadu_ps, _mm256_fmadd_ps,
            _mm256_storeu_ps)
+GRP_KERNEL(grp_avx2_6, "avx2,fma", __m256, 8, 6, _mm256_set1_ps, _mm256_loadu_ps, _mm256_fmadd_ps,
+           _mm256_storeu_ps)
 GRP_KERNEL(grp_avx512_4, "avx512f,fma", __m512, 16, 4, _mm512_set1_ps, _mm512_loadu_ps,
            _mm512_fmadd_ps, _mm512_storeu_ps)
 GRP_KERNEL(grp_avx512_8, "avx512f,fma", __m512, 16, 8, _mm512_set1_ps, _mm512_loadu_ps,
@@ -166,7 +168,11 @@ ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
     j.fn = c->Mg >= 8 ? grp_avx512_8 : grp_avx512_4;
     j.MB = c->Mg >= 8 ? 8 : 4;
   } else if (isa >= NAT_ISA_AVX2) {
-    j.fn = grp_avx2_4;
+    /* 12 accumulators (of 16 registers) where a group has 6 channels or
+     * more: two FMA ports of latency 4 need 8 in flight, and each tap's
+     * two input loads feed 12 multiply-adds instead of 8 */
+    j.fn = c->Mg >= 6 ? grp_avx2_6 : grp_avx2_4;
+    j.MB = c->Mg >= 6 ? 6 : 4;
   }
 #endif
   nat_cv_grid_of(c, GRP_STEP, &j.q);
