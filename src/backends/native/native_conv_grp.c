@@ -10,8 +10,9 @@
  * channels: one load of inputs feeds MB multiply-adds. Weights are packed
  * once per node (nat_node_pack) as [group][channel block][tap][MB], zero
  * past the group's last channel. Tasks: (image, group, channel block, band
- * of output rows), so a group of 2 still fills the pool. AVX-512 (MB 8 or
- * 4), AVX2+FMA (MB 4) and portable (MB 4), chosen by nat_isa(). */
+ * of output rows), so a group of 2 still fills the pool. AVX-512 (MB 12, 8
+ * or 4), AVX2+FMA (MB 6 or 4) and portable (MB 4), chosen by nat_isa() and
+ * the group's channel count. */
 #include <string.h>
 
 #include "backends/native/native_conv.h"
@@ -76,6 +77,8 @@ GRP_KERNEL(grp_avx2_6, "avx2,fma", __m256, 8, 6, _mm256_set1_ps, _mm256_loadu_ps
            _mm256_storeu_ps)
 GRP_KERNEL(grp_avx512_4, "avx512f,fma", __m512, 16, 4, _mm512_set1_ps, _mm512_loadu_ps,
            _mm512_fmadd_ps, _mm512_storeu_ps)
+GRP_KERNEL(grp_avx512_12, "avx512f,fma", __m512, 16, 12, _mm512_set1_ps, _mm512_loadu_ps,
+           _mm512_fmadd_ps, _mm512_storeu_ps)
 GRP_KERNEL(grp_avx512_8, "avx512f,fma", __m512, 16, 8, _mm512_set1_ps, _mm512_loadu_ps,
            _mm512_fmadd_ps, _mm512_storeu_ps)
 #endif
@@ -115,7 +118,7 @@ static void grp_task(void *arg, int64_t t, int tid) {
     nat_cv_phases(c, q, c->x + (n * c->C + g * c->Cg + ci) * c->in_n, buf + ci * q->plane);
   memset(zero, 0, sizeof(float) * (size_t)q->PS);
   int64_t m0 = blk * MB, mn = c->Mg - m0 < MB ? c->Mg - m0 : MB;
-  float bias[8] = {0};
+  float bias[16] = {0};
   for (int64_t mm = 0; mm < mn; mm++)
     bias[mm] = c->b ? c->b[g * c->Mg + m0 + mm] : 0.0f;
   const float *w = j->wp + (g * j->nb + blk) * j->T * MB;
@@ -165,8 +168,9 @@ ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
   j.fn = grp_portable, j.MB = 4;
 #ifdef GRP_X86
   if (isa >= NAT_ISA_AVX512) {
-    j.fn = c->Mg >= 8 ? grp_avx512_8 : grp_avx512_4;
-    j.MB = c->Mg >= 8 ? 8 : 4;
+    /* 24 accumulators (of 32 registers) from 12 channels a group */
+    j.fn = c->Mg >= 12 ? grp_avx512_12 : c->Mg >= 8 ? grp_avx512_8 : grp_avx512_4;
+    j.MB = c->Mg >= 12 ? 12 : c->Mg >= 8 ? 8 : 4;
   } else if (isa >= NAT_ISA_AVX2) {
     /* 12 accumulators (of 16 registers) where a group has 6 channels or
      * more: two FMA ports of latency 4 need 8 in flight, and each tap's
