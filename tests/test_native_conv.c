@@ -302,6 +302,9 @@ static void test_fixed(void) {
   c = base(1, 1, 4 * 24, 4 * 24, 4, 49, 31, 1, 1);
   c.pb[0] = c.pe[0] = 15, c.bias = true, c.act = "Relu";
   check_case(&c);
+  c = base(1, 2, 12, 24, 12, 49, 31, 1, 1); /* depthwise, multiplier 2 */
+  c.pb[0] = c.pe[0] = 15, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
   c = base(1, 1, 2 * 32, 2 * 32, 2, 37, 7, 2, 1); /* blocks of 12, 12, 8 / 5 x 6, 2 */
   c.pb[0] = 3, c.pe[0] = 2, c.bias = true;
   check_case(&c);
