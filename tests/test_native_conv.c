@@ -297,6 +297,23 @@ static void test_fixed(void) {
   c = base(2, 3, 10, 10, 2, 8, 3, 1, 2);
   c.pe[0] = c.pe[1] = 2;
   check_case(&c);
+  /* wav2vec2's positional conv in small: 1-D, k = 31, pads 15 (the grid's
+   * reach past the last output is not computed), and a 2-D one in bands */
+  c = base(1, 1, 4 * 24, 4 * 24, 4, 49, 31, 1, 1);
+  c.pb[0] = c.pe[0] = 15, c.bias = true, c.act = "Relu";
+  check_case(&c);
+  c = base(1, 2, 12, 24, 12, 49, 31, 1, 1); /* depthwise, multiplier 2 */
+  c.pb[0] = c.pe[0] = 15, c.bias = true, c.residual = true, c.act = "Relu";
+  check_case(&c);
+  c = base(1, 1, 2 * 32, 2 * 32, 2, 37, 7, 2, 1); /* blocks of 12, 12, 8 / 5 x 6, 2 */
+  c.pb[0] = 3, c.pe[0] = 2, c.bias = true;
+  check_case(&c);
+  c = base(1, 2, 3 * 6, 3 * 5, 3, 21, 9, 1, 1);
+  c.pb[0] = 4, c.pe[0] = 3, c.residual = true;
+  check_case(&c);
+  c = base(2, 1, 2 * 8, 2 * 8, 2, 9, 5, 1, 1);
+  c.pb[0] = c.pb[1] = c.pe[0] = c.pe[1] = 2, c.bias = true;
+  check_case(&c);
   /* Winograd F(2x2, 3x3) in NHWC: full and partial tiles (odd sizes, uneven
    * pads), channel tails of 8 and 16, residual and activation, batch 2 */
   long long wino = nat_wino_runs();

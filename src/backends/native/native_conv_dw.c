@@ -114,6 +114,7 @@ typedef struct dw_job {
   dw_sum_fn sum;
   nat_cv_grid q;
   int64_t slot; /* floats of one thread's scratch */
+  int64_t nf;   /* grid outputs computed: up to the last row's OW-th column */
   float *scratch;
 } dw_job;
 
@@ -185,7 +186,7 @@ static void dw_task(void *arg, int64_t t, int tid) {
           }
         }
       }
-      j->sum(buf, toff, tw, T, bias, acc, j->q.F);
+      j->sum(buf, toff, tw, T, bias, acc, j->nf);
       int64_t y0 = ((n * c->M + m) * c->out[0] + od) * OH * OW;
       float *y = c->y + y0;
       const float *z = c->z ? c->z + y0 : NULL;
@@ -209,6 +210,9 @@ ait_status nat_conv_depthwise(nat_run *r, const nat_cv *c) {
   j.c = c;
   j.sum = dw_sum_for(nat_isa());
   nat_cv_grid_of(c, DW_STEP, &j.q);
+  /* the last row's reach past its OW outputs is never written out (a 1-D
+   * conv of k = 31 and pads 15 on 49 frames: 79 columns for 49) */
+  j.nf = ((c->out[1] - 1) * j.q.Lq + c->out[2] + DW_STEP - 1) / DW_STEP * DW_STEP;
   j.slot = j.q.plane + j.q.F + c->k_n + 1 + 2 * c->k_n + 16;
   j.slot = (j.slot + 15) / 16 * 16;
   int64_t tasks = c->N * c->C;

@@ -10,8 +10,9 @@
  * channels: one load of inputs feeds MB multiply-adds. Weights are packed
  * once per node (nat_node_pack) as [group][channel block][tap][MB], zero
  * past the group's last channel. Tasks: (image, group, channel block, band
- * of output rows), so a group of 2 still fills the pool. AVX-512 (MB 8 or
- * 4), AVX2+FMA (MB 4) and portable (MB 4), chosen by nat_isa(). */
+ * of output rows), so a group of 2 still fills the pool. AVX-512 (MB 12, 8
+ * or 4), AVX2+FMA (MB 6 or 4) and portable (MB 4), chosen by nat_isa() and
+ * the group's channel count. */
 #include <string.h>
 
 #include "backends/native/native_conv.h"
@@ -72,7 +73,11 @@ static void grp_portable(const float *base, const int64_t *toff, const float *w,
   }
 GRP_KERNEL(grp_avx2_4, "avx2,fma", __m256, 8, 4, _mm256_set1_ps, _mm256_loadu_ps, _mm256_fmadd_ps,
            _mm256_storeu_ps)
+GRP_KERNEL(grp_avx2_6, "avx2,fma", __m256, 8, 6, _mm256_set1_ps, _mm256_loadu_ps, _mm256_fmadd_ps,
+           _mm256_storeu_ps)
 GRP_KERNEL(grp_avx512_4, "avx512f,fma", __m512, 16, 4, _mm512_set1_ps, _mm512_loadu_ps,
+           _mm512_fmadd_ps, _mm512_storeu_ps)
+GRP_KERNEL(grp_avx512_12, "avx512f,fma", __m512, 16, 12, _mm512_set1_ps, _mm512_loadu_ps,
            _mm512_fmadd_ps, _mm512_storeu_ps)
 GRP_KERNEL(grp_avx512_8, "avx512f,fma", __m512, 16, 8, _mm512_set1_ps, _mm512_loadu_ps,
            _mm512_fmadd_ps, _mm512_storeu_ps)
@@ -100,7 +105,11 @@ static void grp_task(void *arg, int64_t t, int tid) {
   if (oh0 >= oh1) return;
   const int MB = j->MB;
   const int64_t sh = c->s[1], sw = c->s[2], OH = c->out[1], OW = c->out[2];
-  const int64_t f0 = oh0 * q->Lq, nf = ((oh1 - oh0) * q->Lq + GRP_STEP - 1) / GRP_STEP * GRP_STEP;
+  /* the grid's last row ends at its OW-th column: the tap reach past it
+   * (Lq - OW columns, 30 of wav2vec2's 79 for its k = 31 positional conv
+   * on 49 frames) would be computed and dropped */
+  const int64_t f0 = oh0 * q->Lq,
+                nf = ((oh1 - oh0 - 1) * q->Lq + OW + GRP_STEP - 1) / GRP_STEP * GRP_STEP;
   float *buf = j->scratch + (int64_t)tid * j->slot;
   float *zero = buf + c->Cg * q->plane; /* PS zeros: depth taps outside the input */
   float *acc = zero + q->PS;            /* MB x nf */
@@ -109,7 +118,7 @@ static void grp_task(void *arg, int64_t t, int tid) {
     nat_cv_phases(c, q, c->x + (n * c->C + g * c->Cg + ci) * c->in_n, buf + ci * q->plane);
   memset(zero, 0, sizeof(float) * (size_t)q->PS);
   int64_t m0 = blk * MB, mn = c->Mg - m0 < MB ? c->Mg - m0 : MB;
-  float bias[8] = {0};
+  float bias[16] = {0};
   for (int64_t mm = 0; mm < mn; mm++)
     bias[mm] = c->b ? c->b[g * c->Mg + m0 + mm] : 0.0f;
   const float *w = j->wp + (g * j->nb + blk) * j->T * MB;
@@ -151,6 +160,15 @@ bool nat_conv_grouped_fits(const nat_cv *c) {
   return c->group > 1 && c->Cg > 1 && c->Cg <= 64 && c->Mg <= 64;
 }
 
+/* Whether blocks of wide channels beat blocks of narrow ones for Mg: the
+ * wider tiles took 0.84x the time per channel slot (wav2vec2's positional
+ * conv, 24 a group: MB 6 against 4 at AVX2, 12 against 8 at AVX-512), but
+ * the last block's slots past Mg cost as much as full ones. */
+static bool grp_wider(int64_t Mg, int narrow, int wide) {
+  int64_t sn = (Mg + narrow - 1) / narrow * narrow, sw = (Mg + wide - 1) / wide * wide;
+  return Mg >= wide && 0.84 * (double)sw <= (double)sn;
+}
+
 ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
   grp_job j;
   memset(&j, 0, sizeof j);
@@ -161,8 +179,15 @@ ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
   if (isa >= NAT_ISA_AVX512) {
     j.fn = c->Mg >= 8 ? grp_avx512_8 : grp_avx512_4;
     j.MB = c->Mg >= 8 ? 8 : 4;
+    /* 24 accumulators (of 32 registers) where the padding of the last
+     * block does not eat the larger tile's gain */
+    if (grp_wider(c->Mg, j.MB, 12)) j.fn = grp_avx512_12, j.MB = 12;
   } else if (isa >= NAT_ISA_AVX2) {
+    /* 12 accumulators (of 16 registers) where a group has 6 channels or
+     * more: two FMA ports of latency 4 need 8 in flight, and each tap's
+     * two input loads feed 12 multiply-adds instead of 8 */
     j.fn = grp_avx2_4;
+    if (grp_wider(c->Mg, 4, 6)) j.fn = grp_avx2_6, j.MB = 6;
   }
 #endif
   nat_cv_grid_of(c, GRP_STEP, &j.q);
