@@ -6,6 +6,7 @@
 #include "api/model_impl.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/struct_size.h"
 
 const char *ait_version(void) { return AIT_VERSION_STRING; }
 
@@ -16,34 +17,16 @@ const ait_graph *ait_model_graph(const ait_model *m) { return m->graph; }
  * field, in order, so that a struct_size never ends inside one. */
 #define LOAD_FIELD(f)                                                                              \
   { #f, offsetof(ait_load_options, f), sizeof(((ait_load_options *)0)->f) }
-static const struct {
-  const char *name;
-  size_t off, size;
-} load_fields[] = {
+static const ait_field_span load_fields[] = {
     LOAD_FIELD(struct_size),      LOAD_FIELD(max_depth),         LOAD_FIELD(max_nodes),
     LOAD_FIELD(max_tensor_bytes), LOAD_FIELD(max_fold_elements),
 };
 #undef LOAD_FIELD
 
-/* A struct_size larger than this is not a size (a struct never initialised). */
-#define MAX_LOAD_OPTIONS_SIZE 4096
-
 static ait_status check_load_size(size_t size) {
-  if (size == 0)
-    return ait_err(AIT_E_INVALID_ARG, "ait_load_options.struct_size is 0: fill the options with "
-                                      "ait_load_options_init() first");
-  if (size < sizeof(size_t) || size > MAX_LOAD_OPTIONS_SIZE)
-    return ait_err(AIT_E_INVALID_ARG,
-                   "ait_load_options.struct_size %zu is not the size of load options (this "
-                   "library's are %zu bytes): fill them with ait_load_options_init()",
-                   size, sizeof(ait_load_options));
-  for (size_t i = 0; i < sizeof load_fields / sizeof load_fields[0]; i++)
-    if (size > load_fields[i].off && size < load_fields[i].off + load_fields[i].size)
-      return ait_err(AIT_E_INVALID_ARG,
-                     "ait_load_options.struct_size %zu ends inside field %s: fill the options "
-                     "with ait_load_options_init()",
-                     size, load_fields[i].name);
-  return AIT_OK;
+  return ait_struct_size_check("ait_load_options", "load options", "ait_load_options_init", size,
+                               sizeof(ait_load_options), load_fields,
+                               sizeof load_fields / sizeof load_fields[0], sizeof load_fields[0]);
 }
 
 static void load_defaults(ait_load_options *o) {

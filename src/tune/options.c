@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/struct_size.h"
 #include "tune/strategy.h"
 #include "tune/tune.h"
 
@@ -85,27 +86,17 @@ const ait_option_row *ait_option_rows(size_t *n) {
 
 /* ---- struct_size -------------------------------------------------------------- */
 
-/* A struct_size larger than this is not a size (a struct that was never
- * initialised): refused before reading past the library's fields. */
-#define MAX_OPTIONS_SIZE 4096
+/* option rows begin with an ait_field_span's members, so the shared check
+ * reads them in place */
+_Static_assert(offsetof(ait_option_row, name) == offsetof(ait_field_span, name) &&
+                   offsetof(ait_option_row, off) == offsetof(ait_field_span, off) &&
+                   offsetof(ait_option_row, size) == offsetof(ait_field_span, size),
+               "ait_option_row must begin like ait_field_span");
 
 ait_status ait_tune_options_check_size(size_t size) {
-  if (size == 0)
-    return ait_err(AIT_E_INVALID_ARG, "ait_tune_options.struct_size is 0: fill the options with "
-                                      "ait_tune_options_init() first");
-  if (size < sizeof(size_t) || size > MAX_OPTIONS_SIZE)
-    return ait_err(AIT_E_INVALID_ARG,
-                   "ait_tune_options.struct_size %zu is not the size of tuning options (this "
-                   "library's are %zu bytes): fill them with ait_tune_options_init()",
-                   size, sizeof(ait_tune_options));
-  for (size_t i = 0; i < sizeof option_rows / sizeof option_rows[0]; i++)
-    if (size > option_rows[i].off && size < option_rows[i].off + option_rows[i].size)
-      return ait_err(AIT_E_INVALID_ARG,
-                     "ait_tune_options.struct_size %zu ends inside field %s (bytes %zu..%zu): "
-                     "fill the options with ait_tune_options_init()",
-                     size, option_rows[i].name, option_rows[i].off,
-                     option_rows[i].off + option_rows[i].size - 1);
-  return AIT_OK;
+  return ait_struct_size_check("ait_tune_options", "tuning options", "ait_tune_options_init", size,
+                               sizeof(ait_tune_options), option_rows,
+                               sizeof option_rows / sizeof option_rows[0], sizeof option_rows[0]);
 }
 
 void ait_tune_options_fill(ait_tune_options *o, size_t struct_size) {
