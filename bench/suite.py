@@ -42,6 +42,7 @@ import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -378,6 +379,9 @@ def parse_args(argv):
     ap.add_argument("--backends", default=None,
                     help="aitune backends timed alone too (default native,onednn,xnnpack; quick: none)")
     ap.add_argument("--isa", default=None, choices=["avx512", "avx2", "portable"])
+    ap.add_argument("--cap-cpuid", action="store_true",
+                    help="with --isa avx2: every engine (ONNX Runtime and OpenVINO too) runs under "
+                         "bench/cpuid_avx2.c, which makes CPUID report no AVX-512/AMX/AVX-VNNI")
     ap.add_argument("--label", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--models-dir", default=os.path.join(REPO, "models", "gen", "suite"))
@@ -396,10 +400,31 @@ def parse_args(argv):
     a.backends = [b for b in (a.backends if a.backends is not None else
                               ("" if a.quick else "native,onednn,xnnpack")).split(",") if b]
     a.threads = os.cpu_count()
-    a.label = a.label or (a.isa or "native-isa")
+    if a.cap_cpuid and a.isa != "avx2":
+        ap.error("--cap-cpuid goes with --isa avx2")
+    a.label = a.label or ((a.isa or "native-isa") + ("-cpuid" if a.cap_cpuid else ""))
     a.aitune = os.path.abspath(a.aitune)
     a.ov_candidate = a.ov_candidate and not a.isa  # ISA_CANDIDATES says why
     return a
+
+
+def build_cpuid_cap(tmp):
+    """bench/cpuid_avx2.c as a shared object in tmp; its path. Checked: a capped
+    child must see no AVX-512F in CPUID leaf 7, else the run would be mislabelled."""
+    so = os.path.join(tmp, "cpuid_avx2.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", so,
+                    os.path.join(REPO, "bench", "cpuid_avx2.c")], check=True)
+    probe = ("import ctypes, mmap\n"
+             "code = bytes([0x53,0xb8,7,0,0,0,0x31,0xc9,0x0f,0xa2,0x89,0xd8,0x5b,0xc3])\n"
+             "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ|mmap.PROT_WRITE|mmap.PROT_EXEC)\n"
+             "m.write(code)\n"
+             "f = ctypes.CFUNCTYPE(ctypes.c_uint32)(ctypes.addressof(ctypes.c_char.from_buffer(m)))\n"
+             "print((f() >> 16) & 1)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env=dict(os.environ, LD_PRELOAD=so))
+    if r.stdout.strip() != "0":
+        raise SystemExit(f"--cap-cpuid: the CPUID cap did not take here ({r.stderr.strip()})")
+    return so
 
 
 def main(argv):
@@ -413,6 +438,8 @@ def main(argv):
     try:
         src, a.aitune = a.aitune, os.path.join(tmp, "aitune")
         shutil.copy2(src, a.aitune)  # others may rebuild build/ meanwhile
+        if a.cap_cpuid:
+            os.environ["LD_PRELOAD"] = build_cpuid_cap(tmp)  # inherited by every engine
         if a.isa:
             env = dict(os.environ, AIT_MAX_ISA=a.isa)
             if a.isa != "avx512":
