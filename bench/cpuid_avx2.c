@@ -31,8 +31,7 @@ static struct sigaction prev_segv;
 
 static long set_cpuid(int on) { return syscall(SYS_arch_prctl, ARCH_SET_CPUID, on); }
 
-static void mask(uint32_t leaf, uint32_t sub, uint32_t r[4])
-{
+static void mask(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
   if (leaf == 7 && sub == 0) {
     /* EBX: AVX512F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30, VL 31 */
     r[1] &= ~((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) |
@@ -40,8 +39,8 @@ static void mask(uint32_t leaf, uint32_t sub, uint32_t r[4])
     /* ECX: VBMI 1, VBMI2 6, VNNI 11, BITALG 12, VPOPCNTDQ 14 */
     r[2] &= ~((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14));
     /* EDX: 4VNNIW 2, 4FMAPS 3, VP2INTERSECT 8, AMX-BF16 22, FP16 23, AMX-TILE 24, AMX-INT8 25 */
-    r[3] &= ~((1u << 2) | (1u << 3) | (1u << 8) | (1u << 22) | (1u << 23) | (1u << 24) |
-              (1u << 25));
+    r[3] &=
+        ~((1u << 2) | (1u << 3) | (1u << 8) | (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25));
   } else if (leaf == 7 && sub == 1) {
     /* EAX: AVX-VNNI 4, AVX512_BF16 5, AMX-FP16 21; EDX: AVX-VNNI-INT8 4, AVX10 19 */
     r[0] &= ~((1u << 4) | (1u << 5) | (1u << 21));
@@ -54,8 +53,7 @@ static void mask(uint32_t leaf, uint32_t sub, uint32_t r[4])
   }
 }
 
-static void on_segv(int sig, siginfo_t *si, void *ctx_)
-{
+static void on_segv(int sig, siginfo_t *si, void *ctx_) {
   ucontext_t *ctx = ctx_;
   const unsigned char *ip = (const unsigned char *)ctx->uc_mcontext.gregs[REG_RIP];
   if (ip[0] == 0x0f && ip[1] == 0xa2) {
@@ -63,7 +61,9 @@ static void on_segv(int sig, siginfo_t *si, void *ctx_)
     uint32_t sub = (uint32_t)ctx->uc_mcontext.gregs[REG_RCX];
     uint32_t r[4];
     set_cpuid(1);
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+    __asm__ volatile("cpuid"
+                     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+                     : "a"(leaf), "c"(sub));
     set_cpuid(0);
     mask(leaf, sub, r);
     ctx->uc_mcontext.gregs[REG_RAX] = r[0];
@@ -85,15 +85,13 @@ static void on_segv(int sig, siginfo_t *si, void *ctx_)
   signal(SIGSEGV, SIG_DFL);
 }
 
-__attribute__((constructor)) static void cpuid_cap_init(void)
-{
+__attribute__((constructor)) static void cpuid_cap_init(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGSEGV, &sa, &prev_segv) != 0)
-    return;
+  if (sigaction(SIGSEGV, &sa, &prev_segv) != 0) return;
   if (set_cpuid(0) != 0) {
     fprintf(stderr, "cpuid_avx2: CPUID faulting unavailable here (no cpuid_fault); not capped\n");
     sigaction(SIGSEGV, &prev_segv, NULL);

@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int has_cpuid_fault(void)
-{
+static int has_cpuid_fault(void) {
   char line[8192];
   FILE *f = fopen("/proc/cpuinfo", "r");
   int found = 0;
@@ -18,8 +17,7 @@ static int has_cpuid_fault(void)
   return found;
 }
 
-int main(void)
-{
+int main(void) {
   unsigned a, b, c, d, a1, b1, c1, d1;
   if (!has_cpuid_fault()) {
     printf("skipped: no cpuid_fault on this CPU\n");
