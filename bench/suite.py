@@ -273,7 +273,9 @@ def section(res):
     lines = [f"### Suite: {res['label']} ({res['started']})", "",
              f"Machine: {m['cpu']}, {m['cores']} cores, ISA {res['isa_desc']}. "
              f"aitune kernels at `{a['isa']}`; ONNX Runtime {res['versions'].get(ORT, '?')} and "
-             f"OpenVINO {res['versions'].get(OV, '?')} at the machine's full ISA, "
+             f"OpenVINO {res['versions'].get(OV, '?')} "
+             + ("under bench/cpuid_avx2.c (CPUID reports AVX2+FMA only to every engine), "
+                if a.get("cap_cpuid") else "at the machine's full ISA, ") +
              f"{a['threads']} threads each. {a['rounds']} round(s), ~{a['seconds']} s per engine "
              f"and round. Command: `{res['command']}` ({res['elapsed_s'] / 60:.0f} min).", ""]
     cases = res["cases"]
@@ -464,7 +466,7 @@ def main(argv):
                    shlex.quote(x) for x in argv), "started": started,
                "elapsed_s": time.time() - t0, "machine": mach, "isa_desc": isa_desc(),
                "versions": versions, "missing": missing,
-               "settings": {"isa": a.isa or "auto", "threads": a.threads, "rounds": a.rounds,
+               "settings": {"isa": a.isa or "auto", "cap_cpuid": a.cap_cpuid, "threads": a.threads, "rounds": a.rounds,
                             "seconds": a.seconds, "backends": a.backends}, "cases": cases}
         if a.json:
             with open(a.json, "w") as f:
