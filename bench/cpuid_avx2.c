@@ -14,7 +14,7 @@
  *
  * Build: cc -O2 -shared -fPIC -o build/cpuid_avx2.so bench/cpuid_avx2.c
  * Use:   LD_PRELOAD=build/cpuid_avx2.so CMD...   (bench/suite.py --isa avx2
- * --cap-peers does this for every engine). Set AIT_CPUID_CAP_VERBOSE=1 to
+ * --cap-cpuid does this for every engine). Set AIT_CPUID_CAP_VERBOSE=1 to
  * print one line to stderr when the cap is on. */
 #define _GNU_SOURCE
 #include <asm/prctl.h>

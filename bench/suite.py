@@ -63,9 +63,14 @@ ORT, OV, OVC = "onnxruntime", "openvino", "aitune:openvino"
 ONEDNN_ISA = {"avx2": "AVX2", "portable": "SSE41"}  # ONEDNN_MAX_CPU_ISA per --isa
 
 
+def ov_capped_label(isa, cap_cpuid):
+    """The label of the OpenVINO row capped at --isa's level, or None: none
+    under --cap-cpuid, where the plain OpenVINO row is already capped."""
+    return f"{OV}@{isa}" if isa in ONEDNN_ISA and not cap_cpuid else None
+
+
 def ov_capped(a):
-    """The label of the OpenVINO row capped at --isa's level, or None."""
-    return f"{OV}@{a.isa}" if a.isa in ONEDNN_ISA else None
+    return ov_capped_label(a.isa, a.cap_cpuid)
 # The tuner's default candidates without openvino, for --isa runs: OpenVINO
 # 2026.4 reads ONEDNN_MAX_CPU_ISA too (its CPU plugin is built on oneDNN) and
 # crashes under ONEDNN_MAX_CPU_ISA=AVX2 on some models (SIGSEGV compiling
@@ -295,7 +300,7 @@ def section(res):
                   f"geometric mean {_f(geomean([x for _, x in ovc]))}× over {len(ovc)} cases; "
                   f"≥ 0.97× in {sum(x >= 0.97 for _, x in ovc)} of {len(ovc)}; lowest "
                   f"{_f(low[1])}× ({low[0]}).", ""]
-    cap = f"{OV}@{a['isa']}" if a["isa"] in ONEDNN_ISA else None
+    cap = ov_capped_label(a["isa"], a.get("cap_cpuid"))
     capped = [ratio(c, "aitune tuned", cap) for c in cases] if cap else []
     if cap:
         okc = [x for x in capped if x is not None]
@@ -466,8 +471,8 @@ def main(argv):
                    shlex.quote(x) for x in argv), "started": started,
                "elapsed_s": time.time() - t0, "machine": mach, "isa_desc": isa_desc(),
                "versions": versions, "missing": missing,
-               "settings": {"isa": a.isa or "auto", "cap_cpuid": a.cap_cpuid, "threads": a.threads, "rounds": a.rounds,
-                            "seconds": a.seconds, "backends": a.backends}, "cases": cases}
+               "settings": {"isa": a.isa or "auto", "cap_cpuid": a.cap_cpuid, "threads": a.threads,
+                            "rounds": a.rounds, "seconds": a.seconds, "backends": a.backends}, "cases": cases}
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(res, f, indent=1, default=str)
