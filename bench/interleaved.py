@@ -84,6 +84,18 @@ class Aitune:
         if self.lib.ait_session_run(self.sess, self.views, len(self.keep)):
             raise RuntimeError(f"{self.name}: {self.lib.ait_last_error().decode()}")
 
+    def output(self, i):
+        """Output i of the last run as a float64 copy (float32/float16 outputs)."""
+        v = View()
+        if self.lib.ait_session_output(self.sess, i, ctypes.byref(v)):
+            raise RuntimeError(f"{self.name}: {self.lib.ait_last_error().decode()}")
+        n = int(np.prod([v.dims[k] for k in range(v.rank)]))
+        dt = {1: np.float32, 10: np.float16, 11: np.float64}.get(v.dtype)
+        if dt is None or n == 0:
+            return None
+        buf = (ctypes.c_char * (n * np.dtype(dt).itemsize)).from_address(v.data)
+        return np.frombuffer(buf, dtype=dt).astype(np.float64)
+
     def close(self):
         self.lib.ait_session_free(self.sess)
         self.lib.ait_model_free(self.model)
@@ -135,6 +147,7 @@ def open_lib(path):
     lib.ait_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.ait_session_free.argtypes = [ctypes.c_void_p]
     lib.ait_model_free.argtypes = [ctypes.c_void_p]
+    lib.ait_session_output.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(View)]
     return lib
 
 
