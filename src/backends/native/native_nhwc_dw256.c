@@ -133,6 +133,14 @@ static T256 void dwk_run(int n, const nat_nhwc *c, const dwk_row *g, int64_t ow,
   }
 }
 
+/* The kernel columns [j0, j1) of output column ow inside the input. */
+static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t *j1) {
+  int64_t dw = c->dw > 0 ? c->dw : 1, iw0 = ow * c->sw - c->pl;
+  *j0 = iw0 < 0 ? (-iw0 + dw - 1) / dw : 0;
+  *j1 = iw0 + (c->kw - 1) * dw < c->W ? c->kw : iw0 < c->W ? (c->W - 1 - iw0) / dw + 1 : 0;
+  if (*j1 < *j0) *j1 = *j0;
+}
+
 /* Output rows [r0, r1) (of N*OH). c->x is NHWC (xs_c == 1) with c->pt,
  * c->pl rows and columns of zero padding before it (any after), or a
  * copy already padded (pt = pl = 0). */
@@ -156,13 +164,17 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
     g.y = c->y + (r - c->y_r0) * OW * C;
     g.z = c->z ? c->z + r * OW * C : NULL;
     for (int64_t ow = 0; ow < OW;) {
-      if (ow < a || ow >= b) { /* a column in the padding: its own kernel columns */
-        int64_t iw0 = ow * c->sw - c->pl;
-        int64_t j0 = iw0 < 0 ? (-iw0 + dw - 1) / dw : 0;
-        int64_t j1 = iw0 + span < c->W ? c->kw : iw0 < c->W ? (c->W - 1 - iw0) / dw + 1 : 0;
-        if (j1 < j0) j1 = j0;
-        dwk_run(1, c, &g, ow, j0, j1);
-        ow++;
+      if (ow < a || ow >= b) {
+        /* columns in the padding: their own kernel columns, in runs of
+         * those that share them (dilated convs: d neighbours do) */
+        int64_t j0, j1, j0n, j1n, same = 1, end = ow < a ? a : OW;
+        dwk_cols(c, ow, &j0, &j1);
+        while (ow + same < end && same < 8 &&
+               (dwk_cols(c, ow + same, &j0n, &j1n), j0n == j0 && j1n == j1))
+          same++;
+        int run = same >= 8 ? 8 : same >= 4 ? 4 : same >= 2 ? 2 : 1;
+        dwk_run(run, c, &g, ow, j0, j1);
+        ow += run;
         continue;
       }
       int64_t left = b - ow;
