@@ -492,11 +492,48 @@ static void test_dilated_nhwc(int count) {
   CHECK(nat_win_class_runs() > classed);
 }
 
+/* Depthwise convs of mobile nets' widths on the vector kernels of any
+ * window (native_nhwc_dw256.c/dw512.c): 1-300 channels (tiles of up to 8
+ * vectors, 64 channels at AVX2 and 128 at AVX-512, with lane tails), 5x5,
+ * 7x7, 3x5, dilated 3x3 (3x3 without dilation runs the register kernel),
+ * strides 1-3, maps of 1-24 with padding on none, some or all sides (the
+ * columns in the padding, rows whose taps all lie in it), channels-last
+ * inputs, residuals and activations. */
+static void test_depthwise_nhwc(int count) {
+  static const int64_t ks[][2] = {{5, 5}, {7, 7}, {3, 5}, {3, 3}, {5, 3}};
+  static const char *const acts[] = {NULL, "Relu", "SiLU", "HardSwish"};
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.nsp = 2;
+    c.N = urand(4) ? 1 : 2;
+    c.C = c.group = c.M = urand(3) ? 1 + urand(300) : 8 * (1 + urand(40));
+    int kc = (int)urand(5);
+    for (int i = 0; i < 2; i++) {
+      c.k[i] = ks[kc][i];
+      c.d[i] = kc == 3 ? 2 : urand(4) ? 1 : 2;
+      c.s[i] = urand(3) ? 1 : 1 + urand(3);
+      int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+      c.pb[i] = urand(4) ? dk / 2 : urand((uint32_t)dk);
+      c.pe[i] = urand(4) ? dk / 2 : urand((uint32_t)dk);
+      c.in[i] = 1 + urand(24);
+      while (c.in[i] + c.pb[i] + c.pe[i] < dk)
+        c.in[i]++;
+    }
+    c.act = acts[urand(4)];
+    c.bias = urand(2);
+    c.residual = c.act && urand(2);
+    c.nhwc_in = urand(2);
+    check_case(&c);
+  }
+}
+
 int main(void) {
   test_fixed();
   test_random(60);
   test_random_nhwc(60);
   test_dilated_nhwc(30);
+  test_depthwise_nhwc(40);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

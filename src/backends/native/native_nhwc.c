@@ -826,7 +826,8 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);
     return AIT_OK;
   }
-  if (kind == K_DWK) AIT_TRY(pad_input(r, &c));
+  /* the vector kernels skip the taps in the padding; the portable loops read a padded copy */
+  if (kind == K_DWK && level == NAT_ISA_PORTABLE) AIT_TRY(pad_input(r, &c));
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
   double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM ? c.C : 1);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
