@@ -528,12 +528,66 @@ static void test_depthwise_nhwc(int count) {
   }
 }
 
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3) on random 3x3 stride-1 convs in
+ * NHWC: maps of 4 to 40 (partial tiles at every edge), uneven pads of 0 to
+ * 2, channel counts off the vector widths, batch 1 to 3, bias, residual
+ * and activations; each with the tile forced to 2, forced to 4 and picked
+ * by the shape, at every level on 1 thread (blocks of tiles) and 4 (the
+ * phased split where tiles are few). */
+static void test_wino(int count) {
+  static const char *const acts[] = {NULL, "Relu", "HardSwish", "SiLU"};
+  long long w0 = nat_wino_runs(), w4 = nat_wino4_runs(), fit = 0;
+  for (int i = 0; i < count; i++) {
+    conv_case c = base(2, 1 + urand(3), 16 + urand(80), 16 + urand(90), 1, 4 + urand(37), 3, 1, 1);
+    c.in[1] = 4 + urand(37);
+    for (int a = 0; a < 2; a++)
+      c.pb[a] = urand(3), c.pe[a] = urand(3);
+    c.bias = urand(2), c.residual = urand(3) == 0, c.act = acts[urand(4)];
+    c.nhwc_in = urand(2);
+    int64_t tiles = c.N * ((out_size(&c, 0) + 1) / 2) * ((out_size(&c, 1) + 1) / 2);
+    fit += tiles >= 16; /* nat_wino_fits: else the direct kernel */
+    for (int m = 0; m < 3; m++) {
+      nat_wino_set_tile(m == 0 ? 2 : m == 1 ? 4 : 0);
+      check_case(&c);
+    }
+  }
+  nat_wino_set_tile(0);
+  /* per fitting case and tile choice: avx512 and avx2, 1 and 4 threads,
+   * each state run twice; the forced F(4x4) a third of them at least */
+  printf("test_native_conv: %lld Winograd runs, %lld of them F(4x4), %lld cases fit\n",
+         nat_wino_runs() - w0, nat_wino4_runs() - w4, fit);
+  CHECK(fit >= count / 2);
+  CHECK(nat_wino_runs() - w0 == fit * 3 * 8);
+  CHECK(nat_wino4_runs() - w4 >= fit * 8);
+}
+
+/* 1x1 stride-1 depthwise convs (per-channel scales: DenseNet's
+ * BatchNormalization before its 1x1 convs) in NHWC on their own kernels:
+ * channels 1 to 100 (tails of 8 and 16), maps of 1 to 30, batch 1 to 3,
+ * bias, residual, activations, fed channels-last or not. */
+static void test_dw1(int count) {
+  static const char *const acts[] = {NULL, "Relu", "HardSwish", "SiLU"};
+  long long before = nat_conv_dw1_runs();
+  for (int i = 0; i < count; i++) {
+    int64_t C = 1 + urand(100);
+    conv_case c = base(2, 1 + urand(3), C, C, C, 1 + urand(30), 1, 1, 1);
+    c.in[1] = 1 + urand(30);
+    c.bias = urand(2), c.residual = urand(3) == 0, c.act = acts[urand(4)];
+    c.nhwc_in = urand(2);
+    check_case(&c);
+  }
+  /* avx512 and avx2, 1 and 4 threads, each state run twice */
+  CHECK(nat_conv_dw1_runs() - before == (long long)count * 8);
+}
+
 int main(void) {
   test_fixed();
   test_random(60);
   test_random_nhwc(60);
   test_dilated_nhwc(30);
   test_depthwise_nhwc(40);
+  test_wino(16);
+  test_dw1(16);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

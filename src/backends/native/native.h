@@ -554,10 +554,15 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
  * every tap of every output inside it; native_nhwc_dw256.c,
  * native_nhwc_dw512.c). */
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* 1x1 stride-1 unpadded depthwise convs (a per-channel scale): output rows
+ * [r0, r1) of N*OH (native_nhwc256.c, native_nhwc512.c). */
+void nat_nhwc256_dw1(const nat_nhwc *c, int64_t r0, int64_t r1);
+void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1);
+long long nat_conv_dw1_runs(void); /* convs run on them (tests) */
 /* SiLU in place on x[0..n) (native_nhwc_act.c; the level's target). */
 void nat_nhwc256_silu(float *x, int64_t n);
 void nat_nhwc512_silu(float *x, int64_t n);
-/* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) on the pointwise
+/* 3x3 stride-1 window convs as Winograd F(2x2, 3x3) or F(4x4, 3x3) on the pointwise
  * tiles of `level` (native_nhwc_wino.c): whether c is one it takes (an NHWC
  * X: the caller reorders an NCHW one first), and
  * the conv (AIT_E_UNSUPPORTED, nothing written, when its weights are not
@@ -567,7 +572,10 @@ ait_status nat_wino_run(nat_run *r, const nat_nhwc *c, int level, float *scratch
 /* Floats of scratch nat_wino_run uses: its `scratch` (NULL: it takes the
  * run's scratch itself). */
 int64_t nat_wino_scratch(nat_run *r, const nat_nhwc *c);
-long long nat_wino_runs(void);      /* convs run as Winograd (tests) */
+long long nat_wino_runs(void);  /* convs run as Winograd (tests) */
+long long nat_wino4_runs(void); /* of those, as F(4x4, 3x3) (tests) */
+/* Tests: 2 or 4 forces Winograd F(m x m, 3x3) where it fits; 0 picks by the shape. */
+void nat_wino_set_tile(int m);
 long long nat_win_class_runs(void); /* window convs run in tap classes (tests) */
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():

@@ -200,18 +200,19 @@ struct nhwc_kernels {
   tile_fn win_tile;
   rows_fn dwk;                       /* depthwise of any window (K_DWK) on a zero-padded input */
   void (*silu)(float *x, int64_t n); /* SiLU past the clamp; NULL: nat_act_f32 */
+  rows_fn dw1;                       /* 1x1 stride-1 unpadded depthwise (K_DWK); NULL: dwk */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows, NULL},
+                          portable_tile, dwk_rows, NULL, NULL},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
-                      nat_nhwc256_dwk, nat_nhwc256_silu},
+                      nat_nhwc256_dwk, nat_nhwc256_silu, nat_nhwc256_dw1},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
-                        nat_nhwc512_dwk, nat_nhwc512_silu},
+                        nat_nhwc512_dwk, nat_nhwc512_silu, nat_nhwc512_dw1},
 };
 
 int nat_nhwc_level(void) {
@@ -264,7 +265,13 @@ static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, in
       window_rows(c, true, r0, r1);
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
-  case K_DWK: j->k->dwk(c, r0, r1); break;
+  case K_DWK:
+    if (j->k->dw1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->H == c->OH &&
+        c->W == c->OW)
+      j->k->dw1(c, r0, r1); /* a per-channel scale: pixels as one run */
+    else
+      j->k->dwk(c, r0, r1);
+    break;
   case K_GRP: break; /* grp_task */
   }
   if (!c->post) return;
@@ -785,8 +792,9 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   return AIT_OK;
 }
 
-static _Atomic long long nhwc_runs, nhwc_declined;
+static _Atomic long long nhwc_runs, nhwc_declined, dw1_runs;
 long long nat_conv_nhwc_runs(void) { return nhwc_runs; }
+long long nat_conv_dw1_runs(void) { return dw1_runs; }
 long long nat_conv_nhwc_declined(void) { return nhwc_declined; }
 
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
@@ -828,6 +836,9 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   }
   /* the vector kernels skip the taps in the padding; the portable loops read a padded copy */
   if (kind == K_DWK && level == NAT_ISA_PORTABLE) AIT_TRY(pad_input(r, &c));
+  if (kind == K_DWK && k->dw1 && c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.H == c.OH &&
+      c.W == c.OW)
+    dw1_runs++;
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
   double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM ? c.C : 1);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);

@@ -512,6 +512,25 @@ T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
   }
 }
 
+/* ---- 1x1 depthwise (a per-channel scale and shift) ------------------------ */
+
+/* As nat_nhwc256_dw1, sixteen channels a vector, the tail through a mask. */
+T512 void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+  const int64_t C = c->C, P = (r1 - r0) * c->OW;
+  const float *x = c->x + r0 * c->OW * C, *z = c->z ? c->z + r0 * c->OW * C : NULL;
+  float *y = c->y + (r0 - c->y_r0) * c->OW * C;
+  for (int64_t p = 0; p < P; p++, x += C, y += C, z = z ? z + C : NULL)
+    for (int64_t k = 0; k < C; k += 16) {
+      __mmask16 m = C - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - k)) - 1);
+      __m512 b = c->b ? _mm512_maskz_loadu_ps(m, c->b + k) : _mm512_setzero_ps();
+      __m512 v =
+          _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + k), _mm512_maskz_loadu_ps(m, c->w + k), b);
+      if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + k));
+      _mm512_mask_storeu_ps(y + k, m, _mm512_min_ps(_mm512_max_ps(v, lo), hi));
+    }
+}
+
 #else
 
 bool nat_nhwc512_available(void) { return false; }
@@ -523,4 +542,5 @@ void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         const float *z, float lo, float hi, float *y) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 
+void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 #endif
