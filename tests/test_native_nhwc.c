@@ -191,6 +191,39 @@ static void test_pools(void) {
   }
 }
 
+/* Random pools between two convs: MaxPool and AveragePool, kernels 1 to
+ * 5, strides 1 to 3, pads below the kernel (uneven), ceil_mode,
+ * count_include_pad, dilations (MaxPool); channels 1 to 150 (several of
+ * the vector kernels' blocks of 32 / 64 channels and every tail), maps of
+ * 5 to 20. */
+static void test_pools_random(int count) {
+  for (int i = 0; i < count; i++) {
+    bool max = urand(2);
+    int64_t k = 1 + urand(5), st = 1 + urand(3), dil = max && urand(3) == 0 ? 2 : 1;
+    int64_t C = 1 + urand(150), H = (k - 1) * dil + 5 + urand(16),
+            W = (k - 1) * dil + 5 + urand(16);
+    int64_t ks[2] = {k, k}, ss[2] = {st, st}, dl[2] = {dil, dil}, pd[4];
+    for (int a = 0; a < 4; a++)
+      pd[a] = urand((uint32_t)k);
+    tb_model *m = model(8, H, W);
+    conv(m, "c1", "x", "a", 8, C, 1);
+    int n = tb_node(m, max ? "MaxPool" : "AveragePool", "pool", IN("a"), IN("b"));
+    tb_attr_ints(m, n, "kernel_shape", 2, ks);
+    tb_attr_ints(m, n, "strides", 2, ss);
+    tb_attr_ints(m, n, "pads", 4, pd);
+    if (urand(2)) tb_attr_int(m, n, "ceil_mode", 1);
+    if (!max && urand(2)) tb_attr_int(m, n, "count_include_pad", 1);
+    if (dil > 1) tb_attr_ints(m, n, "dilations", 2, dl);
+    conv(m, "c2", "b", "y", C, 5, 1);
+    const want w[] = {{"FusedPoolNhwc", 1}, {"MaxPool", 0}, {"AveragePool", 0}};
+    char what[128];
+    snprintf(what, sizeof what, "random %s k%lld s%lld d%lld C%lld %lldx%lld",
+             max ? "MaxPool" : "AveragePool", (long long)k, (long long)st, (long long)dil,
+             (long long)C, (long long)H, (long long)W);
+    check_graph(what, tb_parse_graph(m), 8, H, W, w, 3, 2);
+  }
+}
+
 /* Inception / SqueezeNet: two convs of x concatenated, then a conv. */
 static void test_concat(void) {
   tb_model *m = model(6, 11, 14);
@@ -401,6 +434,7 @@ int main(void) {
   test_silu_kernels();
   test_resize();
   test_pools();
+  test_pools_random(24);
   test_concat();
   test_batchnorm();
   test_elementwise();
