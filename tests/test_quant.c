@@ -956,6 +956,9 @@ typedef struct avx2_case {
   int64_t group;
   bool sym;
   float outliers;
+  bool w7;  /* weights quantized straight to 7 bits (what build does for QUAD7) */
+  bool sat; /* activations and weights at the ends of their ranges: every
+             * vpmaddubsw pair at 2 * 255 * 64, the most its int16 holds */
 } avx2_case;
 
 static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, uint32_t seed) {
@@ -969,7 +972,12 @@ static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, ui
   fill(w, N * K, 0.2f, seed), fill(bias, N, 0.1f, seed + 1), fill(x, M * ldx, 1.0f, seed + 2);
   for (int64_t m = 0; c->outliers > 0 && m < M; m += 2) /* far outliers, on a few channels */
     x[m * ldx + (m * 7) % K] = m % 4 ? 25.0f : -30.0f;
-  qnt_config cfg = {.weights = c->t, .gran = c->gran, .group = c->group, .symmetric = c->sym};
+  for (int64_t i = 0; c->sat && i < M * ldx; i++) /* codes 127 (u8 255), a row of each sign */
+    x[i] = (i / ldx) % 3 ? 1.0f : -1.0f;
+  for (int64_t i = 0; c->sat && i < N * K; i++) /* codes +-64, one sign a channel */
+    w[i] = (i / K) % 2 ? 0.3f : -0.3f;
+  qnt_config cfg = {
+      .weights = c->t, .gran = c->gran, .group = c->group, .symmetric = c->sym, .w7 = c->w7};
   qnt_weight q, ref;
   CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
   qnt_cpu cpu = {.avx2 = true, .avxvnni = c->vnni};
@@ -1054,18 +1062,25 @@ static void test_avx2_products(void) {
     return;
   }
   const avx2_case cases[] = {
-      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS}, /* int8dq, Zen 2/3 */
-      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0},
-      {QNT_INT8, false, false, QNT_CHANNEL, 0, true, 0}, /* int8wo */
-      {QNT_INT8, false, false, QNT_GROUP, 16, false, 0},
-      {QNT_FP8, false, false, QNT_CHANNEL, 0, true, 0}, /* fp8wo */
-      {QNT_FP8, true, false, QNT_CHANNEL, 0, true, 0},  /* fp8dq without AVX512-BF16 */
-      {QNT_FP8, true, false, QNT_GROUP, 32, true, 0},
-      {QNT_INT8, true, true, QNT_CHANNEL, 0, true, QNT_OUTLIERS}, /* int8dq on AVX-VNNI */
-      {QNT_INT8, true, true, QNT_GROUP, 32, false, QNT_OUTLIERS},
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false,
+       false}, /* int8dq, Zen 2/3 */
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, false, false},
+      {QNT_INT8, false, false, QNT_CHANNEL, 0, true, 0, false, false}, /* int8wo */
+      {QNT_INT8, false, false, QNT_GROUP, 16, false, 0, false, false},
+      {QNT_FP8, false, false, QNT_CHANNEL, 0, true, 0, false, false}, /* fp8wo */
+      {QNT_FP8, true, false, QNT_CHANNEL, 0, true, 0, false, false}, /* fp8dq without AVX512-BF16 */
+      {QNT_FP8, true, false, QNT_GROUP, 32, true, 0, false, false},
+      {QNT_INT8, true, true, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false,
+       false}, /* int8dq on AVX-VNNI */
+      {QNT_INT8, true, true, QNT_GROUP, 32, false, QNT_OUTLIERS, false, false},
+      /* int8dq as built for the vpmaddubsw tiles: 7-bit codes, a scale per 128 */
+      {QNT_INT8, true, false, QNT_GROUP, 128, true, QNT_OUTLIERS, true, false},
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, true, true}, /* saturating */
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, 0, true, true},
   };
-  const int64_t shapes[][3] = {{1, 45, 17},  {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
-                               {13, 45, 96}, {37, 131, 70}, {24, 300, 64}, {2, 8, 9}};
+  const int64_t shapes[][3] = {{1, 45, 17},   {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
+                               {13, 45, 96},  {37, 131, 70}, {24, 300, 64}, {2, 8, 9},
+                               {12, 384, 64}, {19, 640, 80}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].vnni && !cpu.avxvnni) continue; /* no AVX-VNNI tile to run here */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -1095,6 +1110,29 @@ static void test_quad7(void) {
   }
   CHECK(bad == 0);
   qnt_weight_free(&q);
+  /* straight to 7 bits (cfg.w7): |q| <= 64 at max|w| / 64, half a step off,
+   * and packing changes nothing */
+  cfg.w7 = true;
+  CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);
+  bad = 0;
+  for (int n = 0; n < N; n++) {
+    float amax = 0;
+    for (int k = 0; k < K; k++)
+      amax = fmaxf(amax, fabsf(w[n * K + k]));
+    bad += fabsf(q.scale[n] - amax / 64) > 1e-6f * amax;
+  }
+  memcpy(s8, q.scale, sizeof s8);
+  CHECK_ERR(qnt_weight_pack(&q, QNT_L_QUAD7), AIT_OK, NULL);
+  for (int n = 0; n < N; n++) {
+    bad += q.scale[n] != s8[n];
+    for (int k = 0; k < K; k++) {
+      int c = (int8_t)qnt_weight_code(&q, n, k);
+      bad += c < -64 || c > 64 || fabsf(qnt_weight_value(&q, n, k) - w[n * K + k]) > 0.501f * s8[n];
+    }
+  }
+  CHECK(bad == 0);
+  qnt_weight_free(&q);
+  cfg.w7 = false;
   /* asymmetric weights have no 7-bit form */
   cfg.symmetric = false;
   CHECK_ERR(qnt_weight_quantize(&cfg, w, N, K, K, 1, &q), AIT_OK, NULL);

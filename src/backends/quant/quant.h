@@ -62,6 +62,11 @@ typedef struct qnt_config {
   int threads;
   qnt_isa isa;     /* option isa: the level of the state, native's part too */
   qnt_isa kernels; /* option kernels: caps quant's own kernels only */
+  /* quantizing only (never saved): symmetric int8 codes in 7 bits (|q| <=
+   * 64, scale max|w| / 64), what the vpmaddubsw tiles multiply; set by
+   * build for the QUAD7 layout, so no code is rounded twice (8 bits, then
+   * halved) */
+  bool w7;
 } qnt_config;
 
 /* Resolve a backend configuration (a preset, custom options or config=FILE,
@@ -310,6 +315,12 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post);
 
+/* vpmaddubsw on QUAD7, 6 rows (a: row 0, rows lda apart) of panel P over
+ * all its groups: post as for group 0 with the last group's bias,
+ * residual and outliers (group g's scales and sums are 64 g further on). */
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
+                         int64_t ldc, int ncols, const qnt_vnni_post *post);
+
 /* ---- the rewritten graph on native's executor (quant_exec.c) ---------- */
 
 typedef struct qnt_node {
@@ -343,6 +354,12 @@ ait_status qnt_graph_prepare(const ait_graph *g, bool attn_bf16, ait_graph **out
  * and failure. */
 ait_status qnt_state_make(const qnt_config *c, ait_graph *g, qnt_node *q, int n, qnt_state **out);
 void qnt_state_free(qnt_state *s);
+/* The layout a state made with c would give a weight of type t (the CPU at
+ * c's level, capped by its kernels option). */
+qnt_layout qnt_state_layout(const qnt_config *c, qnt_wtype t);
+/* QUAD7's group length: the weights of the vpmaddubsw tiles get a scale per
+ * QNT_GROUP7 reduction steps (see docs/quantization.md, AVX2). */
+#define QNT_GROUP7 128
 ait_status qnt_state_run(qnt_state *s, const ait_tensor *const *in, int n_in, ait_tensor **out);
 
 /* The native kernel of the quantized ops (quant_ops.c). The node carries

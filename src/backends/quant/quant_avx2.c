@@ -503,6 +503,117 @@ T_AVX2 static void tile_madd(int mr, int64_t k4, const uint8_t *a, int64_t lda, 
 #undef QNT_U
 }
 
+/* 6 rows x 16 channels over k4 groups of 4 bytes with vpmaddubsw, from
+ * zero into acc (row i's two vectors at 2i): the loop in asm, its 12
+ * accumulators (ymm0-11), the ones (ymm12), the broadcast and two
+ * products in the 16 ymm registers, the weights read as memory operands
+ * (each vector by 6 rows; loads have ports to spare). In C, GCC moved the
+ * accumulators between registers every step and spilled one: 3/4 of the
+ * ports' rate (vpmaddubsw and vpmaddwd share two ports: 32 multiply-adds
+ * a cycle at best). a: row 0's first group of 4 bytes, rows lda apart;
+ * k4 >= 1. */
+INLINE T_AVX2 void madd6_loop(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
+                              __m256i acc[12]) {
+  const uint8_t *a3 = a + 3 * lda;
+#define QNT_M6(src, x0, x1)                                                                        \
+  "vpbroadcastd " src ", %%ymm13\n\t"                                                              \
+  "vpmaddubsw (%[b]), %%ymm13, %%ymm14\n\t"                                                        \
+  "vpmaddubsw 32(%[b]), %%ymm13, %%ymm15\n\t"                                                      \
+  "vpmaddwd %%ymm12, %%ymm14, %%ymm14\n\t"                                                         \
+  "vpmaddwd %%ymm12, %%ymm15, %%ymm15\n\t"                                                         \
+  "vpaddd %%ymm14, %%" x0 ", %%" x0 "\n\t"                                                         \
+  "vpaddd %%ymm15, %%" x1 ", %%" x1 "\n\t"
+#define QNT_ST(i, x) "vmovdqu %%" x ", " #i "*32(%[acc])\n\t"
+  __asm__ volatile(
+      "vpcmpeqw %%ymm12, %%ymm12, %%ymm12\n\t"
+      "vpsrlw $15, %%ymm12, %%ymm12\n\t"
+      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+      "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
+      "vpxor %%xmm2, %%xmm2, %%xmm2\n\t"
+      "vpxor %%xmm3, %%xmm3, %%xmm3\n\t"
+      "vpxor %%xmm4, %%xmm4, %%xmm4\n\t"
+      "vpxor %%xmm5, %%xmm5, %%xmm5\n\t"
+      "vpxor %%xmm6, %%xmm6, %%xmm6\n\t"
+      "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
+      "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
+      "vpxor %%xmm9, %%xmm9, %%xmm9\n\t"
+      "vpxor %%xmm10, %%xmm10, %%xmm10\n\t"
+      "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
+      "1:\n\t" QNT_M6("(%[a])", "ymm0", "ymm1") QNT_M6("(%[a],%[l])", "ymm2", "ymm3")
+          QNT_M6("(%[a],%[l],2)", "ymm4",
+                 "ymm5") QNT_M6("(%[a3])", "ymm6", "ymm7") QNT_M6("(%[a3],%[l])", "ymm8", "ymm9")
+              QNT_M6("(%[a3],%[l],2)", "ymm10",
+                     "ymm11") "add $4, %[a]\n\t"
+                              "add $4, %[a3]\n\t"
+                              "add $256, %[b]\n\t"
+                              "dec %[n]\n\t"
+                              "jnz 1b\n\t" QNT_ST(0, "ymm0") QNT_ST(1, "ymm1") QNT_ST(2, "ymm2")
+                                  QNT_ST(3, "ymm3") QNT_ST(4, "ymm4") QNT_ST(5, "ymm5")
+                                      QNT_ST(6, "ymm6") QNT_ST(7, "ymm7") QNT_ST(8, "ymm8")
+                                          QNT_ST(9, "ymm9") QNT_ST(10, "ymm10") QNT_ST(11, "ymm11")
+      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [n] "+r"(k4)
+      : [l] "r"(lda), [acc] "r"(acc)
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+#undef QNT_M6
+#undef QNT_ST
+}
+
+/* 6 rows x 16 channels of a QUAD7 panel (symmetric weights), every group
+ * of the reduction axis in turn: each group's int32 sums, less 128 times
+ * its weight sums, scaled by its weight scales into float sums; then the
+ * row scale, the outliers, the residual and the bias, and one store. */
+T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, int c0,
+                              float *c, int64_t ldc, int n, const qnt_vnni_post *q) {
+  int64_t K4 = (w->K + 3) / 4;
+  __m256 f[12];
+  for (int i = 0; i < 12; i++)
+    f[i] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < w->G; g++) {
+    int64_t a4 = g * w->gsize / 4, b4 = ((g + 1) * w->gsize < w->K ? (g + 1) * w->gsize : w->K);
+    b4 = (b4 + 3) / 4;
+    __m256i acc[12];
+    madd6_loop(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0, acc);
+    /* the packed parameters hold 64 entries a panel: whole vectors load */
+    const float *sw = q->sw + g * QNT_PANEL + c0;
+    const int32_t *ws = q->wsum + g * QNT_PANEL + c0;
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+      __m256i w128 = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(ws + 8 * j)), 7);
+      __m256 s = _mm256_loadu_ps(sw + 8 * j);
+#pragma GCC unroll 6
+      for (int i = 0; i < 6; i++) {
+        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[2 * i + j], w128));
+        f[2 * i + j] = _mm256_fmadd_ps(v, s, f[2 * i + j]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; i++) {
+    int cnt = q->ocnt ? q->ocnt[i] : 0;
+    const int32_t *slot = cnt ? q->oslot + i * QNT_MAX_OUTLIERS : NULL;
+    const float *res = cnt ? q->ores + i * QNT_MAX_OUTLIERS : NULL;
+    __m256 sa = _mm256_set1_ps(q->sa[i]);
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+      int nj = n - 8 * j, co = c0 + 8 * j;
+      if (nj <= 0) continue;
+      __m256 v = _mm256_mul_ps(f[2 * i + j], sa);
+      for (int o = 0; o < cnt; o++)
+        if (slot[o] >= 0) {
+          const float *wr = q->wdq + slot[o] * q->ldw + co;
+          __m256 wv = nj >= 8 ? _mm256_loadu_ps(wr) : _mm256_maskload_ps(wr, lanes(nj));
+          v = _mm256_fmadd_ps(_mm256_set1_ps(res[o]), wv, v);
+        }
+      if (q->z) {
+        const float *zr = q->z + i * q->ldz + co;
+        v = _mm256_add_ps(v, nj >= 8 ? _mm256_loadu_ps(zr) : _mm256_maskload_ps(zr, lanes(nj)));
+      }
+      store8(c + i * ldc + co, v, nj, false, q->bias ? q->bias + co : NULL);
+    }
+  }
+}
+
 /* The post's row pointers advanced by `rows` rows. */
 static qnt_vnni_post post_rows(const qnt_vnni_post *p, int rows) {
   qnt_vnni_post q = *p;
@@ -531,6 +642,12 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
   }
 }
 
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
+                         int64_t ldc, int ncols, const qnt_vnni_post *post) {
+  for (int c0 = 0; c0 < ncols; c0 += 16)
+    tile6_madd(w, P, a, lda, c0, c, ldc, ncols - c0, post);
+}
+
 #else /* no x86-64: the driver never calls these (qnt_cpu_detect says no) */
 
 void qnt_avx2_dequant_panel(const qnt_weight *w, int64_t p, int64_t k0, int64_t kc, float *buf) {}
@@ -548,4 +665,6 @@ void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, co
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post) {}
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
+                         int64_t ldc, int ncols, const qnt_vnni_post *post) {}
 #endif

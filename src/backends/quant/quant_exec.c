@@ -155,6 +155,21 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
   return st;
 }
 
+qnt_layout qnt_state_layout(const qnt_config *c, qnt_wtype t) {
+  int want = c->isa == QNT_ISA_AVX512     ? NAT_ISA_AVX512
+             : c->isa == QNT_ISA_AVX2     ? NAT_ISA_AVX2
+             : c->isa == QNT_ISA_PORTABLE ? NAT_ISA_PORTABLE
+                                          : (int)nat_isa_cpu();
+  int prev = nat_isa_enter(want);
+  qnt_cpu cpu = qnt_cpu_detect();
+  nat_isa_enter(prev);
+  if (kernel_cpu(c, &cpu)) { /* the build reports it */
+    ait_err_clear();
+    return QNT_L_ROWS;
+  }
+  return qnt_layout_for(t, c->act, cpu);
+}
+
 ait_status qnt_state_make(const qnt_config *c, ait_graph *g, qnt_node *q, int n, qnt_state **out) {
   qnt_state *s = calloc(1, sizeof *s);
   if (!s) {

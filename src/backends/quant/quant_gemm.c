@@ -312,11 +312,12 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
-  /* the vpmaddubsw tiles take 4 rows: 8 at a time, two whole tiles */
-  int step = w->layout == QNT_L_QUAD7 ? QNT_MR7 : QNT_MR;
-  for (int64_t r = m0; r < m1; r += step) {
-    int mr = (int)min64(step, m1 - r);
-    for (int64_t g = 0; g < w->G; g++) {
+  for (int64_t r = m0; r < m1; r += QNT_MR) {
+    int mr = (int)min64(QNT_MR, m1 - r);
+    /* QUAD7, 6 rows: one call walks all groups (their sums stay in
+     * registers; a call per group ran short loops) */
+    bool whole = w->layout == QNT_L_QUAD7 && mr == 6 && !j->z512;
+    for (int64_t g = 0; g < (whole ? 1 : w->G); g++) {
       int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
       bool last = g == w->G - 1; /* bias and outliers come with the last group */
@@ -336,7 +337,12 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                             w->N};
       const uint8_t *a = j->qa + r * j->lda + a4 * 4, *b = w->codes + (P * K4 + a4) * QNT_PANEL * 4;
       float *y = p->y + r * p->ldy + 64 * P;
-      if (j->z512)
+      if (whole) {
+        post.bias = p->bias ? p->bias + 64 * P : NULL;
+        post.z = z ? z + r * ldz + 64 * P : NULL;
+        post.ocnt = j->ocnt ? j->ocnt + r : NULL;
+        qnt_avx2_tile_madd6(w, P, j->qa + r * j->lda, j->lda, y, p->ldy, ncols, &post);
+      } else if (j->z512)
         qnt_x86_tile_vnni(mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
       else
         qnt_avx2_tile_u8(mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,

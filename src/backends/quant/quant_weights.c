@@ -109,7 +109,7 @@ static void params_for(const qnt_config *c, float lo, float hi, float *s, int8_t
   if (c->weights == QNT_FP8) {
     *s = hi / QNT_E4M3_MAX;
   } else if (c->symmetric) {
-    *s = hi / 127.0f;
+    *s = hi / (c->w7 ? 64.0f : 127.0f);
   } else {
     *s = (hi - lo) / 255.0f;
     if (*s > 0) {
@@ -124,8 +124,8 @@ static uint8_t code_for(const qnt_config *c, float v, float s, int8_t z) {
   if (!isfinite(v)) v = 0;
   if (c->weights == QNT_FP8) return qnt_e4m3_encode(v / s);
   float q = nearbyintf(v / s) + (float)z;
-  float lo = c->symmetric ? -127.0f : -128.0f;
-  q = q < lo ? lo : q > 127.0f ? 127.0f : q;
+  float hi = c->symmetric && c->w7 ? 64.0f : 127.0f, lo = c->symmetric ? -hi : -128.0f;
+  q = q < lo ? lo : q > hi ? hi : q;
   return (uint8_t)(int8_t)q;
 }
 
