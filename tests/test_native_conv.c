@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/native/native.h"
+#include "backends/native/native_mm.h"
 #include "check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
@@ -492,11 +493,63 @@ static void test_dilated_nhwc(int count) {
   CHECK(nat_win_class_runs() > classed);
 }
 
+/* 3-D convs on native_mm's tiles (native_conv3d.c): r3d_18's shapes (3x3x3
+ * and 3x7x7 stems, stride 1 and 2, 1x1x1 stride-2 downsamples) and random
+ * ones (kernels 1 to 7 a dim, strides, dilations, pads, groups, images,
+ * residuals, activations), against eager at each ISA level; where the
+ * product is big enough the tiles must have run. */
+static void test_conv3d(int count) {
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "Clip"};
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    if (it == 0) {
+      c = base(3, 1, 3, 16, 1, 9, 7, 2, 1); /* the stem: 3x7x7, stride 1x2x2, pads 1x3x3 */
+      c.k[0] = 3, c.s[0] = 1, c.in[0] = 5, c.pb[0] = c.pe[0] = 1;
+      c.pb[1] = c.pe[1] = c.pb[2] = c.pe[2] = 3;
+      c.act = "Relu", c.bias = true;
+    } else if (it == 1) {
+      c = base(3, 1, 24, 24, 1, 7, 3, 1, 1); /* a block's 3x3x3 with the residual */
+      for (int i = 0; i < 3; i++)
+        c.pb[i] = c.pe[i] = 1;
+      c.act = "Relu", c.bias = true, c.residual = true;
+    } else if (it == 2) {
+      c = base(3, 2, 32, 48, 1, 7, 1, 2, 1); /* the downsample */
+    } else {
+      memset(&c, 0, sizeof c);
+      c.nsp = 3;
+      c.N = urand(3) ? 1 : 2;
+      c.group = urand(3) ? 1 : 2 + urand(3);
+      c.C = c.group * (2 + urand(20));
+      c.M = c.group * (1 + urand(40));
+      for (int i = 0; i < 3; i++) {
+        c.k[i] = 1 + urand(i == 0 ? 3 : 7);
+        c.s[i] = 1 + urand(2);
+        c.d[i] = 1 + urand(2);
+        int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+        c.in[i] = dk + urand(i == 0 ? 4 : 12);
+        c.pb[i] = urand((uint32_t)c.k[i]);
+        c.pe[i] = urand((uint32_t)c.k[i]);
+      }
+      c.act = acts[urand(4)];
+      c.bias = urand(2);
+      c.residual = c.act && urand(2);
+    }
+    int64_t K = c.C / c.group * c.k[0] * c.k[1] * c.k[2];
+    bool tiles =
+        c.C / c.group >= 2 && (c.M / c.group) * K >= 4096 && nat_mm_available(NAT_ISA_AVX2);
+    long long before = nat_conv3d_runs();
+    check_case(&c);
+    /* two runs on each of the vector levels' 4 specs at least */
+    if (tiles) CHECK(nat_conv3d_runs() - before >= 8);
+  }
+}
+
 int main(void) {
   test_fixed();
   test_random(60);
   test_random_nhwc(60);
   test_dilated_nhwc(30);
+  test_conv3d(24);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }
