@@ -514,6 +514,22 @@ static void test_conv3d(int count) {
       c.act = "Relu", c.bias = true, c.residual = true;
     } else if (it == 2) {
       c = base(3, 2, 32, 48, 1, 7, 1, 2, 1); /* the downsample */
+    } else if (it < 9) {
+      /* rows wide enough for the direct path at both levels (two vectors
+       * of 16): stride 1 in H and W, any depth stride, dilation, pads,
+       * channel counts past a reduction chunk, groups */
+      c = base(3, it == 8 ? 2 : 1, 2 + urand(40), 1 + urand(40), 1, 3, 3, 1, 1);
+      if (it == 3) c.C = 300, c.M = 8; /* Cg over the tiles' chunk */
+      if (it == 4) c.group = 2, c.C = 2 * (2 + urand(20)), c.M = 2 * (1 + urand(30));
+      c.in[0] = 2 + urand(4), c.in[1] = 3 + urand(4), c.in[2] = 28 + urand(30);
+      c.k[0] = 1 + urand(3), c.k[1] = 1 + urand(3), c.k[2] = 1 + urand(5);
+      c.s[0] = 1 + urand(2), c.d[0] = 1 + urand(2), c.d[2] = 1 + urand(2);
+      for (int i = 0; i < 3; i++)
+        c.pb[i] = urand((uint32_t)c.k[i]), c.pe[i] = urand((uint32_t)c.k[i]);
+      if (c.in[0] + c.pb[0] + c.pe[0] < (c.k[0] - 1) * c.d[0] + 1) c.d[0] = 1;
+      c.act = acts[urand(4)];
+      c.bias = urand(2);
+      c.residual = c.act && urand(2);
     } else {
       memset(&c, 0, sizeof c);
       c.nsp = 3;
@@ -537,10 +553,18 @@ static void test_conv3d(int count) {
     int64_t K = c.C / c.group * c.k[0] * c.k[1] * c.k[2];
     bool tiles =
         c.C / c.group >= 2 && (c.M / c.group) * K >= 4096 && nat_mm_available(NAT_ISA_AVX2);
-    long long before = nat_conv3d_runs();
+    long long before = nat_conv3d_runs(), direct = nat_conv3d_direct_runs();
     check_case(&c);
-    /* two runs on each of the vector levels' 4 specs at least */
+    /* two runs on each of the vector levels' 4 specs at least; the wide
+     * cases without packing on both levels */
     if (tiles) CHECK(nat_conv3d_runs() - before >= 8);
+    if (tiles && it >= 3 && it < 9) {
+      int64_t ow = out_size(&c, 2), v16 = (ow + 15) / 16, v8 = (ow + 7) / 8;
+      bool d16 = v16 >= 2 && 5 * ow >= 64 * v16 && nat_mm_available(NAT_ISA_AVX512);
+      bool d8 = v8 >= 2 && 5 * ow >= 32 * v8;
+      CHECK(nat_conv3d_direct_runs() - direct >= 8 * (d16 + d8));
+      CHECK(d8);
+    }
   }
 }
 

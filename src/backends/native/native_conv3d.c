@@ -187,8 +187,161 @@ static void c3_task(void *arg, int64_t t, int tid) {
       nat_act_f32(&j->post, m.c + i * j->out_n, p1 - p0);
 }
 
-static _Atomic long long runs;
+/* ---- stride 1 in H and W, wide rows: no packing ----------------------------
+ *
+ * Each output row (n, od, oh) of a group is a sum over taps (and chunks of
+ * input channels) of products W_t [Mg][Cg] . X_t [Cg][OW] whose B rows are
+ * read as stored from a padded copy of X[n, g] laid out [D][Hp][Cg][Lq]:
+ * tap (kd, kh, kw) of row oh starts at ((id * Hp + oh + kh dh) Cg) Lq + kw dw
+ * and its channels follow at stride Lq, so one copy of X (zero borders) is
+ * the whole column matrix. The tiles write Y's row; a later product adds
+ * the earlier ones as its residual z = C (the tiles load each vector of z
+ * before they store the same vector of C), the first one adds the bias and
+ * FusedConv's Z, the last one clamps. A product's reduction stays within
+ * one of the tiles' chunks (kc), so no partial sums pass through C. The
+ * packing took 16-21% of r3d_18's time; this path runs where a row fills
+ * at least two vectors at 80% of its lanes (r3d_18's first two stages). */
+typedef struct c3d_job {
+  const c3_job *j;
+  float *xp;       /* [N G][D][Hp][Cg][Lq] */
+  const float *wt; /* [G][tap][Mg][Cg] */
+  int64_t Hp, Lq, kc, bands, rows;
+} c3d_job;
+
+/* Input depth slice t % D of image-group t / D into the padded copy. */
+static void c3d_pad_task(void *arg, int64_t t, int tid) {
+  const c3d_job *d = arg;
+  const c3_job *j = d->j;
+  (void)tid;
+  int64_t D = j->in[0], H = j->in[1], W = j->in[2], id = t % D, ng = t / D;
+  int64_t n = ng / j->G, g = ng % j->G, pt = j->pb[1], pl = j->pb[2];
+  const float *x = j->x + (n * j->C + g * j->Cg) * j->in_n + id * H * W;
+  float *dst = d->xp + (ng * D + id) * d->Hp * j->Cg * d->Lq;
+  for (int64_t h = 0; h < d->Hp; h++)
+    for (int64_t ci = 0; ci < j->Cg; ci++) {
+      float *row = dst + (h * j->Cg + ci) * d->Lq;
+      int64_t ih = h - pt;
+      if (ih < 0 || ih >= H) {
+        memset(row, 0, sizeof(float) * (size_t)d->Lq);
+        continue;
+      }
+      memset(row, 0, sizeof(float) * (size_t)pl);
+      memcpy(row + pl, x + ci * j->in_n + ih * W, sizeof(float) * (size_t)W);
+      memset(row + pl + W, 0, sizeof(float) * (size_t)(d->Lq - pl - W));
+    }
+}
+
+/* Output rows of band t % bands of (image-group, od) t / bands. */
+static void c3d_task(void *arg, int64_t t, int tid) {
+  const c3d_job *d = arg;
+  const c3_job *j = d->j;
+  (void)tid;
+  int64_t OD = j->out[0], OH = j->out[1], OW = j->out[2], Cg = j->Cg, Mg = j->Mg;
+  int64_t band = t % d->bands, od = t / d->bands % OD, ng = t / (d->bands * OD);
+  int64_t n = ng / j->G, g = ng % j->G;
+  int64_t oh0 = band * d->rows, oh1 = oh0 + d->rows < OH ? oh0 + d->rows : OH;
+  const float *xp = d->xp + ng * j->in[0] * d->Hp * Cg * d->Lq;
+  const float *wt = d->wt + g * j->k_n * Mg * Cg;
+  int64_t yo = (n * j->M + g * Mg) * j->out_n;
+  for (int64_t oh = oh0; oh < oh1; oh++) {
+    nat_mm m = j->m;
+    m.lda = Cg, m.ldb = d->Lq, m.ldc = j->out_n, m.ldz = j->out_n, m.N = OW;
+    float *c = j->y + yo + (od * OH + oh) * OW;
+    bool first = true;
+    /* the last product: the last valid depth tap's last channel chunk */
+    int64_t kd_last = -1;
+    for (int64_t kd = 0; kd < j->k[0]; kd++) {
+      int64_t id = od * j->s[0] - j->pb[0] + kd * j->d[0];
+      if (id >= 0 && id < j->in[0]) kd_last = kd;
+    }
+    for (int64_t kd = 0; kd <= kd_last; kd++) {
+      int64_t id = od * j->s[0] - j->pb[0] + kd * j->d[0];
+      if (id < 0 || id >= j->in[0]) continue;
+      for (int64_t kh = 0; kh < j->k[1]; kh++)
+        for (int64_t kw = 0; kw < j->k[2]; kw++) {
+          int64_t tap = (kd * j->k[1] + kh) * j->k[2] + kw;
+          const float *b = xp + ((id * d->Hp + oh + kh * j->d[1]) * Cg) * d->Lq + kw * j->d[2];
+          for (int64_t c0 = 0; c0 < Cg; c0 += d->kc) {
+            bool last = kd == kd_last && kh == j->k[1] - 1 && kw == j->k[2] - 1 && c0 + d->kc >= Cg;
+            m.K = m.kc = Cg - c0 < d->kc ? Cg - c0 : d->kc;
+            m.a = wt + tap * Mg * Cg + c0;
+            m.b = b + c0 * d->Lq;
+            m.c = c;
+            m.row_bias = first && j->b ? j->b + g * Mg : NULL;
+            m.z = first ? (j->z ? j->z + yo + (od * OH + oh) * OW : NULL) : c;
+            m.lo = last ? j->m.lo : -INFINITY;
+            m.hi = last ? j->m.hi : INFINITY;
+            m.gelu = last && j->m.gelu;
+            nat_mm_run(&m, 0, Mg, 0, OW);
+            first = false;
+          }
+        }
+    }
+    if (j->post.kind != AIT_ACT_NONE)
+      for (int64_t i = 0; i < Mg; i++)
+        nat_act_f32(&j->post, c + i * j->out_n, OW);
+  }
+}
+
+/* Whether the direct path runs j: stride 1 in H and W, rows of at least
+ * two vectors that use 80% of their lanes, every output slice with a
+ * depth tap inside the input. */
+static bool c3d_fits(const c3_job *j, int lanes) {
+  int64_t OW = j->out[2], vecs = (OW + lanes - 1) / lanes;
+  if (j->s[1] != 1 || j->s[2] != 1 || vecs < 2 || 5 * OW < 4 * vecs * lanes) return false;
+  for (int64_t od = 0; od < j->out[0]; od++) {
+    bool any = false;
+    for (int64_t kd = 0; kd < j->k[0]; kd++) {
+      int64_t id = od * j->s[0] - j->pb[0] + kd * j->d[0];
+      any |= id >= 0 && id < j->in[0];
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+static ait_status c3d_run(nat_run *r, c3_job *j, bool w_const, int threads) {
+  c3d_job d;
+  memset(&d, 0, sizeof d);
+  d.j = j;
+  /* the padded rows: every tap of every output row inside (stride 1) */
+  d.Hp = j->out[1] + (j->k[1] - 1) * j->d[1];
+  d.Lq = j->out[2] + (j->k[2] - 1) * j->d[2];
+  if (d.Hp < j->pb[1] + j->in[1]) d.Hp = j->pb[1] + j->in[1];
+  if (d.Lq < j->pb[2] + j->in[2]) d.Lq = j->pb[2] + j->in[2];
+  d.kc = j->m.kc < j->Cg ? j->m.kc : j->Cg;
+  int64_t taps = j->k_n, wn = j->G * taps * j->Mg * j->Cg;
+  int64_t key[4] = {j->M, j->K, 3 << 8 | j->m.level, j->G};
+  bool fresh = true;
+  float *wt = w_const ? nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)wn, &fresh)
+                      : nat_scratch(r, (int64_t)sizeof(float) * wn);
+  if (!wt) return AIT_E_NOMEM;
+  if (fresh)
+    for (int64_t g = 0; g < j->G; g++)
+      for (int64_t t = 0; t < taps; t++)
+        for (int64_t mm = 0; mm < j->Mg; mm++)
+          for (int64_t ci = 0; ci < j->Cg; ci++)
+            wt[((g * taps + t) * j->Mg + mm) * j->Cg + ci] =
+                j->w[((g * j->Mg + mm) * j->Cg + ci) * taps + t];
+  d.wt = wt;
+  int64_t per = j->N * j->G, D = j->in[0];
+  d.xp = nat_scratch(r, (int64_t)sizeof(float) * per * D * d.Hp * j->Cg * d.Lq);
+  if (!d.xp) return AIT_E_NOMEM;
+  nat_pool *pool = threads > 1 ? nat_run_pool(r) : NULL;
+  nat_pool_run(pool, per * D, c3d_pad_task, &d);
+  /* bands of output rows where slices leave threads idle */
+  int64_t slices = per * j->out[0];
+  d.bands = slices >= 2 * threads ? 1 : (2 * threads + slices - 1) / slices;
+  if (d.bands > j->out[1]) d.bands = j->out[1];
+  d.rows = (j->out[1] + d.bands - 1) / d.bands;
+  d.bands = (j->out[1] + d.rows - 1) / d.rows;
+  nat_pool_run(pool, slices * d.bands, c3d_task, &d);
+  return AIT_OK;
+}
+
+static _Atomic long long runs, direct_runs;
 long long nat_conv3d_runs(void) { return runs; }
+long long nat_conv3d_direct_runs(void) { return direct_runs; }
 
 ait_status nat_conv3d(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   const ait_tensor *X = in[0], *W = n_in > 1 ? in[1] : NULL, *B = n_in > 2 ? in[2] : NULL;
@@ -230,27 +383,40 @@ ait_status nat_conv3d(nat_run *r, const ait_node *n, const ait_tensor *const *in
     ait_err_clear();
     return AIT_E_UNSUPPORTED;
   }
-  nat_mm_init(&j.m, level, j.Mg, j.out_n, j.K);
-  const int64_t nr = j.m.nr;
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 5, od, &Y));
   j.x = X->data, j.w = W->data, j.b = B ? B->data : NULL, j.z = Z ? Z->data : NULL;
   j.y = Y->data;
-  j.m.lda = j.K, j.m.ldb = 0, j.m.ldc = j.out_n, j.m.ldz = j.out_n;
-  j.m.lo = -INFINITY, j.m.hi = INFINITY;
+  float lo = -INFINITY, hi = INFINITY;
+  bool gelu = false;
   j.post = act;
   if (act.kind == AIT_ACT_RELU) {
-    j.m.lo = 0.0f, j.post.kind = AIT_ACT_NONE;
+    lo = 0.0f, j.post.kind = AIT_ACT_NONE;
   } else if (act.kind == AIT_ACT_CLIP) {
-    j.m.lo = act.p[0], j.m.hi = act.p[1], j.post.kind = AIT_ACT_NONE;
+    lo = act.p[0], hi = act.p[1], j.post.kind = AIT_ACT_NONE;
   } else if (act.kind == AIT_ACT_GELU) {
-    j.m.gelu = true, j.post.kind = AIT_ACT_NONE;
+    gelu = true, j.post.kind = AIT_ACT_NONE;
   }
-  /* ranges of output positions: the packed block about C3_TASK_BYTES, at
-   * least 4 column blocks, and two tasks a thread where there are few */
   int threads = nat_run_threads(r);
   double macs = (double)j.N * (double)j.M * (double)j.out_n * (double)j.K;
   if (threads < 1 || macs < NAT_PAR_MIN_MACS) threads = 1;
+  /* the direct path: the tiles sized for one output row, a reduction of
+   * Cg (its chunk kc caps each product's) */
+  nat_mm_init(&j.m, level, j.Mg, j.out[2], j.Cg);
+  j.m.lo = lo, j.m.hi = hi, j.m.gelu = gelu;
+  if (c3d_fits(&j, level == NAT_ISA_AVX512 ? 16 : 8)) {
+    AIT_TRY(c3d_run(r, &j, nat_input_is_const(r, 1), threads));
+    runs++;
+    direct_runs++;
+    return AIT_OK;
+  }
+  /* ranges of output positions: the packed block about C3_TASK_BYTES, at
+   * least 4 column blocks, and two tasks a thread where there are few */
+  memset(&j.m, 0, sizeof j.m);
+  nat_mm_init(&j.m, level, j.Mg, j.out_n, j.K);
+  const int64_t nr = j.m.nr;
+  j.m.lda = j.K, j.m.ldb = 0, j.m.ldc = j.out_n, j.m.ldz = j.out_n;
+  j.m.lo = lo, j.m.hi = hi, j.m.gelu = gelu;
   int64_t width = C3_TASK_BYTES / (4 * j.K) / nr * nr;
   if (width < 4 * nr) width = 4 * nr;
   int64_t want = 2 * threads, per = j.N * j.G;

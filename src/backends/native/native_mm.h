@@ -73,6 +73,7 @@ long long nat_mm_conv1d_runs(void);
  * AIT_E_UNSUPPORTED, nothing done, where it does not apply. */
 ait_status nat_conv3d(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 long long nat_conv3d_runs(void);
+long long nat_conv3d_direct_runs(void); /* those without packing (stride 1 in H, W) */
 
 /* The chunk of B that this call of nat_mm_run multiplies after the block
  * at column j, chunk [k0, k1): the next column block's, or after the last
