@@ -312,9 +312,14 @@ static ait_status c3d_run(nat_run *r, c3_job *j, bool w_const, int threads) {
   d.kc = j->m.kc < j->Cg ? j->m.kc : j->Cg;
   int64_t taps = j->k_n, wn = j->G * taps * j->Mg * j->Cg;
   int64_t key[4] = {j->M, j->K, 3 << 8 | j->m.level, j->G};
+  /* one nat_scratch: each call hands out the same memory */
+  int64_t per = j->N * j->G, D = j->in[0], xn = per * D * d.Hp * j->Cg * d.Lq;
+  float *scratch = nat_scratch(r, (int64_t)sizeof(float) * (xn + (w_const ? 0 : wn)));
+  if (!scratch) return AIT_E_NOMEM;
+  d.xp = scratch;
   bool fresh = true;
   float *wt = w_const ? nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)wn, &fresh)
-                      : nat_scratch(r, (int64_t)sizeof(float) * wn);
+                      : scratch + xn;
   if (!wt) return AIT_E_NOMEM;
   if (fresh)
     for (int64_t g = 0; g < j->G; g++)
@@ -324,9 +329,6 @@ static ait_status c3d_run(nat_run *r, c3_job *j, bool w_const, int threads) {
             wt[((g * taps + t) * j->Mg + mm) * j->Cg + ci] =
                 j->w[((g * j->Mg + mm) * j->Cg + ci) * taps + t];
   d.wt = wt;
-  int64_t per = j->N * j->G, D = j->in[0];
-  d.xp = nat_scratch(r, (int64_t)sizeof(float) * per * D * d.Hp * j->Cg * d.Lq);
-  if (!d.xp) return AIT_E_NOMEM;
   nat_pool *pool = threads > 1 ? nat_run_pool(r) : NULL;
   nat_pool_run(pool, per * D, c3d_pad_task, &d);
   /* bands of output rows where slices leave threads idle */
