@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/native/native.h"
+#include "backends/native/native_mm.h"
 #include "check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
@@ -39,6 +40,8 @@ typedef struct conv_case {
   const char *act; /* FusedConv's activation, NULL: a plain Conv */
   bool nhwc_in;    /* 2-D: x given as [N, H, W, C] and transposed to NCHW, so that the
                     * layout pass hands the conv a channels-last input */
+  bool w_in;       /* W a graph input (after x and z), not a constant: nothing packed
+                    * once per node, the kernels' scratch holds it */
 } conv_case;
 
 static int64_t out_size(const conv_case *c, int i) {
@@ -99,8 +102,11 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
     tb_input(m, "x", 1, rank, xd);
   }
   if (c->residual) tb_input(m, "z", 1, rank, ydims);
+  if (c->w_in)
+    tb_input(m, "w", 1, rank, wd);
+  else
+    tb_init_f32(m, "w", rank, wd, w);
   tb_output(m, "y", 1, rank, ydims);
-  tb_init_f32(m, "w", rank, wd, w);
   tb_init_f32(m, "b", 1, bd, b);
   free(w);
   free(b);
@@ -185,13 +191,21 @@ static void check_case(const conv_case *c) {
   for (int i = 0; i < c->nsp; i++)
     xd[2 + i] = c->in[i];
   if (c->nhwc_in) xd[1] = c->in[0], xd[2] = c->in[1], xd[3] = c->C;
-  ait_tensor *in[2] = {ait_tensor_new(AIT_FLOAT32, rank, xd), NULL};
+  ait_tensor *in[3] = {ait_tensor_new(AIT_FLOAT32, rank, xd), NULL, NULL};
   fill(in[0]->data, ait_tensor_numel(in[0]), 1.0f);
   int n_in = 1;
   if (c->residual) {
     in[1] = ait_tensor_new(AIT_FLOAT32, rank, yd);
     fill(in[1]->data, ait_tensor_numel(in[1]), 1.0f);
     n_in = 2;
+  }
+  if (c->w_in) { /* W [M, C/group, k...] (no ConvTranspose here) */
+    int64_t wd[5] = {c->M, c->C / c->group};
+    for (int i = 0; i < c->nsp; i++)
+      wd[2 + i] = c->k[i];
+    in[n_in] = ait_tensor_new(AIT_FLOAT32, rank, wd);
+    fill(in[n_in]->data, ait_tensor_numel(in[n_in]), 0.5f);
+    n_in++;
   }
   ait_tensor *ref = NULL;
   ait_status st = ait_eager_run(g, (const ait_tensor *const *)in, n_in, &ref);
@@ -227,6 +241,7 @@ static void check_case(const conv_case *c) {
   ait_tensor_free(ref);
   ait_tensor_free(in[0]);
   ait_tensor_free(in[1]);
+  ait_tensor_free(in[2]);
   ait_graph_free(g);
 }
 
@@ -393,6 +408,8 @@ static void test_random(int count) {
       c.act = acts[urand(6)];
       c.bias = urand(2);
       c.residual = c.act && urand(2);
+      /* W as an input where no layout pass is expected to move the conv */
+      c.w_in = c.nsp != 2 && urand(4) == 0;
     }
     check_case(&c);
   }
@@ -580,6 +597,82 @@ static void test_dw1(int count) {
   CHECK(nat_conv_dw1_runs() - before == (long long)count * 8);
 }
 
+/* 3-D convs on native_mm's tiles (native_conv3d.c): r3d_18's shapes (3x3x3
+ * and 3x7x7 stems, stride 1 and 2, 1x1x1 stride-2 downsamples) and random
+ * ones (kernels 1 to 7 a dim, strides, dilations, pads, groups, images,
+ * residuals, activations), against eager at each ISA level; where the
+ * product is big enough the tiles must have run. */
+static void test_conv3d(int count) {
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "Clip"};
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    if (it == 0) {
+      c = base(3, 1, 3, 16, 1, 9, 7, 2, 1); /* the stem: 3x7x7, stride 1x2x2, pads 1x3x3 */
+      c.k[0] = 3, c.s[0] = 1, c.in[0] = 5, c.pb[0] = c.pe[0] = 1;
+      c.pb[1] = c.pe[1] = c.pb[2] = c.pe[2] = 3;
+      c.act = "Relu", c.bias = true;
+    } else if (it == 1) {
+      c = base(3, 1, 24, 24, 1, 7, 3, 1, 1); /* a block's 3x3x3 with the residual */
+      for (int i = 0; i < 3; i++)
+        c.pb[i] = c.pe[i] = 1;
+      c.act = "Relu", c.bias = true, c.residual = true;
+    } else if (it == 2) {
+      c = base(3, 2, 32, 48, 1, 7, 1, 2, 1); /* the downsample */
+    } else if (it < 9) {
+      /* rows wide enough for the direct path at both levels (two vectors
+       * of 16): stride 1 in H and W, any depth stride, dilation, pads,
+       * channel counts past a reduction chunk, groups */
+      c = base(3, it == 8 ? 2 : 1, 2 + urand(40), 1 + urand(40), 1, 3, 3, 1, 1);
+      if (it == 3) c.C = 300, c.M = 8; /* Cg over the tiles' chunk */
+      if (it == 4) c.group = 2, c.C = 2 * (2 + urand(20)), c.M = 2 * (1 + urand(30));
+      c.in[0] = 2 + urand(4), c.in[1] = 3 + urand(4), c.in[2] = 28 + urand(30);
+      c.k[0] = 1 + urand(3), c.k[1] = 1 + urand(3), c.k[2] = 1 + urand(5);
+      c.s[0] = 1 + urand(2), c.d[0] = 1 + urand(2), c.d[2] = 1 + urand(2);
+      for (int i = 0; i < 3; i++)
+        c.pb[i] = urand((uint32_t)c.k[i]), c.pe[i] = urand((uint32_t)c.k[i]);
+      if (c.in[0] + c.pb[0] + c.pe[0] < (c.k[0] - 1) * c.d[0] + 1) c.d[0] = 1;
+      c.act = acts[urand(4)];
+      c.bias = urand(2);
+      c.residual = c.act && urand(2);
+      c.w_in = it == 5;
+    } else {
+      memset(&c, 0, sizeof c);
+      c.nsp = 3;
+      c.N = urand(3) ? 1 : 2;
+      c.group = urand(3) ? 1 : 2 + urand(3);
+      c.C = c.group * (2 + urand(20));
+      c.M = c.group * (1 + urand(40));
+      for (int i = 0; i < 3; i++) {
+        c.k[i] = 1 + urand(i == 0 ? 3 : 7);
+        c.s[i] = 1 + urand(2);
+        c.d[i] = 1 + urand(2);
+        int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+        c.in[i] = dk + urand(i == 0 ? 4 : 12);
+        c.pb[i] = urand((uint32_t)c.k[i]);
+        c.pe[i] = urand((uint32_t)c.k[i]);
+      }
+      c.act = acts[urand(4)];
+      c.bias = urand(2);
+      c.residual = c.act && urand(2);
+      c.w_in = urand(4) == 0;
+    }
+    int64_t K = c.C / c.group * c.k[0] * c.k[1] * c.k[2];
+    bool tiles =
+        c.C / c.group >= 2 && (c.M / c.group) * K >= 4096 && nat_mm_available(NAT_ISA_AVX2);
+    long long before = nat_conv3d_runs(), direct = nat_conv3d_direct_runs();
+    check_case(&c);
+    /* two runs on each of the vector levels' 4 specs at least; the wide
+     * cases without packing on both levels */
+    if (tiles) CHECK(nat_conv3d_runs() - before >= 8);
+    if (tiles && it >= 3 && it < 9) {
+      int64_t ow = out_size(&c, 2), v16 = (ow + 15) / 16, v8 = (ow + 7) / 8;
+      bool d16 = v16 >= 2 && 5 * ow >= 64 * v16 && nat_mm_available(NAT_ISA_AVX512);
+      bool d8 = v8 >= 2 && 5 * ow >= 32 * v8;
+      CHECK(nat_conv3d_direct_runs() - direct >= 8 * (d16 + d8));
+    }
+  }
+}
+
 int main(void) {
   test_fixed();
   test_random(60);
@@ -588,6 +681,7 @@ int main(void) {
   test_depthwise_nhwc(40);
   test_wino(16);
   test_dw1(16);
+  test_conv3d(24);
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

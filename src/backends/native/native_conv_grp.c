@@ -197,23 +197,13 @@ ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
    * is a constant */
   int64_t wn = c->group * j.nb * j.T * j.MB;
   int64_t key[4] = {c->M, j.T, j.MB | (int64_t)isa << 8, c->group};
-  bool fresh = true;
-  float *wp = nat_input_is_const(r, 1)
-                  ? nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)wn, &fresh)
-                  : nat_scratch(r, (int64_t)sizeof(float) * wn);
-  if (!wp) return AIT_E_NOMEM;
-  if (fresh)
-    for (int64_t g = 0; g < c->group; g++)
-      for (int64_t blk = 0; blk < j.nb; blk++) {
-        float *d = wp + (g * j.nb + blk) * j.T * j.MB;
-        for (int64_t t = 0; t < j.T; t++)
-          for (int mm = 0; mm < j.MB; mm++) {
-            int64_t m = blk * j.MB + mm;
-            d[t * j.MB + mm] = m < c->Mg ? c->w[(g * c->Mg + m) * j.T + t] : 0.0f;
-          }
-      }
-  j.wp = wp;
-  /* bands of output rows where images x groups x blocks leave threads idle */
+  bool fresh = true, w_const = nat_input_is_const(r, 1);
+  float *wp =
+      w_const ? nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)wn, &fresh) : NULL;
+  if (w_const && !wp) return AIT_E_NOMEM;
+  /* the threads' scratch (and the packed weights of a W that is not a
+   * constant, after it): one nat_scratch, as each call hands out the same
+   * memory */
   nat_pool *pool = nat_run_pool(r);
   int threads = nat_pool_threads(pool);
   double macs = (double)c->N * (double)c->M * (double)c->out_n * (double)j.T;
@@ -227,8 +217,21 @@ ait_status nat_conv_grouped(nat_run *r, const nat_cv *c) {
   int64_t nf = (j.rows * j.q.Lq + GRP_STEP - 1) / GRP_STEP * GRP_STEP;
   j.slot = c->Cg * j.q.plane + j.q.PS + j.MB * nf + 2 * j.T + 16;
   j.slot = (j.slot + 15) / 16 * 16;
-  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * threads * j.slot);
+  int64_t sn = (int64_t)threads * j.slot;
+  j.scratch = nat_scratch(r, (int64_t)sizeof(float) * (sn + (w_const ? 0 : wn)));
   if (!j.scratch) return AIT_E_NOMEM;
+  if (!w_const) wp = j.scratch + sn;
+  if (fresh)
+    for (int64_t g = 0; g < c->group; g++)
+      for (int64_t blk = 0; blk < j.nb; blk++) {
+        float *d = wp + (g * j.nb + blk) * j.T * j.MB;
+        for (int64_t t = 0; t < j.T; t++)
+          for (int mm = 0; mm < j.MB; mm++) {
+            int64_t m = blk * j.MB + mm;
+            d[t * j.MB + mm] = m < c->Mg ? c->w[(g * c->Mg + m) * j.T + t] : 0.0f;
+          }
+      }
+  j.wp = wp;
   nat_pool_run(pool, tasks * j.bands, grp_task, &j);
   return AIT_OK;
 }

@@ -69,6 +69,11 @@ void nat_mm_pack(float *dst, const float *B, int64_t K, int64_t N, int64_t rs, i
  * nat_mm_conv1d_runs: runs that took the tiles (tests). */
 ait_status nat_k_conv_seq(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 long long nat_mm_conv1d_runs(void);
+/* 3-D Conv / FusedConv on the tiles, any group (native_conv3d.c);
+ * AIT_E_UNSUPPORTED, nothing done, where it does not apply. */
+ait_status nat_conv3d(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+long long nat_conv3d_runs(void);
+long long nat_conv3d_direct_runs(void); /* those without packing (stride 1 in H, W) */
 
 /* The chunk of B that this call of nat_mm_run multiplies after the block
  * at column j, chunk [k0, k1): the next column block's, or after the last

@@ -130,5 +130,6 @@ static ait_status conv1d(nat_run *r, const ait_node *n, const ait_tensor *const 
 
 ait_status nat_k_conv_seq(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   ait_status st = conv1d(r, n, in, n_in);
+  if (st == AIT_E_UNSUPPORTED) st = nat_conv3d(r, n, in, n_in);
   return st == AIT_E_UNSUPPORTED ? nat_k_conv(r, n, in, n_in) : st;
 }
