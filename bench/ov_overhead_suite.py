@@ -10,7 +10,8 @@ interleaved.
 For each model folder of models/gen/suite (batch 1, TorchScript exports and
 the trained files): the suite's input preparation (bench/suite.py's
 fixed_copy and make_inputs: the same seeded inputs), `aitune tune MODEL
---backends openvino:threads=N --batch-sizes 1 --inputs DIR`, then
+--backends openvino:threads=N --batch-sizes 1 --inputs DIR --no-perf-validation`
+(the candidate is kept even where eager timed faster), then
 bench/ov_overhead.py on that folder. One JSON line per model to --out and
 a table at the end: the median of the paired ratios OpenVINO alone time /
 engine time (>= 1: the engine is as fast).
@@ -51,7 +52,8 @@ def main():
         tdir = os.path.join(work, "tuned")
         t = subprocess.run([a.aitune, "tune", model, "--out", tdir, "--backends",
                             f"openvino:threads={a.threads}", "--batch-sizes", str(batch),
-                            "--inputs", pb, "--no-cache"], capture_output=True, text=True)
+                            "--inputs", pb, "--no-cache", "--no-perf-validation"],
+                           capture_output=True, text=True)
         if t.returncode:
             print(f"{name}: tune failed: {t.stderr.strip().splitlines()[-1:]}", flush=True)
             continue
