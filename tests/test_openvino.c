@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/model_impl.h"
 #include "backends/backend.h"
 #include "backends/openvino/ov_info.h"
 #include "backends/openvino/ov_refuse.h"
@@ -192,11 +193,13 @@ static void test_supports(void) {
   CHECK_ERR(
       ait_backend_config_parse("openvino:hint=throughput,streams=2,dynamic=on,precision=f16", &cfg),
       AIT_OK, NULL);
+  CHECK_ERR(ait_backend_config_parse("openvino:pinning=off", &cfg), AIT_OK, NULL);
   const char *const bad[][2] = {{"openvino:hint=fast", "hint"},
                                 {"openvino:streams=0", "streams"},
                                 {"openvino:dynamic=maybe", "dynamic"},
+                                {"openvino:pinning=yes", "pinning"},
                                 {"openvino:colour=red", "colour"}};
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     CHECK(ait_backend_config_parse(bad[i][0], &cfg) != AIT_OK);
     CHECK(strstr(ait_last_error(), bad[i][1]) != NULL);
   }
@@ -267,6 +270,95 @@ static void test_refusals(void) {
   CHECK(f->supports(&cfg, &g, &tile, why, sizeof why));
   vals[1].init = NULL;
   ait_tensor_free(t);
+
+  /* data-dependent cases refused on what causes them (session 14): */
+  /* ReduceMax of a -inf row (the lowest finite float instead): refused
+   * where the input comes from a -inf constant through a Where, taken on a
+   * plain input */
+  float neg[2] = {0.0f, -INFINITY};
+  ait_tensor *ninf = ait_tensor_wrap(AIT_FLOAT32, 1, (int64_t[]){2}, neg);
+  ait_value rv[4] = {{.name = "m", .dtype = AIT_BOOL, .rank = 1, .dims = {{2}}, .producer = -1},
+                     {.name = "c", .dtype = AIT_FLOAT32, .rank = 1, .dims = {{2}}, .producer = -1},
+                     {.name = "b", .dtype = AIT_FLOAT32, .rank = 1, .dims = {{2}}, .producer = 0},
+                     {.name = "mx", .dtype = AIT_FLOAT32, .rank = 1, .dims = {{1}}, .producer = 1}};
+  int w_in[3] = {0, 1, 1}, w_out[1] = {2}, r_in[1] = {2}, r_out[1] = {3};
+  ait_node rn[2] = {{.name = "bias",
+                     .op_type = "Where",
+                     .domain = "",
+                     .n_in = 3,
+                     .n_out = 1,
+                     .in = w_in,
+                     .out = w_out},
+                    {.name = "rowmax",
+                     .op_type = "ReduceMax",
+                     .domain = "",
+                     .n_in = 1,
+                     .n_out = 1,
+                     .in = r_in,
+                     .out = r_out}};
+  ait_graph rg = {.values = rv, .n_values = 4, .nodes = rn, .n_nodes = 2};
+  CHECK(f->supports(&cfg, &rg, &rn[1], why, sizeof why)); /* c not constant yet */
+  rv[1].init = ninf;
+  CHECK(!f->supports(&cfg, &rg, &rn[1], why, sizeof why));
+  CHECK(strstr(why, "-inf") && strstr(why, "'rowmax'"));
+  rn[1].op_type = "ReduceMin"; /* only +inf troubles ReduceMin */
+  CHECK(f->supports(&cfg, &rg, &rn[1], why, sizeof why));
+  rv[1].init = NULL;
+  ait_tensor_free(ninf);
+
+  /* NonMaxSuppression: a constant iou_threshold > 0 taken; 0 or run time not */
+  float thr = 0.5f;
+  ait_tensor *tt = ait_tensor_wrap(AIT_FLOAT32, 1, (int64_t[]){1}, &thr);
+  ait_value nv[5] = {
+      {.name = "boxes", .dtype = AIT_FLOAT32, .producer = -1},
+      {.name = "scores", .dtype = AIT_FLOAT32, .producer = -1},
+      {.name = "max", .dtype = AIT_INT64, .producer = -1},
+      {.name = "iou", .dtype = AIT_FLOAT32, .rank = 1, .dims = {{1}}, .producer = -1},
+      {.name = "sel", .dtype = AIT_INT64, .producer = 0}};
+  int n_in[4] = {0, 1, 2, 3}, n_out[1] = {4};
+  ait_node nms = {.name = "nms",
+                  .op_type = "NonMaxSuppression",
+                  .domain = "",
+                  .n_in = 4,
+                  .n_out = 1,
+                  .in = n_in,
+                  .out = n_out};
+  ait_graph ng = {.values = nv, .n_values = 5};
+  CHECK(!f->supports(&cfg, &ng, &nms, why, sizeof why));
+  CHECK(strstr(why, "iou_threshold") != NULL);
+  nv[3].init = tt;
+  CHECK(f->supports(&cfg, &ng, &nms, why, sizeof why));
+  thr = 0.0f;
+  CHECK(!f->supports(&cfg, &ng, &nms, why, sizeof why));
+  nv[3].init = NULL;
+  ait_tensor_free(tt);
+
+  /* QuantizeLinear: an even constant zero point taken, an odd one not */
+  uint8_t zp = 128;
+  ait_tensor *zt = ait_tensor_wrap(AIT_UINT8, 0, NULL, &zp);
+  ait_value qv[4] = {{.name = "x", .dtype = AIT_FLOAT32, .producer = -1},
+                     {.name = "s", .dtype = AIT_FLOAT32, .producer = -1},
+                     {.name = "zp", .dtype = AIT_UINT8, .producer = -1, .init = zt},
+                     {.name = "q", .dtype = AIT_UINT8, .producer = 0}};
+  int q_in[3] = {0, 1, 2}, q_out[1] = {3};
+  ait_node quant = {.name = "q",
+                    .op_type = "QuantizeLinear",
+                    .domain = "",
+                    .n_in = 3,
+                    .n_out = 1,
+                    .in = q_in,
+                    .out = q_out};
+  ait_graph qg = {.values = qv, .n_values = 4};
+  CHECK(f->supports(&cfg, &qg, &quant, why, sizeof why));
+  zp = 153;
+  CHECK(!f->supports(&cfg, &qg, &quant, why, sizeof why));
+  CHECK(strstr(why, "zero point") != NULL);
+  ait_tensor_free(zt);
+
+  /* random draws: never OpenVINO's */
+  ait_node bern = {.name = "coin", .op_type = "Bernoulli", .domain = ""};
+  CHECK(!f->supports(&cfg, NULL, &bern, why, sizeof why));
+  CHECK(strstr(why, "random") != NULL);
 }
 
 /* An input OpenVINO's frontend drops (an empty `axes`: ReduceSum over all
@@ -507,6 +599,111 @@ static void test_missing_op(void) {
   ait_model_free(m);
 }
 
+/* The 4-bit types cross to OpenVINO packed two to a byte (aitune keeps one
+ * per byte): uint4, int4 and float4e2m1 graph inputs and outputs, at odd
+ * lengths (a half-filled last byte), match eager byte for byte. A node
+ * touching a type OpenVINO lacks (float8e4m3fnuz) is refused by name. */
+static void test_4bit(void) {
+  tb_model *tb = tb_new(23);
+  tb_input(tb, "u", AIT_UINT4, 1, (int64_t[]){5});
+  tb_input(tb, "i", AIT_INT4, 1, (int64_t[]){5});
+  tb_input(tb, "f", AIT_FLOAT4E2M1, 1, (int64_t[]){5});
+  tb_input(tb, "x", AIT_INT32, 1, (int64_t[]){7});
+  tb_input(tb, "r", AIT_FLOAT32, 1, (int64_t[]){7});
+  const struct {
+    const char *in, *out;
+    ait_dtype to;
+  } casts[] = {{"u", "u_f", AIT_FLOAT32}, {"i", "i_i8", AIT_INT8}, {"f", "f_f", AIT_FLOAT32},
+               {"x", "x_u4", AIT_UINT4},  {"x", "x_i4", AIT_INT4}, {"r", "r_f4", AIT_FLOAT4E2M1},
+               {"u", "u_u4", AIT_UINT4}};
+  const int n_out = (int)(sizeof casts / sizeof casts[0]);
+  for (int k = 0; k < n_out; k++) {
+    int len = casts[k].in[0] == 'x' || casts[k].in[0] == 'r' ? 7 : 5;
+    tb_output(tb, casts[k].out, casts[k].to, 1, (int64_t[]){len});
+    int node = tb_node(tb, k == n_out - 1 ? "Identity" : "Cast", casts[k].out,
+                       (const char *[]){casts[k].in, NULL}, (const char *[]){casts[k].out, NULL});
+    if (k != n_out - 1) tb_attr_int(tb, node, "to", casts[k].to);
+  }
+  size_t size = 0;
+  uint8_t *buf = tb_pack(tb, &size);
+  tb_free(tb);
+  ait_model *m = NULL;
+  CHECK_ERR(ait_model_load_buffer(buf, size, NULL, &m), AIT_OK, NULL);
+  free(buf);
+  if (!m) return;
+  /* one byte per element, as aitune holds them: int4 sign-extended */
+  uint8_t u[5] = {0, 1, 7, 8, 15}, f[5] = {0x0, 0x1, 0x7, 0x9, 0xf};
+  int8_t i[5] = {-8, -1, 0, 3, 7};
+  int32_t x[7] = {-9, -2, 0, 7, 8, 16, 20}; /* wrapped, as ONNX does */
+  float r[7] = {-9.0f, -2.6f, -0.4f, 0.0f, 2.5f, 5.5f, 20.0f};
+  ait_tensor_view in[5] = {{.dtype = AIT_UINT4, .rank = 1, .dims = {5}, .data = u},
+                           {.dtype = AIT_INT4, .rank = 1, .dims = {5}, .data = i},
+                           {.dtype = AIT_FLOAT4E2M1, .rank = 1, .dims = {5}, .data = f},
+                           {.dtype = AIT_INT32, .rank = 1, .dims = {7}, .data = x},
+                           {.dtype = AIT_FLOAT32, .rank = 1, .dims = {7}, .data = r}};
+  /* every node OpenVINO's: the session is not partitioned around one */
+  const ait_backend_iface *fb = ait_backend_find("openvino");
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse("openvino", &cfg), AIT_OK, NULL);
+  const ait_graph *mg = ait_model_graph(m);
+  char why[512] = "";
+  for (int k = 0; k < mg->n_nodes; k++)
+    CHECK(fb->supports(&cfg, mg, &mg->nodes[k], why, sizeof why));
+  ait_session *ov = NULL, *ref = NULL;
+  CHECK_ERR(ait_session_create(m, "openvino", &ov), AIT_OK, NULL);
+  CHECK_ERR(ait_session_create(m, "eager", &ref), AIT_OK, NULL);
+  for (int round = 0; ov && ref && round < 2; round++) { /* the packing buffers are reused */
+    CHECK_ERR(ait_session_run(ov, in, 5), AIT_OK, NULL);
+    CHECK_ERR(ait_session_run(ref, in, 5), AIT_OK, NULL);
+    for (int k = 0; k < n_out; k++) {
+      ait_tensor_view a, b;
+      CHECK_ERR(ait_session_output(ov, (size_t)k, &a), AIT_OK, NULL);
+      CHECK_ERR(ait_session_output(ref, (size_t)k, &b), AIT_OK, NULL);
+      size_t bytes = (size_t)b.dims[0] * (b.dtype == AIT_FLOAT32 ? 4 : 1);
+      CHECK(a.dtype == casts[k].to && a.dtype == b.dtype && a.rank == 1 && a.dims[0] == b.dims[0]);
+      if (a.dtype == b.dtype && a.dims[0] == b.dims[0] && memcmp(a.data, b.data, bytes)) {
+        fprintf(stderr, "  %s differs from eager:", casts[k].out);
+        for (int e = 0; e < (int)b.dims[0]; e++)
+          fprintf(stderr, " %d/%d", ((const int8_t *)a.data)[e], ((const int8_t *)b.data)[e]);
+        fprintf(stderr, "\n");
+        CHECK(0);
+      }
+    }
+    u[4] = 3, i[0] = 5, f[1] = 0xc, x[6] = -17, r[6] = -1.5f;
+  }
+  ait_session_free(ov);
+  ait_session_free(ref);
+  ait_model_free(m);
+
+  /* a type OpenVINO has no element type for, refused by name */
+  ait_value vals[2] = {
+      {.name = "x", .dtype = AIT_FLOAT32, .rank = 1, .dims = {{3}}, .producer = -1},
+      {.name = "y", .dtype = AIT_FLOAT8E4M3FNUZ, .rank = 1, .dims = {{3}}}};
+  ait_graph g = {.values = vals, .n_values = 2};
+  int ins[1] = {0}, outs[1] = {1};
+  ait_node cast = {.name = "to8",
+                   .op_type = "Cast",
+                   .domain = "",
+                   .n_in = 1,
+                   .n_out = 1,
+                   .in = ins,
+                   .out = outs};
+  CHECK(!fb->supports(&cfg, &g, &cast, why, sizeof why));
+  CHECK(strstr(why, "float8e4m3fnuz") && strstr(why, "'to8'"));
+  vals[1].dtype = AIT_FLOAT8E4M3FN; /* taken (saturate = 0 here: not the refusal table's case) */
+  ait_attr sat = {.name = "saturate", .type = AIT_ATTR_INT, .i = 0};
+  cast.n_attrs = 1, cast.attrs = &sat;
+  CHECK(fb->supports(&cfg, &g, &cast, why, sizeof why));
+  /* a float cast to int4 rounds in OpenVINO (2.5 -> 3): refused; an
+   * integer one wraps as ONNX does: taken */
+  vals[1].dtype = AIT_INT4;
+  cast.n_attrs = 0;
+  CHECK(!fb->supports(&cfg, &g, &cast, why, sizeof why));
+  CHECK(strstr(why, "int4") && strstr(why, "truncates"));
+  vals[0].dtype = AIT_INT32;
+  CHECK(fb->supports(&cfg, &g, &cast, why, sizeof why));
+}
+
 int main(int argc, char **argv) {
   /* freed memory is overwritten: a compiled model reading bytes freed under
    * it computes garbage instead of passing (test_saved_constant) */
@@ -532,5 +729,6 @@ int main(int argc, char **argv) {
   test_saved(argv[2]);
   test_saved_constant();
   test_missing_op();
+  test_4bit();
   return check_result("test_openvino");
 }

@@ -6,9 +6,9 @@
  * ov_core_read_model_from_memory_buffer. Each input signature gets its own
  * compiled model: the model reshaped to those static shapes (OpenVINO's CPU
  * plugin is fastest on static shapes; dynamic=on: one compiled model for
- * all), compiled for "CPU" with the options' hint, streams, threads and
- * inference precision (ov_options.h) and no thread pinning (other engines
- * share the process), up to MAX_PLANS signatures, the oldest dropped
+ * all), compiled for "CPU" with the options' hint, streams, threads,
+ * inference precision and pinning (ov_options.h; what is not set OpenVINO
+ * chooses as it does alone), up to MAX_PLANS signatures, the oldest dropped
  * beyond. What OpenVINO computes wrong is refused by supports()
  * (ov_refuse.c). A model OpenVINO cannot read or
  * compile fails the build with OpenVINO's message: never a silent fallback.
@@ -31,6 +31,7 @@
 #include "backends/openvino/ov_lib.h"
 #include "backends/openvino/ov_options.h"
 #include "backends/openvino/ov_refuse.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "hw/hw_impl.h"
@@ -44,17 +45,37 @@ static const struct {
   ait_dtype dt;
   ov_element_type_e ov;
 } dtypes[] = {
-    {AIT_FLOAT32, F32},       {AIT_FLOAT16, F16},
-    {AIT_BFLOAT16, BF16},     {AIT_FLOAT64, F64},
-    {AIT_INT8, I8},           {AIT_INT16, I16},
-    {AIT_INT32, I32},         {AIT_INT64, I64},
-    {AIT_UINT8, U8},          {AIT_UINT16, U16},
-    {AIT_UINT32, U32},        {AIT_UINT64, U64},
-    {AIT_BOOL, BOOLEAN},      {AIT_FLOAT8E4M3FN, F8E4M3},
+    {AIT_FLOAT32, F32},
+    {AIT_FLOAT16, F16},
+    {AIT_BFLOAT16, BF16},
+    {AIT_FLOAT64, F64},
+    {AIT_INT8, I8},
+    {AIT_INT16, I16},
+    {AIT_INT32, I32},
+    {AIT_INT64, I64},
+    {AIT_UINT8, U8},
+    {AIT_UINT16, U16},
+    {AIT_UINT32, U32},
+    {AIT_UINT64, U64},
+    {AIT_BOOL, BOOLEAN},
+    {AIT_FLOAT8E4M3FN, F8E4M3},
     {AIT_FLOAT8E5M2, F8E5M3}, /* sic: e5m2 */
     {AIT_FLOAT8E8M0, F8E8M0},
-    /* not the 4-bit types: OpenVINO packs two to a byte, aitune keeps one */
+    /* the 4-bit types: OpenVINO packs two to a byte, first element in the
+     * low bits as ONNX files do; aitune keeps one per byte, so they are
+     * packed on the way in and unpacked on the way out (packed()) */
+    {AIT_UINT4, U4},
+    {AIT_INT4, I4},
+    {AIT_FLOAT4E2M1, F4E2M1},
 };
+
+/* The dtypes OpenVINO's ONNX frontend has no element type for: a node
+ * touching one is refused by name (its message otherwise comes from reading
+ * the whole model, and fails the build instead of narrowing the segment). */
+static const ait_dtype missing_dtypes[] = {AIT_FLOAT8E4M3FNUZ, AIT_FLOAT8E5M2FNUZ, AIT_UINT2,
+                                           AIT_INT2,           AIT_COMPLEX64,      AIT_COMPLEX128};
+
+static bool packed(ait_dtype dt) { return ait_dtype_file_bits(dt) < 8; }
 
 static bool to_ov(ait_dtype dt, ov_element_type_e *out) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
@@ -97,6 +118,7 @@ typedef struct ov_state {
   char precision[8];
   char hint[16];    /* LATENCY, THROUGHPUT */
   char streams[16]; /* "" for the hint's choice */
+  char pinning[4];  /* ENABLE_CPU_PINNING: YES, NO, "" for OpenVINO's choice */
   bool dynamic;     /* one compiled model with the model's own (symbolic) shapes */
   ov_plan *plans[MAX_PLANS];
   unsigned uses;
@@ -104,6 +126,9 @@ typedef struct ov_state {
   int n_last;
   int64_t last[MAX_IO * (AIT_MAX_RANK + 1)];
   ov_tensor_t *outs[MAX_IO]; /* the last run's outputs, lent to the caller */
+  /* a 4-bit input packed for OpenVINO (two to a byte); grown, kept */
+  uint8_t *pack[MAX_IO];
+  size_t pack_cap[MAX_IO];
 } ov_state;
 
 static bool ov_available(char *why, size_t n) {
@@ -143,8 +168,18 @@ static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const
   }
   /* OpenVINO's ONNX frontend reads the standard domains; an op it lacks
    * fails the build with its message, naming the node */
-  if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml"))
+  if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml")) {
+    for (int k = 0; g && k < node->n_in + node->n_out; k++) {
+      int v = k < node->n_in ? node->in[k] : node->out[k - node->n_in];
+      for (size_t i = 0; v >= 0 && i < sizeof missing_dtypes / sizeof missing_dtypes[0]; i++)
+        if (g->values[v].dtype == missing_dtypes[i]) {
+          snprintf(why, n, "OpenVINO has no %s element type (%s)",
+                   ait_dtype_name(missing_dtypes[i]), ait_node_desc(node));
+          return false;
+        }
+    }
     return !ov_refuses(g, node, why, n); /* what it reads but computes wrong */
+  }
   snprintf(why, n, "OpenVINO's ONNX frontend reads the standard domains, not %s (%s)", node->domain,
            ait_node_desc(node));
   return false;
@@ -173,6 +208,8 @@ static void ov_destroy(void *state) {
   ov_state *s = state;
   if (!s) return;
   release_plans(s);
+  for (int i = 0; i < MAX_IO; i++)
+    free(s->pack[i]);
   if (s->model) s->L->model_free(s->model);
   if (s->core) s->L->core_free(s->core);
   free(s->onnx);
@@ -231,6 +268,21 @@ static ait_status ensure_model(ov_state *s) {
   return map_inputs(s, NULL);
 }
 
+/* The CPU plugin's properties, set on this state's own core: compile_plan
+ * compiles with them, and an imported model takes them from the core, not
+ * from its blob (without this it came back in bf16 on AMX CPUs). */
+static ait_status core_properties(ov_state *s) {
+  const char *const props[][2] = {{"PERFORMANCE_HINT", s->hint},
+                                  {"INFERENCE_NUM_THREADS", s->threads},
+                                  {"INFERENCE_PRECISION_HINT", s->precision},
+                                  {"ENABLE_CPU_PINNING", s->pinning},
+                                  {"NUM_STREAMS", s->streams}};
+  ov_status_e os = OK;
+  for (size_t i = 0; i < sizeof props / sizeof props[0] && os == OK; i++)
+    if (props[i][1][0]) os = s->L->core_set_property(s->core, "CPU", props[i][0], props[i][1]);
+  return os == OK ? AIT_OK : ov_fail(s->L, os, "setting the CPU plugin's properties");
+}
+
 /* The model reshaped to signature p->sig (rank, dims... of every input),
  * compiled, with its request. */
 static ait_status compile_plan(ov_state *s, ov_plan *p) {
@@ -261,15 +313,11 @@ static ait_status compile_plan(ov_state *s, ov_plan *p) {
   for (int i = 0; i < made; i++)
     L->partial_shape_free(&shapes[i]);
   if (st != OK) return ov_fail(L, st, "reshaping the model to the input shapes");
-  /* NUM_STREAMS only when set: given, it overrides the hint's choice */
-  if (s->streams[0])
-    st = L->compile_model(s->core, s->model, "CPU", 10, &p->compiled, "PERFORMANCE_HINT", s->hint,
-                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
-                          s->precision, "ENABLE_CPU_PINNING", "NO", "NUM_STREAMS", s->streams);
-  else
-    st = L->compile_model(s->core, s->model, "CPU", 8, &p->compiled, "PERFORMANCE_HINT", s->hint,
-                          "INFERENCE_NUM_THREADS", s->threads, "INFERENCE_PRECISION_HINT",
-                          s->precision, "ENABLE_CPU_PINNING", "NO");
+  /* the properties on the core (core_properties: NUM_STREAMS and
+   * ENABLE_CPU_PINNING only when set, so OpenVINO chooses them as it does
+   * alone), then compiled with none of its own */
+  AIT_TRY(core_properties(s));
+  st = L->compile_model(s->core, s->model, "CPU", 0, &p->compiled);
   ov_info_count_compile();
   if (st != OK) return ov_fail(L, st, "compiling the model for CPU");
   st = L->compiled_model_create_infer_request(p->compiled, &p->req);
@@ -355,8 +403,21 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
                      i, ait_dtype_name(in[i]->dtype));
     /* a shape over our dims, not ov_shape_create's copy: that refuses rank 0 */
     ov_shape_t shape = {in[i]->rank, (int64_t *)in[i]->dims};
+    void *data = in[i]->data;
+    if (packed(in[i]->dtype)) {
+      int64_t count = ait_tensor_numel(in[i]);
+      size_t bytes = ait_dtype_file_bytes(in[i]->dtype, count) + 1; /* never 0 */
+      if (bytes > s->pack_cap[i]) {
+        uint8_t *b = realloc(s->pack[i], bytes);
+        if (!b) return ait_err(AIT_E_NOMEM, "out of memory");
+        s->pack[i] = b;
+        s->pack_cap[i] = bytes;
+      }
+      ait_dtype_pack(in[i]->dtype, in[i]->data, count, s->pack[i]);
+      data = s->pack[i];
+    }
     ov_tensor_t *t = NULL;
-    st = L->tensor_create_from_host_ptr(et, shape, in[i]->data, &t);
+    st = L->tensor_create_from_host_ptr(et, shape, data, &t);
     if (st == OK) st = L->set_input_tensor_by_index(p->req, (size_t)s->port[i], t);
     if (t) L->tensor_free(t); /* the request keeps its own reference */
   }
@@ -386,6 +447,11 @@ static ait_status ov_infer(void *state, const ait_tensor *const *in, int n_in, a
     } else if (shape.rank > AIT_MAX_RANK) {
       res =
           ait_err(AIT_E_UNSUPPORTED, "openvino: output %d has rank %lld", k, (long long)shape.rank);
+    } else if (packed(dt)) { /* unpacked into a tensor of our own */
+      if (!(out[k] = ait_tensor_new(dt, (int)shape.rank, shape.dims)))
+        res = ait_err(AIT_E_NOMEM, "out of memory");
+      else
+        ait_dtype_unpack(dt, data, ait_tensor_numel(out[k]), out[k]->data);
     } else if (!(out[k] = ait_tensor_wrap(dt, (int)shape.rank, shape.dims, data))) {
       res = ait_err(AIT_E_NOMEM, "out of memory");
     }
@@ -424,6 +490,11 @@ static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, o
            hint && !strcmp(hint, "throughput") ? "THROUGHPUT" : "LATENCY");
   const char *streams = ait_backend_config_get(cfg, "streams");
   snprintf(s->streams, sizeof s->streams, "%s", streams && strcmp(streams, "auto") ? streams : "");
+  const char *pin = ait_backend_config_get(cfg, "pinning");
+  snprintf(s->pinning, sizeof s->pinning, "%s",
+           !pin || !strcmp(pin, "auto") ? ""
+           : !strcmp(pin, "on")         ? "YES"
+                                        : "NO");
   const char *dyn = ait_backend_config_get(cfg, "dynamic");
   s->dynamic = dyn && !strcmp(dyn, "on");
   ov_status_e os = L->core_create(&s->core);
@@ -554,21 +625,6 @@ static ait_status import_blob(ov_state *s, const char *dir, char *line) {
   s->n_last = p->n_sig;
   memcpy(s->last, p->sig, sizeof(int64_t) * (size_t)p->n_sig);
   return AIT_OK;
-}
-
-/* An imported model takes the CPU plugin's properties from the core, not
- * from its blob (without this it came back in bf16 on AMX CPUs): the same
- * ones compile_plan passes, set on this state's own core. */
-static ait_status core_properties(ov_state *s) {
-  const char *const props[][2] = {{"PERFORMANCE_HINT", s->hint},
-                                  {"INFERENCE_NUM_THREADS", s->threads},
-                                  {"INFERENCE_PRECISION_HINT", s->precision},
-                                  {"ENABLE_CPU_PINNING", "NO"},
-                                  {"NUM_STREAMS", s->streams}};
-  ov_status_e os = OK;
-  for (size_t i = 0; i < sizeof props / sizeof props[0] && os == OK; i++)
-    if (props[i][1][0]) os = s->L->core_set_property(s->core, "CPU", props[i][0], props[i][1]);
-  return os == OK ? AIT_OK : ov_fail(s->L, os, "setting the CPU plugin's properties");
 }
 
 /* Imports the saved blob when OpenVINO's build is the one that wrote it.

@@ -17,6 +17,9 @@ static const ait_option_def ov_options[] = {
      "PERFORMANCE_HINT: latency (one stream with every thread) or throughput (several streams; "
      "one request at a time then uses only one stream's threads)"},
     {"streams", AIT_OPT_INT, "auto", "1..64", "NUM_STREAMS (auto: what the hint picks)"},
+    {"pinning", AIT_OPT_ENUM, "auto", "auto|on|off",
+     "ENABLE_CPU_PINNING: auto leaves it to OpenVINO (on Linux it pins its worker threads, not "
+     "the caller's), as OpenVINO alone runs"},
     {"dynamic", AIT_OPT_BOOL, "off", NULL,
      "on: compile once with the model's symbolic dimensions left dynamic; off: one compiled model "
      "per input shape, reshaped to static shapes"},

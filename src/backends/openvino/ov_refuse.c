@@ -5,6 +5,7 @@
  * A row's `cond` is what the message shows; `reason` says what goes wrong. */
 #include "backends/openvino/ov_refuse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,17 @@ static const ait_value *output(const ait_graph *g, const ait_node *n, int k) {
 static bool cast_f8_saturating(const ait_graph *g, const ait_node *n) {
   const ait_value *y = output(g, n, 0);
   return y && (AIT_DT_BIT(y->dtype) & AIT_DT_F8) && ait_attr_int(n, "saturate", 1);
+}
+
+/* Cast (CastLike) of a float to int4 or uint4: OpenVINO rounds to nearest
+ * (2.5 -> 3, -2.6 -> -3) where ONNX truncates toward zero as for every
+ * integer type; integral values and integer inputs come out right (both
+ * wrap). The node tests' data is integral, so they pass: measured on
+ * fractions (test_openvino's test_4bit). */
+static bool cast_float_to_int4(const ait_graph *g, const ait_node *n) {
+  const ait_value *x = input(g, n, 0), *y = output(g, n, 0);
+  const ait_dtype_traits *t = x ? ait_dtype_traits_of(x->dtype) : NULL;
+  return y && (y->dtype == AIT_INT4 || y->dtype == AIT_UINT4) && (!t || t->is_float);
 }
 
 /* Attention with is_causal, an attn_mask and a past KV cache: OpenVINO puts
@@ -116,6 +128,98 @@ static bool resize_align_corners_down(const ait_graph *g, const ait_node *n) {
   return false;
 }
 
+/* Does the value v hold (or is it computed from, up to a few nodes back) a
+ * constant with an infinity of the given sign? Walks producers breadth-first
+ * over a bounded number of nodes; constants are initializers, folded values
+ * and Constant nodes' `value`. */
+static bool tensor_has_inf(const ait_tensor *t, int sign) {
+  const ait_dtype_traits *tr =
+      t && t->kind == AIT_KIND_TENSOR ? ait_dtype_traits_of(t->dtype) : NULL;
+  if (!tr || !tr->is_float || !tr->to_f64 || !t->data) return false;
+  int64_t n = ait_tensor_numel(t);
+  for (int64_t i = 0; i < n && i < (1 << 20); i++) {
+    double x = tr->to_f64((const uint8_t *)t->data + (size_t)i * tr->size);
+    if (isinf(x) && (x > 0) == (sign > 0)) return true;
+  }
+  return false;
+}
+
+#define UPSTREAM_MAX 64
+
+static bool inf_upstream(const ait_graph *g, int v0, int sign) {
+  int queue[UPSTREAM_MAX], n = 0;
+  if (!g || v0 < 0) return false;
+  queue[n++] = v0;
+  for (int at = 0; at < n; at++) {
+    const ait_value *v = &g->values[queue[at]];
+    if (tensor_has_inf(v->init, sign)) return true;
+    if (v->producer < 0) continue;
+    const ait_node *p = &g->nodes[v->producer];
+    for (int k = 0; k < p->n_attrs; k++)
+      if (!strcmp(p->op_type, "Constant") && tensor_has_inf(p->attrs[k].t, sign)) return true;
+    for (int k = 0; k < p->n_in && n < UPSTREAM_MAX; k++) {
+      bool seen = p->in[k] < 0;
+      for (int j = 0; j < n && !seen; j++)
+        seen = queue[j] == p->in[k];
+      if (!seen) queue[n++] = p->in[k];
+    }
+  }
+  return false;
+}
+
+/* ReduceMax of a row holding only -inf gives -3.4e38 (the lowest finite
+ * float32) instead of -inf, ReduceMin of only +inf gives +3.4e38: the
+ * fully masked rows of the Attention function bodies (Where(mask, 0, -inf),
+ * then ReduceMax to find rows with nothing left). Refused where the input is
+ * computed from a constant holding that infinity; an infinity arriving in a
+ * graph input is not seen (the tuner's numeric check stands behind it). */
+static bool reduce_max_neg_inf(const ait_graph *g, const ait_node *n) {
+  return n->n_in > 0 && inf_upstream(g, n->in[0], -1);
+}
+
+static bool reduce_min_pos_inf(const ait_graph *g, const ait_node *n) {
+  return n->n_in > 0 && inf_upstream(g, n->in[0], +1);
+}
+
+/* NonMaxSuppression: OpenVINO suppresses a box at IoU >= iou_threshold,
+ * ONNX only at IoU > iou_threshold. With a threshold of 0 (also when absent)
+ * every pair of boxes that do not overlap ties, and a threshold given at run
+ * time may be 0 or hit a tie (test_nonmaxsuppression_iou_threshold_boundary):
+ * refused unless it is a constant > 0, where only an IoU exactly equal to it
+ * differs. */
+static bool nms_threshold_not_positive(const ait_graph *g, const ait_node *n) {
+  const ait_value *t = input(g, n, 3);
+  if (!t || !t->init || t->init->kind != AIT_KIND_TENSOR || ait_tensor_numel(t->init) != 1)
+    return true;
+  const ait_dtype_traits *tr = ait_dtype_traits_of(t->init->dtype);
+  return !tr || !tr->to_f64 || !(tr->to_f64(t->init->data) > 0);
+}
+
+/* QuantizeLinear rounds after adding the zero point (round(x / s + zp)),
+ * ONNX before (round(x / s) + zp): with round-half-to-even an odd zero point
+ * flips every exact half (x / s = 25.5, zp 153: 178, not 179). Refused for a
+ * zero point that is odd or computed at run time; an even one is exact. */
+static bool quantize_odd_zero_point(const ait_graph *g, const ait_node *n) {
+  const ait_value *z = input(g, n, 2);
+  if (!z) return false; /* no zero point: 0 */
+  if (!z->init || z->init->kind != AIT_KIND_TENSOR) return true;
+  const ait_dtype_traits *tr = ait_dtype_traits_of(z->init->dtype);
+  if (!tr || !tr->is_int || !tr->to_f64) return !tr || !tr->is_float; /* float8 zero points: 0 */
+  int64_t count = ait_tensor_numel(z->init);
+  for (int64_t i = 0; i < count; i++) {
+    double v = tr->to_f64((const uint8_t *)z->init->data + (size_t)i * tr->size);
+    if (fmod(v, 2.0) != 0) return true;
+  }
+  return false;
+}
+
+#define RANDOM(name)                                                                               \
+  {                                                                                                \
+    .op = name, .kind = ALWAYS, .cond = "any",                                                     \
+    .reason = "random values: OpenVINO's generator is not the reference's (numpy's MT19937, also " \
+              "with a seed), so no check can judge them; the reference draws them"                 \
+  }
+
 static const refusal rows[] = {
     {.op = "Attention",
      .kind = ATTR_INT_GE,
@@ -153,6 +257,16 @@ static const refusal rows[] = {
      .fn = cast_f8_saturating,
      .cond = "an 8-bit float output and saturate = 1",
      .reason = "OpenVINO does not saturate: NaN or inf instead of the largest finite value"},
+    {.op = "Cast",
+     .kind = FN,
+     .fn = cast_float_to_int4,
+     .cond = "a float input and an int4 or uint4 output",
+     .reason = "OpenVINO rounds to nearest where ONNX truncates toward zero (2.5 -> 3, not 2)"},
+    {.op = "CastLike",
+     .kind = FN,
+     .fn = cast_float_to_int4,
+     .cond = "a float input and an int4 or uint4 output",
+     .reason = "OpenVINO rounds to nearest where ONNX truncates toward zero (2.5 -> 3, not 2)"},
     {.op = "Cast",
      .kind = OUT_DTYPE,
      .idx = 0,
@@ -208,6 +322,33 @@ static const refusal rows[] = {
      .dt = AIT_FLOAT64,
      .cond = "float64",
      .reason = "computed in float32 (-0.100000381 for -0.1)"},
+    {.op = "NonMaxSuppression",
+     .kind = FN,
+     .fn = nms_threshold_not_positive,
+     .cond = "an iou_threshold that is not a constant > 0",
+     .reason = "OpenVINO suppresses at IoU >= the threshold, ONNX at IoU >: at 0 every pair of "
+               "boxes that do not overlap ties"},
+    {.op = "QuantizeLinear",
+     .kind = FN,
+     .fn = quantize_odd_zero_point,
+     .cond = "an odd or run-time zero point",
+     .reason = "OpenVINO rounds after adding the zero point: exact halves come out one off"},
+    RANDOM("Bernoulli"),
+    RANDOM("Multinomial"),
+    RANDOM("RandomNormal"),
+    RANDOM("RandomNormalLike"),
+    RANDOM("RandomUniform"),
+    RANDOM("RandomUniformLike"),
+    {.op = "ReduceMax",
+     .kind = FN,
+     .fn = reduce_max_neg_inf,
+     .cond = "an input computed from a -inf constant",
+     .reason = "a row of only -inf gives -3.4e38 (the lowest finite float32), not -inf"},
+    {.op = "ReduceMin",
+     .kind = FN,
+     .fn = reduce_min_pos_inf,
+     .cond = "an input computed from a +inf constant",
+     .reason = "a row of only +inf gives 3.4e38 (the largest finite float32), not +inf"},
     {.op = "QuantizeLinear",
      .kind = OUT_DTYPE,
      .idx = 0,
