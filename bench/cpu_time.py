@@ -18,10 +18,8 @@ median ms and the median of its per-iteration ratio to the first engine.
 """
 import argparse
 import os
-import random
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -108,15 +106,7 @@ def main():
     for e in eng:
         for _ in range(2):
             e.run()
-    t = {e.name: [] for e in eng}
-    order_rng = random.Random(1)
-    for _ in range(a.iters):
-        order = list(eng)
-        order_rng.shuffle(order)
-        for e in order:
-            c = time.process_time()
-            e.run()
-            t[e.name].append((time.process_time() - c) * 1e3)
+    t = il.cpu_times(eng, a.iters)
     base = eng[0].name
     for e in eng:
         r = statistics.median(x / y for x, y in zip(t[e.name], t[base]))

@@ -60,6 +60,34 @@ def load_inputs(d):
     return out
 
 
+def make_views(inputs):
+    """ait_tensor_view array over numpy arrays (host memory; the arrays must outlive it)."""
+    views = (View * len(inputs))()
+    for i, a in enumerate(inputs):
+        v = views[i]
+        v.dtype = DTYPES[a.dtype]
+        v.rank = a.ndim
+        for k, n in enumerate(a.shape):
+            v.dims[k] = n
+        v.data = a.ctypes.data
+    return views
+
+
+def cpu_times(engines, iters, seed=1):
+    """{engine.name: [CPU ms of each run]}: every iteration runs each engine once, in its own
+    seeded random order, timed by time.process_time (bench/cpu_time.py says why)."""
+    t = {e.name: [] for e in engines}
+    rng = random.Random(seed)
+    for _ in range(iters):
+        order = list(engines)
+        rng.shuffle(order)
+        for e in order:
+            c = time.process_time()
+            e.run()
+            t[e.name].append((time.process_time() - c) * 1e3)
+    return t
+
+
 class Aitune:
     def __init__(self, lib, model, backend, inputs, label=""):
         self.lib = lib
@@ -71,14 +99,7 @@ class Aitune:
         if lib.ait_session_create(self.model, backend.encode(), ctypes.byref(self.sess)):
             raise RuntimeError(f"{backend}: {lib.ait_last_error().decode()}")
         self.keep = inputs
-        self.views = (View * len(inputs))()
-        for i, a in enumerate(inputs):
-            v = self.views[i]
-            v.dtype = DTYPES[a.dtype]
-            v.rank = a.ndim
-            for k, n in enumerate(a.shape):
-                v.dims[k] = n
-            v.data = a.ctypes.data
+        self.views = make_views(inputs)
 
     def run(self):
         if self.lib.ait_session_run(self.sess, self.views, len(self.keep)):

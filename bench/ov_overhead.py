@@ -96,14 +96,7 @@ class Tuned:
         if lib.ait_module_load(d.encode(), None, None, ctypes.byref(self.m)):
             raise RuntimeError(lib.ait_last_error().decode())
         self.keep = inputs
-        self.views = (interleaved.View * len(inputs))()
-        for i, a in enumerate(inputs):
-            v = self.views[i]
-            v.dtype = interleaved.DTYPES[a.dtype]
-            v.rank = a.ndim
-            for k, n in enumerate(a.shape):
-                v.dims[k] = n
-            v.data = a.ctypes.data
+        self.views = interleaved.make_views(inputs)
 
     def run(self):
         if self.lib.ait_module_infer(self.m, self.views, len(self.keep)):

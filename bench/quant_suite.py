@@ -19,11 +19,9 @@ AMD Zen 2/3: vpmaddubsw + vpmaddwd). Run the script under bench/cpuid_avx2.c
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -65,15 +63,7 @@ def one(lib, path, meta, a):
             outs.append(o)
         cos = min((cosine(x, y) for x, y in zip(outs[0], outs[1]) if x is not None and y is not None),
                   default=float("nan"))
-        t = {e.name: [] for e in eng}
-        rng = random.Random(1)
-        for _ in range(a.iters):
-            order = list(eng)
-            rng.shuffle(order)
-            for e in order:
-                c = time.process_time()
-                e.run()
-                t[e.name].append((time.process_time() - c) * 1e3)
+        t = il.cpu_times(eng, a.iters)
         f32, q = (t[e.name] for e in eng)
         for e in eng:
             e.close()
