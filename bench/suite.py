@@ -230,6 +230,13 @@ def ov_candidate_row(a, model, pb, batch, work, ref):
     row = new_row(OVC, "ovcand", "fp32",
                   {"type": "aitune", "target": odir, "batch": batch, "inputs": pb})
     row["selected"] = t["selected"] or "?"
+    if not row["selected"].startswith("openvino"):
+        # A --backends openvino tune keeps the eager baseline as a fallback:
+        # when openvino fails its check or build the folder holds that pick,
+        # and timing it would pass eager off as the wrapper's speed.
+        err = {"error": f"the tune picked {row['selected']}, not openvino"}
+        row["result"], row["rounds"] = err, [err]
+        return row
     if "error" not in time_row(a, row):
         aitune_check(a, row, odir, pb, os.path.join(work, "out_ovcand"), ref)
     return row
