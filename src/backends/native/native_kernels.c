@@ -84,7 +84,10 @@ static const fast_row fast_rows[] = {
     {"", "RotaryEmbedding", 23, nat_k_rope},
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "InstanceNormalization", 1, nat_k_instancenorm},
-    {"", "Transpose", 1, nat_k_transpose},
+    {"", "Transpose", 1, nat_k_permute},
+    /* data movement (native_gather.c) */
+    {"", "Gather", 1, nat_k_gather},
+    {"", "Slice", 10, nat_k_slice},
     {"", "Concat", 1, nat_k_concat},
     {"", "Resize", 11, nat_k_resize},
     {"", "RNN", 7, nat_k_rnn},
