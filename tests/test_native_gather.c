@@ -3,7 +3,8 @@
  * and int32, float and int64 data), Slice with negative starts, clamped
  * ends, steps of either sign and axes in any order, Transpose on random
  * permutations of ranks 1 to 6 with axes of size 1 among them (Swin's
- * window partitions, attention's head moves), each at every ISA level and
+ * window partitions, attention's head moves), Pad with a constant (zero
+ * or given) on every axis, each at every ISA level and
  * on one thread, bit for bit; the kernels decline nothing valid, and an
  * index out of range still fails with the reference's message. */
 #include <stdint.h>
@@ -274,10 +275,47 @@ static void test_transpose(void) {
   }
 }
 
+/* ---- Pad ----------------------------------------------------------------------- */
+
+static void test_pad(void) {
+  static const ait_dtype dts[] = {AIT_FLOAT32, AIT_INT64, AIT_UINT8};
+  for (int c = 0; c < 40; c++) {
+    int rank = (int)irand(1, 5);
+    int64_t d[5], pads[10], od[5];
+    rand_dims(rank, d, c % 6 == 0 ? 60 : 9); /* Swin's: [1, 56, 56, 96] with pads of 0 */
+    bool zero = c % 4 == 0;
+    for (int k = 0; k < 2 * rank; k++)
+      pads[k] = zero ? 0 : irand(0, 3);
+    for (int k = 0; k < rank; k++)
+      od[k] = d[k] + pads[k] + pads[rank + k];
+    ait_dtype dt = dts[c % 3];
+    tb_model *m = tb_new(13);
+    tb_input(m, "x", (int)dt, rank, d);
+    int64_t np = 2 * rank;
+    tb_init_i64(m, "p", 1, &np, pads);
+    bool value = c % 2 == 1;
+    if (value) tb_input(m, "v", (int)dt, 0, NULL); /* the constant as an input */
+    tb_node(m, "Pad", "pd", value ? IN("x", "p", "v") : IN("x", "p"), IN("y"));
+    tb_output(m, "y", (int)dt, rank, od);
+    ait_graph *g = tb_parse_graph(m);
+    CHECK(g != NULL);
+    if (!g) continue;
+    ait_tensor *x = rand_of(dt, rank, d), *v = rand_of(dt, 0, NULL);
+    char what[64];
+    snprintf(what, sizeof what, "Pad case %d (rank %d)", c, rank);
+    const ait_tensor *in[2] = {x, v};
+    check_specs(g, in, value ? 2 : 1, what);
+    ait_tensor_free(x);
+    ait_tensor_free(v);
+    ait_graph_free(g);
+  }
+}
+
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
   test_gather();
   test_slice();
   test_transpose();
+  test_pad();
   return check_result("test_native_gather");
 }

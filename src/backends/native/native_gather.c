@@ -1,4 +1,4 @@
-/* Data movement on native's executor: Gather, Slice and Transpose as copies
+/* Data movement on native's executor: Gather, Slice, Transpose and Pad as copies
  * of contiguous runs into the arena, no index arithmetic per element.
  *
  * Gather: each index picks a block of `inner` elements (an embedding row,
@@ -10,7 +10,8 @@
  * window partitions become 3-D or 4-D); a permutation that keeps the last
  * axis is then row copies, any other a batch of 2-D transposes in 8 x 8
  * register tiles (AVX-512 with masked edges, AVX2 + FMA with maskload
- * edges, plain C below).
+ * edges, plain C below). Pad (constant, pads >= 0): the fill, then x's rows
+ * copied into place.
  *
  * Every kernel declines (AIT_E_UNSUPPORTED, before nat_output) what it does
  * not handle: strings, out-of-range indices (the reference kernel reports
@@ -455,7 +456,8 @@ static void tr_task(void *arg, int64_t t, int tid) {
       memcpy(y + (size_t)(a * j->ldy + b) * e, x + (size_t)(b * j->ldx + a) * e, e);
 }
 
-static ait_status k_permute(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+static ait_status k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in,
+                              int n_in) {
   const ait_tensor *x = in[0];
   if (!movable(x) || x->rank < 1) return AIT_E_UNSUPPORTED;
   int rank = x->rank, np = 0;
@@ -519,6 +521,105 @@ static ait_status k_permute(nat_run *r, const ait_node *n, const ait_tensor *con
   return AIT_OK;
 }
 
+/* ---- Pad (constant) ------------------------------------------------------------ */
+
+/* Pad-11+ in mode constant with pads >= 0: y filled with the constant (one
+ * memset where its bytes are all zero), then x's rows of d[last] elements
+ * copied to their places, an odometer over x's other axes. */
+typedef struct pad_job {
+  const char *x;
+  char *y;
+  int rank;                                 /* x's outer axes */
+  int64_t d[AIT_MAX_RANK], o[AIT_MAX_RANK]; /* their sizes, their byte strides in y */
+  int64_t rb, rows, per_task;               /* bytes a row */
+} pad_job;
+
+static void pad_task(void *arg, int64_t t, int tid) {
+  (void)tid;
+  const pad_job *j = arg;
+  int64_t r0 = t * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+  int64_t idx[AIT_MAX_RANK] = {0}, off = 0, rem = r0;
+  for (int i = j->rank - 1; i >= 0; i--) {
+    idx[i] = rem % j->d[i];
+    rem /= j->d[i];
+    off += idx[i] * j->o[i];
+  }
+  const char *x = j->x + (size_t)(r0 * j->rb);
+  for (int64_t row = r0; row < r1; row++, x += j->rb) {
+    memcpy(j->y + off, x, (size_t)j->rb);
+    for (int i = j->rank - 1; i >= 0; i--) {
+      off += j->o[i];
+      if (++idx[i] < j->d[i]) break;
+      off -= idx[i] * j->o[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+static ait_status k_pad(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
+  const ait_tensor *x = in[0];
+  if (!movable(x) || x->rank < 1 || n->opset < 11 || n_in < 2 || !in[1] ||
+      strcmp(ait_attr_str(n, "mode", "constant"), "constant"))
+    return AIT_E_UNSUPPORTED;
+  const ait_tensor *cv = n_in > 2 ? in[2] : NULL, *axt = n_in > 3 ? in[3] : NULL;
+  int rank = x->rank, np = 0, na = rank;
+  int64_t pads[2 * AIT_MAX_RANK], axes[AIT_MAX_RANK], b[AIT_MAX_RANK] = {0}, e[AIT_MAX_RANK] = {0};
+  if (ait_read_ints(in[1], pads, 2 * AIT_MAX_RANK, &np) != AIT_OK ||
+      (axt && ait_read_ints(axt, axes, AIT_MAX_RANK, &na) != AIT_OK) || np != 2 * na ||
+      (cv && ait_tensor_numel(cv) > 0 && cv->dtype != x->dtype)) {
+    ait_err_clear();
+    return AIT_E_UNSUPPORTED;
+  }
+  bool seen[AIT_MAX_RANK] = {false};
+  for (int i = 0; i < na; i++) {
+    int64_t a = axt ? axes[i] : i;
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank || seen[a] || pads[i] < 0 || pads[na + i] < 0 ||
+        pads[i] > ((int64_t)1 << 40) || pads[na + i] > ((int64_t)1 << 40))
+      return AIT_E_UNSUPPORTED; /* crops and odd pads: the reference */
+    seen[a] = true;
+    b[a] = pads[i], e[a] = pads[na + i];
+  }
+  int64_t od[AIT_MAX_RANK], ost[AIT_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    od[i] = x->dims[i] + b[i] + e[i];
+  ait_tensor *y;
+  AIT_TRY(nat_output(r, 0, x->dtype, rank, od, &y));
+  int64_t esz = (int64_t)ait_elem_size(x->dtype), total = ait_tensor_numel(y);
+  if (total == 0) return AIT_OK;
+  unsigned char c[16] = {0};
+  if (cv && ait_tensor_numel(cv) > 0) memcpy(c, cv->data, (size_t)esz);
+  bool zero = true;
+  for (int64_t k = 0; k < esz; k++)
+    zero = zero && c[k] == 0;
+  bool padded = false;
+  for (int i = 0; i < rank; i++)
+    padded = padded || b[i] || e[i];
+  if (zero && padded)
+    memset(y->data, 0, (size_t)(total * esz));
+  else if (padded)
+    for (int64_t k = 0; k < total; k++)
+      memcpy((char *)y->data + k * esz, c, (size_t)esz);
+  if (ait_tensor_numel(x) == 0) return AIT_OK;
+  ait_shape_strides(rank, od, ost);
+  pad_job j = {.x = x->data, .rank = rank - 1, .rb = x->dims[rank - 1] * esz};
+  int64_t off = 0;
+  for (int i = 0; i < rank; i++)
+    off += b[i] * ost[i] * esz;
+  j.y = (char *)y->data + off;
+  for (int i = 0; i < rank - 1; i++)
+    j.d[i] = x->dims[i], j.o[i] = ost[i] * esz;
+  j.rows = ait_shape_numel(rank - 1, x->dims);
+  if (j.rows * j.rb < MOVE_PAR_BYTES) {
+    j.per_task = j.rows;
+    pad_task(&j, 0, 0);
+    return AIT_OK;
+  }
+  j.per_task = nat_chunk(r, j.rows, 65536 / j.rb + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, pad_task, &j);
+  return AIT_OK;
+}
+
 /* ---- entries: what a kernel hands back to the reference is counted ---------- */
 
 #define MOVE_ENTRY(NAME)                                                                           \
@@ -530,4 +631,5 @@ static ait_status k_permute(nat_run *r, const ait_node *n, const ait_tensor *con
 
 MOVE_ENTRY(gather)
 MOVE_ENTRY(slice)
-MOVE_ENTRY(permute)
+MOVE_ENTRY(transpose)
+MOVE_ENTRY(pad)
