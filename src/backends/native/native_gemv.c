@@ -194,9 +194,11 @@ static void gemv_task(void *arg, int64_t t, int tid) {
  * of Debian's kernels): the product streams every byte of it on every run,
  * and on 4 KiB pages it takes a TLB miss each 4 KiB. A hint: failure
  * changes nothing. */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
 static void huge_pages(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  const uintptr_t huge = (uintptr_t)2 << 20;
+  const uintptr_t huge = HUGE_PAGE;
   uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else
@@ -212,11 +214,16 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
     return false;
   int64_t Kp = (K + 15) / 16 * 16, key[4] = {N, K, tb, (int64_t)(intptr_t)B};
   bool fresh;
-  float *p =
-      nat_node_pack(r, NAT_DATA_GEMV, key, (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float), &fresh);
-  if (!p) return false;
+  size_t bytes = (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float);
+  /* a copy of a huge page or more starts on a huge-page boundary and may
+   * end on one: 4 MiB more of address space, never touched, so that every
+   * page of it can be huge (the partial ones at each end would not be) */
+  size_t slack = bytes >= HUGE_PAGE ? 2 * HUGE_PAGE : 0;
+  char *raw = nat_node_pack(r, NAT_DATA_GEMV, key, bytes + slack, &fresh);
+  if (!raw) return false;
+  float *p = (float *)(slack ? (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)) : raw);
   if (fresh) {
-    huge_pages(p, (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float));
+    huge_pages(p, slack ? (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1) : bytes);
     pack_fill(p, B, tb, N, K, Kp, ldb);
   }
   gemv_pack pk = {N, K, Kp, p};
