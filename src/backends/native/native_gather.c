@@ -40,6 +40,20 @@ static bool movable(const ait_tensor *x) {
   return x && x->kind == AIT_KIND_TENSOR && x->dtype != AIT_STRING && ait_elem_size(x->dtype) > 0;
 }
 
+/* memcpy for the short runs these kernels copy most (a head of 32 or 64
+ * floats, a window row): 16-byte moves the compiler inlines, without the
+ * call and the size dispatch of the library's memcpy, which long runs get. */
+static inline void copy_run_bytes(char *y, const char *x, size_t n) {
+  if (n > 512) {
+    memcpy(y, x, n);
+    return;
+  }
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    memcpy(y + i, x + i, 16);
+  if (i < n) memcpy(y + i, x + i, n - i);
+}
+
 /* ---- Gather ---------------------------------------------------------------- */
 
 typedef struct gather_job {
@@ -65,7 +79,7 @@ static void gather_task(void *arg, int64_t t, int tid) {
   const char *base = j->x + (size_t)(a * j->dim) * blk;
   char *y = j->y + (size_t)r0 * blk;
   for (int64_t row = r0; row < r1; row++, y += blk) {
-    memcpy(y, base + (size_t)gather_index(j, k) * blk, blk);
+    copy_run_bytes(y, base + (size_t)gather_index(j, k) * blk, blk);
     if (++k == j->n_ind) k = 0, base += (size_t)j->dim * blk;
   }
 }
@@ -126,7 +140,7 @@ typedef struct copy_job {
 
 static void copy_inner(char *y, const char *x, const copy_job *j) {
   if (j->step == j->esz) {
-    memcpy(y, x, (size_t)(j->n * j->esz));
+    copy_run_bytes(y, x, (size_t)(j->n * j->esz));
     return;
   }
   switch (j->esz) { /* a step on the last axis: one element at a time */
@@ -546,7 +560,7 @@ static void pad_task(void *arg, int64_t t, int tid) {
   }
   const char *x = j->x + (size_t)(r0 * j->rb);
   for (int64_t row = r0; row < r1; row++, x += j->rb) {
-    memcpy(j->y + off, x, (size_t)j->rb);
+    copy_run_bytes(j->y + off, x, (size_t)j->rb);
     for (int i = j->rank - 1; i >= 0; i--) {
       off += j->o[i];
       if (++idx[i] < j->d[i]) break;
