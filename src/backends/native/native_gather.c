@@ -595,8 +595,11 @@ static ait_status k_pad(nat_run *r, const ait_node *n, const ait_tensor *const *
     b[a] = pads[i], e[a] = pads[na + i];
   }
   int64_t od[AIT_MAX_RANK], ost[AIT_MAX_RANK];
-  for (int i = 0; i < rank; i++)
+  int64_t numel = 1;
+  for (int i = 0; i < rank; i++) {
     od[i] = x->dims[i] + b[i] + e[i];
+    if (__builtin_mul_overflow(numel, od[i], &numel)) return AIT_E_UNSUPPORTED;
+  }
   ait_tensor *y;
   AIT_TRY(nat_output(r, 0, x->dtype, rank, od, &y));
   int64_t esz = (int64_t)ait_elem_size(x->dtype), total = ait_tensor_numel(y);
