@@ -379,7 +379,17 @@ ait_status nat_k_softmax(nat_run *r, const ait_node *n, const ait_tensor *const 
 ait_status nat_k_layernorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_rmsnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_rope(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Data movement on contiguous runs, any dtype but strings (native_gather.c):
+ * Gather, Slice-10+, Pad, and Transpose with its axes coalesced (row copies, or
+ * 2-D tiles at the AVX-512 and AVX2 levels). */
+ait_status nat_k_gather(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+ait_status nat_k_slice(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Pad-11+ in mode constant with pads >= 0. */
+ait_status nat_k_pad(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
+/* Nodes those four handed to the reference kernel since the process
+ * started (tests). */
+long long nat_move_declined(void);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* InstanceNormalization on float32 (GroupNorm's export: one plane per row). */
 ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

@@ -124,7 +124,14 @@ static void run_step(ait_act_kind k, const float *p, float *v, int64_t n, float 
   case AIT_ACT_TANH: CALL(tanh, v, n, t); return;
   case AIT_ACT_GELU_TANH: nat_gelu_tanh_f32(v, v, n); return;
   case AIT_ACT_SIGMOID: CALL(sigmoid, v, n, t); return;
-  case AIT_ACT_GELU: CALL(gelu, v, n, t); return;
+  case AIT_ACT_GELU:
+    if (avx2) { /* the table of nat_act_f32 (gelu512/gelu256), as a lone GELU */
+      ait_act g = {.kind = AIT_ACT_GELU};
+      nat_act_f32(&g, v, n);
+      return;
+    }
+    CALL(gelu, v, n, t);
+    return;
   default: { /* Softplus: libm (log1p has no vector form here) */
     ait_act one = {k, {p[0], p[1]}, 0, {{0}}};
     ait_act_apply_f32(&one, v, n);

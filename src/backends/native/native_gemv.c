@@ -17,6 +17,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "backends/native/native.h"
 
@@ -186,6 +189,23 @@ static void gemv_task(void *arg, int64_t t, int tid) {
   nat_epilogue_apply(j->e, j->c, N, 0, 1, j0, j1);
 }
 
+/* Ask for transparent huge pages under the whole 2 MiB pages of a new
+ * packed copy, before its first touch (where THP is "madvise", the default
+ * of Debian's kernels): the product streams every byte of it on every run,
+ * and on 4 KiB pages it takes a TLB miss each 4 KiB. A hint: failure
+ * changes nothing. */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+static void huge_pages(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = HUGE_PAGE;
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e) {
   gemv_fn fn = pack_kernel();
@@ -194,10 +214,18 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
     return false;
   int64_t Kp = (K + 15) / 16 * 16, key[4] = {N, K, tb, (int64_t)(intptr_t)B};
   bool fresh;
-  float *p =
-      nat_node_pack(r, NAT_DATA_GEMV, key, (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float), &fresh);
-  if (!p) return false;
-  if (fresh) pack_fill(p, B, tb, N, K, Kp, ldb);
+  size_t bytes = (size_t)((N + 3) / 4 * 4 * Kp) * sizeof(float);
+  /* a copy of a huge page or more starts on a huge-page boundary and may
+   * end on one: 4 MiB more of address space, never touched, so that every
+   * page of it can be huge (the partial ones at each end would not be) */
+  size_t slack = bytes >= HUGE_PAGE ? 2 * HUGE_PAGE : 0;
+  char *raw = nat_node_pack(r, NAT_DATA_GEMV, key, bytes + slack, &fresh);
+  if (!raw) return false;
+  float *p = (float *)(slack ? (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)) : raw);
+  if (fresh) {
+    huge_pages(p, slack ? (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1) : bytes);
+    pack_fill(p, B, tb, N, K, Kp, ldb);
+  }
   gemv_pack pk = {N, K, Kp, p};
   gemv_job j = {fn, &pk, a, alpha, c, e, 0, {0}};
   gemv_chunks(&j, N, nat_run_threads(r));

@@ -85,6 +85,10 @@ static const fast_row fast_rows[] = {
     {"", "BatchNormalization", 1, nat_k_batchnorm},
     {"", "InstanceNormalization", 1, nat_k_instancenorm},
     {"", "Transpose", 1, nat_k_transpose},
+    /* data movement (native_gather.c) */
+    {"", "Gather", 1, nat_k_gather},
+    {"", "Slice", 10, nat_k_slice},
+    {"", "Pad", 11, nat_k_pad},
     {"", "Concat", 1, nat_k_concat},
     {"", "Resize", 11, nat_k_resize},
     {"", "RNN", 7, nat_k_rnn},

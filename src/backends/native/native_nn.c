@@ -1,7 +1,8 @@
 /* Other float32 kernels of the native backend: MaxPool (2-D, no Indices),
  * GlobalAveragePool, Softmax over the last axis, LayerNormalization,
- * InstanceNormalization, BatchNormalization in inference mode, and Transpose. Planes or rows are
- * spread over the pool; statistics are summed in double. */
+ * InstanceNormalization, BatchNormalization in inference mode (Transpose:
+ * native_gather.c). Planes or rows are spread over the pool; statistics are
+ * summed in double. */
 #include <math.h>
 #include <string.h>
 
@@ -515,122 +516,5 @@ ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *cons
   j.p0 = in[1]->data, j.p1 = in[2]->data, j.p2 = in[3]->data, j.p3 = in[4]->data;
   j.per_task = nat_chunk(r, j.rows, 16384 / j.len + 1);
   nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, batchnorm_task, &j);
-  return AIT_OK;
-}
-
-/* ---- Transpose --------------------------------------------------------------- */
-
-typedef struct tr_job {
-  int rank;
-  int64_t od[AIT_MAX_RANK], is[AIT_MAX_RANK]; /* output dims, input stride per output axis */
-  const float *x;
-  float *y;
-  int64_t rows, per_task;
-} tr_job;
-
-static void transpose_task(void *arg, int64_t t, int tid) {
-  const tr_job *j = arg;
-  int r = j->rank;
-  int64_t n = j->od[r - 1], s = j->is[r - 1];
-  for (int64_t row = t * j->per_task; row < (t + 1) * j->per_task && row < j->rows; row++) {
-    int64_t off = 0, rem = row;
-    for (int i = r - 2; i >= 0; i--) {
-      off += (rem % j->od[i]) * j->is[i];
-      rem /= j->od[i];
-    }
-    const float *x = j->x + off;
-    float *y = j->y + row * n;
-    if (s == 1)
-      memcpy(y, x, sizeof(float) * (size_t)n);
-    else
-      for (int64_t q = 0; q < n; q++)
-        y[q] = x[q * s];
-  }
-}
-
-/* A batch of matrices: y[n][b][a] = x[n][a][b] (NCHW <-> NHWC), in 32 x 32
- * blocks; task t is one block row of b in one batch. */
-typedef struct tr2_job {
-  const float *x;
-  float *y;
-  int64_t A, B, nb;
-} tr2_job;
-
-#define TR2_BLK 32
-
-static void transpose2_task(void *arg, int64_t t, int tid) {
-  const tr2_job *j = arg;
-  int64_t n = t / j->nb, b0 = (t % j->nb) * TR2_BLK;
-  int64_t b1 = b0 + TR2_BLK < j->B ? b0 + TR2_BLK : j->B;
-  const float *x = j->x + n * j->A * j->B;
-  float *y = j->y + n * j->A * j->B;
-  for (int64_t a0 = 0; a0 < j->A; a0 += TR2_BLK) {
-    int64_t a1 = a0 + TR2_BLK < j->A ? a0 + TR2_BLK : j->A;
-    for (int64_t b = b0; b < b1; b++)
-      for (int64_t a = a0; a < a1; a++)
-        y[b * j->A + a] = x[a * j->B + b];
-  }
-}
-
-/* perm [0, 2, .., r-1, 1] or [0, r-1, 1, .., r-2]: moving the channels
- * last or back first is a transpose of [A][B] matrices per batch. */
-static bool channel_move(const ait_tensor *X, const int64_t *perm, int rank, tr2_job *j) {
-  if (!perm || rank < 3) return false;
-  bool last = perm[0] == 0 && perm[rank - 1] == 1, first = perm[0] == 0 && perm[1] == rank - 1;
-  for (int i = 1; i < rank - 1; i++) {
-    last = last && perm[i] == i + 1;
-    first = first && perm[i + 1] == i;
-  }
-  if (!last && !first) return false;
-  int64_t inner = 1;
-  for (int i = 1; i < rank; i++)
-    inner *= X->dims[i];
-  if (last) { /* [C][rest] -> [rest][C] */
-    j->A = X->dims[1];
-    j->B = j->A ? inner / j->A : 0;
-  } else { /* [rest][C] -> [C][rest] */
-    j->B = X->dims[rank - 1];
-    j->A = j->B ? inner / j->B : 0;
-  }
-  return true;
-}
-
-ait_status nat_k_transpose(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
-  const ait_tensor *X = in[0];
-  if (!X || X->kind != AIT_KIND_TENSOR || X->dtype != AIT_FLOAT32 || X->rank < 1)
-    return AIT_E_UNSUPPORTED;
-  tr_job j;
-  memset(&j, 0, sizeof j);
-  int rank = X->rank, np = 0;
-  const int64_t *perm = ait_attr_ints(n, "perm", &np);
-  if (perm && np != rank) return AIT_E_UNSUPPORTED;
-  int64_t st[AIT_MAX_RANK];
-  bool seen[AIT_MAX_RANK] = {false};
-  ait_shape_strides(rank, X->dims, st);
-  for (int i = 0; i < rank; i++) {
-    int64_t p = perm ? perm[i] : rank - 1 - i;
-    if (p < 0 || p >= rank || seen[p]) return AIT_E_UNSUPPORTED;
-    seen[p] = true;
-    j.od[i] = X->dims[p];
-    j.is[i] = st[p];
-  }
-  j.rank = rank;
-  ait_tensor *Y;
-  AIT_TRY(nat_output(r, 0, AIT_FLOAT32, rank, j.od, &Y));
-  int64_t total = ait_tensor_numel(X);
-  if (total == 0) return AIT_OK;
-  tr2_job m;
-  if (channel_move(X, perm, rank, &m) && m.A > 1 && m.B > 1) {
-    m.x = X->data;
-    m.y = Y->data;
-    m.nb = (m.B + TR2_BLK - 1) / TR2_BLK;
-    nat_pool_run(nat_run_pool(r), X->dims[0] * m.nb, transpose2_task, &m);
-    return AIT_OK;
-  }
-  j.x = X->data;
-  j.y = Y->data;
-  j.rows = total / j.od[rank - 1];
-  j.per_task = nat_chunk(r, j.rows, 4096 / j.od[rank - 1] + 1);
-  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, transpose_task, &j);
   return AIT_OK;
 }
