@@ -288,10 +288,10 @@ static void test_save_load(void) {
   if (data && size > 64) {
     ((uint8_t *)data)[size / 2] ^= 0x5a;
     CHECK_ERR(ait_write_file_atomic(path, data, size), AIT_OK, NULL);
-    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_IO, "corrupted");
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "corrupted (checksum mismatch)");
     CHECK(l == NULL);
     CHECK_ERR(ait_write_file_atomic(path, data, 20), AIT_OK, NULL);
-    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_IO, "onednn");
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "onednn");
   }
   free(data);
   unlink(path);

@@ -678,11 +678,11 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
   struct stat st;
   CHECK(stat(wpath, &st) == 0);
   corrupt(wpath, (long)st.st_size / 2, -1);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "corrupted (checksum mismatch)");
   corrupt(wpath, 0, 100);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "corrupted");
   corrupt(wpath, 0, 3);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "not a quant weights file");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "not an aitune saved-state file");
   write_text("state00/quant_config.json", "{\"quantization\": 5}", cpath, sizeof cpath);
   CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_ARG, "preset name or an object");
   CHECK_ERR(Q->load(&cfg, mlp, "/nonexistent/dir", &b), AIT_E_IO, NULL);

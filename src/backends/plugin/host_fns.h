@@ -35,6 +35,21 @@ AIT_HOST_FN(ait_status, ait_read_file, (const char *path, void **data, size_t *s
 AIT_HOST_FN(ait_status, ait_write_file_atomic, (const char *path, const void *data, size_t size),
             (path, data, size))
 
+/* the saved-state format (backends/common/state_io.h) */
+AIT_HOST_VOID(ait_state_out_init, (ait_state_out * o, const char *owner, uint32_t version),
+              (o, owner, version))
+AIT_HOST_VOID(ait_state_out_section, (ait_state_out * o, const char *name), (o, name))
+AIT_HOST_VOID(ait_state_out_put, (ait_state_out * o, const void *data, size_t n), (o, data, n))
+AIT_HOST_FN(ait_status, ait_state_out_save, (ait_state_out * o, const char *path), (o, path))
+AIT_HOST_VOID(ait_state_out_free, (ait_state_out * o), (o))
+AIT_HOST_FN(ait_status, ait_state_open,
+            (ait_state_in * in, const char *path, const char *owner, uint32_t version),
+            (in, path, owner, version))
+AIT_HOST_FN(ait_status, ait_state_section, (ait_state_in * in, const char *name, ait_state_rd *r),
+            (in, name, r))
+AIT_HOST_FN(ait_status, ait_state_close, (ait_state_in * in, ait_status st), (in, st))
+AIT_HOST_FN(ait_status, ait_state_corrupt, (const ait_state_rd *r, const char *what), (r, what))
+
 /* the IR */
 AIT_HOST_FN(float, ait_attr_float, (const ait_node *n, const char *name, float def), (n, name, def))
 AIT_HOST_FN(int64_t, ait_attr_int, (const ait_node *n, const char *name, int64_t def),

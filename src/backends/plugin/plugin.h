@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "backends/common/state_io.h"
 #include "backends/native/native.h"
 #include "backends/quant/quant.h"
 #include "core/dtype.h"
