@@ -263,18 +263,18 @@ static double agree(double floor, bool int8_act) {
 static void test_e4m3(void) {
   for (int b = 0; b < 256; b++) {
     if ((b & 0x7F) == 0x7F) {
-      CHECK(isnan(qnt_e4m3_decode((uint8_t)b)));
+      CHECK(isnan(ait_e4m3_decode((uint8_t)b)));
       continue;
     }
-    float v = qnt_e4m3_decode((uint8_t)b);
-    CHECK(qnt_e4m3_encode(v) == b || (v == 0 && (b & 0x7F) == 0));
+    float v = ait_e4m3_decode((uint8_t)b);
+    CHECK(ait_e4m3_encode(v) == b || (v == 0 && (b & 0x7F) == 0));
   }
-  CHECK(qnt_e4m3_encode(448.0f) == 0x7E && qnt_e4m3_encode(1e6f) == 0x7E);
-  CHECK(qnt_e4m3_encode(-1e6f) == 0xFE && qnt_e4m3_encode(460.0f) == 0x7E);
-  CHECK(qnt_e4m3_encode(1.0625f) == 0x38); /* tie between 1 and 1.125: even */
-  CHECK(qnt_e4m3_encode(1.1875f) == 0x3A); /* tie between 1.125 and 1.25: even */
-  CHECK(qnt_e4m3_encode(ldexpf(1, -9)) == 0x01 && qnt_e4m3_decode(0x01) == ldexpf(1, -9));
-  CHECK(qnt_e4m3_decode(0x08) == ldexpf(1, -6) && qnt_e4m3_round(3.3f) == 3.25f);
+  CHECK(ait_e4m3_encode(448.0f) == 0x7E && ait_e4m3_encode(1e6f) == 0x7E);
+  CHECK(ait_e4m3_encode(-1e6f) == 0xFE && ait_e4m3_encode(460.0f) == 0x7E);
+  CHECK(ait_e4m3_encode(1.0625f) == 0x38); /* tie between 1 and 1.125: even */
+  CHECK(ait_e4m3_encode(1.1875f) == 0x3A); /* tie between 1.125 and 1.25: even */
+  CHECK(ait_e4m3_encode(ldexpf(1, -9)) == 0x01 && ait_e4m3_decode(0x01) == ldexpf(1, -9));
+  CHECK(ait_e4m3_decode(0x08) == ldexpf(1, -6) && ait_e4m3_round(3.3f) == 3.25f);
 }
 
 static void test_transpose(void) {

@@ -18,6 +18,7 @@ AIT_HOST_FN(const ait_dtype_traits *, ait_dtype_traits_of, (ait_dtype dt), (dt))
 AIT_HOST_FN(uint16_t, ait_f32_to_bf16, (float f), (f))
 AIT_HOST_FN(uint16_t, ait_f32_to_f16, (float f), (f))
 AIT_HOST_FN(size_t, ait_elem_size, (ait_dtype dt), (dt))
+AIT_HOST_FN(uint8_t, ait_e4m3_encode, (float x), (x))
 AIT_HOST_FN(int64_t, ait_shape_numel, (int rank, const int64_t *dims), (rank, dims))
 AIT_HOST_FN(const char *, ait_shape_str, (int rank, const int64_t *dims, char *buf, size_t n),
             (rank, dims, buf, n))
@@ -96,7 +97,7 @@ AIT_HOST_FN(const char *, ait_backend_config_get, (const ait_backend_config *cfg
 AIT_HOST_FN(int64_t, ait_backend_config_int,
             (const ait_backend_config *cfg, const char *key, int64_t def), (cfg, key, def))
 
-/* native's graph passes and planner, quant's e4m3 */
+/* native's graph passes and planner */
 AIT_HOST_FN(int, nat_add_initializer,
             (ait_graph * g, const char *base, const char *suffix, ait_tensor *t),
             (g, base, suffix, t))
@@ -115,4 +116,3 @@ AIT_HOST_FN(uint64_t, nat_signature,
             (in, n_in, sig, n_sig))
 AIT_HOST_VOID(nat_uses_free, (nat_uses * u), (u))
 AIT_HOST_FN(ait_status, nat_uses_refresh, (nat_uses * u), (u))
-AIT_HOST_FN(uint8_t, qnt_e4m3_encode, (float x), (x))

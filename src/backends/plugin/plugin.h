@@ -27,6 +27,7 @@
 #include "backends/common/state_io.h"
 #include "backends/native/native.h"
 #include "backends/quant/quant.h"
+#include "core/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fileio.h"

@@ -436,7 +436,7 @@ T_BF16 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_
     const float *xr = x + m * ldx;
     uint16_t *qr = q + m * ldq;
     float amax = hmax_abs(xr, K);
-    float s = amax > 0 && amax < 3.0e38f ? amax / QNT_E4M3_MAX : 1.0f;
+    float s = amax > 0 && amax < 3.0e38f ? amax / AIT_E4M3_MAX : 1.0f;
     sa[m] = s;
     __m512 inv = _mm512_set1_ps(1.0f / s);
     for (int64_t k = 0; k < K; k += 16) {
