@@ -1182,7 +1182,7 @@ static void test_levels_bert(const char *path) {
       qnt_state *s = NULL;
       CHECK_ERR(build(spec, NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
       if (!s) continue;
-      CHECK(s->ns->isa == nat_isa_parse(levels[l].isa));
+      CHECK(nat_state_isa(s->ns) == nat_isa_parse(levels[l].isa));
       /* the products' layouts follow the level */
       int bad = 0;
       for (int k = 0; k < s->n_q; k++) {
@@ -1214,7 +1214,8 @@ static void test_levels_bert(const char *path) {
   qnt_state *s = NULL;
   CHECK_ERR(build("quant:preset=int8dq,isa=avx512", NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
   if (s)
-    CHECK(s->ns->isa == (int)nat_isa_cpu() && s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
+    CHECK(nat_state_isa(s->ns) == (int)nat_isa_cpu() &&
+          s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
   Q->destroy(s);
   s = NULL;
   if (nat_isa_cpu() < NAT_ISA_AVX512)

@@ -25,8 +25,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/state_io.h"
-#include "backends/native/native.h"
-#include "backends/quant/quant.h"
+#include "backends/native/native_engine.h"
 #include "core/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
-#include "backends/native/native.h"
+#include "backends/native/native_engine.h"
 #include "core/codec.h"
 
 #define QNT_DOMAIN "ai.aitune.quant"
