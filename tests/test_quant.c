@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "api/model_impl.h"
+#include "backends/common/state_io.h"
 #include "backends/quant/quant.h"
 #include "check.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/eager.h"
@@ -683,6 +685,21 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
   CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "corrupted");
   corrupt(wpath, 0, 3);
   CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "not an aitune saved-state file");
+  /* the format before the shared one, another backend's state, a section missing */
+  static const char old_file[24] = "AITQNTW\0\2\0\0\0\1\0\0\0";
+  CHECK_ERR(ait_write_file_atomic(wpath, old_file, sizeof old_file), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "older aitune format ('AITQNTW')");
+  ait_state_out o;
+  ait_state_out_init(&o, "onednn", 3);
+  ait_state_out_section(&o, "head");
+  CHECK_ERR(ait_state_out_save(&o, wpath), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE,
+            "holds the state of 'onednn', not of 'quant'");
+  ait_state_out_init(&o, "quant", 3); /* quant_io.c's QNT_VERSION */
+  ait_state_out_section(&o, "nodes");
+  CHECK_ERR(ait_state_out_save(&o, wpath), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "no section 'head'");
+  CHECK(b == NULL);
   write_text("state00/quant_config.json", "{\"quantization\": 5}", cpath, sizeof cpath);
   CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_ARG, "preset name or an object");
   CHECK_ERR(Q->load(&cfg, mlp, "/nonexistent/dir", &b), AIT_E_IO, NULL);

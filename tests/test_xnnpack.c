@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/common/state_io.h"
 #include "backends/xnnpack/xnn_impl.h"
 #include "check.h"
 #include "core/fileio.h"
@@ -747,6 +748,20 @@ static void test_save_load(ait_graph *g) {
   CHECK_ERR(cfg.iface->save(state, dir), AIT_OK, NULL);
   corrupt_file(path, 100, true, false);
   CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "corrupted");
+  /* the format before the shared one, another backend's state, a wrong section */
+  static const char old_file[64] = "AITXNNP\0\1\0\0\0";
+  CHECK_ERR(ait_write_file_atomic(path, old_file, sizeof old_file), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "older aitune format ('AITXNNP')");
+  ait_state_out o;
+  ait_state_out_init(&o, "cuda", 2);
+  ait_state_out_section(&o, "head");
+  CHECK_ERR(ait_state_out_save(&o, path), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "holds the state of 'cuda'");
+  ait_state_out_init(&o, "xnnpack", 2); /* xnn_io.c's XIO_VERSION */
+  ait_state_out_section(&o, "program");
+  CHECK_ERR(ait_state_out_save(&o, path), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "no section 'head'");
+  CHECK(loaded == NULL);
   unlink(path);
   CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_IO, NULL);
   CHECK(loaded == NULL);
