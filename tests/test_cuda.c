@@ -17,6 +17,7 @@
 #include "backends/plugin/plugin.h"
 #include "backends/quant/quant.h"
 #include "check.h"
+#include "core/codec.h"
 #include "core/fileio.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
@@ -730,13 +731,13 @@ static void test_fp8_weights(void) {
     for (int n = 0; n < N; n++) {
       float x = w[k * N + n];
       uint8_t b = q[n * K + k];
-      if (b != qnt_e4m3_encode(x / scale)) bad++;
+      if (b != ait_e4m3_encode(x / scale)) bad++;
       /* e4m3 keeps 3 mantissa bits: relative error <= 1/16 above the subnormals */
-      float back = qnt_e4m3_decode(b) * scale;
+      float back = ait_e4m3_decode(b) * scale;
       if (fabsf(back - x) > fabsf(x) / 16.0f + scale * 0.002f) bad++;
     }
   CHECK(bad == 0);
-  CHECK(qnt_e4m3_decode(q[5 * K + 0]) == -448.0f);
+  CHECK(ait_e4m3_decode(q[5 * K + 0]) == -448.0f);
   /* all zeros: scale 1, zero bytes; no transpose keeps the layout */
   static float z[4] = {0, 0, 0, 0};
   uint8_t zq[4] = {1, 1, 1, 1};
@@ -776,9 +777,9 @@ static void check_channels(int64_t rows, int64_t cols, bool nk) {
       bad += q[i] != 0;
       continue;
     }
-    float back = qnt_e4m3_decode(q[i]) * sc[c];
+    float back = ait_e4m3_decode(q[i]) * sc[c];
     if (fabsf(back - w[i]) > fabsf(w[i]) / 16.0f + sc[c] * 0.002f) bad++;
-    seen448 = seen448 || fabsf(qnt_e4m3_decode(q[i])) == 448.0f;
+    seen448 = seen448 || fabsf(ait_e4m3_decode(q[i])) == 448.0f;
   }
   CHECK(bad == 0 && seen448);
   CHECK(sc[zero_ch] == 1.0f);
@@ -1435,7 +1436,7 @@ static void check_fp8wo_exact(const char *what, const ait_graph *g, ait_tensor *
     if (q && sc) {
       ait_cuda_e4m3_channels(f, rows, cols, nk, q, sc);
       for (int64_t k = 0; k < rows * cols; k++)
-        f[k] = qnt_e4m3_decode(q[k]) * sc[nk ? k / cols : k % cols];
+        f[k] = ait_e4m3_decode(q[k]) * sc[nk ? k / cols : k % cols];
       n_w++;
     }
     free(q);

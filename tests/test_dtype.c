@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/codec.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "onnx/onnx_io.h"
@@ -123,10 +124,55 @@ static void broadcast_in_place(void) {
   CHECK(r == 4 && a[0] == 2 && a[1] == 1 && a[2] == 1 && a[3] == 8);
 }
 
+/* core/codec.h's fast float codecs agree with the general conversion of
+ * dtype_small.c (Cast with saturate=1): every e4m3 code decodes to the same
+ * value, and floats on, between and beyond the codes (ties included)
+ * encode to the same code; int8 rounds ties to even and clamps. */
+static void codecs(void) {
+  int bad = 0;
+  for (int b = 0; b < 256; b++) {
+    float f = ait_e4m3_decode((uint8_t)b);
+    double d = ait_small_to_f64(AIT_FLOAT8E4M3FN, (uint8_t)b);
+    if (isnan(d) ? !isnan(f) : (double)f != d) bad++;
+  }
+  CHECK(bad == 0);
+  bad = 0;
+  srand(7);
+  for (int i = 0; i < 200000; i++) {
+    float x;
+    if (i < 512) {          /* each code and the midpoint above it */
+      int b = i / 2 % 0x7f; /* 0x7f is NaN */
+      float lo = ait_e4m3_decode((uint8_t)b),
+            hi = b < 0x7e ? ait_e4m3_decode((uint8_t)(b + 1)) : 500;
+      x = i % 2 ? (lo + hi) / 2 : lo;
+    } else {
+      x = ldexpf((float)rand() / (float)RAND_MAX, rand() % 24 - 14);
+    }
+    x = rand() % 2 ? -x : x;
+    if (ait_e4m3_encode(x) != ait_small_from_f64(AIT_FLOAT8E4M3FN, x, true)) {
+      if (!bad++)
+        fprintf(stderr, "e4m3 of %g: %#x, Cast gives %#x\n", x, ait_e4m3_encode(x),
+                ait_small_from_f64(AIT_FLOAT8E4M3FN, x, true));
+    }
+    if (ait_e4m3_round(x) != ait_e4m3_decode(ait_e4m3_encode(x))) bad++;
+  }
+  CHECK(bad == 0);
+  CHECK(ait_e4m3_encode(1e9f) == 0x7e && ait_e4m3_encode(-1e9f) == 0xfe);
+  CHECK((ait_e4m3_encode(NAN) & 0x7f) == 0x7f);
+  CHECK(ait_int8_encode(2.5f, 1.0f, 0, -127, 127) == 2 &&
+        ait_int8_encode(3.5f, 1.0f, 0, -127, 127) == 4);
+  CHECK(ait_int8_encode(-1e9f, 0.5f, 0, -127, 127) == -127 &&
+        ait_int8_encode(1e9f, 1, 3, -128, 127) == 127);
+  CHECK(ait_int8_encode(0.9f, 0.25f, -10, -128, 127) == -6 &&
+        ait_int8_decode(-6, 0.25f, -10) == 1.0f);
+  CHECK(ait_int8_encode(200.0f, 1.0f, 0, -64, 64) == 64);
+}
+
 int main(void) {
   broadcast_in_place();
   small_float_round_trips();
   sub_byte();
+  codecs();
   /* every finite half survives half -> float -> half */
   int bad = 0;
   for (uint32_t h = 0; h < 0x10000; h++) {

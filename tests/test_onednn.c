@@ -15,6 +15,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "backends/backend.h"
+#include "backends/common/state_io.h"
 #include "backends/onednn/onednn.h"
 #include "check.h"
 #include "core/fileio.h"
@@ -288,10 +289,20 @@ static void test_save_load(void) {
   if (data && size > 64) {
     ((uint8_t *)data)[size / 2] ^= 0x5a;
     CHECK_ERR(ait_write_file_atomic(path, data, size), AIT_OK, NULL);
-    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_IO, "corrupted");
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "corrupted (checksum mismatch)");
     CHECK(l == NULL);
     CHECK_ERR(ait_write_file_atomic(path, data, 20), AIT_OK, NULL);
-    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_IO, "onednn");
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "onednn");
+    /* the format before the shared one; the right owner with a section missing */
+    memcpy(data, "AITDNNL", 8);
+    CHECK_ERR(ait_write_file_atomic(path, data, size), AIT_OK, NULL);
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "older aitune format ('AITDNNL')");
+    ait_state_out o;
+    ait_state_out_init(&o, "onednn", 2); /* onednn_io.c's DN_VERSION */
+    ait_state_out_section(&o, "weights");
+    CHECK_ERR(ait_state_out_save(&o, path), AIT_OK, NULL);
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &l), AIT_E_PARSE, "no section 'head'");
+    CHECK(l == NULL);
   }
   free(data);
   unlink(path);

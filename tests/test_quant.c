@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "api/model_impl.h"
+#include "backends/common/state_io.h"
 #include "backends/quant/quant.h"
 #include "check.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/eager.h"
@@ -263,18 +265,18 @@ static double agree(double floor, bool int8_act) {
 static void test_e4m3(void) {
   for (int b = 0; b < 256; b++) {
     if ((b & 0x7F) == 0x7F) {
-      CHECK(isnan(qnt_e4m3_decode((uint8_t)b)));
+      CHECK(isnan(ait_e4m3_decode((uint8_t)b)));
       continue;
     }
-    float v = qnt_e4m3_decode((uint8_t)b);
-    CHECK(qnt_e4m3_encode(v) == b || (v == 0 && (b & 0x7F) == 0));
+    float v = ait_e4m3_decode((uint8_t)b);
+    CHECK(ait_e4m3_encode(v) == b || (v == 0 && (b & 0x7F) == 0));
   }
-  CHECK(qnt_e4m3_encode(448.0f) == 0x7E && qnt_e4m3_encode(1e6f) == 0x7E);
-  CHECK(qnt_e4m3_encode(-1e6f) == 0xFE && qnt_e4m3_encode(460.0f) == 0x7E);
-  CHECK(qnt_e4m3_encode(1.0625f) == 0x38); /* tie between 1 and 1.125: even */
-  CHECK(qnt_e4m3_encode(1.1875f) == 0x3A); /* tie between 1.125 and 1.25: even */
-  CHECK(qnt_e4m3_encode(ldexpf(1, -9)) == 0x01 && qnt_e4m3_decode(0x01) == ldexpf(1, -9));
-  CHECK(qnt_e4m3_decode(0x08) == ldexpf(1, -6) && qnt_e4m3_round(3.3f) == 3.25f);
+  CHECK(ait_e4m3_encode(448.0f) == 0x7E && ait_e4m3_encode(1e6f) == 0x7E);
+  CHECK(ait_e4m3_encode(-1e6f) == 0xFE && ait_e4m3_encode(460.0f) == 0x7E);
+  CHECK(ait_e4m3_encode(1.0625f) == 0x38); /* tie between 1 and 1.125: even */
+  CHECK(ait_e4m3_encode(1.1875f) == 0x3A); /* tie between 1.125 and 1.25: even */
+  CHECK(ait_e4m3_encode(ldexpf(1, -9)) == 0x01 && ait_e4m3_decode(0x01) == ldexpf(1, -9));
+  CHECK(ait_e4m3_decode(0x08) == ldexpf(1, -6) && ait_e4m3_round(3.3f) == 3.25f);
 }
 
 static void test_transpose(void) {
@@ -678,11 +680,26 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
   struct stat st;
   CHECK(stat(wpath, &st) == 0);
   corrupt(wpath, (long)st.st_size / 2, -1);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "corrupted (checksum mismatch)");
   corrupt(wpath, 0, 100);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "corrupted");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "corrupted");
   corrupt(wpath, 0, 3);
-  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_MODEL, "not a quant weights file");
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "not an aitune saved-state file");
+  /* the format before the shared one, another backend's state, a section missing */
+  static const char old_file[24] = "AITQNTW\0\2\0\0\0\1\0\0\0";
+  CHECK_ERR(ait_write_file_atomic(wpath, old_file, sizeof old_file), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "older aitune format ('AITQNTW')");
+  ait_state_out o;
+  ait_state_out_init(&o, "onednn", 3);
+  ait_state_out_section(&o, "head");
+  CHECK_ERR(ait_state_out_save(&o, wpath), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE,
+            "holds the state of 'onednn', not of 'quant'");
+  ait_state_out_init(&o, "quant", 3); /* quant_io.c's QNT_VERSION */
+  ait_state_out_section(&o, "nodes");
+  CHECK_ERR(ait_state_out_save(&o, wpath), AIT_OK, NULL);
+  CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_PARSE, "no section 'head'");
+  CHECK(b == NULL);
   write_text("state00/quant_config.json", "{\"quantization\": 5}", cpath, sizeof cpath);
   CHECK_ERR(Q->load(&cfg, mlp, dir, &b), AIT_E_INVALID_ARG, "preset name or an object");
   CHECK_ERR(Q->load(&cfg, mlp, "/nonexistent/dir", &b), AIT_E_IO, NULL);
@@ -1182,7 +1199,7 @@ static void test_levels_bert(const char *path) {
       qnt_state *s = NULL;
       CHECK_ERR(build(spec, NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
       if (!s) continue;
-      CHECK(s->ns->isa == nat_isa_parse(levels[l].isa));
+      CHECK(nat_state_isa(s->ns) == nat_isa_parse(levels[l].isa));
       /* the products' layouts follow the level */
       int bad = 0;
       for (int k = 0; k < s->n_q; k++) {
@@ -1214,7 +1231,8 @@ static void test_levels_bert(const char *path) {
   qnt_state *s = NULL;
   CHECK_ERR(build("quant:preset=int8dq,isa=avx512", NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
   if (s)
-    CHECK(s->ns->isa == (int)nat_isa_cpu() && s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
+    CHECK(nat_state_isa(s->ns) == (int)nat_isa_cpu() &&
+          s->cpu.avx512 == (nat_isa_cpu() >= NAT_ISA_AVX512));
   Q->destroy(s);
   s = NULL;
   if (nat_isa_cpu() < NAT_ISA_AVX512)

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/common/state_io.h"
 #include "backends/xnnpack/xnn_impl.h"
 #include "check.h"
 #include "core/fileio.h"
+#include "core/hash.h"
 #include "model_builder.h"
 #include "onnx/onnx.pb-c.h"
 #include "onnx/onnx_io.h"
@@ -703,20 +705,18 @@ static void test_fp16(void) {
   ait_graph_free(g);
 }
 
-/* Flip a byte at `at` (or cut the file there). With `resum`, the payload
- * checksum of xnn_io.c's header (FNV-1a 64 of the bytes after the 64-byte
- * header, stored at offset 56) is made to match again, so the checks behind
- * the checksum are what must catch the damage. */
+/* Flip a byte at `at` (or cut the file there). With `resum`, the
+ * saved-state checksum (ait_checksum64 of every byte before the last 8,
+ * stored in them: backends/common/state_io.h) is made to match again, so
+ * the checks behind the checksum are what must catch the damage. */
 static void corrupt_file(const char *path, long at, bool truncate, bool resum) {
   void *data = NULL;
   size_t size = 0;
   if (ait_read_file(path, &data, &size)) return;
   if (!truncate && (size_t)at < size) ((uint8_t *)data)[at] ^= 0x5a;
-  if (resum && size > 64 && at >= 64) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 64; i < size; i++)
-      h = (h ^ ((uint8_t *)data)[i]) * 1099511628211ull;
-    memcpy((uint8_t *)data + 56, &h, sizeof h);
+  if (resum && size > 8) {
+    uint64_t h = ait_checksum64(data, size - 8);
+    memcpy((uint8_t *)data + size - 8, &h, sizeof h);
   }
   ait_write_file_atomic(path, data, truncate ? (size_t)at : size);
   free(data);
@@ -748,6 +748,20 @@ static void test_save_load(ait_graph *g) {
   CHECK_ERR(cfg.iface->save(state, dir), AIT_OK, NULL);
   corrupt_file(path, 100, true, false);
   CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "corrupted");
+  /* the format before the shared one, another backend's state, a wrong section */
+  static const char old_file[64] = "AITXNNP\0\1\0\0\0";
+  CHECK_ERR(ait_write_file_atomic(path, old_file, sizeof old_file), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "older aitune format ('AITXNNP')");
+  ait_state_out o;
+  ait_state_out_init(&o, "cuda", 2);
+  ait_state_out_section(&o, "head");
+  CHECK_ERR(ait_state_out_save(&o, path), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "holds the state of 'cuda'");
+  ait_state_out_init(&o, "xnnpack", 2); /* xnn_io.c's XIO_VERSION */
+  ait_state_out_section(&o, "program");
+  CHECK_ERR(ait_state_out_save(&o, path), AIT_OK, NULL);
+  CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_PARSE, "no section 'head'");
+  CHECK(loaded == NULL);
   unlink(path);
   CHECK_ERR(cfg.iface->load(&cfg, g, dir, &loaded), AIT_E_IO, NULL);
   CHECK(loaded == NULL);

@@ -15,9 +15,9 @@
 #include "hw/hw_impl.h"
 
 /* The few types and constants of cuda.h and nvml.h used here. */
-typedef int cu_result; /* CUresult; 0 = CUDA_SUCCESS */
-typedef int cu_device; /* CUdevice */
-typedef void *cu_context;
+typedef int drv_result; /* CUresult; 0 = CUDA_SUCCESS */
+typedef int drv_device; /* CUdevice */
+typedef void *drv_context;
 typedef int nvml_return; /* nvmlReturn_t; 0 = NVML_SUCCESS */
 typedef void *nvml_device;
 typedef struct nvml_memory {
@@ -34,20 +34,20 @@ enum {
 
 typedef struct gpu_api {
   /* CUDA driver */
-  cu_result (*cuInit)(unsigned int);
-  cu_result (*cuDriverGetVersion)(int *);
-  cu_result (*cuDeviceGetCount)(int *);
-  cu_result (*cuDeviceGet)(cu_device *, int);
-  cu_result (*cuDeviceGetName)(char *, int, cu_device);
-  cu_result (*cuDeviceGetAttribute)(int *, int, cu_device);
-  cu_result (*cuDeviceTotalMem_v2)(size_t *, cu_device);
-  cu_result (*cuDeviceGetPCIBusId)(char *, int, cu_device);
-  cu_result (*cuGetErrorName)(cu_result, const char **);
-  cu_result (*cuDevicePrimaryCtxRetain)(cu_context *, cu_device);
-  cu_result (*cuDevicePrimaryCtxRelease_v2)(cu_device);
-  cu_result (*cuCtxPushCurrent_v2)(cu_context);
-  cu_result (*cuCtxPopCurrent_v2)(cu_context *);
-  cu_result (*cuMemGetInfo_v2)(size_t *, size_t *);
+  drv_result (*cuInit)(unsigned int);
+  drv_result (*cuDriverGetVersion)(int *);
+  drv_result (*cuDeviceGetCount)(int *);
+  drv_result (*cuDeviceGet)(drv_device *, int);
+  drv_result (*cuDeviceGetName)(char *, int, drv_device);
+  drv_result (*cuDeviceGetAttribute)(int *, int, drv_device);
+  drv_result (*cuDeviceTotalMem_v2)(size_t *, drv_device);
+  drv_result (*cuDeviceGetPCIBusId)(char *, int, drv_device);
+  drv_result (*cuGetErrorName)(drv_result, const char **);
+  drv_result (*cuDevicePrimaryCtxRetain)(drv_context *, drv_device);
+  drv_result (*cuDevicePrimaryCtxRelease_v2)(drv_device);
+  drv_result (*cuCtxPushCurrent_v2)(drv_context);
+  drv_result (*cuCtxPopCurrent_v2)(drv_context *);
+  drv_result (*cuMemGetInfo_v2)(size_t *, size_t *);
   /* NVML */
   nvml_return (*nvmlInit_v2)(void);
   const char *(*nvmlErrorString)(nvml_return);
@@ -64,7 +64,7 @@ typedef struct gpu_state {
   bool nvml_ok; /* NVML loaded and initialised */
   int n;
   ait_hw_gpu dev[AIT_HW_MAX_GPUS];
-  cu_device cu[AIT_HW_MAX_GPUS];
+  drv_device cu[AIT_HW_MAX_GPUS];
   nvml_device nv[AIT_HW_MAX_GPUS]; /* NULL when NVML does not know it */
   int cuda_version;
   char driver[32];
@@ -134,7 +134,7 @@ static bool resolve(void *lib, const sym_row *rows, size_t n_rows, char *why, si
 }
 
 /* Name of a CUDA error ("CUDA_ERROR_NO_DEVICE"); called only from gpu_init. */
-static const char *cu_error(cu_result r) {
+static const char *drv_error(drv_result r) {
   const char *s = NULL;
   if (G.api.cuGetErrorName && G.api.cuGetErrorName(r, &s) == 0 && s) return s;
   static char code[32];
@@ -161,7 +161,7 @@ static void init_nvml(void) {
 /* Static facts of CUDA device i. */
 static void init_device(int i) {
   ait_hw_gpu *d = &G.dev[G.n];
-  cu_device dev;
+  drv_device dev;
   if (G.api.cuDeviceGet(&dev, i) != 0) return;
   memset(d, 0, sizeof *d);
   d->index = i;
@@ -197,12 +197,12 @@ static void gpu_init(void) {
   G.ctx_ok = G.api.cuDevicePrimaryCtxRetain && G.api.cuDevicePrimaryCtxRelease_v2 &&
              G.api.cuCtxPushCurrent_v2 && G.api.cuCtxPopCurrent_v2 && G.api.cuMemGetInfo_v2;
   if (G.api.cuDriverGetVersion(&G.cuda_version) != 0) G.cuda_version = 0;
-  cu_result r = G.api.cuInit(0);
+  drv_result r = G.api.cuInit(0);
   int count = 0;
   if (r == 0) r = G.api.cuDeviceGetCount(&count);
   if (r != 0 || count == 0) {
     snprintf(G.note, sizeof G.note, "the CUDA driver (%d.%d) reports %s", G.cuda_version / 1000,
-             G.cuda_version % 1000 / 10, r ? cu_error(r) : "no device");
+             G.cuda_version % 1000 / 10, r ? drv_error(r) : "no device");
     return;
   }
   init_nvml();
@@ -220,9 +220,9 @@ static void gpu_init(void) {
 
 /* Free memory through the device's primary context (creates it when no one
  * holds it: slow, and only when NVML cannot answer). */
-static bool ctx_free_memory(cu_device dev, uint64_t *free_bytes) {
+static bool ctx_free_memory(drv_device dev, uint64_t *free_bytes) {
   if (!G.ctx_ok) return false;
-  cu_context ctx = NULL, popped = NULL;
+  drv_context ctx = NULL, popped = NULL;
   if (G.api.cuDevicePrimaryCtxRetain(&ctx, dev) != 0) return false;
   size_t fr = 0, total = 0;
   bool ok = G.api.cuCtxPushCurrent_v2(ctx) == 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 ait_graph *ait_graph_new(const char *name, ait_graph *parent) {
   ait_graph *g = calloc(1, sizeof *g);
@@ -121,12 +122,7 @@ int64_t ait_graph_opset(const ait_graph *g, const char *domain) {
 
 /* ---- name index ------------------------------------------------------ */
 
-static uint64_t name_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+static uint64_t name_hash(const char *s) { return ait_fnv1a64(AIT_FNV_OFFSET, s, strlen(s)); }
 
 static void index_put(ait_name_index *ix, const ait_graph *g, int v) {
   size_t mask = ix->cap - 1, i = (size_t)name_hash(g->values[v].name) & mask;

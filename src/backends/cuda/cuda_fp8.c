@@ -2,8 +2,8 @@
  * per-tensor weights, dtype=fp8wo's per-channel ones and the file that
  * keeps fp8wo's bytes in a saved folder. Plain C with no CUDA headers and
  * compiled in every build, so tests check it on machines without a GPU.
- * The encoder is the quant backend's (qnt_e4m3_encode: round to nearest
- * even, saturating at 448), so both backends quantize a weight to the same
+ * The encoder is core's (ait_e4m3_encode, core/codec.h: round to nearest
+ * even, saturating at 448), as quant's, so both backends quantize a weight to the same
  * bytes; the device kernel that quantizes activations (cuda_fp8.cu) uses
  * the hardware conversion with the same rounding and saturation. */
 #include <math.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_debug.h"
-#include "backends/quant/quant.h"
+#include "core/codec.h"
 #include "core/error.h"
 #include "core/fileio.h"
 
@@ -25,10 +25,10 @@ float ait_cuda_e4m3_weight(const float *w, int64_t rows, int64_t cols, bool tran
     if (a > amax && isfinite(a)) amax = a;
   }
   /* per tensor: cuBLASLt's fp8 GEMMs on Hopper take one scale per operand */
-  float scale = amax > 0.0f ? amax / QNT_E4M3_MAX : 1.0f, inv = 1.0f / scale;
+  float scale = amax > 0.0f ? amax / AIT_E4M3_MAX : 1.0f, inv = 1.0f / scale;
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < cols; c++) {
-      uint8_t b = qnt_e4m3_encode(w[r * cols + c] * inv);
+      uint8_t b = ait_e4m3_encode(w[r * cols + c] * inv);
       q[transpose ? c * rows + r : r * cols + c] = b;
     }
   return scale;
@@ -50,13 +50,13 @@ void ait_cuda_e4m3_channels(const float *w, int64_t rows, int64_t cols, bool nk,
       if (isfinite(a) && a > *m) *m = a;
     }
   for (int64_t c = 0; c < N; c++) {
-    float s = scale[c] / QNT_E4M3_MAX;
+    float s = scale[c] / AIT_E4M3_MAX;
     scale[c] = s > 0.0f && isfinite(s) ? s : 1.0f;
   }
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < cols; c++) {
       float v = w[r * cols + c];
-      q[r * cols + c] = qnt_e4m3_encode(isfinite(v) ? v / scale[nk ? r : c] : 0.0f);
+      q[r * cols + c] = ait_e4m3_encode(isfinite(v) ? v / scale[nk ? r : c] : 0.0f);
     }
 }
 

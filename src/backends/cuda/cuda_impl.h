@@ -53,7 +53,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
 #include "backends/cuda/cuda_kernels.h"
-#include "backends/native/native.h"
+#include "backends/native/native_engine.h"
 #include "core/error.h"
 #include "ops/fused_impl.h"
 #include "ops/op.h"

@@ -7,8 +7,11 @@
  *   cuda_algos.bin   the algorithms chosen by measuring (cuBLASLt algorithm
  *                    structs, cuDNN algorithm and math type) by problem key,
  *                    with the precision, device and library versions they
- *                    were measured on.
- * load() checks the file whole (magic, version, sizes, terminated keys) and
+ *                    were measured on: the saved-state format
+ *                    (backends/common/state_io.h; owner "cuda", version
+ *                    ALGO_VERSION), sections "head" (file_head) and "algos"
+ *                    (file_algo each).
+ * load() checks the file whole (state_io, sizes, terminated keys) and
  * refuses a precision other than the configuration's; algorithms measured on
  * another device or library version are dropped (they get measured again),
  * and each kept one is re-validated by cuBLASLt / cuDNN when a plan uses it.
@@ -21,16 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/common/state_io.h"
 #include "backends/cuda/cuda_impl.h"
 #include "core/fileio.h"
 #include "onnx/onnx_io.h"
 
-#define ALGO_MAGIC "AITCUDA"
-#define ALGO_VERSION 1u
+#define ALGO_OWNER "cuda"
+#define ALGO_VERSION 2u /* 2: the saved-state format */
 
 typedef struct file_head {
-  char magic[8];
-  uint32_t version, prec, nhwc, n_algos;
+  uint32_t prec, nhwc, n_algos, reserved0;
   char device[128];
   int32_t sm;
   int32_t cudnn, cublaslt, reserved;
@@ -47,8 +50,6 @@ typedef struct file_algo {
 
 static void head_of(const cu_state *s, file_head *h) {
   memset(h, 0, sizeof *h);
-  memcpy(h->magic, ALGO_MAGIC, sizeof ALGO_MAGIC);
-  h->version = ALGO_VERSION;
   h->prec = (uint32_t)s->o.prec;
   h->nhwc = s->o.nhwc;
   h->n_algos = (uint32_t)s->n_algos;
@@ -85,14 +86,16 @@ ait_status cu_load_fp8wo(cu_state *s, const char *dir) {
 
 ait_status cu_save(cu_state *s, const char *dir) {
   char *gpath = ait_path_join(dir, "cuda.onnx"), *apath = ait_path_join(dir, "cuda_algos.bin");
-  size_t size = sizeof(file_head) + sizeof(file_algo) * (size_t)s->n_algos;
-  uint8_t *buf = calloc(1, size);
-  ait_status st = gpath && apath && buf ? AIT_OK : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  ait_status st = gpath && apath ? AIT_OK : ait_err(AIT_E_NOMEM, "cuda: out of memory");
   if (!st) st = ait_onnx_write_model(s->g, gpath);
   if (!st) {
+    ait_state_out o;
+    ait_state_out_init(&o, ALGO_OWNER, ALGO_VERSION);
     file_head h;
     head_of(s, &h);
-    memcpy(buf, &h, sizeof h);
+    ait_state_out_section(&o, "head");
+    ait_state_out_put(&o, &h, sizeof h);
+    ait_state_out_section(&o, "algos");
     for (int i = 0; i < s->n_algos; i++) {
       const cu_algo *a = &s->algos[i];
       file_algo f;
@@ -105,60 +108,58 @@ ait_status cu_save(cu_state *s, const char *dir) {
       memcpy(f.lt, a->lt, sizeof f.lt);
       f.ws = a->ws;
       f.ms = a->ms;
-      memcpy(buf + sizeof h + sizeof f * (size_t)i, &f, sizeof f);
+      ait_state_out_put(&o, &f, sizeof f);
     }
-    st = ait_write_file_atomic(apath, buf, size);
+    st = ait_state_out_save(&o, apath);
   }
   if (!st && s->o.prec == CU_FP8WO) st = save_fp8wo(s, dir);
-  free(buf);
   free(gpath);
   free(apath);
   return st ? ait_err_prefix(st, "cuda: save") : AIT_OK;
 }
 
-ait_status cu_load_algos(cu_state *s, const char *dir) {
-  char *path = ait_path_join(dir, "cuda_algos.bin");
-  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  void *data = NULL;
-  size_t size = 0;
-  ait_status st = ait_read_file(path, &data, &size);
-  if (st) {
-    st = ait_err_prefix(st, "cuda: load");
-    free(path);
-    return st;
-  }
-  file_head h, mine;
-  const uint8_t *b = data;
-  if (size < sizeof h) {
-    st = ait_err(AIT_E_PARSE, "cuda: %s is truncated (%zu bytes)", path, size);
-  } else {
-    memcpy(&h, b, sizeof h);
-    head_of(s, &mine);
-    if (memcmp(h.magic, ALGO_MAGIC, sizeof ALGO_MAGIC))
-      st = ait_err(AIT_E_PARSE, "cuda: %s is not an algorithm file", path);
-    else if (h.version != ALGO_VERSION)
-      st = ait_err(AIT_E_PARSE, "cuda: %s has version %u, this build reads %u", path, h.version,
-                   ALGO_VERSION);
-    else if (size != sizeof h + sizeof(file_algo) * (size_t)h.n_algos)
-      st = ait_err(AIT_E_PARSE, "cuda: %s has %zu bytes, %u algorithms need %zu", path, size,
-                   h.n_algos, sizeof h + sizeof(file_algo) * (size_t)h.n_algos);
-    else if (h.prec != mine.prec || h.nhwc != mine.nhwc)
-      st = ait_err(AIT_E_INVALID_ARG,
+/* The head section: sizes, then the precision and layout of the
+ * configuration; *same_machine when the device and libraries match. */
+static ait_status read_head(const cu_state *s, ait_state_in *in, file_head *h, bool *same_machine) {
+  ait_state_rd r;
+  file_head mine;
+  AIT_TRY(ait_state_section(in, "head", &r));
+  if (!ait_state_get(&r, h, sizeof *h)) return ait_state_corrupt(&r, "cut short");
+  AIT_TRY(ait_state_end(&r));
+  head_of(s, &mine);
+  if (!memchr(h->device, 0, sizeof h->device) || h->reserved0 || h->reserved)
+    return ait_state_corrupt(&r, "bad device name or reserved field");
+  if (h->prec != mine.prec || h->nhwc != mine.nhwc)
+    return ait_err(AIT_E_INVALID_ARG,
                    "cuda: %s was measured for dtype=%s layout=%s, the configuration is dtype=%s "
                    "layout=%s",
-                   path, cu_prec_name((cu_prec)(h.prec <= CU_PREC_LAST ? h.prec : 0)),
-                   h.nhwc ? "nhwc" : "nchw", cu_prec_name(s->o.prec), s->o.nhwc ? "nhwc" : "nchw");
+                   in->path, cu_prec_name((cu_prec)(h->prec <= CU_PREC_LAST ? h->prec : 0)),
+                   h->nhwc ? "nhwc" : "nchw", cu_prec_name(s->o.prec), s->o.nhwc ? "nhwc" : "nchw");
+  *same_machine = h->sm == mine.sm && h->cudnn == mine.cudnn && h->cublaslt == mine.cublaslt &&
+                  !strncmp(h->device, mine.device, sizeof h->device);
+  return AIT_OK;
+}
+
+static ait_status read_algos(cu_state *s, ait_state_in *in) {
+  file_head h;
+  bool same_machine = false;
+  ait_state_rd r;
+  AIT_TRY(read_head(s, in, &h, &same_machine));
+  AIT_TRY(ait_state_section(in, "algos", &r));
+  if (ait_state_left(&r) != sizeof(file_algo) * (size_t)h.n_algos) {
+    char what[96];
+    snprintf(what, sizeof what, "%zu bytes, %u algorithms need %zu", ait_state_left(&r), h.n_algos,
+             sizeof(file_algo) * (size_t)h.n_algos);
+    return ait_state_corrupt(&r, what);
   }
-  bool same_machine = !st && h.sm == mine.sm && h.cudnn == mine.cudnn &&
-                      h.cublaslt == mine.cublaslt &&
-                      !strncmp(h.device, mine.device, sizeof h.device);
-  for (uint32_t i = 0; !st && i < h.n_algos; i++) {
+  for (uint32_t i = 0; i < h.n_algos; i++) {
     file_algo f;
-    memcpy(&f, b + sizeof h + sizeof f * i, sizeof f);
+    ait_state_get(&r, &f, sizeof f);
     if (!memchr(f.key, 0, sizeof f.key) ||
         (f.kind != CU_ALGO_LT && f.kind != CU_ALGO_CONV && f.kind != CU_ALGO_PICK) || f.ws < 0) {
-      st = ait_err(AIT_E_PARSE, "cuda: %s: algorithm %u is corrupted", path, i);
-      break;
+      char what[64];
+      snprintf(what, sizeof what, "algorithm %u is corrupted", i);
+      return ait_state_corrupt(&r, what);
     }
     if (!same_machine) continue; /* measured elsewhere: measure again */
     cu_algo a;
@@ -171,11 +172,19 @@ ait_status cu_load_algos(cu_state *s, const char *dir) {
     memcpy(a.lt, f.lt, sizeof a.lt);
     a.ws = f.ws;
     a.ms = f.ms;
-    st = cu_algo_put(s, &a);
+    AIT_TRY(cu_algo_put(s, &a));
   }
-  free(data);
+  return AIT_OK;
+}
+
+ait_status cu_load_algos(cu_state *s, const char *dir) {
+  char *path = ait_path_join(dir, "cuda_algos.bin");
+  if (!path) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  ait_state_in in;
+  ait_status st = ait_state_open(&in, path, ALGO_OWNER, ALGO_VERSION);
   free(path);
-  return st;
+  if (st) return st;
+  return ait_state_close(&in, read_algos(s, &in));
 }
 
 #endif

@@ -214,7 +214,7 @@ T512 void nat_attn512_scores_t(const float *q, int64_t ldq, int64_t rows, int64_
         r[t] = i0 + t < rows
                    ? _mm512_mul_ps(sa, _mm512_maskz_loadu_ps(cols, q + (i0 + t) * ldq + d0))
                    : _mm512_setzero_ps();
-      nat_transpose16(r);
+      ait_transpose16(r);
       for (int t = 0; t < 16 && d0 + t < D; t++)
         _mm512_storeu_ps(qt + (d0 + t) * ATT_T + i0, r[t]);
     }

@@ -70,7 +70,7 @@ TBF void nat_attn_bf16_pack_pairs(const float *x, int64_t rs, int64_t cs, int64_
                  hi = load16(x, cs, 1, C, R, c, 2 * p0 + 16);
           w[i] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
         }
-        nat_transpose16(w);
+        ait_transpose16(w);
         for (int i = 0; i < 16 && p0 + i < R2; i++)
           _mm512_mask_storeu_epi32(out + (p0 + i) * ldo + c0, nat_tail16(ldo - c0), (__m512i)w[i]);
       }

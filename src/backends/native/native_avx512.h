@@ -1,6 +1,6 @@
 /* AVX-512 helpers shared by native's kernels (native_math.c,
- * native_attn512.c, native_attn_bf16.c, native_nhwc512.c) and quant's
- * (quant_avx512.c). Include only from x86-64
+ * native_attn512.c, native_attn_bf16.c, native_nhwc512.c); what other
+ * backends share too lives in backends/common/simd512.h. Include only from x86-64
  * GCC/Clang code compiled with the avx512f target attribute on the calling function. */
 #ifndef AIT_BACKENDS_NATIVE_AVX512_H
 #define AIT_BACKENDS_NATIVE_AVX512_H
@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+
+#include "backends/common/simd512.h"
 
 /* The first n of 16 lanes (none for n <= 0, all from 16). */
 static inline __mmask16 nat_tail16(int64_t n) {
@@ -88,34 +90,6 @@ static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_silu1
  * instead of 0. */
 static inline __attribute__((always_inline, target("avx512f"))) __m512 nat_exp16_nonpos(__m512 in) {
   return nat_exp16_poly(_mm512_max_ps(in, _mm512_set1_ps(-87.0f)));
-}
-
-/* r[i][j] = r[j][i] for 16 rows of 16 lanes (any 32-bit data): unpack
- * pairs, then 64-bit halves, then 128-bit lanes twice. */
-static inline __attribute__((always_inline, target("avx512f"))) void nat_transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int a = 0; a < 16; a += 4) { /* r[a + c]: column 4L + c of rows a..a+3 */
-    r[a] = _mm512_shuffle_ps(t[a], t[a + 2], 0x44);
-    r[a + 1] = _mm512_shuffle_ps(t[a], t[a + 2], 0xEE);
-    r[a + 2] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0x44);
-    r[a + 3] = _mm512_shuffle_ps(t[a + 1], t[a + 3], 0xEE);
-  }
-  for (int c = 0; c < 4; c++) {
-    t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
-    t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
-    t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-    t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
-  }
-  for (int c = 0; c < 4; c++) {
-    r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
-    r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
-    r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
-    r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
-  }
 }
 
 #endif

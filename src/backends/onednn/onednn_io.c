@@ -3,85 +3,47 @@
  * constants are not saved: folding is cheap and deterministic, and load
  * lowers the graph again (the slot count is checked to match).
  *
- * onednn.bin, little-endian:
- *   "AITDNNL\0", u32 version, u32 sizeof(dnnl_memory_desc_t),
- *   u32 oneDNN major, minor, patch, u32 bf16, u32 slots, u32 entries,
- *   entries x { u32 slot, u64 bytes, memory descriptor, data },
- *   u64 FNV-1a (over 8-byte words) of everything before it. */
+ * onednn.bin, in the saved-state format (backends/common/state_io.h; owner
+ * "onednn", version DN_VERSION), little-endian sections:
+ *   head     u32 sizeof(dnnl_memory_desc_t), u32 oneDNN major, minor,
+ *            patch, u32 bf16, u32 slots, u32 entries
+ *   weights  entries x { u32 slot, u64 bytes, memory descriptor, data } */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/common/state_io.h"
 #include "backends/onednn/onednn.h"
 #include "core/fileio.h"
 
 #define DN_FILE "onednn.bin"
-#define DN_MAGIC "AITDNNL"
-#define DN_VERSION 1u
-
-/* FNV-1a over 8-byte words (then the tail bytes): fast enough for
- * hundreds of megabytes of weights. */
-static uint64_t fnv64(const uint8_t *p, size_t n) {
-  uint64_t h = 1469598103934665603ull, w;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 1099511628211ull;
-  }
-  for (; i < n; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-static uint8_t *put(uint8_t *at, const void *v, size_t n) {
-  memcpy(at, v, n);
-  return at + n;
-}
-
-static uint8_t *put32(uint8_t *at, uint32_t v) { return put(at, &v, 4); }
+#define DN_OWNER "onednn"
+#define DN_VERSION 2u /* 2: the saved-state format */
 
 ait_status dn_save(const dn_state *s, const char *dir) {
-  size_t md = sizeof(dnnl_memory_desc_t), size = 8 + 4 * 8 + 8;
-  for (int i = 0; i < s->n_wc; i++)
-    size += 4 + 8 + md + s->wc[i].size;
-  uint8_t *buf = malloc(size), *at = buf;
-  if (!buf) return ait_err(AIT_E_NOMEM, "onednn: out of memory saving %zu bytes", size);
+  size_t md = sizeof(dnnl_memory_desc_t);
   const dnnl_version_t *v = dnnl_version();
-  at = put(at, DN_MAGIC, 8);
-  at = put32(at, DN_VERSION);
-  at = put32(at, (uint32_t)md);
-  at = put32(at, (uint32_t)v->major);
-  at = put32(at, (uint32_t)v->minor);
-  at = put32(at, (uint32_t)v->patch);
-  at = put32(at, s->bf16);
-  at = put32(at, (uint32_t)s->n_slots);
-  at = put32(at, (uint32_t)s->n_wc);
+  ait_state_out o;
+  ait_state_out_init(&o, DN_OWNER, DN_VERSION);
+  ait_state_out_section(&o, "head");
+  uint32_t head[7] = {(uint32_t)md, (uint32_t)v->major,   (uint32_t)v->minor, (uint32_t)v->patch,
+                      s->bf16,      (uint32_t)s->n_slots, (uint32_t)s->n_wc};
+  ait_state_out_put(&o, head, sizeof head);
+  ait_state_out_section(&o, "weights");
   for (int i = 0; i < s->n_wc; i++) {
-    uint64_t bytes = s->wc[i].size;
-    at = put32(at, (uint32_t)s->wc[i].slot);
-    at = put(at, &bytes, 8);
-    at = put(at, &s->wc[i].md, md);
-    at = put(at, s->wc[i].data, s->wc[i].size);
+    ait_state_out_u32(&o, (uint32_t)s->wc[i].slot);
+    ait_state_out_u64(&o, s->wc[i].size);
+    ait_state_out_put(&o, &s->wc[i].md, md);
+    ait_state_out_put(&o, s->wc[i].data, s->wc[i].size);
   }
-  uint64_t h = fnv64(buf, (size_t)(at - buf));
-  at = put(at, &h, 8);
   char *path = ait_path_join(dir, DN_FILE);
-  ait_status st =
-      path ? ait_write_file_atomic(path, buf, size) : ait_err(AIT_E_NOMEM, "out of memory");
+  if (!path) {
+    ait_state_out_free(&o);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  ait_status st = ait_state_out_save(&o, path);
   free(path);
-  free(buf);
   return st;
-}
-
-typedef struct reader {
-  const uint8_t *p;
-  size_t left;
-} reader;
-
-static bool get(reader *r, void *out, size_t n) {
-  if (r->left < n) return false;
-  memcpy(out, r->p, n);
-  r->p += n, r->left -= n;
-  return true;
 }
 
 /* A descriptor read from the file must describe a plain or blocked float
@@ -119,16 +81,20 @@ static bool md_sane(const dnnl_memory_desc_t *md, const ait_tensor *slot, uint64
   return numel == ait_tensor_numel(slot) && dnnl_memory_desc_get_size(md) == bytes;
 }
 
-static ait_status load_entries(dn_state *s, reader *r, uint32_t n, const char *path) {
+static ait_status load_entries(dn_state *s, ait_state_rd *r, uint32_t n) {
   size_t mdsz = sizeof(dnnl_memory_desc_t);
+  char what[64];
   for (uint32_t i = 0; i < n; i++) {
     uint32_t slot;
     uint64_t bytes;
     dnnl_memory_desc_t md;
-    if (!get(r, &slot, 4) || !get(r, &bytes, 8) || !get(r, &md, mdsz) || bytes > r->left)
-      return ait_err(AIT_E_IO, "onednn: %s is truncated (weight %u)", path, i);
+    if (!ait_state_get(r, &slot, 4) || !ait_state_get(r, &bytes, 8) ||
+        !ait_state_get(r, &md, mdsz) || bytes > ait_state_left(r)) {
+      snprintf(what, sizeof what, "weight %u is cut short", i);
+      return ait_state_corrupt(r, what);
+    }
     if (slot >= (uint32_t)s->n_slots || !md_sane(&md, s->slots[slot].t, bytes))
-      return ait_err(AIT_E_IO, "onednn: %s: weight %u does not fit the model", path, i);
+      return ait_err(AIT_E_IO, "onednn: %s: weight %u does not fit the model", r->in->path, i);
     if (s->n_wc == s->cap_wc) {
       int cap = s->cap_wc ? 2 * s->cap_wc : 32;
       dn_wentry *w = realloc(s->wc, (size_t)cap * sizeof *w);
@@ -138,50 +104,45 @@ static ait_status load_entries(dn_state *s, reader *r, uint32_t n, const char *p
     void *data = NULL;
     if (posix_memalign(&data, 64, bytes ? (size_t)bytes : 64))
       return ait_err(AIT_E_NOMEM, "onednn: out of memory for weights");
-    get(r, data, (size_t)bytes);
+    ait_state_get(r, data, (size_t)bytes);
     s->wc[s->n_wc++] = (dn_wentry){(int)slot, md, data, (size_t)bytes};
   }
+  return ait_state_end(r);
+}
+
+/* The head section: the same oneDNN, descriptor size, precision and graph. */
+static ait_status check_head(const dn_state *s, ait_state_rd *r, uint32_t *entries) {
+  uint32_t hdr[7];
+  const char *path = r->in->path;
+  if (!ait_state_get(r, hdr, sizeof hdr)) return ait_state_corrupt(r, "cut short");
+  AIT_TRY(ait_state_end(r));
+  const dnnl_version_t *v = dnnl_version();
+  if (hdr[0] != sizeof(dnnl_memory_desc_t) || hdr[1] != (uint32_t)v->major ||
+      hdr[2] != (uint32_t)v->minor || hdr[3] != (uint32_t)v->patch)
+    return ait_err(AIT_E_IO, "onednn: %s was written by oneDNN %u.%u.%u, this is %d.%d.%d", path,
+                   hdr[1], hdr[2], hdr[3], v->major, v->minor, v->patch);
+  if (hdr[4] != (uint32_t)s->bf16)
+    return ait_err(AIT_E_IO, "onednn: %s holds %s weights, the configuration asks for %s", path,
+                   hdr[4] ? "bf16" : "fp32", s->bf16 ? "bf16" : "fp32");
+  if (hdr[5] != (uint32_t)s->n_slots)
+    return ait_err(AIT_E_IO, "onednn: %s was saved for another graph (%u constants, now %d)", path,
+                   hdr[5], s->n_slots);
+  *entries = hdr[6];
   return AIT_OK;
 }
 
 ait_status dn_load_weights(dn_state *s, const char *dir) {
   char *path = ait_path_join(dir, DN_FILE);
   if (!path) return ait_err(AIT_E_NOMEM, "out of memory");
-  void *data = NULL;
-  size_t size = 0;
-  ait_status st = ait_read_file(path, &data, &size);
-  if (st) {
-    st = ait_err_prefix(st, "onednn: cannot load the saved state");
-    free(path);
-    return st;
-  }
-  reader r = {data, size};
-  char magic[8];
-  uint32_t hdr[8];
-  uint64_t h;
-  if (size < 8 + sizeof hdr + 8 || !get(&r, magic, 8) || memcmp(magic, DN_MAGIC, 8))
-    st = ait_err(AIT_E_IO, "onednn: %s is not an onednn state file", path);
-  else if (memcpy(&h, (const uint8_t *)data + size - 8, 8), h != fnv64(data, size - 8))
-    st = ait_err(AIT_E_IO, "onednn: %s is corrupted (checksum mismatch)", path);
-  r.left = size - 16;
-  if (!st && !get(&r, hdr, sizeof hdr)) st = ait_err(AIT_E_IO, "onednn: %s is truncated", path);
-  const dnnl_version_t *v = dnnl_version();
-  if (!st && hdr[0] != DN_VERSION)
-    st = ait_err(AIT_E_IO, "onednn: %s has format version %u, expected %u", path, hdr[0],
-                 DN_VERSION);
-  if (!st && (hdr[1] != sizeof(dnnl_memory_desc_t) || hdr[2] != (uint32_t)v->major ||
-              hdr[3] != (uint32_t)v->minor || hdr[4] != (uint32_t)v->patch))
-    st = ait_err(AIT_E_IO, "onednn: %s was written by oneDNN %u.%u.%u, this is %d.%d.%d", path,
-                 hdr[2], hdr[3], hdr[4], v->major, v->minor, v->patch);
-  if (!st && hdr[5] != (uint32_t)s->bf16)
-    st = ait_err(AIT_E_IO, "onednn: %s holds %s weights, the configuration asks for %s", path,
-                 hdr[5] ? "bf16" : "fp32", s->bf16 ? "bf16" : "fp32");
-  if (!st && hdr[6] != (uint32_t)s->n_slots)
-    st = ait_err(AIT_E_IO, "onednn: %s was saved for another graph (%u constants, now %d)", path,
-                 hdr[6], s->n_slots);
-  if (!st) st = load_entries(s, &r, hdr[7], path);
-  if (!st && r.left) st = ait_err(AIT_E_IO, "onednn: %s has trailing bytes", path);
-  free(data);
+  ait_state_in in;
+  ait_state_rd r;
+  uint32_t entries = 0;
+  ait_status st = ait_state_open(&in, path, DN_OWNER, DN_VERSION);
   free(path);
-  return st;
+  if (st) return st;
+  st = ait_state_section(&in, "head", &r);
+  if (!st) st = check_head(s, &r, &entries);
+  if (!st) st = ait_state_section(&in, "weights", &r);
+  if (!st) st = load_entries(s, &r, entries);
+  return ait_state_close(&in, st);
 }

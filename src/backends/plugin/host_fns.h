@@ -18,6 +18,7 @@ AIT_HOST_FN(const ait_dtype_traits *, ait_dtype_traits_of, (ait_dtype dt), (dt))
 AIT_HOST_FN(uint16_t, ait_f32_to_bf16, (float f), (f))
 AIT_HOST_FN(uint16_t, ait_f32_to_f16, (float f), (f))
 AIT_HOST_FN(size_t, ait_elem_size, (ait_dtype dt), (dt))
+AIT_HOST_FN(uint8_t, ait_e4m3_encode, (float x), (x))
 AIT_HOST_FN(int64_t, ait_shape_numel, (int rank, const int64_t *dims), (rank, dims))
 AIT_HOST_FN(const char *, ait_shape_str, (int rank, const int64_t *dims, char *buf, size_t n),
             (rank, dims, buf, n))
@@ -34,6 +35,21 @@ AIT_HOST_FN(ait_status, ait_read_file, (const char *path, void **data, size_t *s
             (path, data, size))
 AIT_HOST_FN(ait_status, ait_write_file_atomic, (const char *path, const void *data, size_t size),
             (path, data, size))
+
+/* the saved-state format (backends/common/state_io.h) */
+AIT_HOST_VOID(ait_state_out_init, (ait_state_out * o, const char *owner, uint32_t version),
+              (o, owner, version))
+AIT_HOST_VOID(ait_state_out_section, (ait_state_out * o, const char *name), (o, name))
+AIT_HOST_VOID(ait_state_out_put, (ait_state_out * o, const void *data, size_t n), (o, data, n))
+AIT_HOST_FN(ait_status, ait_state_out_save, (ait_state_out * o, const char *path), (o, path))
+AIT_HOST_VOID(ait_state_out_free, (ait_state_out * o), (o))
+AIT_HOST_FN(ait_status, ait_state_open,
+            (ait_state_in * in, const char *path, const char *owner, uint32_t version),
+            (in, path, owner, version))
+AIT_HOST_FN(ait_status, ait_state_section, (ait_state_in * in, const char *name, ait_state_rd *r),
+            (in, name, r))
+AIT_HOST_FN(ait_status, ait_state_close, (ait_state_in * in, ait_status st), (in, st))
+AIT_HOST_FN(ait_status, ait_state_corrupt, (const ait_state_rd *r, const char *what), (r, what))
 
 /* the IR */
 AIT_HOST_FN(float, ait_attr_float, (const ait_node *n, const char *name, float def), (n, name, def))
@@ -81,7 +97,7 @@ AIT_HOST_FN(const char *, ait_backend_config_get, (const ait_backend_config *cfg
 AIT_HOST_FN(int64_t, ait_backend_config_int,
             (const ait_backend_config *cfg, const char *key, int64_t def), (cfg, key, def))
 
-/* native's graph passes and planner, quant's e4m3 */
+/* native's graph passes and planner */
 AIT_HOST_FN(int, nat_add_initializer,
             (ait_graph * g, const char *base, const char *suffix, ait_tensor *t),
             (g, base, suffix, t))
@@ -100,4 +116,3 @@ AIT_HOST_FN(uint64_t, nat_signature,
             (in, n_in, sig, n_sig))
 AIT_HOST_VOID(nat_uses_free, (nat_uses * u), (u))
 AIT_HOST_FN(ait_status, nat_uses_refresh, (nat_uses * u), (u))
-AIT_HOST_FN(uint8_t, qnt_e4m3_encode, (float x), (x))

@@ -24,8 +24,9 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
-#include "backends/native/native.h"
-#include "backends/quant/quant.h"
+#include "backends/common/state_io.h"
+#include "backends/native/native_engine.h"
+#include "core/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fileio.h"

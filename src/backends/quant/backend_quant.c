@@ -190,7 +190,7 @@ static ait_status quant_deactivate(void *state) {
   return AIT_OK;
 }
 
-static void quant_idle(void *state) { nat_pool_park(((qnt_state *)state)->ns->pool); }
+static void quant_idle(void *state) { nat_state_park(((qnt_state *)state)->ns); }
 
 static ait_status quant_save(void *state, const char *dir) { return qnt_save(state, dir); }
 

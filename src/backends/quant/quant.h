@@ -21,12 +21,12 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
-#include "backends/native/native.h"
+#include "backends/native/native_engine.h"
+#include "core/codec.h"
 
 #define QNT_DOMAIN "ai.aitune.quant"
 #define QNT_MAX_EXCLUDE 8
-#define QNT_PANEL 64 /* output channels per packed panel */
-#define QNT_E4M3_MAX 448.0f
+#define QNT_PANEL 64       /* output channels per packed panel */
 #define QNT_MAX_OUTLIERS 8 /* per activation row */
 #define QNT_OUTLIERS 4.0f  /* int8dq's threshold, in row rms */
 
@@ -166,13 +166,6 @@ float qnt_weight_value(const qnt_weight *w, int64_t n, int64_t k);
 void qnt_weight_free(qnt_weight *w);
 /* Bytes of codes and scales (what the quantized weight costs in memory). */
 size_t qnt_weight_bytes(const qnt_weight *w);
-
-/* fp8 e4m3 (OCP "e4m3fn": no infinities, max 448): encode with round to
- * nearest even and saturation, decode, and round a float to the nearest
- * e4m3 value. */
-uint8_t qnt_e4m3_encode(float x);
-float qnt_e4m3_decode(uint8_t b);
-float qnt_e4m3_round(float x);
 
 /* ---- kernels (quant_gemm.c, quant_avx512.c) ----------------------------- */
 

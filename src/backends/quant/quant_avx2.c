@@ -314,7 +314,7 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
 }
 
 /* Round |v| <= 448 to the nearest e4m3 value, kept as a float (as
- * qnt_e4m3_round: ties to even, subnormal steps of 2^-9). */
+ * ait_e4m3_round: ties to even, subnormal steps of 2^-9). */
 INLINE T_AVX2 __m256 round_e4m3(__m256 v) {
   __m256i bits = _mm256_castps_si256(v);
   __m256i sgnm = _mm256_set1_epi32((int)0x80000000u);
@@ -338,14 +338,14 @@ T_AVX2 void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t
     const float *xr = x + m * ldx;
     float *qr = q + m * ldq;
     float amax = row_stats(xr, K, NULL);
-    float s = amax > 0 && amax < 3.0e38f ? amax / QNT_E4M3_MAX : 1.0f;
+    float s = amax > 0 && amax < 3.0e38f ? amax / AIT_E4M3_MAX : 1.0f;
     __m256 inv = _mm256_set1_ps(1.0f / s), sv = _mm256_set1_ps(s);
     int64_t k = 0;
     for (; k + 8 <= K; k += 8)
       _mm256_storeu_ps(qr + k,
                        _mm256_mul_ps(round_e4m3(_mm256_mul_ps(_mm256_loadu_ps(xr + k), inv)), sv));
     for (; k < K; k++)
-      qr[k] = qnt_e4m3_round(xr[k] / s) * s;
+      qr[k] = ait_e4m3_round(xr[k] / s) * s;
   }
 }
 

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backends/native/native_avx512.h"
+#include "backends/common/simd512.h"
 
 #define T_F32 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2")))
@@ -52,7 +52,7 @@ INLINE T_BASE __m512 e4m3x16(__m128i c) {
 /* ---- layout changes around convolutions ---------------------------------- */
 
 /* dst[c][r] = src[r][c] for an R x C matrix: 16 x 16 blocks transposed in
- * registers (nat_transpose16), scalar edges. */
+ * registers (ait_transpose16), scalar edges. */
 T_F32 void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds, float *dst,
                              int64_t ldd) {
   int64_t R16 = R / 16 * 16, C16 = C / 16 * 16;
@@ -61,7 +61,7 @@ T_F32 void qnt_x86_transpose(const float *src, int64_t R, int64_t C, int64_t lds
       __m512 r[16];
       for (int i = 0; i < 16; i++)
         r[i] = _mm512_loadu_ps(src + (r0 + i) * lds + c0);
-      nat_transpose16(r);
+      ait_transpose16(r);
       for (int i = 0; i < 16; i++)
         _mm512_storeu_ps(dst + (c0 + i) * ldd + r0, r[i]);
     }
@@ -436,7 +436,7 @@ T_BF16 void qnt_x86_quant_rows_bf16(const float *x, int64_t M, int64_t K, int64_
     const float *xr = x + m * ldx;
     uint16_t *qr = q + m * ldq;
     float amax = hmax_abs(xr, K);
-    float s = amax > 0 && amax < 3.0e38f ? amax / QNT_E4M3_MAX : 1.0f;
+    float s = amax > 0 && amax < 3.0e38f ? amax / AIT_E4M3_MAX : 1.0f;
     sa[m] = s;
     __m512 inv = _mm512_set1_ps(1.0f / s);
     for (int64_t k = 0; k < K; k += 16) {

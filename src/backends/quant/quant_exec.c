@@ -151,7 +151,7 @@ static ait_status prepare(qnt_state *s, ait_graph *g) {
   int threads = s->cfg.threads > 0 ? s->cfg.threads : nat_auto_threads();
   nat_ext ext = {claim, s};
   st = nat_state_new(g, threads, NULL, false, &ext, &s->ns);
-  if (!st) s->g = s->ns->g;
+  if (!st) s->g = nat_state_graph(s->ns);
   return st;
 }
 

@@ -100,7 +100,7 @@ float qnt_row_threshold(float amax, double sumsq, int64_t K, float outliers) {
 static void quant_rows_port(const qnt_mm *p, int8_t *q8, float *qf, float *sa, int32_t *oidx,
                             float *ores, int32_t *ocnt) {
   int64_t K = p->w->K;
-  float qmax = p->w->type == QNT_INT8 ? 127.0f : QNT_E4M3_MAX;
+  float qmax = p->w->type == QNT_INT8 ? 127.0f : AIT_E4M3_MAX;
   for (int64_t m = 0; m < p->M; m++) {
     const float *x = p->x + m * p->ldx;
     float amax = 0;
@@ -130,13 +130,10 @@ static void quant_rows_port(const qnt_mm *p, int8_t *q8, float *qf, float *sa, i
       ocnt[m] = n;
     }
     for (int64_t k = 0; k < K; k++) {
-      float v = x[k] / s;
-      if (q8) {
-        v = nearbyintf(v);
-        q8[m * K + k] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
-      } else {
-        qf[m * K + k] = qnt_e4m3_round(v);
-      }
+      if (q8)
+        q8[m * K + k] = ait_int8_encode(x[k], s, 0, -127.0f, 127.0f);
+      else
+        qf[m * K + k] = ait_e4m3_round(x[k] / s);
     }
   }
 }
@@ -150,7 +147,7 @@ static ait_status matmul_port(const qnt_mm *p) {
   bool outl = p->act && w->type == QNT_INT8 && p->outliers > 0;
   float lut[256];
   for (int i = 0; i < 256; i++)
-    lut[i] = w->type == QNT_FP8 ? qnt_e4m3_decode((uint8_t)i) : (float)(int8_t)i;
+    lut[i] = w->type == QNT_FP8 ? ait_e4m3_decode((uint8_t)i) : (float)(int8_t)i;
   if (p->act) {
     sa = malloc(sizeof(float) * (size_t)(M ? M : 1));
     if (w->type == QNT_INT8)

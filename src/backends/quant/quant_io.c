@@ -1,98 +1,73 @@
 /* Saving and loading the quantized state: quant_config.json (the full
- * configuration) and quant_weights.bin, a little-endian binary file:
+ * configuration) and quant_weights.bin, in the saved-state format
+ * (backends/common/state_io.h; owner "quant", version QNT_VERSION), with
+ * the little-endian sections
  *
- *   "AITQNTW\0", u32 version = 2, u32 node count, u32 graph node count, u32 0
- *   per node: u32 node index, kind, weight type, flags (1 = zero points),
- *             i64 N, K, group length, u32 weight rank, u32 name length,
- *             i64 weight dims[rank], name bytes,
- *             N*K codes (canonical rows; a Conv's reduction axis in (kernel
- *             offset, channel) order), N*G f32 scales (Gemm's alpha folded
- *             in), N*G i8 zero points when flagged
- *   u64 FNV-1a hash of every byte before it
+ *   head     u32 node count, u32 graph node count
+ *   nodes    per node: u32 node index, kind, weight type, flags (1 = zero
+ *            points), i64 N, K, group length, u32 weight rank, u32 name
+ *            length, i64 weight dims[rank], name bytes, N*K codes
+ *            (canonical rows; a Conv's reduction axis in (kernel offset,
+ *            channel) order), N*G f32 scales (Gemm's alpha folded in), N*G
+ *            i8 zero points when flagged
  *
  * Everything read is checked against the graph (node index, op, weight
- * shape, name) and the file's own size before memory is allocated, so a
+ * shape, name) and the section's own size before memory is allocated, so a
  * corrupted file is an error with a message, never a crash. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backends/common/state_io.h"
 #include "backends/quant/quant.h"
 #include "core/error.h"
 #include "core/fileio.h"
 
-#define QNT_MAGIC "AITQNTW"
-#define QNT_VERSION 2u /* 2: node indices of the graph after native's passes */
+#define QNT_OWNER "quant"
+#define QNT_VERSION 3u /* 2: node indices of the graph after native's passes; 3: state_io */
 #define QNT_MAX_NAME 4096u
 
-typedef struct bfile {
-  FILE *f;
-  uint64_t hash;
-  long long left; /* bytes not yet read (reading) */
-  bool fail;
-  const char *path;
-} bfile;
-
-static void hash_bytes(bfile *b, const void *p, size_t n) {
-  const uint8_t *c = p;
-  for (size_t i = 0; i < n; i++)
-    b->hash = (b->hash ^ c[i]) * 1099511628211ull;
-}
-
-static void put(bfile *b, const void *p, size_t n) {
-  if (b->fail || n == 0) return;
-  hash_bytes(b, p, n);
-  if (fwrite(p, 1, n, b->f) != n) b->fail = true;
-}
-static void put_u32(bfile *b, uint32_t v) { put(b, &v, sizeof v); }
-static void put_i64(bfile *b, int64_t v) { put(b, &v, sizeof v); }
-
 static ait_status write_weights(const qnt_state *s, const char *path) {
-  bfile b = {fopen(path, "wb"), 14695981039346656037ull, 0, false, path};
-  if (!b.f) return ait_err(AIT_E_IO, "quant: cannot write %s", path);
+  ait_state_out o;
+  ait_state_out_init(&o, QNT_OWNER, QNT_VERSION);
+  ait_state_out_section(&o, "head");
+  ait_state_out_u32(&o, (uint32_t)s->n_q);
+  ait_state_out_u32(&o, (uint32_t)s->g->n_nodes);
+  ait_state_out_section(&o, "nodes");
   uint8_t *row = NULL;
-  put(&b, QNT_MAGIC, 8);
-  put_u32(&b, QNT_VERSION);
-  put_u32(&b, (uint32_t)s->n_q);
-  put_u32(&b, (uint32_t)s->g->n_nodes);
-  put_u32(&b, 0);
-  for (int i = 0; i < s->n_q && !b.fail; i++) {
+  for (int i = 0; i < s->n_q; i++) {
     const qnt_node *q = &s->q[i];
     const qnt_weight *w = &q->w;
     const char *name = s->g->nodes[q->site.node].name ? s->g->nodes[q->site.node].name : "";
-    put_u32(&b, (uint32_t)q->site.node);
-    put_u32(&b, (uint32_t)q->site.kind);
-    put_u32(&b, (uint32_t)w->type);
-    put_u32(&b, w->asym ? 1u : 0u);
-    put_i64(&b, w->N);
-    put_i64(&b, w->K);
-    put_i64(&b, w->gsize);
-    put_u32(&b, (uint32_t)q->site.wrank);
-    put_u32(&b, (uint32_t)strlen(name));
+    ait_state_out_u32(&o, (uint32_t)q->site.node);
+    ait_state_out_u32(&o, (uint32_t)q->site.kind);
+    ait_state_out_u32(&o, (uint32_t)w->type);
+    ait_state_out_u32(&o, w->asym ? 1u : 0u);
+    ait_state_out_i64(&o, w->N);
+    ait_state_out_i64(&o, w->K);
+    ait_state_out_i64(&o, w->gsize);
+    ait_state_out_u32(&o, (uint32_t)q->site.wrank);
+    ait_state_out_u32(&o, (uint32_t)strlen(name));
     for (int k = 0; k < q->site.wrank; k++)
-      put_i64(&b, q->site.wdims[k]);
-    put(&b, name, strlen(name));
+      ait_state_out_i64(&o, q->site.wdims[k]);
+    ait_state_out_put(&o, name, strlen(name));
     free(row);
     if (!(row = malloc((size_t)w->K))) {
-      fclose(b.f);
+      ait_state_out_free(&o);
       return ait_err(AIT_E_NOMEM, "out of memory");
     }
     for (int64_t n = 0; n < w->N; n++) { /* canonical rows, whatever the layout in memory */
       for (int64_t k = 0; k < w->K; k++)
         row[k] = qnt_weight_code(w, n, k);
-      put(&b, row, (size_t)w->K);
+      ait_state_out_put(&o, row, (size_t)w->K);
     }
-    put(&b, w->scale, sizeof(float) * (size_t)(w->N * w->G));
-    if (w->asym) put(&b, w->zero, (size_t)(w->N * w->G));
+    ait_state_out_put(&o, w->scale, sizeof(float) * (size_t)(w->N * w->G));
+    if (w->asym) ait_state_out_put(&o, w->zero, (size_t)(w->N * w->G));
   }
   free(row);
-  uint64_t h = b.hash;
-  if (!b.fail && fwrite(&h, sizeof h, 1, b.f) != 1) b.fail = true;
-  if (fclose(b.f) != 0) b.fail = true;
-  if (b.fail) return ait_err(AIT_E_IO, "quant: writing %s failed", path);
-  return AIT_OK;
+  ait_status st = ait_state_out_save(&o, path);
+  return st ? ait_err_prefix(st, "quant: writing %s", path) : AIT_OK;
 }
 
 ait_status qnt_save(const qnt_state *s, const char *dir) {
@@ -110,22 +85,14 @@ ait_status qnt_save(const qnt_state *s, const char *dir) {
 
 /* ---- loading --------------------------------------------------------------- */
 
-static bool get(bfile *b, void *p, size_t n) {
-  if (b->fail || (long long)n > b->left || fread(p, 1, n, b->f) != n) {
-    b->fail = true;
-    return false;
-  }
-  b->left -= (long long)n;
-  hash_bytes(b, p, n);
-  return true;
+static bool get(ait_state_rd *b, void *p, size_t n) { return ait_state_get(b, p, n); }
+
+static ait_status bad(const ait_state_rd *b, const char *what) {
+  return ait_err(AIT_E_INVALID_MODEL, "quant: %s is corrupted or not for this model: %s",
+                 b->in->path, what);
 }
 
-static ait_status bad(bfile *b, const char *what) {
-  return ait_err(AIT_E_INVALID_MODEL, "quant: %s is corrupted or not for this model: %s", b->path,
-                 what);
-}
-
-static ait_status read_node(bfile *b, const ait_graph *g, const qnt_config *c, qnt_node *q) {
+static ait_status read_node(ait_state_rd *b, const ait_graph *g, const qnt_config *c, qnt_node *q) {
   uint32_t idx, kind, type, flags, wrank, name_len;
   int64_t N, K, gsize;
   if (!get(b, &idx, 4) || !get(b, &kind, 4) || !get(b, &type, 4) || !get(b, &flags, 4) ||
@@ -157,14 +124,15 @@ static ait_status read_node(bfile *b, const ait_graph *g, const qnt_config *c, q
   w->G = (K + gsize - 1) / gsize;
   w->asym = flags != 0;
   w->layout = QNT_L_ROWS;
-  long long need = N * K + w->N * w->G * (4 + (w->asym ? 1 : 0));
-  if (N > b->left || K > b->left || need > b->left) return bad(b, "truncated weight data");
+  long long left = (long long)ait_state_left(b),
+            need = N * K + w->N * w->G * (4 + (w->asym ? 1 : 0));
+  if (N > left || K > left || need > left) return bad(b, "truncated weight data");
   w->n_codes = (size_t)(N * K);
   w->codes = malloc(w->n_codes);
   w->scale = malloc(sizeof(float) * (size_t)(N * w->G));
   w->zero = w->asym ? malloc((size_t)(N * w->G)) : NULL;
   if (!w->codes || !w->scale || (w->asym && !w->zero))
-    return ait_err(AIT_E_NOMEM, "out of memory loading %s", b->path);
+    return ait_err(AIT_E_NOMEM, "out of memory loading %s", b->in->path);
   if (!get(b, w->codes, w->n_codes) || !get(b, w->scale, sizeof(float) * (size_t)(N * w->G)) ||
       (w->asym && !get(b, w->zero, (size_t)(N * w->G))))
     return bad(b, "truncated weight data");
@@ -176,52 +144,50 @@ static ait_status read_node(bfile *b, const ait_graph *g, const qnt_config *c, q
   return AIT_OK;
 }
 
-static ait_status read_weights(const char *path, const ait_graph *g, const qnt_config *c,
-                               qnt_node **out, int *n_out) {
-  /* a regular file only (a FIFO in a tuned folder would block fopen and
-   * fseek forever), its size from fstat */
-  int fd;
-  long long fsize;
-  ait_status ost = ait_open_regular(path, &fd, &fsize);
-  if (ost) return ait_err_prefix(ost, "quant");
-  bfile b = {fdopen(fd, "rb"), 14695981039346656037ull, fsize - (long long)sizeof(uint64_t), false,
-             path};
-  if (!b.f) {
-    close(fd);
-    return ait_err(AIT_E_IO, "quant: cannot open %s", path);
-  }
-  char magic[8];
-  uint32_t version = 0, n = 0, graph_nodes = 0, zero = 1;
-  qnt_node *q = NULL;
+static ait_status read_nodes(ait_state_in *in, const ait_graph *g, const qnt_config *c,
+                             qnt_node **out, int *n_out) {
+  ait_state_rd r;
+  uint32_t n = 0, graph_nodes = 0;
+  AIT_TRY(ait_state_section(in, "head", &r));
+  if (!get(&r, &n, 4) || !get(&r, &graph_nodes, 4)) return ait_state_corrupt(&r, "cut short");
+  AIT_TRY(ait_state_end(&r));
+  if (graph_nodes != (uint32_t)g->n_nodes || n == 0 || n > graph_nodes)
+    return bad(&r, "node counts differ from the model's");
+  qnt_node *q = calloc(n, sizeof *q);
+  if (!q) return ait_err(AIT_E_NOMEM, "out of memory");
   int done = 0;
-  ait_status st = AIT_OK;
-  if (!get(&b, magic, 8) || memcmp(magic, QNT_MAGIC, 8) || !get(&b, &version, 4) ||
-      !get(&b, &n, 4) || !get(&b, &graph_nodes, 4) || !get(&b, &zero, 4))
-    st = bad(&b, "not a quant weights file");
-  else if (version != QNT_VERSION)
-    st = ait_err(AIT_E_INVALID_MODEL, "quant: %s has format version %u; this build reads %u", path,
-                 version, QNT_VERSION);
-  else if (graph_nodes != (uint32_t)g->n_nodes || n == 0 || n > graph_nodes || zero)
-    st = bad(&b, "node counts differ from the model's");
-  else if (!(q = calloc(n, sizeof *q)))
-    st = ait_err(AIT_E_NOMEM, "out of memory");
+  ait_status st = ait_state_section(in, "nodes", &r);
   for (; !st && done < (int)n; done++)
-    st = read_node(&b, g, c, &q[done]);
-  if (!st) {
-    done = (int)n;
-    uint64_t want = b.hash, h = 0;
-    if (fread(&h, sizeof h, 1, b.f) != 1 || h != want || fgetc(b.f) != EOF)
-      st = bad(&b, "checksum mismatch");
-  }
-  fclose(b.f);
+    st = read_node(&r, g, c, &q[done]);
+  if (!st) st = ait_state_end(&r);
   if (st) {
-    for (int i = 0; q && i <= done && i < (int)n; i++)
+    for (int i = 0; i < done && i < (int)n; i++)
       qnt_weight_free(&q[i].w);
     free(q);
     return st;
   }
   *out = q;
   *n_out = (int)n;
+  return AIT_OK;
+}
+
+/* A regular file only (ait_read_file: a FIFO in a tuned folder would block
+ * forever), its size from fstat. */
+static ait_status read_weights(const char *path, const ait_graph *g, const qnt_config *c,
+                               qnt_node **out, int *n_out) {
+  ait_state_in in;
+  qnt_node *q = NULL;
+  int n = 0;
+  AIT_TRY(ait_state_open(&in, path, QNT_OWNER, QNT_VERSION));
+  ait_status st = ait_state_close(&in, read_nodes(&in, g, c, &q, &n));
+  if (st) { /* a section left unread after the nodes were */
+    for (int i = 0; q && i < n; i++)
+      qnt_weight_free(&q[i].w);
+    free(q);
+    return st;
+  }
+  *out = q;
+  *n_out = n;
   return AIT_OK;
 }
 

@@ -378,7 +378,7 @@ static ait_status run_gather(nat_run *r, const qnt_node *qn, const ait_tensor *c
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, I->rank + 1, dims, &Y));
   float lut[256];
   for (int c = 0; c < 256; c++)
-    lut[c] = w->type == QNT_FP8 ? qnt_e4m3_decode((uint8_t)c) : (float)(int8_t)c;
+    lut[c] = w->type == QNT_FP8 ? ait_e4m3_decode((uint8_t)c) : (float)(int8_t)c;
   float *y = Y->data;
   for (int64_t i = 0; i < n; i++) {
     int64_t v =

@@ -9,34 +9,6 @@
 #include "backends/quant/quant.h"
 #include "core/error.h"
 
-/* ---- fp8 e4m3 --------------------------------------------------------- */
-
-uint8_t qnt_e4m3_encode(float x) {
-  uint32_t bits;
-  memcpy(&bits, &x, sizeof bits);
-  uint8_t sign = (uint8_t)((bits >> 24) & 0x80);
-  float a = fabsf(x);
-  if (isnan(x)) return sign | 0x7F;
-  if (a > QNT_E4M3_MAX) return sign | 0x7E; /* saturate: e4m3fn has no infinity */
-  if (a < 0.015625f) /* below 2^-6: subnormal steps of 2^-9 (8 steps = the smallest normal) */
-    return sign | (uint8_t)nearbyintf(a * 512.0f);
-  uint32_t ab;
-  memcpy(&ab, &a, sizeof ab);
-  ab += 0x7FFFFu + ((ab >> 20) & 1u); /* round to 3 mantissa bits, ties to even */
-  int e = (int)(ab >> 23) - 127 + 7;
-  unsigned code = ((unsigned)e << 3) | ((ab >> 20) & 7u);
-  return sign | (uint8_t)(code > 0x7E ? 0x7E : code);
-}
-
-float qnt_e4m3_decode(uint8_t b) {
-  if ((b & 0x7F) == 0x7F) return NAN;
-  int e = (b >> 3) & 15, m = b & 7;
-  float v = e ? ldexpf(1.0f + (float)m / 8.0f, e - 7) : ldexpf((float)m / 8.0f, -6);
-  return (b & 0x80) ? -v : v;
-}
-
-float qnt_e4m3_round(float x) { return qnt_e4m3_decode(qnt_e4m3_encode(x)); }
-
 /* ---- ranges ------------------------------------------------------------ */
 
 static void swapf(float *a, float *b) {
@@ -107,7 +79,7 @@ static void block_range(const qnt_config *c, block_src src, int64_t n0, int64_t 
 static void params_for(const qnt_config *c, float lo, float hi, float *s, int8_t *z) {
   *z = 0;
   if (c->weights == QNT_FP8) {
-    *s = hi / QNT_E4M3_MAX;
+    *s = hi / AIT_E4M3_MAX;
   } else if (c->symmetric) {
     *s = hi / (c->w7 ? 64.0f : 127.0f);
   } else {
@@ -122,11 +94,9 @@ static void params_for(const qnt_config *c, float lo, float hi, float *s, int8_t
 
 static uint8_t code_for(const qnt_config *c, float v, float s, int8_t z) {
   if (!isfinite(v)) v = 0;
-  if (c->weights == QNT_FP8) return qnt_e4m3_encode(v / s);
-  float q = nearbyintf(v / s) + (float)z;
+  if (c->weights == QNT_FP8) return ait_e4m3_encode(v / s);
   float hi = c->symmetric && c->w7 ? 64.0f : 127.0f, lo = c->symmetric ? -hi : -128.0f;
-  q = q < lo ? lo : q > hi ? hi : q;
-  return (uint8_t)(int8_t)q;
+  return (uint8_t)ait_int8_encode(v, s, z, lo, hi);
 }
 
 ait_status qnt_weight_quantize(const qnt_config *c, const float *w, int64_t N, int64_t K,
@@ -223,8 +193,8 @@ float qnt_weight_value(const qnt_weight *w, int64_t n, int64_t k) {
   int64_t g = k / w->gsize;
   float s = w->scale[n * w->G + g];
   uint8_t q = qnt_weight_code(w, n, k);
-  if (w->type == QNT_FP8) return s * qnt_e4m3_decode(q);
-  return s * (float)((int)(int8_t)q - (w->zero ? w->zero[n * w->G + g] : 0));
+  if (w->type == QNT_FP8) return s * ait_e4m3_decode(q);
+  return ait_int8_decode((int8_t)q, s, w->zero ? w->zero[n * w->G + g] : 0);
 }
 
 ait_status qnt_weight_pack(qnt_weight *w, qnt_layout to) {
