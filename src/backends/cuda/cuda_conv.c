@@ -330,8 +330,8 @@ static int64_t attr_at(const ait_node *n, const char *name, int k, int64_t def) 
 }
 
 /* Symmetric padding of one spatial axis; AIT_E_UNSUPPORTED when it is not. */
-static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, int64_t k, int64_t s,
-                         int64_t d, int *pad) {
+static ait_status pad_of(const ait_node *n, int axis, int nsp, int64_t in, int64_t out, int64_t k,
+                         int64_t s, int64_t d, int *pad) {
   const char *ap = ait_attr_str(n, "auto_pad", "NOTSET");
   int64_t b = 0, e = 0;
   if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
@@ -341,7 +341,7 @@ static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, i
     e = total - b;
   } else if (strcmp(ap, "VALID")) {
     b = attr_at(n, "pads", axis, 0);
-    e = attr_at(n, "pads", axis + 2, 0);
+    e = attr_at(n, "pads", axis + nsp, 0);
   }
   if (b != e)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: asymmetric padding (%lld, %lld) on axis %d",
@@ -461,21 +461,37 @@ static ait_status dw_offer(cu_planner *pl, const ait_node *n, const ait_tensor *
   return AIT_OK;
 }
 
+/* A 1-D convolution (a rank-3 filter) runs as a 2-D one of height 1, in
+ * NCHW: its [N, C, L] input and output are viewed as [N, C, 1, L], the
+ * [K, C / group, k] filter as [K, C / group, 1, k] (the same bytes). */
 ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_state *s = pl->s;
   const ait_value *wv = &pl->g->values[n->in[1]];
-  if (!wv->init || wv->init->rank != 4)
-    return ait_err(AIT_E_UNSUPPORTED, "cuda: Conv needs a constant 4-D filter");
+  if (!wv->init || (wv->init->rank != 4 && wv->init->rank != 3))
+    return ait_err(AIT_E_UNSUPPORTED, "cuda: Conv needs a constant 3-D or 4-D filter");
+  bool one_d = wv->init->rank == 3;
   conv_prm *c = calloc(1, sizeof *c);
   if (!c) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   c->z = c->zero = -1;
   c->act = CUK_COPY;
-  c->nhwc = s->o.nhwc;
+  c->nhwc = s->o.nhwc && !one_d;
   cu_layout lay = c->nhwc ? CU_NHWC : CU_PLAIN;
+  int y3 = -1; /* 1-D: the output as the graph sees it ([N, K, L]) */
   ait_status st = cu_in(pl, n->in[0], lay, &c->x);
-  if (!st) st = cu_out(pl, n->out[0], lay, &c->y);
+  if (!st) st = cu_out(pl, n->out[0], lay, one_d ? &y3 : &c->y);
+  if (!st && one_d) {
+    const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[y3];
+    if (X->rank != 3 || Y->rank != 3) {
+      st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 1-D convolution of rank-%d data", X->rank);
+    } else {
+      int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
+      int64_t yd[4] = {Y->dims[0], Y->dims[1], 1, Y->dims[2]};
+      st = cu_view_dims(pl, c->x, 4, xd, &c->x);
+      if (!st) st = cu_view_dims(pl, y3, 4, yd, &c->y);
+    }
+  }
   if (!st && (pl->p->t[c->x].rank != 4 || pl->p->t[c->y].rank != 4))
-    st = ait_err(AIT_E_UNSUPPORTED, "cuda: only 2-D convolutions");
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: only 1-D and 2-D convolutions");
   if (!st) {
     const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[c->y];
     const ait_tensor *W = wv->init;
@@ -484,20 +500,24 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     c->H = X->dims[2];
     c->W = X->dims[3];
     c->K = W->dims[0];
-    c->R = W->dims[2];
-    c->S = W->dims[3];
+    c->R = one_d ? 1 : W->dims[2];
+    c->S = one_d ? W->dims[2] : W->dims[3];
     c->OH = Y->dims[2];
     c->OW = Y->dims[3];
     c->group = (int)ait_attr_int(n, "group", 1);
-    c->str_h = (int)attr_at(n, "strides", 0, 1);
-    c->str_w = (int)attr_at(n, "strides", 1, 1);
-    c->dil_h = (int)attr_at(n, "dilations", 0, 1);
-    c->dil_w = (int)attr_at(n, "dilations", 1, 1);
+    c->str_h = one_d ? 1 : (int)attr_at(n, "strides", 0, 1);
+    c->str_w = (int)attr_at(n, "strides", one_d ? 0 : 1, 1);
+    c->dil_h = one_d ? 1 : (int)attr_at(n, "dilations", 0, 1);
+    c->dil_w = (int)attr_at(n, "dilations", one_d ? 0 : 1, 1);
     if (c->group < 1 || c->C % c->group || W->dims[1] * c->group != c->C || Y->dims[1] != c->K)
       st = ait_err(AIT_E_SHAPE, "cuda: Conv channels do not match the filter and groups");
   }
-  if (!st) st = pad_of(n, 0, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
-  if (!st) st = pad_of(n, 1, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  if (one_d) {
+    if (!st) st = pad_of(n, 0, 1, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  } else {
+    if (!st) st = pad_of(n, 0, 2, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
+    if (!st) st = pad_of(n, 1, 2, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  }
   if (!st) st = cu_const_weight(pl, n->in[1], c->nhwc ? CU_W_KRSC : CU_W_STORE, &c->w);
   if (!st && n->n_in > 2 && n->in[2] >= 0) {
     const ait_tensor *b = pl->g->values[n->in[2]].init;
@@ -519,10 +539,14 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
     int z;
     st = cu_in(pl, n->in[3], lay, &z);
-    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[c->y];
-    bool same = !st && Z->rank == 4 && Z->layout == Y->layout;
-    for (int k = 0; same && k < 4; k++)
+    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[one_d ? y3 : c->y];
+    bool same = !st && Z->rank == Y->rank && Z->layout == Y->layout;
+    for (int k = 0; same && k < Y->rank; k++)
       same = Z->dims[k] == Y->dims[k];
+    if (same && one_d) {
+      int64_t zd[4] = {Z->dims[0], Z->dims[1], 1, Z->dims[2]};
+      st = cu_view_dims(pl, z, 4, zd, &z);
+    }
     if (same)
       c->z = z;
     else
@@ -575,6 +599,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, c->col);
   if (c->gm) cu_gemm_uses(stp, c->gm);
   if (zb < 0) return AIT_OK;
+  if (one_d) y = y3; /* the residual broadcasts against the graph's [N, K, L] */
   int in[2] = {y, zb};
   return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,
                          ap, 1.0f);
