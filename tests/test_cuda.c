@@ -642,6 +642,31 @@ static ait_graph *conv1d_model(void) {
   return parse(m);
 }
 
+/* 3-D convolutions (cuDNN, NCDHW): 3x3x3 strided with bias and Relu, then
+ * a 1x3x3 one with a residual and Relu: x [-1, 3, 4, 6, 6] -> y [-1, 4, 4, 3, 3]. */
+static ait_graph *conv3d_model(void) {
+  static float w1[4 * 3 * 27], b1[4], w2[4 * 4 * 9];
+  static const int64_t dx[5] = {-1, 3, 4, 6, 6}, dw1[5] = {4, 3, 3, 3, 3}, d4[1] = {4},
+                       dw2[5] = {4, 4, 1, 3, 3}, dy[5] = {-1, 4, 4, 3, 3},
+                       pad1[6] = {1, 1, 1, 1, 1, 1}, str1[3] = {1, 2, 2},
+                       pad2[6] = {0, 1, 1, 0, 1, 1};
+  fill(w1, 324, 0.2f), fill(b1, 4, 0.1f), fill(w2, 144, 0.2f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 5, dx);
+  tb_output(m, "y", AIT_FLOAT32, 5, dy);
+  tb_init_f32(m, "w1", 5, dw1, w1);
+  tb_init_f32(m, "b1", 1, d4, b1);
+  tb_init_f32(m, "w2", 5, dw2, w2);
+  int c1 = tb_node(m, "Conv", "c1", IN("x", "w1", "b1"), IN("a0"));
+  tb_attr_ints(m, c1, "pads", 6, pad1);
+  tb_attr_ints(m, c1, "strides", 3, str1);
+  tb_node(m, "Relu", "r1", IN("a0"), IN("a1"));
+  tb_attr_ints(m, tb_node(m, "Conv", "c2", IN("a1", "w2"), IN("a2")), "pads", 6, pad2);
+  tb_node(m, "Add", "res", IN("a2", "a1"), IN("a3"));
+  tb_node(m, "Relu", "r2", IN("a3"), IN("y"));
+  return parse(m);
+}
+
 /* A ScatterND computed from the input's shape while planning (swin_t's
  * attention masks): dims supports() cannot know, folded at any batch. */
 static ait_graph *scatter_model(void) {
@@ -1144,6 +1169,12 @@ static void test_dry_round9(void) {
   }
   ait_tensor_free(a);
   ait_graph_free(g);
+  g = conv3d_model();
+  const int64_t d5[5] = {2, 3, 4, 6, 6};
+  a = rand_tensor(5, d5, 1.0f);
+  if (g) check_dry("conv3d", g, &a);
+  ait_tensor_free(a);
+  ait_graph_free(g);
   g = scatter_model();
   const int64_t ds[2] = {3, 4};
   a = rand_tensor(2, ds, 1.0f);
@@ -1334,6 +1365,14 @@ static void test_small_round9(void) {
   ait_tensor *b = rand_tensor(3, d1, 1.0f), *c = rand_tensor(3, d3, 1.0f);
   ait_tensor **sets[2] = {&b, &c};
   if (g) check_all_specs("conv1d", g, sets, 2);
+  ait_tensor_free(b);
+  ait_tensor_free(c);
+  ait_graph_free(g);
+  g = conv3d_model();
+  const int64_t d51[5] = {1, 3, 4, 6, 6}, d52[5] = {2, 3, 4, 6, 6};
+  b = rand_tensor(5, d51, 1.0f), c = rand_tensor(5, d52, 1.0f);
+  ait_tensor **s5[2] = {&b, &c};
+  if (g) check_all_specs("conv3d", g, s5, 2);
   ait_tensor_free(b);
   ait_tensor_free(c);
   ait_graph_free(g);

@@ -205,7 +205,7 @@ static bool chk_global_pool(const ait_graph *g, const ait_node *n, signed char *
   return true;
 }
 
-/* Padding that cuDNN can do: symmetric on every spatial axis (1 or 2). */
+/* Padding that cuDNN can do: symmetric on every spatial axis. */
 static bool conv_pads_ok(const ait_graph *g, const ait_node *n, char *why, size_t len) {
   const char *ap = ait_attr_str(n, "auto_pad", "NOTSET");
   const ait_value *w = &g->values[n->in[1]];
@@ -236,16 +236,16 @@ static bool conv_pads_ok(const ait_graph *g, const ait_node *n, char *why, size_
   return true;
 }
 
-/* 2-D convolutions, and 1-D ones (as 2-D of height 1, cuda_conv.c). */
+/* 2-D convolutions, 1-D ones (as 2-D of height 1) and 3-D ones (cuda_conv.c). */
 static bool chk_conv(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
                      size_t len) {
   int wr = g->values[n->in[1]].rank;
-  if (!is_weight(g, n->in[1], memo) || (wr != 4 && wr != 3)) {
-    snprintf(why, len, "%s: the filter must be a constant 3-D or 4-D tensor (1-D or 2-D)",
+  if (!is_weight(g, n->in[1], memo) || wr < 3 || wr > 5) {
+    snprintf(why, len, "%s: the filter must be a constant 3-D, 4-D or 5-D tensor (1-D to 3-D)",
              n->op_type);
     return false;
   }
-  if (!known_rank(g, n, 0, wr, why, len, "only 1-D and 2-D convolutions")) return false;
+  if (!known_rank(g, n, 0, wr, why, len, "only 1-D, 2-D and 3-D convolutions")) return false;
   if (present(n, 2) && !is_weight(g, n->in[2], memo)) {
     snprintf(why, len, "%s: the bias must be a constant", n->op_type);
     return false;
