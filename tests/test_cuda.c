@@ -668,13 +668,15 @@ static ait_graph *conv3d_model(void) {
 }
 
 /* A ScatterND computed from the input's shape while planning (swin_t's
- * attention masks): dims supports() cannot know, folded at any batch. */
+ * attention masks): dims supports() cannot know, folded at any batch.
+ * Rank 3, so the reduced-precision check is not a classifier's top-1 (a
+ * random [N, 4] tie flips in bfloat16). */
 static ait_graph *scatter_model(void) {
-  static const int64_t dx[2] = {-1, 4}, di[2] = {1, 2}, du[1] = {1}, idx[2] = {0, 1};
+  static const int64_t dx[3] = {-1, 2, 4}, di[2] = {1, 3}, du[1] = {1}, idx[3] = {0, 1, 2};
   static const float upd[1] = {5.0f};
   tb_model *m = tb_new(17);
-  tb_input(m, "x", AIT_FLOAT32, 2, dx);
-  tb_output(m, "y", AIT_FLOAT32, 2, dx);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 3, dx);
   tb_init_i64(m, "idx", 2, di, idx);
   tb_init_f32(m, "upd", 1, du, upd);
   tb_node(m, "Shape", "shape", IN("x"), IN("s"));
@@ -1157,13 +1159,12 @@ static void test_dry_round9(void) {
   const int64_t dc[3] = {3, 4, 20};
   a = rand_tensor(3, dc, 1.0f);
   if (g) check_dry("conv1d", g, &a);
-  if (g) { /* NHWC asked: 1-D convolutions stay NCHW, no layout glue (the two converts are
-            * the float32 input and output to and from bfloat16) */
+  if (g) { /* under NHWC each 1-D convolution runs NHWC, its result put back by a layout step */
     text = NULL;
     CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,layout=nhwc", g, (const ait_tensor *const *)&a, 1,
                                 &text),
               AIT_OK, NULL);
-    CHECK(count_of(text, "InstanceNormalization") == 1 && count_of(text, "convert") == 2);
+    CHECK(count_of(text, "InstanceNormalization") == 1 && count_of(text, "Conv 1-D layout") == 3);
     if (text && getenv("AIT_CUDA_DUMP")) printf("== conv1d nhwc\n%s", text);
     free(text);
   }
@@ -1176,8 +1177,8 @@ static void test_dry_round9(void) {
   ait_tensor_free(a);
   ait_graph_free(g);
   g = scatter_model();
-  const int64_t ds[2] = {3, 4};
-  a = rand_tensor(2, ds, 1.0f);
+  const int64_t ds[3] = {3, 2, 4};
+  a = rand_tensor(3, ds, 1.0f);
   if (g) check_dry("scatter", g, &a);
   ait_tensor_free(a);
   ait_graph_free(g);
@@ -1377,8 +1378,8 @@ static void test_small_round9(void) {
   ait_tensor_free(c);
   ait_graph_free(g);
   g = scatter_model();
-  const int64_t ds1[2] = {1, 4}, ds3[2] = {3, 4};
-  b = rand_tensor(2, ds1, 1.0f), c = rand_tensor(2, ds3, 1.0f);
+  const int64_t ds1[3] = {1, 2, 4}, ds3[3] = {3, 2, 4};
+  b = rand_tensor(3, ds1, 1.0f), c = rand_tensor(3, ds3, 1.0f);
   ait_tensor **ss[2] = {&b, &c};
   if (g) check_all_specs("scatter", g, ss, 2);
   ait_tensor_free(b);

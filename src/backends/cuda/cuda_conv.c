@@ -89,11 +89,22 @@ static ait_status make_descs3(cu_state *s, cu_plan *p, conv_prm *c, cudnnDataTyp
     ys[k] = ys[k + 1] * yd[k + 1];
     bs[k] = bs[k + 1] * bd[k + 1];
   }
+  if (c->nhwc) { /* NDHWC: channels innermost */
+    const int *dims[3] = {xd, yd, bd};
+    int *str[3] = {xs, ys, bs};
+    for (int i = 0; i < 3; i++) {
+      const int *d = dims[i];
+      int *t = str[i];
+      t[1] = 1, t[4] = d[1], t[3] = d[4] * d[1], t[2] = d[3] * d[4] * d[1];
+      t[0] = d[2] * t[2];
+    }
+  }
   AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->xd, dt, 5, xd, xs), "input descriptor"));
   AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->yd, dt, 5, yd, ys), "output descriptor"));
   AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->bd, dt, 5, bd, bs), "bias descriptor"));
-  AIT_TRY(cu_check_dnn(cudnnSetFilterNdDescriptor(c->wd, dt, CUDNN_TENSOR_NCHW, 5, wd),
-                       "filter descriptor"));
+  AIT_TRY(cu_check_dnn(
+      cudnnSetFilterNdDescriptor(c->wd, dt, c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 5, wd),
+      "filter descriptor"));
   int pad[3] = {c->pad_d, c->pad_h, c->pad_w}, str[3] = {c->str_d, c->str_h, c->str_w},
       dil[3] = {c->dil_d, c->dil_h, c->dil_w};
   AIT_TRY(cu_check_dnn(cudnnSetConvolutionNdDescriptor(c->cd, 3, pad, str, dil,
@@ -507,8 +518,13 @@ static ait_status dw_offer(cu_planner *pl, const ait_node *n, const ait_tensor *
   return AIT_OK;
 }
 
-/* A 3-D convolution: cuDNN in NCDHW (Nd descriptors), bias, residual of the
- * output's shape and activation fused as for 2-D; no GEMM form. */
+/* A 3-D convolution: cuDNN with Nd descriptors, bias, residual of the
+ * output's shape and activation fused as for 2-D; no GEMM form. Under
+ * layout=nhwc (16-bit storage by default) it runs channels-last (NDHWC,
+ * a KTRSC filter) between two layout steps, the graph's tensors staying
+ * NCDHW: cuDNN's NCDHW bfloat16 algorithms took 110 ms for r3d_18 at batch
+ * 32 on an H200 (torch 15 ms; docs/benchmarks-gpu.md, Round 9). A residual
+ * is then added after the layout step. */
 static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
   cu_state *s = pl->s;
   const ait_tensor *W = pl->g->values[n->in[1]].init;
@@ -517,12 +533,25 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
   c->z = c->zero = c->col = -1;
   c->act = CUK_COPY;
   c->vol3 = true;
+  c->nhwc = s->o.nhwc;
+  int xg = -1, yg = -1; /* channels-last: the graph's NCDHW tensors */
   ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &c->x);
   if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &c->y);
   if (!st && (pl->p->t[c->x].rank != 5 || pl->p->t[c->y].rank != 5))
     st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 3-D convolution of rank-%d data", pl->p->t[c->x].rank);
-  if (!st) {
+  if (!st && c->nhwc) {
     const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[c->y];
+    ait_dtype dt = X->dt;
+    const int64_t *a = X->dims, *b = Y->dims;
+    int64_t xt[5] = {a[0], a[2], a[3], a[4], a[1]}, yt[5] = {b[0], b[2], b[3], b[4], b[1]};
+    int64_t xs[5] = {a[1] * a[2] * a[3] * a[4], a[3] * a[4], a[4], 1, a[2] * a[3] * a[4]};
+    xg = c->x, yg = c->y;
+    st = cu_temp(pl, dt, 5, xt, CU_PLAIN, &c->x);
+    if (!st) st = cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 3-D layout", xg, c->x, 0, xs);
+    if (!st) st = cu_temp(pl, dt, 5, yt, CU_PLAIN, &c->y);
+  }
+  if (!st) { /* dims from the graph's NCDHW tensors */
+    const cu_tensor *X = &pl->p->t[xg >= 0 ? xg : c->x], *Y = &pl->p->t[yg >= 0 ? yg : c->y];
     c->N = X->dims[0], c->C = X->dims[1], c->D = X->dims[2], c->H = X->dims[3], c->W = X->dims[4];
     c->K = W->dims[0], c->T = W->dims[2], c->R = W->dims[3], c->S = W->dims[4];
     c->OD = Y->dims[2], c->OH = Y->dims[3], c->OW = Y->dims[4];
@@ -539,7 +568,7 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
   if (!st) st = pad_of(n, 0, 3, c->D, c->OD, c->T, c->str_d, c->dil_d, &c->pad_d);
   if (!st) st = pad_of(n, 1, 3, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
   if (!st) st = pad_of(n, 2, 3, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
-  if (!st) st = cu_const_weight(pl, n->in[1], CU_W_STORE, &c->w);
+  if (!st) st = cu_const_weight(pl, n->in[1], c->nhwc ? CU_W_KRSC : CU_W_STORE, &c->w);
   if (!st && n->n_in > 2 && n->in[2] >= 0) {
     const ait_tensor *b = pl->g->values[n->in[2]].init;
     if (!b || ait_tensor_numel(b) != c->K)
@@ -561,7 +590,7 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
     int z;
     st = cu_in(pl, n->in[3], CU_PLAIN, &z);
     const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[c->y];
-    bool same = !st && Z->rank == 5;
+    bool same = !st && Z->rank == 5 && !c->nhwc;
     for (int k = 0; same && k < 5; k++)
       same = Z->dims[k] == Y->dims[k];
     if (same)
@@ -586,12 +615,12 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
     return st;
   }
   snprintf(c->key, sizeof c->key,
-           "conv3|%s|%s|x%lldx%lldx%lldx%lldx%lld|w%lldx%lldx%lldx%lld|g%d|p%d,%d,%d|s%d,%d,%d|"
+           "conv3|%s|%s|%s|x%lldx%lldx%lldx%lldx%lld|w%lldx%lldx%lldx%lld|g%d|p%d,%d,%d|s%d,%d,%d|"
            "d%d,%d,%d|%s",
-           cu_prec_name(s->o.prec), ait_dtype_name(pl->p->t[c->y].dt), (long long)c->N,
-           (long long)c->C, (long long)c->D, (long long)c->H, (long long)c->W, (long long)c->K,
-           (long long)c->T, (long long)c->R, (long long)c->S, c->group, c->pad_d, c->pad_h,
-           c->pad_w, c->str_d, c->str_h, c->str_w, c->dil_d, c->dil_h, c->dil_w,
+           cu_prec_name(s->o.prec), ait_dtype_name(pl->p->t[c->y].dt), c->nhwc ? "ndhwc" : "ncdhw",
+           (long long)c->N, (long long)c->C, (long long)c->D, (long long)c->H, (long long)c->W,
+           (long long)c->K, (long long)c->T, (long long)c->R, (long long)c->S, c->group, c->pad_d,
+           c->pad_h, c->pad_w, c->str_d, c->str_h, c->str_w, c->dil_d, c->dil_h, c->dil_w,
            c->act == CUK_RELU ? "relu"
            : c->can_fuse      ? "id"
                               : "split");
@@ -604,6 +633,12 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, y);
   cu_step_use(stp, z);
   cu_step_use(stp, zero);
+  if (yg >= 0) { /* NDHWC [N, OD, OH, OW, K] into the graph's NCDHW */
+    int64_t OD = c->OD, OH = c->OH, OW = c->OW, K = c->K;
+    int64_t ys[5] = {OD * OH * OW * K, 1, OH * OW * K, OW * K, K};
+    AIT_TRY(cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 3-D layout", y, yg, 0, ys));
+    y = yg;
+  }
   if (zb < 0) return AIT_OK;
   int in[2] = {y, zb};
   return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,
@@ -625,20 +660,26 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   c->z = c->zero = -1;
   c->act = CUK_COPY;
   c->D = c->T = c->OD = 1;
-  c->nhwc = s->o.nhwc && !one_d;
+  c->nhwc = s->o.nhwc;
   cu_layout lay = c->nhwc ? CU_NHWC : CU_PLAIN;
-  int y3 = -1; /* 1-D: the output as the graph sees it ([N, K, L]) */
-  ait_status st = cu_in(pl, n->in[0], lay, &c->x);
-  if (!st) st = cu_out(pl, n->out[0], lay, one_d ? &y3 : &c->y);
+  /* 1-D: the output as the graph sees it ([N, K, L]) and its [N, K, 1, L]
+   * view, which a layout step fills from the NHWC result */
+  int y3 = -1, y4 = -1;
+  ait_status st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
+  if (!st) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
   if (!st && one_d) {
     const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[y3];
     if (X->rank != 3 || Y->rank != 3) {
       st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 1-D convolution of rank-%d data", X->rank);
     } else {
+      ait_dtype dt = X->dt;
       int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
       int64_t yd[4] = {Y->dims[0], Y->dims[1], 1, Y->dims[2]};
       st = cu_view_dims(pl, c->x, 4, xd, &c->x);
-      if (!st) st = cu_view_dims(pl, y3, 4, yd, &c->y);
+      if (!st) st = cu_view_dims(pl, y3, 4, yd, &y4);
+      if (!st && c->nhwc) st = cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
+      if (!st) st = c->nhwc ? cu_temp(pl, dt, 4, yd, CU_NHWC, &c->y) : AIT_OK;
+      if (!st && !c->nhwc) c->y = y4;
     }
   }
   if (!st && (pl->p->t[c->x].rank != 4 || pl->p->t[c->y].rank != 4))
@@ -696,7 +737,9 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
       same = Z->dims[k] == Y->dims[k];
     if (same && one_d) {
       int64_t zd[4] = {Z->dims[0], Z->dims[1], 1, Z->dims[2]};
+      ait_dtype dt = Z->dt;
       st = cu_view_dims(pl, z, 4, zd, &z);
+      if (!st && c->nhwc) st = cu_convert(pl, z, dt, CU_NHWC, &z);
     }
     if (same)
       c->z = z;
@@ -749,6 +792,11 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, zero);
   cu_step_use(stp, c->col);
   if (c->gm) cu_gemm_uses(stp, c->gm);
+  if (one_d && y != y4) { /* the NHWC result into the graph's layout */
+    int64_t ys[4];
+    cu_strides(&pl->p->t[y], ys);
+    AIT_TRY(cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 1-D layout", y, y4, 0, ys));
+  }
   if (zb < 0) return AIT_OK;
   if (one_d) y = y3; /* the residual broadcasts against the graph's [N, K, L] */
   int in[2] = {y, zb};

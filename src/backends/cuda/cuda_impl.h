@@ -105,7 +105,8 @@ ait_status cu_check_dnn(cudnnStatus_t e, const char *what);
 typedef enum cu_wfmt {
   CU_W_STORE = 0,  /* the storage type of the value (floats in the precision's type) */
   CU_W_F32,        /* float32 (per-channel parameters of epilogues, norms) */
-  CU_W_KRSC,       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_KRSC,       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type
+                      (1-D [K, C, S] as [K, S, C], 3-D [K, C, T, R, S] as [K, T, R, S, C]) */
   CU_W_E4M3_KN,    /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
   CU_W_E4M3_NK,    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
   CU_W_E4M3_CH_KN, /* dtype=fp8wo: a weight [K, N] as e4m3 [K, N], then N float32 scales */
