@@ -161,13 +161,13 @@ ait_status cu_lower_resize(cu_planner *pl, const ait_node *n) {
     if (X->dims[k] != Y->dims[k])
       return ait_err(AIT_E_UNSUPPORTED, "cuda: Resize of axis %d (only the last two)", k);
   const char *mode = ait_attr_str(n, "mode", "nearest");
-  int coord = cu_resize_coord(ait_attr_str(n, "coordinate_transformation_mode",
-                                           n->opset < 11 ? "asymmetric" : "half_pixel"));
+  int coord = cu_resize_coord(ait_attr_str(n, "coordinate_transformation_mode", "half_pixel"));
   int nearest = cu_resize_nearest(ait_attr_str(n, "nearest_mode", "round_prefer_floor"));
-  if (n->opset < 11) nearest = CUK_RS_FLOOR; /* Upsample-style rounding of opset 10 */
+  if (n->opset < 11)
+    return ait_err(AIT_E_UNSUPPORTED, "cuda: Resize before opset 11 (cuda_ops.c refuses it)");
   if (coord < 0 || nearest < 0 || (strcmp(mode, "nearest") && strcmp(mode, "linear")))
     return ait_err(AIT_E_UNSUPPORTED, "cuda: Resize mode or coordinate transformation");
-  const ait_tensor *scales = cu_host_value(pl, n, n->opset < 11 ? 1 : 2);
+  const ait_tensor *scales = cu_host_value(pl, n, 2);
   if (scales && ait_tensor_numel(scales) == 0) scales = NULL;
   double sc[2] = {0, 0};
   if (scales) {

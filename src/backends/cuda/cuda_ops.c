@@ -344,6 +344,10 @@ static bool chk_resize(const ait_graph *g, const ait_node *n, signed char *memo,
   const char *ct = ait_attr_str(n, "coordinate_transformation_mode",
                                 n->opset < 11 ? "asymmetric" : "half_pixel");
   const char *nm = ait_attr_str(n, "nearest_mode", "round_prefer_floor");
+  if (n->opset < 11) { /* opset 10's rounding is the reference's legacy one */
+    snprintf(why, len, "Resize before opset 11");
+    return false;
+  }
   if (strcmp(mode, "nearest") && strcmp(mode, "linear")) {
     snprintf(why, len, "Resize: mode '%s' (nearest and linear only)", mode);
     return false;
