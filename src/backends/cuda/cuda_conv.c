@@ -35,6 +35,11 @@ typedef struct conv_prm {
   float ap[2];
   int64_t N, C, H, W, K, R, S, OH, OW;
   int group, pad_h, pad_w, str_h, str_w, dil_h, dil_w;
+  /* 3-D convolutions (NCDHW, cuDNN's Nd descriptors): depth D, filter depth
+   * T, output depth OD; vol3 false for 1-D and 2-D (D = T = OD = 1) */
+  bool vol3;
+  int64_t D, T, OD;
+  int pad_d, str_d, dil_d;
   bool nhwc;
   bool can_fuse; /* cudnnConvolutionBiasActivationForward applies (ReLU or identity) */
   /* chosen in prep */
@@ -70,6 +75,57 @@ static cudnnDataType_t dnn_type(ait_dtype dt) {
                              : CUDNN_DATA_FLOAT;
 }
 
+/* The descriptors of a 3-D convolution in NCDHW (make_descs made them). */
+static ait_status make_descs3(cu_state *s, cu_plan *p, conv_prm *c, cudnnDataType_t dt) {
+  (void)s, (void)p;
+  int xd[5] = {(int)c->N, (int)c->C, (int)c->D, (int)c->H, (int)c->W};
+  int yd[5] = {(int)c->N, (int)c->K, (int)c->OD, (int)c->OH, (int)c->OW};
+  int bd[5] = {1, (int)c->K, 1, 1, 1};
+  int wd[5] = {(int)c->K, (int)(c->C / c->group), (int)c->T, (int)c->R, (int)c->S};
+  int xs[5], ys[5], bs[5];
+  xs[4] = ys[4] = bs[4] = 1;
+  for (int k = 3; k >= 0; k--) {
+    xs[k] = xs[k + 1] * xd[k + 1];
+    ys[k] = ys[k + 1] * yd[k + 1];
+    bs[k] = bs[k + 1] * bd[k + 1];
+  }
+  if (c->nhwc) { /* NDHWC: channels innermost */
+    const int *dims[3] = {xd, yd, bd};
+    int *str[3] = {xs, ys, bs};
+    for (int i = 0; i < 3; i++) {
+      const int *d = dims[i];
+      int *t = str[i];
+      t[1] = 1, t[4] = d[1], t[3] = d[4] * d[1], t[2] = d[3] * d[4] * d[1];
+      t[0] = d[2] * t[2];
+    }
+  }
+  AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->xd, dt, 5, xd, xs), "input descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->yd, dt, 5, yd, ys), "output descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetTensorNdDescriptor(c->bd, dt, 5, bd, bs), "bias descriptor"));
+  AIT_TRY(cu_check_dnn(
+      cudnnSetFilterNdDescriptor(c->wd, dt, c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 5, wd),
+      "filter descriptor"));
+  int pad[3] = {c->pad_d, c->pad_h, c->pad_w}, str[3] = {c->str_d, c->str_h, c->str_w},
+      dil[3] = {c->dil_d, c->dil_h, c->dil_w};
+  AIT_TRY(cu_check_dnn(cudnnSetConvolutionNdDescriptor(c->cd, 3, pad, str, dil,
+                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                       "convolution descriptor"));
+  AIT_TRY(cu_check_dnn(cudnnSetConvolutionGroupCount(c->cd, c->group), "group count"));
+  AIT_TRY(cu_check_dnn(cudnnSetActivationDescriptor(c->ad,
+                                                    c->act == CUK_RELU ? CUDNN_ACTIVATION_RELU
+                                                                       : CUDNN_ACTIVATION_IDENTITY,
+                                                    CUDNN_PROPAGATE_NAN, 0.0),
+                       "activation descriptor"));
+  int od[5];
+  AIT_TRY(cu_check_dnn(cudnnGetConvolutionNdForwardOutputDim(c->cd, c->xd, c->wd, 5, od),
+                       "output dims"));
+  for (int k = 0; k < 5; k++)
+    if (od[k] != yd[k])
+      return ait_err(AIT_E_SHAPE, "cuda: cuDNN computes output dim %d as %d, the graph %d", k,
+                     od[k], yd[k]);
+  return AIT_OK;
+}
+
 static ait_status make_descs(cu_state *s, cu_plan *p, conv_prm *c) {
   cudnnDataType_t dt = dnn_type(p->t[c->y].dt);
   cudnnTensorFormat_t fmt = c->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -79,6 +135,7 @@ static ait_status make_descs(cu_state *s, cu_plan *p, conv_prm *c) {
   AIT_TRY(cu_check_dnn(cudnnCreateFilterDescriptor(&c->wd), "filter descriptor"));
   AIT_TRY(cu_check_dnn(cudnnCreateConvolutionDescriptor(&c->cd), "convolution descriptor"));
   AIT_TRY(cu_check_dnn(cudnnCreateActivationDescriptor(&c->ad), "activation descriptor"));
+  if (c->vol3) return make_descs3(s, p, c, dt);
   AIT_TRY(cu_check_dnn(
       cudnnSetTensor4dDescriptor(c->xd, fmt, dt, (int)c->N, (int)c->C, (int)c->H, (int)c->W),
       "input descriptor"));
@@ -129,7 +186,7 @@ static ait_status conv_call(cu_state *s, cu_plan *p, conv_prm *c, bool fused, in
   if (!c->bias_f32 && c->z < 0 && c->act == CUK_COPY) return AIT_OK;
   const cu_tensor *Y = &p->t[c->y];
   cuk_epi e = {.dt = Y->dt, .n = cu_numel(Y), .C = c->K, .x = y, .y = y};
-  e.inner = c->nhwc ? 1 : c->OH * c->OW;
+  e.inner = c->nhwc ? 1 : c->OD * c->OH * c->OW;
   e.shift = c->bias_f32;
   e.z = c->z >= 0 ? cu_ptr(p, c->z) : NULL;
   e.act = c->act;
@@ -330,8 +387,8 @@ static int64_t attr_at(const ait_node *n, const char *name, int k, int64_t def) 
 }
 
 /* Symmetric padding of one spatial axis; AIT_E_UNSUPPORTED when it is not. */
-static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, int64_t k, int64_t s,
-                         int64_t d, int *pad) {
+static ait_status pad_of(const ait_node *n, int axis, int nsp, int64_t in, int64_t out, int64_t k,
+                         int64_t s, int64_t d, int *pad) {
   const char *ap = ait_attr_str(n, "auto_pad", "NOTSET");
   int64_t b = 0, e = 0;
   if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
@@ -341,7 +398,7 @@ static ait_status pad_of(const ait_node *n, int axis, int64_t in, int64_t out, i
     e = total - b;
   } else if (strcmp(ap, "VALID")) {
     b = attr_at(n, "pads", axis, 0);
-    e = attr_at(n, "pads", axis + 2, 0);
+    e = attr_at(n, "pads", axis + nsp, 0);
   }
   if (b != e)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: asymmetric padding (%lld, %lld) on axis %d",
@@ -461,21 +518,172 @@ static ait_status dw_offer(cu_planner *pl, const ait_node *n, const ait_tensor *
   return AIT_OK;
 }
 
+/* A 3-D convolution: cuDNN with Nd descriptors, bias, residual of the
+ * output's shape and activation fused as for 2-D; no GEMM form. Under
+ * layout=nhwc (16-bit storage by default) it runs channels-last (NDHWC,
+ * a KTRSC filter) between two layout steps, the graph's tensors staying
+ * NCDHW: cuDNN's NCDHW bfloat16 algorithms took 110 ms for r3d_18 at batch
+ * 32 on an H200 (torch 15 ms; docs/benchmarks-gpu.md, Round 9). A residual
+ * is then added after the layout step. */
+static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
+  cu_state *s = pl->s;
+  const ait_tensor *W = pl->g->values[n->in[1]].init;
+  conv_prm *c = calloc(1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
+  c->z = c->zero = c->col = -1;
+  c->act = CUK_COPY;
+  c->vol3 = true;
+  c->nhwc = s->o.nhwc;
+  int xg = -1, yg = -1; /* channels-last: the graph's NCDHW tensors */
+  ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &c->x);
+  if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &c->y);
+  if (!st && (pl->p->t[c->x].rank != 5 || pl->p->t[c->y].rank != 5))
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 3-D convolution of rank-%d data", pl->p->t[c->x].rank);
+  if (!st && c->nhwc) {
+    const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[c->y];
+    ait_dtype dt = X->dt;
+    const int64_t *a = X->dims, *b = Y->dims;
+    int64_t xt[5] = {a[0], a[2], a[3], a[4], a[1]}, yt[5] = {b[0], b[2], b[3], b[4], b[1]};
+    int64_t xs[5] = {a[1] * a[2] * a[3] * a[4], a[3] * a[4], a[4], 1, a[2] * a[3] * a[4]};
+    xg = c->x, yg = c->y;
+    st = cu_temp(pl, dt, 5, xt, CU_PLAIN, &c->x);
+    if (!st) st = cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 3-D layout", xg, c->x, 0, xs);
+    if (!st) st = cu_temp(pl, dt, 5, yt, CU_PLAIN, &c->y);
+  }
+  if (!st) { /* dims from the graph's NCDHW tensors */
+    const cu_tensor *X = &pl->p->t[xg >= 0 ? xg : c->x], *Y = &pl->p->t[yg >= 0 ? yg : c->y];
+    c->N = X->dims[0], c->C = X->dims[1], c->D = X->dims[2], c->H = X->dims[3], c->W = X->dims[4];
+    c->K = W->dims[0], c->T = W->dims[2], c->R = W->dims[3], c->S = W->dims[4];
+    c->OD = Y->dims[2], c->OH = Y->dims[3], c->OW = Y->dims[4];
+    c->group = (int)ait_attr_int(n, "group", 1);
+    c->str_d = (int)attr_at(n, "strides", 0, 1);
+    c->str_h = (int)attr_at(n, "strides", 1, 1);
+    c->str_w = (int)attr_at(n, "strides", 2, 1);
+    c->dil_d = (int)attr_at(n, "dilations", 0, 1);
+    c->dil_h = (int)attr_at(n, "dilations", 1, 1);
+    c->dil_w = (int)attr_at(n, "dilations", 2, 1);
+    if (c->group < 1 || c->C % c->group || W->dims[1] * c->group != c->C || Y->dims[1] != c->K)
+      st = ait_err(AIT_E_SHAPE, "cuda: Conv channels do not match the filter and groups");
+  }
+  if (!st) st = pad_of(n, 0, 3, c->D, c->OD, c->T, c->str_d, c->dil_d, &c->pad_d);
+  if (!st) st = pad_of(n, 1, 3, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
+  if (!st) st = pad_of(n, 2, 3, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  if (!st) st = cu_const_weight(pl, n->in[1], c->nhwc ? CU_W_KRSC : CU_W_STORE, &c->w);
+  if (!st && n->n_in > 2 && n->in[2] >= 0) {
+    const ait_tensor *b = pl->g->values[n->in[2]].init;
+    if (!b || ait_tensor_numel(b) != c->K)
+      st = ait_err(AIT_E_UNSUPPORTED, "cuda: Conv bias must be a constant of %lld values",
+                   (long long)c->K);
+    if (!st) st = cu_const_weight(pl, n->in[2], CU_W_STORE, &c->bias);
+    void *f = NULL;
+    if (!st) st = cu_const_weight(pl, n->in[2], CU_W_F32, &f);
+    c->bias_f32 = f;
+  }
+  bool fused_node = !strcmp(n->domain, AIT_FUSED_DOMAIN);
+  if (!st && fused_node) {
+    ait_act a;
+    st = ait_act_parse(n, &a);
+    if (!st) cu_act_code(&a, &c->act, c->ap);
+  }
+  int zb = -1;
+  if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
+    int z;
+    st = cu_in(pl, n->in[3], CU_PLAIN, &z);
+    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[c->y];
+    bool same = !st && Z->rank == 5 && !c->nhwc;
+    for (int k = 0; same && k < 5; k++)
+      same = Z->dims[k] == Y->dims[k];
+    if (same)
+      c->z = z;
+    else
+      zb = z;
+  }
+  int act = c->act;
+  float ap[2] = {c->ap[0], c->ap[1]};
+  if (zb >= 0) c->act = CUK_COPY;
+  c->can_fuse = c->act == CUK_RELU || (c->act == CUK_COPY && (c->bias || c->z >= 0));
+  if (!st && c->can_fuse && !c->bias) {
+    int64_t K = c->K;
+    size_t es = ait_elem_size(pl->p->t[c->y].dt);
+    void *zeros = calloc((size_t)K, es);
+    st = zeros ? cu_const_raw(pl, pl->p->t[c->y].dt, 1, &K, zeros, &c->zero)
+               : ait_err(AIT_E_NOMEM, "cuda: out of memory");
+    free(zeros);
+  }
+  if (st) {
+    free(c);
+    return st;
+  }
+  snprintf(c->key, sizeof c->key,
+           "conv3|%s|%s|%s|x%lldx%lldx%lldx%lldx%lld|w%lldx%lldx%lldx%lld|g%d|p%d,%d,%d|s%d,%d,%d|"
+           "d%d,%d,%d|%s",
+           cu_prec_name(s->o.prec), ait_dtype_name(pl->p->t[c->y].dt), c->nhwc ? "ndhwc" : "ncdhw",
+           (long long)c->N, (long long)c->C, (long long)c->D, (long long)c->H, (long long)c->W,
+           (long long)c->K, (long long)c->T, (long long)c->R, (long long)c->S, c->group, c->pad_d,
+           c->pad_h, c->pad_w, c->str_d, c->str_h, c->str_w, c->dil_d, c->dil_h, c->dil_w,
+           c->act == CUK_RELU ? "relu"
+           : c->can_fuse      ? "id"
+                              : "split");
+  int x = c->x, y = c->y, z = c->z, zero = c->zero;
+  cu_step *stp;
+  AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), n->op_type, conv_run, c, &stp));
+  stp->prep = conv_prep;
+  stp->release = conv_release;
+  cu_step_use(stp, x);
+  cu_step_use(stp, y);
+  cu_step_use(stp, z);
+  cu_step_use(stp, zero);
+  if (yg >= 0) { /* NDHWC [N, OD, OH, OW, K] into the graph's NCDHW */
+    int64_t OD = c->OD, OH = c->OH, OW = c->OW, K = c->K;
+    int64_t ys[5] = {OD * OH * OW * K, 1, OH * OW * K, OW * K, K};
+    AIT_TRY(cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 3-D layout", y, yg, 0, ys));
+    y = yg;
+  }
+  if (zb < 0) return AIT_OK;
+  int in[2] = {y, zb};
+  return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,
+                         ap, 1.0f);
+}
+
+/* A 1-D convolution (a rank-3 filter) runs as a 2-D one of height 1, in
+ * NCHW: its [N, C, L] input and output are viewed as [N, C, 1, L], the
+ * [K, C / group, k] filter as [K, C / group, 1, k] (the same bytes). */
 ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_state *s = pl->s;
   const ait_value *wv = &pl->g->values[n->in[1]];
-  if (!wv->init || wv->init->rank != 4)
-    return ait_err(AIT_E_UNSUPPORTED, "cuda: Conv needs a constant 4-D filter");
+  if (!wv->init || wv->init->rank < 3 || wv->init->rank > 5)
+    return ait_err(AIT_E_UNSUPPORTED, "cuda: Conv needs a constant 3-D, 4-D or 5-D filter");
+  if (wv->init->rank == 5) return lower_conv3d(pl, n);
+  bool one_d = wv->init->rank == 3;
   conv_prm *c = calloc(1, sizeof *c);
   if (!c) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   c->z = c->zero = -1;
   c->act = CUK_COPY;
+  c->D = c->T = c->OD = 1;
   c->nhwc = s->o.nhwc;
   cu_layout lay = c->nhwc ? CU_NHWC : CU_PLAIN;
-  ait_status st = cu_in(pl, n->in[0], lay, &c->x);
-  if (!st) st = cu_out(pl, n->out[0], lay, &c->y);
+  /* 1-D: the output as the graph sees it ([N, K, L]) and its [N, K, 1, L]
+   * view, which a layout step fills from the NHWC result */
+  int y3 = -1, y4 = -1;
+  ait_status st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
+  if (!st) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
+  if (!st && one_d) {
+    const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[y3];
+    if (X->rank != 3 || Y->rank != 3) {
+      st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 1-D convolution of rank-%d data", X->rank);
+    } else {
+      ait_dtype dt = X->dt;
+      int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
+      int64_t yd[4] = {Y->dims[0], Y->dims[1], 1, Y->dims[2]};
+      st = cu_view_dims(pl, c->x, 4, xd, &c->x);
+      if (!st) st = cu_view_dims(pl, y3, 4, yd, &y4);
+      if (!st && c->nhwc) st = cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
+      if (!st) st = c->nhwc ? cu_temp(pl, dt, 4, yd, CU_NHWC, &c->y) : AIT_OK;
+      if (!st && !c->nhwc) c->y = y4;
+    }
+  }
   if (!st && (pl->p->t[c->x].rank != 4 || pl->p->t[c->y].rank != 4))
-    st = ait_err(AIT_E_UNSUPPORTED, "cuda: only 2-D convolutions");
+    st = ait_err(AIT_E_UNSUPPORTED, "cuda: only 1-D and 2-D convolutions");
   if (!st) {
     const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[c->y];
     const ait_tensor *W = wv->init;
@@ -484,20 +692,24 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     c->H = X->dims[2];
     c->W = X->dims[3];
     c->K = W->dims[0];
-    c->R = W->dims[2];
-    c->S = W->dims[3];
+    c->R = one_d ? 1 : W->dims[2];
+    c->S = one_d ? W->dims[2] : W->dims[3];
     c->OH = Y->dims[2];
     c->OW = Y->dims[3];
     c->group = (int)ait_attr_int(n, "group", 1);
-    c->str_h = (int)attr_at(n, "strides", 0, 1);
-    c->str_w = (int)attr_at(n, "strides", 1, 1);
-    c->dil_h = (int)attr_at(n, "dilations", 0, 1);
-    c->dil_w = (int)attr_at(n, "dilations", 1, 1);
+    c->str_h = one_d ? 1 : (int)attr_at(n, "strides", 0, 1);
+    c->str_w = (int)attr_at(n, "strides", one_d ? 0 : 1, 1);
+    c->dil_h = one_d ? 1 : (int)attr_at(n, "dilations", 0, 1);
+    c->dil_w = (int)attr_at(n, "dilations", one_d ? 0 : 1, 1);
     if (c->group < 1 || c->C % c->group || W->dims[1] * c->group != c->C || Y->dims[1] != c->K)
       st = ait_err(AIT_E_SHAPE, "cuda: Conv channels do not match the filter and groups");
   }
-  if (!st) st = pad_of(n, 0, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
-  if (!st) st = pad_of(n, 1, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  if (one_d) {
+    if (!st) st = pad_of(n, 0, 1, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  } else {
+    if (!st) st = pad_of(n, 0, 2, c->H, c->OH, c->R, c->str_h, c->dil_h, &c->pad_h);
+    if (!st) st = pad_of(n, 1, 2, c->W, c->OW, c->S, c->str_w, c->dil_w, &c->pad_w);
+  }
   if (!st) st = cu_const_weight(pl, n->in[1], c->nhwc ? CU_W_KRSC : CU_W_STORE, &c->w);
   if (!st && n->n_in > 2 && n->in[2] >= 0) {
     const ait_tensor *b = pl->g->values[n->in[2]].init;
@@ -519,10 +731,16 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
     int z;
     st = cu_in(pl, n->in[3], lay, &z);
-    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[c->y];
-    bool same = !st && Z->rank == 4 && Z->layout == Y->layout;
-    for (int k = 0; same && k < 4; k++)
+    const cu_tensor *Z = &pl->p->t[z], *Y = &pl->p->t[one_d ? y3 : c->y];
+    bool same = !st && Z->rank == Y->rank && Z->layout == Y->layout;
+    for (int k = 0; same && k < Y->rank; k++)
       same = Z->dims[k] == Y->dims[k];
+    if (same && one_d) {
+      int64_t zd[4] = {Z->dims[0], Z->dims[1], 1, Z->dims[2]};
+      ait_dtype dt = Z->dt;
+      st = cu_view_dims(pl, z, 4, zd, &z);
+      if (!st && c->nhwc) st = cu_convert(pl, z, dt, CU_NHWC, &z);
+    }
     if (same)
       c->z = z;
     else
@@ -574,7 +792,13 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, zero);
   cu_step_use(stp, c->col);
   if (c->gm) cu_gemm_uses(stp, c->gm);
+  if (one_d && y != y4) { /* the NHWC result into the graph's layout */
+    int64_t ys[4];
+    cu_strides(&pl->p->t[y], ys);
+    AIT_TRY(cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 1-D layout", y, y4, 0, ys));
+  }
   if (zb < 0) return AIT_OK;
+  if (one_d) y = y3; /* the residual broadcasts against the graph's [N, K, L] */
   int in[2] = {y, zb};
   return cu_emit_eltwise(pl, (int)(n - pl->g->nodes), "Conv residual", CUK_ADD, NULL, in, 2, y, act,
                          ap, 1.0f);

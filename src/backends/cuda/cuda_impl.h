@@ -9,6 +9,7 @@
  *   cuda_lower_ew.c   lowering of elementwise ops (broadcast iteration)
  *   cuda_lower_reduce.c  reductions, ArgMax/ArgMin, variadic Sum/Mean/Max/Min
  *   cuda_lower23.c    RMSNormalization, RotaryEmbedding, Attention (opset 23)
+ *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
@@ -104,7 +105,8 @@ ait_status cu_check_dnn(cudnnStatus_t e, const char *what);
 typedef enum cu_wfmt {
   CU_W_STORE = 0,  /* the storage type of the value (floats in the precision's type) */
   CU_W_F32,        /* float32 (per-channel parameters of epilogues, norms) */
-  CU_W_KRSC,       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type */
+  CU_W_KRSC,       /* a conv filter [K, C, R, S] as [K, R, S, C] in the storage type
+                      (1-D [K, C, S] as [K, S, C], 3-D [K, C, T, R, S] as [K, T, R, S, C]) */
   CU_W_E4M3_KN,    /* a GEMM weight [K, N] as e4m3 [N, K], then its float32 scale */
   CU_W_E4M3_NK,    /* a GEMM weight [N, K] (transB) as e4m3 [N, K], then its scale */
   CU_W_E4M3_CH_KN, /* dtype=fp8wo: a weight [K, N] as e4m3 [K, N], then N float32 scales */
@@ -407,6 +409,10 @@ bool cu_node_static(const ait_graph *g, const ait_node *n, signed char *memo);
 /* Results up to this many elements computed on the host while planning are
  * kept as constants of the plan; bigger ones run on the device. */
 #define CU_FOLD_MAX 65536
+/* ... and results of ops without a CUDA kernel (ScatterND building swin_t's
+ * attention masks from shapes) up to this many, whose dims supports() may
+ * not know yet: past it the plan fails, naming the node. */
+#define CU_FOLD_HOST_MAX ((int64_t)1 << 24)
 
 /* Lowerings (cuda_lower.c, cuda_lower_ew.c, cuda_gemm.c, cuda_conv.c). */
 ait_status cu_lower_view(cu_planner *pl, const ait_node *n);
@@ -436,6 +442,15 @@ ait_status cu_lower_rmsnorm(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_rope(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_onnx_attention(cu_planner *pl, const ait_node *n);
 bool cu_is_reduce(const char *op);
+/* cuda_lower_pad.c: Pad, Resize, InstanceNormalization (kernels in cuda_pad.cu) */
+ait_status cu_lower_pad(cu_planner *pl, const ait_node *n);
+ait_status cu_lower_resize(cu_planner *pl, const ait_node *n);
+ait_status cu_lower_instnorm(cu_planner *pl, const ait_node *n);
+/* Pad's mode (cuk_pad's code), Resize's coordinate transformation and
+ * nearest rounding (CUK_RS_*) by their ONNX names; -1 for others. */
+int cu_pad_mode(const char *mode);
+int cu_resize_coord(const char *ct);
+int cu_resize_nearest(const char *nm);
 
 /* An elementwise step out = act(op(in...)) with numpy broadcasting of the
  * inputs (tensor indices) to out's logical shape, any layouts. */

@@ -325,6 +325,50 @@ typedef struct cuk_dwconv {
 } cuk_dwconv;
 cudaError_t cuk_dwconv_nhwc(cudaStream_t s, const cuk_dwconv *p);
 
+/* Pad (cuda_pad.cu): out (contiguous, odims) from in (contiguous, idims);
+ * on axis k, output coordinate o reads input o - begin[k] when inside, else
+ * by mode: 0 the constant (cval: its bytes in the storage type, esize 1, 2,
+ * 4 or 8), 1 reflect, 2 edge, 3 wrap. Negative begins crop. */
+typedef struct cuk_pad {
+  int esize, rank, mode;
+  int64_t n;
+  int64_t odims[CUK_MAX_DIMS], idims[CUK_MAX_DIMS], begin[CUK_MAX_DIMS];
+  unsigned long long cval;
+  const void *in;
+  void *out;
+} cuk_pad;
+cudaError_t cuk_pad_run(cudaStream_t s, const cuk_pad *p);
+
+/* Resize of the last two axes of a contiguous [NC, H, W] tensor into [NC,
+ * OH, OW] (cuda_pad.cu): mode 0 nearest (nearest: CUK_RS_* rounding), 1
+ * linear (bilinear; coordinates outside the input read its edge); coord a
+ * CUK_RS_* coordinate transformation; sh, sw the scales (output / input),
+ * lh, lw the resized lengths (scale * input, or the sizes asked for). */
+enum {
+  CUK_RS_HALF_PIXEL = 0,
+  CUK_RS_PYTORCH_HALF_PIXEL,
+  CUK_RS_ALIGN_CORNERS,
+  CUK_RS_ASYMMETRIC,
+  CUK_RS_PREFER_FLOOR = 0,
+  CUK_RS_PREFER_CEIL,
+  CUK_RS_FLOOR,
+  CUK_RS_CEIL
+};
+typedef struct cuk_resize {
+  int dt, mode, coord, nearest;
+  int64_t NC, H, W, OH, OW;
+  float sh, sw, lh, lw;
+  const void *x;
+  void *y;
+} cuk_resize;
+cudaError_t cuk_resize_run(cudaStream_t s, const cuk_resize *p);
+
+/* InstanceNormalization over rows of `cols` contiguous elements, row r of
+ * channel r % C (cuda_pad.cu): y = (x - mean) / sqrt(var + eps) * scale[c]
+ * + bias[c] (float32, C values each). */
+cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t rows, int64_t cols,
+                         int64_t C, const float *scale, const float *bias, float eps);
+
 #ifdef __cplusplus
 }
 #endif

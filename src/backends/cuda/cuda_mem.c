@@ -208,10 +208,10 @@ static ait_status weight_image(const cu_state *s, const ait_tensor *t, cu_wfmt f
   if (!img) return ait_err(AIT_E_NOMEM, "cuda: out of memory preparing weights");
   ait_status st = cu_host_convert(t->dtype, t->data, dt, img, n);
   if (!st && fmt == CU_W_KRSC) {
-    if (t->rank != 4) {
-      st = ait_err(AIT_E_SHAPE, "cuda: a channels-last filter needs rank 4, got %d", t->rank);
-    } else {
-      int64_t K = t->dims[0], C = t->dims[1], RS = t->dims[2] * t->dims[3];
+    if (t->rank < 3 || t->rank > 5) {
+      st = ait_err(AIT_E_SHAPE, "cuda: a channels-last filter needs rank 3 to 5, got %d", t->rank);
+    } else { /* [K, C, spatial...] as [K, spatial..., C] */
+      int64_t K = t->dims[0], C = t->dims[1], RS = ait_shape_numel(t->rank - 2, t->dims + 2);
       size_t es = ait_elem_size(dt);
       char *tr = malloc((size_t)*bytes + 16);
       if (!tr) st = ait_err(AIT_E_NOMEM, "cuda: out of memory preparing weights");

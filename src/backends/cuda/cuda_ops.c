@@ -205,18 +205,18 @@ static bool chk_global_pool(const ait_graph *g, const ait_node *n, signed char *
   return true;
 }
 
-/* Padding that cuDNN can do: symmetric on both spatial axes. */
+/* Padding that cuDNN can do: symmetric on every spatial axis. */
 static bool conv_pads_ok(const ait_graph *g, const ait_node *n, char *why, size_t len) {
   const char *ap = ait_attr_str(n, "auto_pad", "NOTSET");
-  int cnt = 0;
+  const ait_value *w = &g->values[n->in[1]];
+  int cnt = 0, nsp = w->rank - 2;
   if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
     const int64_t *st = ait_attr_ints(n, "strides", &cnt);
     int dc = 0;
     const int64_t *dl = ait_attr_ints(n, "dilations", &dc);
-    const ait_value *w = &g->values[n->in[1]];
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < nsp; k++) {
       int64_t s = st && k < cnt ? st[k] : 1, d = dl && k < dc ? dl[k] : 1;
-      int64_t kk = w->rank == 4 ? w->dims[2 + k].v : -1;
+      int64_t kk = w->dims[2 + k].v;
       if (s != 1 || kk < 0 || ((kk - 1) * d) % 2) {
         snprintf(why, len, "Conv: auto_pad %s may pad asymmetrically (cuDNN pads symmetrically)",
                  ap);
@@ -227,21 +227,25 @@ static bool conv_pads_ok(const ait_graph *g, const ait_node *n, char *why, size_
   }
   if (!strcmp(ap, "VALID")) return true;
   const int64_t *p = ait_attr_ints(n, "pads", &cnt);
-  if (p && cnt == 4 && (p[0] != p[2] || p[1] != p[3])) {
-    snprintf(why, len, "Conv: asymmetric pads [%lld, %lld, %lld, %lld]", (long long)p[0],
-             (long long)p[1], (long long)p[2], (long long)p[3]);
-    return false;
-  }
+  for (int k = 0; p && k < nsp && cnt == 2 * nsp; k++)
+    if (p[k] != p[k + nsp]) {
+      snprintf(why, len, "Conv: asymmetric pads on spatial axis %d (%lld, %lld)", k,
+               (long long)p[k], (long long)p[k + nsp]);
+      return false;
+    }
   return true;
 }
 
+/* 2-D convolutions, 1-D ones (as 2-D of height 1) and 3-D ones (cuda_conv.c). */
 static bool chk_conv(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
                      size_t len) {
-  if (!known_rank(g, n, 0, 4, why, len, "only 2-D convolutions")) return false;
-  if (!is_weight(g, n->in[1], memo) || g->values[n->in[1]].rank != 4) {
-    snprintf(why, len, "%s: the filter must be a constant 4-D tensor", n->op_type);
+  int wr = g->values[n->in[1]].rank;
+  if (!is_weight(g, n->in[1], memo) || wr < 3 || wr > 5) {
+    snprintf(why, len, "%s: the filter must be a constant 3-D, 4-D or 5-D tensor (1-D to 3-D)",
+             n->op_type);
     return false;
   }
+  if (!known_rank(g, n, 0, wr, why, len, "only 1-D, 2-D and 3-D convolutions")) return false;
   if (present(n, 2) && !is_weight(g, n->in[2], memo)) {
     snprintf(why, len, "%s: the bias must be a constant", n->op_type);
     return false;
@@ -316,6 +320,75 @@ static bool chk_castlike(const ait_graph *g, const ait_node *n, signed char *mem
   return true;
 }
 
+static bool chk_pad(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                    size_t len) {
+  const char *mode = ait_attr_str(n, "mode", "constant");
+  int m = cu_pad_mode(mode);
+  if (m < 0 || (m == 3 && n->opset < 19)) {
+    snprintf(why, len, "Pad: mode '%s'", mode);
+    return false;
+  }
+  int r = g->values[n->in[0]].rank;
+  if (r > CUK_MAX_DIMS) {
+    snprintf(why, len, "Pad of a rank-%d tensor", r);
+    return false;
+  }
+  return chk_static_inputs(g, n, memo, 1, why, len);
+}
+
+/* Resize of the last two axes: nearest or linear, no antialias, the usual
+ * coordinate transformations; roi, scales and sizes known while planning. */
+static bool chk_resize(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                       size_t len) {
+  const char *mode = ait_attr_str(n, "mode", "nearest");
+  const char *ct = ait_attr_str(n, "coordinate_transformation_mode",
+                                n->opset < 11 ? "asymmetric" : "half_pixel");
+  const char *nm = ait_attr_str(n, "nearest_mode", "round_prefer_floor");
+  if (n->opset < 11) { /* opset 10's rounding is the reference's legacy one */
+    snprintf(why, len, "Resize before opset 11");
+    return false;
+  }
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear")) {
+    snprintf(why, len, "Resize: mode '%s' (nearest and linear only)", mode);
+    return false;
+  }
+  if (cu_resize_coord(ct) < 0) {
+    snprintf(why, len, "Resize: coordinate_transformation_mode '%s'", ct);
+    return false;
+  }
+  if (cu_resize_nearest(nm) < 0) {
+    snprintf(why, len, "Resize: nearest_mode '%s'", nm);
+    return false;
+  }
+  int cnt = 0;
+  if ((ait_attr_int(n, "antialias", 0) && strcmp(mode, "nearest")) ||
+      ait_attr_ints(n, "axes", &cnt) ||
+      strcmp(ait_attr_str(n, "keep_aspect_ratio_policy", "stretch"), "stretch")) {
+    snprintf(why, len, "Resize: antialias, axes or keep_aspect_ratio_policy");
+    return false;
+  }
+  int r = g->values[n->in[0]].rank;
+  if (r >= 0 && r < 2) {
+    snprintf(why, len, "Resize of a rank-%d tensor", r);
+    return false;
+  }
+  return chk_static_inputs(g, n, memo, 1, why, len);
+}
+
+static bool chk_instnorm(const ait_graph *g, const ait_node *n, signed char *memo, char *why,
+                         size_t len) {
+  if (n->n_in < 3 || !is_weight(g, n->in[1], memo) || !is_weight(g, n->in[2], memo)) {
+    snprintf(why, len, "InstanceNormalization: scale and B must be constants");
+    return false;
+  }
+  int r = g->values[n->in[0]].rank;
+  if (r >= 0 && r < 3) {
+    snprintf(why, len, "InstanceNormalization of a rank-%d tensor", r);
+    return false;
+  }
+  return true;
+}
+
 static const cu_op_row rows[] = {
     {"", "Identity", NULL, cu_lower_view},
     {"", "Dropout", chk_dropout, cu_lower_view},
@@ -349,6 +422,9 @@ static const cu_op_row rows[] = {
     {"", "Gemm", chk_gemm, cu_lower_gemm},
     {"", "MatMul", chk_matmul, cu_lower_matmul},
     {"", "Where", NULL, cu_lower_where},
+    {"", "Pad", chk_pad, cu_lower_pad},
+    {"", "Resize", chk_resize, cu_lower_resize},
+    {"", "InstanceNormalization", chk_instnorm, cu_lower_instnorm},
     {AIT_FUSED_DOMAIN, "FusedConv", chk_conv, cu_lower_conv},
     {AIT_FUSED_DOMAIN, "FusedGemm", chk_gemm, cu_lower_gemm},
     {AIT_FUSED_DOMAIN, "FusedMatMul", chk_matmul, cu_lower_matmul},

@@ -394,7 +394,10 @@ static void try_fold(ait_graph *g, const ait_node *n) {
     for (int k = 0; k < n->n_out; k++) {
       if (n->out[k] < 0 || !out[k] || out[k]->kind != AIT_KIND_TENSOR) continue;
       ait_value *v = &g->values[n->out[k]];
-      if (v->init || ait_tensor_numel(out[k]) > CU_FOLD_MAX) {
+      /* an op without a CUDA kernel keeps its result up to CU_FOLD_HOST_MAX
+       * (supports() took it as computable while planning) */
+      int64_t cap = cu_op_find(n->domain, n->op_type) ? CU_FOLD_MAX : CU_FOLD_HOST_MAX;
+      if (v->init || ait_tensor_numel(out[k]) > cap) {
         /* too big to keep: the device computes it, with these dims */
         v->dtype = out[k]->dtype;
         v->rank = out[k]->rank;

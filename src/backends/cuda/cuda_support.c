@@ -85,19 +85,23 @@ bool cu_node_static(const ait_graph *g, const ait_node *n, signed char *memo) {
   return true;
 }
 
+/* A node computed while planning that has no CUDA kernel: its results are
+ * kept as plan constants, so they must fit CU_FOLD_HOST_MAX; dims not known
+ * before planning (computed from the input shapes) are taken on trust, and
+ * the plan fails naming the node when they do not fit. */
 static bool small_or_int(const ait_graph *g, const ait_node *n) {
   for (int k = 0; k < n->n_out; k++) {
     if (n->out[k] < 0) continue;
     const ait_value *v = &g->values[n->out[k]];
     if (v->dtype == AIT_INT64 || v->dtype == AIT_INT32 || v->dtype == AIT_BOOL) continue;
-    if (v->init) continue;
-    if (v->rank < 0) return false;
+    if (v->init || v->rank < 0) continue;
     int64_t numel = 1;
-    for (int d = 0; d < v->rank; d++) {
-      if (v->dims[d].v < 0) return false;
-      numel *= v->dims[d].v;
+    bool known = true;
+    for (int d = 0; d < v->rank && known; d++) {
+      known = v->dims[d].v >= 0;
+      numel *= known ? v->dims[d].v : 1;
     }
-    if (numel > CU_FOLD_MAX) return false;
+    if (known && numel > CU_FOLD_HOST_MAX) return false;
   }
   return true;
 }
@@ -119,8 +123,8 @@ static bool supports(const ait_graph *g, const ait_node *n, signed char *memo, c
   if (cu_node_static(g, n, memo)) {
     if (row || small_or_int(g, n)) return true;
     snprintf(why, len,
-             "%s is computed from constants while planning, but its result may be too big to "
-             "keep and there is no CUDA kernel for it",
+             "%s is computed from constants while planning, but its result is too big to "
+             "keep (over 2^24 elements) and there is no CUDA kernel for it",
              n->op_type);
     return false;
   }

@@ -1,0 +1,154 @@
+/* Kernels for the data-movement and normalisation ops the suite's models
+ * partitioned to native before (docs/benchmarks-gpu.md, Round 8): Pad
+ * (swin_t), Resize (deeplabv3) and InstanceNormalization (wav2vec2).
+ * Semantics follow the reference (src/ops); floats compute in float32. */
+#include "backends/cuda/cuda_device.cuh"
+
+/* ---- Pad ------------------------------------------------------------------- */
+
+/* Source coordinate of output coordinate o on an axis of len inputs that
+ * starts `begin` outputs after the padding; -1: the constant. */
+__device__ __forceinline__ int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t len) {
+  int64_t c = o - begin;
+  if (c >= 0 && c < len) return c;
+  if (mode == 0 || len <= 0) return -1;
+  if (mode == 2) return c < 0 ? 0 : len - 1; /* edge */
+  if (mode == 3) {                           /* wrap */
+    c %= len;
+    return c < 0 ? c + len : c;
+  }
+  if (len == 1) return 0; /* reflect */
+  int64_t period = 2 * (len - 1);
+  c %= period;
+  if (c < 0) c += period;
+  return c >= len ? period - c : c;
+}
+
+template <typename T> __global__ void pad_kernel(cuk_pad p, T cval) {
+  const T *in = (const T *)p.in;
+  T *out = (T *)p.out;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i, src = 0, mul = 1;
+    bool inside = true;
+    for (int k = p.rank - 1; k >= 0; k--) {
+      int64_t o = r % p.odims[k];
+      r /= p.odims[k];
+      int64_t c = pad_src(p.mode, o, p.begin[k], p.idims[k]);
+      if (c < 0) inside = false;
+      src += c * mul;
+      mul *= p.idims[k];
+    }
+    out[i] = inside ? in[src] : cval;
+  }
+}
+
+extern "C" cudaError_t cuk_pad_run(cudaStream_t s, const cuk_pad *p) {
+  if (p->n <= 0) return cudaSuccess;
+  if (p->rank < 1 || p->rank > CUK_MAX_DIMS) return cudaErrorInvalidValue;
+  unsigned b = cuk_blocks(p->n, 256);
+  switch (p->esize) {
+  case 1: pad_kernel<uint8_t><<<b, 256, 0, s>>>(*p, (uint8_t)p->cval); break;
+  case 2: pad_kernel<uint16_t><<<b, 256, 0, s>>>(*p, (uint16_t)p->cval); break;
+  case 4: pad_kernel<uint32_t><<<b, 256, 0, s>>>(*p, (uint32_t)p->cval); break;
+  case 8: pad_kernel<unsigned long long><<<b, 256, 0, s>>>(*p, (unsigned long long)p->cval); break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+/* ---- Resize ------------------------------------------------------------------ */
+
+/* Input coordinate of output coordinate o (ONNX coordinate_transformation_mode). */
+__device__ __forceinline__ float rs_coord(int coord, int64_t o, float scale, int64_t in_len,
+                                          float len) {
+  float x = (float)o;
+  switch (coord) {
+  case CUK_RS_HALF_PIXEL: return (x + 0.5f) / scale - 0.5f;
+  case CUK_RS_PYTORCH_HALF_PIXEL: return len > 1.0f ? (x + 0.5f) / scale - 0.5f : 0.0f;
+  case CUK_RS_ALIGN_CORNERS: return len == 1.0f ? 0.0f : x * (float)(in_len - 1) / (len - 1.0f);
+  default: return x / scale; /* asymmetric */
+  }
+}
+
+__device__ __forceinline__ int64_t rs_nearest(int mode, float x, int64_t len) {
+  int64_t r;
+  switch (mode) { /* as the reference (src/ops/image_resize.c) */
+  case CUK_RS_FLOOR: r = (int64_t)floorf(x); break;
+  case CUK_RS_CEIL: r = (int64_t)ceilf(x); break;
+  case CUK_RS_PREFER_CEIL: r = (int64_t)floorf(x + 0.5f); break;
+  default: r = (int64_t)ceilf(x - 0.5f); break; /* round_prefer_floor */
+  }
+  return r < 0 ? 0 : r >= len ? len - 1 : r;
+}
+
+/* One thread per output element of [NC, OH, OW]. */
+__global__ void resize_kernel(cuk_resize p) {
+  int64_t n = p.NC * p.OH * p.OW;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
+    int64_t base = nc * p.H * p.W;
+    float yh = rs_coord(p.coord, oh, p.sh, p.H, p.lh), yw = rs_coord(p.coord, ow, p.sw, p.W, p.lw);
+    float v;
+    if (p.mode == 0) {
+      v = cuk_ldf(p.x, p.dt,
+                  base + rs_nearest(p.nearest, yh, p.H) * p.W + rs_nearest(p.nearest, yw, p.W));
+    } else { /* linear: outside [0, len - 1] reads the edge */
+      yh = fminf(fmaxf(yh, 0.0f), (float)(p.H - 1));
+      yw = fminf(fmaxf(yw, 0.0f), (float)(p.W - 1));
+      int64_t h0 = (int64_t)floorf(yh), w0 = (int64_t)floorf(yw);
+      int64_t h1 = h0 + 1 < p.H ? h0 + 1 : h0, w1 = w0 + 1 < p.W ? w0 + 1 : w0;
+      float ah = yh - (float)h0, aw = yw - (float)w0;
+      float a = cuk_ldf(p.x, p.dt, base + h0 * p.W + w0),
+            b = cuk_ldf(p.x, p.dt, base + h0 * p.W + w1);
+      float c = cuk_ldf(p.x, p.dt, base + h1 * p.W + w0),
+            d = cuk_ldf(p.x, p.dt, base + h1 * p.W + w1);
+      v = (a * (1.0f - aw) + b * aw) * (1.0f - ah) + (c * (1.0f - aw) + d * aw) * ah;
+    }
+    cuk_stf(p.y, p.dt, i, v);
+  }
+}
+
+extern "C" cudaError_t cuk_resize_run(cudaStream_t s, const cuk_resize *p) {
+  int64_t n = p->NC * p->OH * p->OW;
+  if (n <= 0) return cudaSuccess;
+  if (p->H <= 0 || p->W <= 0) return cudaErrorInvalidValue;
+  resize_kernel<<<cuk_blocks(n, 256), 256, 0, s>>>(*p);
+  return cudaGetLastError();
+}
+
+/* ---- InstanceNormalization --------------------------------------------------- */
+
+/* One block per row (n, c): mean and variance over the row's cols elements
+ * (two passes, as the reference), then y = (x - mean) * rsqrt(var + eps) *
+ * scale[c] + bias[c]. */
+__global__ void instnorm_kernel(int dt, const void *x, void *y, int64_t cols, int64_t C,
+                                const float *scale, const float *bias, float eps) {
+  __shared__ float sh[32];
+  int64_t row = blockIdx.x, base = row * cols, c = row % C;
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    sum += cuk_ldf(x, dt, base + j);
+  float mean = cuk_block_sum(sum, sh) / (float)cols;
+  float q = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float d = cuk_ldf(x, dt, base + j) - mean;
+    q += d * d;
+  }
+  float inv = rsqrtf(cuk_block_sum(q, sh) / (float)cols + eps);
+  float a = inv * scale[c], b = bias[c] - mean * a;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    cuk_stf(y, dt, base + j, cuk_ldf(x, dt, base + j) * a + b);
+}
+
+extern "C" cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t rows,
+                                    int64_t cols, int64_t C, const float *scale, const float *bias,
+                                    float eps) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (rows > 2147483647 || C <= 0) return cudaErrorInvalidValue;
+  int64_t t = (cols + 31) / 32 * 32;
+  int threads = t > 512 ? 512 : t < 32 ? 32 : (int)t;
+  instnorm_kernel<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, cols, C, scale, bias, eps);
+  return cudaGetLastError();
+}
