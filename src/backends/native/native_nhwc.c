@@ -658,6 +658,7 @@ typedef struct grp_job {
   const nhwc_kernels *k; /* the tiles' level */
   const float *wpk;      /* packed: merged group g at g * gstride */
   int64_t f, G, Cg, Mg, gstride, rows, row_tasks, grp_chunk, grp_tasks;
+  int tiles; /* 0, or the level of nat_nhwc*_grp's tiles over several groups */
 } grp_job;
 
 /* Merged group g of j as a conv of its own. */
@@ -714,7 +715,14 @@ static void grp_task(void *arg, int64_t t, int tid) {
   int64_t g0 = gt * j->grp_chunk,
           g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
   if (p0 >= p1 || g0 >= g1) return;
-  for (int64_t g = g0; g < g1; g++) {
+  if (j->tiles) {
+    nat_grp gw = {&j->c, j->wpk, j->gstride, j->f * j->Cg, j->f * j->Mg};
+    if (j->tiles == NAT_ISA_AVX512)
+      nat_nhwc512_grp(&gw, p0, p1, g0, g1);
+    else
+      nat_nhwc256_grp(&gw, p0, p1, g0, g1);
+  }
+  for (int64_t g = g0; !j->tiles && g < g1; g++) {
     nat_nhwc v = grp_view(j, g);
     if (v.wpk)
       j->k->win(&v, p0, p1, 0, v.M);
@@ -753,6 +761,11 @@ static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
   return p;
 }
 
+static bool force_grp_single;
+void nat_nhwc_set_grp_single(bool on) { force_grp_single = on; }
+static _Atomic long long grp_tile_runs;
+long long nat_grp_tile_runs(void) { return grp_tile_runs; }
+
 static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   grp_job j;
   memset(&j, 0, sizeof j);
@@ -767,15 +780,21 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
     while (j.G % j.f)
       j.f++;
   }
-  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW;
-  j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv);
-  c->pw_bw = (int)(j.k->lanes * c->pw_nv);
+  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW, Cm = j.f * j.Cg;
+  /* merged groups of one or two vectors: tiles over several groups */
+  if (lv == NAT_ISA_AVX512 && !force_grp_single && nat_nhwc512_grp_fits(Cm, Mm))
+    j.tiles = NAT_ISA_AVX512, c->pw_mr = nat_nhwc512_grp_rows(Mm), c->pw_bw = (int)Mm;
+  else if (lv == NAT_ISA_AVX2 && !force_grp_single && nat_nhwc256_grp_fits(Cm, Mm))
+    j.tiles = NAT_ISA_AVX2, c->pw_mr = nat_nhwc256_grp_rows(Mm), c->pw_bw = (int)Mm;
+  else
+    j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv), c->pw_bw = (int)(j.k->lanes * c->pw_nv);
   int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
   j.gstride = (Mm + bw - 1) / bw * bw * K;
   if (lv != NAT_ISA_PORTABLE) c->win_class = win_classes_pay(c); /* each group's tiles alike */
   j.c = *c;
   if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
-  if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */
+  if (!j.wpk) j.f = 1, j.gstride = 0, j.tiles = 0; /* the portable loops, group by group */
+  if (j.tiles) grp_tile_runs++;
   j.rows = P;
   int64_t Gm = j.G / j.f, threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
   double macs = (double)P * c->M * c->kh * c->kw * j.Cg * j.f;

@@ -1,0 +1,86 @@
+/* FusedConvNhwc's grouped window convolutions of few channels a group on
+ * AVX-512: native_nhwc_grp256.c's tiles (see there) on vectors of 16
+ * channels and 32 registers: 6 pixels x 4 merged groups of one vector, or
+ * 6 x 2 of two (24 accumulators). Regnet's 16 channels a group and
+ * ResNeXt's 16 and 32 take these; groups under 16 outputs the AVX2 tiles. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/native/native.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define GT __attribute__((target("avx512f,fma")))
+#define GV __m512
+#define GL 16
+#define GLOAD(p) _mm512_loadu_ps(p)
+#define GSTORE(p, v) _mm512_storeu_ps((p), (v))
+#define GSET1(x) _mm512_set1_ps(x)
+#define GFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define GMIN(a, b) _mm512_min_ps((a), (b))
+#define GMAX(a, b) _mm512_max_ps((a), (b))
+#define GADD(a, b) _mm512_add_ps((a), (b))
+#define GZERO() _mm512_setzero_ps()
+
+#include "backends/native/native_nhwc_grp_tmpl.h"
+
+#define MR1 6
+#define NG1 4
+#define MR2 6
+#define NG2 2
+GRP_FN(grp_1_1, 1, 1, GRP_R6)
+GRP_FN(grp_2_1, 2, 1, GRP_R6)
+GRP_FN(grp_3_1, 3, 1, GRP_R6)
+GRP_FN(grp_4_1, 4, 1, GRP_R6)
+GRP_FN(grp_1_2, 1, 2, GRP_R6)
+GRP_FN(grp_2_2, 2, 2, GRP_R6)
+
+bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) {
+  return (Mm == 16 || Mm == 32) && Cm >= 1 && Cm * (Mm == 16 ? NG1 : NG2) <= GRP_ZEROS;
+}
+
+int nat_nhwc512_grp_rows(int64_t Mm) { return Mm == 16 ? MR1 : MR2; }
+
+GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {
+  const nat_nhwc *c = g->c;
+  const int V = g->Mm == 16 ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;
+  nat_win_panel pn;
+  for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
+    int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
+    nat_win_panel_fill(c, q0, q1, &pn);
+    for (int64_t gb = g0; gb < g1; gb += NG) {
+      int ng = (int)(g1 - gb < NG ? g1 - gb : NG);
+      const float *w = g->wpk + gb * g->gstride;
+      int64_t cx = gb * g->Cm, cy = gb * g->Mm;
+      for (int s = 0; s < pn.nseg; s++)
+        for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
+          int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
+          grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
+          if (V == 1) {
+            if (ng == 4)
+              grp_4_1(mr, g, &px, w, cx, cy);
+            else if (ng == 3)
+              grp_3_1(mr, g, &px, w, cx, cy);
+            else if (ng == 2)
+              grp_2_1(mr, g, &px, w, cx, cy);
+            else
+              grp_1_1(mr, g, &px, w, cx, cy);
+          } else {
+            if (ng == 2)
+              grp_2_2(mr, g, &px, w, cx, cy);
+            else
+              grp_1_2(mr, g, &px, w, cx, cy);
+          }
+        }
+    }
+  }
+}
+
+#else
+
+bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) { return false; }
+int nat_nhwc512_grp_rows(int64_t Mm) { return 1; }
+void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {}
+
+#endif
