@@ -42,11 +42,10 @@
 #define NG1 3
 #define MR2 3
 #define NG2 2
-GRP_FN(grp_1_1, 1, 1, GRP_R4)
-GRP_FN(grp_2_1, 2, 1, GRP_R4)
-GRP_FN(grp_3_1, 3, 1, GRP_R4)
-GRP_FN(grp_1_2, 1, 2, GRP_R3)
-GRP_FN(grp_2_2, 2, 2, GRP_R3)
+GRP_NG3(grp_v1, 1, 0, GRP_R4)
+GRP_NG3(grp_v1c8, 1, 8, GRP_R4) /* 8 channels: ResNeXt's 4 a group in pairs, or 8 */
+GRP_NG2(grp_v2, 2, 0, GRP_R3)
+GRP_NG2(grp_v2c16, 2, 16, GRP_R3) /* RegNet's 16 */
 
 bool nat_nhwc256_grp_fits(int64_t Cm, int64_t Mm) {
   return (Mm == 8 || Mm == 16) && Cm >= 1 && Cm * (Mm == 8 ? NG1 : NG2) <= GRP_ZEROS;
@@ -69,19 +68,14 @@ GT void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
         for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
           int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
           grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
-          if (V == 1) {
-            if (ng == 3)
-              grp_3_1(mr, g, &px, w, cx, cy);
-            else if (ng == 2)
-              grp_2_1(mr, g, &px, w, cx, cy);
-            else
-              grp_1_1(mr, g, &px, w, cx, cy);
-          } else {
-            if (ng == 2)
-              grp_2_2(mr, g, &px, w, cx, cy);
-            else
-              grp_1_2(mr, g, &px, w, cx, cy);
-          }
+          if (V == 1 && g->Cm == 8)
+            grp_v1c8(ng, mr, g, &px, w, cx, cy);
+          else if (V == 1)
+            grp_v1(ng, mr, g, &px, w, cx, cy);
+          else if (g->Cm == 16)
+            grp_v2c16(ng, mr, g, &px, w, cx, cy);
+          else
+            grp_v2(ng, mr, g, &px, w, cx, cy);
         }
     }
   }

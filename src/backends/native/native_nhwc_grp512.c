@@ -29,12 +29,10 @@
 #define NG1 4
 #define MR2 6
 #define NG2 2
-GRP_FN(grp_1_1, 1, 1, GRP_R6)
-GRP_FN(grp_2_1, 2, 1, GRP_R6)
-GRP_FN(grp_3_1, 3, 1, GRP_R6)
-GRP_FN(grp_4_1, 4, 1, GRP_R6)
-GRP_FN(grp_1_2, 1, 2, GRP_R6)
-GRP_FN(grp_2_2, 2, 2, GRP_R6)
+GRP_NG4(grp_v1, 1, 0, GRP_R6)
+GRP_NG4(grp_v1c16, 1, 16, GRP_R6) /* 16 channels: RegNet's and ResNeXt's third stage */
+GRP_NG2(grp_v2, 2, 0, GRP_R6)
+GRP_NG2(grp_v2c32, 2, 32, GRP_R6) /* ResNeXt's last stage */
 
 bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) {
   return (Mm == 16 || Mm == 32) && Cm >= 1 && Cm * (Mm == 16 ? NG1 : NG2) <= GRP_ZEROS;
@@ -57,21 +55,14 @@ GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
         for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
           int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
           grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
-          if (V == 1) {
-            if (ng == 4)
-              grp_4_1(mr, g, &px, w, cx, cy);
-            else if (ng == 3)
-              grp_3_1(mr, g, &px, w, cx, cy);
-            else if (ng == 2)
-              grp_2_1(mr, g, &px, w, cx, cy);
-            else
-              grp_1_1(mr, g, &px, w, cx, cy);
-          } else {
-            if (ng == 2)
-              grp_2_2(mr, g, &px, w, cx, cy);
-            else
-              grp_1_2(mr, g, &px, w, cx, cy);
-          }
+          if (V == 1 && g->Cm == 16)
+            grp_v1c16(ng, mr, g, &px, w, cx, cy);
+          else if (V == 1)
+            grp_v1(ng, mr, g, &px, w, cx, cy);
+          else if (g->Cm == 32)
+            grp_v2c32(ng, mr, g, &px, w, cx, cy);
+          else
+            grp_v2(ng, mr, g, &px, w, cx, cy);
         }
     }
   }

@@ -24,10 +24,12 @@ typedef struct grp_px {
  * group's Mm = V GL outputs: per tap the mr input pointers once, then per
  * group its Cm channels (one broadcast of a pixel's input feeds V
  * multiply-adds); bias, residual and clamp, then stored. */
-INL GT void grp_tile(const int mr, const int ng, const int V, const nat_grp *g, const grp_px *px,
-                     const float *w, int64_t cx, int64_t cy) {
+INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, const nat_grp *g,
+                     const grp_px *px, const float *w, int64_t cx, int64_t cy) {
   const nat_nhwc *c = g->c;
-  const int64_t Cm = g->Cm, Mm = g->Mm, gs = g->gstride;
+  /* CM: the channels a merged group as a constant (0: g->Cm), so that the
+   * channel loop unrolls and the weight rows sit at constant offsets */
+  const int64_t Cm = CM ? CM : g->Cm, Mm = V * GL, gs = g->gstride;
   GV acc[8][4];
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) {
@@ -58,6 +60,7 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const nat_grp *g, 
         if (jg >= ng) break;
         const float *wk = wt + jg * gs;
         const int64_t off = jg * Cm;
+#pragma GCC unroll 2
         for (int64_t k = 0; k < Cm; k++, wk += Mm) {
           GV wv[2];
 #pragma GCC unroll 2
@@ -93,14 +96,45 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const nat_grp *g, 
 
 #define GRP_ARGS const nat_grp *g, const grp_px *px, const float *w, int64_t cx, int64_t cy
 #define GRP_PASS g, px, w, cx, cy
-#define GRP_C(R, NG, V)                                                                            \
-  case R: grp_tile(R, NG, V, GRP_PASS); break;
+#define GRP_C(R, NG, V, CM)                                                                        \
+  case R: grp_tile(R, NG, V, CM, GRP_PASS); break;
 
-/* One function per (groups, vectors) of a tile, switching on its pixels. */
-#define GRP_FN(NAME, NG, V, CASES)                                                                 \
+/* One function per (groups, vectors, constant channels) of a tile,
+ * switching on its pixels. */
+#define GRP_FN(NAME, NG, V, CM, CASES)                                                             \
   static GT void NAME(int mr, GRP_ARGS) {                                                          \
-    switch (mr) { CASES(NG, V) default : break; }                                                  \
+    switch (mr) { CASES(NG, V, CM) default : break; }                                              \
   }
-#define GRP_R3(NG, V) GRP_C(1, NG, V) GRP_C(2, NG, V) GRP_C(3, NG, V)
-#define GRP_R4(NG, V) GRP_R3(NG, V) GRP_C(4, NG, V)
-#define GRP_R6(NG, V) GRP_R4(NG, V) GRP_C(5, NG, V) GRP_C(6, NG, V)
+#define GRP_R3(NG, V, CM) GRP_C(1, NG, V, CM) GRP_C(2, NG, V, CM) GRP_C(3, NG, V, CM)
+#define GRP_R4(NG, V, CM) GRP_R3(NG, V, CM) GRP_C(4, NG, V, CM)
+#define GRP_R6(NG, V, CM) GRP_R4(NG, V, CM) GRP_C(5, NG, V, CM) GRP_C(6, NG, V, CM)
+
+/* Tiles of 1 to 2, 3 or 4 groups (ng) with V vectors each and CM
+ * channels (0: any), switching on ng then on the pixels. */
+#define GRP_NG2(NAME, V, CM, CASES)                                                                \
+  GRP_FN(NAME##_1, 1, V, CM, CASES)                                                                \
+  GRP_FN(NAME##_2, 2, V, CM, CASES)                                                                \
+  static GT void NAME(int ng, int mr, GRP_ARGS) {                                                  \
+    if (ng == 2)                                                                                   \
+      NAME##_2(mr, GRP_PASS);                                                                      \
+    else                                                                                           \
+      NAME##_1(mr, GRP_PASS);                                                                      \
+  }
+#define GRP_NG3(NAME, V, CM, CASES)                                                                \
+  GRP_NG2(NAME##_lo, V, CM, CASES)                                                                 \
+  GRP_FN(NAME##_3, 3, V, CM, CASES)                                                                \
+  static GT void NAME(int ng, int mr, GRP_ARGS) {                                                  \
+    if (ng == 3)                                                                                   \
+      NAME##_3(mr, GRP_PASS);                                                                      \
+    else                                                                                           \
+      NAME##_lo(ng, mr, GRP_PASS);                                                                 \
+  }
+#define GRP_NG4(NAME, V, CM, CASES)                                                                \
+  GRP_NG3(NAME##_lo, V, CM, CASES)                                                                 \
+  GRP_FN(NAME##_4, 4, V, CM, CASES)                                                                \
+  static GT void NAME(int ng, int mr, GRP_ARGS) {                                                  \
+    if (ng == 4)                                                                                   \
+      NAME##_4(mr, GRP_PASS);                                                                      \
+    else                                                                                           \
+      NAME##_lo(ng, mr, GRP_PASS);                                                                 \
+  }
