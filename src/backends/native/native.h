@@ -552,7 +552,7 @@ void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int6
 /* Grouped window convs of few channels a group, several groups a register
  * tile (native_nhwc_grp256.c, native_nhwc_grp512.c): c the whole conv
  * (NHWC X of c->C channels, Y of c->M, no ldy), its groups merged into
- * groups of Cm inputs and Mm outputs (Mm 1 to 4 vectors) whose packed
+ * groups of Cm inputs and Mm outputs (Mm one or two vectors) whose packed
  * weights ([kh kw Cm] x Mm, block-diagonal) are at wpk + g gstride. All
  * borrowed. */
 typedef struct nat_grp {

@@ -2,10 +2,9 @@
  * AVX2+FMA, register-blocked over groups. Groups are merged as
  * native_nhwc.c's run_grouped merges them (f groups of Cg inputs and Mg
  * outputs into one of Cm = f Cg and Mm = f Mg with block-diagonal packed
- * weights) until Mm is a vector or more; where Mm is 1 to 4 vectors
- * (V) this kernel takes several merged groups in one register tile: mr
- * pixels x ng groups x V vectors (4 x 3 x 1, 3 x 2 x 2, 4 x 1 x 3 or
- * 3 x 1 x 4: 12 accumulators). Per tap, the pixels' input
+ * weights) until Mm is one or two vectors; this kernel then takes several
+ * merged groups in one register tile: mr pixels x ng groups x V vectors
+ * (4 x 3 x 1 or 3 x 2 x 2: 12 accumulators). Per tap, the pixels' input
  * pointers are computed once for all ng groups (the per-group window
  * kernel recomputed them for each group, and refilled each panel per
  * group: with ResNeXt's 4 or 8 channels a group that bookkeeping was most
@@ -38,26 +37,25 @@
 
 #include "backends/native/native_nhwc_grp_tmpl.h"
 
-/* The tile by V, the vectors a merged group: pixels, groups at most. */
-static const int tile_mr[5] = {0, 4, 3, 4, 3}, tile_ng[5] = {0, 3, 2, 1, 1};
+/* tiles: one vector a group, 4 pixels x 3 groups; two, 3 x 2 */
+#define MR1 4
+#define NG1 3
+#define MR2 3
+#define NG2 2
 GRP_NG3(grp_v1, 1, 0, GRP_R4)
 GRP_NG3(grp_v1c8, 1, 8, GRP_R4) /* 8 channels: ResNeXt's 4 a group in pairs, or 8 */
 GRP_NG2(grp_v2, 2, 0, GRP_R3)
 GRP_NG2(grp_v2c16, 2, 16, GRP_R3) /* RegNet's 16 */
-GRP_FN(grp_v3, 1, 3, 0, GRP_R4)
-GRP_FN(grp_v4, 1, 4, 0, GRP_R3)
-GRP_FN(grp_v4c32, 1, 4, 32, GRP_R3) /* ResNeXt's last stage */
 
 bool nat_nhwc256_grp_fits(int64_t Cm, int64_t Mm) {
-  int64_t V = Mm / 8;
-  return Mm % 8 == 0 && V >= 1 && V <= 4 && Cm >= 1 && Cm * tile_ng[V] <= GRP_ZEROS;
+  return (Mm == 8 || Mm == 16) && Cm >= 1 && Cm * (Mm == 8 ? NG1 : NG2) <= GRP_ZEROS;
 }
 
-int nat_nhwc256_grp_rows(int64_t Mm) { return tile_mr[Mm / 8 >= 1 && Mm / 8 <= 4 ? Mm / 8 : 1]; }
+int nat_nhwc256_grp_rows(int64_t Mm) { return Mm == 8 ? MR1 : MR2; }
 
 GT void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {
   const nat_nhwc *c = g->c;
-  const int V = (int)(g->Mm / 8), MR = tile_mr[V], NG = tile_ng[V];
+  const int V = g->Mm == 8 ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;
   nat_win_panel pn;
   for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
     int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
@@ -70,27 +68,14 @@ GT void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
         for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
           int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
           grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
-          switch (V) {
-          case 1:
-            if (g->Cm == 8)
-              grp_v1c8(ng, mr, g, &px, w, cx, cy);
-            else
-              grp_v1(ng, mr, g, &px, w, cx, cy);
-            break;
-          case 2:
-            if (g->Cm == 16)
-              grp_v2c16(ng, mr, g, &px, w, cx, cy);
-            else
-              grp_v2(ng, mr, g, &px, w, cx, cy);
-            break;
-          case 3: grp_v3(mr, g, &px, w, cx, cy); break;
-          default:
-            if (g->Cm == 32)
-              grp_v4c32(mr, g, &px, w, cx, cy);
-            else
-              grp_v4(mr, g, &px, w, cx, cy);
-            break;
-          }
+          if (V == 1 && g->Cm == 8)
+            grp_v1c8(ng, mr, g, &px, w, cx, cy);
+          else if (V == 1)
+            grp_v1(ng, mr, g, &px, w, cx, cy);
+          else if (g->Cm == 16)
+            grp_v2c16(ng, mr, g, &px, w, cx, cy);
+          else
+            grp_v2(ng, mr, g, &px, w, cx, cy);
         }
     }
   }

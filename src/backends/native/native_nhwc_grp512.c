@@ -1,7 +1,7 @@
 /* FusedConvNhwc's grouped window convolutions of few channels a group on
  * AVX-512: native_nhwc_grp256.c's tiles (see there) on vectors of 16
- * channels and 32 registers: 6 pixels x 4 merged groups of one vector,
- * 6 x 2 of two, 8 x 1 of three or 6 x 1 of four (24 accumulators). Regnet's 16 channels a group and
+ * channels and 32 registers: 6 pixels x 4 merged groups of one vector, or
+ * 6 x 2 of two (24 accumulators). Regnet's 16 channels a group and
  * ResNeXt's 16 and 32 take these; groups under 16 outputs the AVX2 tiles. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,25 +25,24 @@
 
 #include "backends/native/native_nhwc_grp_tmpl.h"
 
-/* The tile by V, the vectors a merged group: pixels, groups at most. */
-static const int tile_mr[5] = {0, 6, 6, 8, 6}, tile_ng[5] = {0, 4, 2, 1, 1};
+#define MR1 6
+#define NG1 4
+#define MR2 6
+#define NG2 2
 GRP_NG4(grp_v1, 1, 0, GRP_R6)
 GRP_NG4(grp_v1c16, 1, 16, GRP_R6) /* 16 channels: RegNet's and ResNeXt's third stage */
 GRP_NG2(grp_v2, 2, 0, GRP_R6)
 GRP_NG2(grp_v2c32, 2, 32, GRP_R6) /* ResNeXt's last stage */
-GRP_FN(grp_v3, 1, 3, 0, GRP_R8)
-GRP_FN(grp_v4, 1, 4, 0, GRP_R6)
 
 bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) {
-  int64_t V = Mm / 16;
-  return Mm % 16 == 0 && V >= 1 && V <= 4 && Cm >= 1 && Cm * tile_ng[V] <= GRP_ZEROS;
+  return (Mm == 16 || Mm == 32) && Cm >= 1 && Cm * (Mm == 16 ? NG1 : NG2) <= GRP_ZEROS;
 }
 
-int nat_nhwc512_grp_rows(int64_t Mm) { return tile_mr[Mm / 16 >= 1 && Mm / 16 <= 4 ? Mm / 16 : 1]; }
+int nat_nhwc512_grp_rows(int64_t Mm) { return Mm == 16 ? MR1 : MR2; }
 
 GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {
   const nat_nhwc *c = g->c;
-  const int V = (int)(g->Mm / 16), MR = tile_mr[V], NG = tile_ng[V];
+  const int V = g->Mm == 16 ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;
   nat_win_panel pn;
   for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
     int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
@@ -56,22 +55,14 @@ GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
         for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
           int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
           grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
-          switch (V) {
-          case 1:
-            if (g->Cm == 16)
-              grp_v1c16(ng, mr, g, &px, w, cx, cy);
-            else
-              grp_v1(ng, mr, g, &px, w, cx, cy);
-            break;
-          case 2:
-            if (g->Cm == 32)
-              grp_v2c32(ng, mr, g, &px, w, cx, cy);
-            else
-              grp_v2(ng, mr, g, &px, w, cx, cy);
-            break;
-          case 3: grp_v3(mr, g, &px, w, cx, cy); break;
-          default: grp_v4(mr, g, &px, w, cx, cy); break;
-          }
+          if (V == 1 && g->Cm == 16)
+            grp_v1c16(ng, mr, g, &px, w, cx, cy);
+          else if (V == 1)
+            grp_v1(ng, mr, g, &px, w, cx, cy);
+          else if (g->Cm == 32)
+            grp_v2c32(ng, mr, g, &px, w, cx, cy);
+          else
+            grp_v2(ng, mr, g, &px, w, cx, cy);
         }
     }
   }

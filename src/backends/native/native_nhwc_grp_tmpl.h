@@ -62,16 +62,16 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, cons
         const int64_t off = jg * Cm;
 #pragma GCC unroll 2
         for (int64_t k = 0; k < Cm; k++, wk += Mm) {
-          GV wv[4];
-#pragma GCC unroll 4
-          for (int v = 0; v < 4; v++)
+          GV wv[2];
+#pragma GCC unroll 2
+          for (int v = 0; v < 2; v++)
             if (v < V) wv[v] = GLOAD(wk + GL * v);
 #pragma GCC unroll 8
           for (int i = 0; i < 8; i++) {
             if (i >= mr) break;
             GV xb = GSET1(p[i][off + k]);
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++)
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++)
               if (v < V) acc[i][jg * V + v] = GFMA(xb, wv[v], acc[i][jg * V + v]);
           }
         }
@@ -108,7 +108,6 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, cons
 #define GRP_R3(NG, V, CM) GRP_C(1, NG, V, CM) GRP_C(2, NG, V, CM) GRP_C(3, NG, V, CM)
 #define GRP_R4(NG, V, CM) GRP_R3(NG, V, CM) GRP_C(4, NG, V, CM)
 #define GRP_R6(NG, V, CM) GRP_R4(NG, V, CM) GRP_C(5, NG, V, CM) GRP_C(6, NG, V, CM)
-#define GRP_R8(NG, V, CM) GRP_R6(NG, V, CM) GRP_C(7, NG, V, CM) GRP_C(8, NG, V, CM)
 
 /* Tiles of 1 to 2, 3 or 4 groups (ng) with V vectors each and CM
  * channels (0: any), switching on ng then on the pixels. */
