@@ -569,6 +569,14 @@ int nat_nhwc512_grp_rows(int64_t Mm);
 /* Output pixels [p0, p1) of merged groups [g0, g1). */
 void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1);
 void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1);
+/* Groups of 4 inputs and 4 outputs, L / 4 groups a vector of L lanes (L
+ * 8 or 16; g->Cm = g->Mm = L): output pixels [p0, p1) of vectors [b0, b1),
+ * on weights packed per vector and tap as 4 vectors of rotated lanes
+ * (native_nhwc.c grp_pack_rot4); the pixels a tile takes. */
+void nat_nhwc256_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1);
+void nat_nhwc512_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1);
+int nat_nhwc256_grp4_rows(void);
+int nat_nhwc512_grp4_rows(void);
 /* Depthwise convs of any window, stride and dilation: output rows [r0, r1)
  * (of N*OH) from the zero-padded input c->x (c->H, c->W its padded sizes:
  * every tap of every output inside it; native_nhwc_dw256.c,
@@ -598,6 +606,7 @@ long long nat_wino4_runs(void); /* of those, as F(4x4, 3x3) (tests) */
 void nat_wino_set_tile(int m);
 long long nat_win_class_runs(void); /* window convs run in tap classes (tests) */
 long long nat_grp_tile_runs(void);  /* grouped convs run on nat_nhwc*_grp's tiles (tests) */
+long long nat_grp4_runs(void);      /* of those, on nat_nhwc*_grp4's (tests) */
 /* Tests and A/B timing: grouped convs on the per-group window kernels. */
 void nat_nhwc_set_grp_single(bool on);
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);

@@ -33,6 +33,7 @@
 #define GMIN(a, b) _mm256_min_ps((a), (b))
 #define GMAX(a, b) _mm256_max_ps((a), (b))
 #define GADD(a, b) _mm256_add_ps((a), (b))
+#define GPERM(x, imm) _mm256_permute_ps((x), (imm))
 #define GZERO() _mm256_setzero_ps()
 
 #include "backends/native/native_nhwc_grp_tmpl.h"
@@ -81,10 +82,18 @@ GT void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
   }
 }
 
+/* Groups of 4 in and 4 out: 4 pixels x 2 vectors of 2 groups. */
+GRP4_FN(grp4_nb, 2, 4)
+GRP4_FN(grp4_1, 1, 4)
+GRP4_DRIVER(nat_nhwc256_grp4, 4, 2, grp4_nb, grp4_1)
+int nat_nhwc256_grp4_rows(void) { return 4; }
+
 #else
 
 bool nat_nhwc256_grp_fits(int64_t Cm, int64_t Mm) { return false; }
 int nat_nhwc256_grp_rows(int64_t Mm) { return 1; }
 void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {}
+void nat_nhwc256_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1) {}
+int nat_nhwc256_grp4_rows(void) { return 1; }
 
 #endif

@@ -21,6 +21,7 @@
 #define GMIN(a, b) _mm512_min_ps((a), (b))
 #define GMAX(a, b) _mm512_max_ps((a), (b))
 #define GADD(a, b) _mm512_add_ps((a), (b))
+#define GPERM(x, imm) _mm512_permute_ps((x), (imm))
 #define GZERO() _mm512_setzero_ps()
 
 #include "backends/native/native_nhwc_grp_tmpl.h"
@@ -68,10 +69,18 @@ GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, in
   }
 }
 
+/* Groups of 4 in and 4 out: 8 pixels x 2 vectors of 4 groups. */
+GRP4_FN(grp4_nb, 2, 8)
+GRP4_FN(grp4_1, 1, 8)
+GRP4_DRIVER(nat_nhwc512_grp4, 8, 2, grp4_nb, grp4_1)
+int nat_nhwc512_grp4_rows(void) { return 8; }
+
 #else
 
 bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) { return false; }
 int nat_nhwc512_grp_rows(int64_t Mm) { return 1; }
 void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {}
+void nat_nhwc512_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1) {}
+int nat_nhwc512_grp4_rows(void) { return 1; }
 
 #endif

@@ -138,3 +138,119 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, cons
     else                                                                                           \
       NAME##_lo(ng, mr, GRP_PASS);                                                                 \
   }
+
+/* Groups of 4 inputs and 4 outputs (nat_nhwc*_grp4): mr pixels x nb
+ * vectors of GL / 4 groups each (the first at input and output channel
+ * cx, its weights at w, g->gstride floats a vector), per tap and vector 4
+ * weight vectors W_r and per pixel one input load and 3 rotations within
+ * each 4 lanes (GPERM): 4 multiply-adds for 4 GL useful products, where
+ * the merged block-diagonal weights of grp_tile spend twice as many. */
+INL GT void grp4_tile(const int mr, const int nb, const nat_grp *g, const grp_px *px,
+                      const float *w, int64_t cx) {
+  const nat_nhwc *c = g->c;
+  const int64_t gs = g->gstride;
+  GV acc[8][3];
+#pragma GCC unroll 3
+  for (int j = 0; j < 3; j++) {
+    if (j >= nb) break;
+    GV bj = c->b ? GLOAD(c->b + cx + GL * j) : GZERO();
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+      if (i < mr) acc[i][j] = bj;
+  }
+  const int64_t H = c->H, W = c->W, xs_h = c->xs_h, xs_w = c->xs_w;
+  const int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  for (int64_t ki = 0; ki < c->kh; ki++)
+    for (int64_t kj = 0; kj < c->kw; kj++) {
+      const float *p[8];
+      bool any = false;
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) {
+        if (i >= mr) break;
+        int64_t ih = px->ih[i] + ki * dh, iw = px->iw[i] + kj * dw;
+        bool in = (uint64_t)ih < (uint64_t)H && (uint64_t)iw < (uint64_t)W;
+        p[i] = in ? c->x + px->xo[i] + ih * xs_h + iw * xs_w + cx : grp_zeros;
+        any |= in;
+      }
+      if (!any) continue;
+      const float *wt = w + (ki * c->kw + kj) * 4 * GL;
+#pragma GCC unroll 3
+      for (int j = 0; j < 3; j++) {
+        if (j >= nb) break;
+        const float *wj = wt + j * gs;
+        const GV w0 = GLOAD(wj), w1 = GLOAD(wj + GL), w2 = GLOAD(wj + 2 * GL),
+                 w3 = GLOAD(wj + 3 * GL);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+          if (i >= mr) break;
+          GV x = GLOAD(p[i] + GL * j), a = acc[i][j];
+          a = GFMA(x, w0, a);
+          a = GFMA(GPERM(x, 0x39), w1, a); /* lanes m + 1 of each 4 */
+          a = GFMA(GPERM(x, 0x4E), w2, a); /* m + 2 */
+          a = GFMA(GPERM(x, 0x93), w3, a); /* m + 3 */
+          acc[i][j] = a;
+        }
+      }
+    }
+  const GV lo = GSET1(c->lo), hi = GSET1(c->hi);
+  const int64_t ldy = c->M, ldz = c->M;
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++) {
+      if (j >= nb) break;
+      int64_t ch = cx + GL * j;
+      GV v = acc[i][j];
+      if (c->z) v = GADD(v, GLOAD(c->z + px->q[i] * ldz + ch));
+      v = GMIN(GMAX(v, lo), hi);
+      GSTORE(c->y + (px->q[i] - px->qy) * ldy + ch, v);
+    }
+  }
+}
+
+#define GRP4_C(R, NB)                                                                              \
+  case R:                                                                                          \
+    grp4_tile(R, NB, g, px, w, cx);                                                                \
+    break;
+#define GRP4_FN(NAME, NB, MR)                                                                      \
+  static GT void NAME(int mr, const nat_grp *g, const grp_px *px, const float *w, int64_t cx) {    \
+    switch (mr) {                                                                                  \
+      GRP4_C(1, NB)                                                                                \
+      GRP4_C(2, NB)                                                                                \
+      GRP4_C(3, NB)                                                                                \
+      GRP4_C(4, NB)                                                                                \
+      GRP4_C(5, MR > 4 ? NB : 0)                                                                   \
+      GRP4_C(6, MR > 4 ? NB : 0)                                                                   \
+      GRP4_C(7, MR > 4 ? NB : 0)                                                                   \
+      GRP4_C(8, MR > 4 ? NB : 0)                                                                   \
+    default: break;                                                                                \
+    }                                                                                              \
+  }
+
+/* The driver of grp4_tile: output pixels [p0, p1) of vectors [b0, b1) of
+ * GL / 4 groups, in panels as nat_nhwc*_grp; tiles of MR pixels, NB
+ * vectors. */
+#define GRP4_DRIVER(NAME, MR, NB, FN_NB, FN_1)                                                     \
+  GT void NAME(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1) {                 \
+    const nat_nhwc *c = g->c;                                                                      \
+    nat_win_panel pn;                                                                              \
+    for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {                                          \
+      int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;                              \
+      nat_win_panel_fill(c, q0, q1, &pn);                                                          \
+      for (int64_t b = b0; b < b1; b += NB) {                                                      \
+        bool full = b1 - b >= NB;                                                                  \
+        const float *w = g->wpk + b * g->gstride;                                                  \
+        for (int s = 0; s < pn.nseg; s++)                                                          \
+          for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {                                    \
+            int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;                              \
+            grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};              \
+            if (full)                                                                              \
+              FN_NB(mr, g, &px, w, b *GL);                                                         \
+            else                                                                                   \
+              for (int64_t k = b; k < b1; k++)                                                     \
+                FN_1(mr, g, &px, g->wpk + k * g->gstride, k * GL);                                 \
+          }                                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+  }
