@@ -607,8 +607,6 @@ void nat_wino_set_tile(int m);
 long long nat_win_class_runs(void); /* window convs run in tap classes (tests) */
 long long nat_grp_tile_runs(void);  /* grouped convs run on nat_nhwc*_grp's tiles (tests) */
 long long nat_grp4_runs(void);      /* of those, on nat_nhwc*_grp4's (tests) */
-/* Tests and A/B timing: grouped convs on the per-group window kernels. */
-void nat_nhwc_set_grp_single(bool on);
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);

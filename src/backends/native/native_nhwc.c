@@ -788,8 +788,6 @@ static const float *grp_pack_rot4(nat_run *r, const nat_nhwc *c, int64_t L) {
   return p;
 }
 
-static bool force_grp_single;
-void nat_nhwc_set_grp_single(bool on) { force_grp_single = on; }
 static _Atomic long long grp_tile_runs, grp4_runs;
 long long nat_grp_tile_runs(void) { return grp_tile_runs; }
 long long nat_grp4_runs(void) { return grp4_runs; }
@@ -811,8 +809,7 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   /* 4 channels a group in and out (ResNeXt's first stage): the tiles of
    * rotated lanes at the run's level, L / 4 groups a vector, no zeros */
   int64_t rl = level == NAT_ISA_AVX512 ? 16 : 8;
-  if (level > NAT_ISA_PORTABLE && !force_grp_single && j.Cg == 4 && j.Mg == 4 &&
-      j.G % (rl / 4) == 0) {
+  if (level > NAT_ISA_PORTABLE && j.Cg == 4 && j.Mg == 4 && j.G % (rl / 4) == 0) {
     lv = level, j.k = level_kernels(lv), j.f = rl / 4, j.rot4 = true;
     j.tiles = lv;
   }
@@ -821,9 +818,9 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   if (j.rot4)
     c->pw_mr = lv == NAT_ISA_AVX512 ? nat_nhwc512_grp4_rows() : nat_nhwc256_grp4_rows(),
     c->pw_bw = (int)Mm;
-  else if (lv == NAT_ISA_AVX512 && !force_grp_single && nat_nhwc512_grp_fits(Cm, Mm))
+  else if (lv == NAT_ISA_AVX512 && nat_nhwc512_grp_fits(Cm, Mm))
     j.tiles = NAT_ISA_AVX512, c->pw_mr = nat_nhwc512_grp_rows(Mm), c->pw_bw = (int)Mm;
-  else if (lv == NAT_ISA_AVX2 && !force_grp_single && nat_nhwc256_grp_fits(Cm, Mm))
+  else if (lv == NAT_ISA_AVX2 && nat_nhwc256_grp_fits(Cm, Mm))
     j.tiles = NAT_ISA_AVX2, c->pw_mr = nat_nhwc256_grp_rows(Mm), c->pw_bw = (int)Mm;
   else
     j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv), c->pw_bw = (int)(j.k->lanes * c->pw_nv);
