@@ -509,6 +509,85 @@ static void test_dilated_nhwc(int count) {
   CHECK(nat_win_class_runs() > classed);
 }
 
+/* Whether the AVX2 level runs groups of cg inputs and mg outputs (g of
+ * them) on native_nhwc_grp256.c's tiles: run_grouped (native_nhwc.c)
+ * merges f groups (f the least divisor of g with f mg >= 8) and the tiles
+ * take merged groups of 8 or 16 outputs. */
+static bool grp_tiles_at_avx2(int64_t g, int64_t cg, int64_t mg) {
+  int64_t f = 1;
+  while (f * mg < 8 && f < g) {
+    f++;
+    while (g % f)
+      f++;
+  }
+  return (f * mg == 8 || f * mg == 16) && f * cg * 3 <= 2048;
+}
+
+/* Grouped convs of the widths CNNs have (ResNeXt: 32 groups of 4, 8, 16,
+ * 32 channels; RegNet: 16 a group, 2 to 25 groups) and odd ones (1 to 6,
+ * unequal inputs and outputs a group), on the tiles over several groups
+ * (native_nhwc_grp256.c/grp512.c: merged groups of one or two vectors, the
+ * last tile of groups and of pixels partial) and where those do not apply:
+ * strides 1-2, dilation, pads, kernels 1-5, residuals and activations;
+ * 4 channels a group in and out on the rotated-lane tiles (grp4). */
+static void test_grp_tiles(int count) {
+  static const int64_t widths[][2] = {
+      {4, 4},  {8, 8},  {16, 16}, {32, 32}, {2, 4},   {4, 8},   {3, 8},  {16, 8},  {1, 8},  {6, 16},
+      {5, 16}, {8, 16}, {1, 2},   {3, 3},   {12, 12}, {24, 24}, {7, 24}, {64, 64}, {10, 48}};
+  static const char *const acts[] = {NULL, "Relu", "Sigmoid", "SiLU"};
+  long long tiled = nat_grp_tile_runs(), rot4 = nat_grp4_runs();
+  for (int it = 0; it < count; it++) {
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.nsp = 2;
+    c.N = urand(4) ? 1 : 2;
+    const int64_t *wd = widths[urand(sizeof widths / sizeof widths[0])];
+    int64_t g = urand(3) ? 2 + urand(39) : 32;
+    c.group = g, c.C = g * wd[0], c.M = g * wd[1];
+    for (int i = 0; i < 2; i++) {
+      c.k[i] = urand(4) ? 3 : 1 + 2 * urand(3);
+      c.s[i] = urand(3) ? 1 : 2;
+      c.d[i] = urand(5) ? 1 : 2;
+      int64_t dk = (c.k[i] - 1) * c.d[i] + 1;
+      c.in[i] = dk + urand(12);
+      c.pb[i] = urand(4) ? (dk - 1) / 2 : urand((uint32_t)c.k[i] + 1);
+      c.pe[i] = urand(4) ? (dk - 1) / 2 : urand((uint32_t)c.k[i] + 1);
+    }
+    c.act = acts[urand(4)];
+    c.bias = urand(4) != 0;
+    c.residual = c.act && urand(3) == 0;
+    c.nhwc_in = urand(4) != 0;
+    long long before = nat_grp_tile_runs(), rot = nat_grp4_runs();
+    check_case(&c);
+    if (wd[0] == 4 && wd[1] == 4 && g % 2 == 0 && nat_nhwc256_available()) {
+      if (nat_grp4_runs() == rot) fprintf(stderr, "grouped case %d: no rotated-lane run\n", it);
+      CHECK(nat_grp4_runs() > rot); /* 4 a group: the rotated lanes at each vector level */
+    }
+    if (grp_tiles_at_avx2(g, wd[0], wd[1]) && nat_nhwc256_available()) {
+      if (nat_grp_tile_runs() == before) fprintf(stderr, "grouped case %d: no tile run\n", it);
+      CHECK(nat_grp_tile_runs() > before);
+    }
+  }
+  /* ResNeXt's first stage (32 groups of 4, strides 1 and 2) and 4 a group
+   * in 2, 6 and 12 groups (at AVX-512 6 is not a whole number of vectors:
+   * the merged tiles), odd maps, a residual */
+  static const int64_t four[][4] = {
+      {32, 14, 1, 0}, {32, 15, 2, 0}, {2, 9, 1, 1}, {6, 11, 1, 0}, {12, 7, 2, 1}};
+  for (int i = 0; i < 5; i++) {
+    conv_case f =
+        base(2, 1, 4 * four[i][0], 4 * four[i][0], four[i][0], four[i][1], 3, four[i][2], 1);
+    for (int k = 0; k < 2; k++)
+      f.pb[k] = f.pe[k] = 1;
+    f.bias = true, f.act = "Relu", f.nhwc_in = true, f.residual = four[i][3] != 0;
+    long long rot = nat_grp4_runs();
+    check_case(&f);
+    CHECK(!nat_nhwc256_available() || nat_grp4_runs() > rot);
+  }
+  printf("test_native_conv: %lld grouped runs on tiles over groups, %lld of 4 a group\n",
+         nat_grp_tile_runs() - tiled, nat_grp4_runs() - rot4);
+  CHECK(nat_grp_tile_runs() > tiled);
+}
+
 /* Depthwise convs of mobile nets' widths on the vector kernels of any
  * window (native_nhwc_dw256.c/dw512.c): 1-300 channels (tiles of up to 8
  * vectors, 64 channels at AVX2 and 128 at AVX-512, with lane tails), 5x5,
@@ -682,6 +761,7 @@ int main(void) {
   test_wino(16);
   test_dw1(16);
   test_conv3d(24);
+  test_grp_tiles(40); /* last: the cases above keep their random draws */
   printf("test_native_conv: %d cases\n", cases_run);
   return check_result("test_native_conv");
 }

@@ -406,6 +406,34 @@ void nat_nhwc256_win_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
 void nat_nhwc512_win_tile(int64_t P, int64_t M, int *mr, int *nv);
 void nat_nhwc512_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1);
+/* Grouped window convs of few channels a group, several groups a register
+ * tile (native_nhwc_grp256.c, native_nhwc_grp512.c): c the whole conv
+ * (NHWC X of c->C channels, Y of c->M, no ldy), its groups merged into
+ * groups of Cm inputs and Mm outputs (Mm one or two vectors) whose packed
+ * weights ([kh kw Cm] x Mm, block-diagonal) are at wpk + g gstride. All
+ * borrowed. */
+typedef struct nat_grp {
+  const nat_nhwc *c;
+  const float *wpk;
+  int64_t gstride, Cm, Mm;
+} nat_grp;
+/* Whether the level's tiles take merged groups of Cm inputs, Mm outputs. */
+bool nat_nhwc256_grp_fits(int64_t Cm, int64_t Mm);
+bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm);
+/* Pixels a tile takes (the unit of a task's pixel range). */
+int nat_nhwc256_grp_rows(int64_t Mm);
+int nat_nhwc512_grp_rows(int64_t Mm);
+/* Output pixels [p0, p1) of merged groups [g0, g1). */
+void nat_nhwc256_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1);
+void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1);
+/* Groups of 4 inputs and 4 outputs, L / 4 groups a vector of L lanes (L
+ * 8 or 16; g->Cm = g->Mm = L): output pixels [p0, p1) of vectors [b0, b1),
+ * on weights packed per vector and tap as 4 vectors of rotated lanes
+ * (native_nhwc.c grp_pack_rot4); the pixels a tile takes. */
+void nat_nhwc256_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1);
+void nat_nhwc512_grp4(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1);
+int nat_nhwc256_grp4_rows(void);
+int nat_nhwc512_grp4_rows(void);
 /* Depthwise convs of any window, stride and dilation: output rows [r0, r1)
  * (of N*OH) from the zero-padded input c->x (c->H, c->W its padded sizes:
  * every tap of every output inside it; native_nhwc_dw256.c,
@@ -434,6 +462,8 @@ long long nat_wino4_runs(void); /* of those, as F(4x4, 3x3) (tests) */
 /* Tests: 2 or 4 forces Winograd F(m x m, 3x3) where it fits; 0 picks by the shape. */
 void nat_wino_set_tile(int m);
 long long nat_win_class_runs(void); /* window convs run in tap classes (tests) */
+long long nat_grp_tile_runs(void);  /* grouped convs run on nat_nhwc*_grp's tiles (tests) */
+long long nat_grp4_runs(void);      /* of those, on nat_nhwc*_grp4's (tests) */
 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1);
 /* AVX-512 kernels (native_nhwc512.c), only when nat_nhwc512_available():
  * pointwise on pixels [p0, p1) (of N*OH*OW) and channels [m0, m1);

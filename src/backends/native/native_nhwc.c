@@ -658,6 +658,8 @@ typedef struct grp_job {
   const nhwc_kernels *k; /* the tiles' level */
   const float *wpk;      /* packed: merged group g at g * gstride */
   int64_t f, G, Cg, Mg, gstride, rows, row_tasks, grp_chunk, grp_tasks;
+  int tiles; /* 0, or the level of nat_nhwc*_grp's tiles over several groups */
+  bool rot4; /* 4 channels a group in and out: nat_nhwc*_grp4, rotated lanes */
 } grp_job;
 
 /* Merged group g of j as a conv of its own. */
@@ -714,7 +716,18 @@ static void grp_task(void *arg, int64_t t, int tid) {
   int64_t g0 = gt * j->grp_chunk,
           g1 = g0 + j->grp_chunk < j->G / j->f ? g0 + j->grp_chunk : j->G / j->f;
   if (p0 >= p1 || g0 >= g1) return;
-  for (int64_t g = g0; g < g1; g++) {
+  if (j->tiles) {
+    nat_grp gw = {&j->c, j->wpk, j->gstride, j->f * j->Cg, j->f * j->Mg};
+    if (j->rot4 && j->tiles == NAT_ISA_AVX512)
+      nat_nhwc512_grp4(&gw, p0, p1, g0, g1);
+    else if (j->rot4)
+      nat_nhwc256_grp4(&gw, p0, p1, g0, g1);
+    else if (j->tiles == NAT_ISA_AVX512)
+      nat_nhwc512_grp(&gw, p0, p1, g0, g1);
+    else
+      nat_nhwc256_grp(&gw, p0, p1, g0, g1);
+  }
+  for (int64_t g = g0; !j->tiles && g < g1; g++) {
     nat_nhwc v = grp_view(j, g);
     if (v.wpk)
       j->k->win(&v, p0, p1, 0, v.M);
@@ -753,6 +766,32 @@ static const float *grp_pack(nat_run *r, const grp_job *j, int64_t bw) {
   return p;
 }
 
+/* The weights of groups of 4 inputs and 4 outputs for nat_nhwc*_grp4:
+ * per block of L / 4 groups (L the lanes) and tap, 4 vectors W_r (r = 0..3)
+ * with W_r[4 g + m] = w_g[(m + r) % 4][m], so that
+ * y[4 g + m] = sum_r x[4 g + (m + r) % 4] W_r[4 g + m]: the input vector
+ * rotated by r within each 4 lanes. */
+static const float *grp_pack_rot4(nat_run *r, const nat_nhwc *c, int64_t L) {
+  if (!nat_input_is_const(r, 1)) return NULL;
+  int64_t taps = c->kh * c->kw, blocks = c->group / (L / 4);
+  int64_t key[4] = {taps, c->M, -L, (int64_t)(intptr_t)c->w};
+  bool fresh;
+  float *p =
+      nat_node_pack(r, NAT_DATA_CONV, key, sizeof(float) * (size_t)(blocks * taps * 4 * L), &fresh);
+  for (int64_t b = 0; p && fresh && b < blocks; b++)
+    for (int64_t t = 0; t < taps; t++)
+      for (int64_t q = 0; q < 4; q++)
+        for (int64_t l = 0; l < L; l++) {
+          int64_t g = b * (L / 4) + l / 4, m = l % 4, ci = (m + q) % 4;
+          p[((b * taps + t) * 4 + q) * L + l] = c->w[(t * 4 + ci) * c->M + g * 4 + m];
+        }
+  return p;
+}
+
+static _Atomic long long grp_tile_runs, grp4_runs;
+long long nat_grp_tile_runs(void) { return grp_tile_runs; }
+long long nat_grp4_runs(void) { return grp4_runs; }
+
 static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
   grp_job j;
   memset(&j, 0, sizeof j);
@@ -767,15 +806,34 @@ static ait_status run_grouped(nat_run *r, nat_nhwc *c, int level) {
     while (j.G % j.f)
       j.f++;
   }
-  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW;
-  j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv);
-  c->pw_bw = (int)(j.k->lanes * c->pw_nv);
+  /* 4 channels a group in and out (ResNeXt's first stage): the tiles of
+   * rotated lanes at the run's level, L / 4 groups a vector, no zeros */
+  int64_t rl = level == NAT_ISA_AVX512 ? 16 : 8;
+  if (level > NAT_ISA_PORTABLE && j.Cg == 4 && j.Mg == 4 && j.G % (rl / 4) == 0) {
+    lv = level, j.k = level_kernels(lv), j.f = rl / 4, j.rot4 = true;
+    j.tiles = lv;
+  }
+  int64_t Mm = j.f * j.Mg, P = c->N * c->OH * c->OW, Cm = j.f * j.Cg;
+  /* merged groups of one or two vectors: tiles over several groups */
+  if (j.rot4)
+    c->pw_mr = lv == NAT_ISA_AVX512 ? nat_nhwc512_grp4_rows() : nat_nhwc256_grp4_rows(),
+    c->pw_bw = (int)Mm;
+  else if (lv == NAT_ISA_AVX512 && nat_nhwc512_grp_fits(Cm, Mm))
+    j.tiles = NAT_ISA_AVX512, c->pw_mr = nat_nhwc512_grp_rows(Mm), c->pw_bw = (int)Mm;
+  else if (lv == NAT_ISA_AVX2 && nat_nhwc256_grp_fits(Cm, Mm))
+    j.tiles = NAT_ISA_AVX2, c->pw_mr = nat_nhwc256_grp_rows(Mm), c->pw_bw = (int)Mm;
+  else
+    j.k->win_tile(P, Mm, &c->pw_mr, &c->pw_nv), c->pw_bw = (int)(j.k->lanes * c->pw_nv);
   int64_t bw = c->pw_bw, K = c->kh * c->kw * j.f * j.Cg;
   j.gstride = (Mm + bw - 1) / bw * bw * K;
   if (lv != NAT_ISA_PORTABLE) c->win_class = win_classes_pay(c); /* each group's tiles alike */
   j.c = *c;
-  if (lv != NAT_ISA_PORTABLE) j.wpk = grp_pack(r, &j, bw);
-  if (!j.wpk) j.f = 1, j.gstride = 0; /* the portable loops, group by group */
+  if (j.rot4) j.gstride = c->kh * c->kw * 4 * rl;
+  if (lv != NAT_ISA_PORTABLE) j.wpk = j.rot4 ? grp_pack_rot4(r, c, rl) : grp_pack(r, &j, bw);
+  if (!j.wpk) j.rot4 = false;
+  if (!j.wpk) j.f = 1, j.gstride = 0, j.tiles = 0; /* the portable loops, group by group */
+  if (j.tiles) grp_tile_runs++;
+  if (j.rot4) grp4_runs++;
   j.rows = P;
   int64_t Gm = j.G / j.f, threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
   double macs = (double)P * c->M * c->kh * c->kw * j.Cg * j.f;
