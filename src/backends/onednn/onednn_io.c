@@ -8,6 +8,7 @@
  *   u32 oneDNN major, minor, patch, u32 bf16, u32 slots, u32 entries,
  *   entries x { u32 slot, u64 bytes, memory descriptor, data },
  *   u64 FNV-1a (over 8-byte words) of everything before it. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,10 +40,20 @@ static uint8_t *put(uint8_t *at, const void *v, size_t n) {
 
 static uint8_t *put32(uint8_t *at, uint32_t v) { return put(at, &v, 4); }
 
+static ait_status save_locked(const dn_state *s, const char *dir);
+
+/* The weight cache is shared with the state's clones: read under its lock. */
 ait_status dn_save(const dn_state *s, const char *dir) {
+  pthread_mutex_lock(s->sh->lock);
+  ait_status st = save_locked(s, dir);
+  pthread_mutex_unlock(s->sh->lock);
+  return st;
+}
+
+static ait_status save_locked(const dn_state *s, const char *dir) {
   size_t md = sizeof(dnnl_memory_desc_t), size = 8 + 4 * 8 + 8;
-  for (int i = 0; i < s->n_wc; i++)
-    size += 4 + 8 + md + s->wc[i].size;
+  for (int i = 0; i < s->sh->n_wc; i++)
+    size += 4 + 8 + md + s->sh->wc[i].size;
   uint8_t *buf = malloc(size), *at = buf;
   if (!buf) return ait_err(AIT_E_NOMEM, "onednn: out of memory saving %zu bytes", size);
   const dnnl_version_t *v = dnnl_version();
@@ -54,13 +65,13 @@ ait_status dn_save(const dn_state *s, const char *dir) {
   at = put32(at, (uint32_t)v->patch);
   at = put32(at, s->bf16);
   at = put32(at, (uint32_t)s->n_slots);
-  at = put32(at, (uint32_t)s->n_wc);
-  for (int i = 0; i < s->n_wc; i++) {
-    uint64_t bytes = s->wc[i].size;
-    at = put32(at, (uint32_t)s->wc[i].slot);
+  at = put32(at, (uint32_t)s->sh->n_wc);
+  for (int i = 0; i < s->sh->n_wc; i++) {
+    uint64_t bytes = s->sh->wc[i].size;
+    at = put32(at, (uint32_t)s->sh->wc[i].slot);
     at = put(at, &bytes, 8);
-    at = put(at, &s->wc[i].md, md);
-    at = put(at, s->wc[i].data, s->wc[i].size);
+    at = put(at, &s->sh->wc[i].md, md);
+    at = put(at, s->sh->wc[i].data, s->sh->wc[i].size);
   }
   uint64_t h = fnv64(buf, (size_t)(at - buf));
   at = put(at, &h, 8);
@@ -129,17 +140,17 @@ static ait_status load_entries(dn_state *s, reader *r, uint32_t n, const char *p
       return ait_err(AIT_E_IO, "onednn: %s is truncated (weight %u)", path, i);
     if (slot >= (uint32_t)s->n_slots || !md_sane(&md, s->slots[slot].t, bytes))
       return ait_err(AIT_E_IO, "onednn: %s: weight %u does not fit the model", path, i);
-    if (s->n_wc == s->cap_wc) {
-      int cap = s->cap_wc ? 2 * s->cap_wc : 32;
-      dn_wentry *w = realloc(s->wc, (size_t)cap * sizeof *w);
+    if (s->sh->n_wc == s->sh->cap_wc) {
+      int cap = s->sh->cap_wc ? 2 * s->sh->cap_wc : 32;
+      dn_wentry *w = realloc(s->sh->wc, (size_t)cap * sizeof *w);
       if (!w) return ait_err(AIT_E_NOMEM, "out of memory");
-      s->wc = w, s->cap_wc = cap;
+      s->sh->wc = w, s->sh->cap_wc = cap;
     }
     void *data = NULL;
     if (posix_memalign(&data, 64, bytes ? (size_t)bytes : 64))
       return ait_err(AIT_E_NOMEM, "onednn: out of memory for weights");
     get(r, data, (size_t)bytes);
-    s->wc[s->n_wc++] = (dn_wentry){(int)slot, md, data, (size_t)bytes};
+    s->sh->wc[s->sh->n_wc++] = (dn_wentry){(int)slot, md, data, (size_t)bytes};
   }
   return AIT_OK;
 }
