@@ -195,6 +195,9 @@ ait_status nat_state_clone(const nat_state *s, nat_state **out) {
   nat_state *c = calloc(1, sizeof *c);
   if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
   atomic_fetch_add_explicit(&s->shared->refs, 1, memory_order_relaxed);
+  /* what s packed so far becomes the family's (cloning is a use of s, on
+   * its thread: its own table may be changed) */
+  nat_exec_publish_packs((nat_state *)s);
   c->shared = s->shared;
   c->g = s->g;
   c->gemm = s->gemm;

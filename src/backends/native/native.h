@@ -293,7 +293,8 @@ void nat_state_free(nat_state *s);
  * and be freed in any order. Only states without an extension (ext) clone. */
 ait_status nat_state_clone(const nat_state *s, nat_state **out);
 /* Move the packed constants this state made into the shared block where it
- * has none for that node yet (after a successful run: they are filled). */
+ * has none for that node yet (after a successful run: they are filled),
+ * when the block has clones; a lone state keeps its own. */
 void nat_exec_publish_packs(nat_state *s);
 /* Bytes of packed constants s can read: its own and the shared block's. */
 int64_t nat_exec_pack_bytes(const nat_state *s);

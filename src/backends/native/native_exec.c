@@ -23,6 +23,7 @@
  * enclosing graph keeps those values alive up to the control-flow node
  * (mark_outer_uses). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,19 @@ static void plan_free(nat_plan *p, int n_values) {
   free(p);
 }
 
+/* The published packs go with the state's other big memory when no clone
+ * shares them (deactivate while tuning); with clones they stay, read-only. */
+static void release_shared_packs(nat_state *s) {
+  nat_shared *sh = s->shared;
+  if (!sh || atomic_load_explicit(&sh->refs, memory_order_acquire) != 1) return;
+  pthread_mutex_lock(sh->lock);
+  for (int i = 0; sh->packs && i < s->g->n_nodes * NAT_DATA_KINDS; i++)
+    free(sh->packs[i]);
+  free(sh->packs);
+  sh->packs = NULL;
+  pthread_mutex_unlock(sh->lock);
+}
+
 void nat_exec_release(nat_state *s) {
   for (int i = 0; i < s->n_plans; i++)
     plan_free(s->plans[i], s->g->n_values);
@@ -232,6 +246,7 @@ void nat_exec_release(nat_state *s) {
     free(s->node_data[i]);
   free(s->node_data);
   s->node_data = NULL;
+  release_shared_packs(s);
   for (int i = 0; s->run && i < s->run->n_bodies; i++) { /* rebuilt on their next run */
     nat_state_free(s->run->bodies[i].st);
     s->run->bodies[i].st = NULL;
@@ -365,7 +380,8 @@ void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bo
 
 void nat_exec_publish_packs(nat_state *s) {
   nat_shared *sh = s->shared;
-  if (!sh || !s->node_data) return;
+  /* a state without clones keeps its packs (nothing to share them with) */
+  if (!sh || !s->node_data || atomic_load_explicit(&sh->refs, memory_order_acquire) < 2) return;
   size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
   pthread_mutex_lock(sh->lock);
   if (!sh->packs) sh->packs = calloc(n, sizeof *sh->packs);
