@@ -194,6 +194,7 @@ typedef struct req {
   req_input in[MAX_IO];
   TRITONSERVER_Error *error; /* set: answer with it */
   bool done;
+  bool failed; /* answered with an error */
 } req;
 
 static TRITONSERVER_Error *read_input(TRITONBACKEND_Request *r, const ait_tensor_info *decl,
@@ -287,12 +288,14 @@ static TRITONSERVER_Error *respond(ait_module *m, const model_state *ms, req *q,
                  ms->out[k].name);
     if (!fail) memcpy(buf, src, bytes);
   }
+  q->failed = fail != NULL;
   e = TRITONBACKEND_ResponseSend(resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL, fail);
   q->done = true;
   return e;
 }
 
 static void respond_error(req *q, TRITONSERVER_Error *error) {
+  q->failed = true;
   TRITONBACKEND_Response *resp = NULL;
   TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&resp, q->r);
   if (!e)
@@ -377,6 +380,7 @@ EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_Mode
   uint64_t t_comp0 = now_ns(), t_comp1 = t_comp0;
   int64_t batch = 0;
   req_input st[MAX_IO];
+  memset(st, 0, sizeof st);
   bool stacked = n > 1 && stack(ms, qs, n, st);
   if (stacked) {
     int64_t rows = st[0].dims[0];
@@ -392,8 +396,8 @@ EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_Mode
       }
     }
   }
-  for (size_t i = 0; i < ms->n_in; i++)
-    if (stacked) free(st[i].copy);
+  for (size_t i = 0; i < ms->n_in; i++) /* also what a refused stack() had copied */
+    free(st[i].copy);
   for (uint32_t j = 0; j < n; j++) { /* alone: not stacked, or the stacked run failed */
     req *q = &qs[j];
     if (q->done) continue;
@@ -413,8 +417,8 @@ EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_Mode
   }
   uint64_t t_end = now_ns();
   for (uint32_t j = 0; j < n; j++) {
-    e = TRITONBACKEND_ModelInstanceReportStatistics(inst, requests[j], true, t_exec, t_comp0,
-                                                    t_comp1, t_end);
+    e = TRITONBACKEND_ModelInstanceReportStatistics(inst, requests[j], !qs[j].failed, t_exec,
+                                                    t_comp0, t_comp1, t_end);
     if (e) TRITONSERVER_ErrorDelete(e);
     for (size_t i = 0; i < ms->n_in; i++)
       free(qs[j].in[i].copy);
