@@ -385,11 +385,19 @@ void nat_exec_publish_packs(nat_state *s) {
   size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
   pthread_mutex_lock(sh->lock);
   if (!sh->packs) sh->packs = calloc(n, sizeof *sh->packs);
-  for (size_t i = 0; sh->packs && i < n; i++)
-    if (s->node_data[i] && !sh->packs[i]) {
-      sh->packs[i] = s->node_data[i];
+  for (size_t i = 0; sh->packs && i < n; i++) {
+    node_pack *h = s->node_data[i];
+    if (!h) continue;
+    if (!sh->packs[i]) {
+      sh->packs[i] = h;
+      s->node_data[i] = NULL;
+    } else if (pack_is(sh->packs[i], h->key, h->bytes)) {
+      /* a clone packed the same at the same time and published first: the
+       * run is over, nobody reads this copy, the shared one serves next */
+      free(h);
       s->node_data[i] = NULL;
     }
+  }
   pthread_mutex_unlock(sh->lock);
 }
 
