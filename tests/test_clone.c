@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "backends/native/native.h"
 #include "check.h"
+#include "tune/module_impl.h"
 
 #define K 4
 #define RUNS 4
@@ -94,6 +96,23 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* native: the clone's state runs over the original's graph, and after both
+ * ran, every packed constant is in the shared block (none private). */
+static void check_native_shared(const ait_module *m, const ait_module *c) {
+  if (m->run.iface != c->run.iface || strcmp(m->run.iface->name, "native")) return;
+  const nat_state *a = m->run.state, *b = c->run.state;
+  CHECK(a->shared && a->shared == b->shared && a->g == b->g);
+  CHECK(c->model == m->model && c->state_shared);
+  int shared = 0, own = 0;
+  for (int i = 0; i < a->g->n_nodes * NAT_DATA_KINDS; i++) {
+    shared += a->shared->packs && a->shared->packs[i];
+    own += (a->node_data && a->node_data[i]) + (b->node_data && b->node_data[i]);
+  }
+  CHECK(shared > 0 && own == 0);
+  printf("  %-18s graph shared, %d packed constants shared, %d private\n", ait_module_backend(m),
+         shared, own);
+}
+
 static void tune_fast(ait_module *m, const char *backend, ait_status *st) {
   static const int batches[1] = {1};
   const char *const backends[1] = {backend};
@@ -149,6 +168,7 @@ static void check_backend(const char *path, const char *backend) {
   CHECK(one && ait_module_batch_size(one) == ait_module_batch_size(m));
   for (int k = 0; one && k < K; k++)
     CHECK(run_equals(one, &in[k], want[k], count));
+  if (one) check_native_shared(m, one);
   /* K clones (one of a clone) from K threads at once, the original too */
   ait_module *cl[K] = {0};
   for (int k = 0; k < K; k++)
