@@ -13,7 +13,12 @@ request, the mean requests per model execution (Triton's statistics: how
 much dynamic batching stacked), and the server's memory (RSS of tritonserver and its stub
 processes, summed).
 
+--triton-backend picks how the two aitune models are served: aitune (the
+default; the C backend libtriton_aitune.so beside --aitune) or python
+(model.py through aitune_c). `ort` is always a python-backend model.
+
 usage: bench/serving_load.py [--aitune build/aitune] [--seconds 8] [--json OUT]
+                             [--triton-backend aitune|python]
 Uses tests/test_serving.py's server helpers (the stub copied beside the
 backend, PATH for the stub's Python).
 """
@@ -134,8 +139,9 @@ def main():
     ap.add_argument("--aitune", default=os.path.join(ROOT, "build", "aitune"))
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--json")
+    ap.add_argument("--triton-backend", default="aitune", choices=("aitune", "python"))
     a = ap.parse_args()
-    server_root = ts.wheel_or_skip()
+    server_root = ts.wheel_or_skip(need_aitune_c=a.triton_backend == "python")
     tmp = tempfile.mkdtemp(prefix="ait_load_")
     proc = None
     try:
@@ -144,14 +150,16 @@ def main():
         ts.run([a.aitune, "tune", onnx, "--out", tuned, "--backends", "native",
                 "--batch-sizes", "1,2,4,8", "--no-cache", "--no-history", "--quiet"])
         repo = os.path.join(tmp, "repo")
-        common = ["--instances", "1", "--max-batch-size", "8"]
+        common = ["--instances", "1", "--max-batch-size", "8", "--triton-backend",
+                  a.triton_backend]
         ts.run([a.aitune, "publish", tuned, "--triton", repo, "--name", "aitune",
                 "--max-queue-delay-us", "2000"] + common)
         ts.run([a.aitune, "publish", tuned, "--triton", repo, "--name", "aitune_b1",
                 "--no-dynamic-batching"] + common)
         os.makedirs(os.path.join(repo, "ort", "1"))
         with open(os.path.join(repo, "aitune", "config.pbtxt")) as f:
-            cfg = f.read().replace('name: "aitune"', 'name: "ort"')
+            cfg = f.read().replace('name: "aitune"', 'name: "ort"').replace(
+                'backend: "aitune"', 'backend: "python"')
         with open(os.path.join(repo, "ort", "config.pbtxt"), "w") as f:
             f.write(cfg)
         with open(os.path.join(repo, "ort", "1", "model.py"), "w") as f:
@@ -159,12 +167,13 @@ def main():
         shutil.copy2(onnx, os.path.join(repo, "ort", "1", "model.onnx"))
         x = np.random.default_rng(1).standard_normal((1, 3, 160, 160), dtype=np.float32)
         want = ts.reference(a.aitune, tuned, tmp, x, "b1")
-        backends = ts.backend_dir(server_root, tmp)
+        backends = ts.backend_dir(server_root, tmp, ts.aitune_backend(a.aitune)
+                                  if a.triton_backend == "aitune" else None)
         proc, http, grpc, log = ts.start_server(server_root, repo, backends, tmp)
         for name in ("aitune", "aitune_b1", "ort"):
             ts.NAME = name
             ts.wait_ready(proc, http, log)
-        rows = [{"idle_rss_mib": rss_kib(proc.pid) / 1024}]
+        rows = [{"idle_rss_mib": rss_kib(proc.pid) / 1024, "triton_backend": a.triton_backend}]
         print("server RSS after load: %.0f MiB" % rows[0]["idle_rss_mib"], flush=True)
         for clients in (1, 4, 16):
             for model in ("aitune", "aitune_b1", "ort"):  # interleaved: same load moment

@@ -374,6 +374,19 @@ ait_status ait_module_create_buffer_opts(const void *data, size_t size, const ch
 ait_status ait_module_load_opts(const char *dir, ait_log_fn log, void *log_user,
                                 const ait_load_options *opts, ait_module **out);
 void ait_module_free(ait_module *m);
+/* A second instance of the tuned module m, for serving from several
+ * threads (*out, freed with ait_module_free). The clone shares m's model
+ * and the backend's immutable state (graph, constants, packed weights,
+ * compiled plans) by reference counting, where the backend can (native,
+ * onednn); it owns only its work memory (arena, scratch, thread pool) and
+ * its outputs. Other backends reload their saved state instead, a copy
+ * (docs/architecture.md lists which). m and its clones may be freed in any
+ * order. Threading: each module, original or clone, is used by one thread
+ * at a time (cloning counts as a use of m: the first clone sets up the
+ * shared block inside m); different modules of one family may run
+ * ait_module_infer at the same time on different threads. AIT_E_INVALID_ARG
+ * when m is not tuned. */
+ait_status ait_module_clone(const ait_module *m, ait_module **out);
 
 /* Where warnings go while the module runs (inputs outside the tuned range);
  * tuning uses ait_tune_options.log when set. NULL = silent. */

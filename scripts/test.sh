@@ -61,11 +61,11 @@ echo "== fuzz: mutated node tests (attributes, integer inputs) under the sanitiz
 "${pin_mem[@]}" python3 "$ROOT/tests/fuzz_nodes.py" --aitune "$ROOT/build-asan/aitune" --seed 1 --cases 150
 echo "== fuzz: libFuzzer targets (model bytes, tuned folders, TensorProtos), 2 minutes each"
 "$ROOT/tests/fuzz/run.sh" 120
-echo "== thread sanitizer (the threading contract: tests/test_threads.c)"
+echo "== thread sanitizer (the threading contract: tests/test_threads.c, tests/test_clone.c)"
 cmake -S "$ROOT" -B "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIT_TSAN=ON -DAIT_CUDA=OFF \
   -DAIT_WERROR=ON >/dev/null
-cmake --build "$ROOT/build-tsan" -j"$jobs" --target test_threads >/dev/null
-(cd "$ROOT/build-tsan" && ctest --output-on-failure -R '^test_threads$')
+cmake --build "$ROOT/build-tsan" -j"$jobs" --target test_threads test_clone >/dev/null
+(cd "$ROOT/build-tsan" && ctest --output-on-failure -R '^test_(threads|clone)$')
 echo "== thread sanitizer at the AVX2 level (native's and oneDNN's kernels capped)"
-(cd "$ROOT/build-tsan" && AIT_MAX_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -R '^test_threads$')
+(cd "$ROOT/build-tsan" && AIT_MAX_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -R '^test_(threads|clone)$')
 echo "== all tests passed"

@@ -317,8 +317,8 @@ static void test_save_load(void) {
 static int wino_weights(void *state) {
   const dn_state *s = state;
   int n = 0;
-  for (int i = 0; s && i < s->n_wc; i++)
-    n += s->wc[i].md.format_kind == dnnl_format_kind_wino;
+  for (int i = 0; s && i < s->sh->n_wc; i++)
+    n += s->sh->wc[i].md.format_kind == dnnl_format_kind_wino;
   return n;
 }
 

@@ -8,7 +8,10 @@ from the nvidia-pytriton wheel on loopback ports with the python backend
 over HTTP and gRPC (single, batched, concurrent requests so dynamic batching
 stacks them) and compares with `aitune run`'s outputs; a wrong shape, dtype
 or input name must get an error response while the server keeps serving;
-finally the server is stopped with SIGTERM and must exit 0.
+finally the server is stopped with SIGTERM and must exit 0. Then the same
+again through the aitune C backend (libtriton_aitune.so beside AITUNE, in a
+backends/aitune folder) with 2 instances, which share one copy of the
+weights (ait_module_clone).
 
 usage: test_serving.py AITUNE ROOT
 Exit 77 (skipped) only when the wheel cannot be installed here (glibc older
@@ -43,7 +46,7 @@ def step(msg):
     print("test_serving: " + msg, flush=True)
 
 
-def wheel_or_skip():
+def wheel_or_skip(need_aitune_c=True):
     try:
         import pytriton  # noqa: F401
         import tritonclient.grpc  # noqa: F401
@@ -58,7 +61,8 @@ def wheel_or_skip():
         fail("%s; install it with scripts/deps.sh test (nvidia-pytriton, tritonclient[http,grpc])"
              % e)
     try:
-        import aitune_c  # noqa: F401
+        if need_aitune_c:
+            import aitune_c  # noqa: F401
     except ImportError as e:
         fail("%s: the python backend runs the model through aitune_c; pip install ./python" % e)
     import pytriton
@@ -108,22 +112,34 @@ def check_publish_errors(aitune, tmp, tuned):
         fail("a refused publish left files behind: %s" % os.listdir(repo))
 
 
-def check_config(repo):
+def check_config(repo, backend="python", count=1):
     cfg = open(os.path.join(repo, NAME, "config.pbtxt")).read()
-    for want in ('name: "%s"' % NAME, 'backend: "python"', "max_batch_size: 4",
+    for want in ('name: "%s"' % NAME, 'backend: "%s"' % backend, "max_batch_size: 4",
                  'name: "input"', "data_type: TYPE_FP32", "dims: [ 3, 160, 160 ]",
                  'name: "output"', "dims: [ 1000 ]", "preferred_batch_size: [ 1, 2, 4 ]",
-                 "max_queue_delay_microseconds: 2000", "count: 1", "kind: KIND_CPU"):
+                 "max_queue_delay_microseconds: 2000", "count: %d" % count, "kind: KIND_CPU"):
         if want not in cfg:
             fail("config.pbtxt lacks %r:\n%s" % (want, cfg))
     ver = os.path.join(repo, NAME, "1")
-    for f in ("model.py", "aitune/decision.json", "aitune/MANIFEST.sha256"):
+    files = ("aitune/decision.json", "aitune/MANIFEST.sha256")
+    for f in files + (("model.py",) if backend == "python" else ()):
         if not os.path.isfile(os.path.join(ver, f)):
             fail("the version folder lacks " + f)
+    if backend != "python" and os.path.exists(os.path.join(ver, "model.py")):
+        fail("an aitune-backend publish wrote a model.py")
 
 
-def backend_dir(server_root, tmp):
-    """backends/python with the stub of this Python beside libtriton_python.so."""
+def aitune_backend(aitune):
+    """libtriton_aitune.so, built beside the CLI (AIT_TRITON)."""
+    so = os.path.join(os.path.dirname(aitune), "libtriton_aitune.so")
+    if not os.path.isfile(so):
+        fail("%s is missing: build with AIT_TRITON=auto (the default)" % so)
+    return so
+
+
+def backend_dir(server_root, tmp, aitune_so=None):
+    """backends/python with the stub of this Python beside libtriton_python.so,
+    and backends/aitune/libtriton_aitune.so when aitune_so is given."""
     stub = os.path.join(server_root, "python_backend_stubs", "%d.%d" % sys.version_info[:2],
                         "triton_python_backend_stub")
     if not os.path.isfile(stub):
@@ -134,6 +150,9 @@ def backend_dir(server_root, tmp):
     for f in ("libtriton_python.so", "triton_python_backend_utils.py"):
         shutil.copy2(os.path.join(src, f), dst)
     shutil.copy2(stub, dst)
+    if aitune_so:
+        os.makedirs(os.path.join(tmp, "backends", "aitune"))
+        shutil.copy2(aitune_so, os.path.join(tmp, "backends", "aitune", "libtriton_aitune.so"))
     return os.path.dirname(dst)
 
 
@@ -253,10 +272,7 @@ def main():
         return 2
     aitune, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     server_root = wheel_or_skip()
-    import tritonclient.grpc as tg
-    import tritonclient.http as th
     tmp = tempfile.mkdtemp(prefix="ait_serving_")
-    proc = None
     try:
         tuned = os.path.join(tmp, "tuned")
         step("tune %s (native, few runs)" % MODEL)
@@ -279,8 +295,28 @@ def main():
         x3 = rng.standard_normal((3, 3, 160, 160), dtype=np.float32)
         want1 = reference(aitune, tuned, tmp, x1, "b1")
         want3 = reference(aitune, tuned, tmp, x3, "b3")
-        backends = backend_dir(server_root, tmp)
-        step("start tritonserver on loopback")
+        backends = backend_dir(server_root, tmp, aitune_backend(aitune))
+        serve(server_root, repo, backends, tmp, (x1, want1, x3, want3), "python backend")
+        repo2 = os.path.join(tmp, "repo_c")
+        run([aitune, "publish", tuned, "--triton", repo2, "--name", NAME, "--instances", "2",
+             "--max-batch-size", "4", "--max-queue-delay-us", "2000", "--triton-backend",
+             "aitune"])
+        check_config(repo2, "aitune", 2)
+        serve(server_root, repo2, backends, tmp, (x1, want1, x3, want3),
+              "aitune backend, 2 instances")
+        step("PASS")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def serve(server_root, repo, backends, tmp, data, what):
+    x1, want1, x3, want3 = data
+    import tritonclient.grpc as tg
+    import tritonclient.http as th
+    proc = None
+    try:
+        step("%s: start tritonserver on loopback" % what)
         proc, http_port, grpc_port, log = start_server(server_root, repo, backends, tmp)
         wait_ready(proc, http_port, log)
         step("ready; infer over HTTP")
@@ -300,13 +336,10 @@ def main():
         if rc != 0:
             fail("tritonserver exited with %d:\n%s" % (rc, server_log(log)))
         proc = None
-        step("PASS")
-        return 0
     finally:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

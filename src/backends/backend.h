@@ -141,6 +141,14 @@ typedef struct ait_backend_iface {
    * first input read to the last output write, without host transfers),
    * after set_io with time_device; negative when not measured. */
   double (*last_device_ms)(void *state);
+  /* Optional: a new state (*out, freed with destroy) that shares state's
+   * immutable parts (its graph, constants, packed weights, compiled plan) by
+   * reference counting, with its own work memory (arena, scratch, outputs,
+   * thread pool). Either may be destroyed first; the two may run infer at
+   * the same time on different threads (each one thread at a time). NULL:
+   * the backend cannot share, and ait_module_clone reloads the saved state
+   * instead (a copy). */
+  ait_status (*clone)(void *state, void **out);
 } ait_backend_iface;
 
 /* ---- the registry ------------------------------------------------------- */

@@ -5,13 +5,16 @@
  * functions (src/api/module.c) check their arguments and call these. */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "hw/fingerprint.h"
 #include "runtime/eager.h"
+#include "tune/artifact.h"
 #include "tune/module_impl.h"
 
 void ait_module_logf(const ait_module *m, int is_warning, const char *fmt, ...) {
@@ -102,9 +105,18 @@ void ait_mod_drop_state(ait_module *m) {
 
 void ait_mod_free(ait_module *m) {
   clear_outputs(m);
-  ait_mod_drop_state(m);
+  ait_mod_drop_state(m); /* before the model: the state may borrow its graph */
   for (int i = 0; i < m->n_samples; i++)
     ait_sample_free(&m->samples[i]);
+  if (m->share) {
+    if (atomic_fetch_sub_explicit(&m->share->refs, 1, memory_order_acq_rel) == 1) {
+      ait_model_free(m->share->model);
+      free(m->share->model_bytes);
+      free(m->share);
+    }
+    m->model = NULL;
+    m->model_bytes = NULL;
+  }
   ait_model_free(m->model);
   free(m->report_json);
   free(m->name);
@@ -305,5 +317,82 @@ ait_status ait_mod_report_json(const ait_module *m, char **json) {
   if (!m->report_json)
     return ait_err(AIT_E_NOT_FOUND, "module '%s' has no report: tune it first", m->name);
   if (!(*json = strdup(m->report_json))) return ait_err(AIT_E_NOMEM, "out of memory");
+  return AIT_OK;
+}
+
+/* ---- clones ------------------------------------------------------------- */
+
+/* The backend state of a clone: the backend's clone hook (shared immutable
+ * state), else a reload of what save() writes (a copy), through a private
+ * temporary folder removed afterwards. */
+static ait_status clone_state(const ait_module *m, ait_runner *out, bool *shared) {
+  *out = m->run;
+  out->state = NULL;
+  *shared = false;
+  if (m->run.iface->clone) {
+    AIT_TRY(m->run.iface->clone(m->run.state, &out->state));
+    *shared = true;
+    return AIT_OK;
+  }
+  if (!m->run.iface->save)
+    return ait_err(AIT_E_UNSUPPORTED, "%s can neither share nor save its state", m->desc);
+  const char *base = getenv("TMPDIR");
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/aitune-clone-XXXXXX", base && base[0] ? base : "/tmp");
+  if (!mkdtemp(tmp)) return ait_err(AIT_E_IO, "cannot create a temporary folder in %s", tmp);
+  ait_status st = m->run.iface->save(m->run.state, tmp);
+  if (!st) st = ait_runner_load(&m->cfg, m->model->graph, tmp, out);
+  ait_rmtree(tmp);
+  if (st) out->state = NULL;
+  return st ? ait_err_prefix(st, "cloning %s by reloading its saved state", m->desc) : AIT_OK;
+}
+
+ait_status ait_module_clone(const ait_module *m, ait_module **out) {
+  if (!m || !out) return ait_err(AIT_E_INVALID_ARG, "ait_module_clone: m and out are required");
+  *out = NULL;
+  if (!m->tuned || !m->run.iface)
+    return ait_err(AIT_E_INVALID_ARG, "module '%s' is not tuned: only a tuned module clones",
+                   m->name);
+  ait_module *mm = (ait_module *)m; /* the share block is set up on first clone (documented) */
+  if (!mm->share) {
+    ait_mod_share *sh = calloc(1, sizeof *sh);
+    if (!sh) return ait_err(AIT_E_NOMEM, "out of memory");
+    atomic_init(&sh->refs, 1);
+    sh->model = mm->model;
+    sh->model_bytes = mm->model_bytes;
+    mm->share = sh;
+  }
+  ait_module *c = calloc(1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
+  atomic_fetch_add_explicit(&mm->share->refs, 1, memory_order_relaxed);
+  c->share = mm->share;
+  c->model = m->model;
+  c->model_bytes = m->model_bytes;
+  c->model_size = m->model_size;
+  memcpy(c->model_sha, m->model_sha, sizeof c->model_sha);
+  c->spec = m->spec;
+  memcpy(c->axis_ranges, m->axis_ranges, sizeof c->axis_ranges);
+  c->n_axis_ranges = m->n_axis_ranges;
+  c->tuned = true;
+  c->cfg = m->cfg;
+  memcpy(c->desc, m->desc, sizeof c->desc);
+  c->batch = m->batch;
+  memcpy(c->tuned_fingerprint, m->tuned_fingerprint, sizeof c->tuned_fingerprint);
+  c->log = m->log;
+  c->log_user = m->log_user;
+  c->name = strdup(m->name);
+  c->model_path = m->model_path ? strdup(m->model_path) : NULL;
+  c->report_json = m->report_json ? strdup(m->report_json) : NULL;
+  ait_status st = AIT_OK;
+  if (!c->name || (m->model_path && !c->model_path) || (m->report_json && !c->report_json))
+    st = ait_err(AIT_E_NOMEM, "out of memory");
+  if (!st) st = clone_state(m, &c->run, &c->state_shared);
+  if (st) {
+    c->run.iface = NULL;
+    c->tuned = false;
+    ait_mod_free(c);
+    return st;
+  }
+  *out = c;
   return AIT_OK;
 }

@@ -10,6 +10,15 @@
 #include "tune/artifact.h"
 #include "tune/tune.h"
 
+/* What a module shares with its clones (ait_module_clone): the model and
+ * the model's bytes, which the built states borrow from. Refcounted; the
+ * last module freed frees them. */
+typedef struct ait_mod_share {
+  _Atomic int refs;
+  ait_model *model;  /* owned */
+  void *model_bytes; /* owned, may be NULL */
+} ait_mod_share;
+
 struct ait_module {
   char *name;
   char *model_path;  /* the file the model came from; NULL when from memory */
@@ -40,6 +49,10 @@ struct ait_module {
   ait_tensor **outputs;
   int n_outputs;
   ait_api_io io; /* device memory requests (api/devio.h) */
+  /* NULL until the module is first cloned; then model and model_bytes are
+   * the share's (borrowed) and are freed with its last reference */
+  ait_mod_share *share;
+  bool state_shared; /* run.state shares the backend's immutable state (clone hook) */
 };
 
 /* Tune m under o (checked options, the cache already consulted): the

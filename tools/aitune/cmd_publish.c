@@ -23,8 +23,13 @@ static const char usage[] =
     "  --instances K            instance_group count (default: the tuned machine's cores)\n"
     "  --max-batch-size B       cap of dynamic batching (default: the tuned batch)\n"
     "  --max-queue-delay-us U   how long a request may wait for a batch (default 100)\n"
-    "  --no-dynamic-batching    no dynamic_batching block\n" CLI_LOAD_USAGE
-    "Serving it needs the aitune_c package in the server's Python (docs/serving.md).\n";
+    "  --no-dynamic-batching    no dynamic_batching block\n"
+    "  --triton-backend B       python (default): a model.py on Triton's python backend, one\n"
+    "                           process and one copy of the weights per instance; aitune: the\n"
+    "                           C backend libtriton_aitune.so, instances as threads of the\n"
+    "                           server sharing one copy (ait_module_clone)\n" CLI_LOAD_USAGE
+    "Serving it needs the aitune_c package in the server's Python (python backend) or\n"
+    "libtriton_aitune.so in the server's backends/aitune/ (docs/serving.md).\n";
 
 #define PUB_MARK "# Written by `aitune publish`"
 
@@ -33,11 +38,12 @@ typedef struct pub_args {
   int instances, max_batch;
   long long delay_us;
   bool no_dynamic;
+  const char *backend; /* "python" or "aitune" */
   ait_load_options lo; /* to load DIR's model */
 } pub_args;
 
 static int parse(int argc, char **argv, pub_args *a) {
-  *a = (pub_args){.delay_us = 100};
+  *a = (pub_args){.delay_us = 100, .backend = "python"};
   ait_load_options_init(&a->lo);
   for (int i = 1; i < argc; i++) {
     const char *v;
@@ -58,7 +64,11 @@ static int parse(int argc, char **argv, pub_args *a) {
       rc = cli_int32(usage, "--max-batch-size", v, 1, 1 << 20, &a->max_batch);
     else if (cli_opt(argc, argv, &i, "--max-queue-delay-us", &v))
       rc = cli_int(usage, "--max-queue-delay-us", v, 0, 60000000, &a->delay_us);
-    else if (!strcmp(argv[i], "--no-dynamic-batching"))
+    else if (cli_opt(argc, argv, &i, "--triton-backend", &v)) {
+      if (strcmp(v, "python") && strcmp(v, "aitune"))
+        return cli_usage(usage, "--triton-backend takes python or aitune");
+      a->backend = v;
+    } else if (!strcmp(argv[i], "--no-dynamic-batching"))
       a->no_dynamic = true;
     else if (argv[i][0] == '-' || a->dir)
       return cli_bad_arg(usage, argv[i]);
@@ -191,7 +201,8 @@ static ait_status stage(const char *tmp, const char *dir, const pub_config *c) {
   if (!ver || !copy) st = ait_err(AIT_E_NOMEM, "out of memory");
   if (!st && mkdir(ver, 0755)) st = ait_err(AIT_E_IO, "cannot create %s: %s", ver, strerror(errno));
   if (!st) st = pub_copy_tree(dir, copy);
-  if (!st) st = write_text(ver, "model.py", pub_model_py, strlen(pub_model_py));
+  if (!st && !strcmp(c->backend, "python"))
+    st = write_text(ver, "model.py", pub_model_py, strlen(pub_model_py));
   if (!st && !(f = open_memstream(&text, &n))) st = ait_err(AIT_E_NOMEM, "out of memory");
   if (!st) st = pub_write_config(f, c);
   if (f && fclose(f) && !st) st = ait_err(AIT_E_NOMEM, "out of memory");
@@ -282,6 +293,7 @@ int cmd_publish(int argc, char **argv) {
   }
   const ait_model *model = ait_module_model(m);
   pub_config c = {.name = name,
+                  .backend = a.backend,
                   .source = a.dir,
                   .model = model,
                   .queue_delay_us = a.delay_us,

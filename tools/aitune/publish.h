@@ -20,6 +20,7 @@ typedef struct pub_config {
   int n_preferred; /* 0: no dynamic_batching block */
   long long queue_delay_us;
   int instances;
+  const char *backend; /* "python" (model.py) or "aitune" (libtriton_aitune.so) */
 } pub_config;
 
 /* The TYPE_* name of a dtype, or NULL when Triton has none (complex). */

@@ -58,10 +58,16 @@ static ait_status put_value(FILE *f, const ait_tensor_info *v, int skip, bool la
 ait_status pub_write_config(FILE *f, const pub_config *c) {
   int skip = c->max_batch_size > 0;
   fprintf(f, "# Written by `aitune publish` from %s (docs/serving.md).\n", c->source);
-  fprintf(f, "# The python backend runs model.py, which loads the tuned folder in 1/aitune.\n");
+  bool py = !c->backend || !strcmp(c->backend, "python");
+  if (py)
+    fprintf(f, "# The python backend runs model.py, which loads the tuned folder in 1/aitune.\n");
+  else
+    fprintf(f, "# The aitune backend (libtriton_aitune.so) loads the tuned folder in 1/aitune\n"
+               "# once; its instances are clones sharing the weights.\n");
   fprintf(f, "name: ");
   put_string(f, c->name);
-  fprintf(f, "\nbackend: \"python\"\nmax_batch_size: %d\n", c->max_batch_size);
+  fprintf(f, "\nbackend: \"%s\"\nmax_batch_size: %d\n", py ? "python" : "aitune",
+          c->max_batch_size);
   size_t n_in = ait_model_num_inputs(c->model), n_out = ait_model_num_outputs(c->model);
   fprintf(f, "input [\n");
   for (size_t i = 0; i < n_in; i++) {

@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -99,10 +100,40 @@ static bool graph_has_subgraph(const ait_graph *g) {
   return false;
 }
 
+/* ---- the shared block (graph, published packs) ---------------------------- */
+
+static nat_shared *shared_new(ait_graph *g) {
+  nat_shared *sh = calloc(1, sizeof *sh);
+  pthread_mutex_t *mu = malloc(sizeof *mu);
+  if (!sh || !mu || pthread_mutex_init(mu, NULL) != 0) {
+    free(sh);
+    free(mu);
+    return NULL;
+  }
+  atomic_init(&sh->refs, 1);
+  sh->g = g;
+  sh->lock = mu;
+  return sh;
+}
+
+static void shared_release(nat_shared *sh) {
+  if (!sh || atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1) return;
+  for (int i = 0; sh->packs && i < sh->g->n_nodes * NAT_DATA_KINDS; i++)
+    free(sh->packs[i]);
+  free(sh->packs);
+  ait_graph_free(sh->g);
+  pthread_mutex_destroy(sh->lock);
+  free(sh->lock);
+  free(sh);
+}
+
 void nat_state_free(nat_state *s) {
   if (!s) return;
   nat_exec_free(s);
-  ait_graph_free(s->g);
+  if (s->shared)
+    shared_release(s->shared);
+  else
+    ait_graph_free(s->g);
   free(s);
 }
 
@@ -129,6 +160,11 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
     return ait_err(AIT_E_NOMEM, "out of memory");
   }
   s->g = g;
+  if (!(s->shared = shared_new(g))) {
+    ait_graph_free(g);
+    free(s);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
   s->threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
   s->fuse = passes;
   s->isa = nat_isa();
@@ -150,6 +186,56 @@ ait_status nat_state_new(ait_graph *g, int threads, const char *gemm, int passes
   }
   *out = s;
   return AIT_OK;
+}
+
+ait_status nat_state_clone(const nat_state *s, nat_state **out) {
+  *out = NULL;
+  if (s->ext.kernel)
+    return ait_err(AIT_E_UNSUPPORTED, "native: a state with an extension does not clone");
+  nat_state *c = calloc(1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
+  atomic_fetch_add_explicit(&s->shared->refs, 1, memory_order_relaxed);
+  /* what s packed so far becomes the family's (cloning is a use of s, on
+   * its thread: its own table may be changed) */
+  nat_exec_publish_packs((nat_state *)s);
+  c->shared = s->shared;
+  c->g = s->g;
+  c->gemm = s->gemm;
+  memcpy(c->gemm_name, s->gemm_name, sizeof c->gemm_name);
+  c->threads = s->threads;
+  c->isa = s->isa;
+  c->fuse = s->fuse;
+  c->gemv_pack = s->gemv_pack;
+  c->tiles = s->tiles;
+  c->winograd = s->winograd;
+  c->has_subgraph = s->has_subgraph;
+  c->stats = s->stats;
+  ait_status st = nat_exec_prepare(c); /* the analysis of the same graph: small tables */
+  if (st) {
+    nat_state_free(c);
+    return st;
+  }
+  *out = c;
+  return AIT_OK;
+}
+
+static ait_status native_clone(void *state, void **out) {
+  nat_state *c = NULL;
+  AIT_TRY(nat_state_clone(state, &c));
+  *out = c;
+  return AIT_OK;
+}
+
+/* Weights: the graph's initializers and the packed constants (the shared
+ * block's and this state's own); work: arena and scratch. */
+static void native_memory(void *state, int64_t *weights, int64_t *work) {
+  nat_state *s = state;
+  int64_t w = 0;
+  for (int v = 0; v < s->g->n_values; v++)
+    if (nat_is_const(s->g, v)) w += ait_tensor_nbytes(s->g->values[v].init);
+  w += nat_exec_pack_bytes(s);
+  *weights = w;
+  *work = s->arena_cap + s->scratch_cap;
 }
 
 /* A state over rewritten graph g (taken over, freed on failure). */
@@ -266,4 +352,6 @@ const ait_backend_iface ait_backend_native = {
     .precision = native_precision,
     .variants = native_variants,
     .unused_option = native_unused_option,
+    .clone = native_clone,
+    .memory = native_memory,
 };

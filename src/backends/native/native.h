@@ -128,8 +128,21 @@ const char *nat_gemm_auto(char *why, size_t n);
 void nat_blas_enter(void);
 void nat_blas_leave(void);
 
+/* What a state shares with its clones (native_clone): the rewritten graph
+ * and the packed constants published by their runs. Immutable once
+ * published; refcounted, freed by the last state that drops it. packs[]
+ * (per node and kind, as nat_state.node_data) is read and written under
+ * lock; an entry once set is never changed or freed before the block. */
+typedef struct nat_shared {
+  _Atomic int refs;
+  ait_graph *g; /* owned */
+  void *lock;   /* pthread_mutex_t, owned */
+  void **packs; /* published node packs (owned), NULL until the first */
+} nat_shared;
+
 typedef struct nat_state {
-  ait_graph *g;                 /* rewritten copy, owned */
+  ait_graph *g;                 /* rewritten copy: shared->g, owned through shared */
+  nat_shared *shared;           /* refcounted with the state's clones */
   nat_gemm_fn gemm;             /* the SGEMM provider */
   char gemm_name[32];           /* its option value when not the default, else "" */
   _Atomic long long gemm_calls; /* provider calls over all runs (native:gemm's unused_option) */
@@ -159,6 +172,18 @@ typedef struct nat_state {
   nat_pass_stats stats;
   nat_ext ext; /* zero for native itself */
 } nat_state;
+
+/* A new state over s's shared block (graph and published packed constants,
+ * refcounted) with its own executor tables, plans, arena, scratch and pool:
+ * the two (and further clones) may run concurrently on different threads
+ * and be freed in any order. Only states without an extension (ext) clone. */
+ait_status nat_state_clone(const nat_state *s, nat_state **out);
+/* Move the packed constants this state made into the shared block where it
+ * has none for that node yet (after a successful run: they are filled),
+ * when the block has clones; a lone state keeps its own. */
+void nat_exec_publish_packs(nat_state *s);
+/* Bytes of packed constants s can read: its own and the shared block's. */
+int64_t nat_exec_pack_bytes(const nat_state *s);
 
 /* Static analysis of s->g: dispatch, liveness, view roots. */
 ait_status nat_exec_prepare(nat_state *s);

@@ -22,6 +22,8 @@
  * (outer_run / outer_src, resolved when the body state is built); the
  * enclosing graph keeps those values alive up to the control-flow node
  * (mark_outer_uses). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +217,19 @@ static void plan_free(nat_plan *p, int n_values) {
   free(p);
 }
 
+/* The published packs go with the state's other big memory when no clone
+ * shares them (deactivate while tuning); with clones they stay, read-only. */
+static void release_shared_packs(nat_state *s) {
+  nat_shared *sh = s->shared;
+  if (!sh || atomic_load_explicit(&sh->refs, memory_order_acquire) != 1) return;
+  pthread_mutex_lock(sh->lock);
+  for (int i = 0; sh->packs && i < s->g->n_nodes * NAT_DATA_KINDS; i++)
+    free(sh->packs[i]);
+  free(sh->packs);
+  sh->packs = NULL;
+  pthread_mutex_unlock(sh->lock);
+}
+
 void nat_exec_release(nat_state *s) {
   for (int i = 0; i < s->n_plans; i++)
     plan_free(s->plans[i], s->g->n_values);
@@ -231,6 +246,7 @@ void nat_exec_release(nat_state *s) {
     free(s->node_data[i]);
   free(s->node_data);
   s->node_data = NULL;
+  release_shared_packs(s);
   for (int i = 0; s->run && i < s->run->n_bodies; i++) { /* rebuilt on their next run */
     nat_state_free(s->run->bodies[i].st);
     s->run->bodies[i].st = NULL;
@@ -326,20 +342,77 @@ static void *pack_data(node_pack *h) {
   return (void *)(((uintptr_t)(h + 1) + 63) & ~(uintptr_t)63);
 }
 
+static bool pack_is(const node_pack *h, const int64_t key[4], size_t bytes) {
+  return h && h->bytes == bytes && !memcmp(h->key, key, sizeof h->key);
+}
+
+/* The shared block's published pack of slot i when it was made for (key,
+ * bytes), else NULL. */
+static node_pack *shared_pack(nat_shared *sh, size_t i, const int64_t key[4], size_t bytes) {
+  if (!sh) return NULL;
+  pthread_mutex_lock(sh->lock);
+  node_pack *h = sh->packs ? sh->packs[i] : NULL;
+  pthread_mutex_unlock(sh->lock);
+  return pack_is(h, key, bytes) ? h : NULL;
+}
+
+/* Packs are looked up in the state's own table, then among those its
+ * clones published (read-only, filled); a new one is the state's own until
+ * the run ends well and nat_exec_publish_packs hands it to the block. */
 void *nat_node_pack(nat_run *r, int kind, const int64_t key[4], size_t bytes, bool *fresh) {
   nat_state *s = r->s;
   size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
   if (!s->node_data && !(s->node_data = calloc(n, sizeof *s->node_data))) return NULL;
-  void **slot = &s->node_data[(size_t)r->node * NAT_DATA_KINDS + (size_t)kind];
+  size_t i = (size_t)r->node * NAT_DATA_KINDS + (size_t)kind;
+  void **slot = &s->node_data[i];
   node_pack *h = *slot;
   *fresh = false;
-  if (h && h->bytes == bytes && !memcmp(h->key, key, sizeof h->key)) return pack_data(h);
+  if (pack_is(h, key, bytes)) return pack_data(h);
+  node_pack *pub = shared_pack(s->shared, i, key, bytes);
+  if (pub) return pack_data(pub);
   free(h); /* made for another shape: never read a stale copy */
   if (!(*slot = h = malloc(sizeof *h + 64 + bytes))) return NULL;
   memcpy(h->key, key, sizeof h->key);
   h->bytes = bytes;
   *fresh = true;
   return pack_data(h);
+}
+
+void nat_exec_publish_packs(nat_state *s) {
+  nat_shared *sh = s->shared;
+  /* a state without clones keeps its packs (nothing to share them with) */
+  if (!sh || !s->node_data || atomic_load_explicit(&sh->refs, memory_order_acquire) < 2) return;
+  size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
+  pthread_mutex_lock(sh->lock);
+  if (!sh->packs) sh->packs = calloc(n, sizeof *sh->packs);
+  for (size_t i = 0; sh->packs && i < n; i++) {
+    node_pack *h = s->node_data[i];
+    if (!h) continue;
+    if (!sh->packs[i]) {
+      sh->packs[i] = h;
+      s->node_data[i] = NULL;
+    } else if (pack_is(sh->packs[i], h->key, h->bytes)) {
+      /* a clone packed the same at the same time and published first: the
+       * run is over, nobody reads this copy, the shared one serves next */
+      free(h);
+      s->node_data[i] = NULL;
+    }
+  }
+  pthread_mutex_unlock(sh->lock);
+}
+
+int64_t nat_exec_pack_bytes(const nat_state *s) {
+  size_t n = (size_t)s->g->n_nodes * NAT_DATA_KINDS;
+  int64_t b = 0;
+  for (size_t i = 0; s->node_data && i < n; i++)
+    if (s->node_data[i]) b += (int64_t)((node_pack *)s->node_data[i])->bytes;
+  nat_shared *sh = s->shared;
+  if (!sh) return b;
+  pthread_mutex_lock(sh->lock);
+  for (size_t i = 0; sh->packs && i < n; i++)
+    if (sh->packs[i]) b += (int64_t)((node_pack *)sh->packs[i])->bytes;
+  pthread_mutex_unlock(sh->lock);
+  return b;
 }
 
 bool nat_run_gemv_pack(nat_run *r) { return r->s->gemv_pack; }
@@ -670,6 +743,7 @@ ait_status nat_exec_run(nat_state *s, const ait_tensor *const *in, int n_in, ait
   int prev_isa = nat_isa_enter(s->isa);
   nat_blas_enter(); /* the pool is the only parallelism: GEMM libraries on 1 thread */
   ait_status st = run_graph(s, in, n_in, out);
+  if (!st) nat_exec_publish_packs(s);
   nat_blas_leave();
   nat_isa_enter(prev_isa);
   return st;

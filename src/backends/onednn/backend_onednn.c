@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,18 +87,41 @@ static int resolve_threads(const ait_backend_config *cfg) {
 
 /* ---- life cycle ---------------------------------------------------------- */
 
+static dn_shared *shared_new(void) {
+  dn_shared *sh = calloc(1, sizeof *sh);
+  pthread_mutex_t *mu = malloc(sizeof *mu);
+  if (!sh || !mu || pthread_mutex_init(mu, NULL) != 0) {
+    free(sh);
+    free(mu);
+    return NULL;
+  }
+  atomic_init(&sh->refs, 1);
+  sh->lock = mu;
+  return sh;
+}
+
+/* Plans, stream and engine are the state's own; the lowering and the
+ * weight cache go with the last state holding the shared block. */
 static void onednn_destroy(void *state) {
   dn_state *s = state;
   if (!s) return;
   dn_plans_clear(s);
-  dn_ops_free(s);
-  for (int i = 0; i < s->n_slots; i++)
-    if (s->slots[i].owned) ait_tensor_free(s->slots[i].t);
-  for (int i = 0; i < s->n_wc; i++)
-    free(s->wc[i].data);
-  free(s->wc);
-  free(s->slots);
-  free(s->vclass), free(s->vslot), free(s->last_use);
+  bool last = !s->sh || atomic_fetch_sub_explicit(&s->sh->refs, 1, memory_order_acq_rel) == 1;
+  if (last) {
+    dn_ops_free(s);
+    for (int i = 0; i < s->n_slots; i++)
+      if (s->slots[i].owned) ait_tensor_free(s->slots[i].t);
+    free(s->slots);
+    free(s->vclass), free(s->vslot), free(s->last_use);
+  }
+  if (last && s->sh) {
+    for (int i = 0; i < s->sh->n_wc; i++)
+      free(s->sh->wc[i].data);
+    free(s->sh->wc);
+    pthread_mutex_destroy(s->sh->lock);
+    free(s->sh->lock);
+    free(s->sh);
+  }
   if (s->stream) dnnl_stream_destroy(s->stream);
   if (s->eng) dnnl_engine_destroy(s->eng);
   free(s);
@@ -139,6 +163,10 @@ static ait_status make_state(const ait_backend_config *cfg, const ait_graph *g, 
   s->wino = wino;
   s->bf16 = bf16;
   s->threads = resolve_threads(cfg);
+  if (!(s->sh = shared_new())) {
+    free(s);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
   ait_status st = dn_check(dnnl_engine_create(&s->eng, dnnl_cpu, 0), "engine");
   if (!st)
     st = dn_check(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags), "stream");
@@ -276,6 +304,31 @@ static ait_status onednn_load(const ait_backend_config *cfg, const ait_graph *g,
   return AIT_OK;
 }
 
+/* A state over the same lowering and weight cache (shared, refcounted)
+ * with its own engine, stream and plans: primitives are made again on the
+ * clone's first run of a signature (oneDNN caches their JIT code), the
+ * weights are not reordered again. */
+static ait_status onednn_clone(void *state, void **out) {
+  const dn_state *s = state;
+  dn_state *c = calloc(1, sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
+  *c = *s;
+  c->eng = NULL;
+  c->stream = NULL;
+  c->n_plans = 0;
+  memset(c->plans, 0, sizeof c->plans);
+  atomic_fetch_add_explicit(&s->sh->refs, 1, memory_order_relaxed);
+  ait_status st = dn_check(dnnl_engine_create(&c->eng, dnnl_cpu, 0), "engine");
+  if (!st)
+    st = dn_check(dnnl_stream_create(&c->stream, c->eng, dnnl_stream_default_flags), "stream");
+  if (st) {
+    onednn_destroy(c);
+    return st;
+  }
+  *out = c;
+  return AIT_OK;
+}
+
 /* Knobs the tuner searches: OpenMP on all cores or one thread (on a busy
  * machine a descheduled thread stalls every primitive), and bf16 compute
  * where the CPU has it (kept only if the numeric check passes), and Winograd
@@ -302,4 +355,5 @@ const ait_backend_iface ait_backend_onednn = {
     .load = onednn_load,
     .destroy = onednn_destroy,
     .variants = onednn_variants,
+    .clone = onednn_clone,
 };

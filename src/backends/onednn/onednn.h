@@ -28,6 +28,7 @@
 #define AIT_BACKENDS_ONEDNN_H
 
 #include <oneapi/dnnl/dnnl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -162,6 +163,18 @@ typedef struct dn_wentry {
 
 struct dn_plan;
 
+/* What a state shares with its clones (onednn_clone): the reordered
+ * weights, appended under lock as plans ask for layouts, never changed or
+ * freed before the block; and, through the same pointers in every state,
+ * the lowering (vclass, vslot, slots with their folded constants, ops,
+ * last_use), immutable after dn_lower. Freed by the last state. */
+typedef struct dn_shared {
+  _Atomic int refs;
+  void *lock; /* pthread_mutex_t, owned */
+  dn_wentry *wc;
+  int n_wc, cap_wc;
+} dn_shared;
+
 typedef struct dn_state {
   const ait_graph *g;
   bool bf16;
@@ -176,8 +189,7 @@ typedef struct dn_state {
   dn_op *ops;
   int n_ops, cap_ops;
   int *last_use; /* per value: last op reading it, DN_NEVER for outputs, -1 unused */
-  dn_wentry *wc;
-  int n_wc, cap_wc;
+  dn_shared *sh; /* owned with the state's clones */
   struct dn_plan *plans[DN_MAX_PLANS];
   int n_plans;
 } dn_state;

@@ -8,6 +8,7 @@
  *   head     u32 sizeof(dnnl_memory_desc_t), u32 oneDNN major, minor,
  *            patch, u32 bf16, u32 slots, u32 entries
  *   weights  entries x { u32 slot, u64 bytes, memory descriptor, data } */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +21,31 @@
 #define DN_OWNER "onednn"
 #define DN_VERSION 2u /* 2: the saved-state format */
 
+static ait_status save_locked(const dn_state *s, const char *dir);
+
+/* The weight cache is shared with the state's clones: read under its lock. */
 ait_status dn_save(const dn_state *s, const char *dir) {
+  pthread_mutex_lock(s->sh->lock);
+  ait_status st = save_locked(s, dir);
+  pthread_mutex_unlock(s->sh->lock);
+  return st;
+}
+
+static ait_status save_locked(const dn_state *s, const char *dir) {
   size_t md = sizeof(dnnl_memory_desc_t);
   const dnnl_version_t *v = dnnl_version();
   ait_state_out o;
   ait_state_out_init(&o, DN_OWNER, DN_VERSION);
   ait_state_out_section(&o, "head");
-  uint32_t head[7] = {(uint32_t)md, (uint32_t)v->major,   (uint32_t)v->minor, (uint32_t)v->patch,
-                      s->bf16,      (uint32_t)s->n_slots, (uint32_t)s->n_wc};
+  uint32_t head[7] = {(uint32_t)md, (uint32_t)v->major,   (uint32_t)v->minor,   (uint32_t)v->patch,
+                      s->bf16,      (uint32_t)s->n_slots, (uint32_t)s->sh->n_wc};
   ait_state_out_put(&o, head, sizeof head);
   ait_state_out_section(&o, "weights");
-  for (int i = 0; i < s->n_wc; i++) {
-    ait_state_out_u32(&o, (uint32_t)s->wc[i].slot);
-    ait_state_out_u64(&o, s->wc[i].size);
-    ait_state_out_put(&o, &s->wc[i].md, md);
-    ait_state_out_put(&o, s->wc[i].data, s->wc[i].size);
+  for (int i = 0; i < s->sh->n_wc; i++) {
+    ait_state_out_u32(&o, (uint32_t)s->sh->wc[i].slot);
+    ait_state_out_u64(&o, s->sh->wc[i].size);
+    ait_state_out_put(&o, &s->sh->wc[i].md, md);
+    ait_state_out_put(&o, s->sh->wc[i].data, s->sh->wc[i].size);
   }
   char *path = ait_path_join(dir, DN_FILE);
   if (!path) {
@@ -95,17 +106,17 @@ static ait_status load_entries(dn_state *s, ait_state_rd *r, uint32_t n) {
     }
     if (slot >= (uint32_t)s->n_slots || !md_sane(&md, s->slots[slot].t, bytes))
       return ait_err(AIT_E_IO, "onednn: %s: weight %u does not fit the model", r->in->path, i);
-    if (s->n_wc == s->cap_wc) {
-      int cap = s->cap_wc ? 2 * s->cap_wc : 32;
-      dn_wentry *w = realloc(s->wc, (size_t)cap * sizeof *w);
+    if (s->sh->n_wc == s->sh->cap_wc) {
+      int cap = s->sh->cap_wc ? 2 * s->sh->cap_wc : 32;
+      dn_wentry *w = realloc(s->sh->wc, (size_t)cap * sizeof *w);
       if (!w) return ait_err(AIT_E_NOMEM, "out of memory");
-      s->wc = w, s->cap_wc = cap;
+      s->sh->wc = w, s->sh->cap_wc = cap;
     }
     void *data = NULL;
     if (posix_memalign(&data, 64, bytes ? (size_t)bytes : 64))
       return ait_err(AIT_E_NOMEM, "onednn: out of memory for weights");
     ait_state_get(r, data, (size_t)bytes);
-    s->wc[s->n_wc++] = (dn_wentry){(int)slot, md, data, (size_t)bytes};
+    s->sh->wc[s->sh->n_wc++] = (dn_wentry){(int)slot, md, data, (size_t)bytes};
   }
   return ait_state_end(r);
 }

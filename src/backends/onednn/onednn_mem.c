@@ -2,6 +2,7 @@
  * outputs, fixed constant data), memories over them (several memories may
  * view one buffer: reshapes, transposes, in-place results), reorders
  * between layouts (cached per value), the weight cache, and steps. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,28 +313,43 @@ ait_status dn_value_dense(dn_ctx *c, int v, bool plain, dnnl_data_type_t dt, int
   return dn_value_in(c, v, &want, mem);
 }
 
+/* The reordered copy of const slot `slot` in layout md, made once; the
+ * cache is shared with the state's clones, which may plan at the same time:
+ * looked up and filled under its lock (entries are never freed before it). */
+static ait_status weights_cached(dn_state *s, int slot, const dnnl_memory_desc_t *plain,
+                                 const dnnl_memory_desc_t *md, void **out) {
+  dn_shared *sh = s->sh;
+  void *data = NULL;
+  for (int i = 0; i < sh->n_wc && !data; i++)
+    if (sh->wc[i].slot == slot && dnnl_memory_desc_equal(&sh->wc[i].md, md)) data = sh->wc[i].data;
+  if (data) return *out = data, AIT_OK;
+  if (sh->n_wc == sh->cap_wc) {
+    int cap = sh->cap_wc ? 2 * sh->cap_wc : 32;
+    dn_wentry *w = realloc(sh->wc, (size_t)cap * sizeof *w);
+    if (!w) return ait_err(AIT_E_NOMEM, "out of memory");
+    sh->wc = w, sh->cap_wc = cap;
+  }
+  size_t size = dnnl_memory_desc_get_size(md);
+  if (!(data = aligned(size))) return ait_err(AIT_E_NOMEM, "out of memory for weights");
+  ait_status st = dn_reorder_now(s, plain, s->slots[slot].t->data, md, data);
+  if (st) {
+    free(data);
+    return st;
+  }
+  sh->wc[sh->n_wc++] = (dn_wentry){slot, *md, data, size};
+  return *out = data, AIT_OK;
+}
+
 ait_status dn_weights(dn_ctx *c, int slot, const dnnl_memory_desc_t *plain,
                       const dnnl_memory_desc_t *md, int *mem) {
   dn_state *s = c->s;
   void *data = NULL;
   if (dnnl_memory_desc_equal(plain, md)) data = s->slots[slot].t->data;
-  for (int i = 0; i < s->n_wc && !data; i++)
-    if (s->wc[i].slot == slot && dnnl_memory_desc_equal(&s->wc[i].md, md)) data = s->wc[i].data;
   if (!data) {
-    if (s->n_wc == s->cap_wc) {
-      int cap = s->cap_wc ? 2 * s->cap_wc : 32;
-      dn_wentry *w = realloc(s->wc, (size_t)cap * sizeof *w);
-      if (!w) return ait_err(AIT_E_NOMEM, "out of memory");
-      s->wc = w, s->cap_wc = cap;
-    }
-    size_t size = dnnl_memory_desc_get_size(md);
-    if (!(data = aligned(size))) return ait_err(AIT_E_NOMEM, "out of memory for weights");
-    ait_status st = dn_reorder_now(s, plain, s->slots[slot].t->data, md, data);
-    if (st) {
-      free(data);
-      return st;
-    }
-    s->wc[s->n_wc++] = (dn_wentry){slot, *md, data, size};
+    pthread_mutex_lock(s->sh->lock);
+    ait_status st = weights_cached(s, slot, plain, md, &data);
+    pthread_mutex_unlock(s->sh->lock);
+    AIT_TRY(st);
   }
   int b = dn_buf_new(c->p, DN_BUF_FIXED, (int64_t)dnnl_memory_desc_get_size(md));
   if (b < 0) return AIT_E_NOMEM;
