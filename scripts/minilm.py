@@ -286,7 +286,7 @@ def bench_aitune(aitune, model, backend, inputs, iters, warmup):
                         "--iters", str(iters), "--warmup", str(warmup), "--json"], capture_output=True, text=True)
     if r.returncode != 0:
         return None
-    return json.loads(r.stdout.strip().splitlines()[-1])["latency_ms"]["median"]
+    return json.loads(r.stdout[r.stdout.index("{"):])["latency_ms"]["median"]  # --json: one indented object
 
 
 def bench_ort(sess, feeds, iters, warmup):

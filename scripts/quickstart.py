@@ -199,7 +199,7 @@ def bench(aitune, target, backend, d, iters, warmup):
     r = run([aitune, "bench", target, *(["--backend", backend] if backend else []), "--inputs", d,
              "--batch", str(BATCH), "--iters", str(iters), "--warmup", str(warmup), "--json"],
             capture_output=True, text=True)
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout[r.stdout.index("{"):])  # --json prints one (indented) object
 
 
 def bench_ort(sess, f, iters, warmup):

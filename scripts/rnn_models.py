@@ -102,7 +102,7 @@ def aitune_ms(aitune, model, backend, inputs):
     if r.returncode != 0:
         print(r.stderr.strip()[-300:], file=sys.stderr)
         return float("nan")
-    return json.loads(r.stdout.strip().splitlines()[-1])["latency_ms"]["median"]
+    return json.loads(r.stdout[r.stdout.index("{"):])["latency_ms"]["median"]  # --json: one indented object
 
 
 def ort_ms(model, inputs):

@@ -30,6 +30,8 @@ echo "== install: examples/tune_and_run.c built against the installed copy (pkg-
 echo "== real models vs ONNX Runtime"
 "${pin_mem[@]}" python3 "$ROOT/tests/real_models.py" --aitune "$ROOT/build/aitune" --generate --tuned --backend native
 
+echo "== the README's first command: scripts/quickstart.sh (a real sentence encoder, tuned and checked)"
+"${pin_mem[@]}" "$ROOT/scripts/quickstart.sh" | tail -3
 echo "== python package: pip install ./python, then its tests (docs/python.md)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$ROOT/python"
 (cd "$ROOT/python" && "${pin_mem[@]}" python3 -m pytest -q tests)
