@@ -18,7 +18,10 @@ default; the C backend libtriton_aitune.so beside --aitune) or python
 (model.py through aitune_c). `ort` is always a python-backend model.
 
 usage: bench/serving_load.py [--aitune build/aitune] [--seconds 8] [--json OUT]
-                             [--triton-backend aitune|python]
+                             [--triton-backend aitune|python] [--model M.onnx]
+--model serves another model: its inputs and first output by their graph
+names, the request from its folder's test_data_set_0 (e.g.
+models/bert_tiny/model.onnx: input_ids and attention_mask, [1, 32] int64).
 Uses tests/test_serving.py's server helpers (the stub copied beside the
 backend, PATH for the stub's Python).
 """
@@ -44,6 +47,8 @@ import numpy as np
 import onnxruntime as ort
 import triton_python_backend_utils as pb_utils
 
+INPUTS, OUTPUT = %r, %r
+
 
 class TritonPythonModel:
     def initialize(self, args):
@@ -52,11 +57,12 @@ class TritonPythonModel:
                                       providers=["CPUExecutionProvider"])
 
     def execute(self, requests):
-        xs = [pb_utils.get_input_tensor_by_name(r, "input").as_numpy() for r in requests]
-        sizes = [x.shape[0] for x in xs]
-        y = self.s.run(None, {"input": np.concatenate(xs, axis=0)})[0]
+        xs = {n: [pb_utils.get_input_tensor_by_name(r, n).as_numpy() for r in requests]
+              for n in INPUTS}
+        sizes = [x.shape[0] for x in xs[INPUTS[0]]]
+        y = self.s.run([OUTPUT], {n: np.concatenate(v, axis=0) for n, v in xs.items()})[0]
         parts = np.split(y, np.cumsum(sizes)[:-1], axis=0)
-        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("output", p)])
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(OUTPUT, p)])
                 for p in parts]
 '''
 
@@ -92,21 +98,61 @@ def counts(port, model):
     return int(m["inference_count"]), int(m["execution_count"])
 
 
-def load(port, model, clients, seconds, x, want):
+TRITON_DTYPE = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64",
+                np.dtype(np.int32): "INT32", np.dtype(np.float16): "FP16"}
+
+
+def model_io(onnx_path):
+    """Graph input names, the first output's name, and the sample inputs:
+    the model folder's test_data_set_0/input_K.pb where it has them, else one
+    float32 input of [1, 3, 160, 160] (models/mobilenetv2_035)."""
+    import onnx
+    from onnx import numpy_helper
+    g = onnx.load(onnx_path, load_external_data=False).graph
+    inits = {i.name for i in g.initializer}
+    names = [i.name for i in g.input if i.name not in inits]
+    d = os.path.join(os.path.dirname(onnx_path), "test_data_set_0")
+    xs = []
+    for k in range(len(names)):
+        f = os.path.join(d, "input_%d.pb" % k)
+        if not os.path.exists(f):
+            xs = [np.random.default_rng(1).standard_normal((1, 3, 160, 160), dtype=np.float32)]
+            break
+        t = onnx.TensorProto()
+        with open(f, "rb") as fh:
+            t.ParseFromString(fh.read())
+        xs.append(numpy_helper.to_array(t))
+    return names, g.output[0].name, xs
+
+
+def reference_all(aitune, tuned, tmp, xs, tag):
+    d = os.path.join(tmp, "ref_" + tag)
+    os.makedirs(d)
+    for k, x in enumerate(xs):
+        np.save(os.path.join(d, "input_%d.npy" % k), x)
+    ts.run([aitune, "run", tuned, "--inputs", d, "--outputs", d, "--output-format", "npy"])
+    return np.load(os.path.join(d, "output_0.npy"))
+
+
+def load(port, model, clients, seconds, xs, want, io):
     import tritonclient.grpc as tg
+    names, out_name = io
     lat, errors, wrong = [], [0], [0]
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
     def worker():
         c = tg.InferenceServerClient("127.0.0.1:%d" % port)
-        inp = tg.InferInput("input", list(x.shape), "FP32")
-        inp.set_data_from_numpy(x)
+        inp = []
+        for n, x in zip(names, xs):
+            i = tg.InferInput(n, list(x.shape), TRITON_DTYPE[x.dtype])
+            i.set_data_from_numpy(x)
+            inp.append(i)
         mine = []
         while time.monotonic() < stop:
             t0 = time.perf_counter()
             try:
-                y = c.infer(model, [inp]).as_numpy("output")
+                y = c.infer(model, inp).as_numpy(out_name)
             except Exception:
                 with lock:
                     errors[0] += 1
@@ -138,6 +184,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--aitune", default=os.path.join(ROOT, "build", "aitune"))
     ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--model", default=os.path.join(ROOT, ts.MODEL),
+                    help="an ONNX file; its folder's test_data_set_0 gives the request "
+                         "(default: models/mobilenetv2_035, a random image)")
     ap.add_argument("--json")
     ap.add_argument("--triton-backend", default="aitune", choices=("aitune", "python"))
     a = ap.parse_args()
@@ -145,10 +194,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ait_load_")
     proc = None
     try:
-        onnx = os.path.join(ROOT, ts.MODEL)
+        onnx = a.model
+        names, out_name, xs = model_io(onnx)
         tuned = os.path.join(tmp, "tuned")
+        samples = []
+        if os.path.isdir(os.path.join(os.path.dirname(onnx), "test_data_set_0")):
+            samples = ["--samples", os.path.join(os.path.dirname(onnx), "test_data_set_0")]
         ts.run([a.aitune, "tune", onnx, "--out", tuned, "--backends", "native",
-                "--batch-sizes", "1,2,4,8", "--no-cache", "--no-history", "--quiet"])
+                "--batch-sizes", "1,2,4,8", "--no-cache", "--no-history", "--quiet"] + samples)
         repo = os.path.join(tmp, "repo")
         common = ["--instances", "1", "--max-batch-size", "8", "--triton-backend",
                   a.triton_backend]
@@ -163,23 +216,23 @@ def main():
         with open(os.path.join(repo, "ort", "config.pbtxt"), "w") as f:
             f.write(cfg)
         with open(os.path.join(repo, "ort", "1", "model.py"), "w") as f:
-            f.write(ORT_MODEL_PY)
+            f.write(ORT_MODEL_PY % (names, out_name))
         shutil.copy2(onnx, os.path.join(repo, "ort", "1", "model.onnx"))
-        x = np.random.default_rng(1).standard_normal((1, 3, 160, 160), dtype=np.float32)
-        want = ts.reference(a.aitune, tuned, tmp, x, "b1")
+        want = reference_all(a.aitune, tuned, tmp, xs, "b1")
         backends = ts.backend_dir(server_root, tmp, ts.aitune_backend(a.aitune)
                                   if a.triton_backend == "aitune" else None)
         proc, http, grpc, log = ts.start_server(server_root, repo, backends, tmp)
         for name in ("aitune", "aitune_b1", "ort"):
             ts.NAME = name
             ts.wait_ready(proc, http, log)
-        rows = [{"idle_rss_mib": rss_kib(proc.pid) / 1024, "triton_backend": a.triton_backend}]
+        rows = [{"idle_rss_mib": rss_kib(proc.pid) / 1024, "triton_backend": a.triton_backend,
+                 "model": os.path.relpath(onnx, ROOT)}]
         print("server RSS after load: %.0f MiB" % rows[0]["idle_rss_mib"], flush=True)
         for clients in (1, 4, 16):
             for model in ("aitune", "aitune_b1", "ort"):  # interleaved: same load moment
-                load(grpc, model, clients, 1.0, x, want)  # warm-up
+                load(grpc, model, clients, 1.0, xs, want, (names, out_name))  # warm-up
                 before = counts(http, model)
-                r = load(grpc, model, clients, a.seconds, x, want)
+                r = load(grpc, model, clients, a.seconds, xs, want, (names, out_name))
                 after = counts(http, model)
                 # requests per model execution: > 1 when dynamic batching stacked them
                 r["mean_batch"] = (after[0] - before[0]) / max(1, after[1] - before[1])

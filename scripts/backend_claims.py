@@ -35,7 +35,7 @@ SUITES = {"old": "/usr/share/libonnx-testdata/data/node",
 # A failure line that says the backend declined the graph before running it.
 REFUSED = re.compile(r"takes 0 of \d+ nodes|first unsupported|no node to quantize|"
                      r"compiling the model|reading the model|is not an op the|refuses|cannot take|"
-                     r"not supported by|unsupported")
+                     r"not supported by|unsupported|is not implemented by")
 WRONG = re.compile(r"output \d+ \(.*\): (element|shape|dtype|rank|type|expected|got|\d+ element)|"
                    r"expected shape|expected dtype|expected rank|is [^,]+, expected")
 
