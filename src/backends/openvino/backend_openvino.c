@@ -159,6 +159,16 @@ static const char *precision_missing(const ait_backend_config *cfg) {
   return NULL;
 }
 
+/* A graph input or output: what ov_infer hands over or reads back, which
+ * must be a tensor (a sequence or optional inside a segment is OpenVINO's). */
+static bool crosses_boundary(const ait_graph *g, int v) {
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i] == v) return true;
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == v) return true;
+  return false;
+}
+
 static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const ait_node *node,
                         char *why, size_t n) {
   const char *missing = precision_missing(cfg);
@@ -171,6 +181,13 @@ static bool ov_supports(const ait_backend_config *cfg, const ait_graph *g, const
   if (!node->domain[0] || !strcmp(node->domain, "ai.onnx") || !strcmp(node->domain, "ai.onnx.ml")) {
     for (int k = 0; g && k < node->n_in + node->n_out; k++) {
       int v = k < node->n_in ? node->in[k] : node->out[k - node->n_in];
+      if (v >= 0 && g->values[v].type != AIT_VT_TENSOR && crosses_boundary(g, v)) {
+        snprintf(why, n,
+                 "openvino: the wrapper exchanges tensors only, and %s's value '%s' is a %s",
+                 ait_node_desc(node), g->values[v].name ? g->values[v].name : "?",
+                 g->values[v].type == AIT_VT_SEQUENCE ? "sequence" : "optional");
+        return false;
+      }
       for (size_t i = 0; v >= 0 && i < sizeof missing_dtypes / sizeof missing_dtypes[0]; i++)
         if (g->values[v].dtype == missing_dtypes[i]) {
           snprintf(why, n, "OpenVINO has no %s element type (%s)",
@@ -243,6 +260,17 @@ static ait_status map_inputs(ov_state *s, const ov_compiled_model_t *compiled) {
     int found = -1;
     for (int i = 0; st == OK && i < s->n_in && found < 0; i++)
       if (!strcmp(g->values[g->inputs[i]].name, name)) found = i;
+    /* dropped inputs and a pass-through: the Parameter of graph input x
+     * answers with the name of y = Identity(x) or Dropout(x, ...) */
+    for (int j = 0; st == OK && found < 0 && j < g->n_nodes; j++) {
+      const ait_node *nd = &g->nodes[j];
+      if ((strcmp(nd->op_type, "Identity") && strcmp(nd->op_type, "Dropout")) || nd->n_in < 1 ||
+          nd->n_out < 1 || nd->out[0] < 0 || nd->in[0] < 0 || !g->values[nd->out[0]].name ||
+          strcmp(g->values[nd->out[0]].name, name))
+        continue;
+      for (int i = 0; i < s->n_in && found < 0; i++)
+        if (g->inputs[i] == nd->in[0]) found = i;
+    }
     if (name) L->free_str(name);
     if (port) L->output_const_port_free(port);
     if (st != OK) return ov_fail(L, st, "reading the model's input names");
