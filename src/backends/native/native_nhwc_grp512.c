@@ -41,33 +41,7 @@ bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) {
 
 int nat_nhwc512_grp_rows(int64_t Mm) { return Mm == 16 ? MR1 : MR2; }
 
-GT void nat_nhwc512_grp(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {
-  const nat_nhwc *c = g->c;
-  const int V = g->Mm == 16 ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;
-  nat_win_panel pn;
-  for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {
-    int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;
-    nat_win_panel_fill(c, q0, q1, &pn);
-    for (int64_t gb = g0; gb < g1; gb += NG) {
-      int ng = (int)(g1 - gb < NG ? g1 - gb : NG);
-      const float *w = g->wpk + gb * g->gstride;
-      int64_t cx = gb * g->Cm, cy = gb * g->Mm;
-      for (int s = 0; s < pn.nseg; s++)
-        for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {
-          int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;
-          grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};
-          if (V == 1 && g->Cm == 16)
-            grp_v1c16(ng, mr, g, &px, w, cx, cy);
-          else if (V == 1)
-            grp_v1(ng, mr, g, &px, w, cx, cy);
-          else if (g->Cm == 32)
-            grp_v2c32(ng, mr, g, &px, w, cx, cy);
-          else
-            grp_v2(ng, mr, g, &px, w, cx, cy);
-        }
-    }
-  }
-}
+GRP_DRIVER(nat_nhwc512_grp, grp_v1, grp_v1c16, grp_v2, grp_v2c32)
 
 /* Groups of 4 in and 4 out: 8 pixels x 2 vectors of 4 groups. */
 GRP4_FN(grp4_nb, 2, 8)

@@ -209,6 +209,39 @@ INL GT void grp4_tile(const int mr, const int nb, const nat_grp *g, const grp_px
   }
 }
 
+/* The driver over panels, merged-group blocks and pixel tiles, for one
+ * vector a group's outputs (Mm = GL: tiles of MR1 pixels x NG1 groups) or
+ * two (Mm = 2 GL: MR2 x NG2), the channels a group a constant where they
+ * are GL or 2 GL (V1C, V2C). MR1, NG1, MR2, NG2 are the level's. */
+#define GRP_DRIVER(NAME, V1, V1C, V2, V2C)                                                         \
+  GT void NAME(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {                 \
+    const nat_nhwc *c = g->c;                                                                      \
+    const int V = g->Mm == GL ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;           \
+    nat_win_panel pn;                                                                              \
+    for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {                                          \
+      int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;                              \
+      nat_win_panel_fill(c, q0, q1, &pn);                                                          \
+      for (int64_t gb = g0; gb < g1; gb += NG) {                                                   \
+        int ng = (int)(g1 - gb < NG ? g1 - gb : NG);                                               \
+        const float *w = g->wpk + gb * g->gstride;                                                 \
+        int64_t cx = gb * g->Cm, cy = gb * g->Mm;                                                  \
+        for (int s = 0; s < pn.nseg; s++)                                                          \
+          for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {                                    \
+            int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;                              \
+            grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};              \
+            if (V == 1 && g->Cm == GL)                                                             \
+              V1C(ng, mr, g, &px, w, cx, cy);                                                      \
+            else if (V == 1)                                                                       \
+              V1(ng, mr, g, &px, w, cx, cy);                                                       \
+            else if (g->Cm == 2 * GL)                                                              \
+              V2C(ng, mr, g, &px, w, cx, cy);                                                      \
+            else                                                                                   \
+              V2(ng, mr, g, &px, w, cx, cy);                                                       \
+          }                                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
 #define GRP4_C(R, NB)                                                                              \
   case R:                                                                                          \
     grp4_tile(R, NB, g, px, w, cx);                                                                \
