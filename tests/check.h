@@ -3,7 +3,10 @@
 #ifndef AIT_TEST_CHECK_H
 #define AIT_TEST_CHECK_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "aitune.h"
@@ -30,6 +33,26 @@ static int check_failures;
       check_failures++;                                                                            \
     }                                                                                              \
   } while (0)
+
+/* A float32 output view's values, copied (the caller frees them); NULL when
+ * it is not float32 or memory runs out. */
+static inline float *check_copy_f32(const ait_tensor_view *v, size_t *count) {
+  if (v->dtype != AIT_FLOAT32) return NULL;
+  size_t n = 1;
+  for (int d = 0; d < v->rank; d++)
+    n *= (size_t)v->dims[d];
+  float *c = malloc(n * sizeof *c);
+  if (c) memcpy(c, v->data, n * sizeof *c);
+  *count = n;
+  return c;
+}
+
+/* Bit-for-bit the same floats, a NaN matching a NaN. */
+static inline bool check_same_f32(const float *a, const float *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i] && !(isnan(a[i]) && isnan(b[i]))) return false;
+  return true;
+}
 
 static inline int check_result(const char *name) {
   if (check_failures)

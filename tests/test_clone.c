@@ -52,28 +52,15 @@ static bool make_input(const ait_model *m, input *in) {
 /* Output 0 of one run, copied (NULL when the run fails). */
 static float *run_copy(ait_module *m, const input *in, size_t *count) {
   ait_tensor_view out;
-  if (ait_module_infer(m, &in->v, 1) != AIT_OK || ait_module_output(m, 0, &out) != AIT_OK ||
-      out.dtype != AIT_FLOAT32)
+  if (ait_module_infer(m, &in->v, 1) != AIT_OK || ait_module_output(m, 0, &out) != AIT_OK)
     return NULL;
-  size_t n = 1;
-  for (int d = 0; d < out.rank; d++)
-    n *= (size_t)out.dims[d];
-  float *c = malloc(n * sizeof *c);
-  if (c) memcpy(c, out.data, n * sizeof *c);
-  *count = n;
-  return c;
-}
-
-static bool same(const float *a, const float *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (a[i] != b[i] && !(isnan(a[i]) && isnan(b[i]))) return false;
-  return true;
+  return check_copy_f32(&out, count);
 }
 
 static bool run_equals(ait_module *m, const input *in, const float *want, size_t count) {
   size_t n = 0;
   float *got = run_copy(m, in, &n);
-  bool ok = got && n == count && same(got, want, n);
+  bool ok = got && n == count && check_same_f32(got, want, n);
   free(got);
   return ok;
 }

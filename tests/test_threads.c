@@ -34,22 +34,9 @@ static uint64_t rnd(void) {
 /* Output 0 of one run, copied; NULL when the run fails. */
 static float *run_copy(ait_session *s, const job *j, size_t *count) {
   ait_tensor_view out;
-  if (ait_session_run(s, j->in, j->n_in) != AIT_OK || ait_session_output(s, 0, &out) != AIT_OK ||
-      out.dtype != AIT_FLOAT32)
+  if (ait_session_run(s, j->in, j->n_in) != AIT_OK || ait_session_output(s, 0, &out) != AIT_OK)
     return NULL;
-  size_t n = 1;
-  for (int d = 0; d < out.rank; d++)
-    n *= (size_t)out.dims[d];
-  float *c = malloc(n * sizeof *c);
-  if (c) memcpy(c, out.data, n * sizeof *c);
-  *count = n;
-  return c;
-}
-
-static bool same(const float *a, const float *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (a[i] != b[i] && !(isnan(a[i]) && isnan(b[i]))) return false;
-  return true;
+  return check_copy_f32(&out, count);
 }
 
 static void *worker(void *arg) {
@@ -62,7 +49,7 @@ static void *worker(void *arg) {
   for (int r = 0; r < RUNS; r++) {
     size_t n = 0;
     float *got = run_copy(s, j, &n);
-    if (!got || n != j->count || !same(got, j->want, n))
+    if (!got || n != j->count || !check_same_f32(got, j->want, n))
       __atomic_add_fetch(&j->bad, 1, __ATOMIC_RELAXED);
     free(got);
   }
