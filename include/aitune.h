@@ -378,8 +378,9 @@ void ait_module_free(ait_module *m);
  * threads (*out, freed with ait_module_free). The clone shares m's model
  * and the backend's immutable state (graph, constants, packed weights,
  * compiled plans) by reference counting, where the backend can (native,
- * onednn); it owns only its work memory (arena, scratch, thread pool) and
- * its outputs. Other backends reload their saved state instead, a copy
+ * onednn, eager, and a partition whose segments all can); it owns only its
+ * work memory (arena, scratch, thread pool) and its outputs. Other backends
+ * reload their saved state instead, a copy
  * (docs/architecture.md lists which). m and its clones may be freed in any
  * order. Threading: each module, original or clone, is used by one thread
  * at a time (cloning counts as a use of m: the first clone sets up the

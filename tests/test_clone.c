@@ -3,8 +3,10 @@
  * random inputs; the original and the clones are freed in either order;
  * K clones run at once from K threads (also under ThreadSanitizer:
  * scripts/test.sh). Backends with a clone hook (native, onednn) share; one
- * without (xnnpack) reloads its saved state. argv: the bundled bert_tiny
- * and mobilenetv2_035 models (the second is used). */
+ * without (xnnpack) reloads its saved state; so does a partition with a
+ * segment on it, while one whose segments all share (onednn + native)
+ * shares. argv: the bundled bert_tiny and mobilenetv2_035 models (the
+ * second is used, and models/decoder_op18 found beside the first). */
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -121,7 +123,19 @@ static void tune_fast(ait_module *m, const char *backend, ait_status *st) {
   *st = ait_module_tune(m, &o);
 }
 
-static void check_backend(const char *path, const char *backend) {
+/* A partition (a backend on the nodes it takes, native on the rest) shares
+ * when every segment's backend does, and reloads (a copy) otherwise. */
+static void check_partition_shared(const ait_module *m, const ait_module *c, int expect) {
+  if (expect < 0) return;
+  CHECK(m->run.iface && !strcmp(m->run.iface->name, "partition"));
+  CHECK(c->state_shared == (expect == 1));
+  printf("  %-18s partitioned: state %s\n", ait_module_backend(m),
+         c->state_shared ? "shared" : "reloaded (a segment cannot share)");
+}
+
+/* expect_partition: -1 not a partition; 1 partitioned, every segment shares;
+ * 0 partitioned, a segment cannot share. */
+static void check_backend(const char *path, const char *backend, int expect_partition) {
   ait_module *m = NULL;
   CHECK_ERR(ait_module_create(path, NULL, &m), AIT_OK, NULL);
   if (!m) return;
@@ -156,6 +170,7 @@ static void check_backend(const char *path, const char *backend) {
   for (int k = 0; one && k < K; k++)
     CHECK(run_equals(one, &in[k], want[k], count));
   if (one) check_native_shared(m, one);
+  if (one) check_partition_shared(m, one, expect_partition);
   /* K clones (one of a clone) from K threads at once, the original too */
   ait_module *cl[K] = {0};
   for (int k = 0; k < K; k++)
@@ -208,6 +223,14 @@ int main(int argc, char **argv) {
   static const char *const backends[] = {"native", "native:threads=1", "onednn", "xnnpack"};
 #endif
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-    check_backend(argv[2], backends[i]);
+    check_backend(argv[2], backends[i], -1);
+  /* partitions: the decoder (beside bert_tiny in models/) has nodes that
+   * oneDNN and XNNPACK leave to native; XNNPACK's segments cannot share */
+  char dec[4096];
+  const char *slash = strrchr(argv[1], '/');
+  int dir = slash ? (int)(slash - argv[1]) : 0;
+  snprintf(dec, sizeof dec, "%.*s/../decoder_op18/model.onnx", dir, argv[1]);
+  check_backend(dec, backends[2], 1);
+  check_backend(dec, backends[3], 0);
   return check_result("test_clone");
 }

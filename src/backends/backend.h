@@ -147,7 +147,8 @@ typedef struct ait_backend_iface {
    * thread pool). Either may be destroyed first; the two may run infer at
    * the same time on different threads (each one thread at a time). NULL:
    * the backend cannot share, and ait_module_clone reloads the saved state
-   * instead (a copy). */
+   * instead (a copy); so it does when clone returns AIT_E_UNSUPPORTED (a
+   * partition with a segment on a backend that cannot share). */
   ait_status (*clone)(void *state, void **out);
 } ait_backend_iface;
 

@@ -3,6 +3,7 @@
 #include "backends/defaults.h"
 
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,19 +27,30 @@ typedef struct segment {
                             same backend: native with native as its fallback) */
 } segment;
 
+/* A clone copies seg[] (its own states) and shares everything else: the
+ * segments' graphs, maps and node lists and last_use are immutable after the
+ * build, freed by the last of the clones (refs). */
 typedef struct part_state {
   const ait_graph *g;
   segment *seg;
   int n_seg;
-  int *last_use; /* per value of g: last segment that reads it; n_seg for graph outputs */
+  int *last_use;     /* per value of g: last segment that reads it; n_seg for graph outputs */
+  _Atomic int *refs; /* states sharing the segments' graphs; NULL until finish_state */
 } part_state;
 
 static void part_destroy(void *p) {
   part_state *s = p;
   if (!s) return;
+  for (int i = 0; i < s->n_seg; i++)
+    if (s->seg[i].state) s->seg[i].cfg.iface->destroy(s->seg[i].state);
+  if (s->refs && atomic_fetch_sub_explicit(s->refs, 1, memory_order_acq_rel) > 1) {
+    free(s->seg);
+    free(s);
+    return;
+  }
+  free((void *)s->refs);
   for (int i = 0; i < s->n_seg; i++) {
     segment *sg = &s->seg[i];
-    if (sg->state) sg->cfg.iface->destroy(sg->state);
     ait_graph_free(sg->sub);
     free(sg->in_map);
     free(sg->out_map);
@@ -164,6 +176,37 @@ static ait_status part_save(void *p, const char *dir) {
   return st;
 }
 
+/* Every segment's backend must share (its clone hook); one that cannot makes
+ * the whole clone AIT_E_UNSUPPORTED, and ait_module_clone reloads instead. */
+static ait_status part_clone(void *p, void **out) {
+  const part_state *s = p;
+  for (int k = 0; k < s->n_seg; k++)
+    if (!s->seg[k].cfg.iface->clone)
+      return ait_err(AIT_E_UNSUPPORTED, "segment %d (%s) cannot share its state", k,
+                     s->seg[k].desc);
+  part_state *c = calloc(1, sizeof *c);
+  segment *seg = c ? malloc(sizeof *seg * ((size_t)s->n_seg + 1)) : NULL;
+  if (!seg) {
+    free(c);
+    return ait_err(AIT_E_NOMEM, "out of memory");
+  }
+  memcpy(seg, s->seg, sizeof *seg * (size_t)s->n_seg);
+  for (int k = 0; k < s->n_seg; k++)
+    seg[k].state = NULL;
+  *c = *s;
+  c->seg = seg;
+  atomic_fetch_add_explicit(s->refs, 1, memory_order_relaxed);
+  ait_status st = AIT_OK;
+  for (int k = 0; k < s->n_seg && !st; k++)
+    st = s->seg[k].cfg.iface->clone(s->seg[k].state, &seg[k].state);
+  if (st) {
+    part_destroy(c);
+    return st;
+  }
+  *out = c;
+  return AIT_OK;
+}
+
 static const ait_backend_iface partition_iface = {
     .name = "partition",
     .summary = "a backend on its supported segments, the rest on the fallback",
@@ -172,13 +215,16 @@ static const ait_backend_iface partition_iface = {
     .deactivate = part_deactivate,
     .save = part_save,
     .destroy = part_destroy,
+    .clone = part_clone,
 };
 
 /* Liveness of the original values across segments. */
 static ait_status finish_state(part_state *s) {
   const ait_graph *g = s->g;
   s->last_use = malloc(sizeof(int) * ((size_t)g->n_values + 1));
-  if (!s->last_use) return ait_err(AIT_E_NOMEM, "out of memory");
+  s->refs = malloc(sizeof *s->refs);
+  if (!s->last_use || !s->refs) return ait_err(AIT_E_NOMEM, "out of memory");
+  atomic_init(s->refs, 1);
   for (int v = 0; v < g->n_values; v++)
     s->last_use[v] = -1;
   for (int k = 0; k < s->n_seg; k++)

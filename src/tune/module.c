@@ -330,9 +330,12 @@ static ait_status clone_state(const ait_module *m, ait_runner *out, bool *shared
   out->state = NULL;
   *shared = false;
   if (m->run.iface->clone) {
-    AIT_TRY(m->run.iface->clone(m->run.state, &out->state));
-    *shared = true;
-    return AIT_OK;
+    ait_status st = m->run.iface->clone(m->run.state, &out->state);
+    if (st != AIT_E_UNSUPPORTED) {
+      *shared = !st;
+      return st;
+    }
+    out->state = NULL; /* a partition with a segment that cannot share: reload */
   }
   if (!m->run.iface->save)
     return ait_err(AIT_E_UNSUPPORTED, "%s can neither share nor save its state", m->desc);

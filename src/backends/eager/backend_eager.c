@@ -50,6 +50,16 @@ static ait_status eager_load(const ait_backend_config *cfg, const ait_graph *g, 
 
 static void eager_destroy(void *state) { free(state); }
 
+/* The graph is the only thing held, and it is borrowed: from the module (which
+ * its clones share) or from a partition's segment (shared by its clones). */
+static ait_status eager_clone(void *state, void **out) {
+  eager_state *c = malloc(sizeof *c);
+  if (!c) return ait_err(AIT_E_NOMEM, "out of memory");
+  *c = *(const eager_state *)state;
+  *out = c;
+  return AIT_OK;
+}
+
 const ait_backend_iface ait_backend_eager = {
     .name = "eager",
     .summary = "reference executor: plain kernels, the numeric oracle and the baseline",
@@ -63,5 +73,6 @@ const ait_backend_iface ait_backend_eager = {
     .deactivate = eager_nop,
     .save = eager_save,
     .load = eager_load,
+    .clone = eager_clone,
     .destroy = eager_destroy,
 };
