@@ -390,6 +390,25 @@ static PyObject *module_save(ext_module *self, PyObject *args, PyObject *kw) {
   Py_RETURN_NONE;
 }
 
+/* ait_module_clone: a second module sharing this one's weights, with its
+ * own lock, for another thread. The clone's run log starts silent: the
+ * C-side copy of this object's log would point into this object. */
+static PyObject *module_clone(ext_module *self, PyObject *unused) {
+  ait_module *c = NULL;
+  char why[1024] = "";
+  PyThreadState *ts = PyEval_SaveThread();
+  LOCK(self);
+  ait_status st = ait_module_clone(self->m, &c);
+  if (st)
+    snprintf(why, sizeof why, "%s", ait_last_error());
+  else
+    ait_module_set_log(c, NULL, NULL);
+  UNLOCK(self);
+  PyEval_RestoreThread(ts);
+  if (st) return ext_raise_msg(st, why);
+  return wrap(Py_TYPE(self), c); /* outputs on the host, as any new module */
+}
+
 static PyObject *module_report_json(ext_module *self, PyObject *unused) {
   char *js = NULL;
   PyThreadState *ts = PyEval_SaveThread();
@@ -444,6 +463,8 @@ static PyMethodDef module_methods[] = {
      "the library's memory, valid until the next run)"},
     {"save", (PyCFunction)(void (*)(void))module_save, METH_VARARGS | METH_KEYWORDS,
      "save(dir, force=False): write the tuned folder"},
+    {"clone", (PyCFunction)module_clone, METH_NOARGS,
+     "a second module sharing this tuned one's weights (ait_module_clone), for another thread"},
     {"report_json", (PyCFunction)module_report_json, METH_NOARGS, "the tuning report, JSON text"},
     {"metadata", (PyCFunction)module_metadata, METH_O,
      "metadata(key) -> str or None: the model's metadata_props entry"},

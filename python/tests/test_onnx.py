@@ -224,6 +224,44 @@ def test_threads_share_one_tuned_model():
     assert not errors
 
 
+@pytest.mark.parametrize("backend", ["native", "onednn", "eager", "xnnpack"])
+def test_clones_run_at_once_and_outlive_the_original(backend):
+    """clone(): the same outputs bit for bit, each clone on its own thread at
+    once, and the clones run on after the original is gone (shared weights
+    on native/onednn/eager; xnnpack reloads a copy)."""
+    if backend not in ait.backends():
+        pytest.skip(f"{backend} is not built here")
+    model = onnx_mlp()
+    tuned = ait.tune(model, None, strategy=ait.OneBackend(backend), **FAST)
+    xs = [rng.standard_normal((2, 32)).astype(np.float32) for _ in range(4)]
+    want = [tuned(x) for x in xs]
+    clones = [tuned.clone() for _ in range(3)]
+    assert all(c.backend == tuned.backend and c.batch_size == tuned.batch_size for c in clones)
+    del tuned
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(30):
+                np.testing.assert_array_equal(clones[i](xs[i]), want[i])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert clones[0].clone()(xs[3]).tobytes() == want[3].tobytes()
+
+
+def test_clone_of_an_untuned_module_raises():
+    core = ait._core.Module.from_bytes(onnx_mlp())
+    with pytest.raises(ait.Error, match="not tuned"):
+        core.clone()
+
+
 def test_progress_goes_to_logging_and_tqdm(monkeypatch, caplog):
     bars = []
 

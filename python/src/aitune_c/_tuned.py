@@ -23,11 +23,13 @@ class TunedModel:
     Threading: calls may come from any number of threads; they are
     serialized on this object (the C API runs one call at a time per
     module), with the GIL released while the library runs. For parallel
-    calls, load the saved folder once per thread (docs/python.md).
+    calls, give each thread a ``.clone()`` (shares the weights) or load the
+    saved folder once per thread (docs/python.md).
     """
 
     def __init__(self, core, meta: Optional[dict] = None):
         self._core = core
+        self._meta = meta
         graph_inputs = [row[0] for row in core.inputs]
         self.input_names: List[str] = graph_inputs
         self.output_names: List[str] = [row[0] for row in core.outputs]
@@ -140,6 +142,13 @@ class TunedModel:
         if self._report is None:
             self._report = json.loads(self._core.report_json())
         return self._report
+
+    def clone(self) -> "TunedModel":
+        """Another TunedModel of the same tuned module for another thread:
+        it shares the weights and compiled state where the backend can
+        (native, onednn, eager, and partitions of those; others reload a
+        copy), with its own work memory and lock, so the two run at once."""
+        return TunedModel(self._core.clone(), self._meta)
 
     def save(self, path, *, force: bool = False) -> None:
         """Write the tuned folder (atomically). An existing folder is replaced
