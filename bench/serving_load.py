@@ -189,6 +189,9 @@ def main():
                          "(default: models/mobilenetv2_035, a random image)")
     ap.add_argument("--json")
     ap.add_argument("--triton-backend", default="aitune", choices=("aitune", "python"))
+    ap.add_argument("--max-queue-delay-us", type=int, default=2000,
+                    help="the dynamic batcher's queue delay of the batching row (0: batch only "
+                         "what is already queued, never wait)")
     a = ap.parse_args()
     server_root = ts.wheel_or_skip(need_aitune_c=a.triton_backend == "python")
     tmp = tempfile.mkdtemp(prefix="ait_load_")
@@ -206,7 +209,7 @@ def main():
         common = ["--instances", "1", "--max-batch-size", "8", "--triton-backend",
                   a.triton_backend]
         ts.run([a.aitune, "publish", tuned, "--triton", repo, "--name", "aitune",
-                "--max-queue-delay-us", "2000"] + common)
+                "--max-queue-delay-us", str(a.max_queue_delay_us)] + common)
         ts.run([a.aitune, "publish", tuned, "--triton", repo, "--name", "aitune_b1",
                 "--no-dynamic-batching"] + common)
         os.makedirs(os.path.join(repo, "ort", "1"))
@@ -226,7 +229,7 @@ def main():
             ts.NAME = name
             ts.wait_ready(proc, http, log)
         rows = [{"idle_rss_mib": rss_kib(proc.pid) / 1024, "triton_backend": a.triton_backend,
-                 "model": os.path.relpath(onnx, ROOT)}]
+                 "model": os.path.relpath(onnx, ROOT), "max_queue_delay_us": a.max_queue_delay_us}]
         print("server RSS after load: %.0f MiB" % rows[0]["idle_rss_mib"], flush=True)
         for clients in (1, 4, 16):
             for model in ("aitune", "aitune_b1", "ort"):  # interleaved: same load moment
