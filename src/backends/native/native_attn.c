@@ -287,12 +287,21 @@ typedef struct att_kernels {
                   float *inv);
   void (*values)(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk, const float *v,
                  int64_t ldv, int64_t Dv, float *y, int64_t ldy, const float *scale);
+  void (*scores_rows)(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                      const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
 } att_kernels;
 
 static const att_kernels att_avx512 = {nat_attn512_scores_t, nat_attn512_softmax_t,
-                                       nat_attn512_softmax, nat_attn512_values};
+                                       nat_attn512_softmax, nat_attn512_values,
+                                       nat_attn512_scores_rows};
 static const att_kernels att_avx2 = {nat_attn256_scores_t, nat_attn256_softmax_t,
-                                     nat_attn256_softmax, nat_attn256_values};
+                                     nat_attn256_softmax, nat_attn256_values,
+                                     nat_attn256_scores_rows};
+
+/* Query rows up to which the scores are dot products along D (a decoder
+ * step's one row a sequence): the transposed tile would leave most lanes
+ * idle. */
+#define ATT_DOT_ROWS 4
 
 typedef struct att_job {
   int64_t B, H, Sq, D, Sk, Dv, blocks;
@@ -308,6 +317,7 @@ typedef struct att_job {
   const att_kernels *vec; /* softmax and P V on these vector kernels (NULL: portable) */
   bool avx512;            /* vec is native_attn512.c's */
   bool scores_t;          /* ... and the scores too, transposed (Sᵀ: keys x query rows) */
+  bool scores_dot;        /* ... or as dot products along D (few rows, keys' D contiguous) */
   bool bf16;              /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
 } att_job;
 
@@ -438,6 +448,13 @@ static void att_task(void *arg, int64_t t, int tid) {
                      j->ms[3], qt, s, mx);
     j->vec->softmax_t(s, rows, sk, mx, inv);
     j->vec->values(s, 1, ATT_ROWS, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    return;
+  }
+  if (j->scores_dot) {
+    float *inv = s + ATT_ROWS * j->Sk;
+    j->vec->scores_rows(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], sk, s, sk);
+    j->vec->softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv);
+    j->vec->values(s, sk, 1, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
   int64_t lda, ldb;
@@ -596,8 +613,11 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   /* the transposed scores read the keys with any strides; a mask varying
    * along the query rows is gathered with 32-bit offsets */
   j.scores_t = j.vec && (!j.m || j.ms[2] <= INT32_MAX / 16);
+  /* a few query rows over keys stored row by row: dot products */
+  j.scores_dot = j.vec && j.Sq <= ATT_DOT_ROWS && (j.ks[2] == 1 || j.D == 1);
+  if (j.scores_dot) j.scores_t = false;
   /* bfloat16 products when the pass or the caller asked for them */
-  j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
+  j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available() && !j.scores_dot;
   int threads = nat_run_threads(r);
   int64_t tasks = j.B * j.H * (j.bf16 ? 1 : j.blocks);
   double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
