@@ -317,7 +317,16 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
     return AIT_OK;
   }
   if (p) r->miss = true;
-  ait_tensor *h = ait_tensor_new(dt, rank, dims);
+  ait_tensor *h = NULL;
+  if (r->direct[v] && dt != AIT_STRING) {
+    /* the kernel writes every element: no zeroing (a memset of the whole
+     * output on memory malloc hands back) */
+    void *data = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (data && !(h = ait_tensor_wrap(dt, rank, dims, data))) free(data);
+    if (h) h->owns = true;
+  } else {
+    h = ait_tensor_new(dt, rank, dims);
+  }
   if (!h) return AIT_E_NOMEM;
   r->heap[v] = h;
   r->val[v] = h;
