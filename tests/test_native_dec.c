@@ -214,7 +214,10 @@ static void test_decode_attention(void) {
     const int64_t dq[4] = {B, H, Sq, D}, dp[4] = {B, H, P, D}, dm[4] = {B, 1, Sq, P + Sq};
     ait_tensor *in[6] = {rand_tensor(4, dq), rand_tensor(4, dp), rand_tensor(4, dp),
                          rand_tensor(4, dq), rand_tensor(4, dq), rand_tensor(4, dm)};
+    long long before = nat_attn_dot_runs();
     check_specs(g, (const ait_tensor *const *)in, mask ? 6 : 5, 1e-5, "decode attention");
+    /* the dot-product scores ran twice on each vector spec, not at the portable one */
+    if (nat_mm_available(NAT_ISA_AVX2)) CHECK(nat_attn_dot_runs() - before == 8);
     for (int i = 0; i < 6; i++)
       ait_tensor_free(in[i]);
     ait_graph_free(g);

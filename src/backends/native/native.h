@@ -338,6 +338,9 @@ void nat_attn512_scores_rows(const float *q, int64_t ldq, int64_t rows, int64_t 
                              const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
 void nat_attn256_scores_rows(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
                              const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
+/* Tests: FusedAttention runs that took the dot-product scores since the
+ * process started. */
+long long nat_attn_dot_runs(void);
 void nat_attn256_values(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk,
                         const float *v, int64_t ldv, int64_t Dv, float *y, int64_t ldy,
                         const float *scale);

@@ -545,6 +545,9 @@ static bool gemm_ok(int64_t *st, int64_t rows, int64_t cols) {
   return false;
 }
 
+static _Atomic long long dot_runs;
+long long nat_attn_dot_runs(void) { return atomic_load_explicit(&dot_runs, memory_order_relaxed); }
+
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   if (n_in < 3 || !in[0] || !in[1] || !in[2]) return AIT_E_UNSUPPORTED;
   const ait_tensor *Q = in[0], *K = in[1], *V = in[2], *M = n_in > 3 ? in[3] : NULL;
@@ -644,6 +647,7 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
     }
   }
   j.live = live;
+  if (j.scores_dot) atomic_fetch_add_explicit(&dot_runs, 1, memory_order_relaxed);
   nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, j.bf16 ? att_task_bf16 : att_task, &j);
   if (live != live_small) free(live);
   return AIT_OK;
