@@ -239,6 +239,12 @@ void nat_sgemm(nat_run *r, bool ta, bool tb, int64_t M, int64_t N, int64_t K, fl
  * apply (the portable level, a small or non-constant B, out of memory). */
 bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e);
+/* The same for M (1..NAT_GEMV_ROWS) rows of A at a[i * lda] into c[i * ldc]:
+ * B packed once and streamed once a run whatever M. */
+#define NAT_GEMV_ROWS 15
+bool nat_gemv_const_rows(nat_run *r, int bk, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *a, int64_t lda, const float *B, int64_t ldb, float *c,
+                         int64_t ldc, const nat_epilogue *e);
 
 ait_status nat_k_conv(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_convt(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
@@ -324,6 +330,17 @@ void nat_attn512_softmax_t(float *st, int64_t rows, int64_t Sk, const float *mx,
  * same layouts (st and qt of row stride 64, mrs <= INT32_MAX / 16);
  * values takes any Dv. */
 bool nat_attn256_available(void);
+/* Scores of a few query rows as dot products along D (native_attn_dec.c):
+ * s[i * lds + j] = alpha * sum_d q[i * ldq + d] * k[j * kjs + d], the keys'
+ * D floats contiguous. 512: only when nat_attn512_available(); 256: when
+ * nat_attn256_available(). */
+void nat_attn512_scores_rows(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                             const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
+void nat_attn256_scores_rows(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                             const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
+/* Tests: FusedAttention runs that took the dot-product scores since the
+ * process started. */
+long long nat_attn_dot_runs(void);
 void nat_attn256_values(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk,
                         const float *v, int64_t ldv, int64_t Dv, float *y, int64_t ldy,
                         const float *scale);

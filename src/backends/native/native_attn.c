@@ -287,12 +287,21 @@ typedef struct att_kernels {
                   float *inv);
   void (*values)(const float *p, int64_t pis, int64_t pks, int64_t rows, int64_t Sk, const float *v,
                  int64_t ldv, int64_t Dv, float *y, int64_t ldy, const float *scale);
+  void (*scores_rows)(const float *q, int64_t ldq, int64_t rows, int64_t D, float alpha,
+                      const float *k, int64_t kjs, int64_t Sk, float *s, int64_t lds);
 } att_kernels;
 
 static const att_kernels att_avx512 = {nat_attn512_scores_t, nat_attn512_softmax_t,
-                                       nat_attn512_softmax, nat_attn512_values};
+                                       nat_attn512_softmax, nat_attn512_values,
+                                       nat_attn512_scores_rows};
 static const att_kernels att_avx2 = {nat_attn256_scores_t, nat_attn256_softmax_t,
-                                     nat_attn256_softmax, nat_attn256_values};
+                                     nat_attn256_softmax, nat_attn256_values,
+                                     nat_attn256_scores_rows};
+
+/* Query rows up to which the scores are dot products along D (a decoder
+ * step's one row a sequence): the transposed tile would leave most lanes
+ * idle. */
+#define ATT_DOT_ROWS 4
 
 typedef struct att_job {
   int64_t B, H, Sq, D, Sk, Dv, blocks;
@@ -308,6 +317,7 @@ typedef struct att_job {
   const att_kernels *vec; /* softmax and P V on these vector kernels (NULL: portable) */
   bool avx512;            /* vec is native_attn512.c's */
   bool scores_t;          /* ... and the scores too, transposed (Sᵀ: keys x query rows) */
+  bool scores_dot;        /* ... or as dot products along D (few rows, keys' D contiguous) */
   bool bf16;              /* ... and in bfloat16 (native_attn_bf16.c): a task per (batch, head) */
 } att_job;
 
@@ -440,6 +450,13 @@ static void att_task(void *arg, int64_t t, int tid) {
     j->vec->values(s, 1, ATT_ROWS, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
     return;
   }
+  if (j->scores_dot) {
+    float *inv = s + ATT_ROWS * j->Sk;
+    j->vec->scores_rows(q, j->qs[2], rows, j->D, j->alpha, k, j->ks[3], sk, s, sk);
+    j->vec->softmax(s, rows, sk, m, j->ms[2], j->ms[3], inv);
+    j->vec->values(s, sk, 1, rows, sk, v, j->vs[2], j->Dv, y, j->ys[2], inv);
+    return;
+  }
   int64_t lda, ldb;
   bool ta = mat_args(j->qs, &lda), tb = mat_args(j->ks, &ldb);
   atomic_fetch_add_explicit(j->gemm_calls, 1, memory_order_relaxed);
@@ -528,6 +545,9 @@ static bool gemm_ok(int64_t *st, int64_t rows, int64_t cols) {
   return false;
 }
 
+static _Atomic long long dot_runs;
+long long nat_attn_dot_runs(void) { return atomic_load_explicit(&dot_runs, memory_order_relaxed); }
+
 ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
   if (n_in < 3 || !in[0] || !in[1] || !in[2]) return AIT_E_UNSUPPORTED;
   const ait_tensor *Q = in[0], *K = in[1], *V = in[2], *M = n_in > 3 ? in[3] : NULL;
@@ -596,8 +616,11 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
   /* the transposed scores read the keys with any strides; a mask varying
    * along the query rows is gathered with 32-bit offsets */
   j.scores_t = j.vec && (!j.m || j.ms[2] <= INT32_MAX / 16);
+  /* a few query rows over keys stored row by row: dot products */
+  j.scores_dot = j.vec && j.Sq <= ATT_DOT_ROWS && (j.ks[2] == 1 || j.D == 1);
+  if (j.scores_dot) j.scores_t = false;
   /* bfloat16 products when the pass or the caller asked for them */
-  j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available();
+  j.bf16 = j.avx512 && ait_attr_int(n, "bf16", 0) && nat_attn_bf16_available() && !j.scores_dot;
   int threads = nat_run_threads(r);
   int64_t tasks = j.B * j.H * (j.bf16 ? 1 : j.blocks);
   double work = (double)j.B * j.H * j.Sq * j.Sk * (j.D + j.Dv);
@@ -624,6 +647,7 @@ ait_status nat_k_attention(nat_run *r, const ait_node *n, const ait_tensor *cons
     }
   }
   j.live = live;
+  if (j.scores_dot) atomic_fetch_add_explicit(&dot_runs, 1, memory_order_relaxed);
   nat_pool_run(par ? nat_run_pool(r) : NULL, tasks, j.bf16 ? att_task_bf16 : att_task, &j);
   if (live != live_small) free(live);
   return AIT_OK;

@@ -46,6 +46,8 @@ struct nat_run {
   const ait_tensor **val; /* per value: its tensor in this run */
   ait_tensor **heap;      /* per value: heap tensor this run owns */
   int64_t *need;          /* per value: bytes a fast kernel asked for */
+  bool *direct;           /* per value: a graph output a fast kernel writes on the heap, handed
+                           * over as it is (an arena slot would be copied out at the end) */
   int node;               /* running node */
   bool requested;         /* the running kernel asked for an output */
   bool recording;         /* keeping shape-only results in the plan */
@@ -148,7 +150,8 @@ ait_status nat_exec_prepare(nat_state *s) {
   r->val = calloc((size_t)nv + 1, sizeof *r->val);
   r->heap = calloc((size_t)nv + 1, sizeof *r->heap);
   r->need = calloc((size_t)nv + 1, sizeof *r->need);
-  if (!r->hdr || !r->val || !r->heap || !r->need)
+  r->direct = calloc((size_t)nv + 1, sizeof *r->direct);
+  if (!r->hdr || !r->val || !r->heap || !r->need || !r->direct)
     return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
   for (int i = 0; i < nn; i++) {
     nat_kernel k = s->ext.kernel ? s->ext.kernel(s->ext.user, g, &g->nodes[i]) : NULL;
@@ -170,6 +173,15 @@ ait_status nat_exec_prepare(nat_state *s) {
   AIT_TRY(prepare_bodies(s));
   for (int k = 0; k < g->n_outputs; k++)
     s->last[g->outputs[k]] = nn;
+  /* graph outputs that are their own storage, shared with no other output
+   * (take_outputs hands such a heap tensor over without a copy) */
+  for (int k = 0; k < g->n_outputs; k++) {
+    int v = g->outputs[k];
+    bool alone = g->values[v].producer >= 0 && s->root[v] == v;
+    for (int j = 0; alone && j < g->n_outputs; j++)
+      alone = j == k || s->root[g->outputs[j]] != v;
+    r->direct[v] = alone;
+  }
   /* a view keeps its input's storage alive: extend backwards */
   for (int i = nn - 1; i >= 0; i--) {
     const ait_node *n = &g->nodes[i];
@@ -260,6 +272,7 @@ void nat_exec_free(nat_state *s) {
     free(s->run->val);
     free(s->run->heap);
     free(s->run->need);
+    free(s->run->direct);
     free(s->run->bodies);
     free(s->run->outer_run);
     free(s->run->outer_src);
@@ -286,8 +299,11 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
   r->requested = true;
   if (v < 0) return ait_err(AIT_E_INTERNAL, "fast kernel output %d is not used", k);
   int64_t bytes = ait_shape_numel(rank, dims) * (int64_t)ait_elem_size(dt);
-  r->need[v] = bytes;
   nat_plan *p = r->plan;
+  if (r->direct[v])
+    p = NULL; /* on the heap by design: no slot, no miss */
+  else
+    r->need[v] = bytes;
   if (p && p->offset[v] >= 0 && bytes <= p->size[v]) {
     ait_tensor *h = &r->hdr[v];
     memset(h, 0, sizeof *h);
@@ -301,7 +317,16 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
     return AIT_OK;
   }
   if (p) r->miss = true;
-  ait_tensor *h = ait_tensor_new(dt, rank, dims);
+  ait_tensor *h = NULL;
+  if (r->direct[v] && dt != AIT_STRING) {
+    /* the kernel writes every element: no zeroing (a memset of the whole
+     * output on memory malloc hands back) */
+    void *data = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (data && !(h = ait_tensor_wrap(dt, rank, dims, data))) free(data);
+    if (h) h->owns = true;
+  } else {
+    h = ait_tensor_new(dt, rank, dims);
+  }
   if (!h) return AIT_E_NOMEM;
   r->heap[v] = h;
   r->val[v] = h;

@@ -451,8 +451,8 @@ ait_status nat_k_gemm(nat_run *r, const ait_node *n, const ait_tensor *const *in
   }
   ait_tensor *Y;
   AIT_TRY(nat_output(r, 0, AIT_FLOAT32, 2, odims, &Y));
-  if (M == 1 && !ta &&
-      nat_gemv_const(r, 1, tb, N, K, alpha, A->data, B->data, B->dims[1], Y->data, &e))
+  if (!ta && nat_gemv_const_rows(r, 1, tb, M, N, K, alpha, A->data, K, B->data, B->dims[1], Y->data,
+                                 N, &e))
     return AIT_OK;
   if (!ta && alpha == 1.0f) { /* the register tiles: C as a bias row or a residual */
     nat_epilogue te = e;
@@ -573,12 +573,15 @@ ait_status nat_k_matmul(nat_run *r, const ait_node *n, const ait_tensor *const *
   /* items of A (and Z) follow each other in memory when nothing broadcasts */
   bool a_dense = ait_shape_numel(ra - 2, A->dims) == j.batch;
   bool z_rows = !j.z || ait_tensor_numel(Z) == j.batch * j.M * j.N;
-  if (rb == 2 && j.batch * j.M == 1 && (!j.z || ait_tensor_numel(Z) == j.N)) {
-    /* one row over a constant B: the packed GEMV where it applies */
+  int64_t rows = j.batch * j.M;
+  if (rb == 2 && a_dense &&
+      (rows == 1 ? !j.z || ait_tensor_numel(Z) == j.N : z_rows && rows <= NAT_GEMV_ROWS)) {
+    /* a few rows over a constant B: the packed GEMV where it applies */
     nat_epilogue e = j.e;
     e.z = j.z;
     e.ldz = j.N;
-    if (nat_gemv_const(r, 1, false, j.N, j.K, j.alpha, j.a, j.b, j.N, j.c, &e)) return AIT_OK;
+    if (nat_gemv_const_rows(r, 1, false, rows, j.N, j.K, j.alpha, j.a, j.K, j.b, j.N, j.c, j.N, &e))
+      return AIT_OK;
   }
   if (b_shared && a_dense && z_rows && j.alpha == 1.0f) { /* all rows on register tiles */
     nat_epilogue e = j.e;

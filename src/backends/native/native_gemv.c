@@ -123,12 +123,116 @@ T256 static void gemv_blocks256(const gemv_pack *pk, const float *a, float alpha
   }
 }
 
-/* The packed kernel of the run's level, NULL at the portable one. */
+/* A few rows of A (2..NAT_GEMV_ROWS) over the same packed B: B is still
+ * read once from memory, each 4-output block then from L1 once per group
+ * of rows. AVX-512: groups of up to 4 rows, 16 accumulators (row, output);
+ * AVX2: up to 3 rows, 12 accumulators, each taking both 8-float halves of
+ * a group (the weights read as memory operands). Rows at a[i * lda], c at
+ * c[i * ldc]. */
+static inline __attribute__((always_inline)) T512 void rows512(const gemv_pack *pk, const float *a,
+                                                               int64_t lda, int mr, float alpha,
+                                                               float *c, int64_t ldc, int64_t j,
+                                                               int64_t jn) {
+  const int64_t K = pk->K, Kp = pk->Kp, kfull = K / 16 * 16;
+  const __mmask16 tail = nat_tail16(K - kfull);
+  const float *w = pk->p + j * Kp;
+  __m512 s[4][4];
+  for (int i = 0; i < 4; i++)
+    for (int q = 0; q < 4; q++)
+      s[i][q] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < Kp; k += 16, w += 64) {
+    __m512 w0 = _mm512_load_ps(w), w1 = _mm512_load_ps(w + 16);
+    __m512 w2 = _mm512_load_ps(w + 32), w3 = _mm512_load_ps(w + 48);
+    __mmask16 m = k < kfull ? (__mmask16)0xffff : tail;
+    for (int i = 0; i < 4; i++) {
+      if (i >= mr) break;
+      __m512 x = _mm512_maskz_loadu_ps(m, a + i * lda + k);
+      s[i][0] = _mm512_fmadd_ps(w0, x, s[i][0]);
+      s[i][1] = _mm512_fmadd_ps(w1, x, s[i][1]);
+      s[i][2] = _mm512_fmadd_ps(w2, x, s[i][2]);
+      s[i][3] = _mm512_fmadd_ps(w3, x, s[i][3]);
+    }
+  }
+  for (int i = 0; i < mr; i++)
+    for (int q = 0; q < 4 && q < jn; q++)
+      c[i * ldc + j + q] = alpha * _mm512_reduce_add_ps(s[i][q]);
+}
+
+T512 static void gemv_rows512(const gemv_pack *pk, const float *a, int64_t lda, int64_t M,
+                              float alpha, float *c, int64_t ldc, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j += 4)
+    for (int64_t i = 0; i < M; i += 4) {
+      int64_t mr = M - i < 4 ? M - i : 4;
+      const float *ai = a + i * lda;
+      float *ci = c + i * ldc;
+      switch (mr) { /* constant row counts: the accumulators stay in registers */
+      case 4: rows512(pk, ai, lda, 4, alpha, ci, ldc, j, j1 - j); break;
+      case 3: rows512(pk, ai, lda, 3, alpha, ci, ldc, j, j1 - j); break;
+      case 2: rows512(pk, ai, lda, 2, alpha, ci, ldc, j, j1 - j); break;
+      default: rows512(pk, ai, lda, 1, alpha, ci, ldc, j, j1 - j); break;
+      }
+    }
+}
+
+static inline __attribute__((always_inline)) T256 void rows256(const gemv_pack *pk, const float *a,
+                                                               int64_t lda, int mr, float alpha,
+                                                               float *c, int64_t ldc, int64_t j,
+                                                               int64_t jn) {
+  const int64_t K = pk->K, Kp = pk->Kp, kfull = K / 16 * 16;
+  const __m256i t0 = nat_tail8(K - kfull), t1 = nat_tail8(K - kfull - 8);
+  const __m256i all = _mm256_set1_epi32(-1);
+  const float *w = pk->p + j * Kp;
+  __m256 s[3][4];
+  for (int i = 0; i < 3; i++)
+    for (int q = 0; q < 4; q++)
+      s[i][q] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < Kp; k += 16, w += 64) {
+    bool full = k < kfull;
+    __m256i m0 = full ? all : t0, m1 = full ? all : t1;
+    for (int i = 0; i < 3; i++) {
+      if (i >= mr) break;
+      __m256 x0 = _mm256_maskload_ps(a + i * lda + k, m0);
+      __m256 x1 = _mm256_maskload_ps(a + i * lda + k + 8, m1);
+      for (int q = 0; q < 4; q++) {
+        s[i][q] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * q), x0, s[i][q]);
+        s[i][q] = _mm256_fmadd_ps(_mm256_load_ps(w + 16 * q + 8), x1, s[i][q]);
+      }
+    }
+  }
+  for (int i = 0; i < mr; i++)
+    for (int q = 0; q < 4 && q < jn; q++)
+      c[i * ldc + j + q] = alpha * nat_hsum8(s[i][q]);
+}
+
+T256 static void gemv_rows256(const gemv_pack *pk, const float *a, int64_t lda, int64_t M,
+                              float alpha, float *c, int64_t ldc, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j += 4)
+    for (int64_t i = 0; i < M; i += 3) {
+      int64_t mr = M - i < 3 ? M - i : 3;
+      const float *ai = a + i * lda;
+      float *ci = c + i * ldc;
+      switch (mr) {
+      case 3: rows256(pk, ai, lda, 3, alpha, ci, ldc, j, j1 - j); break;
+      case 2: rows256(pk, ai, lda, 2, alpha, ci, ldc, j, j1 - j); break;
+      default: rows256(pk, ai, lda, 1, alpha, ci, ldc, j, j1 - j); break;
+      }
+    }
+}
+
+/* The packed kernels of the run's level, NULL at the portable one. */
 typedef void (*gemv_fn)(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
                         int64_t j1);
+typedef void (*gemv_rows_fn)(const gemv_pack *pk, const float *a, int64_t lda, int64_t M,
+                             float alpha, float *c, int64_t ldc, int64_t j0, int64_t j1);
 static gemv_fn pack_kernel(void) {
   static const gemv_fn by_level[] = {
       [NAT_ISA_PORTABLE] = NULL, [NAT_ISA_AVX2] = gemv_blocks256, [NAT_ISA_AVX512] = gemv_blocks};
+  int l = nat_isa();
+  return l >= NAT_ISA_PORTABLE && l <= NAT_ISA_AVX512 ? by_level[l] : NULL;
+}
+static gemv_rows_fn rows_kernel(void) {
+  static const gemv_rows_fn by_level[] = {
+      [NAT_ISA_PORTABLE] = NULL, [NAT_ISA_AVX2] = gemv_rows256, [NAT_ISA_AVX512] = gemv_rows512};
   int l = nat_isa();
   return l >= NAT_ISA_PORTABLE && l <= NAT_ISA_AVX512 ? by_level[l] : NULL;
 }
@@ -143,16 +247,21 @@ static void pack_fill(float *p, const float *B, bool tb, int64_t N, int64_t K, i
                       int64_t ldb) {}
 typedef void (*gemv_fn)(const gemv_pack *pk, const float *a, float alpha, float *c, int64_t j0,
                         int64_t j1);
+typedef void (*gemv_rows_fn)(const gemv_pack *pk, const float *a, int64_t lda, int64_t M,
+                             float alpha, float *c, int64_t ldc, int64_t j0, int64_t j1);
 static gemv_fn pack_kernel(void) { return NULL; }
+static gemv_rows_fn rows_kernel(void) { return NULL; }
 
 #endif
 
 #define GEMV_MAX_CHUNKS 128
 
 typedef struct gemv_job {
-  gemv_fn fn; /* the level's packed kernel */
+  gemv_fn fn;        /* the level's packed kernel (one row) */
+  gemv_rows_fn rows; /* the level's packed kernel of a few rows */
   const gemv_pack *pk;
   const float *a;
+  int64_t lda, M, ldc; /* rows of a and c */
   float alpha;
   float *c;
   const nat_epilogue *e;
@@ -184,9 +293,12 @@ static void gemv_chunks(gemv_job *j, int64_t N, int threads) {
 
 static void gemv_task(void *arg, int64_t t, int tid) {
   const gemv_job *j = arg;
-  int64_t N = j->pk->N, j0 = j->bound[t], j1 = j->bound[t + 1];
-  j->fn(j->pk, j->a, j->alpha, j->c, j0, j1);
-  nat_epilogue_apply(j->e, j->c, N, 0, 1, j0, j1);
+  int64_t j0 = j->bound[t], j1 = j->bound[t + 1];
+  if (j->M == 1)
+    j->fn(j->pk, j->a, j->alpha, j->c, j0, j1);
+  else
+    j->rows(j->pk, j->a, j->lda, j->M, j->alpha, j->c, j->ldc, j0, j1);
+  nat_epilogue_apply(j->e, j->c, j->ldc, 0, j->M, j0, j1);
 }
 
 /* Ask for transparent huge pages under the whole 2 MiB pages of a new
@@ -208,9 +320,16 @@ static void huge_pages(void *p, size_t bytes) {
 
 bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alpha, const float *a,
                     const float *B, int64_t ldb, float *c, const nat_epilogue *e) {
+  return nat_gemv_const_rows(r, bk, tb, 1, N, K, alpha, a, K, B, ldb, c, N, e);
+}
+
+bool nat_gemv_const_rows(nat_run *r, int bk, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *a, int64_t lda, const float *B, int64_t ldb, float *c,
+                         int64_t ldc, const nat_epilogue *e) {
   gemv_fn fn = pack_kernel();
-  if (!nat_run_gemv_pack(r) || !fn || N < 4 || K < 1 || (double)N * (double)K < GEMV_PACK_MIN ||
-      !nat_input_is_const(r, bk))
+  gemv_rows_fn rows = rows_kernel();
+  if (!nat_run_gemv_pack(r) || !fn || !rows || M < 1 || M > NAT_GEMV_ROWS || N < 4 || K < 1 ||
+      (double)N * (double)K < GEMV_PACK_MIN || !nat_input_is_const(r, bk))
     return false;
   int64_t Kp = (K + 15) / 16 * 16, key[4] = {N, K, tb, (int64_t)(intptr_t)B};
   bool fresh;
@@ -227,7 +346,7 @@ bool nat_gemv_const(nat_run *r, int bk, bool tb, int64_t N, int64_t K, float alp
     pack_fill(p, B, tb, N, K, Kp, ldb);
   }
   gemv_pack pk = {N, K, Kp, p};
-  gemv_job j = {fn, &pk, a, alpha, c, e, 0, {0}};
+  gemv_job j = {fn, rows, &pk, a, lda, M, ldc, alpha, c, e, 0, {0}};
   gemv_chunks(&j, N, nat_run_threads(r));
   nat_pool_run(nat_run_pool(r), j.n_chunks, gemv_task, &j);
   return true;

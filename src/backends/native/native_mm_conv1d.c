@@ -27,6 +27,24 @@ typedef struct c1_job {
   float *pk;      /* packed columns of the segment */
 } c1_job;
 
+/* dst[c] = src[2 c] for c < n (the stride-2 layers' columns): pairs of
+ * 8-float loads, their even lanes shuffled together. The conv runs only at
+ * AVX2 and above (nat_mm_available), so AVX2 is there. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx2"))) static void gather2(float *dst, const float *src, int64_t n) {
+  int64_t c = 0;
+  for (; c + 8 < n; c += 8) { /* reads src[2c .. 2c + 15]: within 2 (n - 1) */
+    __m256 a = _mm256_loadu_ps(src + 2 * c), b = _mm256_loadu_ps(src + 2 * c + 8);
+    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    _mm256_storeu_ps(dst + c, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
+  }
+  for (; c < n; c++)
+    dst[c] = src[2 * c];
+}
+#define HAVE_GATHER2 1
+#endif
+
 /* Column block b of the segment: K x nr, row ci * k + kk, column t. */
 static void pack_task(void *arg, int64_t b, int tid) {
   const c1_job *j = arg;
@@ -47,8 +65,11 @@ static void pack_task(void *arg, int64_t b, int tid) {
       if (hi < lo) hi = lo;
       for (int64_t c = 0; c < lo; c++)
         row[c] = 0.0f;
-      if (j->s == 1)
-        memcpy(row + lo, xc + first + lo, sizeof(float) * (size_t)(hi - lo));
+      if (j->s == 1) memcpy(row + lo, xc + first + lo, sizeof(float) * (size_t)(hi - lo));
+#ifdef HAVE_GATHER2
+      else if (j->s == 2)
+        gather2(row + lo, xc + first + 2 * lo, hi - lo);
+#endif
       else
         for (int64_t c = lo; c < hi; c++)
           row[c] = xc[first + c * j->s];
