@@ -12,18 +12,21 @@
  * where runs of 2 or 1 outputs on one vector (the leftovers of 7x7 and
  * 14x14 maps) waited on one chain. The nv weight vectors of a tap are
  * loaded once per tile. Outputs in the left and right padding run one at a
- * time over 8 vectors with their own kernel columns. Bias, residual and
- * clamp before the store; a last vector of fewer than 8 channels through a
- * lane mask. The AVX-512 twin is native_nhwc_dw512.c. */
+ * time over 8 vectors with their own kernel columns. Bias, residual,
+ * clamp and the activation past it (SiLU, HardSwish, HardSigmoid:
+ * native_nhwc_post.h; the driver then makes no pass of its own over the
+ * output) before the store; a last vector of fewer than 8 channels
+ * through a lane mask. The AVX-512 twin is native_nhwc_dw512.c. */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include "backends/native/native_avx2.h"
+#include "backends/native/native_avx2_math.h"
 
 #define T256 __attribute__((target("avx2,fma")))
 #define INL static inline __attribute__((always_inline))
@@ -46,6 +49,8 @@ typedef struct dwk_row {
   const float *z; /* residual row or NULL */
   float *y;       /* output row */
   __m256 lo, hi;
+  nat_post post; /* c->post in registers before the store (NAT_POST_NONE: none) */
+  __m256 pa, pb; /* its HardSigmoid alpha and beta */
 } dwk_row;
 
 /* n outputs (from column ow) x nv vectors (from channel cb) over kernel
@@ -86,6 +91,7 @@ INL T256 void dwk_tile(const int n, const int nv, const bool tl, const nat_nhwc 
       __m256 r = acc[t][v];
       if (g->z) r = _mm256_add_ps(r, LD8(g->z + (ow + t) * C + cb + 8 * v, tv, m));
       r = _mm256_min_ps(_mm256_max_ps(r, g->lo), g->hi);
+      if (g->post.kind != NAT_POST_NONE) r = nat_post8(&g->post, g->pa, g->pb, r);
       ST8(g->y + (ow + t) * C + cb + 8 * v, tv, m, r);
     }
 }
@@ -148,6 +154,8 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   const int64_t C = c->C, OW = c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   dwk_row g;
   g.lo = _mm256_set1_ps(c->lo), g.hi = _mm256_set1_ps(c->hi);
+  nat_post_of(c->post, &g.post); /* the driver leaves these to the tiles */
+  g.pa = _mm256_set1_ps(g.post.a), g.pb = _mm256_set1_ps(g.post.b);
   g.ts = dw * c->xs_w, g.os = c->sw * c->xs_w, g.rs = dh * c->xs_h;
   /* columns: a = ceil(pl / sw); b - 1 the last with its last tap inside */
   int64_t span = (c->kw - 1) * dw, a = (c->pl + c->sw - 1) / c->sw, b = 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -34,6 +35,8 @@ typedef struct dwk_row {
   const float *z; /* residual row or NULL */
   float *y;       /* output row */
   __m512 lo, hi;
+  nat_post post; /* c->post in registers before the store (NAT_POST_NONE: none) */
+  __m512 pa, pb; /* its HardSigmoid alpha and beta */
 } dwk_row;
 
 /* n outputs (from column ow) x nv vectors (from channel cb) over kernel
@@ -74,6 +77,7 @@ INL T512 void dwk_tile(const int n, const int nv, const bool tl, const nat_nhwc 
       __m512 r = acc[t][v];
       if (g->z) r = _mm512_add_ps(r, LD16(g->z + (ow + t) * C + cb + 16 * v, tv, m));
       r = _mm512_min_ps(_mm512_max_ps(r, g->lo), g->hi);
+      if (g->post.kind != NAT_POST_NONE) r = nat_post16(&g->post, g->pa, g->pb, r);
       ST16(g->y + (ow + t) * C + cb + 16 * v, tv, m, r);
     }
 }
@@ -140,6 +144,8 @@ T512 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   const int64_t C = c->C, OW = c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   dwk_row g;
   g.lo = _mm512_set1_ps(c->lo), g.hi = _mm512_set1_ps(c->hi);
+  nat_post_of(c->post, &g.post); /* the driver leaves these to the tiles */
+  g.pa = _mm512_set1_ps(g.post.a), g.pb = _mm512_set1_ps(g.post.b);
   g.ts = dw * c->xs_w, g.os = c->sw * c->xs_w, g.rs = dh * c->xs_h;
   /* columns: a = ceil(pl / sw); b - 1 the last with its last tap inside */
   int64_t span = (c->kw - 1) * dw, a = (c->pl + c->sw - 1) / c->sw, b = 0;
