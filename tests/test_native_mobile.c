@@ -5,7 +5,9 @@
  * which apply them to each tile before its store, on random depthwise
  * convs (window, stride, dilation, pads, channels, batch) followed by
  * HardSwish, x * Sigmoid(x), HardSigmoid or Relu, through native (layout
- * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager. */
+ * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager;
+ * and a ReduceMean over H and W after a conv (MnasNet's global pool), which
+ * the layout pass runs on the NHWC map (native_layout.c: no Transpose). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,7 +100,7 @@ static int count_op(const ait_graph *g, const char *op) {
 /* One random depthwise conv + activation against eager at every level. */
 static void dw_case(int cs) {
   static int64_t dims[64][4];
-  int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(18), N = 1 + urand(2);
+  int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
   int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
   int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
   int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
@@ -182,9 +184,77 @@ static void dw_case(int cs) {
   ait_graph_free(g);
 }
 
+/* conv -> ReduceMean(axes 2, 3 as an attribute or, opset 18, an input;
+ * keepdims 0 or 1) -> Relu: pooled in NHWC, against eager. */
+static void test_mean_hw(void) {
+  for (int v = 0; v < 4; v++) {
+    bool in18 = v >= 2, keep = v % 2;
+    int64_t C = 3 + urand(20), M = 5 + urand(30), H = 2 + urand(9), W = 2 + urand(9), N = 2;
+    tb_model *m = tb_new(in18 ? 18 : 17);
+    const int64_t dx[4] = {-1, C, H, W}, dy[4] = {-1, M, 1, 1}, wd[4] = {M, C, 3, 3}, bd[1] = {M},
+                  pads[4] = {1, 1, 1, 1}, ad[1] = {2};
+    tb_input(m, "x", 1, 4, dx);
+    tb_output(m, "y", 1, keep ? 4 : 2, dy);
+    init(m, "w", 4, wd, 0.4f);
+    init(m, "b", 1, bd, 0.2f);
+    int c = tb_node(m, "Conv", "conv", IN("x", "w", "b"), IN("a"));
+    tb_attr_ints(m, c, "pads", 4, pads);
+    const int64_t axes[2] = {v == 1 ? -1 : 2, v == 1 ? -2 : 3};
+    int r;
+    if (in18) {
+      tb_init_i64(m, "axes", 1, ad, axes);
+      r = tb_node(m, "ReduceMean", "mean", IN("a", "axes"), IN("p"));
+    } else {
+      r = tb_node(m, "ReduceMean", "mean", IN("a"), IN("p"));
+      tb_attr_ints(m, r, "axes", 2, axes);
+    }
+    tb_attr_int(m, r, "keepdims", keep);
+    tb_node(m, "Relu", "relu", IN("p"), IN("y"));
+    ait_graph *g = tb_parse_graph(m);
+    CHECK(g != NULL);
+    if (!g) continue;
+    const int64_t xd[4] = {N, C, H, W};
+    ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+    float *xv = x->data;
+    for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+      xv[i] = frand(2.0f);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+    static const char *const isas[] = {"avx512", "avx2", "portable"};
+    for (int a = 0; ref && a < 3; a++) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a],
+               1 + 2 * (a == 0));
+      ait_backend_config cfg;
+      void *state = NULL;
+      CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+      ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+      if (st) fprintf(stderr, "mean %d on %s: %s\n", v, spec, ait_last_error());
+      CHECK(st == AIT_OK);
+      if (!state) continue;
+      const ait_graph *rg = ((nat_state *)state)->g;
+      bool ok = count_op(rg, "Transpose") == 0 && count_op(rg, "ReduceMean") == 0;
+      if (!ok) fprintf(stderr, "mean %d on %s: not pooled in NHWC\n", v, spec);
+      CHECK(ok);
+      for (int run = 0; run < 2; run++) {
+        ait_tensor *y = NULL;
+        st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+        double e = st == AIT_OK ? diff(y, ref) : INFINITY;
+        if (!(e <= 1e-5)) fprintf(stderr, "mean %d on %s: difference %g\n", v, spec, e);
+        CHECK(e <= 1e-5);
+        ait_tensor_free(y);
+      }
+      cfg.iface->destroy(state);
+    }
+    ait_tensor_free(ref);
+    ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
+  test_mean_hw();
   test_post_passes();
   for (int cs = 0; cs < 48; cs++)
     dw_case(cs);
-  return check_result("test_native_dwpost");
+  return check_result("test_native_mobile");
 }
