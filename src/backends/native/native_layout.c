@@ -25,7 +25,8 @@
  * reads a value from outside (but a stem conv reads NCHW itself:
  * x_layout="NCHW"), and one back to NCHW where something outside reads a
  * component's output: reorders only at the edges (a view where H = W = 1).
- * A GlobalAveragePool reading a converted value pools it in NHWC. */
+ * A GlobalAveragePool reading a converted value pools it in NHWC, and so
+ * does a ReduceMean over H and W. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +531,74 @@ static ait_status pool_in_nhwc(ait_graph *g, int n_values, const int *twin, cons
   return AIT_OK;
 }
 
+/* Whether n is a ReduceMean over H and W of a rank-4 float32 value (axes
+ * {2, 3} in any order or spelling, as an attribute or, from opset 18, a
+ * constant input), a global average pool (MnasNet's x.mean([2, 3])). */
+static bool mean_hw(const ait_graph *g, const ait_node *n) {
+  if (n->domain[0] || strcmp(n->op_type, "ReduceMean") || n->n_in < 1 || n->n_out != 1 ||
+      n->in[0] < 0 || n->out[0] < 0)
+    return false;
+  const ait_value *x = &g->values[n->in[0]];
+  if (x->rank != 4 || x->dtype != AIT_FLOAT32) return false;
+  int cnt = 0;
+  const int64_t *ax = ait_attr_ints(n, "axes", &cnt);
+  if (n->n_in > 1 && n->in[1] >= 0) {
+    const ait_tensor *t = nat_is_const(g, n->in[1]) ? g->values[n->in[1]].init : NULL;
+    if (ax || !t || t->dtype != AIT_INT64 || t->rank != 1) return false;
+    ax = t->data, cnt = (int)t->dims[0];
+  }
+  if (!ax || cnt != 2) return false;
+  bool seen[4] = {false, false, false, false};
+  for (int k = 0; k < 2; k++) {
+    int64_t a = ax[k] < 0 ? ax[k] + 4 : ax[k];
+    if (a < 2 || a > 3) return false;
+    seen[a] = true;
+  }
+  return seen[2] && seen[3] && !ait_attr_int(n, "noop_with_empty_axes", 0);
+}
+
+/* A ReduceMean over H and W (mean_hw) reading a converted value reads its
+ * NHWC twin as FusedGapNhwc: no reorder of the whole map back to NCHW for
+ * C numbers. Its output [N, C, 1, 1] is the ReduceMean's with keepdims; a
+ * Reshape (a view) makes it [N, C] without. */
+static ait_status mean_in_nhwc(ait_graph *g, int n_values, const int *twin, const bool *conv_out) {
+  static const int64_t keep[4] = {0, 1, 2, 3};
+  int nn = g->n_nodes;
+  for (int i = 0; i < nn; i++) {
+    ait_node *n = &g->nodes[i];
+    int v = n->n_in > 0 ? n->in[0] : -1;
+    if (v < 0 || v >= n_values || !conv_out[v] || !mean_hw(g, n)) continue;
+    bool keepdims = ait_attr_int(n, "keepdims", 1) != 0;
+    int o = n->out[0];
+    if (!keepdims) {
+      if (g->values[o].rank != 2) continue;
+      int t = twin_value(g, v, keep); /* [N, C, 1, 1], retyped below */
+      if (t < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+      ait_value *tv = &g->values[t];
+      tv->dims[1].v = g->values[v].dims[1].v, tv->dims[2].v = tv->dims[3].v = 1;
+      int64_t d1 = 2;
+      ait_tensor *shape = ait_tensor_new(AIT_INT64, 1, &d1);
+      if (!shape) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+      ((int64_t *)shape->data)[0] = 0, ((int64_t *)shape->data)[1] = -1;
+      int sh = nat_add_initializer(g, g->values[o].name, "_shape", shape);
+      if (sh < 0) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+      n = &g->nodes[i];
+      n->out[0] = t;
+      g->values[t].producer = i;
+      int k = add_node1(g, "Reshape", t, o);
+      if (k < 0) return AIT_E_NOMEM;
+      g->nodes[k].in[1] = sh;
+      g->nodes[k].n_in = 2;
+      g->values[o].producer = k;
+      n = &g->nodes[i];
+    }
+    AIT_TRY(nat_node_make_fused(n, "FusedGapNhwc"));
+    n->in[0] = twin[v];
+    n->n_in = 1;
+  }
+  return AIT_OK;
+}
+
 /* A Shape reading a converted value reads its NHWC twin, and a Gather puts
  * the dims back in NCHW order (DeepLabV3 takes the backbone's output shape
  * for its Resize: without this, 960 channels of 14x14 went back to NCHW
@@ -759,6 +828,7 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
     }
   if (!st && g->n_values > cap) st = ait_err(AIT_E_INTERNAL, "layout pass: value table overflow");
   if (!st && moved) st = pool_in_nhwc(g, nv, twin, conv_out);
+  if (!st && moved) st = mean_in_nhwc(g, nv, twin, conv_out);
   if (!st && moved) st = shape_in_nhwc(g, nv, twin, conv_out);
   if (!st && moved) st = edges_out(g, nv, twin, conv_out);
   bool *dead = moved ? calloc((size_t)g->n_nodes + 1, sizeof *dead) : NULL;

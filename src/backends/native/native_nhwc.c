@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 #include "ops/nn_impl.h"
 
 typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK, K_GRP } nhwc_kind;
@@ -198,9 +199,11 @@ struct nhwc_kernels {
   bool packed; /* the pointwise and window kernels read packed weights (wpk) */
   pw_fn win;   /* window convs (K_WIN), on packed weights where `packed` */
   tile_fn win_tile;
-  rows_fn dwk;                       /* depthwise of any window (K_DWK) on a zero-padded input */
-  void (*silu)(float *x, int64_t n); /* SiLU past the clamp; NULL: nat_act_f32 */
-  rows_fn dw1;                       /* 1x1 stride-1 unpadded depthwise (K_DWK); NULL: dwk */
+  rows_fn dwk; /* depthwise of any window (K_DWK) on a zero-padded input */
+  /* SiLU, HardSigmoid, HardSwish past the clamp (native_nhwc_post.h; the
+   * dwk kernels apply them themselves); NULL: nat_act_f32 */
+  void (*post)(const nat_post *p, float *x, int64_t n);
+  rows_fn dw1; /* 1x1 stride-1 unpadded depthwise (K_DWK); NULL: dwk */
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
@@ -209,10 +212,10 @@ static const nhwc_kernels nhwc_levels[] = {
                           portable_tile, dwk_rows, NULL, NULL},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
-                      nat_nhwc256_dwk, nat_nhwc256_silu, nat_nhwc256_dw1},
+                      nat_nhwc256_dwk, nat_nhwc256_post, nat_nhwc256_dw1},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
-                        nat_nhwc512_dwk, nat_nhwc512_silu, nat_nhwc512_dw1},
+                        nat_nhwc512_dwk, nat_nhwc512_post, nat_nhwc512_dw1},
 };
 
 int nat_nhwc_level(void) {
@@ -250,6 +253,7 @@ void nat_nhwc_pw(const nat_nhwc *c, int level, int64_t p0, int64_t p1, int64_t m
  * channels [m0, m1) of job j, then its activation past the clamp. */
 static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, int64_t m1) {
   const nat_nhwc *c = j->c;
+  nat_post pp;
   switch (j->kind) {
   case K_PW: j->k->pw(c, r0, r1, m0, m1); break;
   case K_WIN:
@@ -267,18 +271,19 @@ static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, in
   case K_STEM: j->k->stem(c, r0, r1); break;
   case K_DWK:
     if (j->k->dw1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->H == c->OH &&
-        c->W == c->OW)
+        c->W == c->OW) {
       j->k->dw1(c, r0, r1); /* a per-channel scale: pixels as one run */
-    else
+    } else {
       j->k->dwk(c, r0, r1);
+      if (j->k->post && nat_post_of(c->post, &pp)) return; /* applied to each tile */
+    }
     break;
   case K_GRP: break; /* grp_task */
   }
   if (!c->post) return;
   /* the activation past the clamp, on the task's block while it is in cache */
   const ait_act *a = c->post;
-  bool silu = j->k->silu && a->kind == AIT_ACT_PROGRAM && a->n_steps == 1 &&
-              a->steps[0].kind == AIT_ACT_SIGMOID && a->steps[0].mul_x;
+  bool fast = j->k->post && nat_post_of(a, &pp);
   float *y;
   int64_t rows, n, ld;
   if (j->kind == K_PW || j->kind == K_WIN) {
@@ -292,8 +297,8 @@ static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, in
     y = c->y + (r0 - c->y_r0) * c->OW * c->M, rows = 1, n = (r1 - r0) * c->OW * c->M, ld = 0;
   }
   for (int64_t i = 0; i < rows; i++, y += ld) {
-    if (silu)
-      j->k->silu(y, n);
+    if (fast)
+      j->k->post(&pp, y, n);
     else
       nat_act_f32(a, y, n);
   }

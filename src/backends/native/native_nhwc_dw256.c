@@ -12,18 +12,21 @@
  * where runs of 2 or 1 outputs on one vector (the leftovers of 7x7 and
  * 14x14 maps) waited on one chain. The nv weight vectors of a tap are
  * loaded once per tile. Outputs in the left and right padding run one at a
- * time over 8 vectors with their own kernel columns. Bias, residual and
- * clamp before the store; a last vector of fewer than 8 channels through a
- * lane mask. The AVX-512 twin is native_nhwc_dw512.c. */
+ * time over 8 vectors with their own kernel columns. Bias, residual,
+ * clamp and the activation past it (SiLU, HardSwish, HardSigmoid:
+ * native_nhwc_post.h; the driver then makes no pass of its own over the
+ * output) before the store; a last vector of fewer than 8 channels
+ * through a lane mask. The AVX-512 twin is native_nhwc_dw512.c. */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include "backends/native/native_avx2.h"
+#include "backends/native/native_avx2_math.h"
 
 #define T256 __attribute__((target("avx2,fma")))
 #define INL static inline __attribute__((always_inline))
@@ -46,6 +49,8 @@ typedef struct dwk_row {
   const float *z; /* residual row or NULL */
   float *y;       /* output row */
   __m256 lo, hi;
+  nat_post post; /* c->post in registers before the store (NAT_POST_NONE: none) */
+  __m256 pa, pb; /* its HardSigmoid alpha and beta */
 } dwk_row;
 
 /* n outputs (from column ow) x nv vectors (from channel cb) over kernel
@@ -86,6 +91,7 @@ INL T256 void dwk_tile(const int n, const int nv, const bool tl, const nat_nhwc 
       __m256 r = acc[t][v];
       if (g->z) r = _mm256_add_ps(r, LD8(g->z + (ow + t) * C + cb + 8 * v, tv, m));
       r = _mm256_min_ps(_mm256_max_ps(r, g->lo), g->hi);
+      if (g->post.kind != NAT_POST_NONE) r = nat_post8(&g->post, g->pa, g->pb, r);
       ST8(g->y + (ow + t) * C + cb + 8 * v, tv, m, r);
     }
 }
@@ -133,6 +139,102 @@ static T256 void dwk_run(int n, const nat_nhwc *c, const dwk_row *g, int64_t ow,
   }
 }
 
+/* ---- sliding rows: stride 1 or 2, no dilation, 3, 5 or 7 columns --------- */
+
+/* n outputs from ow on one vector of channels from cb, kernel width KW,
+ * stride S: along a kernel row, input column q feeds outputs (q - kj) / S,
+ * so each input vector is loaded once and multiplied by the KW weight
+ * vectors held in registers, where the tiles above load it once per tap
+ * (KW times), with an address register per output: 5x5 convs on 14x14 and
+ * 28x28 maps ran at half of ONNX Runtime's speed, their index registers
+ * spilled. Columns outside the input are skipped (their taps add zeros),
+ * so the padding needs no code of its own. native_nhwc_dw512.c's twin on
+ * vectors of 8 channels, rows of up to 8 outputs (16 registers). */
+INL T256 void dws_tile(const int n, const int KW, const int S, const bool tl, const nat_nhwc *c,
+                       const dwk_row *g, int64_t ow, int64_t cb, __m256i m) {
+  const int64_t C = c->C;
+  __m256 acc[8], wv[7];
+  __m256 bv = c->b ? LD8(c->b + cb, tl, m) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int t = 0; t < n; t++)
+    acc[t] = bv;
+  const int64_t iw0 = ow * S - c->pl;
+  for (int64_t ki = g->k0; ki < g->k1; ki++) {
+    const float *xr = c->x + (g->x + c->pl * c->xs_w + ki * g->rs + cb); /* input column 0 */
+    const float *wk = c->w + ki * KW * C + cb;
+#pragma GCC unroll 7
+    for (int kj = 0; kj < KW; kj++)
+      wv[kj] = LD8(wk + kj * C, tl, m);
+#pragma GCC unroll 64
+    for (int q = 0; q < S * (n - 1) + KW; q++) {
+      int64_t iw = iw0 + q;
+      if (iw < 0 || iw >= c->W) continue;
+      __m256 xv = LD8(xr + iw * C, tl, m);
+#pragma GCC unroll 7
+      for (int kj = 0; kj < KW; kj++) {
+        int d = q - kj;
+        if (d < 0 || d % S || d / S >= n) continue;
+        acc[d / S] = _mm256_fmadd_ps(xv, wv[kj], acc[d / S]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < n; t++) {
+    __m256 r = acc[t];
+    if (g->z) r = _mm256_add_ps(r, LD8(g->z + (ow + t) * C + cb, tl, m));
+    r = _mm256_min_ps(_mm256_max_ps(r, g->lo), g->hi);
+    if (g->post.kind != NAT_POST_NONE) r = nat_post8(&g->post, g->pa, g->pb, r);
+    ST8(g->y + (ow + t) * C + cb, tl, m, r);
+  }
+}
+
+#define DWS_K(N, KW, S)                                                                            \
+  case KW * 4 + S * 2: dws_tile(N, KW, S, false, c, g, ow, cb, m); break;                          \
+  case KW * 4 + S * 2 + 1:                                                                         \
+    dws_tile(N, KW, S, true, c, g, ow, cb, m);                                                     \
+    break;
+#define DWS_N(N)                                                                                   \
+  static T256 void dws##N(int kw, int s, bool tl, const nat_nhwc *c, const dwk_row *g, int64_t ow, \
+                          int64_t cb, __m256i m) {                                                 \
+    switch (kw * 4 + s * 2 + tl) {                                                                 \
+      DWS_K(N, 3, 1) DWS_K(N, 3, 2) DWS_K(N, 5, 1) DWS_K(N, 5, 2) DWS_K(N, 7, 1) DWS_K(N, 7, 2)    \
+    }                                                                                              \
+  }
+DWS_N(8)
+DWS_N(7)
+DWS_N(4)
+DWS_N(2)
+DWS_N(1)
+
+/* Whether c runs on the sliding rows. */
+static bool dws_fits(const nat_nhwc *c) {
+  int64_t dw = c->dw > 0 ? c->dw : 1;
+  return dw == 1 && (c->kw == 3 || c->kw == 5 || c->kw == 7) && (c->sw == 1 || c->sw == 2) &&
+         c->xs_w == c->C;
+}
+
+/* One output row on the sliding rows: widths 8, 7, 4, 2, 1. */
+static T256 void dws_row(const nat_nhwc *c, const dwk_row *g) {
+  const int64_t C = c->C, OW = c->OW;
+  const int kw = (int)c->kw, s = (int)c->sw;
+  for (int64_t ow = 0; ow < OW;) {
+    int64_t left = OW - ow;
+    int n = left >= 8 ? 8 : left >= 7 ? 7 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    for (int64_t cb = 0; cb < C; cb += 8) {
+      bool tl = C - cb < 8;
+      __m256i m = nat_tail8(C - cb);
+      switch (n) {
+      case 8: dws8(kw, s, tl, c, g, ow, cb, m); break;
+      case 7: dws7(kw, s, tl, c, g, ow, cb, m); break;
+      case 4: dws4(kw, s, tl, c, g, ow, cb, m); break;
+      case 2: dws2(kw, s, tl, c, g, ow, cb, m); break;
+      default: dws1(kw, s, tl, c, g, ow, cb, m); break;
+      }
+    }
+    ow += n;
+  }
+}
+
 /* The kernel columns [j0, j1) of output column ow inside the input. */
 static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t *j1) {
   int64_t dw = c->dw > 0 ? c->dw : 1, iw0 = ow * c->sw - c->pl;
@@ -148,6 +250,8 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   const int64_t C = c->C, OW = c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   dwk_row g;
   g.lo = _mm256_set1_ps(c->lo), g.hi = _mm256_set1_ps(c->hi);
+  nat_post_of(c->post, &g.post); /* the driver leaves these to the tiles */
+  g.pa = _mm256_set1_ps(g.post.a), g.pb = _mm256_set1_ps(g.post.b);
   g.ts = dw * c->xs_w, g.os = c->sw * c->xs_w, g.rs = dh * c->xs_h;
   /* columns: a = ceil(pl / sw); b - 1 the last with its last tap inside */
   int64_t span = (c->kw - 1) * dw, a = (c->pl + c->sw - 1) / c->sw, b = 0;
@@ -155,6 +259,7 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   if (a > OW) a = OW;
   if (b > OW) b = OW;
   if (b < a) b = a;
+  const bool sliding = dws_fits(c);
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, ih0 = r % c->OH * c->sh - c->pt;
     g.k0 = ih0 < 0 ? (-ih0 + dh - 1) / dh : 0;
@@ -163,6 +268,10 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
     g.x = n * c->xs_n + ih0 * c->xs_h - c->pl * c->xs_w;
     g.y = c->y + (r - c->y_r0) * OW * C;
     g.z = c->z ? c->z + r * OW * C : NULL;
+    if (sliding) {
+      dws_row(c, &g);
+      continue;
+    }
     for (int64_t ow = 0; ow < OW;) {
       if (ow < a || ow >= b) {
         /* columns in the padding: their own kernel columns, in runs of

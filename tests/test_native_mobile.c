@@ -1,0 +1,260 @@
+/* Activations past the clamp that FusedConvNhwc's vector kernels run in
+ * registers (native_nhwc_post.h): the driver's passes (nat_nhwc256_post,
+ * nat_nhwc512_post) against a double reference on every length 1-200, and
+ * the depthwise kernels of any window (native_nhwc_dw256.c / dw512.c),
+ * which apply them to each tile before its store, on random depthwise
+ * convs (window, stride, dilation, pads, channels, batch) followed by
+ * HardSwish, x * Sigmoid(x), HardSigmoid or Relu, through native (layout
+ * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager;
+ * and a ReduceMean over H and W after a conv (MnasNet's global pool), which
+ * the layout pass runs on the NHWC map (native_layout.c: no Transpose). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
+#include "check.h"
+#include "model_builder.h"
+#include "runtime/eager.h"
+
+static uint32_t rng = 777;
+static uint32_t urand(uint32_t n) {
+  rng = rng * 1664525u + 1013904223u;
+  return (rng >> 8) % n;
+}
+static float frand(float scale) { return ((float)urand(65536) / 32768.0f - 1.0f) * scale; }
+
+#define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static double post_ref(const nat_post *p, double x) {
+  if (p->kind == NAT_POST_SILU) return x / (1.0 + exp(-x));
+  double t = (double)p->a * x + (double)p->b;
+  t = t < 0 ? 0 : t > 1 ? 1 : t;
+  return p->mul_x ? t * x : t;
+}
+
+static void test_post_passes(void) {
+  typedef void (*post_fn)(const nat_post *, float *, int64_t);
+  const post_fn fns[2] = {nat_nhwc256_post, nat_nhwc512_post};
+  const bool have[2] = {nat_nhwc256_available(), nat_nhwc512_available()};
+  const nat_post posts[4] = {{NAT_POST_SILU, 0, 0, false},
+                             {NAT_POST_HSIG, 1.0f / 6.0f, 0.5f, true},
+                             {NAT_POST_HSIG, 0.2f, 0.5f, false},
+                             {NAT_POST_HSIG, 0.3f, 0.25f, true}};
+  float x[200], y[200];
+  for (int lv = 0; lv < 2; lv++) {
+    if (!have[lv]) continue;
+    for (int k = 0; k < 4; k++)
+      for (int64_t n = 1; n <= 200; n++) {
+        for (int64_t i = 0; i < n; i++)
+          x[i] = frand(urand(2) ? 8.0f : 60.0f);
+        if (n > 2) x[n - 2] = NAN;
+        memcpy(y, x, sizeof(float) * (size_t)n);
+        fns[lv](&posts[k], y, n);
+        for (int64_t i = 0; i < n; i++) {
+          double ref = post_ref(&posts[k], x[i]), d = fabs((double)y[i] - ref);
+          bool ok = isnan(x[i]) ? isnan(y[i]) : d <= 1e-6 * fabs(ref) + 1e-7;
+          if (!ok)
+            fprintf(stderr, "post level %d kind %d n %lld: f(%.9g) = %.9g, want %.9g\n", lv, k,
+                    (long long)n, x[i], y[i], ref);
+          CHECK(ok);
+        }
+      }
+  }
+}
+
+static double diff(const ait_tensor *a, const ait_tensor *b) {
+  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return INFINITY;
+  double m = 0;
+  const float *x = a->data, *y = b->data;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+
+static void init(tb_model *m, const char *name, int rank, const int64_t *dims, float scale) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++)
+    n *= dims[i];
+  float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; i < n; i++)
+    d[i] = frand(scale);
+  tb_init_f32(m, name, rank, dims, d);
+  free(d);
+}
+
+static int count_op(const ait_graph *g, const char *op) {
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    n += !strcmp(g->nodes[i].op_type, op);
+  return n;
+}
+
+/* One random depthwise conv + activation against eager at every level. */
+static void dw_case(int cs) {
+  static int64_t dims[64][4];
+  int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
+  int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
+  int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
+  int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
+                     urand((uint32_t)kw)};
+  int64_t spanh = (k - 1) * d + 1, spanw = (kw - 1) * d + 1;
+  if (H + pads[0] + pads[2] < spanh) H = spanh;
+  if (W + pads[1] + pads[3] < spanw) W = spanw;
+  tb_model *m = tb_new(17);
+  int64_t *dx = dims[(2 * cs) % 64], *dw = dims[(2 * cs + 1) % 64];
+  dx[0] = -1, dx[1] = C, dx[2] = H, dx[3] = W;
+  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, dil[2] = {d, d};
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  dw[0] = C, dw[1] = 1, dw[2] = k, dw[3] = kw;
+  int64_t bd[1] = {C};
+  init(m, "w", 4, dw, 0.5f);
+  init(m, "b", 1, bd, 0.5f);
+  int n = tb_node(m, "Conv", "dw", IN("x", "w", "b"), IN("a"));
+  tb_attr_ints(m, n, "pads", 4, pads);
+  tb_attr_ints(m, n, "strides", 2, strides);
+  tb_attr_ints(m, n, "dilations", 2, dil);
+  tb_attr_int(m, n, "group", C);
+  if (act == 0) {
+    tb_node(m, "HardSwish", "hs", IN("a"), IN("y"));
+  } else if (act == 1) {
+    tb_node(m, "Sigmoid", "sg", IN("a"), IN("g"));
+    tb_node(m, "Mul", "mul", IN("a", "g"), IN("y"));
+  } else if (act == 2) {
+    int h = tb_node(m, "HardSigmoid", "hsg", IN("a"), IN("y"));
+    tb_attr_float(m, h, "alpha", 0.3f);
+    tb_attr_float(m, h, "beta", 0.4f);
+  } else {
+    tb_node(m, "Relu", "relu", IN("a"), IN("y")); /* the clamp */
+  }
+  ait_graph *g = tb_parse_graph(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  const int64_t xd[4] = {N, C, H, W};
+  ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+  float *xv = x->data;
+  for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+    xv[i] = frand(3.0f);
+  CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  static const char *const isas[] = {"avx512", "avx2", "portable"};
+  for (int a = 0; ref && a < 3; a++)
+    for (int t = 1; t <= 3; t += 2) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], t);
+      ait_backend_config cfg;
+      void *state = NULL;
+      CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+      ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+      if (st) fprintf(stderr, "dw case %d on %s: %s\n", cs, spec, ait_last_error());
+      CHECK(st == AIT_OK);
+      if (!state) continue;
+      if (a == 1 && t == 1) { /* the activation went into the conv */
+        const ait_graph *rg = ((nat_state *)state)->g;
+        bool ok = count_op(rg, "FusedConvNhwc") == 1 && count_op(rg, "HardSwish") == 0 &&
+                  count_op(rg, "Sigmoid") == 0 && count_op(rg, "HardSigmoid") == 0 &&
+                  count_op(rg, "Relu") == 0;
+        if (!ok) fprintf(stderr, "dw case %d: the activation was not fused\n", cs);
+        CHECK(ok);
+      }
+      for (int run = 0; run < 2; run++) {
+        ait_tensor *y = NULL;
+        st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+        double e = st == AIT_OK ? diff(y, ref) : INFINITY;
+        if (!(e <= 1e-5))
+          fprintf(stderr,
+                  "dw case %d (N %lld C %lld %lldx%lld k %lldx%lld s %lld d %lld act %lld) on %s: "
+                  "difference %g\n",
+                  cs, (long long)N, (long long)C, (long long)H, (long long)W, (long long)k,
+                  (long long)kw, (long long)s, (long long)d, (long long)act, spec, e);
+        CHECK(e <= 1e-5);
+        ait_tensor_free(y);
+      }
+      cfg.iface->destroy(state);
+    }
+  ait_tensor_free(ref);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+}
+
+/* conv -> ReduceMean(axes 2, 3 as an attribute or, opset 18, an input;
+ * keepdims 0 or 1) -> Relu: pooled in NHWC, against eager. */
+static void test_mean_hw(void) {
+  for (int v = 0; v < 4; v++) {
+    bool in18 = v >= 2, keep = v % 2;
+    int64_t C = 3 + urand(20), M = 5 + urand(30), H = 2 + urand(9), W = 2 + urand(9), N = 2;
+    tb_model *m = tb_new(in18 ? 18 : 17);
+    const int64_t dx[4] = {-1, C, H, W}, dy[4] = {-1, M, 1, 1}, wd[4] = {M, C, 3, 3}, bd[1] = {M},
+                  pads[4] = {1, 1, 1, 1}, ad[1] = {2};
+    tb_input(m, "x", 1, 4, dx);
+    tb_output(m, "y", 1, keep ? 4 : 2, dy);
+    init(m, "w", 4, wd, 0.4f);
+    init(m, "b", 1, bd, 0.2f);
+    int c = tb_node(m, "Conv", "conv", IN("x", "w", "b"), IN("a"));
+    tb_attr_ints(m, c, "pads", 4, pads);
+    const int64_t axes[2] = {v == 1 ? -1 : 2, v == 1 ? -2 : 3};
+    int r;
+    if (in18) {
+      tb_init_i64(m, "axes", 1, ad, axes);
+      r = tb_node(m, "ReduceMean", "mean", IN("a", "axes"), IN("p"));
+    } else {
+      r = tb_node(m, "ReduceMean", "mean", IN("a"), IN("p"));
+      tb_attr_ints(m, r, "axes", 2, axes);
+    }
+    tb_attr_int(m, r, "keepdims", keep);
+    tb_node(m, "Relu", "relu", IN("p"), IN("y"));
+    ait_graph *g = tb_parse_graph(m);
+    CHECK(g != NULL);
+    if (!g) continue;
+    const int64_t xd[4] = {N, C, H, W};
+    ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+    float *xv = x->data;
+    for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+      xv[i] = frand(2.0f);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+    static const char *const isas[] = {"avx512", "avx2", "portable"};
+    for (int a = 0; ref && a < 3; a++) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a],
+               1 + 2 * (a == 0));
+      ait_backend_config cfg;
+      void *state = NULL;
+      CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+      ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+      if (st) fprintf(stderr, "mean %d on %s: %s\n", v, spec, ait_last_error());
+      CHECK(st == AIT_OK);
+      if (!state) continue;
+      const ait_graph *rg = ((nat_state *)state)->g;
+      bool ok = count_op(rg, "Transpose") == 0 && count_op(rg, "ReduceMean") == 0;
+      if (!ok) fprintf(stderr, "mean %d on %s: not pooled in NHWC\n", v, spec);
+      CHECK(ok);
+      for (int run = 0; run < 2; run++) {
+        ait_tensor *y = NULL;
+        st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+        double e = st == AIT_OK ? diff(y, ref) : INFINITY;
+        if (!(e <= 1e-5)) fprintf(stderr, "mean %d on %s: difference %g\n", v, spec, e);
+        CHECK(e <= 1e-5);
+        ait_tensor_free(y);
+      }
+      cfg.iface->destroy(state);
+    }
+    ait_tensor_free(ref);
+    ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+}
+
+int main(void) {
+  test_mean_hw();
+  test_post_passes();
+  for (int cs = 0; cs < 48; cs++)
+    dw_case(cs);
+  return check_result("test_native_mobile");
+}
