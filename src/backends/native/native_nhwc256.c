@@ -183,7 +183,7 @@ T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
   int64_t K = c->C, M = c->M, bw = 8 * c->pw_nv;
   int rows = c->pw_mr;
-  int64_t panel = nat_pw_panel(p1 - p0, K, rows, PW_PANEL_BYTES);
+  int64_t panel = nat_pw_panel(p1 - p0, K, m1 - m0, rows, PW_PANEL_BYTES);
   for (int64_t q0 = p0; q0 < p1; q0 += panel) {
     int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
     for (int64_t m = m0; m < m1; m += bw) {
@@ -198,6 +198,9 @@ T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       int64_t t = 0; /* tiles of this block so far */
       for (int64_t p = q0; p < q1; p += rows) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        if (p + rows < q1)
+          nat_pw_prefetch_out(c->y + (p + rows) * M + m, c->z ? c->z + (p + rows) * M + m : NULL, M,
+                              q1 - p - rows < rows ? q1 - p - rows : rows, mc);
         for (int i = 0; i < mr; i += most, t++) { /* a tile never wider than its registers */
           int r = mr - i < most ? mr - i : most;
           const float *x = c->x + (p + i) * K, *z = c->z ? c->z + (p + i) * M + m : NULL;

@@ -200,7 +200,7 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   int64_t K = c->C, M = c->M, bw = 16 * c->pw_nv;
   int rows = c->pw_mr;
-  int64_t panel = nat_pw_panel(p1 - p0, K, rows, PW_PANEL_BYTES);
+  int64_t panel = nat_pw_panel(p1 - p0, K, m1 - m0, rows, PW_PANEL_BYTES);
   for (int64_t q0 = p0; q0 < p1; q0 += panel) {
     int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
     for (int64_t m = m0; m < m1; m += bw) {
@@ -213,6 +213,9 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       const float *next = c->wpk && m + bw < m1 ? w + bw * K : NULL;
       for (int64_t p = q0, t = 0; p < q1; p += rows, t++) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        if (p + rows < q1)
+          nat_pw_prefetch_out(c->y + (p + rows) * M + m, c->z ? c->z + (p + rows) * M + m : NULL, M,
+                              q1 - p - rows < rows ? q1 - p - rows : rows, mc);
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
         int64_t wns;
