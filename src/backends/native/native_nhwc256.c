@@ -50,8 +50,8 @@ bool nat_nhwc256_available(void) { return nat_isa() >= NAT_ISA_AVX2; }
  * the last vector through mask lm when tail. */
 INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, const float *x,
                       int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b,
-                      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi, const float *wn,
-                      int64_t wns) {
+                      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi,
+                      const float *wn) {
   __m256 acc[12][3];
 #pragma GCC unroll 3
   for (int j = 0; j < 3; j++) {
@@ -67,7 +67,7 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
     __m256 wv[3];
     _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
     if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
-    _mm_prefetch((const char *)(wn + k * wns), _MM_HINT_T1); /* nat_pw_next */
+    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1); /* nat_pw_next */
 #pragma GCC unroll 3
     for (int j = 0; j < 3; j++)
       if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
@@ -97,8 +97,8 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
 
 #define PW_ARGS                                                                                    \
   int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b, \
-      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi, const float *wn, int64_t wns
-#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn, wns
+      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi, const float *wn
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn
 #define PW_CASE(R, NV)                                                                             \
   case R:                                                                                          \
     if (tail)                                                                                      \
@@ -205,12 +205,11 @@ T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
           int r = mr - i < most ? mr - i : most;
           const float *x = c->x + (p + i) * K, *z = c->z ? c->z + (p + i) * M + m : NULL;
           float *y = c->y + (p + i) * M + m;
-          int64_t wns;
-          const float *wn = nat_pw_next(next, w, K, bw, ldw, t, PW_PREFETCH, &wns);
+          const float *wn = nat_pw_next(next, K, bw, t);
           switch (nv) {
-          case 1: pw_nv1(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
-          case 2: pw_nv2(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
-          default: pw_nv3(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
+          case 1: pw_nv1(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          case 2: pw_nv2(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          default: pw_nv3(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
           }
         }
         if (c->gelu) gelu_tile(c->y + p * M + m, M, mr, mc);

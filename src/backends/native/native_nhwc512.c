@@ -38,7 +38,7 @@ bool nat_nhwc512_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
  * the last vector masked by lm. */
 INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
                       const float *w, int64_t ldw, __mmask16 lm, const float *b, const float *z,
-                      float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn, int64_t wns) {
+                      float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn) {
   __m512 acc[12][4];
   __mmask16 m[4];
 #pragma GCC unroll 4
@@ -58,7 +58,7 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
       if (j < nv) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16 * j), _MM_HINT_T0);
-    _mm_prefetch((const char *)(wn + k * wns), _MM_HINT_T1); /* nat_pw_next */
+    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1); /* nat_pw_next */
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
       if (j < nv)
@@ -89,9 +89,8 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
 
 #define PW_ARGS                                                                                    \
   int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __mmask16 lm,               \
-      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi,                 \
-      const float *wn, int64_t wns
-#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn, wns
+      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn
 #define PW_CASE(R, NV)                                                                             \
   case R: pw_tile(R, NV, PW_PASS); break;
 
@@ -134,7 +133,7 @@ INL T512 void pw_tile24(const int mr, PW_ARGS) {
   for (int64_t k = 0; k < K; k++) {
     const float *wk = w + k * ldw;
     _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
-    _mm_prefetch((const char *)(wn + k * wns), _MM_HINT_T1);
+    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1);
     __m512 w0 = _mm512_loadu_ps(wk);
     __m256 w1 = _mm256_loadu_ps(wk + 16);
 #pragma GCC unroll 12
@@ -218,16 +217,15 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
                               q1 - p - rows < rows ? q1 - p - rows : rows, mc);
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
-        int64_t wns;
-        const float *wn = nat_pw_next(next, w, K, bw, ldw, t, PW_PREFETCH, &wns);
+        const float *wn = nat_pw_next(next, K, bw, t);
         if (mc == 24) {
-          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns);
+          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn);
         } else {
           switch (nv) {
-          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
-          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
-          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
-          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn, wns); break;
+          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
           }
         }
         /* GELU while the tile is in L1 (a pass over a task's block after

@@ -27,21 +27,14 @@ static inline int64_t nat_pw_panel(int64_t P, int64_t K, int64_t cols, int rows,
   return (per + rows - 1) / rows * rows;
 }
 
-/* Where a tile's k loop prefetches into L2 (one line per k, wn + k * *wns):
- * the next block of packed weights (`next`, K x bw floats; NULL: none),
- * its lines split over the block's first tiles (tile t takes lines
+/* What a tile's k loop prefetches into L2, one line per k (wn + 16 k; NULL:
+ * nothing): the next block of packed weights (`next`, K x bw floats; NULL:
+ * none), its lines split over the block's first tiles (tile t takes lines
  * [t K, (t + 1) K)), so that a block of weights read once a run (the 7x7
- * layers' 4-8 MB, from DRAM) arrives while the current one is in use; the
- * other tiles prefetch the current block `ahead` rows on (w, row stride
- * ldw), which is in cache by then. */
-static inline const float *nat_pw_next(const float *next, const float *w, int64_t K, int64_t bw,
-                                       int64_t ldw, int64_t t, int ahead, int64_t *wns) {
-  if (next && t * 16 < bw) {
-    *wns = 16;
-    return next + t * K * 16;
-  }
-  *wns = ldw;
-  return w + ahead * ldw;
+ * layers' 4-8 MB, from DRAM) arrives while the current one is in use. The
+ * other tiles' loops carry no prefetch (the test is hoisted out of them). */
+static inline const float *nat_pw_next(const float *next, int64_t K, int64_t bw, int64_t t) {
+  return next && t * 16 < bw ? next + t * K * 16 : NULL;
 }
 
 /* The output rows (y, and the residual z when not NULL; rows `ld` floats
