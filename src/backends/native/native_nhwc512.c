@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_pw.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -37,7 +38,7 @@ bool nat_nhwc512_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
  * the last vector masked by lm. */
 INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
                       const float *w, int64_t ldw, __mmask16 lm, const float *b, const float *z,
-                      float *y, int64_t ldy, __m512 lo, __m512 hi) {
+                      float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn) {
   __m512 acc[12][4];
   __mmask16 m[4];
 #pragma GCC unroll 4
@@ -57,6 +58,7 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
       if (j < nv) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16 * j), _MM_HINT_T0);
+    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1); /* nat_pw_next */
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
       if (j < nv)
@@ -87,8 +89,8 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
 
 #define PW_ARGS                                                                                    \
   int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, __mmask16 lm,               \
-      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi
-#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi
+      const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn
+#define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn
 #define PW_CASE(R, NV)                                                                             \
   case R: pw_tile(R, NV, PW_PASS); break;
 
@@ -131,6 +133,7 @@ INL T512 void pw_tile24(const int mr, PW_ARGS) {
   for (int64_t k = 0; k < K; k++) {
     const float *wk = w + k * ldw;
     _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
+    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1);
     __m512 w0 = _mm512_loadu_ps(wk);
     __m256 w1 = _mm256_loadu_ps(wk + 16);
 #pragma GCC unroll 12
@@ -196,8 +199,7 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   int64_t K = c->C, M = c->M, bw = 16 * c->pw_nv;
   int rows = c->pw_mr;
-  int64_t panel = PW_PANEL_BYTES / (4 * (K > 0 ? K : 1)) / rows * rows;
-  if (panel < rows) panel = rows;
+  int64_t panel = nat_pw_panel(p1 - p0, K, m1 - m0, rows, PW_PANEL_BYTES);
   for (int64_t q0 = p0; q0 < p1; q0 += panel) {
     int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
     for (int64_t m = m0; m < m1; m += bw) {
@@ -207,18 +209,23 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       /* packed weights (wpk): blocks of K x bw, block m / bw at m * K */
       const float *w = c->wpk ? c->wpk + m * K : c->w + m, *b = c->b ? c->b + m : NULL;
       int64_t ldw = c->wpk ? bw : M;
-      for (int64_t p = q0; p < q1; p += rows) {
+      const float *next = c->wpk && m + bw < m1 ? w + bw * K : NULL;
+      for (int64_t p = q0, t = 0; p < q1; p += rows, t++) {
         int mr = q1 - p < rows ? (int)(q1 - p) : rows;
+        if (p + rows < q1)
+          nat_pw_prefetch_out(c->y + (p + rows) * M + m, c->z ? c->z + (p + rows) * M + m : NULL, M,
+                              q1 - p - rows < rows ? q1 - p - rows : rows, mc);
         const float *x = c->x + p * K, *z = c->z ? c->z + p * M + m : NULL;
         float *y = c->y + p * M + m;
+        const float *wn = nat_pw_next(next, K, bw, t);
         if (mc == 24) {
-          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi);
+          pw_24(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn);
         } else {
           switch (nv) {
-          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
-          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
-          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
-          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi); break;
+          case 1: pw_nv1(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          case 2: pw_nv2(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          case 3: pw_nv3(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
+          default: pw_nv4(mr, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;
           }
         }
         /* GELU while the tile is in L1 (a pass over a task's block after
