@@ -3,7 +3,7 @@
  * inputs, and the rewrite did what it should (and nothing where the
  * pattern is not there). Constant folding, BatchNormalization into Conv
  * (and a lone BatchNormalization as a depthwise Conv), the GELU matcher
- * in both associations with its one tolerance. */
+ * (erf and tanh forms, both associations) with its one tolerance. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,7 +253,13 @@ static bool init_scalar(const void *ctx, int v, float *out) {
   return true;
 }
 
-typedef enum gelu_form { G_HALF_LAST, G_HALF_FIRST, G_MUL_RSQRT2 } gelu_form;
+typedef enum gelu_form {
+  G_HALF_LAST,
+  G_HALF_FIRST,
+  G_MUL_RSQRT2,
+  G_TANH_POW,
+  G_TANH_CUBE
+} gelu_form;
 
 /* Gemm -> spelled-out GELU, with sqrt2 as the constant (or 1/sqrt2 for a
  * Mul), `extra`: a third reader of the Gemm's output. */
@@ -268,6 +274,35 @@ static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra)
   float half = 0.5f;
   tb_init_f32(m, "half", 0, s, &half);
   tb_node(m, "MatMul", "mm", (const char *[]){"X", "W", NULL}, (const char *[]){"x", NULL});
+  if (form == G_TANH_POW || form == G_TANH_CUBE) {
+    /* 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))): k is 0.044715 */
+    static const float three = 3.0f, c1 = 0.7978845608f;
+    tb_init_f32(m, "three", 0, s, &three);
+    tb_init_f32(m, "c1", 0, s, &c1);
+    if (form == G_TANH_POW) {
+      tb_node(m, "Pow", "p", (const char *[]){"x", "three", NULL}, (const char *[]){"x3", NULL});
+    } else {
+      tb_node(m, "Mul", "p", (const char *[]){"x", "x", NULL}, (const char *[]){"x2", NULL});
+      tb_node(m, "Mul", "p3", (const char *[]){"x2", "x", NULL}, (const char *[]){"x3", NULL});
+    }
+    tb_node(m, "Mul", "q", (const char *[]){"k", "x3", NULL}, (const char *[]){"q", NULL});
+    tb_node(m, "Add", "a1", (const char *[]){"x", "q", NULL}, (const char *[]){"u", NULL});
+    tb_node(m, "Mul", "m4", (const char *[]){"u", "c1", NULL}, (const char *[]){"uu", NULL});
+    tb_node(m, "Tanh", "e", (const char *[]){"uu", NULL}, (const char *[]){"r", NULL});
+    tb_node(m, "Add", "a", (const char *[]){"r", "one", NULL}, (const char *[]){"t", NULL});
+    if (form == G_TANH_POW) { /* (0.5 * x) * (1 + tanh) */
+      tb_node(m, "Mul", "h", (const char *[]){"half", "x", NULL}, (const char *[]){"xh", NULL});
+      tb_node(m, "Mul", "y", (const char *[]){"xh", "t", NULL},
+              (const char *[]){extra ? "y0" : "Y", NULL});
+    } else { /* (x * (1 + tanh)) * 0.5 */
+      tb_node(m, "Mul", "h", (const char *[]){"x", "t", NULL}, (const char *[]){"xt", NULL});
+      tb_node(m, "Mul", "y", (const char *[]){"xt", "half", NULL},
+              (const char *[]){extra ? "y0" : "Y", NULL});
+    }
+    if (extra)
+      tb_node(m, "Add", "z", (const char *[]){"y0", "x", NULL}, (const char *[]){"Y", NULL});
+    return tb_parse_graph(m);
+  }
   if (form == G_MUL_RSQRT2)
     tb_node(m, "Mul", "d", (const char *[]){"k", "x", NULL}, (const char *[]){"q", NULL});
   else
@@ -304,6 +339,7 @@ static ait_graph *rewrite_gelu(const ait_graph *g, int x, const ait_gelu_match *
   n->in[0] = x;
   n->n_in = 1;
   n->out[0] = mt->y;
+  if (mt->tanh) CHECK(nat_attr_set_str(n, "approximate", "tanh") == AIT_OK);
   rw->values[mt->y].producer = mt->nodes[0];
   for (int k = 1; k < mt->n_nodes; k++)
     dead[mt->nodes[k]] = true;
@@ -327,6 +363,10 @@ static void test_gelu(void) {
       {G_HALF_LAST, 1.4142f, 1.0f, false, false},            /* 1e-5 off: not GELU */
       {G_HALF_LAST, sqrt2, 2.0f, false, false},              /* not 1 + erf */
       {G_HALF_FIRST, sqrt2, 1.0f, true, false},              /* x has a third reader */
+      {G_TANH_POW, 0.044715f, 1.0f, false, true},
+      {G_TANH_CUBE, 0.044715f, 1.0f, false, true},
+      {G_TANH_POW, 0.0447f, 1.0f, false, false},   /* not GELU's constant */
+      {G_TANH_CUBE, 0.044715f, 1.0f, true, false}, /* x has another reader */
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ait_graph *g = gelu_model(cases[c].form, cases[c].k, cases[c].one, cases[c].extra);
@@ -339,7 +379,9 @@ static void test_gelu(void) {
     if (got != cases[c].want) fprintf(stderr, "gelu case %zu: matched %d\n", c, got);
     CHECK(got == cases[c].want);
     if (got) {
-      CHECK(mt.n_nodes == 5 && mt.y == value_named(g, "Y"));
+      bool tanh = cases[c].form >= G_TANH_POW;
+      CHECK(mt.tanh == tanh && mt.y == value_named(g, "Y"));
+      CHECK(mt.n_nodes == (!tanh ? 5 : cases[c].form == G_TANH_POW ? 8 : 9));
       ait_graph *rw = rewrite_gelu(g, x, &mt);
       CHECK(live_nodes(rw, NULL) == 2 && live_nodes(rw, "Gelu") == 1);
       check_same_on_eager(g, rw, 1e-6, "GELU match as Gelu-20");

@@ -286,27 +286,25 @@ static bool view_scalar(const void *ctx, int v, float *out) {
   return const_scalar(((const nat_uses *)ctx)->g, v, out);
 }
 
-/* The spelled-out Gelu on y (ait_match_gelu): nodes[] in its order. */
-static bool match_gelu(const nat_uses *u, int y, int nodes[5]) {
+/* The spelled-out Gelu on y (ait_match_gelu). The tanh form only with
+ * `programs`: the other users of these passes lower activations by name. */
+static bool match_gelu(const nat_uses *u, int y, bool programs, ait_gelu_match *m) {
   ait_match_view view = {.g = u->g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
-  ait_gelu_match m;
-  if (!ait_match_gelu(&view, y, &m)) return false;
-  memcpy(nodes, m.nodes, sizeof m.nodes);
-  return true;
+  return ait_match_gelu(&view, y, m) && (programs || !m->tanh);
 }
 
 /* The spelled-out Gelu after producer pi into its activation. */
-static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool programs, bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi];
-  int nodes[5];
-  if (has_act(p) || !match_gelu(u, p->out[0], nodes)) return AIT_OK;
-  ait_act act = {.kind = AIT_ACT_GELU};
+  ait_gelu_match m;
+  if (has_act(p) || !match_gelu(u, p->out[0], programs, &m)) return AIT_OK;
+  ait_act act = {.kind = m.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
-  absorb(u, pi, nodes[4]);
-  for (int i = 0; i < 4; i++)
-    u->dead[nodes[i]] = true;
+  absorb(u, pi, m.nodes[m.n_nodes - 1]);
+  for (int i = 0; i < m.n_nodes - 1; i++)
+    u->dead[m.nodes[i]] = true;
   *done = true;
   return AIT_OK;
 }
@@ -461,7 +459,7 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
     int y = p->out[0];
     if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
     bool done = false;
-    AIT_TRY(try_gelu(u, pi, k, &done));
+    AIT_TRY(try_gelu(u, pi, k, programs, &done));
     if (!done && programs) AIT_TRY(try_gated(u, pi, k, &done));
     int ci = sole_reader(u, y);
     if (!done && ci >= 0 && !u->dead[ci] && g->nodes[ci].n_out >= 1) {
@@ -496,23 +494,25 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   ait_graph *g = u->g;
   ait_node *n = &g->nodes[i];
   ait_act prog, a;
-  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0, ge[5];
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
+  ait_gelu_match ge;
   if (n->n_in < 1 || n->n_out < 1) return AIT_OK;
   int y = (ait_is_op(n, "Mul") && n->n_in == 2 && !nat_is_const(g, n->in[0])) ? n->in[0]
           : ait_is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
                                                                               : n->in[0];
-  if ((ait_is_op(n, "Div") || ait_is_op(n, "Mul")) && match_gelu(u, y, ge) && ge[0] == i) {
+  if ((ait_is_op(n, "Div") || ait_is_op(n, "Mul") || ait_is_op(n, "Pow")) &&
+      match_gelu(u, y, true, &ge) && ge.nodes[0] == i) {
     /* a spelled-out Gelu after anything but a product (wav2vec2's GroupNorm):
-     * one pass on the vector GELU instead of five, Erf on libm */
+     * one pass on the vector GELU instead of five (or eight), Erf on libm */
     memset(&prog, 0, sizeof prog);
-    prog.kind = AIT_ACT_GELU;
+    prog.kind = ge.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU;
     AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
     n->in[0] = y;
     n->n_in = 1;
     AIT_TRY(set_act(n, &prog));
-    absorb(u, i, ge[4]);
-    for (int k = 1; k < 4; k++)
-      u->dead[ge[k]] = true;
+    absorb(u, i, ge.nodes[ge.n_nodes - 1]);
+    for (int k = 1; k < ge.n_nodes - 1; k++)
+      u->dead[ge.nodes[k]] = true;
     (*count)++;
     AIT_TRY(nat_uses_refresh(u));
     return AIT_OK;

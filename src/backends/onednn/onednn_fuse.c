@@ -59,11 +59,12 @@ static bool view_scalar(const void *ctx, int v, float *out) {
   return dn_const_scalar(((const dn_state *)ctx)->g, v, out);
 }
 
-/* x * 0.5 * (1 + erf(x / sqrt 2)) (ait_match_gelu), on nodes not taken. */
+/* x * 0.5 * (1 + erf(x / sqrt 2)) (ait_match_gelu's erf form), on nodes
+ * not taken. */
 static bool match_gelu(const dn_state *s, int x, const bool *taken, int *nodes, int *y) {
   ait_match_view view = {.g = s->g, .readers = view_readers, .scalar = view_scalar, .ctx = s};
   ait_gelu_match m;
-  if (!ait_match_gelu(&view, x, &m)) return false;
+  if (!ait_match_gelu(&view, x, &m) || m.tanh) return false; /* the erf form's 5 nodes */
   for (int k = 0; k < m.n_nodes; k++)
     if (taken[m.nodes[k]]) return false;
   for (int k = 0; k < m.n_nodes; k++)

@@ -109,17 +109,23 @@ typedef struct ait_match_view {
  * for every backend. */
 #define AIT_MATCH_RTOL 1e-6f
 
-/* A matched GELU: nodes in order (the Div by √2 or Mul by 1/√2, Erf, Add 1,
- * the Mul reading x, the last Mul), y the result. */
+/* A matched GELU: its nodes, the first one reading x first (erf form: the
+ * Div by √2 or Mul by 1/√2, Erf, Add 1, the Mul reading x, the last Mul;
+ * tanh form: the cube (Pow, or Mul(x, x) then the Mul by x), Mul 0.044715,
+ * Add x, Mul √(2/π), Tanh, Add 1, the Mul reading x, the last Mul), the
+ * last one computing y; tanh: which form. */
 typedef struct ait_gelu_match {
-  int nodes[5];
+  int nodes[10];
   int n_nodes;
   int y;
+  bool tanh;
 } ait_gelu_match;
 
-/* x * 0.5 * (1 + erf(x / √2)) on float32 x, in either association
- * ((x * (1 + erf)) * 0.5 or (x * 0.5) * (1 + erf)), every intermediate read
- * once and x read by exactly the two nodes of the pattern. */
+/* GELU spelled out on float32 x: x * 0.5 * (1 + erf(x / √2)), or its tanh
+ * form x * 0.5 * (1 + tanh(√(2/π) * (x + 0.044715 * x³))) with x³ as
+ * Pow(x, 3) or x * x * x; either association of the halving ((x * (1 +
+ * .)) * 0.5 or (x * 0.5) * (1 + .)), every intermediate read once and x
+ * read by the nodes of the pattern alone. */
 bool ait_match_gelu(const ait_match_view *v, int x, ait_gelu_match *m);
 
 #endif
