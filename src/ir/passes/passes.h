@@ -26,6 +26,11 @@ static inline bool ait_is_op(const ait_node *n, const char *op) {
   return !n->domain[0] && !strcmp(n->op_type, op);
 }
 
+/* Node n is op `op` of domain `domain` ("" the default one). */
+static inline bool ait_is_op_in(const ait_node *n, const char *domain, const char *op) {
+  return !strcmp(n->domain, domain) && !strcmp(n->op_type, op);
+}
+
 /* Node n computes a function of its inputs alone: it has a reference
  * kernel, is none of the random ops and holds no subgraph. Dropout counts
  * as pure (it is the identity in inference); ait_node_foldable leaves it
