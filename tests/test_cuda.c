@@ -15,10 +15,10 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_debug.h"
 #include "backends/plugin/plugin.h"
-#include "backends/quant/quant.h"
 #include "check.h"
 #include "core/codec.h"
 #include "core/fileio.h"
+#include "core/hash.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/eager.h"
@@ -869,7 +869,7 @@ static void test_fp8_weights(void) {
 }
 
 /* fp8wo weights: one scale per output channel (the columns of [K, N], the
- * rows of a transB [N, K]), the bytes quant's fp8wo makes. */
+ * rows of a transB [N, K]), coded by core's e4m3 encoder as quant's fp8wo. */
 static void check_channels(int64_t rows, int64_t cols, bool nk) {
   int64_t n = rows * cols, N = nk ? rows : cols;
   float *w = malloc(sizeof(float) * (size_t)n), *sc = malloc(sizeof(float) * (size_t)N);
@@ -906,23 +906,14 @@ static void check_channels(int64_t rows, int64_t cols, bool nk) {
   }
   CHECK(bad == 0 && seen448);
   CHECK(sc[zero_ch] == 1.0f);
-  /* quant's fp8wo: the same codes and scales, stored [N, K] */
-  qnt_config c;
-  memset(&c, 0, sizeof c);
-  c.weights = QNT_FP8;
-  c.gran = QNT_CHANNEL;
-  c.symmetric = true;
-  qnt_weight qw;
-  int64_t K = nk ? cols : rows;
-  CHECK_ERR(qnt_weight_quantize(&c, w, N, K, nk ? cols : 1, nk ? 1 : cols, &qw), AIT_OK, NULL);
+  /* the codes are core's encoder of w / scale (core/codec.h), the encoder
+   * quant's fp8wo codes with too: both backends store the same bytes */
   int diff = 0;
-  for (int64_t ch = 0; ch < N; ch++) {
-    diff += qw.scale[ch] != sc[ch];
-    for (int64_t k = 0; k < K; k++)
-      diff += qnt_weight_code(&qw, ch, k) != q[nk ? ch * cols + k : k * cols + ch];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = nk ? i / cols : i % cols;
+    diff += q[i] != (isfinite(w[i]) ? ait_e4m3_encode(w[i] / sc[c]) : 0);
   }
   CHECK(diff == 0);
-  qnt_weight_free(&qw);
 out:
   free(w);
   free(sc);
@@ -971,10 +962,10 @@ static void test_fp8wo_file(void) {
       size_t at;
       uint8_t xor ;
       const char *msg;
-    } damage[] = {{0, 0x20, "not an e4m3 weight file"},
-                  {8, 0x02, "version"},
-                  {24, 0x01, "truncated or padded"},
-                  {40, 0x10, "checksum"},
+    } damage[] = {{0, 0x20, "not an aitune saved-state file"},
+                  {12, 0x02, "cuda_fp8w format version"},
+                  {40, 0x01, "its header says"},
+                  {100, 0x10, "checksum"},
                   {0, 0, "truncated"}};
     for (size_t d = 0; d < sizeof damage / sizeof damage[0]; d++) {
       b[damage[d].at] ^= damage[d].xor ;
@@ -995,15 +986,14 @@ static void test_fp8wo_file(void) {
   CHECK_ERR(ait_cuda_e4m3w_write(path, w, 1), AIT_OK, NULL);
   data = NULL;
   CHECK_ERR(ait_read_file(path, &data, &size), AIT_OK, NULL);
-  if (data && size > 52) { /* layout after the name (32 + 4 + 14), checksum fixed */
+  if (data && size > 104) { /* layout after the name (72 + 4 + 4 + 14), checksum fixed */
     uint8_t *p = data;
-    p[50] = 3;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 32; i < size; i++)
-      h = (h ^ p[i]) * 1099511628211ull;
-    memcpy(p + 16, &h, 8);
+    p[94] = 3;
+    uint64_t h = ait_checksum64(p, size - 8);
+    memcpy(p + size - 8, &h, 8);
     CHECK_ERR(ait_write_file_atomic(path, p, size), AIT_OK, NULL);
-    CHECK_ERR(ait_cuda_e4m3w_read(path, &r, &n), AIT_E_PARSE, "corrupted (layout 3");
+    CHECK_ERR(ait_cuda_e4m3w_read(path, &r, &n), AIT_E_PARSE,
+              "is corrupted: section 'weights': weight 0 (layout 3");
   }
   free(data);
   unlink(path);

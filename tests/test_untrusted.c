@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "api/model_impl.h"
+#include "backends/backend.h"
 #include "backends/quant/quant.h"
 #include "check.h"
+#include "core/fileio.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
 
@@ -745,6 +747,86 @@ static void test_fifo_tuned_files(void) {
   CHECK(system(cmd) == 0);
 }
 
+/* ---- 12: a damaged quant_weights.bin ------------------------------------
+ * quant's loader (the backend's load(), as a tuned folder reaches it) on a
+ * weights file that a real save wrote and something then damaged: a bit
+ * flipped at bytes across the file, the file cut short at many lengths, an
+ * empty file and one of another owner. Each is AIT_E_PARSE naming the
+ * file (the saved-state format checks it whole before a weight is read),
+ * never a crash or a load that succeeds on wrong bytes. */
+static void test_quant_weights_damaged(void) {
+  char dir[] = "/tmp/ait_qnt_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  tb_model *tm = tb_new(17);
+  int64_t xd[2] = {2, 64}, wd[2] = {64, 48}, yd[2] = {2, 48};
+  tb_input(tm, "X", AIT_FLOAT32, 2, xd);
+  tb_output(tm, "Y", AIT_FLOAT32, 2, yd);
+  float *w = malloc(sizeof(float) * 64 * 48);
+  for (int i = 0; i < 64 * 48; i++)
+    w[i] = (float)((i * 37) % 101 - 50) / 64.0f;
+  tb_init_f32(tm, "W", 2, wd, w);
+  free(w);
+  tb_node(tm, "MatMul", "mm", (const char *[]){"X", "W", NULL}, (const char *[]){"Y", NULL});
+  ait_graph *g = tb_parse_graph(tm);
+  CHECK(g != NULL);
+  ait_backend_config cfg;
+  CHECK_ERR(ait_backend_config_parse("quant:preset=int8wo", &cfg), AIT_OK, NULL);
+  void *state = NULL;
+  if (g && !cfg.iface->build(&cfg, g, NULL, &state)) {
+    CHECK_ERR(cfg.iface->save(state, dir), AIT_OK, NULL);
+    cfg.iface->destroy(state);
+  } else {
+    CHECK(false);
+  }
+  char p[600];
+  snprintf(p, sizeof p, "%s/quant_weights.bin", dir);
+  void *data = NULL;
+  size_t size = 0;
+  CHECK_ERR(ait_read_file(p, &data, &size), AIT_OK, NULL);
+  state = NULL;
+  if (g) CHECK_ERR(cfg.iface->load(&cfg, g, dir, &state), AIT_OK, NULL); /* intact: loads */
+  if (state) cfg.iface->destroy(state);
+  uint8_t *b = data;
+  int flips = 0, cuts = 0;
+  for (size_t at = 0; g && b && at < size; at += at < 160 ? 1 : 61) {
+    b[at] ^= (uint8_t)(1u << (at % 8));
+    write_bytes(p, b, size);
+    state = NULL;
+    ait_status st = cfg.iface->load(&cfg, g, dir, &state);
+    flips += st == AIT_E_PARSE && strstr(ait_last_error(), "quant_weights.bin") != NULL;
+    if (st != AIT_E_PARSE) fprintf(stderr, "flip at %zu: status %d\n", at, st);
+    if (state) cfg.iface->destroy(state);
+    b[at] ^= (uint8_t)(1u << (at % 8));
+  }
+  int n_flips = 0;
+  for (size_t at = 0; at < size; at += at < 160 ? 1 : 61)
+    n_flips++;
+  CHECK(flips == n_flips);
+  int n_cuts = 0;
+  for (size_t len = 0; g && b && len < size; len += len < 100 ? 7 : 397, n_cuts++) {
+    write_bytes(p, b, len);
+    state = NULL;
+    ait_status st = cfg.iface->load(&cfg, g, dir, &state);
+    cuts += st == AIT_E_PARSE && strstr(ait_last_error(), "quant_weights.bin") != NULL;
+    if (st != AIT_E_PARSE) fprintf(stderr, "cut to %zu: status %d\n", len, st);
+    if (state) cfg.iface->destroy(state);
+  }
+  CHECK(cuts == n_cuts);
+  /* another owner's file of the same format in its place */
+  if (g && b && size > 32) {
+    memcpy(b + 16, "xnnpack\0", 8);
+    write_bytes(p, b, size);
+    state = NULL;
+    CHECK_ERR(cfg.iface->load(&cfg, g, dir, &state), AIT_E_PARSE, "quant_weights.bin");
+    if (state) cfg.iface->destroy(state);
+  }
+  free(data);
+  ait_graph_free(g);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+}
+
 /* ---- the fuzzers' seeds and minimized crashers --------------------------- */
 
 /* Every file of tests/fuzz/seeds/{model,tensor} (crashers the fuzzers found
@@ -885,5 +967,6 @@ int main(int argc, char **argv) {
   test_limits();
   test_limits_tuned_folder();
   test_fifo_tuned_files();
+  test_quant_weights_damaged();
   return check_result("test_untrusted");
 }

@@ -1,5 +1,6 @@
 /* Static shape inference: per-op shape functions from the registry, and
- * folding (running the reference kernel at load time) where every input is
+ * folding (running a node at load time through the evaluator the caller
+ * hands in, the reference kernel for the loader) where every input is
  * known. Small folded results are kept as the value's `init`, so shape
  * chains such as Shape -> Gather -> Concat -> Reshape resolve; a kept init on
  * a node output is a known value for inference only, the node still runs. */
@@ -9,8 +10,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ir/passes/passes.h"
 #include "ops/op.h"
-#include "runtime/eager.h"
 
 /* Folded results up to this many elements are remembered as constants:
  * the model's max_fold_elements (ait_load_options; 4096 by default). */
@@ -55,19 +56,6 @@ static bool shape_known(const ait_value *v) {
   return true;
 }
 
-/* Ops whose result is not a function of their inputs must never be folded. */
-static bool foldable(const ait_node *n) {
-  static const char *const random_ops[] = {
-      "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-      "Bernoulli",     "Multinomial",  "Dropout",           NULL};
-  if (!n->op || !n->op->kernel || n->domain[0]) return false;
-  for (int i = 0; random_ops[i]; i++)
-    if (!strcmp(n->op_type, random_ops[i])) return false;
-  for (int k = 0; k < n->n_attrs; k++)
-    if (n->attrs[k].g) return false;
-  return true;
-}
-
 /* Folding runs a kernel at load time, so its cost must be known before it
  * runs: every output the node has must have a shape the shape function
  * already inferred, of at most fold_keep_max elements (a 215-byte
@@ -89,8 +77,10 @@ static bool fold_small(ait_graph *g, const ait_node *n) {
 
 /* Try to compute the node's outputs now. Shape/Size only need the input's
  * shape, so a zero tensor of that shape stands in for unknown data. */
-static void try_fold(ait_graph *g, const ait_node *n) {
-  if (!foldable(n) || n->n_in > 16 || n->n_out > 8 || !fold_small(g, n)) return;
+static void try_fold(ait_graph *g, const ait_node *n, ait_node_eval_fn eval) {
+  if (!eval || n->domain[0] || !ait_node_foldable(n) || n->n_in > 16 || n->n_out > 8 ||
+      !fold_small(g, n))
+    return;
   bool shape_only = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
   const ait_tensor *in[16] = {0};
   ait_tensor *tmp[16] = {0};
@@ -116,7 +106,7 @@ static void try_fold(ait_graph *g, const ait_node *n) {
     } else
       ok = false;
   }
-  if (ok && ait_eager_run_node(n, in, n->n_in, out) == AIT_OK) {
+  if (ok && eval(n, in, n->n_in, out) == AIT_OK) {
     for (int k = 0; k < n->n_out; k++) {
       ait_value *v = ait_node_out(g, n, k);
       if (!v || !out[k] || out[k]->kind != AIT_KIND_TENSOR) continue;
@@ -158,7 +148,7 @@ static void import_outer(ait_graph *g) {
   }
 }
 
-ait_status ait_graph_infer_shapes(ait_graph *g) {
+ait_status ait_graph_infer_shapes(ait_graph *g, ait_node_eval_fn fold) {
   import_outer(g);
   for (int i = 0; i < g->n_nodes; i++) {
     ait_node *n = &g->nodes[i];
@@ -166,9 +156,9 @@ ait_status ait_graph_infer_shapes(ait_graph *g) {
       ait_status st = n->op->shape(g, n);
       if (st) return ait_err_prefix(st, "shape inference of %s", ait_node_desc(n));
     }
-    try_fold(g, n);
+    try_fold(g, n, fold);
     for (int k = 0; k < n->n_attrs; k++)
-      if (n->attrs[k].g) AIT_TRY(ait_graph_infer_shapes(n->attrs[k].g));
+      if (n->attrs[k].g) AIT_TRY(ait_graph_infer_shapes(n->attrs[k].g, fold));
   }
   return AIT_OK;
 }

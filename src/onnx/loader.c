@@ -11,6 +11,7 @@
 #include "ir/shape.h"
 #include "onnx/onnx_priv.h"
 #include "ops/op.h"
+#include "runtime/eager.h"
 
 typedef struct load_ctx {
   const char *base_dir;
@@ -454,7 +455,7 @@ ait_status ait_onnx_parse_model_limits(const void *data, size_t size, const char
   st = resolve_ops(g, memo);
   free(memo);
   if (st) goto out;
-  if ((st = ait_graph_infer_shapes(g)) != AIT_OK) goto out;
+  if ((st = ait_graph_infer_shapes(g, ait_eager_run_node)) != AIT_OK) goto out;
   if (meta) {
     meta->ir_version = mp->ir_version;
     meta->producer = strdup(mp->producer_name ? mp->producer_name : "");

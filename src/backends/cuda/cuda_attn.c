@@ -18,10 +18,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
-
-static bool is_op(const ait_node *n, const char *domain, const char *op) {
-  return !strcmp(n->domain, domain) && !strcmp(n->op_type, op);
-}
+#include "ir/passes/passes.h"
 
 static bool dims4(const ait_graph *g, int v, int64_t *d) {
   if (v < 0) return false;
@@ -44,7 +41,7 @@ static bool single(const uses *u, int v) { return v >= 0 && u->n[v] == 1 && !u->
  * the axis of that input for each axis of v. */
 static int transposed_from(const ait_graph *g, const uses *u, int v, int *ax) {
   int p = v >= 0 ? g->values[v].producer : -1;
-  if (p < 0 || !single(u, v) || !is_op(&g->nodes[p], "", "Transpose")) return -1;
+  if (p < 0 || !single(u, v) || !ait_is_op_in(&g->nodes[p], "", "Transpose")) return -1;
   const ait_node *t = &g->nodes[p];
   int cnt = 0;
   const int64_t *perm = ait_attr_ints(t, "perm", &cnt);
@@ -80,10 +77,10 @@ static bool mask_fits(const ait_graph *g, int mv, const int64_t *want) {
  * once (cu_pass_qkv's rewrite)? Then the Reshape node, else -1. */
 static int split_part(const ait_graph *g, const uses *u, int v, int *split, int *idx) {
   int r = v >= 0 && single(u, v) ? g->values[v].producer : -1;
-  if (r < 0 || !is_op(&g->nodes[r], "", "Reshape")) return -1;
+  if (r < 0 || !ait_is_op_in(&g->nodes[r], "", "Reshape")) return -1;
   int sv = g->nodes[r].in[0];
   int sp = sv >= 0 && single(u, sv) ? g->values[sv].producer : -1;
-  if (sp < 0 || !is_op(&g->nodes[sp], "", "Split") || g->nodes[sp].n_out != 3 ||
+  if (sp < 0 || !ait_is_op_in(&g->nodes[sp], "", "Split") || g->nodes[sp].n_out != 3 ||
       g->nodes[sp].n_in < 1)
     return -1;
   const ait_value *x = &g->values[g->nodes[sp].in[0]], *rv = &g->values[v];
@@ -123,14 +120,15 @@ static void find_qkv(const ait_graph *g, const uses *u, cu_attn_match *m, int *s
 static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr) {
   const ait_graph *g = pl->g;
   const ait_node *pv = &g->nodes[i];
-  if (!is_op(pv, "", "MatMul") || pv->n_in < 2 || pv->out[0] < 0 || g->values[pv->out[0]].init)
+  if (!ait_is_op_in(pv, "", "MatMul") || pv->n_in < 2 || pv->out[0] < 0 ||
+      g->values[pv->out[0]].init)
     return false;
   memset(m, 0, sizeof *m);
   m->pv = i;
   m->qkv = -1;
   int P = pv->in[0];
   m->sm = P >= 0 ? g->values[P].producer : -1;
-  if (m->sm < 0 || !single(u, P) || !is_op(&g->nodes[m->sm], "", "Softmax")) return false;
+  if (m->sm < 0 || !single(u, P) || !ait_is_op_in(&g->nodes[m->sm], "", "Softmax")) return false;
   const ait_node *sm = &g->nodes[m->sm];
   int64_t axis = ait_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
   if (axis != 3 && !(sm->opset >= 13 && axis == -1)) return false;
@@ -138,8 +136,8 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   m->sc = S_v >= 0 ? g->values[S_v].producer : -1;
   if (m->sc < 0 || !single(u, S_v)) return false;
   const ait_node *sc = &g->nodes[m->sc];
-  bool fmm = is_op(sc, AIT_FUSED_DOMAIN, "FusedMatMul");
-  if (!fmm && !is_op(sc, "", "MatMul")) return false;
+  bool fmm = ait_is_op_in(sc, AIT_FUSED_DOMAIN, "FusedMatMul");
+  if (!fmm && !ait_is_op_in(sc, "", "MatMul")) return false;
   if (fmm && ((sc->n_in > 2 && sc->in[2] >= 0) || ait_attr_str(sc, "activation", "")[0]))
     return false;
   m->scale = fmm ? ait_attr_float(sc, "alpha", 1.0f) : 1.0f;
@@ -185,7 +183,7 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   m->kax[0] = kt_ax[0], m->kax[1] = kt_ax[1], m->kax[2] = kt_ax[3], m->kax[3] = kt_ax[2];
   m->out = pv->out[0];
   int ov = pv->out[0];
-  if (single(u, ov) && is_op(&g->nodes[u->reader[ov]], "", "Transpose")) {
+  if (single(u, ov) && ait_is_op_in(&g->nodes[u->reader[ov]], "", "Transpose")) {
     int oax[4];
     int t = u->reader[ov];
     int cnt = 0;

@@ -41,11 +41,12 @@ typedef struct ait_cuda_e4m3w {
   float *scale;       /* one per output channel */
 } ait_cuda_e4m3w;
 
-/* Write n weights to path (atomically), with a checksum of their bytes. */
+/* Write n weights to path (atomically) in the saved-state format
+ * (backends/common/state_io.h, owner "cuda_fp8w"). */
 ait_status ait_cuda_e4m3w_write(const char *path, const ait_cuda_e4m3w *w, int n);
 /* Read path whole into *w (new array of *n, free with ait_cuda_e4m3w_free):
- * AIT_E_PARSE naming the file for a wrong magic or version, a truncated or
- * padded file, a checksum that does not match, or an entry out of bounds. */
+ * AIT_E_PARSE naming the file for anything state_io refuses (magic,
+ * versions, owner, size, checksum, sections) or an entry out of bounds. */
 ait_status ait_cuda_e4m3w_read(const char *path, ait_cuda_e4m3w **w, int *n);
 void ait_cuda_e4m3w_free(ait_cuda_e4m3w *w, int n);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 #include "runtime/eager.h"
 
 #define CU_ALIGN 256
@@ -36,7 +37,7 @@ int cu_signature_cap(const ait_tensor *const *in, int n_in) {
 uint64_t cu_signature(const ait_graph *g, const ait_tensor *const *in, int n_in, int64_t *sig,
                       int *n_sig) {
   int n = 0;
-  nat_signature(in, n_in, sig, &n);
+  ait_plan_signature(in, n_in, sig, &n);
   for (int i = 0; i < n_in && i < g->n_inputs; i++) {
     const ait_tensor *t = in[i];
     if (!t || t->kind != AIT_KIND_TENSOR || !cu_host_input(g, g->inputs[i])) continue;
@@ -327,18 +328,6 @@ const ait_tensor *cu_host_value(cu_planner *pl, const ait_node *n, int k) {
 
 /* ---- shapes for these inputs ---------------------------------------------- */
 
-static bool foldable(const ait_node *n) {
-  static const char *const random_ops[] = {
-      "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-      "Bernoulli",     "Multinomial",  "Dropout",           NULL};
-  if (!n->op || !n->op->kernel) return false;
-  for (int i = 0; random_ops[i]; i++)
-    if (!strcmp(n->op_type, random_ops[i])) return false;
-  for (int k = 0; k < n->n_attrs; k++)
-    if (n->attrs[k].g) return false;
-  return true;
-}
-
 static void set_init(ait_graph *g, int v, ait_tensor *t) {
   ait_value *val = &g->values[v];
   ait_tensor_free(val->init);
@@ -381,7 +370,7 @@ static ait_status fold_shape(ait_graph *g, const ait_node *n) {
 
 /* Run node n on the host when all its inputs are constants of the plan. */
 static void try_fold(ait_graph *g, const ait_node *n) {
-  if (!foldable(n) || n->n_in > 16 || n->n_out > 8) return;
+  if (!ait_node_foldable(n) || n->n_in > 16 || n->n_out > 8) return;
   const ait_tensor *in[16] = {0};
   for (int k = 0; k < n->n_in; k++) {
     if (n->in[k] < 0) continue;
@@ -516,7 +505,7 @@ static ait_status place(cu_state *s, cu_plan *p) {
     if (x->store == CU_ST_ARENA && x->root == t && x->last >= 0 && x->bytes > 0)
       size[t] = (x->bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
   }
-  if (!st) st = nat_plan_assign(p->n_t, size, first, last, off, &p->arena_bytes);
+  if (!st) st = ait_plan_assign(p->n_t, size, first, last, off, &p->arena_bytes);
   for (int t = 0; !st && t < p->n_t; t++)
     if (size[t] > 0) p->t[t].offset = off[t];
   free(size);

@@ -27,17 +27,15 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
-
-static bool is_op(const ait_node *n, const char *domain, const char *op) {
-  return !strcmp(n->domain, domain) && !strcmp(n->op_type, op);
-}
+#include "ir/passes/passes.h"
 
 /* Node i is a projection this rewrite takes. */
 static bool projection(const nat_uses *u, int i) {
   const ait_graph *g = u->g;
   const ait_node *n = &g->nodes[i];
-  bool fmm = is_op(n, AIT_FUSED_DOMAIN, "FusedMatMul");
-  if (u->dead[i] || (!fmm && !is_op(n, "", "MatMul")) || n->n_in < 2 || n->out[0] < 0) return false;
+  bool fmm = ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedMatMul");
+  if (u->dead[i] || (!fmm && !ait_is_op_in(n, "", "MatMul")) || n->n_in < 2 || n->out[0] < 0)
+    return false;
   if (fmm && (ait_attr_float(n, "alpha", 1.0f) != 1.0f || ait_attr_str(n, "activation", "")[0] ||
               (n->n_in > 3 && n->in[3] >= 0)))
     return false;
@@ -54,10 +52,10 @@ static bool projection(const nat_uses *u, int i) {
   const ait_value *yv = &g->values[y];
   if (u->uses[y] != 1 || u->is_out[y] || yv->rank < 2) return false;
   int r = u->consumer[y];
-  if (!is_op(&g->nodes[r], "", "Reshape") || g->nodes[r].in[0] != y) return false;
+  if (!ait_is_op_in(&g->nodes[r], "", "Reshape") || g->nodes[r].in[0] != y) return false;
   int ro = g->nodes[r].out[0];
   return ro >= 0 && u->uses[ro] == 1 && !u->is_out[ro] &&
-         is_op(&g->nodes[u->consumer[ro]], "", "Transpose");
+         ait_is_op_in(&g->nodes[u->consumer[ro]], "", "Transpose");
 }
 
 static bool has_bias(const ait_node *n) {

@@ -2,8 +2,9 @@
  *   cuda.onnx        the rewritten graph (folded, fused; weights included),
  *                    so load() runs no graph passes;
  *   cuda_fp8w.bin    dtype=fp8wo only: the e4m3 codes and per-channel scales
- *                    of every MatMul/Gemm weight (ait_cuda_e4m3w_write, with
- *                    a checksum), so load() does not quantize again;
+ *                    of every MatMul/Gemm weight (ait_cuda_e4m3w_write: the
+ *                    saved-state format, owner "cuda_fp8w", section
+ *                    "weights"), so load() does not quantize again;
  *   cuda_algos.bin   the algorithms chosen by measuring (cuBLASLt algorithm
  *                    structs, cuDNN algorithm and math type) by problem key,
  *                    with the precision, device and library versions they

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 bool cu_dtype_ok(ait_dtype dt) {
   switch (dt) {
@@ -31,15 +32,6 @@ static bool has_subgraph(const ait_node *n) {
   for (int k = 0; k < n->n_attrs; k++)
     if (n->attrs[k].g) return true;
   return false;
-}
-
-static bool deterministic(const ait_node *n) {
-  static const char *const random_ops[] = {
-      "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-      "Bernoulli",     "Multinomial",  "Dropout",           NULL};
-  for (int i = 0; random_ops[i]; i++)
-    if (!strcmp(n->op_type, random_ops[i])) return false;
-  return true;
 }
 
 static bool is_shape_op(const ait_node *n) {
@@ -79,7 +71,7 @@ bool cu_value_static(const ait_graph *g, int v, signed char *memo) {
 
 bool cu_node_static(const ait_graph *g, const ait_node *n, signed char *memo) {
   if (is_shape_op(n)) return true;
-  if (!n->op || !n->op->kernel || has_subgraph(n) || !deterministic(n)) return false;
+  if (!ait_node_foldable(n)) return false;
   for (int k = 0; k < n->n_in; k++)
     if (n->in[k] >= 0 && !cu_value_static(g, n->in[k], memo)) return false;
   return true;

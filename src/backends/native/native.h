@@ -6,7 +6,7 @@
  *   native_fuse.c     bias / residual / activation fusion into fused ops
  *   native_attn.c     attention (MatMul-Softmax-MatMul) into FusedAttention
  *   native_pool.c     the thread pool
- *   native_plan.c     plans per input signature: liveness and the arena
+ *   (plans: the input signature and the liveness arena are common/plan.c)
  *   native_exec.c     the executor: fast kernels, views, reference fallback
  *   native_kernels.c  which fast kernel runs which node
  *   native_gemm.c     parallel SGEMM (OpenBLAS) with fused epilogues, GEMV

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/common/plan.h"
 #include "backends/native/native_isa.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -180,13 +181,18 @@ void *nat_scratch(nat_run *r, int64_t bytes);
 nat_pool *nat_run_pool(nat_run *r);
 void *nat_run_user(nat_run *r); /* the running state's ext.user */
 
-/* ---- plans (native_plan.c) ------------------------------------------- */
+/* ---- plans: the shared ones (src/backends/common/plan.h) ----------------- */
 
-uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig);
+static inline uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig,
+                                     int *n_sig) {
+  return ait_plan_signature(in, n_in, sig, n_sig);
+}
 /* Arena offsets for values with sizes size[v] (0 = not in the arena) live
- * from node first[v] to node last[v]: greedy by size, best fit. */
-ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first, const int *last,
-                           int64_t *offset, int64_t *total);
+ * from node first[v] to node last[v] (ait_plan_assign). */
+static inline ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first,
+                                         const int *last, int64_t *offset, int64_t *total) {
+  return ait_plan_assign(n_values, size, first, last, offset, total);
+}
 
 /* ---- products (native_gemm.c, native_math.c) ------------------------------ */
 

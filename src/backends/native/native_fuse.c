@@ -19,17 +19,14 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "ir/passes/passes.h"
 
 typedef enum base_kind { B_NONE, B_CONV, B_GEMM, B_MATMUL } base_kind;
 
-static bool is_op(const ait_node *n, const char *op) {
-  return !n->domain[0] && !strcmp(n->op_type, op);
-}
-
 static base_kind kind_of(const ait_node *n) {
-  if (is_op(n, "Conv")) return B_CONV;
-  if (is_op(n, "Gemm")) return B_GEMM;
-  if (is_op(n, "MatMul")) return B_MATMUL;
+  if (ait_is_op(n, "Conv")) return B_CONV;
+  if (ait_is_op(n, "Gemm")) return B_GEMM;
+  if (ait_is_op(n, "MatMul")) return B_MATMUL;
   if (!strcmp(n->domain, AIT_FUSED_DOMAIN)) {
     if (!strcmp(n->op_type, "FusedConv")) return B_CONV;
     if (!strcmp(n->op_type, "FusedGemm")) return B_GEMM;
@@ -119,7 +116,7 @@ static ait_status try_bias(nat_uses *u, int pi, int ci, base_kind k, bool *done)
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   int y = p->out[0], bias_at = 2;
-  if (!is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p)) return AIT_OK;
+  if (!ait_is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p)) return AIT_OK;
   if (in_at(p, 3) >= 0 || in_at(p, bias_at) >= 0) return AIT_OK;
   int o = other_input(c, y);
   const ait_value *yv = &g->values[y];
@@ -151,7 +148,7 @@ static ait_status try_scale(nat_uses *u, int pi, int ci, base_kind k, bool *done
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   int y = p->out[0];
   if (k != B_MATMUL || has_act(p) || in_at(p, 2) >= 0 || in_at(p, 3) >= 0) return AIT_OK;
-  bool mul = is_op(c, "Mul"), div = is_op(c, "Div");
+  bool mul = ait_is_op(c, "Mul"), div = ait_is_op(c, "Div");
   if ((!mul && !div) || c->opset < 7 || c->n_in != 2) return AIT_OK;
   if (div && c->in[0] != y) return AIT_OK;
   float v;
@@ -170,7 +167,7 @@ static ait_status try_residual(nat_uses *u, int pi, int ci, base_kind k, bool *d
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   int y = p->out[0];
-  if (!is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p) || in_at(p, 3) >= 0)
+  if (!ait_is_op(c, "Add") || c->opset < 7 || k == B_GEMM || has_act(p) || in_at(p, 3) >= 0)
     return AIT_OK;
   int z = other_input(c, y);
   if (z < 0 || z == y || g->values[z].dtype != AIT_FLOAT32) return AIT_OK;
@@ -263,59 +260,51 @@ static int sole_reader(const nat_uses *u, int v) {
   return v >= 0 && u->uses[v] == 1 && !u->is_out[v] ? u->consumer[v] : -1;
 }
 
-static bool near(float a, float b) { return fabsf(a - b) <= 1e-6f * fabsf(b); }
+static bool near(float a, float b) { return fabsf(a - b) <= AIT_MATCH_RTOL * fabsf(b); }
 
-/* y -> Div(y, sqrt2) -> Erf -> Add(1) -> Mul(y, .) -> Mul(., 0.5): Gelu.
- * (Mul by 1/sqrt2 instead of the Div is accepted too.) Fills nodes[] with
- * the Div, Erf, Add, Mul(y, .) and the last Mul, in that order; y must
- * have exactly two readers, neither of them node `skip`. */
-static bool match_gelu(const nat_uses *u, int y, int skip, int nodes[5]) {
+/* The shared matchers (src/ir/passes/match.c) see the graph through these:
+ * the live readers of a value, counted as nat_uses counts them. */
+static int view_readers(const void *ctx, int v, int *nodes, int max) {
+  const nat_uses *u = ctx;
   const ait_graph *g = u->g;
-  if (y < 0 || u->uses[y] != 2 || u->is_out[y] || g->values[y].dtype != AIT_FLOAT32) return false;
-  int d = -1, m1 = -1; /* y's two readers */
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (u->dead[i] || i == skip) continue;
-    const ait_node *n = &g->nodes[i];
-    float v;
-    if ((is_op(n, "Div") && n->n_in == 2 && n->in[0] == y && const_scalar(g, n->in[1], &v) &&
-         near(v, 1.41421356f)) ||
-        (is_op(n, "Mul") && other_input(n, y) >= 0 && const_scalar(g, other_input(n, y), &v) &&
-         near(v, 0.70710678f)))
-      d = i;
-    else if (is_op(n, "Mul") && other_input(n, y) >= 0)
-      m1 = i;
+  int filled = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  if (u->uses[v] == 1 && max > 0) {
+    nodes[filled++] = u->consumer[v];
+  } else {
+    for (int i = 0; i < g->n_nodes && filled < max; i++) {
+      if (u->dead[i]) continue;
+      for (int k = 0; k < g->nodes[i].n_in && filled < max; k++)
+        if (g->nodes[i].in[k] == v) nodes[filled++] = i;
+    }
   }
-  if (d < 0 || m1 < 0) return false;
-  int e = sole_reader(u, g->nodes[d].out[0]);
-  if (e < 0 || !is_op(&g->nodes[e], "Erf")) return false;
-  int a = sole_reader(u, g->nodes[e].out[0]);
-  float v;
-  if (a < 0 || !is_op(&g->nodes[a], "Add") ||
-      !const_scalar(g, other_input(&g->nodes[a], g->nodes[e].out[0]), &v) || v != 1.0f)
-    return false;
-  if (sole_reader(u, g->nodes[a].out[0]) != m1 ||
-      other_input(&g->nodes[m1], y) != g->nodes[a].out[0])
-    return false;
-  int m2 = sole_reader(u, g->nodes[m1].out[0]);
-  if (m2 < 0 || !is_op(&g->nodes[m2], "Mul") ||
-      !const_scalar(g, other_input(&g->nodes[m2], g->nodes[m1].out[0]), &v) || v != 0.5f)
-    return false;
-  nodes[0] = d, nodes[1] = e, nodes[2] = a, nodes[3] = m1, nodes[4] = m2;
-  return true;
+  return u->uses[v] + (u->is_out[v] ? 1 : 0);
+}
+
+static bool view_scalar(const void *ctx, int v, float *out) {
+  return const_scalar(((const nat_uses *)ctx)->g, v, out);
+}
+
+/* The spelled-out Gelu on y (ait_match_gelu). The tanh form only with
+ * `programs`: the other users of these passes lower activations by name. */
+static bool match_gelu(const nat_uses *u, int y, bool programs, ait_gelu_match *m) {
+  ait_match_view view = {.g = u->g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  return ait_match_gelu(&view, y, m) && (programs || !m->tanh);
 }
 
 /* The spelled-out Gelu after producer pi into its activation. */
-static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool *done) {
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool programs, bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi];
-  int nodes[5];
-  if (has_act(p) || !match_gelu(u, p->out[0], pi, nodes)) return AIT_OK;
-  ait_act act = {.kind = AIT_ACT_GELU};
+  ait_gelu_match m;
+  if (has_act(p) || !match_gelu(u, p->out[0], programs, &m)) return AIT_OK;
+  ait_act act = {.kind = m.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
-  absorb(u, pi, nodes[4]);
-  for (int i = 0; i < 4; i++)
-    u->dead[nodes[i]] = true;
+  absorb(u, pi, m.nodes[m.n_nodes - 1]);
+  for (int i = 0; i < m.n_nodes - 1; i++)
+    u->dead[m.nodes[i]] = true;
   *done = true;
   return AIT_OK;
 }
@@ -336,7 +325,7 @@ static bool match_gated(const nat_uses *u, int y, int skip, ait_act *prog, int *
     if (u->dead[i] || i == skip) continue;
     const ait_node *n = &g->nodes[i];
     ait_act a;
-    if (n->n_in >= 1 && n->in[0] == y && !is_op(n, "Mul") && act_of(g, n, &a)) first = i;
+    if (n->n_in >= 1 && n->in[0] == y && !ait_is_op(n, "Mul") && act_of(g, n, &a)) first = i;
   }
   if (first < 0) return false;
   memset(prog, 0, sizeof *prog);
@@ -353,7 +342,7 @@ static bool match_gated(const nat_uses *u, int y, int skip, ait_act *prog, int *
     int next = sole_reader(u, v);
     if (next < 0 || u->dead[next]) return false;
     const ait_node *m = &g->nodes[next];
-    if (is_op(m, "Mul") && m->opset >= 7 && other_input(m, v) == y) {
+    if (ait_is_op(m, "Mul") && m->opset >= 7 && other_input(m, v) == y) {
       prog->steps[k - 1].mul_x = true;
       prog->n_steps = k;
       nodes[k] = next;
@@ -419,7 +408,7 @@ static ait_status try_channel_scale(nat_uses *u, int pi, int ci, base_kind k, bo
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   int y = p->out[0];
-  if (!is_op(c, "Mul") || c->opset < 7 || (k != B_CONV && k != B_MATMUL) || has_act(p) ||
+  if (!ait_is_op(c, "Mul") || c->opset < 7 || (k != B_CONV && k != B_MATMUL) || has_act(p) ||
       in_at(p, 3) >= 0 || ait_attr_float(p, "alpha", 1.0f) != 1.0f)
     return AIT_OK;
   int o = other_input(c, y), w = in_at(p, 1), b = in_at(p, 2);
@@ -470,7 +459,7 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
     int y = p->out[0];
     if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
     bool done = false;
-    AIT_TRY(try_gelu(u, pi, k, &done));
+    AIT_TRY(try_gelu(u, pi, k, programs, &done));
     if (!done && programs) AIT_TRY(try_gated(u, pi, k, &done));
     int ci = sole_reader(u, y);
     if (!done && ci >= 0 && !u->dead[ci] && g->nodes[ci].n_out >= 1) {
@@ -505,23 +494,25 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
   ait_graph *g = u->g;
   ait_node *n = &g->nodes[i];
   ait_act prog, a;
-  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0, ge[5];
+  int nodes[AIT_ACT_MAX_STEPS + 1], nn = 0;
+  ait_gelu_match ge;
   if (n->n_in < 1 || n->n_out < 1) return AIT_OK;
-  int y = (is_op(n, "Mul") && n->n_in == 2 && !nat_is_const(g, n->in[0])) ? n->in[0]
-          : is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
-                                                                          : n->in[0];
-  if ((is_op(n, "Div") || is_op(n, "Mul")) && match_gelu(u, y, -1, ge) && ge[0] == i) {
+  int y = (ait_is_op(n, "Mul") && n->n_in == 2 && !nat_is_const(g, n->in[0])) ? n->in[0]
+          : ait_is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
+                                                                              : n->in[0];
+  if ((ait_is_op(n, "Div") || ait_is_op(n, "Mul") || ait_is_op(n, "Pow")) &&
+      match_gelu(u, y, true, &ge) && ge.nodes[0] == i) {
     /* a spelled-out Gelu after anything but a product (wav2vec2's GroupNorm):
-     * one pass on the vector GELU instead of five, Erf on libm */
+     * one pass on the vector GELU instead of five (or eight), Erf on libm */
     memset(&prog, 0, sizeof prog);
-    prog.kind = AIT_ACT_GELU;
+    prog.kind = ge.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU;
     AIT_TRY(nat_node_make_fused(n, "FusedUnary"));
     n->in[0] = y;
     n->n_in = 1;
     AIT_TRY(set_act(n, &prog));
-    absorb(u, i, ge[4]);
-    for (int k = 1; k < 4; k++)
-      u->dead[ge[k]] = true;
+    absorb(u, i, ge.nodes[ge.n_nodes - 1]);
+    for (int k = 1; k < ge.n_nodes - 1; k++)
+      u->dead[ge.nodes[k]] = true;
     (*count)++;
     AIT_TRY(nat_uses_refresh(u));
     return AIT_OK;
@@ -556,15 +547,16 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
 /* The single live reader of v (not an output), if it is op `op`; else -1. */
 static int sole_op(const nat_uses *u, int v, const char *op) {
   int r = sole_reader(u, v);
-  return r >= 0 && !u->dead[r] && is_op(&u->g->nodes[r], op) && u->g->nodes[r].n_out >= 1 ? r : -1;
+  return r >= 0 && !u->dead[r] && ait_is_op(&u->g->nodes[r], op) && u->g->nodes[r].n_out >= 1 ? r
+                                                                                              : -1;
 }
 
 /* Whether node n divides its input `v` by d (Div(v, d), or Mul by 1/d). */
 static bool divides_by(const ait_graph *g, const ait_node *n, int v, float d) {
   float c;
-  if (is_op(n, "Div"))
+  if (ait_is_op(n, "Div"))
     return n->n_in == 2 && n->in[0] == v && const_scalar(g, n->in[1], &c) && c == d;
-  return is_op(n, "Mul") && other_input(n, v) >= 0 && const_scalar(g, other_input(n, v), &c) &&
+  return ait_is_op(n, "Mul") && other_input(n, v) >= 0 && const_scalar(g, other_input(n, v), &c) &&
          near(c * d, 1.0f);
 }
 
@@ -577,7 +569,7 @@ static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
   ait_graph *g = u->g;
   ait_node *A = &g->nodes[ai];
   float c;
-  if (!is_op(A, "Add") || A->n_in != 2 || A->n_out < 1 || A->opset < 7) return AIT_OK;
+  if (!ait_is_op(A, "Add") || A->n_in != 2 || A->n_out < 1 || A->opset < 7) return AIT_OK;
   int y = const_scalar(g, A->in[1], &c) ? A->in[0] : const_scalar(g, A->in[0], &c) ? A->in[1] : -1;
   if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
   int ci = sole_op(u, A->out[0], "Clip");
@@ -591,7 +583,7 @@ static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
   int r = sole_reader(u, cv);
   if (r < 0 || u->dead[r]) return AIT_OK;
   const ait_node *R = &g->nodes[r];
-  if (is_op(R, "Mul") && other_input(R, cv) == y) { /* y * clip, then / d */
+  if (ait_is_op(R, "Mul") && other_input(R, cv) == y) { /* y * clip, then / d */
     m = r, mul_first = true;
     div = sole_reader(u, R->out[0]);
     if (div < 0 || u->dead[div] || !divides_by(g, &g->nodes[div], R->out[0], d)) return AIT_OK;

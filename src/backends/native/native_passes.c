@@ -1,81 +1,18 @@
 /* Graph passes of the native backend (fusion lives in native_fuse.c):
- * constant folding, removal of no-op nodes, Conv+BatchNormalization folding.
- * Every pass works on the backend's own copy of the graph and marks removed
- * nodes dead; nat_run_passes compacts the graph once at the end. */
-#include <math.h>
+ * constant folding, removal of no-op nodes, Conv+BatchNormalization
+ * folding, on the shared rewriting layer (src/ir/passes/: the folding pass,
+ * the BatchNormalization arithmetic, ait_is_op). Every pass works on the
+ * backend's own copy of the graph and marks removed nodes dead;
+ * nat_run_passes compacts the graph once at the end. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "ir/passes/passes.h"
 #include "runtime/eager.h"
 
-static bool is_op(const ait_node *n, const char *op) {
-  return !n->domain[0] && !strcmp(n->op_type, op);
-}
-
-static bool has_subgraph(const ait_node *n) {
-  for (int k = 0; k < n->n_attrs; k++)
-    if (n->attrs[k].g) return true;
-  return false;
-}
-
-/* Ops whose result is not a function of their inputs. */
-static bool is_random(const ait_node *n) {
-  static const char *const ops[] = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-      "Multinomial",  "Bernoulli",     "Dropout"};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (!strcmp(n->op_type, ops[i])) return true;
-  return false;
-}
-
-/* Give value v the constant t (owned), as an initializer. */
-static void make_const(ait_graph *g, int v, ait_tensor *t) {
-  ait_value *val = &g->values[v];
-  ait_tensor_free(val->init);
-  val->init = t;
-  val->producer = -1;
-  val->type = AIT_VT_TENSOR;
-  val->dtype = t->dtype;
-  val->rank = t->rank;
-  for (int k = 0; k < AIT_MAX_RANK; k++) {
-    free((char *)val->dims[k].sym);
-    val->dims[k].sym = NULL;
-    val->dims[k].v = k < t->rank ? t->dims[k] : 0;
-  }
-}
-
 ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s) {
-  ait_graph *g = u->g;
-  const ait_tensor *in[64];
-  ait_tensor *out[64];
-  for (int i = 0; i < g->n_nodes; i++) {
-    ait_node *n = &g->nodes[i];
-    if (u->dead[i] || !n->op || !n->op->kernel || is_random(n) || has_subgraph(n)) continue;
-    if (n->n_in > 64 || n->n_out > 64 || n->n_out < 1) continue;
-    bool ok = true;
-    for (int k = 0; k < n->n_in && ok; k++) {
-      ok = n->in[k] < 0 || nat_is_const(g, n->in[k]);
-      in[k] = n->in[k] >= 0 ? g->values[n->in[k]].init : NULL;
-    }
-    if (!ok) continue;
-    if (ait_eager_run_node(n, in, n->n_in, out) != AIT_OK) {
-      ait_err_clear(); /* the node stays; running it will report the error */
-      continue;
-    }
-    for (int k = 0; k < n->n_out; k++)
-      ok = ok && (n->out[k] < 0 || (out[k] && out[k]->kind == AIT_KIND_TENSOR));
-    for (int k = 0; k < n->n_out; k++) {
-      if (ok && n->out[k] >= 0)
-        make_const(g, n->out[k], out[k]);
-      else
-        ait_tensor_free(out[k]);
-    }
-    if (ok) {
-      u->dead[i] = true;
-      s->folded++;
-    }
-  }
+  AIT_TRY(ait_pass_fold_constants(u->g, u->dead, ait_eager_run_node, &s->folded));
   return nat_uses_refresh(u);
 }
 
@@ -95,8 +32,8 @@ static bool read_by_subgraph(const ait_graph *g, const char *name) {
 static bool is_noop(const nat_uses *u, const ait_node *n) {
   const ait_graph *g = u->g;
   if (n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 || n->out[0] < 0) return false;
-  if (is_op(n, "Identity")) return true;
-  if (!is_op(n, "Dropout")) return false;
+  if (ait_is_op(n, "Identity")) return true;
+  if (!ait_is_op(n, "Dropout")) return false;
   for (int k = 1; k < n->n_out; k++) /* the mask is wanted */
     if (n->out[k] >= 0 && (u->uses[n->out[k]] > 0 || u->is_out[n->out[k]])) return false;
   if (n->opset < 7) return ait_attr_int(n, "is_test", 0) != 0;
@@ -149,21 +86,42 @@ static const float *const_vec(const ait_graph *g, int v, int64_t n) {
   return t->dtype == AIT_FLOAT32 && ait_tensor_numel(t) == n ? t->data : NULL;
 }
 
+/* BatchNormalization b computes the inference affine, on an input and an
+ * output, and nobody reads its training outputs. */
+static bool bn_rewritable(const nat_uses *u, const ait_node *b) {
+  if (b->n_in < 5 || b->in[0] < 0 || b->out[0] < 0 || !ait_bn_is_inference(b)) return false;
+  for (int k = 1; k < b->n_out; k++)
+    if (b->out[k] >= 0 && (u->uses[b->out[k]] > 0 || u->is_out[b->out[k]])) return false;
+  return true;
+}
+
+typedef ait_status (*bn_rewrite_fn)(nat_uses *u, int bi, bool *done);
+
+/* Every live BatchNormalization through `fn`, counted in s->bn_folded. */
+static ait_status each_bn(nat_uses *u, nat_pass_stats *s, bn_rewrite_fn fn) {
+  ait_graph *g = u->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (u->dead[i] || !ait_is_op(&g->nodes[i], "BatchNormalization")) continue;
+    bool done = false;
+    AIT_TRY(fn(u, i, &done));
+    if (done) {
+      s->bn_folded++;
+      AIT_TRY(nat_uses_refresh(u));
+    }
+  }
+  return AIT_OK;
+}
+
 /* Fold BatchNormalization node b into the Conv that produces its input. */
 static ait_status fold_one_bn(nat_uses *u, int bi, bool *done) {
   ait_graph *g = u->g;
   ait_node *b = &g->nodes[bi];
   *done = false;
-  if (b->n_in < 5 || b->in[0] < 0 || b->out[0] < 0) return AIT_OK;
-  if (b->opset >= 14 && ait_attr_int(b, "training_mode", 0) != 0) return AIT_OK;
-  if (b->opset < 9 && ait_attr_int(b, "spatial", 1) == 0) return AIT_OK;
-  if (b->opset < 7 && ait_attr_int(b, "is_test", 0) == 0) return AIT_OK;
-  for (int k = 1; k < b->n_out; k++)
-    if (b->out[k] >= 0 && (u->uses[b->out[k]] > 0 || u->is_out[b->out[k]])) return AIT_OK;
+  if (!bn_rewritable(u, b)) return AIT_OK;
   int x = b->in[0], pi = g->values[x].producer;
   if (pi < 0 || u->dead[pi] || !nat_single_use(u, x, bi)) return AIT_OK;
   ait_node *c = &g->nodes[pi];
-  if (!is_op(c, "Conv") || c->n_in < 2 || c->out[0] != x) return AIT_OK;
+  if (!ait_is_op(c, "Conv") || c->n_in < 2 || c->out[0] != x) return AIT_OK;
   int wv = c->in[1], bv = c->n_in > 2 ? c->in[2] : -1;
   if (!nat_is_const(g, wv)) return AIT_OK;
   const ait_tensor *W = g->values[wv].init;
@@ -183,13 +141,7 @@ static ait_status fold_one_bn(nat_uses *u, int bi, bool *done) {
     ait_tensor_free(B2);
     return ait_err(AIT_E_NOMEM, "out of memory folding %s", ait_node_desc(b));
   }
-  float *w = W2->data, *nb = B2->data;
-  for (int64_t m = 0; m < M; m++) {
-    double sc = scale[m] / sqrt((double)var[m] + eps);
-    for (int64_t j = 0; j < per; j++)
-      w[m * per + j] = (float)(w[m * per + j] * sc);
-    nb[m] = (float)(((cb ? cb[m] : 0.0) - mean[m]) * sc + bias[m]);
-  }
+  ait_bn_fold(W2->data, M, per, cb, scale, bias, mean, var, eps, W2->data, B2->data);
   char *wname = g->values[wv].name;
   int nw = nat_add_initializer(g, wname, "_bn", W2);
   if (nw < 0) {
@@ -211,17 +163,7 @@ static ait_status fold_one_bn(nat_uses *u, int bi, bool *done) {
 }
 
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s) {
-  ait_graph *g = u->g;
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (u->dead[i] || !is_op(&g->nodes[i], "BatchNormalization")) continue;
-    bool done = false;
-    AIT_TRY(fold_one_bn(u, i, &done));
-    if (done) {
-      s->bn_folded++;
-      AIT_TRY(nat_uses_refresh(u));
-    }
-  }
-  return AIT_OK;
+  return each_bn(u, s, fold_one_bn);
 }
 
 /* A BatchNormalization that follows no conv (DenseNet's pre-activation
@@ -236,12 +178,7 @@ static ait_status bn_to_conv(nat_uses *u, int bi, bool *done) {
   ait_graph *g = u->g;
   ait_node *b = &g->nodes[bi];
   *done = false;
-  if (b->n_in < 5 || b->in[0] < 0 || b->out[0] < 0) return AIT_OK;
-  if (b->opset >= 14 && ait_attr_int(b, "training_mode", 0) != 0) return AIT_OK;
-  if (b->opset < 9 && ait_attr_int(b, "spatial", 1) == 0) return AIT_OK;
-  if (b->opset < 7 && ait_attr_int(b, "is_test", 0) == 0) return AIT_OK;
-  for (int k = 1; k < b->n_out; k++)
-    if (b->out[k] >= 0 && (u->uses[b->out[k]] > 0 || u->is_out[b->out[k]])) return AIT_OK;
+  if (!bn_rewritable(u, b)) return AIT_OK;
   const ait_value *x = &g->values[b->in[0]];
   if (x->rank != 4 || x->dtype != AIT_FLOAT32 || x->dims[1].v < 1) return AIT_OK;
   int64_t C = x->dims[1].v;
@@ -255,12 +192,7 @@ static ait_status bn_to_conv(nat_uses *u, int bi, bool *done) {
     ait_tensor_free(W), ait_tensor_free(B);
     return ait_err(AIT_E_NOMEM, "out of memory rewriting %s", ait_node_desc(b));
   }
-  float *w = W->data, *nb = B->data;
-  for (int64_t c = 0; c < C; c++) {
-    double sc = scale[c] / sqrt((double)var[c] + eps);
-    w[c] = (float)sc;
-    nb[c] = (float)(bias[c] - mean[c] * sc);
-  }
+  ait_bn_fold(NULL, C, 1, NULL, scale, bias, mean, var, eps, W->data, B->data);
   int wv = nat_add_initializer(g, g->values[b->in[1]].name, "_dw", W);
   if (wv < 0) {
     ait_tensor_free(B);
@@ -292,17 +224,7 @@ static ait_status bn_to_conv(nat_uses *u, int bi, bool *done) {
 }
 
 static ait_status nat_pass_bn_to_conv(nat_uses *u, nat_pass_stats *s) {
-  ait_graph *g = u->g;
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (u->dead[i] || !is_op(&g->nodes[i], "BatchNormalization")) continue;
-    bool done = false;
-    AIT_TRY(bn_to_conv(u, i, &done));
-    if (done) {
-      s->bn_folded++;
-      AIT_TRY(nat_uses_refresh(u));
-    }
-  }
-  return AIT_OK;
+  return each_bn(u, s, bn_to_conv);
 }
 
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {

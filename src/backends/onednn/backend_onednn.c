@@ -144,6 +144,8 @@ static bool has_wino_conv(const ait_graph *g) {
   return false;
 }
 
+static void plan_free(void *p) { dn_plan_free(p); }
+
 static ait_status make_state(const ait_backend_config *cfg, const ait_graph *g, dn_state **out) {
   *out = NULL;
   const char *dt = ait_backend_config_get(cfg, "dtype");
@@ -159,6 +161,7 @@ static ait_status make_state(const ait_backend_config *cfg, const ait_graph *g, 
                    "would equal conv=direct's)");
   dn_state *s = calloc(1, sizeof *s);
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
+  s->plans.free_plan = plan_free;
   s->g = g;
   s->wino = wino;
   s->bf16 = bf16;
@@ -205,37 +208,13 @@ static ait_status check_inputs(const ait_graph *g, const ait_tensor *const *in, 
   return AIT_OK;
 }
 
-/* The plan for these inputs: found by signature, else made (the oldest of
- * DN_MAX_PLANS goes). */
+/* The plan for these inputs: found by signature, else made and kept (the
+ * shared plan cache, common/plan.h: the oldest of AIT_PLAN_CACHE_MAX goes). */
 static ait_status find_plan(dn_state *s, const ait_tensor *const *in, int n_in, dn_plan **out) {
-  int64_t sig[8 * (AIT_MAX_RANK + 2)];
-  int n_sig = 0;
-  if (n_in > 8) {
-    int64_t *big = malloc((size_t)n_in * (AIT_MAX_RANK + 2) * sizeof *big);
-    if (!big) return ait_err(AIT_E_NOMEM, "out of memory");
-    uint64_t h = dn_signature(in, n_in, big, &n_sig);
-    for (int i = 0; i < s->n_plans; i++)
-      if (s->plans[i]->hash == h && s->plans[i]->n_sig == n_sig &&
-          !memcmp(s->plans[i]->sig, big, (size_t)n_sig * sizeof *big)) {
-        free(big);
-        return *out = s->plans[i], AIT_OK;
-      }
-    free(big);
-  } else {
-    uint64_t h = dn_signature(in, n_in, sig, &n_sig);
-    for (int i = 0; i < s->n_plans; i++)
-      if (s->plans[i]->hash == h && s->plans[i]->n_sig == n_sig &&
-          !memcmp(s->plans[i]->sig, sig, (size_t)n_sig * sizeof *sig))
-        return *out = s->plans[i], AIT_OK;
-  }
+  if ((*out = ait_plan_cache_find(&s->plans, in, n_in))) return AIT_OK;
   dn_plan *p = NULL;
   AIT_TRY(dn_plan_make(s, in, n_in, &p));
-  if (s->n_plans == DN_MAX_PLANS) {
-    dn_plan_free(s->plans[0]);
-    memmove(s->plans, s->plans + 1, (DN_MAX_PLANS - 1) * sizeof *s->plans);
-    s->n_plans--;
-  }
-  s->plans[s->n_plans++] = p;
+  AIT_TRY(ait_plan_cache_add(&s->plans, in, n_in, p)); /* frees p on failure */
   return *out = p, AIT_OK;
 }
 
@@ -315,8 +294,8 @@ static ait_status onednn_clone(void *state, void **out) {
   *c = *s;
   c->eng = NULL;
   c->stream = NULL;
-  c->n_plans = 0;
-  memset(c->plans, 0, sizeof c->plans);
+  memset(c->plans.e, 0, sizeof c->plans.e);
+  c->plans.n = 0;
   atomic_fetch_add_explicit(&s->sh->refs, 1, memory_order_relaxed);
   ait_status st = dn_check(dnnl_engine_create(&c->eng, dnnl_cpu, 0), "engine");
   if (!st)

@@ -27,6 +27,7 @@
 #ifndef AIT_BACKENDS_ONEDNN_H
 #define AIT_BACKENDS_ONEDNN_H
 
+#include "backends/common/plan.h"
 #include <oneapi/dnnl/dnnl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,7 +38,6 @@
 #include "ops/op.h"
 
 #define DN_MAX_POST 8
-#define DN_MAX_PLANS 8
 #define DN_NEVER 0x3fffffff /* last use of a graph output */
 
 /* ---- value classes and support (onednn_support.c) ---------------------- */
@@ -188,10 +188,9 @@ typedef struct dn_state {
   int n_slots, cap_slots;
   dn_op *ops;
   int n_ops, cap_ops;
-  int *last_use; /* per value: last op reading it, DN_NEVER for outputs, -1 unused */
-  dn_shared *sh; /* owned with the state's clones */
-  struct dn_plan *plans[DN_MAX_PLANS];
-  int n_plans;
+  int *last_use;        /* per value: last op reading it, DN_NEVER for outputs, -1 unused */
+  dn_shared *sh;        /* owned with the state's clones */
+  ait_plan_cache plans; /* dn_plan by input signature (common/plan.h) */
 } dn_state;
 
 /* Lower s->g into s->ops: classify values, fold constants, build the ops
@@ -282,9 +281,6 @@ typedef struct dn_reo {
 } dn_reo;
 
 typedef struct dn_plan {
-  uint64_t hash;
-  int n_sig;
-  int64_t *sig;
   dn_pval *pv; /* per value */
   dn_buf *bufs;
   int n_bufs, cap_bufs;
@@ -310,7 +306,6 @@ typedef struct dn_ctx {
   int op; /* index of the op being planned */
 } dn_ctx;
 
-uint64_t dn_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig);
 ait_status dn_plan_make(dn_state *s, const ait_tensor *const *in, int n_in, dn_plan **out);
 void dn_plan_free(dn_plan *p);
 void dn_plans_clear(dn_state *s);

@@ -2,12 +2,15 @@
  * the reference kernel. BatchNormalization and per-channel Mul/Add/Sub/Div
  * constants after a Conv fold into its weights and bias; a constant Add
  * after MatMul/Gemm becomes the primitive's bias. Folded tensors are new
- * owned slots; the graph's initializers are never modified. */
+ * owned slots; the graph's initializers are never modified. Which nodes
+ * fold and the BatchNormalization arithmetic are the shared ones
+ * (src/ir/passes/passes.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/onednn/onednn.h"
+#include "ir/passes/passes.h"
 #include "runtime/eager.h"
 
 ait_status dn_fold_constants(dn_state *s) {
@@ -116,12 +119,8 @@ static ait_status fold_bn(dn_state *s, dn_op *op, const ait_node *n, bool *folde
     free(mul), free(add);
     return ait_err(AIT_E_NOMEM, "out of memory");
   }
-  for (int64_t c = 0; c < oc; c++) {
-    /* y = (x - mean) * gamma / sqrt(var + eps) + beta, in double like eager */
-    double k = (double)p[0][c] / sqrt((double)p[3][c] + (double)eps);
-    mul[c] = (float)k;
-    add[c] = (float)((double)p[1][c] - (double)p[2][c] * k);
-  }
+  /* y = (x - mean) * gamma / sqrt(var + eps) + beta as x * mul + add */
+  ait_bn_fold(NULL, oc, 1, NULL, p[0], p[1], p[2], p[3], eps, mul, add);
   ait_status st = affine(s, op, mul, false, add, false);
   free(mul), free(add);
   if (!st) *folded = true;
@@ -136,7 +135,7 @@ ait_status dn_fold_into_conv(dn_state *s, dn_op *op, const ait_node *n, bool *fo
   for (int k = 1; k < n->n_out; k++)
     if (n->out[k] >= 0 && dn_value_uses(s->g, n->out[k]) > 0) return AIT_OK;
   if (!strcmp(n->op_type, "BatchNormalization")) {
-    if (n->n_in < 5 || ait_attr_int(n, "training_mode", 0) || n->in[0] != op->out) return AIT_OK;
+    if (n->n_in < 5 || !ait_bn_is_inference(n) || n->in[0] != op->out) return AIT_OK;
     return fold_bn(s, op, n, folded);
   }
   bool add = !strcmp(n->op_type, "Add"), sub = !strcmp(n->op_type, "Sub");

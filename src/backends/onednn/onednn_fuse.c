@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/onednn/onednn.h"
+#include "ir/passes/passes.h"
 
 /* Reading nodes of v (a node reading it twice counts twice). */
 static int readers(const ait_graph *g, int v, int *out, int max) {
@@ -33,7 +34,7 @@ static int single_reader(const ait_graph *g, int v, const bool *taken) {
 }
 
 static bool is_op(const ait_node *n, const char *op, int n_in) {
-  return !n->domain[0] && !strcmp(n->op_type, op) && n->n_in == n_in && n->n_out >= 1;
+  return ait_is_op(n, op) && n->n_in == n_in && n->n_out >= 1;
 }
 
 /* n = op(a, b) with a == v (either order when commutative); *other gets
@@ -45,51 +46,31 @@ static bool takes(const ait_node *n, const char *op, int v, bool commutative, in
   return false;
 }
 
-static bool near(float a, float b) { return fabsf(a - b) <= 1e-3f * fabsf(b); }
+/* The shared matchers (src/ir/passes/match.c) see the graph through these:
+ * every reader of a value, a graph output counting as one more. */
+static int view_readers(const void *ctx, int v, int *nodes, int max) {
+  const ait_graph *g = ((const dn_state *)ctx)->g;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  return readers(g, v, nodes, max) + (dn_is_graph_output(g, v) ? 1 : 0);
+}
 
-/* x * 0.5 * (1 + erf(x / sqrt 2)) in either association. */
+static bool view_scalar(const void *ctx, int v, float *out) {
+  return dn_const_scalar(((const dn_state *)ctx)->g, v, out);
+}
+
+/* x * 0.5 * (1 + erf(x / sqrt 2)) (ait_match_gelu's erf form), on nodes
+ * not taken. */
 static bool match_gelu(const dn_state *s, int x, const bool *taken, int *nodes, int *y) {
-  const ait_graph *g = s->g;
-  int r[2], other;
-  float c;
-  if (readers(g, x, r, 2) != 2 || r[0] == r[1] || taken[r[0]] || taken[r[1]]) return false;
-  for (int pick = 0; pick < 2; pick++) {
-    const ait_node *d = &g->nodes[r[pick]];
-    int o = r[1 - pick];
-    bool div =
-        takes(d, "Div", x, false, &other) && dn_const_scalar(g, other, &c) && near(c, 1.41421356f);
-    bool mul =
-        takes(d, "Mul", x, true, &other) && dn_const_scalar(g, other, &c) && near(c, 0.70710678f);
-    if (!div && !mul) continue;
-    int e = single_reader(g, d->out[0], taken);
-    if (e < 0 || !is_op(&g->nodes[e], "Erf", 1)) continue;
-    int a = single_reader(g, g->nodes[e].out[0], taken);
-    if (a < 0 || !takes(&g->nodes[a], "Add", g->nodes[e].out[0], true, &other) ||
-        !dn_const_scalar(g, other, &c) || c != 1.f)
-      continue;
-    int av = g->nodes[a].out[0];
-    const ait_node *on = &g->nodes[o];
-    /* (x * (1 + erf)) * 0.5 */
-    if (takes(on, "Mul", x, true, &other) && other == av) {
-      int h = single_reader(g, on->out[0], taken);
-      if (h < 0 || !takes(&g->nodes[h], "Mul", on->out[0], true, &other) ||
-          !dn_const_scalar(g, other, &c) || c != 0.5f)
-        continue;
-      nodes[0] = r[pick], nodes[1] = e, nodes[2] = a, nodes[3] = o, nodes[4] = h;
-      *y = g->nodes[h].out[0];
-      return true;
-    }
-    /* (x * 0.5) * (1 + erf) */
-    if (takes(on, "Mul", x, true, &other) && dn_const_scalar(g, other, &c) && c == 0.5f) {
-      int m = single_reader(g, on->out[0], taken);
-      if (m < 0 || !takes(&g->nodes[m], "Mul", on->out[0], true, &other) || other != av) continue;
-      if (single_reader(g, av, taken) != m) continue;
-      nodes[0] = r[pick], nodes[1] = e, nodes[2] = a, nodes[3] = o, nodes[4] = m;
-      *y = g->nodes[m].out[0];
-      return true;
-    }
-  }
-  return false;
+  ait_match_view view = {.g = s->g, .readers = view_readers, .scalar = view_scalar, .ctx = s};
+  ait_gelu_match m;
+  if (!ait_match_gelu(&view, x, &m) || m.tanh) return false; /* the erf form's 5 nodes */
+  for (int k = 0; k < m.n_nodes; k++)
+    if (taken[m.nodes[k]]) return false;
+  for (int k = 0; k < m.n_nodes; k++)
+    nodes[k] = m.nodes[k];
+  *y = m.y;
+  return true;
 }
 
 /* x * sigmoid(x) */

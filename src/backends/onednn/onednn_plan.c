@@ -6,23 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/common/plan.h"
 #include "backends/onednn/onednn.h"
 #include "runtime/eager.h"
-
-uint64_t dn_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig) {
-  int n = 0;
-  for (int i = 0; i < n_in; i++) {
-    sig[n++] = in[i]->dtype;
-    sig[n++] = in[i]->rank;
-    for (int k = 0; k < in[i]->rank; k++)
-      sig[n++] = in[i]->dims[k];
-  }
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < n; i++)
-    h = (h ^ (uint64_t)sig[i]) * 1099511628211ull;
-  *n_sig = n;
-  return h;
-}
 
 void dn_plan_free(dn_plan *p) {
   if (!p) return;
@@ -40,16 +26,12 @@ void dn_plan_free(dn_plan *p) {
       if (p->pv[v].host_owned) ait_tensor_free(p->pv[v].host);
   if (p->scratch_mem) dnnl_memory_destroy(p->scratch_mem);
   free(p->scratch), free(p->arena);
-  free(p->steps), free(p->mems), free(p->bufs), free(p->reo), free(p->pv), free(p->sig);
+  free(p->steps), free(p->mems), free(p->bufs), free(p->reo), free(p->pv);
   free(p->out_mem);
   free(p);
 }
 
-void dn_plans_clear(dn_state *s) {
-  for (int i = 0; i < s->n_plans; i++)
-    dn_plan_free(s->plans[i]);
-  s->n_plans = 0;
-}
+void dn_plans_clear(dn_state *s) { ait_plan_cache_clear(&s->plans); }
 
 /* ---- shape glue evaluated once per plan ------------------------------------ */
 
@@ -346,7 +328,7 @@ static ait_status plan_outputs(dn_ctx *c) {
   return AIT_OK;
 }
 
-/* Liveness of arena buffers over steps; greedy placement, largest first. */
+/* Liveness of arena buffers over steps; placement by ait_plan_assign. */
 static void touch(dn_plan *p, int mem, int step) {
   if (mem < 0) return;
   dn_buf *b = &p->bufs[p->mems[mem].buf];
@@ -366,34 +348,25 @@ static ait_status place_arena(dn_plan *p) {
     touch(p, st->out_mem, i);
     touch(p, st->src_mem, i);
   }
-  int *order = malloc((size_t)(p->n_bufs + 1) * sizeof *order), n = 0;
-  if (!order) return ait_err(AIT_E_NOMEM, "out of memory");
-  for (int i = 0; i < p->n_bufs; i++)
-    if (p->bufs[i].kind == DN_BUF_ARENA && p->bufs[i].first >= 0) order[n++] = i;
-  for (int i = 1; i < n; i++) { /* largest first (insertion sort: no globals) */
-    int x = order[i], j = i - 1;
-    for (; j >= 0 && p->bufs[order[j]].size < p->bufs[x].size; j--)
-      order[j + 1] = order[j];
-    order[j + 1] = x;
+  /* the shared liveness planner (src/backends/common/plan.c) */
+  size_t nb = (size_t)p->n_bufs + 1;
+  int64_t *size = calloc(nb, sizeof *size), *off = calloc(nb, sizeof *off);
+  int *first = calloc(nb, sizeof *first), *last = calloc(nb, sizeof *last);
+  ait_status st = size && off && first && last ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
+  for (int i = 0; !st && i < p->n_bufs; i++) {
+    const dn_buf *b = &p->bufs[i];
+    bool in_arena = b->kind == DN_BUF_ARENA && b->first >= 0;
+    size[i] = in_arena ? b->size : 0;
+    first[i] = b->first, last[i] = b->last;
   }
   int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    dn_buf *b = &p->bufs[order[i]];
-    int64_t size = (b->size + 63) & ~(int64_t)63, at = 0;
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (int j = 0; j < i; j++) {
-        const dn_buf *o = &p->bufs[order[j]];
-        int64_t osize = (o->size + 63) & ~(int64_t)63;
-        bool live = o->first <= b->last && b->first <= o->last;
-        if (live && at < o->offset + osize && o->offset < at + size)
-          at = o->offset + osize, moved = true;
-      }
-    }
-    b->offset = at;
-    if (at + size > total) total = at + size;
+  if (!st) st = ait_plan_assign(p->n_bufs, size, first, last, off, &total);
+  for (int i = 0; !st && i < p->n_bufs; i++) {
+    dn_buf *b = &p->bufs[i];
+    if (b->kind == DN_BUF_ARENA && b->first >= 0) b->offset = off[i] >= 0 ? off[i] : 0;
   }
-  free(order);
+  free(size), free(off), free(first), free(last);
+  AIT_TRY(st);
   p->arena_bytes = total;
   if (total && posix_memalign(&p->arena, 64, (size_t)total))
     return ait_err(AIT_E_NOMEM, "onednn: out of memory for a %lld-byte arena", (long long)total);
@@ -467,20 +440,15 @@ static ait_status plan_build(dn_state *s, dn_plan *p, const ait_tensor *const *i
 ait_status dn_plan_make(dn_state *s, const ait_tensor *const *in, int n_in, dn_plan **out) {
   const ait_graph *g = s->g;
   *out = NULL;
-  int max_sig = 0;
-  for (int i = 0; i < n_in; i++)
-    max_sig += 2 + in[i]->rank;
   dn_plan *p = calloc(1, sizeof *p);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
-  p->sig = malloc((size_t)(max_sig + 1) * sizeof *p->sig);
   p->pv = calloc((size_t)g->n_values + 1, sizeof *p->pv);
   p->out_mem = malloc(((size_t)g->n_outputs + 1) * sizeof *p->out_mem);
-  if (!p->sig || !p->pv || !p->out_mem) {
+  if (!p->pv || !p->out_mem) {
     dn_plan_free(p);
     return ait_err(AIT_E_NOMEM, "out of memory");
   }
   p->pv[g->n_values].rank = -2; /* sentinel for dn_plan_free */
-  p->hash = dn_signature(in, n_in, p->sig, &p->n_sig);
   ait_status st = plan_build(s, p, in, n_in);
   if (st) {
     dn_plan_free(p);

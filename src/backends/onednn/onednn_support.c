@@ -11,18 +11,9 @@
 #include <string.h>
 
 #include "backends/onednn/onednn.h"
+#include "ir/passes/passes.h"
 
-static const char *const random_ops[] = {"RandomUniform",    "RandomNormal", "RandomUniformLike",
-                                         "RandomNormalLike", "Multinomial",  "Bernoulli"};
-
-bool dn_node_foldable(const ait_node *n) {
-  if (!n->op || !n->op->kernel) return false;
-  for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
-    if (!strcmp(n->op_type, random_ops[i])) return false;
-  for (int k = 0; k < n->n_attrs; k++)
-    if (n->attrs[k].type == AIT_ATTR_GRAPH) return false;
-  return true;
-}
+bool dn_node_foldable(const ait_node *n) { return ait_node_pure(n); }
 
 static bool is_shape_op(const ait_node *n) {
   return !n->domain[0] && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size"));

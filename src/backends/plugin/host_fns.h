@@ -105,13 +105,13 @@ AIT_HOST_FN(ait_status, nat_attr_set_int, (ait_node * n, const char *name, int64
 AIT_HOST_FN(ait_graph *, nat_graph_clone, (const ait_graph *g, ait_graph *parent, bool borrow),
             (g, parent, borrow))
 AIT_HOST_FN(ait_status, nat_graph_compact, (ait_graph * g, const bool *dead), (g, dead))
-AIT_HOST_FN(ait_status, nat_plan_assign,
+AIT_HOST_FN(ait_status, ait_plan_assign,
             (int n_values, const int64_t *size, const int *first, const int *last, int64_t *offset,
              int64_t *total),
             (n_values, size, first, last, offset, total))
 AIT_HOST_FN(ait_status, nat_resolve_fused, (ait_graph * g), (g))
 AIT_HOST_FN(ait_status, nat_run_passes, (ait_graph * g, nat_pass_stats *stats), (g, stats))
-AIT_HOST_FN(uint64_t, nat_signature,
+AIT_HOST_FN(uint64_t, ait_plan_signature,
             (const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig),
             (in, n_in, sig, n_sig))
 AIT_HOST_VOID(nat_uses_free, (nat_uses * u), (u))

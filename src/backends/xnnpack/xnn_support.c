@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/xnnpack/xnn_impl.h"
+#include "ir/passes/passes.h"
 #include "ops/op.h"
 
 static bool fail(char *why, size_t n, const char *fmt, ...) AIT_PRINTF(3, 4);
@@ -24,14 +25,8 @@ static bool fail(char *why, size_t n, const char *fmt, ...) {
   return false;
 }
 
-static bool is_random(const char *op) {
-  return !strncmp(op, "Random", 6) || !strcmp(op, "Multinomial") || !strcmp(op, "Bernoulli");
-}
-
 bool xnn_foldable(const ait_graph *g, const ait_node *n, const uint8_t *cmask) {
-  if (!n->op || !n->op->kernel || n->domain[0] || is_random(n->op_type)) return false;
-  for (int k = 0; k < n->n_attrs; k++)
-    if (n->attrs[k].g) return false;
+  if (n->domain[0] || !ait_node_pure(n)) return false;
   int present = 0;
   for (int i = 0; i < n->n_in; i++) {
     if (n->in[i] < 0) continue;

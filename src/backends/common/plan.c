@@ -1,16 +1,15 @@
-/* Plans: input signatures and the arena allocator. A value lives from the
- * node that writes it to the last node that reads its storage; two values
- * whose lifetimes overlap never share bytes. Offsets come from a greedy
- * interval allocator (largest first, best-fitting gap), as in ggml-alloc and
- * onnx2c's tensor unionizing. */
+/* The input signature and the liveness arena planner (plan.h). A value
+ * lives from the step that writes it to the last step that reads its
+ * storage; two values whose lifetimes overlap never share bytes. Offsets
+ * come from a greedy interval allocator (largest first, best-fitting gap). */
+#include "backends/common/plan.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/native/native.h"
-
 #define ALIGN 64
 
-uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig) {
+uint64_t ait_plan_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig) {
   int n = 0;
   for (int i = 0; i < n_in; i++) {
     const ait_tensor *t = in[i];
@@ -19,7 +18,7 @@ uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig, int 
     for (int k = 0; t && k < t->rank; k++)
       sig[n++] = t->dims[k];
   }
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the entries */
   for (int i = 0; i < n; i++)
     h = (h ^ (uint64_t)sig[i]) * 1099511628211ull;
   *n_sig = n;
@@ -46,7 +45,7 @@ static int by_lo(const void *a, const void *b) {
   return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first, const int *last,
+ait_status ait_plan_assign(int n_values, const int64_t *size, const int *first, const int *last,
                            int64_t *offset, int64_t *total) {
   item *items = malloc(sizeof *items * ((size_t)n_values + 1));
   int *placed = malloc(sizeof *placed * ((size_t)n_values + 1));
@@ -92,4 +91,55 @@ ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first, 
   free(placed);
   free(busy);
   return AIT_OK;
+}
+
+/* ---- the plan cache ------------------------------------------------------ */
+
+/* in's signature in a new array (*n_sig entries), its hash in *hash. */
+static int64_t *signature_of(const ait_tensor *const *in, int n_in, int *n_sig, uint64_t *hash) {
+  int64_t *sig = malloc(((size_t)n_in * (2 + AIT_MAX_RANK) + 1) * sizeof *sig);
+  if (sig) *hash = ait_plan_signature(in, n_in, sig, n_sig);
+  return sig;
+}
+
+void *ait_plan_cache_find(const ait_plan_cache *c, const ait_tensor *const *in, int n_in) {
+  int64_t local[8 * (2 + AIT_MAX_RANK)], *sig = local;
+  int n_sig = 0;
+  uint64_t h;
+  if (n_in <= 8)
+    h = ait_plan_signature(in, n_in, sig, &n_sig);
+  else if (!(sig = signature_of(in, n_in, &n_sig, &h)))
+    return NULL;
+  void *plan = NULL;
+  for (int i = 0; i < c->n && !plan; i++)
+    if (c->e[i].hash == h && c->e[i].n_sig == n_sig &&
+        !memcmp(c->e[i].sig, sig, (size_t)n_sig * sizeof *sig))
+      plan = c->e[i].plan;
+  if (sig != local) free(sig);
+  return plan;
+}
+
+ait_status ait_plan_cache_add(ait_plan_cache *c, const ait_tensor *const *in, int n_in,
+                              void *plan) {
+  ait_plan_entry e = {.plan = plan};
+  if (!(e.sig = signature_of(in, n_in, &e.n_sig, &e.hash))) {
+    c->free_plan(plan);
+    return ait_err(AIT_E_NOMEM, "out of memory keeping a plan");
+  }
+  if (c->n == AIT_PLAN_CACHE_MAX) {
+    c->free_plan(c->e[0].plan);
+    free(c->e[0].sig);
+    memmove(c->e, c->e + 1, (AIT_PLAN_CACHE_MAX - 1) * sizeof *c->e);
+    c->n--;
+  }
+  c->e[c->n++] = e;
+  return AIT_OK;
+}
+
+void ait_plan_cache_clear(ait_plan_cache *c) {
+  for (int i = 0; i < c->n; i++) {
+    c->free_plan(c->e[i].plan);
+    free(c->e[i].sig);
+  }
+  c->n = 0;
 }

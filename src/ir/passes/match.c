@@ -1,0 +1,128 @@
+/* The pattern library: one matcher per spelled-out pattern, over a view
+ * (ait_match_view) each backend answers from its own use counts. */
+#include <math.h>
+
+#include "ir/passes/passes.h"
+
+static bool near(float a, float b) { return fabsf(a - b) <= AIT_MATCH_RTOL * fabsf(b); }
+
+/* The one reader of v, or -1 (v has other readers, or is an output). */
+static int sole_reader(const ait_match_view *v, int x) {
+  int r = -1;
+  return x >= 0 && v->readers(v->ctx, x, &r, 1) == 1 ? r : -1;
+}
+
+/* Node i is the binary op `op` with x as an input (either side when
+ * commutative); the other input in *other. */
+static bool takes(const ait_match_view *v, int i, const char *op, int x, bool commutative,
+                  int *other) {
+  const ait_node *n = &v->g->nodes[i];
+  if (!ait_is_op(n, op) || n->n_in != 2 || n->n_out < 1) return false;
+  if (n->in[0] == x) return *other = n->in[1], true;
+  if (commutative && n->in[1] == x) return *other = n->in[0], true;
+  return false;
+}
+
+/* Node i is op(x, c) with c a scalar constant; its value in *c. */
+static bool takes_scalar(const ait_match_view *v, int i, const char *op, int x, bool commutative,
+                         float *c) {
+  int other;
+  return takes(v, i, op, x, commutative, &other) && v->scalar(v->ctx, other, c);
+}
+
+/* The halving and the product with x after the gate value av, o being x's
+ * reader outside the gate: (x * av) * 0.5 or (x * 0.5) * av. The last node
+ * in *last. */
+static bool halved_product(const ait_match_view *v, int x, int o, int av, int *last) {
+  int other, ov = v->g->nodes[o].out[0];
+  float c;
+  if (takes(v, o, "Mul", x, true, &other) && other == av && sole_reader(v, av) == o) {
+    *last = sole_reader(v, ov);
+    return *last >= 0 && takes_scalar(v, *last, "Mul", ov, true, &c) && c == 0.5f;
+  }
+  if (takes_scalar(v, o, "Mul", x, true, &c) && c == 0.5f) {
+    *last = sole_reader(v, ov);
+    return *last >= 0 && takes(v, *last, "Mul", ov, true, &other) && other == av &&
+           sole_reader(v, av) == *last;
+  }
+  return false;
+}
+
+static bool match_gelu_erf(const ait_match_view *v, int x, const int r[2], ait_gelu_match *m) {
+  const ait_graph *g = v->g;
+  float c;
+  for (int pick = 0; pick < 2; pick++) {
+    int d = r[pick], o = r[1 - pick], last;
+    bool div = takes_scalar(v, d, "Div", x, false, &c) && near(c, 1.41421356f);
+    bool mul = !div && takes_scalar(v, d, "Mul", x, true, &c) && near(c, 0.70710678f);
+    if (!div && !mul) continue;
+    int e = sole_reader(v, g->nodes[d].out[0]);
+    if (e < 0 || !ait_is_op(&g->nodes[e], "Erf") || g->nodes[e].n_in != 1) continue;
+    int ev = g->nodes[e].out[0], a = sole_reader(v, ev);
+    if (a < 0 || !takes_scalar(v, a, "Add", ev, true, &c) || c != 1.f) continue;
+    if (!halved_product(v, x, o, g->nodes[a].out[0], &last)) continue;
+    *m = (ait_gelu_match){.nodes = {d, e, a, o, last}, .n_nodes = 5, .tanh = false};
+    return true;
+  }
+  return false;
+}
+
+/* The tanh form; r[0..nr) are x's readers (3 with Pow, 5 with x * x * x:
+ * Mul(x, x) reads x twice). */
+static bool match_gelu_tanh(const ait_match_view *v, int x, const int *r, int nr,
+                            ait_gelu_match *m) {
+  const ait_graph *g = v->g;
+  float c;
+  int other;
+  for (int pick = 0; pick < nr; pick++) {
+    int first = r[pick], cube = -1, sq = -1;
+    const ait_node *f = &g->nodes[first];
+    if (takes_scalar(v, first, "Pow", x, false, &c) && c == 3.0f && nr == 3) {
+      cube = first;
+    } else if (ait_is_op(f, "Mul") && f->n_in == 2 && f->in[0] == x && f->in[1] == x && nr == 5) {
+      sq = first;
+      cube = sole_reader(v, f->out[0]);
+      if (cube < 0 || !takes(v, cube, "Mul", f->out[0], true, &other) || other != x) continue;
+    } else {
+      continue;
+    }
+    int cv = g->nodes[cube].out[0], m3 = sole_reader(v, cv);
+    if (m3 < 0 || !takes_scalar(v, m3, "Mul", cv, true, &c) || !near(c, 0.044715f)) continue;
+    int m3v = g->nodes[m3].out[0], a1 = sole_reader(v, m3v);
+    if (a1 < 0 || !takes(v, a1, "Add", m3v, true, &other) || other != x) continue;
+    int a1v = g->nodes[a1].out[0], m4 = sole_reader(v, a1v);
+    if (m4 < 0 || !takes_scalar(v, m4, "Mul", a1v, true, &c) || !near(c, 0.7978845608f)) continue;
+    int t = sole_reader(v, g->nodes[m4].out[0]);
+    if (t < 0 || !ait_is_op(&g->nodes[t], "Tanh") || g->nodes[t].n_in != 1) continue;
+    int tv = g->nodes[t].out[0], a2 = sole_reader(v, tv);
+    if (a2 < 0 || !takes_scalar(v, a2, "Add", tv, true, &c) || c != 1.f) continue;
+    /* x's one reader left: the product with x */
+    int o = -1, n_other = 0;
+    for (int k = 0; k < nr; k++)
+      if (r[k] != first && r[k] != cube && r[k] != a1) o = r[k], n_other++;
+    int last;
+    if (n_other != 1 || !halved_product(v, x, o, g->nodes[a2].out[0], &last)) continue;
+    ait_gelu_match g8 = {.n_nodes = 0, .tanh = true};
+    if (sq >= 0) g8.nodes[g8.n_nodes++] = sq;
+    int rest[] = {cube, m3, a1, m4, t, a2, o, last};
+    for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++)
+      g8.nodes[g8.n_nodes++] = rest[k];
+    *m = g8;
+    return true;
+  }
+  return false;
+}
+
+bool ait_match_gelu(const ait_match_view *v, int x, ait_gelu_match *m) {
+  const ait_graph *g = v->g;
+  int r[5] = {-1, -1, -1, -1, -1};
+  if (x < 0 || g->values[x].dtype != AIT_FLOAT32) return false;
+  int nr = v->readers(v->ctx, x, r, 5);
+  if (nr < 2 || nr > 5) return false;
+  for (int k = 0; k < nr; k++)
+    if (r[k] < 0) return false;
+  bool ok = nr == 2 ? r[0] != r[1] && match_gelu_erf(v, x, r, m) : match_gelu_tanh(v, x, r, nr, m);
+  if (!ok || g->nodes[m->nodes[m->n_nodes - 1]].out[0] < 0) return false;
+  m->y = g->nodes[m->nodes[m->n_nodes - 1]].out[0];
+  return true;
+}

@@ -1,0 +1,408 @@
+/* The shared graph-rewriting layer (src/ir/passes/), each pass on its own:
+ * the rewritten graph on eager equals the original on eager, on random
+ * inputs, and the rewrite did what it should (and nothing where the
+ * pattern is not there). Constant folding, BatchNormalization into Conv
+ * (and a lone BatchNormalization as a depthwise Conv), the GELU matcher
+ * (erf and tanh forms, both associations) with its one tolerance. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/native/native.h"
+#include "check.h"
+#include "ir/copy.h"
+#include "ir/passes/passes.h"
+#include "model_builder.h"
+#include "ops/op.h"
+#include "runtime/eager.h"
+
+static uint32_t rng = 777;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static ait_tensor *rand_tensor(int rank, const int64_t *dims, float lo, float hi) {
+  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);
+  float *d = t->data;
+  for (int64_t i = 0; i < ait_tensor_numel(t); i++)
+    d[i] = lo + (hi - lo) * (frand() + 1.0f) * 0.5f;
+  return t;
+}
+
+static void rand_init(tb_model *m, const char *name, int rank, const int64_t *dims, float lo,
+                      float hi) {
+  ait_tensor *t = rand_tensor(rank, dims, lo, hi);
+  tb_init_f32(m, name, rank, dims, t->data);
+  ait_tensor_free(t);
+}
+
+/* Normalized error: max |a - b| / max(1, max |b|); INFINITY on a shape
+ * mismatch. */
+static double nerr(const ait_tensor *a, const ait_tensor *b) {
+  if (!a || !b || a->dtype != AIT_FLOAT32 || b->dtype != AIT_FLOAT32 || a->rank != b->rank ||
+      memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
+    return INFINITY;
+  const float *x = a->data, *y = b->data;
+  double num = 0, den = 1;
+  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
+    double d = fabs((double)x[i] - y[i]);
+    if (isnan(d)) return INFINITY;
+    num = d > num ? d : num;
+    den = fabs((double)y[i]) > den ? fabs((double)y[i]) : den;
+  }
+  return num / den;
+}
+
+/* eager(rewritten) against eager(original) on `trials` random inputs of
+ * the graph's declared (static) input shape. */
+static void check_same_on_eager(const ait_graph *g, const ait_graph *rw, double tol,
+                                const char *what) {
+  for (int trial = 0; trial < 3; trial++) {
+    ait_tensor *in[4] = {0};
+    for (int i = 0; i < g->n_inputs; i++) {
+      const ait_value *v = &g->values[g->inputs[i]];
+      int64_t dims[AIT_MAX_RANK];
+      for (int k = 0; k < v->rank; k++)
+        dims[k] = v->dims[k].v;
+      in[i] = rand_tensor(v->rank, dims, -4.0f, 4.0f);
+    }
+    ait_tensor *ref = NULL, *got = NULL;
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)in, g->n_inputs, &ref) == AIT_OK);
+    CHECK(ait_eager_run(rw, (const ait_tensor *const *)in, g->n_inputs, &got) == AIT_OK);
+    double e = nerr(got, ref);
+    if (!(e <= tol)) fprintf(stderr, "%s: normalized error %g > %g\n", what, e, tol);
+    CHECK(e <= tol);
+    ait_tensor_free(ref);
+    ait_tensor_free(got);
+    for (int i = 0; i < 4; i++)
+      ait_tensor_free(in[i]);
+  }
+}
+
+static int live_nodes(const ait_graph *g, const char *op) {
+  int c = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    c += !op || !strcmp(g->nodes[i].op_type, op);
+  return c;
+}
+
+/* ---- constant folding ----------------------------------------------------- */
+
+static void test_fold_constants(void) {
+  tb_model *m = tb_new(17);
+  int64_t xd[2] = {2, 3}, cd[1] = {3}, sd[1] = {2};
+  tb_input(m, "X", AIT_FLOAT32, 2, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 2, xd);
+  rand_init(m, "A", 1, cd, -1, 1);
+  rand_init(m, "B", 1, cd, -1, 1);
+  int64_t shape[2] = {3, 2};
+  tb_init_i64(m, "S", 1, sd, shape);
+  tb_node(m, "Mul", "c", (const char *[]){"A", "B", NULL}, (const char *[]){"C", NULL});
+  tb_node(m, "Exp", "d", (const char *[]){"C", NULL}, (const char *[]){"D", NULL});
+  tb_node(m, "Add", "e", (const char *[]){"X", "D", NULL}, (const char *[]){"E", NULL});
+  tb_node(m, "Reshape", "r", (const char *[]){"E", "S", NULL}, (const char *[]){"R", NULL});
+  tb_node(m, "Reshape", "y", (const char *[]){"R", "S2", NULL}, (const char *[]){"Y", NULL});
+  int64_t back[2] = {2, 3};
+  tb_init_i64(m, "S2", 1, sd, back);
+  ait_graph *g = tb_parse_graph(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  bool *dead = calloc((size_t)rw->n_nodes, sizeof *dead);
+  int folded = 0;
+  CHECK(ait_pass_fold_constants(rw, dead, ait_eager_run_node, &folded) == AIT_OK);
+  CHECK(folded == 2); /* Mul and Exp; not what reads X */
+  CHECK(nat_graph_compact(rw, dead) == AIT_OK);
+  CHECK(live_nodes(rw, NULL) == 3 && live_nodes(rw, "Exp") == 0);
+  /* folding runs the reference kernels: exact */
+  check_same_on_eager(g, rw, 0.0, "fold constants");
+  free(dead);
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* The shared predicates: which nodes fold. */
+static void test_foldable(void) {
+  const ait_op_def *relu = ait_op_lookup("", "Relu", 14, NULL);
+  const ait_op_def *drop = ait_op_lookup("", "Dropout", 13, NULL);
+  const ait_op_def *rnd = ait_op_lookup("", "RandomNormal", 1, NULL);
+  CHECK(relu && drop && rnd);
+  if (!relu || !drop || !rnd) return;
+  ait_node n = {.op_type = "Relu", .domain = "", .op = relu};
+  CHECK(ait_node_pure(&n) && ait_node_foldable(&n) && ait_is_op(&n, "Relu"));
+  n = (ait_node){.op_type = "Dropout", .domain = "", .op = drop};
+  CHECK(ait_node_pure(&n) && !ait_node_foldable(&n));
+  n = (ait_node){.op_type = "RandomNormal", .domain = "", .op = rnd};
+  CHECK(!ait_node_pure(&n) && !ait_node_foldable(&n));
+  n = (ait_node){.op_type = "Relu", .domain = "com.example", .op = relu};
+  CHECK(!ait_is_op(&n, "Relu"));
+  n = (ait_node){.op_type = "Relu", .domain = "", .op = NULL};
+  CHECK(!ait_node_pure(&n));
+}
+
+/* ---- BatchNormalization --------------------------------------------------- */
+
+static ait_graph *conv_bn_model(bool with_conv) {
+  tb_model *m = tb_new(17);
+  int64_t xd[4] = {1, 4, 6, 6}, wd[4] = {8, 4, 3, 3}, yd[4] = {1, 8, 4, 4}, c8[1] = {8},
+          c4[1] = {4};
+  int64_t C = with_conv ? 8 : 4;
+  const int64_t *cd = with_conv ? c8 : c4;
+  tb_input(m, "X", AIT_FLOAT32, 4, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 4, with_conv ? yd : xd);
+  const char *bn_in = "X";
+  if (with_conv) {
+    rand_init(m, "W", 4, wd, -0.5f, 0.5f);
+    rand_init(m, "Bc", 1, c8, -0.5f, 0.5f);
+    tb_node(m, "Conv", "conv", (const char *[]){"X", "W", "Bc", NULL}, (const char *[]){"C", NULL});
+    bn_in = "C";
+  }
+  rand_init(m, "scale", 1, cd, 0.5f, 1.5f);
+  rand_init(m, "bias", 1, cd, -1, 1);
+  rand_init(m, "mean", 1, cd, -1, 1);
+  rand_init(m, "var", 1, cd, 0.1f, 2.0f);
+  (void)C;
+  int b = tb_node(m, "BatchNormalization", "bn",
+                  (const char *[]){bn_in, "scale", "bias", "mean", "var", NULL},
+                  (const char *[]){"Y", NULL});
+  tb_attr_float(m, b, "epsilon", 1e-3f);
+  return tb_parse_graph(m);
+}
+
+static void test_fold_batchnorm(void) {
+  ait_graph *g = conv_bn_model(true);
+  CHECK(g != NULL);
+  if (!g) return;
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  nat_uses u = {.g = rw};
+  nat_pass_stats st = {0};
+  CHECK(nat_uses_refresh(&u) == AIT_OK);
+  CHECK(nat_pass_fold_batchnorm(&u, &st) == AIT_OK);
+  CHECK(st.bn_folded == 1);
+  CHECK(nat_graph_compact(rw, u.dead) == AIT_OK);
+  nat_uses_free(&u);
+  CHECK(live_nodes(rw, NULL) == 1 && live_nodes(rw, "Conv") == 1);
+  check_same_on_eager(g, rw, 1e-5, "Conv+BatchNormalization");
+  ait_graph_free(rw);
+  ait_graph_free(g);
+
+  /* a BatchNormalization after no conv: the whole pass chain rewrites it
+   * as a depthwise Conv (ait_bn_fold with no weights) */
+  g = conv_bn_model(false);
+  CHECK(g != NULL);
+  if (!g) return;
+  rw = ait_graph_clone(g, NULL, true);
+  CHECK(nat_run_passes_ex(rw, &st, true) == AIT_OK);
+  CHECK(st.bn_folded == 1);
+  CHECK(live_nodes(rw, "BatchNormalization") == 0);
+  check_same_on_eager(g, rw, 1e-5, "BatchNormalization as a depthwise Conv");
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* The arithmetic itself, against the formula in double. */
+static void test_bn_fold_math(void) {
+  enum { M = 5, PER = 3 };
+  float w[M * PER], cb[M], sc[M], bi[M], mu[M], var[M], wo[M * PER], bo[M], k[M], ko[M];
+  for (int i = 0; i < M * PER; i++)
+    w[i] = frand();
+  for (int m = 0; m < M; m++)
+    cb[m] = frand(), sc[m] = frand(), bi[m] = frand(), mu[m] = frand(), var[m] = frand() + 1.5f;
+  ait_bn_fold(w, M, PER, cb, sc, bi, mu, var, 1e-5, wo, bo);
+  ait_bn_fold(NULL, M, 1, NULL, sc, bi, mu, var, 1e-5, k, ko);
+  for (int m = 0; m < M; m++) {
+    double kk = sc[m] / sqrt((double)var[m] + 1e-5);
+    CHECK(k[m] == (float)kk);
+    CHECK(ko[m] == (float)(bi[m] - mu[m] * kk));
+    CHECK(bo[m] == (float)((cb[m] - mu[m]) * kk + bi[m]));
+    for (int j = 0; j < PER; j++)
+      CHECK(wo[m * PER + j] == (float)(w[m * PER + j] * kk));
+  }
+  ait_node b = {.op_type = "BatchNormalization", .domain = "", .opset = 15};
+  CHECK(ait_bn_is_inference(&b));
+}
+
+/* ---- GELU ------------------------------------------------------------------ */
+
+/* A view that counts readers by scanning (graph outputs count one more). */
+static int scan_readers(const void *ctx, int v, int *nodes, int max) {
+  const ait_graph *g = ctx;
+  int n = 0, filled = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) {
+        if (filled < max) nodes[filled++] = i;
+        n++;
+      }
+  for (int i = 0; i < g->n_outputs; i++)
+    n += g->outputs[i] == v;
+  return n;
+}
+
+static bool init_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ctx;
+  if (!ait_value_is_const(g, v)) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
+}
+
+typedef enum gelu_form {
+  G_HALF_LAST,
+  G_HALF_FIRST,
+  G_MUL_RSQRT2,
+  G_TANH_POW,
+  G_TANH_CUBE
+} gelu_form;
+
+/* Gemm -> spelled-out GELU, with sqrt2 as the constant (or 1/sqrt2 for a
+ * Mul), `extra`: a third reader of the Gemm's output. */
+static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra) {
+  tb_model *m = tb_new(20);
+  int64_t xd[2] = {3, 8}, wd[2] = {8, 5}, yd[2] = {3, 5}, s[1] = {1};
+  tb_input(m, "X", AIT_FLOAT32, 2, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 2, yd);
+  rand_init(m, "W", 2, wd, -1, 1);
+  tb_init_f32(m, "k", 0, s, &sqrt2);
+  tb_init_f32(m, "one", 0, s, &one);
+  float half = 0.5f;
+  tb_init_f32(m, "half", 0, s, &half);
+  tb_node(m, "MatMul", "mm", (const char *[]){"X", "W", NULL}, (const char *[]){"x", NULL});
+  if (form == G_TANH_POW || form == G_TANH_CUBE) {
+    /* 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))): k is 0.044715 */
+    static const float three = 3.0f, c1 = 0.7978845608f;
+    tb_init_f32(m, "three", 0, s, &three);
+    tb_init_f32(m, "c1", 0, s, &c1);
+    if (form == G_TANH_POW) {
+      tb_node(m, "Pow", "p", (const char *[]){"x", "three", NULL}, (const char *[]){"x3", NULL});
+    } else {
+      tb_node(m, "Mul", "p", (const char *[]){"x", "x", NULL}, (const char *[]){"x2", NULL});
+      tb_node(m, "Mul", "p3", (const char *[]){"x2", "x", NULL}, (const char *[]){"x3", NULL});
+    }
+    tb_node(m, "Mul", "q", (const char *[]){"k", "x3", NULL}, (const char *[]){"q", NULL});
+    tb_node(m, "Add", "a1", (const char *[]){"x", "q", NULL}, (const char *[]){"u", NULL});
+    tb_node(m, "Mul", "m4", (const char *[]){"u", "c1", NULL}, (const char *[]){"uu", NULL});
+    tb_node(m, "Tanh", "e", (const char *[]){"uu", NULL}, (const char *[]){"r", NULL});
+    tb_node(m, "Add", "a", (const char *[]){"r", "one", NULL}, (const char *[]){"t", NULL});
+    if (form == G_TANH_POW) { /* (0.5 * x) * (1 + tanh) */
+      tb_node(m, "Mul", "h", (const char *[]){"half", "x", NULL}, (const char *[]){"xh", NULL});
+      tb_node(m, "Mul", "y", (const char *[]){"xh", "t", NULL},
+              (const char *[]){extra ? "y0" : "Y", NULL});
+    } else { /* (x * (1 + tanh)) * 0.5 */
+      tb_node(m, "Mul", "h", (const char *[]){"x", "t", NULL}, (const char *[]){"xt", NULL});
+      tb_node(m, "Mul", "y", (const char *[]){"xt", "half", NULL},
+              (const char *[]){extra ? "y0" : "Y", NULL});
+    }
+    if (extra)
+      tb_node(m, "Add", "z", (const char *[]){"y0", "x", NULL}, (const char *[]){"Y", NULL});
+    return tb_parse_graph(m);
+  }
+  if (form == G_MUL_RSQRT2)
+    tb_node(m, "Mul", "d", (const char *[]){"k", "x", NULL}, (const char *[]){"q", NULL});
+  else
+    tb_node(m, "Div", "d", (const char *[]){"x", "k", NULL}, (const char *[]){"q", NULL});
+  tb_node(m, "Erf", "e", (const char *[]){"q", NULL}, (const char *[]){"r", NULL});
+  tb_node(m, "Add", "a", (const char *[]){"one", "r", NULL}, (const char *[]){"t", NULL});
+  if (form == G_HALF_FIRST) {
+    tb_node(m, "Mul", "h", (const char *[]){"x", "half", NULL}, (const char *[]){"xh", NULL});
+    tb_node(m, "Mul", "y", (const char *[]){"t", "xh", NULL},
+            (const char *[]){extra ? "y0" : "Y", NULL});
+  } else {
+    tb_node(m, "Mul", "h", (const char *[]){"x", "t", NULL}, (const char *[]){"xt", NULL});
+    tb_node(m, "Mul", "y", (const char *[]){"xt", "half", NULL},
+            (const char *[]){extra ? "y0" : "Y", NULL});
+  }
+  if (extra) tb_node(m, "Add", "z", (const char *[]){"y0", "x", NULL}, (const char *[]){"Y", NULL});
+  return tb_parse_graph(m);
+}
+
+static int value_named(const ait_graph *g, const char *name) {
+  return ait_graph_find_value(g, name);
+}
+
+/* The match rewritten by hand into one Gelu-20 node in place of the first
+ * matched node (the others dead): the graph the fusion means. */
+static ait_graph *rewrite_gelu(const ait_graph *g, int x, const ait_gelu_match *mt) {
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  bool *dead = calloc((size_t)rw->n_nodes, sizeof *dead);
+  ait_node *n = &rw->nodes[mt->nodes[0]];
+  free(n->op_type);
+  n->op_type = strdup("Gelu");
+  n->op = ait_op_lookup("", "Gelu", 20, NULL);
+  n->opset = 20;
+  n->in[0] = x;
+  n->n_in = 1;
+  n->out[0] = mt->y;
+  if (mt->tanh) CHECK(nat_attr_set_str(n, "approximate", "tanh") == AIT_OK);
+  rw->values[mt->y].producer = mt->nodes[0];
+  for (int k = 1; k < mt->n_nodes; k++)
+    dead[mt->nodes[k]] = true;
+  CHECK(n->op != NULL);
+  CHECK(nat_graph_compact(rw, dead) == AIT_OK);
+  free(dead);
+  return rw;
+}
+
+static void test_gelu(void) {
+  const float sqrt2 = 1.41421356f, rsqrt2 = 0.70710678f;
+  const struct {
+    gelu_form form;
+    float k, one;
+    bool extra, want;
+  } cases[] = {
+      {G_HALF_LAST, sqrt2, 1.0f, false, true},
+      {G_HALF_FIRST, sqrt2, 1.0f, false, true},
+      {G_MUL_RSQRT2, rsqrt2, 1.0f, false, true},
+      {G_HALF_LAST, sqrt2 * (1 + 5e-7f), 1.0f, false, true}, /* within AIT_MATCH_RTOL */
+      {G_HALF_LAST, 1.4142f, 1.0f, false, false},            /* 1e-5 off: not GELU */
+      {G_HALF_LAST, sqrt2, 2.0f, false, false},              /* not 1 + erf */
+      {G_HALF_FIRST, sqrt2, 1.0f, true, false},              /* x has a third reader */
+      {G_TANH_POW, 0.044715f, 1.0f, false, true},
+      {G_TANH_CUBE, 0.044715f, 1.0f, false, true},
+      {G_TANH_POW, 0.0447f, 1.0f, false, false},   /* not GELU's constant */
+      {G_TANH_CUBE, 0.044715f, 1.0f, true, false}, /* x has another reader */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g = gelu_model(cases[c].form, cases[c].k, cases[c].one, cases[c].extra);
+    CHECK(g != NULL);
+    if (!g) continue;
+    ait_match_view view = {.g = g, .readers = scan_readers, .scalar = init_scalar, .ctx = g};
+    int x = value_named(g, "x");
+    ait_gelu_match mt;
+    bool got = ait_match_gelu(&view, x, &mt);
+    if (got != cases[c].want) fprintf(stderr, "gelu case %zu: matched %d\n", c, got);
+    CHECK(got == cases[c].want);
+    if (got) {
+      bool tanh = cases[c].form >= G_TANH_POW;
+      CHECK(mt.tanh == tanh && mt.y == value_named(g, "Y"));
+      CHECK(mt.n_nodes == (!tanh ? 5 : cases[c].form == G_TANH_POW ? 8 : 9));
+      ait_graph *rw = rewrite_gelu(g, x, &mt);
+      CHECK(live_nodes(rw, NULL) == 2 && live_nodes(rw, "Gelu") == 1);
+      check_same_on_eager(g, rw, 1e-6, "GELU match as Gelu-20");
+      ait_graph_free(rw);
+      /* and native's fusion of it (the matcher's user): MatMul + GELU */
+      nat_pass_stats st;
+      rw = ait_graph_clone(g, NULL, true);
+      CHECK(nat_run_passes_ex(rw, &st, true) == AIT_OK);
+      CHECK(live_nodes(rw, NULL) == 1);
+      check_same_on_eager(g, rw, 1e-5, "native's GELU fusion");
+      ait_graph_free(rw);
+    }
+    ait_graph_free(g);
+  }
+}
+
+int main(void) {
+  test_foldable();
+  test_fold_constants();
+  test_bn_fold_math();
+  test_fold_batchnorm();
+  test_gelu();
+  return check_result("test_passes");
+}
