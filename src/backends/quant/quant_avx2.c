@@ -503,18 +503,20 @@ T_AVX2 static void tile_madd(int mr, int64_t k4, const uint8_t *a, int64_t lda, 
 #undef QNT_U
 }
 
-/* 6 rows x 16 channels over k4 groups of 4 bytes with vpmaddubsw, from
- * zero into acc (row i's two vectors at 2i): the loop in asm, its 12
- * accumulators (ymm0-11), the ones (ymm12), the broadcast and two
- * products in the 16 ymm registers, the weights read as memory operands
- * (each vector by 6 rows; loads have ports to spare). In C, GCC moved the
- * accumulators between registers every step and spilled one: 3/4 of the
- * ports' rate (vpmaddubsw and vpmaddwd share two ports: 32 multiply-adds
- * a cycle at best). a: row 0's first group of 4 bytes, rows lda apart;
- * k4 >= 1. */
-INLINE T_AVX2 void madd6_loop(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                              __m256i acc[12]) {
-  const uint8_t *a3 = a + 3 * lda;
+/* 6 rows x 16 channels of one group (k4 >= 1 steps of 4 bytes) with
+ * vpmaddubsw, all in asm: the 12 int32 accumulators (ymm0-11) start at
+ * -128 * sum(w) of the group (the activations are stored + 128), the ones
+ * (ymm12), the broadcast and two products fill the 16 ymm registers, the
+ * weights are memory operands (each vector read by 6 rows; loads have
+ * ports to spare), the k-loop is unrolled by two (its scalar adds and
+ * branch share ports 0 and 1 with the multiply-adds); then each sum,
+ * converted, times the group's weight scales goes into the float sums f
+ * (f = when `first`, else f +=: row i's two vectors at f + 16 i). In C,
+ * GCC moved the accumulators between registers every step and spilled one,
+ * and the int32 sums went through memory to a C epilogue per group: 3/4
+ * of the loop's rate in the model. vpmaddubsw and vpmaddwd share ports 0
+ * and 1 (32 multiply-adds a cycle at best); a: row 0's first group of 4
+ * bytes, rows lda apart; ws, sw: the group's 16 sums and scales. */
 #define QNT_M6(src, x0, x1)                                                                        \
   "vpbroadcastd " src ", %%ymm13\n\t"                                                              \
   "vpmaddubsw (%[b]), %%ymm13, %%ymm14\n\t"                                                        \
@@ -523,70 +525,90 @@ INLINE T_AVX2 void madd6_loop(int64_t k4, const uint8_t *a, int64_t lda, const u
   "vpmaddwd %%ymm12, %%ymm15, %%ymm15\n\t"                                                         \
   "vpaddd %%ymm14, %%" x0 ", %%" x0 "\n\t"                                                         \
   "vpaddd %%ymm15, %%" x1 ", %%" x1 "\n\t"
-#define QNT_ST(i, x) "vmovdqu %%" x ", " #i "*32(%[acc])\n\t"
+#define QNT_S6(off)                                                                                \
+  QNT_M6(off "(%[a])", "ymm0", "ymm1")                                                             \
+  QNT_M6(off "(%[a],%[l])", "ymm2", "ymm3")                                                        \
+  QNT_M6(off "(%[a],%[l],2)", "ymm4", "ymm5")                                                      \
+  QNT_M6(off "(%[a3])", "ymm6", "ymm7")                                                            \
+  QNT_M6(off "(%[a3],%[l])", "ymm8", "ymm9")                                                       \
+  QNT_M6(off "(%[a3],%[l],2)", "ymm10", "ymm11")
+/* f[i] (=|+=) float(ymm x) * ymm s */
+#define QNT_F6(i, x, s)                                                                            \
+  "vcvtdq2ps %%" x ", %%" x "\n\t"                                                                 \
+  "test %[first], %[first]\n\t"                                                                    \
+  "jnz 5f\n\t"                                                                                     \
+  "vfmadd213ps " #i "*32(%[f]), %%" s ", %%" x "\n\t"                                              \
+  "jmp 6f\n\t"                                                                                     \
+  "5:\n\t"                                                                                         \
+  "vmulps %%" s ", %%" x ", %%" x "\n\t"                                                           \
+  "6:\n\t"                                                                                         \
+  "vmovups %%" x ", " #i "*32(%[f])\n\t"
+INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
+                               const int32_t *ws, const float *sw, float *f, int64_t first) {
+  const uint8_t *a3 = a + 3 * lda;
+  int64_t pairs = k4 >> 1;
   __asm__ volatile(
+      "vmovdqu (%[ws]), %%ymm14\n\t"
+      "vmovdqu 32(%[ws]), %%ymm15\n\t"
+      "vpslld $7, %%ymm14, %%ymm14\n\t"
+      "vpslld $7, %%ymm15, %%ymm15\n\t"
+      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+      "vpsubd %%ymm15, %%ymm0, %%ymm1\n\t"
+      "vpsubd %%ymm14, %%ymm0, %%ymm0\n\t"
+      "vmovdqa %%ymm0, %%ymm2\n\t"
+      "vmovdqa %%ymm1, %%ymm3\n\t"
+      "vmovdqa %%ymm0, %%ymm4\n\t"
+      "vmovdqa %%ymm1, %%ymm5\n\t"
+      "vmovdqa %%ymm0, %%ymm6\n\t"
+      "vmovdqa %%ymm1, %%ymm7\n\t"
+      "vmovdqa %%ymm0, %%ymm8\n\t"
+      "vmovdqa %%ymm1, %%ymm9\n\t"
+      "vmovdqa %%ymm0, %%ymm10\n\t"
+      "vmovdqa %%ymm1, %%ymm11\n\t"
       "vpcmpeqw %%ymm12, %%ymm12, %%ymm12\n\t"
       "vpsrlw $15, %%ymm12, %%ymm12\n\t"
-      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
-      "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
-      "vpxor %%xmm2, %%xmm2, %%xmm2\n\t"
-      "vpxor %%xmm3, %%xmm3, %%xmm3\n\t"
-      "vpxor %%xmm4, %%xmm4, %%xmm4\n\t"
-      "vpxor %%xmm5, %%xmm5, %%xmm5\n\t"
-      "vpxor %%xmm6, %%xmm6, %%xmm6\n\t"
-      "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
-      "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
-      "vpxor %%xmm9, %%xmm9, %%xmm9\n\t"
-      "vpxor %%xmm10, %%xmm10, %%xmm10\n\t"
-      "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
-      "1:\n\t" QNT_M6("(%[a])", "ymm0", "ymm1") QNT_M6("(%[a],%[l])", "ymm2", "ymm3")
-          QNT_M6("(%[a],%[l],2)", "ymm4",
-                 "ymm5") QNT_M6("(%[a3])", "ymm6", "ymm7") QNT_M6("(%[a3],%[l])", "ymm8", "ymm9")
-              QNT_M6("(%[a3],%[l],2)", "ymm10",
-                     "ymm11") "add $4, %[a]\n\t"
-                              "add $4, %[a3]\n\t"
-                              "add $256, %[b]\n\t"
-                              "dec %[n]\n\t"
-                              "jnz 1b\n\t" QNT_ST(0, "ymm0") QNT_ST(1, "ymm1") QNT_ST(2, "ymm2")
-                                  QNT_ST(3, "ymm3") QNT_ST(4, "ymm4") QNT_ST(5, "ymm5")
-                                      QNT_ST(6, "ymm6") QNT_ST(7, "ymm7") QNT_ST(8, "ymm8")
-                                          QNT_ST(9, "ymm9") QNT_ST(10, "ymm10") QNT_ST(11, "ymm11")
-      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [n] "+r"(k4)
-      : [l] "r"(lda), [acc] "r"(acc)
+      "test %[p], %[p]\n\t"
+      "jz 2f\n\t"
+      "1:\n\t" QNT_S6("") "add $256, %[b]\n\t" QNT_S6(
+          "4") "add $256, %[b]\n\t"
+               "add $8, %[a]\n\t"
+               "add $8, %[a3]\n\t"
+               "dec %[p]\n\t"
+               "jnz 1b\n\t"
+               "2:\n\t"
+               "test $1, %[n]\n\t"
+               "jz 3f\n\t" QNT_S6(
+                   "") "3:\n\t"
+                       "vmovups (%[sw]), %%ymm12\n\t"
+                       "vmovups 32(%[sw]), %%ymm13\n\t" QNT_F6(0, "ymm0", "ymm12")
+                           QNT_F6(1, "ymm1", "ymm13") QNT_F6(2, "ymm2", "ymm12")
+                               QNT_F6(3, "ymm3", "ymm13") QNT_F6(4, "ymm4", "ymm12")
+                                   QNT_F6(5, "ymm5", "ymm13") QNT_F6(6, "ymm6", "ymm12")
+                                       QNT_F6(7, "ymm7", "ymm13") QNT_F6(8, "ymm8", "ymm12")
+                                           QNT_F6(9, "ymm9", "ymm13") QNT_F6(10, "ymm10", "ymm12")
+                                               QNT_F6(11, "ymm11", "ymm13")
+      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [p] "+r"(pairs)
+      : [l] "r"(lda), [n] "r"(k4), [ws] "r"(ws), [sw] "r"(sw), [f] "r"(f), [first] "r"(first)
       : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-#undef QNT_M6
-#undef QNT_ST
 }
+#undef QNT_M6
+#undef QNT_S6
+#undef QNT_F6
 
 /* 6 rows x 16 channels of a QUAD7 panel (symmetric weights), every group
- * of the reduction axis in turn: each group's int32 sums, less 128 times
- * its weight sums, scaled by its weight scales into float sums; then the
+ * of the reduction axis in turn into float sums (madd6_group); then the
  * row scale, the outliers, the residual and the bias, and one store. */
 T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, int c0,
                               float *c, int64_t ldc, int n, const qnt_vnni_post *q) {
   int64_t K4 = (w->K + 3) / 4;
-  __m256 f[12];
-  for (int i = 0; i < 12; i++)
-    f[i] = _mm256_setzero_ps();
+  float f[96] __attribute__((aligned(32)));
   for (int64_t g = 0; g < w->G; g++) {
     int64_t a4 = g * w->gsize / 4, b4 = ((g + 1) * w->gsize < w->K ? (g + 1) * w->gsize : w->K);
     b4 = (b4 + 3) / 4;
-    __m256i acc[12];
-    madd6_loop(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0, acc);
     /* the packed parameters hold 64 entries a panel: whole vectors load */
-    const float *sw = q->sw + g * QNT_PANEL + c0;
-    const int32_t *ws = q->wsum + g * QNT_PANEL + c0;
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; j++) {
-      __m256i w128 = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(ws + 8 * j)), 7);
-      __m256 s = _mm256_loadu_ps(sw + 8 * j);
-#pragma GCC unroll 6
-      for (int i = 0; i < 6; i++) {
-        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[2 * i + j], w128));
-        f[2 * i + j] = _mm256_fmadd_ps(v, s, f[2 * i + j]);
-      }
-    }
+    madd6_group(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0,
+                q->wsum + g * QNT_PANEL + c0, q->sw + g * QNT_PANEL + c0, f, g == 0);
   }
 #pragma GCC unroll 6
   for (int i = 0; i < 6; i++) {
@@ -598,7 +620,7 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
     for (int j = 0; j < 2; j++) {
       int nj = n - 8 * j, co = c0 + 8 * j;
       if (nj <= 0) continue;
-      __m256 v = _mm256_mul_ps(f[2 * i + j], sa);
+      __m256 v = _mm256_mul_ps(_mm256_load_ps(f + 16 * i + 8 * j), sa);
       for (int o = 0; o < cnt; o++)
         if (slot[o] >= 0) {
           const float *wr = q->wdq + slot[o] * q->ldw + co;
