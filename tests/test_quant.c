@@ -1097,7 +1097,7 @@ static void test_avx2_products(void) {
   };
   const int64_t shapes[][3] = {{1, 45, 17},   {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
                                {13, 45, 96},  {37, 131, 70}, {24, 300, 64}, {2, 8, 9},
-                               {12, 384, 64}, {19, 640, 80}};
+                               {12, 384, 64}, {19, 640, 80}, {53, 259, 70}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].vnni && !cpu.avxvnni) continue; /* no AVX-VNNI tile to run here */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -252,8 +252,16 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
     int n = 0;
     int32_t idx[QNT_MAX_OUTLIERS + 1];
     if (outliers > 0 && (t = qnt_row_threshold(amax, sumsq, K, outliers)) < amax) {
-      for (int64_t k = 0; k < K && n <= QNT_MAX_OUTLIERS; k++)
-        if (fabsf(xr[k]) > t) idx[n++] = (int32_t)k;
+      /* 8 at a time: a compare, and a bit scan only where one is above */
+      __m256 tv = _mm256_set1_ps(t), abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      for (int64_t k = 0; k < K && n <= QNT_MAX_OUTLIERS; k += 8) {
+        __m256 v =
+            K - k >= 8 ? _mm256_loadu_ps(xr + k) : _mm256_maskload_ps(xr + k, lanes((int)(K - k)));
+        unsigned bits =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs), tv, _CMP_GT_OQ));
+        for (; bits && n <= QNT_MAX_OUTLIERS; bits &= bits - 1)
+          idx[n++] = (int32_t)(k + __builtin_ctz(bits));
+      }
       if (n > QNT_MAX_OUTLIERS) { /* too many to add back: absmax */
         t = amax;
         n = 0;
@@ -664,10 +672,13 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
   }
 }
 
-void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
-                         int64_t ldc, int ncols, const qnt_vnni_post *post) {
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {
   for (int c0 = 0; c0 < ncols; c0 += 16)
-    tile6_madd(w, P, a, lda, c0, c, ldc, ncols - c0, post);
+    for (int t = 0; t < tiles; t++) {
+      qnt_vnni_post q = post_rows(post, 6 * t);
+      tile6_madd(w, P, a + 6 * t * lda, lda, c0, c + 6 * t * ldc, ldc, ncols - c0, &q);
+    }
 }
 
 #else /* no x86-64: the driver never calls these (qnt_cpu_detect says no) */
@@ -687,6 +698,6 @@ void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, co
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post) {}
-void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
-                         int64_t ldc, int ncols, const qnt_vnni_post *post) {}
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {}
 #endif
