@@ -135,6 +135,31 @@ static ait_model *shared_model(void) {
   return load_tb(tb, NULL, NULL);
 }
 
+/* x[N,RD] -> MatMul by Transpose(Slice(W[2RD,RD], rows RD..2RD)), the
+ * bounds from Shape(x) as nn.MultiheadAttention exports its key weight:
+ * quant folds the view into a constant weight and quantizes the product. */
+static ait_model *view_model(void) {
+  static float w[2 * RD * RD];
+  fill(w, 2 * RD * RD, 0.2f, 71);
+  const int64_t dx[2] = {-1, RD}, dw[2] = {2 * RD, RD}, d1[1] = {1};
+  const int64_t one[1] = {1}, two[1] = {2}, zero[1] = {0};
+  tb_model *tb = tb_new(13);
+  tb_input(tb, "x", AIT_FLOAT32, 2, dx);
+  tb_output(tb, "y", AIT_FLOAT32, 2, dx);
+  tb_init_f32(tb, "W", 2, dw, w);
+  tb_init_i64(tb, "one", 1, d1, one), tb_init_i64(tb, "two", 1, d1, two);
+  tb_init_i64(tb, "zero", 1, d1, zero);
+  tb_node(tb, "Shape", "shape", (const char *[]){"x", NULL}, (const char *[]){"s", NULL});
+  tb_node(tb, "Slice", "dim", (const char *[]){"s", "one", "two", NULL},
+          (const char *[]){"e", NULL});
+  tb_node(tb, "Mul", "end", (const char *[]){"e", "two", NULL}, (const char *[]){"e2", NULL});
+  tb_node(tb, "Slice", "rows", (const char *[]){"W", "e", "e2", "zero", NULL},
+          (const char *[]){"wk", NULL});
+  tb_node(tb, "Transpose", "wt", (const char *[]){"wk", NULL}, (const char *[]){"wkt", NULL});
+  tb_node(tb, "MatMul", "key", (const char *[]){"x", "wkt", NULL}, (const char *[]){"y", NULL});
+  return load_tb(tb, NULL, NULL);
+}
+
 /* An INTS attribute added after loading (the test builder sets ints only). */
 static void add_ints(ait_node *n, const char *name, const int64_t *v, int cnt) {
   ait_attr *a = realloc(n->attrs, sizeof *a * (size_t)(n->n_attrs + 1));
@@ -832,6 +857,28 @@ static void test_shared(void) {
   ait_model_free(m);
 }
 
+/* A weight behind a Slice and a Transpose (bounds from a Shape) is folded
+ * and quantized, at every level, and agrees with eager. */
+static void test_view_weight(void) {
+  ait_model *m = view_model();
+  if (!m) return;
+  const char *specs[] = {"quant:preset=int8dq", "quant:preset=int8dq,kernels=portable",
+                         "quant:preset=int8wo"};
+  ait_tensor *x = input(m->graph, 11, 72);
+  for (int i = 0; x && i < 3; i++) {
+    qnt_state *s = NULL;
+    CHECK_ERR(build(specs[i], NULL, NULL, m->graph, NULL, &s), AIT_OK, NULL);
+    if (!s) continue;
+    CHECK(s->n_q == 1);
+    double rel = 1, c = vs_eager(s, m->graph, x, &rel, NULL);
+    if (c < 0.999) fprintf(stderr, "view weight %s: cosine %.6f\n", specs[i], c);
+    CHECK(c > 0.999);
+    Q->destroy(s);
+  }
+  ait_tensor_free(x);
+  ait_model_free(m);
+}
+
 /* Embedding tables: quantized per row by default (Gather is in the default
  * ops), looked up exactly as the float table would be, saved and loaded;
  * ops= without Gather keeps the table float; a bad index is an error. */
@@ -1097,7 +1144,7 @@ static void test_avx2_products(void) {
   };
   const int64_t shapes[][3] = {{1, 45, 17},   {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
                                {13, 45, 96},  {37, 131, 70}, {24, 300, 64}, {2, 8, 9},
-                               {12, 384, 64}, {19, 640, 80}};
+                               {12, 384, 64}, {19, 640, 80}, {53, 259, 70}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].vnni && !cpu.avxvnni) continue; /* no AVX-VNNI tile to run here */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -1271,6 +1318,7 @@ int main(int argc, char **argv) {
   test_outliers(mlp->graph);
   test_residual();
   test_shared();
+  test_view_weight();
   test_gather();
   test_tune(bytes, nbytes);
   test_quad7();

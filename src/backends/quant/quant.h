@@ -308,11 +308,14 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post);
 
-/* vpmaddubsw on QUAD7, 6 rows (a: row 0, rows lda apart) of panel P over
- * all its groups: post as for group 0 with the last group's bias,
- * residual and outliers (group g's scales and sums are 64 g further on). */
-void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
-                         int64_t ldc, int ncols, const qnt_vnni_post *post);
+/* vpmaddubsw on QUAD7, `tiles` tiles of 6 rows (a: row 0, rows lda apart)
+ * of panel P over all its groups: post as for group 0 with the last
+ * group's bias, residual and outliers (group g's scales and sums are 64 g
+ * further on). The tiles run 16 channels at a time, so that one strip of
+ * the panel's weights serves them all while it is in L1. */
+#define QNT_T7 8
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post);
 
 /* ---- the rewritten graph on native's executor (quant_exec.c) ---------- */
 

@@ -228,11 +228,27 @@ INLINE T_AVX2 int32_t hsum8i(__m256i v) {
   return _mm_cvtsi128_si32(m);
 }
 
-/* max |x| and (when sumsq) the sum of squares of a row, in one pass */
+/* max |x| and (when sumsq) the sum of squares of a row, in one pass: 32 a
+ * step into four sums (one sum waited on the FMA's latency, 4 cycles per 8
+ * elements, a third of the activation rows' time) */
 INLINE T_AVX2 float row_stats(const float *x, int64_t K, double *sumsq) {
   __m256 m = _mm256_setzero_ps(), q = _mm256_setzero_ps();
   __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  for (int64_t k = 0; k < K; k += 8) {
+  __m256 m1 = m, q1 = q, q2 = q, q3 = q;
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    __m256 v0 = _mm256_loadu_ps(x + k), v1 = _mm256_loadu_ps(x + k + 8);
+    __m256 v2 = _mm256_loadu_ps(x + k + 16), v3 = _mm256_loadu_ps(x + k + 24);
+    m = _mm256_max_ps(m, _mm256_max_ps(_mm256_and_ps(v0, abs), _mm256_and_ps(v1, abs)));
+    m1 = _mm256_max_ps(m1, _mm256_max_ps(_mm256_and_ps(v2, abs), _mm256_and_ps(v3, abs)));
+    q = _mm256_fmadd_ps(v0, v0, q);
+    q1 = _mm256_fmadd_ps(v1, v1, q1);
+    q2 = _mm256_fmadd_ps(v2, v2, q2);
+    q3 = _mm256_fmadd_ps(v3, v3, q3);
+  }
+  m = _mm256_max_ps(m, m1);
+  q = _mm256_add_ps(_mm256_add_ps(q, q1), _mm256_add_ps(q2, q3));
+  for (; k < K; k += 8) {
     __m256 v = K - k >= 8 ? _mm256_loadu_ps(x + k) : _mm256_maskload_ps(x + k, lanes((int)(K - k)));
     m = _mm256_max_ps(m, _mm256_and_ps(v, abs));
     q = _mm256_fmadd_ps(v, v, q);
@@ -252,8 +268,16 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
     int n = 0;
     int32_t idx[QNT_MAX_OUTLIERS + 1];
     if (outliers > 0 && (t = qnt_row_threshold(amax, sumsq, K, outliers)) < amax) {
-      for (int64_t k = 0; k < K && n <= QNT_MAX_OUTLIERS; k++)
-        if (fabsf(xr[k]) > t) idx[n++] = (int32_t)k;
+      /* 8 at a time: a compare, and a bit scan only where one is above */
+      __m256 tv = _mm256_set1_ps(t), abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      for (int64_t k = 0; k < K && n <= QNT_MAX_OUTLIERS; k += 8) {
+        __m256 v =
+            K - k >= 8 ? _mm256_loadu_ps(xr + k) : _mm256_maskload_ps(xr + k, lanes((int)(K - k)));
+        unsigned bits =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs), tv, _CMP_GT_OQ));
+        for (; bits && n <= QNT_MAX_OUTLIERS; bits &= bits - 1)
+          idx[n++] = (int32_t)(k + __builtin_ctz(bits));
+      }
       if (n > QNT_MAX_OUTLIERS) { /* too many to add back: absmax */
         t = amax;
         n = 0;
@@ -503,18 +527,20 @@ T_AVX2 static void tile_madd(int mr, int64_t k4, const uint8_t *a, int64_t lda, 
 #undef QNT_U
 }
 
-/* 6 rows x 16 channels over k4 groups of 4 bytes with vpmaddubsw, from
- * zero into acc (row i's two vectors at 2i): the loop in asm, its 12
- * accumulators (ymm0-11), the ones (ymm12), the broadcast and two
- * products in the 16 ymm registers, the weights read as memory operands
- * (each vector by 6 rows; loads have ports to spare). In C, GCC moved the
- * accumulators between registers every step and spilled one: 3/4 of the
- * ports' rate (vpmaddubsw and vpmaddwd share two ports: 32 multiply-adds
- * a cycle at best). a: row 0's first group of 4 bytes, rows lda apart;
- * k4 >= 1. */
-INLINE T_AVX2 void madd6_loop(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                              __m256i acc[12]) {
-  const uint8_t *a3 = a + 3 * lda;
+/* 6 rows x 16 channels of one group (k4 >= 1 steps of 4 bytes) with
+ * vpmaddubsw, all in asm: the 12 int32 accumulators (ymm0-11) start at
+ * -128 * sum(w) of the group (the activations are stored + 128), the ones
+ * (ymm12), the broadcast and two products fill the 16 ymm registers, the
+ * weights are memory operands (each vector read by 6 rows; loads have
+ * ports to spare), the k-loop is unrolled by two (its scalar adds and
+ * branch share ports 0 and 1 with the multiply-adds); then each sum,
+ * converted, times the group's weight scales goes into the float sums f
+ * (f = when `first`, else f +=: row i's two vectors at f + 16 i). In C,
+ * GCC moved the accumulators between registers every step and spilled one,
+ * and the int32 sums went through memory to a C epilogue per group: 3/4
+ * of the loop's rate in the model. vpmaddubsw and vpmaddwd share ports 0
+ * and 1 (32 multiply-adds a cycle at best); a: row 0's first group of 4
+ * bytes, rows lda apart; ws, sw: the group's 16 sums and scales. */
 #define QNT_M6(src, x0, x1)                                                                        \
   "vpbroadcastd " src ", %%ymm13\n\t"                                                              \
   "vpmaddubsw (%[b]), %%ymm13, %%ymm14\n\t"                                                        \
@@ -523,70 +549,137 @@ INLINE T_AVX2 void madd6_loop(int64_t k4, const uint8_t *a, int64_t lda, const u
   "vpmaddwd %%ymm12, %%ymm15, %%ymm15\n\t"                                                         \
   "vpaddd %%ymm14, %%" x0 ", %%" x0 "\n\t"                                                         \
   "vpaddd %%ymm15, %%" x1 ", %%" x1 "\n\t"
-#define QNT_ST(i, x) "vmovdqu %%" x ", " #i "*32(%[acc])\n\t"
+#define QNT_S6(off)                                                                                \
+  QNT_M6(off "(%[a])", "ymm0", "ymm1")                                                             \
+  QNT_M6(off "(%[a],%[l])", "ymm2", "ymm3")                                                        \
+  QNT_M6(off "(%[a],%[l],2)", "ymm4", "ymm5")                                                      \
+  QNT_M6(off "(%[a3])", "ymm6", "ymm7")                                                            \
+  QNT_M6(off "(%[a3],%[l])", "ymm8", "ymm9")                                                       \
+  QNT_M6(off "(%[a3],%[l],2)", "ymm10", "ymm11")
+/* f[i] += float(ymm x) * ymm s, or (QNT_F6S) f[i] = */
+#define QNT_F6(i, x, s)                                                                            \
+  "vcvtdq2ps %%" x ", %%" x "\n\t"                                                                 \
+  "vfmadd213ps " #i "*32(%[f]), %%" s ", %%" x "\n\t"                                              \
+  "vmovups %%" x ", " #i "*32(%[f])\n\t"
+#define QNT_F6S(i, x, s)                                                                           \
+  "vcvtdq2ps %%" x ", %%" x "\n\t"                                                                 \
+  "vmulps %%" s ", %%" x ", %%" x "\n\t"                                                           \
+  "vmovups %%" x ", " #i "*32(%[f])\n\t"
+// clang-format off
+#define QNT_F12A                                                                                   \
+  QNT_F6(0, "ymm0", "ymm12")                                                                       \
+  QNT_F6(1, "ymm1", "ymm13")                                                                       \
+  QNT_F6(2, "ymm2", "ymm12")                                                                       \
+  QNT_F6(3, "ymm3", "ymm13")                                                                       \
+  QNT_F6(4, "ymm4", "ymm12")                                                                       \
+  QNT_F6(5, "ymm5", "ymm13")                                                                       \
+  QNT_F6(6, "ymm6", "ymm12")                                                                       \
+  QNT_F6(7, "ymm7", "ymm13")                                                                       \
+  QNT_F6(8, "ymm8", "ymm12")                                                                       \
+  QNT_F6(9, "ymm9", "ymm13")                                                                       \
+  QNT_F6(10, "ymm10", "ymm12")                                                                     \
+  QNT_F6(11, "ymm11", "ymm13")
+#define QNT_F12M                                                                                   \
+  QNT_F6S(0, "ymm0", "ymm12")                                                                      \
+  QNT_F6S(1, "ymm1", "ymm13")                                                                      \
+  QNT_F6S(2, "ymm2", "ymm12")                                                                      \
+  QNT_F6S(3, "ymm3", "ymm13")                                                                      \
+  QNT_F6S(4, "ymm4", "ymm12")                                                                      \
+  QNT_F6S(5, "ymm5", "ymm13")                                                                      \
+  QNT_F6S(6, "ymm6", "ymm12")                                                                      \
+  QNT_F6S(7, "ymm7", "ymm13")                                                                      \
+  QNT_F6S(8, "ymm8", "ymm12")                                                                      \
+  QNT_F6S(9, "ymm9", "ymm13")                                                                      \
+  QNT_F6S(10, "ymm10", "ymm12")                                                                    \
+  QNT_F6S(11, "ymm11", "ymm13")
+// clang-format on
+INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
+                               const int32_t *ws, const float *sw, float *f, int64_t first) {
+  const uint8_t *a3 = a + 3 * lda;
+  int64_t pairs = k4 >> 1;
   __asm__ volatile(
+      "vmovdqu (%[ws]), %%ymm14\n\t"
+      "vmovdqu 32(%[ws]), %%ymm15\n\t"
+      "vpslld $7, %%ymm14, %%ymm14\n\t"
+      "vpslld $7, %%ymm15, %%ymm15\n\t"
+      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+      "vpsubd %%ymm15, %%ymm0, %%ymm1\n\t"
+      "vpsubd %%ymm14, %%ymm0, %%ymm0\n\t"
+      "vmovdqa %%ymm0, %%ymm2\n\t"
+      "vmovdqa %%ymm1, %%ymm3\n\t"
+      "vmovdqa %%ymm0, %%ymm4\n\t"
+      "vmovdqa %%ymm1, %%ymm5\n\t"
+      "vmovdqa %%ymm0, %%ymm6\n\t"
+      "vmovdqa %%ymm1, %%ymm7\n\t"
+      "vmovdqa %%ymm0, %%ymm8\n\t"
+      "vmovdqa %%ymm1, %%ymm9\n\t"
+      "vmovdqa %%ymm0, %%ymm10\n\t"
+      "vmovdqa %%ymm1, %%ymm11\n\t"
       "vpcmpeqw %%ymm12, %%ymm12, %%ymm12\n\t"
       "vpsrlw $15, %%ymm12, %%ymm12\n\t"
-      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
-      "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
-      "vpxor %%xmm2, %%xmm2, %%xmm2\n\t"
-      "vpxor %%xmm3, %%xmm3, %%xmm3\n\t"
-      "vpxor %%xmm4, %%xmm4, %%xmm4\n\t"
-      "vpxor %%xmm5, %%xmm5, %%xmm5\n\t"
-      "vpxor %%xmm6, %%xmm6, %%xmm6\n\t"
-      "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
-      "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
-      "vpxor %%xmm9, %%xmm9, %%xmm9\n\t"
-      "vpxor %%xmm10, %%xmm10, %%xmm10\n\t"
-      "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
-      "1:\n\t" QNT_M6("(%[a])", "ymm0", "ymm1") QNT_M6("(%[a],%[l])", "ymm2", "ymm3")
-          QNT_M6("(%[a],%[l],2)", "ymm4",
-                 "ymm5") QNT_M6("(%[a3])", "ymm6", "ymm7") QNT_M6("(%[a3],%[l])", "ymm8", "ymm9")
-              QNT_M6("(%[a3],%[l],2)", "ymm10",
-                     "ymm11") "add $4, %[a]\n\t"
-                              "add $4, %[a3]\n\t"
-                              "add $256, %[b]\n\t"
-                              "dec %[n]\n\t"
-                              "jnz 1b\n\t" QNT_ST(0, "ymm0") QNT_ST(1, "ymm1") QNT_ST(2, "ymm2")
-                                  QNT_ST(3, "ymm3") QNT_ST(4, "ymm4") QNT_ST(5, "ymm5")
-                                      QNT_ST(6, "ymm6") QNT_ST(7, "ymm7") QNT_ST(8, "ymm8")
-                                          QNT_ST(9, "ymm9") QNT_ST(10, "ymm10") QNT_ST(11, "ymm11")
-      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [n] "+r"(k4)
-      : [l] "r"(lda), [acc] "r"(acc)
+      "test %[p], %[p]\n\t"
+      "jz 2f\n\t"
+      "1:\n\t" QNT_S6("") "add $256, %[b]\n\t" QNT_S6(
+          "4") "add $256, %[b]\n\t"
+               "add $8, %[a]\n\t"
+               "add $8, %[a3]\n\t"
+               "dec %[p]\n\t"
+               "jnz 1b\n\t"
+               "2:\n\t"
+               "test $1, %[n]\n\t"
+               "jz 3f\n\t" QNT_S6("") "3:\n\t"
+                                      "vmovups (%[sw]), %%ymm12\n\t"
+                                      "vmovups 32(%[sw]), %%ymm13\n\t"
+                                      "test %[first], %[first]\n\t"
+                                      "jnz 5f\n\t" QNT_F12A "jmp 6f\n\t"
+                                      "5:\n\t" QNT_F12M "6:\n\t"
+      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [p] "+r"(pairs)
+      : [l] "r"(lda), [n] "r"(k4), [ws] "r"(ws), [sw] "r"(sw), [f] "r"(f), [first] "r"(first)
       : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-#undef QNT_M6
-#undef QNT_ST
 }
+#undef QNT_M6
+#undef QNT_S6
+#undef QNT_F6
+#undef QNT_F6S
+#undef QNT_F12A
+#undef QNT_F12M
 
 /* 6 rows x 16 channels of a QUAD7 panel (symmetric weights), every group
- * of the reduction axis in turn: each group's int32 sums, less 128 times
- * its weight sums, scaled by its weight scales into float sums; then the
+ * of the reduction axis in turn into float sums (madd6_group); then the
  * row scale, the outliers, the residual and the bias, and one store. */
 T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, int c0,
                               float *c, int64_t ldc, int n, const qnt_vnni_post *q) {
   int64_t K4 = (w->K + 3) / 4;
-  __m256 f[12];
-  for (int i = 0; i < 12; i++)
-    f[i] = _mm256_setzero_ps();
+  float f[96] __attribute__((aligned(32)));
   for (int64_t g = 0; g < w->G; g++) {
     int64_t a4 = g * w->gsize / 4, b4 = ((g + 1) * w->gsize < w->K ? (g + 1) * w->gsize : w->K);
     b4 = (b4 + 3) / 4;
-    __m256i acc[12];
-    madd6_loop(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0, acc);
     /* the packed parameters hold 64 entries a panel: whole vectors load */
-    const float *sw = q->sw + g * QNT_PANEL + c0;
-    const int32_t *ws = q->wsum + g * QNT_PANEL + c0;
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; j++) {
-      __m256i w128 = _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(ws + 8 * j)), 7);
-      __m256 s = _mm256_loadu_ps(sw + 8 * j);
+    madd6_group(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0,
+                q->wsum + g * QNT_PANEL + c0, q->sw + g * QNT_PANEL + c0, f, g == 0);
+  }
+  /* the usual tile: 16 channels, no outliers in its rows: straight-line
+   * stores (the general loop's per-row branches took a tenth of the tile) */
+  bool plain = n >= 16;
+  for (int i = 0; plain && q->ocnt && i < 6; i++)
+    plain = q->ocnt[i] == 0;
+  if (plain) {
+    __m256 b0 = _mm256_setzero_ps(), b1 = b0;
+    if (q->bias) b0 = _mm256_loadu_ps(q->bias + c0), b1 = _mm256_loadu_ps(q->bias + c0 + 8);
 #pragma GCC unroll 6
-      for (int i = 0; i < 6; i++) {
-        __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[2 * i + j], w128));
-        f[2 * i + j] = _mm256_fmadd_ps(v, s, f[2 * i + j]);
+    for (int i = 0; i < 6; i++) {
+      __m256 sa = _mm256_set1_ps(q->sa[i]);
+      __m256 v0 = _mm256_fmadd_ps(_mm256_load_ps(f + 16 * i), sa, b0);
+      __m256 v1 = _mm256_fmadd_ps(_mm256_load_ps(f + 16 * i + 8), sa, b1);
+      if (q->z) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(q->z + i * q->ldz + c0));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(q->z + i * q->ldz + c0 + 8));
       }
+      _mm256_storeu_ps(c + i * ldc + c0, v0);
+      _mm256_storeu_ps(c + i * ldc + c0 + 8, v1);
     }
+    return;
   }
 #pragma GCC unroll 6
   for (int i = 0; i < 6; i++) {
@@ -598,7 +691,7 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
     for (int j = 0; j < 2; j++) {
       int nj = n - 8 * j, co = c0 + 8 * j;
       if (nj <= 0) continue;
-      __m256 v = _mm256_mul_ps(f[2 * i + j], sa);
+      __m256 v = _mm256_mul_ps(_mm256_load_ps(f + 16 * i + 8 * j), sa);
       for (int o = 0; o < cnt; o++)
         if (slot[o] >= 0) {
           const float *wr = q->wdq + slot[o] * q->ldw + co;
@@ -642,10 +735,13 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
   }
 }
 
-void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
-                         int64_t ldc, int ncols, const qnt_vnni_post *post) {
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {
   for (int c0 = 0; c0 < ncols; c0 += 16)
-    tile6_madd(w, P, a, lda, c0, c, ldc, ncols - c0, post);
+    for (int t = 0; t < tiles; t++) {
+      qnt_vnni_post q = post_rows(post, 6 * t);
+      tile6_madd(w, P, a + 6 * t * lda, lda, c0, c + 6 * t * ldc, ldc, ncols - c0, &q);
+    }
 }
 
 #else /* no x86-64: the driver never calls these (qnt_cpu_detect says no) */
@@ -665,6 +761,6 @@ void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, co
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post) {}
-void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, float *c,
-                         int64_t ldc, int ncols, const qnt_vnni_post *post) {}
+void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {}
 #endif

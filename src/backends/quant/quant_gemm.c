@@ -309,11 +309,14 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
-  for (int64_t r = m0; r < m1; r += QNT_MR) {
-    int mr = (int)min64(QNT_MR, m1 - r);
+  for (int64_t r = m0, mr; r < m1; r += mr) {
+    mr = min64(QNT_MR, m1 - r);
     /* QUAD7, 6 rows: one call walks all groups (their sums stay in
-     * registers; a call per group ran short loops) */
+     * registers; a call per group ran short loops), for up to QNT_T7 row
+     * tiles, 16 channels at a time */
     bool whole = w->layout == QNT_L_QUAD7 && mr == 6 && !j->z512;
+    int tiles = whole ? (int)min64(QNT_T7, (m1 - r) / 6) : 1;
+    if (whole) mr = 6 * tiles;
     for (int64_t g = 0; g < (whole ? 1 : w->G); g++) {
       int64_t a4 = g * w->gsize / 4, b4 = (min64(w->K, (g + 1) * w->gsize) + 3) / 4;
       size_t par = (size_t)((P * w->G + g) * QNT_PANEL);
@@ -338,11 +341,11 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
         post.bias = p->bias ? p->bias + 64 * P : NULL;
         post.z = z ? z + r * ldz + 64 * P : NULL;
         post.ocnt = j->ocnt ? j->ocnt + r : NULL;
-        qnt_avx2_tile_madd6(w, P, j->qa + r * j->lda, j->lda, y, p->ldy, ncols, &post);
+        qnt_avx2_tile_madd6(w, P, tiles, j->qa + r * j->lda, j->lda, y, p->ldy, ncols, &post);
       } else if (j->z512)
-        qnt_x86_tile_vnni(mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
+        qnt_x86_tile_vnni((int)mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
       else
-        qnt_avx2_tile_u8(mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,
+        qnt_avx2_tile_u8((int)mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,
                          g > 0, &post);
     }
     for (int64_t m = r; j->unslotted && m < r + mr; m++) { /* outliers without a float row */
