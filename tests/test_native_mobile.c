@@ -98,12 +98,15 @@ static int count_op(const ait_graph *g, const char *op) {
   return n;
 }
 
-/* One random depthwise conv + activation against eager at every level. */
+/* One random depthwise conv + activation against eager at every level
+ * (from case 48: 3x3, dilation 1, the activations in turn). */
 static void dw_case(int cs) {
   static int64_t dims[64][4];
   int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
   int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
   int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
+  if (cs >= 48) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
+    k = kw = 3, d = 1, act = cs % 4;
   int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
                      urand((uint32_t)kw)};
   int64_t spanh = (k - 1) * d + 1, spanw = (kw - 1) * d + 1;
@@ -331,7 +334,7 @@ int main(void) {
   test_dw_rows();
   test_mean_hw();
   test_post_passes();
-  for (int cs = 0; cs < 48; cs++)
+  for (int cs = 0; cs < 64; cs++)
     dw_case(cs);
   return check_result("test_native_mobile");
 }

@@ -8,11 +8,10 @@
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-
-#include "backends/native/native_avx2.h"
 
 #define T256 __attribute__((target("avx2,fma")))
 #define MLD(m, p) _mm256_maskload_ps((p), (m))
@@ -33,6 +32,8 @@ typedef struct dw3_args {
   const float *w, *b, *z;
   float *y;
   __m256 lo, hi;
+  nat_post post; /* past the clamp, on each tile before its store (NAT_POST_NONE: none) */
+  __m256 pa, pb; /* its HardSigmoid alpha and beta */
 } dw3_args;
 
 /* n outputs from ow on channels [cb, cb + 8), the vector masked by m
@@ -70,6 +71,7 @@ INL T256 void dw3_tile(const int n, const int S, const bool edge, const bool tl,
     __m256 r = acc[t];
     if (a->z) r = _mm256_add_ps(r, LD8(a->z + (ow + t) * C + cb, tl, m));
     r = _mm256_min_ps(_mm256_max_ps(r, a->lo), a->hi);
+    if (a->post.kind != NAT_POST_NONE) r = nat_post8(&a->post, a->pa, a->pb, r);
     ST8(a->y + (ow + t) * C + cb, tl, m, r);
   }
 }
@@ -88,6 +90,7 @@ static T256 void dw3_one(const dw3_args *a, int64_t ow, int64_t cb, __m256i m) {
   }
   if (a->z) acc = _mm256_add_ps(acc, MLD(m, a->z + ow * C + cb));
   acc = _mm256_min_ps(_mm256_max_ps(acc, a->lo), a->hi);
+  if (a->post.kind != NAT_POST_NONE) acc = nat_post8(&a->post, a->pa, a->pb, acc);
   _mm256_maskstore_ps(a->y + ow * C + cb, m, acc);
 }
 
@@ -141,11 +144,22 @@ static T256 void dw3_runs(const dw3_args *a, int64_t OW, int64_t c0, int64_t c1)
   }
 }
 
-T256 void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
-                             const float *b, const float *z, float lo, float hi, float *y) {
-  dw3_args a = {{rows[0], rows[1], rows[2]}, W, C, S, pl, w, b, z, y, _mm256_set1_ps(lo),
-                _mm256_set1_ps(hi)};
+static T256 void dw3_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                         const float *z, float lo, float hi, const ait_act *post, float *y) {
+  dw3_args a = {.rows = {rows[0], rows[1], rows[2]},
+                .W = W,
+                .C = C,
+                .S = S,
+                .pl = pl,
+                .w = w,
+                .b = b,
+                .z = z,
+                .y = y,
+                .lo = _mm256_set1_ps(lo),
+                .hi = _mm256_set1_ps(hi)};
+  nat_post_of(post, &a.post);
+  a.pa = _mm256_set1_ps(a.post.a), a.pb = _mm256_set1_ps(a.post.b);
   if (S != 1 && S != 2) {
     for (int64_t ow = 0; ow < OW; ow++)
       for (int64_t cb = c0; cb < c1; cb += 8)
@@ -155,6 +169,14 @@ T256 void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, 
   dw3_runs(&a, OW, c0, c1);
 }
 
+T256 void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                             const float *b, const float *z, float lo, float hi, float *y) {
+  dw3_row(rows, W, OW, C, c0, c1, S, pl, w, b, z, lo, hi, NULL, y);
+}
+
+/* Output rows [r0, r1) of N*OH, c->post (SiLU, HardSigmoid, HardSwish)
+ * applied to each tile before its store (the driver leaves it to them). */
 T256 void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
   int64_t C = c->C, W = c->W, OW = c->OW;
   for (int64_t r = r0; r < r1; r++) {
@@ -164,8 +186,8 @@ T256 void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
       int64_t ih = oh * c->sh - c->pt + ki;
       row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
     }
-    nat_nhwc256_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
-                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
+    dw3_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b, c->z ? c->z + r * OW * C : NULL, c->lo,
+            c->hi, c->post, c->y + r * OW * C);
   }
 }
 

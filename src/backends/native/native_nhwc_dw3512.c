@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -38,6 +39,8 @@ typedef struct dw3_args {
   const float *w, *b, *z;
   float *y;
   __m512 lo, hi;
+  nat_post post; /* past the clamp, on each tile before its store (NAT_POST_NONE: none) */
+  __m512 pa, pb; /* its HardSigmoid alpha and beta */
 } dw3_args;
 
 /* n outputs from ow on channels [cb, cb + 16), the vector masked by m
@@ -75,6 +78,7 @@ INL T512 void dw3_tile(const int n, const int S, const bool edge, const bool tl,
     __m512 r = acc[t];
     if (a->z) r = _mm512_add_ps(r, LD16(a->z + (ow + t) * C + cb, tl, m));
     r = _mm512_min_ps(_mm512_max_ps(r, a->lo), a->hi);
+    if (a->post.kind != NAT_POST_NONE) r = nat_post16(&a->post, a->pa, a->pb, r);
     ST16(a->y + (ow + t) * C + cb, tl, m, r);
   }
 }
@@ -93,6 +97,7 @@ static T512 void dw3_one(const dw3_args *a, int64_t ow, int64_t cb, __mmask16 m)
   }
   if (a->z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, a->z + ow * C + cb));
   acc = _mm512_min_ps(_mm512_max_ps(acc, a->lo), a->hi);
+  if (a->post.kind != NAT_POST_NONE) acc = nat_post16(&a->post, a->pa, a->pb, acc);
   _mm512_mask_storeu_ps(a->y + ow * C + cb, m, acc);
 }
 
@@ -156,11 +161,22 @@ static T512 void dw3_runs(const dw3_args *a, int64_t OW, int64_t c0, int64_t c1)
   }
 }
 
-T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
-                             const float *b, const float *z, float lo, float hi, float *y) {
-  dw3_args a = {{rows[0], rows[1], rows[2]}, W, C, S, pl, w, b, z, y, _mm512_set1_ps(lo),
-                _mm512_set1_ps(hi)};
+static T512 void dw3_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                         const float *z, float lo, float hi, const ait_act *post, float *y) {
+  dw3_args a = {.rows = {rows[0], rows[1], rows[2]},
+                .W = W,
+                .C = C,
+                .S = S,
+                .pl = pl,
+                .w = w,
+                .b = b,
+                .z = z,
+                .y = y,
+                .lo = _mm512_set1_ps(lo),
+                .hi = _mm512_set1_ps(hi)};
+  nat_post_of(post, &a.post);
+  a.pa = _mm512_set1_ps(a.post.a), a.pb = _mm512_set1_ps(a.post.b);
   if (S != 1 && S != 2) {
     for (int64_t ow = 0; ow < OW; ow++)
       for (int64_t cb = c0; cb < c1; cb += 16)
@@ -170,6 +186,14 @@ T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, 
   dw3_runs(&a, OW, c0, c1);
 }
 
+T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
+                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
+                             const float *b, const float *z, float lo, float hi, float *y) {
+  dw3_row(rows, W, OW, C, c0, c1, S, pl, w, b, z, lo, hi, NULL, y);
+}
+
+/* Output rows [r0, r1) of N*OH, c->post (SiLU, HardSigmoid, HardSwish)
+ * applied to each tile before its store (the driver leaves it to them). */
 T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
   int64_t C = c->C, W = c->W, OW = c->OW;
   for (int64_t r = r0; r < r1; r++) {
@@ -179,8 +203,8 @@ T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
       int64_t ih = oh * c->sh - c->pt + ki;
       row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
     }
-    nat_nhwc512_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
-                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
+    dw3_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b, c->z ? c->z + r * OW * C : NULL, c->lo,
+            c->hi, c->post, c->y + r * OW * C);
   }
 }
 
