@@ -7,7 +7,8 @@
  * HardSwish, x * Sigmoid(x), HardSigmoid or Relu, through native (layout
  * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager;
  * and a ReduceMean over H and W after a conv (MnasNet's global pool), which
- * the layout pass runs on the NHWC map (native_layout.c: no Transpose). */
+ * the layout pass runs on the NHWC map (native_layout.c: no Transpose);
+ * and the 3x3 depthwise row kernels against a double reference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,12 +98,15 @@ static int count_op(const ait_graph *g, const char *op) {
   return n;
 }
 
-/* One random depthwise conv + activation against eager at every level. */
+/* One random depthwise conv + activation against eager at every level
+ * (from case 48: 3x3, dilation 1, the activations in turn). */
 static void dw_case(int cs) {
   static int64_t dims[64][4];
   int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
   int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
   int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
+  if (cs >= 48) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
+    k = kw = 3, d = 1, act = cs % 4;
   int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
                      urand((uint32_t)kw)};
   int64_t spanh = (k - 1) * d + 1, spanw = (kw - 1) * d + 1;
@@ -251,10 +255,86 @@ static void test_mean_hw(void) {
   }
 }
 
+/* The 3x3 depthwise row kernels (nat_nhwc512_dw_row, nat_nhwc256_dw_row:
+ * native_nhwc_dw3512.c, native_nhwc_dw3256.c) called directly against a
+ * double reference on random rows: widths 1-130 (runs of every length,
+ * both borders), channel ranges [c0, c1) of up to 200 channels (tail
+ * vectors), strides 1-3, left padding 0-2, rows in the padding, with and
+ * without bias and residual, a clamp or none. */
+typedef void (*dw_row_fn)(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
+                          int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
+                          const float *z, float lo, float hi, float *y);
+
+static void test_dw_rows(void) {
+  dw_row_fn fns[2] = {nat_nhwc512_dw_row, nat_nhwc256_dw_row};
+  bool have[2] = {nat_nhwc512_available(), nat_nhwc256_available()};
+  for (int cs = 0; cs < 300; cs++) {
+    int64_t W = 1 + urand(cs % 3 ? 40 : 130), C = 1 + urand(cs % 4 ? 48 : 200), S = 1 + urand(3);
+    if (cs % 5 == 4) S = 1 + urand(2);
+    int64_t pl = urand(3), OW = (W + pl + urand(3) - 3) / S + 1;
+    if (OW < 1) OW = 1;
+    int64_t c0 = urand(3) ? 0 : urand((uint32_t)C),
+            c1 = urand(3) ? C : c0 + 1 + urand((uint32_t)(C - c0));
+    bool has_b = urand(4) != 0, has_z = urand(3) == 0, clamp = urand(2) != 0;
+    float lo = clamp ? 0.0f : -INFINITY, hi = clamp ? 1.5f : INFINITY;
+    float *x = malloc(sizeof(float) * 3 * W * C), *w = malloc(sizeof(float) * 9 * C);
+    float *b = malloc(sizeof(float) * C), *z = malloc(sizeof(float) * OW * C);
+    float *y = malloc(sizeof(float) * OW * C);
+    for (int64_t i = 0; i < 3 * W * C; i++)
+      x[i] = frand(2.0f);
+    for (int64_t i = 0; i < 9 * C; i++)
+      w[i] = frand(1.0f);
+    for (int64_t i = 0; i < C; i++)
+      b[i] = frand(1.0f);
+    for (int64_t i = 0; i < OW * C; i++)
+      z[i] = frand(1.0f);
+    const float *rows[3];
+    for (int ki = 0; ki < 3; ki++)
+      rows[ki] = urand(5) ? x + ki * W * C : NULL;
+    for (int l = 0; l < 2; l++) {
+      if (!have[l]) continue;
+      for (int64_t i = 0; i < OW * C; i++)
+        y[i] = 1234.0f;
+      fns[l](rows, W, OW, C, c0, c1, S, pl, w, has_b ? b : NULL, has_z ? z : NULL, lo, hi, y);
+      double worst = 0;
+      bool outside = false;
+      for (int64_t ow = 0; ow < OW; ow++)
+        for (int64_t m = 0; m < C; m++) {
+          float got = y[ow * C + m];
+          if (m < c0 || m >= c1) {
+            outside |= got != 1234.0f;
+            continue;
+          }
+          double r = has_b ? b[m] : 0.0;
+          for (int ki = 0; ki < 3; ki++)
+            for (int kj = 0; kj < 3; kj++) {
+              int64_t iw = ow * S - pl + kj;
+              if (rows[ki] && iw >= 0 && iw < W)
+                r += (double)rows[ki][iw * C + m] * w[(3 * ki + kj) * C + m];
+            }
+          if (has_z) r += z[ow * C + m];
+          r = r < lo ? lo : r > hi ? hi : r;
+          double e = fabs(got - r) / (1.0 + fabs(r));
+          if (!(e <= worst)) worst = e;
+        }
+      if (!(worst <= 1e-5) || outside)
+        fprintf(stderr,
+                "dw row case %d (%s W %lld OW %lld C %lld [%lld, %lld) S %lld pl %lld): "
+                "difference %g%s\n",
+                cs, l ? "avx2" : "avx512", (long long)W, (long long)OW, (long long)C, (long long)c0,
+                (long long)c1, (long long)S, (long long)pl, worst,
+                outside ? ", wrote outside its channels" : "");
+      CHECK(worst <= 1e-5 && !outside);
+    }
+    free(x), free(w), free(b), free(z), free(y);
+  }
+}
+
 int main(void) {
+  test_dw_rows();
   test_mean_hw();
   test_post_passes();
-  for (int cs = 0; cs < 48; cs++)
+  for (int cs = 0; cs < 64; cs++)
     dw_case(cs);
   return check_result("test_native_mobile");
 }

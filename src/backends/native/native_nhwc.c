@@ -263,10 +263,12 @@ static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, in
       win_px(c, r0, r1, m0, m1);
     break;
   case K_DW:
-    if (c->kh == 3 && c->kw == 3)
+    if (c->kh == 3 && c->kw == 3) {
       j->k->dw3(c, r0, r1);
-    else
+      if (j->k->post && nat_post_of(c->post, &pp)) return; /* applied to each tile */
+    } else {
       window_rows(c, true, r0, r1);
+    }
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
   case K_DWK:

@@ -7,10 +7,7 @@
  *              12 x 8 (at most 12 accumulators, the weight row's vectors
  *              and one broadcast in 16 registers); bias, residual and
  *              clamp on the tile before it is stored
- *   depthwise  3x3: per output row, runs of 4 pixels (stride 1) or 3
- *              (stride 2); per channel vector the nine weight vectors stay
- *              in registers, each input vector loaded once per row and
- *              used by every output of the run that reads it
+ *   depthwise  3x3: native_nhwc_dw3256.c
  *   stem       a small group-1 window: per pixel, taps x input channels
  *              broadcast against weight vectors, up to 32 channels a tile
  * Compiled with per-function target attributes; nat_nhwc256_available()
@@ -218,140 +215,6 @@ T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
   }
 }
 
-/* ---- depthwise 3x3 ----------------------------------------------------- */
-
-#define DW_PIX 4
-
-/* n (<= 4) stride-S outputs of one channel vector from input column iw on:
- * each input vector is loaded once per row and used by every output that
- * reads it; columns outside [0, W) are zeros. */
-INL T256 void dwn(const int n, const int S, const bool edge, const bool tail,
-                  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
-                  __m256i m, const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi,
-                  float *y) {
-  __m256 acc[DW_PIX];
-#pragma GCC unroll 4
-  for (int t = 0; t < n; t++)
-    acc[t] = bias;
-#pragma GCC unroll 3
-  for (int ki = 0; ki < 3; ki++) {
-    if (!rows[ki]) continue;
-#pragma GCC unroll 9
-    for (int u = 0; u < S * (n - 1) + 3; u++) {
-      int64_t col = iw + u; /* columns outside the row are the zero padding */
-      __m256 x = !edge || (col >= 0 && col < W) ? LD8(rows[ki] + col * C + cb, tail, m)
-                                                : _mm256_setzero_ps();
-#pragma GCC unroll 4
-      for (int t = 0; t < n; t++) {
-        int d = u - S * t;
-        if (d >= 0 && d < 3) acc[t] = _mm256_fmadd_ps(x, k[3 * ki + d], acc[t]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < n; t++) {
-    __m256 v = acc[t];
-    if (z) v = _mm256_add_ps(v, LD8(z + t * C, tail, m));
-    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-    ST8(y + t * C, tail, m, v);
-  }
-}
-
-#define DW_ARGS                                                                                    \
-  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb, __m256i m,             \
-      const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi, float *y
-#define DW_PASS rows, iw, W, C, cb, m, k, bias, z, lo, hi, y
-/* n outputs, n, the stride, edge (some taps outside the row) and tail
- * constants in each case (accumulators in registers) */
-#define DW_CASE(N, S)                                                                              \
-  case N:                                                                                          \
-    if (edge)                                                                                      \
-      tail ? dwn(N, S, true, true, DW_PASS) : dwn(N, S, true, false, DW_PASS);                     \
-    else                                                                                           \
-      tail ? dwn(N, S, false, true, DW_PASS) : dwn(N, S, false, false, DW_PASS);                   \
-    break;
-static T256 void dw_s1(int n, bool edge, bool tail, DW_ARGS) {
-  switch (n) {
-    DW_CASE(1, 1)
-    DW_CASE(2, 1)
-    DW_CASE(3, 1)
-    DW_CASE(4, 1)
-  default: break;
-  }
-}
-static T256 void dw_s2(int n, bool edge, bool tail, DW_ARGS) {
-  switch (n) {
-    DW_CASE(1, 2)
-    DW_CASE(2, 2)
-    DW_CASE(3, 2)
-  default: break;
-  }
-}
-
-/* One output whose taps start at input column iw, those outside [0, W)
- * skipped (strides above 2). */
-static T256 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
-                     __m256i m, const __m256 *k, __m256 bias, const float *z, __m256 lo, __m256 hi,
-                     float *y) {
-  __m256 acc = bias;
-  for (int ki = 0; ki < 3; ki++) {
-    if (!rows[ki]) continue;
-    for (int kj = 0; kj < 3; kj++) {
-      if (iw + kj < 0 || iw + kj >= W) continue;
-      const float *p = rows[ki] + (iw + kj) * C + cb;
-      acc = _mm256_fmadd_ps(_mm256_maskload_ps(p, m), k[3 * ki + kj], acc);
-    }
-  }
-  if (z) acc = _mm256_add_ps(acc, _mm256_maskload_ps(z, m));
-  acc = _mm256_min_ps(_mm256_max_ps(acc, lo), hi);
-  _mm256_maskstore_ps(y, m, acc);
-}
-
-T256 void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
-                             const float *b, const float *z, float lo_, float hi_, float *y) {
-  __m256 lo = _mm256_set1_ps(lo_), hi = _mm256_set1_ps(hi_);
-  for (int64_t cb = c0; cb < c1; cb += 8) {
-    bool tail = c1 - cb < 8;
-    __m256i m = nat_tail8(c1 - cb);
-    __m256 k[9];
-    for (int t = 0; t < 9; t++)
-      k[t] = _mm256_maskload_ps(w + t * C + cb, m);
-    __m256 bias = b ? _mm256_maskload_ps(b + cb, m) : _mm256_setzero_ps();
-    if (S == 1 || S == 2) { /* the whole row in runs, borders included */
-      int step = S == 1 ? DW_PIX : 3;
-      for (int64_t ow = 0, n; ow < OW; ow += n) {
-        n = OW - ow < step ? OW - ow : step;
-        const float *zz = z ? z + ow * C + cb : NULL;
-        int64_t iw = ow * S - pl;
-        bool edge = iw < 0 || iw + S * (n - 1) + 2 >= W;
-        if (S == 1)
-          dw_s1((int)n, edge, tail, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
-        else
-          dw_s2((int)n, edge, tail, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
-      }
-      continue;
-    }
-    for (int64_t ow = 0; ow < OW; ow++)
-      dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
-          y + ow * C + cb);
-  }
-}
-
-T256 void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
-  int64_t C = c->C, W = c->W, OW = c->OW;
-  for (int64_t r = r0; r < r1; r++) {
-    int64_t n = r / c->OH, oh = r % c->OH;
-    const float *row[3];
-    for (int ki = 0; ki < 3; ki++) {
-      int64_t ih = oh * c->sh - c->pt + ki;
-      row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
-    }
-    nat_nhwc256_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
-                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
-  }
-}
-
 /* ---- stem: small group-1 windows ---------------------------------------- */
 
 /* Pixels [ow, ow + np) of output row (n, oh), all taps inside the row
@@ -510,10 +373,6 @@ T256 void nat_nhwc256_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {
 bool nat_nhwc256_available(void) { return false; }
 void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 2; }
 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
-void nat_nhwc256_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
-void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
-                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
-                        const float *z, float lo, float hi, float *y) {}
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 
 void nat_nhwc256_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}

@@ -6,8 +6,7 @@
  *              channel, the weight row's vectors times each pixel's value
  *              broadcast; bias, residual and clamp on the tile before it
  *              is stored
- *   depthwise  3x3: per output row, blocks of 8 pixels; per channel vector
- *              the nine weight vectors and the bias stay in registers
+ *   depthwise  3x3: native_nhwc_dw3512.c
  *   stem       a small group-1 window (the first conv): per pixel, taps x
  *              input channels broadcast against weight vectors
  * Compiled with per-function target attributes; nat_nhwc512_available()
@@ -237,150 +236,6 @@ T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
   }
 }
 
-/* ---- depthwise 3x3 ----------------------------------------------------- */
-
-#define DW_PIX 8
-
-/* n (<= 8) stride-S outputs of one channel vector from input column iw
- * on: each input vector is loaded once per row and used by every output
- * that reads it (stride 1: n + 2 loads per row instead of 3n); columns
- * outside [0, W) are zeros. */
-INL T512 void dwn(const int n, const int S, const bool edge, const float *const rows[3], int64_t iw,
-                  int64_t W, int64_t C, int64_t cb, __mmask16 m, const __m512 *k, __m512 bias,
-                  const float *z, __m512 lo, __m512 hi, float *y) {
-  __m512 acc[DW_PIX];
-#pragma GCC unroll 8
-  for (int t = 0; t < n; t++)
-    acc[t] = bias;
-#pragma GCC unroll 3
-  for (int ki = 0; ki < 3; ki++) {
-    if (!rows[ki]) continue;
-    __m512 x[2 * DW_PIX + 1];
-#pragma GCC unroll 17
-    for (int t = 0; t < S * (n - 1) + 3; t++) {
-      int64_t col = iw + t; /* columns outside the row are the zero padding */
-      x[t] = !edge || (col >= 0 && col < W) ? _mm512_maskz_loadu_ps(m, rows[ki] + col * C + cb)
-                                            : _mm512_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < n; t++) {
-      acc[t] = _mm512_fmadd_ps(x[S * t], k[3 * ki], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[S * t + 1], k[3 * ki + 1], acc[t]);
-      acc[t] = _mm512_fmadd_ps(x[S * t + 2], k[3 * ki + 2], acc[t]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int t = 0; t < n; t++) {
-    __m512 v = acc[t];
-    if (z) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z + t * C));
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    _mm512_mask_storeu_ps(y + t * C, m, v);
-  }
-}
-
-#define DW_ARGS                                                                                    \
-  const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb, __mmask16 m,           \
-      const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi, float *y
-#define DW_PASS rows, iw, W, C, cb, m, k, bias, z, lo, hi, y
-/* n outputs, n a constant in each case (accumulators in registers) */
-#define DW_CASE(N, S)                                                                              \
-  case N:                                                                                          \
-    if (edge)                                                                                      \
-      dwn(N, S, true, DW_PASS);                                                                    \
-    else                                                                                           \
-      dwn(N, S, false, DW_PASS);                                                                   \
-    break;
-/* n outputs, n a constant in each case (accumulators in registers); edge:
- * some taps fall outside the row */
-static T512 void dw_s1(int n, bool edge, DW_ARGS) {
-  switch (n) {
-    DW_CASE(1, 1)
-    DW_CASE(2, 1)
-    DW_CASE(3, 1)
-    DW_CASE(4, 1)
-    DW_CASE(5, 1)
-    DW_CASE(6, 1)
-    DW_CASE(7, 1)
-    DW_CASE(8, 1)
-  default: break;
-  }
-}
-static T512 void dw_s2(int n, bool edge, DW_ARGS) {
-  switch (n) {
-    DW_CASE(1, 2)
-    DW_CASE(2, 2)
-    DW_CASE(3, 2)
-    DW_CASE(4, 2)
-  default: break;
-  }
-}
-
-/* One output whose taps start at input column iw, those outside [0, W)
- * skipped. */
-INL T512 void dw1(const float *const rows[3], int64_t iw, int64_t W, int64_t C, int64_t cb,
-                  __mmask16 m, const __m512 *k, __m512 bias, const float *z, __m512 lo, __m512 hi,
-                  float *y) {
-  __m512 acc = bias;
-  for (int ki = 0; ki < 3; ki++) {
-    if (!rows[ki]) continue;
-    for (int kj = 0; kj < 3; kj++) {
-      if (iw + kj < 0 || iw + kj >= W) continue;
-      const float *p = rows[ki] + (iw + kj) * C + cb;
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p), k[3 * ki + kj], acc);
-    }
-  }
-  if (z) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, z));
-  acc = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
-  _mm512_mask_storeu_ps(y, m, acc);
-}
-
-/* Per channel vector, the row in one sweep with the weights in registers,
- * in runs of up to eight (stride 1) or four (stride 2) outputs, the columns
- * outside the row read as zeros (other strides: one output at a time). */
-T512 void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C,
-                             int64_t c0, int64_t c1, int64_t S, int64_t pl, const float *w,
-                             const float *b, const float *z, float lo_, float hi_, float *y) {
-  __m512 lo = _mm512_set1_ps(lo_), hi = _mm512_set1_ps(hi_);
-  for (int64_t cb = c0; cb < c1; cb += 16) {
-    __mmask16 m = nat_tail16(c1 - cb);
-    __m512 k[9];
-    for (int t = 0; t < 9; t++)
-      k[t] = _mm512_maskz_loadu_ps(m, w + t * C + cb);
-    __m512 bias = b ? _mm512_maskz_loadu_ps(m, b + cb) : _mm512_setzero_ps();
-    if (S == 1 || S == 2) { /* the whole row in runs, borders included */
-      int step = S == 1 ? DW_PIX : 4;
-      for (int64_t ow = 0, n; ow < OW; ow += n) {
-        n = OW - ow < step ? OW - ow : step;
-        const float *zz = z ? z + ow * C + cb : NULL;
-        int64_t iw = ow * S - pl;
-        bool edge = iw < 0 || iw + S * (n - 1) + 2 >= W;
-        if (S == 1)
-          dw_s1((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
-        else
-          dw_s2((int)n, edge, rows, iw, W, C, cb, m, k, bias, zz, lo, hi, y + ow * C + cb);
-      }
-      continue;
-    }
-    for (int64_t ow = 0; ow < OW; ow++)
-      dw1(rows, ow * S - pl, W, C, cb, m, k, bias, z ? z + ow * C + cb : NULL, lo, hi,
-          y + ow * C + cb);
-  }
-}
-
-T512 void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {
-  int64_t C = c->C, W = c->W, OW = c->OW;
-  for (int64_t r = r0; r < r1; r++) {
-    int64_t n = r / c->OH, oh = r % c->OH;
-    const float *row[3];
-    for (int ki = 0; ki < 3; ki++) {
-      int64_t ih = oh * c->sh - c->pt + ki;
-      row[ki] = ih >= 0 && ih < c->H ? c->x + ((n * c->H + ih) * W) * C : NULL;
-    }
-    nat_nhwc512_dw_row(row, W, OW, C, 0, C, c->sw, c->pl, c->w, c->b,
-                       c->z ? c->z + r * OW * C : NULL, c->lo, c->hi, c->y + r * OW * C);
-  }
-}
-
 /* ---- stem: small group-1 windows ---------------------------------------- */
 
 /* Pixels [ow, ow + np) of output row (n, oh), all taps inside the row
@@ -543,10 +398,6 @@ T512 void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {
 bool nat_nhwc512_available(void) { return false; }
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
-void nat_nhwc512_dw(const nat_nhwc *c, int64_t r0, int64_t r1) {}
-void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64_t C, int64_t c0,
-                        int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
-                        const float *z, float lo, float hi, float *y) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 
 void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}

@@ -159,6 +159,7 @@ INL T512 void dws_tile(const int n, const int KW, const int S, const bool tl, co
       int64_t iw = iw0 + q;
       if (iw < 0 || iw >= c->W) continue;
       __m512 xv = LD16(xr + iw * C, tl, m);
+      __asm__("" : "+v"(xv)); /* one load for its KW FMAs, not a memory operand each */
 #pragma GCC unroll 7
       for (int kj = 0; kj < KW; kj++) {
         int d = q - kj;
