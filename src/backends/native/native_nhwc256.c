@@ -46,12 +46,112 @@ bool nat_nhwc256_available(void) { return nat_isa() >= NAT_ISA_AVX2; }
 
 #define PW_PREFETCH 8
 
-/* y[i][0..8nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
- * the last vector through mask lm when tail. */
-INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, const float *x,
-                      int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b,
-                      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi,
+/* One k step of a tile: the weight row wk's vectors against mr broadcasts
+ * of column k of x (rows ldx apart). */
+INL T256 void pw_step(const int mr, const int nv, const bool tail, __m256 acc[12][3],
+                      const float *x, int64_t ldx, const float *wk, int64_t ldw, __m256i lm,
                       const float *wn) {
+  __m256 wv[3];
+  _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
+  if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
+  if (wn) _mm_prefetch((const char *)wn, _MM_HINT_T1); /* nat_pw_next */
+#pragma GCC unroll 3
+  for (int j = 0; j < 3; j++)
+    if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++) {
+    if (i >= mr) break;
+    __m256 xb = _mm256_broadcast_ss(x + i * ldx);
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++)
+      if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+  }
+}
+
+/* The 6 x 2 tile's k loop on packed weights (rows 16 floats apart), four k
+ * steps an iteration in assembly: every load and broadcast at a fixed
+ * displacement from one of three pointers (x rows 0-2 and 4 from x0, 3 and
+ * 5 from x3), the increments and branch once per four steps (the compiled
+ * loop issued 28 instructions per 12 multiply-adds; GCC's own unrolling
+ * spilled accumulators). Steps [0, 4 nb); acc in ymm0-11 at GCC's choice,
+ * ymm12-15 scratch. */
+// clang-format off
+#define PW62_ROW(U, A, B, XB, S)                                                                   \
+  "vbroadcastss " #U "*4(" XB "), %%ymm" S "\n\t"                                                  \
+  "vfmadd231ps %%ymm12, %%ymm" S ", %%ymm" A "\n\t"                                                \
+  "vfmadd231ps %%ymm13, %%ymm" S ", %%ymm" B "\n\t"
+#define PW62_STEP(U, PF)                                                                           \
+  "vmovups " #U "*64(%[w]), %%ymm12\n\t"                                                           \
+  "vmovups " #U "*64+32(%[w]), %%ymm13\n\t"                                                        \
+  "prefetcht0 " #U "*64+512(%[w])\n\t"                                                             \
+  PF                                                                                               \
+  PW62_ROW(U, "0", "1", "%[x0]", "14")                                                             \
+  PW62_ROW(U, "2", "3", "%[x0],%[l],1", "15")                                                      \
+  PW62_ROW(U, "4", "5", "%[x0],%[l],2", "14")                                                      \
+  PW62_ROW(U, "6", "7", "%[x3]", "15")                                                             \
+  PW62_ROW(U, "8", "9", "%[x0],%[l],4", "14")                                                      \
+  PW62_ROW(U, "10", "11", "%[x3],%[l],2", "15")
+/* the accumulators ymm0-11 from and back to buf (once a tile) */
+#define PW62_MOV(OP)                                                                               \
+  OP("0", "0") OP("1", "32") OP("2", "64") OP("3", "96") OP("4", "128") OP("5", "160")             \
+  OP("6", "192") OP("7", "224") OP("8", "256") OP("9", "288") OP("10", "320") OP("11", "352")
+#define PW62_LD(R, O) "vmovups " O "(%[a]), %%ymm" R "\n\t"
+#define PW62_ST(R, O) "vmovups %%ymm" R ", " O "(%[a])\n\t"
+#define PW62_LOOP(PF0, PF1, PF2, PF3, WNADD)                                                       \
+  __asm__ volatile(                                                                                \
+      PW62_MOV(PW62_LD)                                                                            \
+      "1:\n\t"                                                                                     \
+      PW62_STEP(0, PF0) PW62_STEP(1, PF1) PW62_STEP(2, PF2) PW62_STEP(3, PF3)                      \
+      "add $16, %[x0]\n\t"                                                                         \
+      "add $16, %[x3]\n\t"                                                                         \
+      "add $256, %[w]\n\t"                                                                         \
+      WNADD                                                                                        \
+      "dec %[n]\n\t"                                                                               \
+      "jnz 1b\n\t"                                                                                 \
+      PW62_MOV(PW62_ST)                                                                            \
+      : [x0] "+r"(x0), [x3] "+r"(x3), [w] "+r"(wp), [n] "+r"(nb), [wn] "+r"(wq)                    \
+      : [l] "r"(lb), [a] "r"(buf)                                                                  \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory")
+// clang-format on
+
+INL T256 int64_t pw62_asm(__m256 acc[12][3], int64_t K, const float *x, int64_t ldx, const float *w,
+                          const float *wn) {
+  int64_t nb = K / 4;
+  if (nb <= 0) return 0;
+  const float *x0 = x, *x3 = x + 3 * ldx, *wp = w, *wq = wn;
+  int64_t lb = ldx * 4;
+  float buf[12 * 8];
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++)
+    _mm256_storeu_ps(buf + 8 * i, acc[i / 2][i % 2]);
+  if (wn)
+    PW62_LOOP("prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",
+              "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t");
+  else
+    PW62_LOOP("", "", "", "", "");
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++)
+    acc[i / 2][i % 2] = _mm256_loadu_ps(buf + 8 * i);
+  return 4 * (K / 4);
+}
+
+INL T256 void pw_kloop(const int mr, const int nv, const bool tail, const bool pf,
+                       __m256 acc[12][3], int64_t k, int64_t K, const float *x, int64_t ldx,
+                       const float *w, int64_t ldw, __m256i lm, const float *wn) {
+  for (; k < K; k++)
+    pw_step(mr, nv, tail, acc, x + k, ldx, w + k * ldw, ldw, lm, pf ? wn + 16 * k : NULL);
+}
+
+/* y[i][0..8nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
+ * the last vector through mask lm when tail; the weight rows cw floats
+ * apart when cw > 0 (packed blocks: their offsets then constants), else
+ * ldw. */
+INL T256 void pw_tile(const int mr, const int nv, const bool tail, const int cw, int64_t K,
+                      const float *x, int64_t ldx, const float *w, int64_t ldw_, __m256i lm,
+                      const float *b, const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi,
+                      const float *wn) {
+  const int64_t ldw = cw > 0 ? cw : ldw_;
   __m256 acc[12][3];
 #pragma GCC unroll 3
   for (int j = 0; j < 3; j++) {
@@ -62,24 +162,12 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
     for (int i = 0; i < 12; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  for (int64_t k = 0; k < K; k++) {
-    const float *wk = w + k * ldw;
-    __m256 wv[3];
-    _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
-    if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
-    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1); /* nat_pw_next */
-#pragma GCC unroll 3
-    for (int j = 0; j < 3; j++)
-      if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; i++) {
-      if (i >= mr) break;
-      __m256 xb = _mm256_broadcast_ss(x + i * ldx + k);
-#pragma GCC unroll 3
-      for (int j = 0; j < 3; j++)
-        if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
-    }
-  }
+  int64_t k0 = 0;
+  if (mr == 6 && nv == 2 && !tail && cw == 16) k0 = pw62_asm(acc, K, x, ldx, w, wn);
+  if (wn) /* the test hoisted out of the loop */
+    pw_kloop(mr, nv, tail, true, acc, k0, K, x, ldx, w, ldw, lm, wn);
+  else
+    pw_kloop(mr, nv, tail, false, acc, k0, K, x, ldx, w, ldw, lm, NULL);
 #pragma GCC unroll 12
   for (int i = 0; i < 12; i++) {
     if (i >= mr) break;
@@ -102,9 +190,11 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
 #define PW_CASE(R, NV)                                                                             \
   case R:                                                                                          \
     if (tail)                                                                                      \
-      pw_tile(R, NV, true, PW_PASS);                                                               \
+      pw_tile(R, NV, true, 0, PW_PASS);                                                            \
+    else if ((R) == 6 && (NV) == 2 && ldw == 16) /* pw62_asm */                                    \
+      pw_tile(R, NV, false, 16, PW_PASS);                                                          \
     else                                                                                           \
-      pw_tile(R, NV, false, PW_PASS);                                                              \
+      pw_tile(R, NV, false, 0, PW_PASS);                                                           \
     break;
 
 /* One function per vector count, a case per row count up to that count's
