@@ -170,6 +170,9 @@ int main(void) {
       {9, 30, 64, 131, 3, 1, 1, 1},         /* small weights, 900 pixels: tile by tile */
       {128, 28, 128, 256, 3, 1, 1, 32},     /* ResNeXt's first stage: 4 channels a group */
       {24, 12, 600, 250, 1, 1, 0, 1},       /* 1x1 -> 1x1 */
+      {16, 14, 131, 32, 3, 1, 1, 1},        /* 32 channels: the 12 x 2 (AVX-512) and 6 x 2
+                                               (AVX2) assembly loops, K % 4 = 3 */
+      {16, 9, 160, 160, 1, 1, 0, 1},        /* RegNet's 160: 5 blocks of 12 x 2, K % 4 = 0 */
   };
   char what[96];
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
