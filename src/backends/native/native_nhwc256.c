@@ -544,7 +544,90 @@ static T256 void stem_tiles(int np, STEM_ARGS) {
   }
 }
 
+/* ---- stem on a padded NHWC copy: the window's shape as constants ---------- */
+
+/* As native_nhwc512.c's stemf_tile: output pixels [ow, ow + NP) of row
+ * (n, oh), channels [m0, m0 + 8 NV), one input pointer per kernel row and
+ * every tap at a constant displacement from it. */
+INL T256 void stemf_tile(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, int64_t m0,
+                         __m256 lo, __m256 hi) {
+  const int64_t M = c->M;
+  __m256 acc[12][4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; j++) {
+    __m256 b = c->b ? _mm256_loadu_ps(c->b + m0 + 8 * j) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < NP; i++)
+      acc[i][j] = b;
+  }
+  const float *xr = c->x + n * c->xs_n + oh * c->sh * c->xs_h + ow * S * C;
+  for (int64_t ki = 0; ki < c->kh; ki++, xr += c->xs_h) {
+    const float *wk = c->w + ki * KW * C * M + m0;
+#pragma GCC unroll 21
+    for (int t = 0; t < KW * C; t++) {
+      __m256 wv[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        wv[j] = _mm256_loadu_ps(wk + t * M + 8 * j);
+#pragma GCC unroll 12
+      for (int i = 0; i < NP; i++) {
+        __m256 xb = _mm256_broadcast_ss(xr + i * S * C + t);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+          acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float *y = c->y + ((n * c->OH + oh - c->y_r0) * c->OW + ow) * M + m0;
+#pragma GCC unroll 12
+  for (int i = 0; i < NP; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+      _mm256_storeu_ps(y + i * M + 8 * j, _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi));
+}
+
+/* Rows [r0, r1): tiles of NP pixels, the last one moved back to end at
+ * the row's end (its first pixels computed twice, the same values). */
+INL T256 void stemf_rows(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t m0 = 0; m0 < c->M; m0 += 8 * NV)
+      for (int64_t ow = 0; ow < c->OW; ow += NP)
+        stemf_tile(KW, C, S, NP, NV, c, n, oh, ow + NP <= c->OW ? ow : c->OW - NP, m0, lo, hi);
+  }
+}
+
+static T256 void stemf_3x3s2c3(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 6, 2, c, r0, r1);
+}
+static T256 void stemf_7x7s2c3(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 6, 2, c, r0, r1);
+}
+
+typedef void (*stemf_fn)(const nat_nhwc *c, int64_t r0, int64_t r1);
+
+/* The kernel for c, or NULL: 3 channels, a 3x3 or 7x7 stride-2 window on
+ * an unpadded NHWC input (the padded copy), M a multiple of 16, rows of M
+ * floats, no residual, at least a tile's pixels a row. */
+static stemf_fn stemf_of(const nat_nhwc *c) {
+  if (c->C != 3 || c->xs_c != 1 || c->xs_w != 3 || c->pt || c->pl || c->kh != c->kw ||
+      (c->kh != 3 && c->kh != 7) || c->sh != 2 || c->sw != 2 || (c->dh > 1 || c->dw > 1) ||
+      c->M % 16 || c->z || (c->ldy > 0 && c->ldy != c->M) || c->OW < 6)
+    return NULL;
+  return c->kh == 3 ? stemf_3x3s2c3 : stemf_7x7s2c3;
+}
+
+bool nat_nhwc256_stem_fast(const nat_nhwc *c) { return stemf_of(c) != NULL; }
+
 T256 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_fn f = stemf_of(c);
+  if (f) {
+    f(c, r0, r1);
+    return;
+  }
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
   /* outputs whose taps all lie inside the row: [jl, jh) */
   int64_t S = c->sw, jl = (c->pl + S - 1) / S;
@@ -605,6 +688,7 @@ void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y) {}
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+bool nat_nhwc256_stem_fast(const nat_nhwc *c) { return false; }
 
 void nat_nhwc256_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 #endif

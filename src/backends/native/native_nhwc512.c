@@ -581,7 +581,102 @@ static T512 void stem_tiles(const nat_nhwc *c, int nv, int np, int64_t n, int64_
     stem_np6(c, nv, n, oh, ow, m0, lm, lo, hi);
 }
 
+/* ---- stem on a padded NHWC copy: the window's shape as constants ---------- */
+
+/* Output pixels [ow, ow + NP) of row (n, oh) and channels [m0, m0 + 16 NV)
+ * of a KH x KW stride-S conv of C channels on an unpadded NHWC input (the
+ * padded copy native_nhwc.c makes of a stem's input): per kernel row one
+ * input pointer, every tap's broadcast and weight row at a constant
+ * displacement from it, the row's KW C steps unrolled (the implicit GEMM
+ * set 8 pixel pointers up per kernel row over runs of 9 or 21 floats). */
+INL T512 void stemf_tile(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, int64_t m0,
+                         __m512 lo, __m512 hi) {
+  const int64_t M = c->M;
+  __m512 acc[12][4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; j++) {
+    __m512 b = c->b ? _mm512_loadu_ps(c->b + m0 + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < NP; i++)
+      acc[i][j] = b;
+  }
+  const float *xr = c->x + n * c->xs_n + oh * c->sh * c->xs_h + ow * S * C;
+  for (int64_t ki = 0; ki < c->kh; ki++, xr += c->xs_h) {
+    const float *wk = c->w + ki * KW * C * M + m0;
+#pragma GCC unroll 21
+    for (int t = 0; t < KW * C; t++) {
+      __m512 wv[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        wv[j] = _mm512_loadu_ps(wk + t * M + 16 * j);
+#pragma GCC unroll 12
+      for (int i = 0; i < NP; i++) {
+        __m512 xb = _mm512_set1_ps(xr[i * S * C + t]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+          acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float *y = c->y + ((n * c->OH + oh - c->y_r0) * c->OW + ow) * M + m0;
+#pragma GCC unroll 12
+  for (int i = 0; i < NP; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+      _mm512_storeu_ps(y + i * M + 16 * j, _mm512_min_ps(_mm512_max_ps(acc[i][j], lo), hi));
+}
+
+/* Rows [r0, r1): tiles of NP pixels, the last one moved back to end at
+ * the row's end (its first pixels computed twice, the same values). */
+INL T512 void stemf_rows(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t m0 = 0; m0 < c->M; m0 += 16 * NV)
+      for (int64_t ow = 0; ow < c->OW; ow += NP)
+        stemf_tile(KW, C, S, NP, NV, c, n, oh, ow + NP <= c->OW ? ow : c->OW - NP, m0, lo, hi);
+  }
+}
+
+static T512 void stemf_3x3s2c3_n2(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 12, 2, c, r0, r1);
+}
+static T512 void stemf_7x7s2c3_n4(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 6, 4, c, r0, r1);
+}
+static T512 void stemf_7x7s2c3_n2(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 12, 2, c, r0, r1);
+}
+static T512 void stemf_3x3s2c3_n4(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 6, 4, c, r0, r1);
+}
+
+typedef void (*stemf_fn)(const nat_nhwc *c, int64_t r0, int64_t r1);
+
+/* The kernel for c, or NULL: 3 channels, a 3x3 or 7x7 stride-2 window on
+ * an unpadded NHWC input (the padded copy), M a multiple of 32, rows of M
+ * floats, no residual, at least a tile's pixels a row. */
+static stemf_fn stemf_of(const nat_nhwc *c) {
+  if (c->C != 3 || c->xs_c != 1 || c->xs_w != 3 || c->pt || c->pl || c->kh != c->kw ||
+      (c->kh != 3 && c->kh != 7) || c->sh != 2 || c->sw != 2 || (c->dh > 1 || c->dw > 1) ||
+      c->M % 32 || c->z || (c->ldy > 0 && c->ldy != c->M))
+    return NULL;
+  bool n4 = c->M % 64 == 0;
+  if (c->OW < (n4 ? 6 : 12)) return NULL;
+  if (c->kh == 3) return n4 ? stemf_3x3s2c3_n4 : stemf_3x3s2c3_n2;
+  return n4 ? stemf_7x7s2c3_n4 : stemf_7x7s2c3_n2;
+}
+
+bool nat_nhwc512_stem_fast(const nat_nhwc *c) { return stemf_of(c) != NULL; }
+
 T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_fn f = stemf_of(c);
+  if (f) {
+    f(c, r0, r1);
+    return;
+  }
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   /* outputs whose taps all lie inside the row: [jl, jh) */
   int64_t S = c->sw, jl = (c->pl + S - 1) / S;
@@ -637,6 +732,7 @@ void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+bool nat_nhwc512_stem_fast(const nat_nhwc *c) { return false; }
 
 void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 #endif
