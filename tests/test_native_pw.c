@@ -170,6 +170,17 @@ int main(void) {
       {9, 30, 64, 131, 3, 1, 1, 1},         /* small weights, 900 pixels: tile by tile */
       {128, 28, 128, 256, 3, 1, 1, 32},     /* ResNeXt's first stage: 4 channels a group */
       {24, 12, 600, 250, 1, 1, 0, 1},       /* 1x1 -> 1x1 */
+      {16, 14, 131, 32, 3, 1, 1, 1},        /* 32 channels: the 12 x 2 (AVX-512) and 6 x 2
+                                               (AVX2) assembly loops, K % 4 = 3 */
+      {16, 9, 160, 160, 1, 1, 0, 1},        /* RegNet's 160: 5 blocks of 12 x 2, K % 4 = 0 */
+      /* stems (3 channels, stride 2) on the stem kernels' fixed-shape tiles: the last tile
+         of a row moved back to end with it, 32 (12 x 2), 64 (6 x 4), 48 (AVX2 only) and 96
+         channels, rows too short for the AVX-512 tile */
+      {3, 33, 32, 40, 3, 2, 1, 1},
+      {3, 40, 64, 24, 7, 2, 3, 1},
+      {3, 23, 48, 16, 3, 2, 1, 1},
+      {3, 30, 96, 8, 7, 2, 3, 1},
+      {3, 13, 32, 8, 3, 2, 1, 1},
   };
   char what[96];
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {

@@ -439,6 +439,9 @@ void nat_nhwc256_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y);
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* Whether nat_nhwc256_stem runs c on its fixed-shape tiles (a 3-channel 3x3
+ * or 7x7 stride-2 window on the padded NHWC copy). */
+bool nat_nhwc256_stem_fast(const nat_nhwc *c);
 /* Window convs (group 1, any kernel, stride, dilation, padding; NHWC X):
  * output pixels [p0, p1) (of N*OH*OW) and channels [m0, m1) (m0 a multiple
  * of c->pw_bw) on the packed weights c->wpk (K = kh kw C rows), with the
@@ -526,6 +529,9 @@ void nat_nhwc512_dw_row(const float *const rows[3], int64_t W, int64_t OW, int64
                         int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                         const float *z, float lo, float hi, float *y);
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1);
+/* Whether nat_nhwc512_stem runs c on its fixed-shape tiles (a 3-channel 3x3
+ * or 7x7 stride-2 window on the padded NHWC copy). */
+bool nat_nhwc512_stem_fast(const nat_nhwc *c);
 
 /* Hot loops get an AVX2+FMA clone beside the baseline (SSE2) one, picked
  * at load time by the CPU (GCC's target_clones, x86-64 Linux only; not under

@@ -894,6 +894,10 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
      * kernel rows are runs of kw C floats (stride-1 taps) */
     AIT_TRY(pad_input(r, &c));
     c.win_rows = c.dw <= 1;
+    /* a 3-channel 3x3 or 7x7 stride-2 stem: the stem kernels' fixed-shape tiles */
+    if (level == NAT_ISA_AVX512 ? nat_nhwc512_stem_fast(&c)
+                                : level == NAT_ISA_AVX2 && nat_nhwc256_stem_fast(&c))
+      kind = K_STEM;
   }
   if (kind == K_PW || kind == K_WIN) {
     run_gemm_like(r, &c, c.N * c.OH * c.OW, k, kind, NAT_DATA_TILES, 1);

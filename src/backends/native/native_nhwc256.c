@@ -43,12 +43,112 @@ bool nat_nhwc256_available(void) { return nat_isa() >= NAT_ISA_AVX2; }
 
 #define PW_PREFETCH 8
 
-/* y[i][0..8nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
- * the last vector through mask lm when tail. */
-INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, const float *x,
-                      int64_t ldx, const float *w, int64_t ldw, __m256i lm, const float *b,
-                      const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi,
+/* One k step of a tile: the weight row wk's vectors against mr broadcasts
+ * of column k of x (rows ldx apart). */
+INL T256 void pw_step(const int mr, const int nv, const bool tail, __m256 acc[12][3],
+                      const float *x, int64_t ldx, const float *wk, int64_t ldw, __m256i lm,
                       const float *wn) {
+  __m256 wv[3];
+  _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
+  if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
+  if (wn) _mm_prefetch((const char *)wn, _MM_HINT_T1); /* nat_pw_next */
+#pragma GCC unroll 3
+  for (int j = 0; j < 3; j++)
+    if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++) {
+    if (i >= mr) break;
+    __m256 xb = _mm256_broadcast_ss(x + i * ldx);
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; j++)
+      if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+  }
+}
+
+/* The 6 x 2 tile's k loop on packed weights (rows 16 floats apart), four k
+ * steps an iteration in assembly: every load and broadcast at a fixed
+ * displacement from one of three pointers (x rows 0-2 and 4 from x0, 3 and
+ * 5 from x3), the increments and branch once per four steps (the compiled
+ * loop issued 28 instructions per 12 multiply-adds; GCC's own unrolling
+ * spilled accumulators). Steps [0, 4 nb); acc in ymm0-11 at GCC's choice,
+ * ymm12-15 scratch. */
+// clang-format off
+#define PW62_ROW(U, A, B, XB, S)                                                                   \
+  "vbroadcastss " #U "*4(" XB "), %%ymm" S "\n\t"                                                  \
+  "vfmadd231ps %%ymm12, %%ymm" S ", %%ymm" A "\n\t"                                                \
+  "vfmadd231ps %%ymm13, %%ymm" S ", %%ymm" B "\n\t"
+#define PW62_STEP(U, PF)                                                                           \
+  "vmovups " #U "*64(%[w]), %%ymm12\n\t"                                                           \
+  "vmovups " #U "*64+32(%[w]), %%ymm13\n\t"                                                        \
+  "prefetcht0 " #U "*64+512(%[w])\n\t"                                                             \
+  PF                                                                                               \
+  PW62_ROW(U, "0", "1", "%[x0]", "14")                                                             \
+  PW62_ROW(U, "2", "3", "%[x0],%[l],1", "15")                                                      \
+  PW62_ROW(U, "4", "5", "%[x0],%[l],2", "14")                                                      \
+  PW62_ROW(U, "6", "7", "%[x3]", "15")                                                             \
+  PW62_ROW(U, "8", "9", "%[x0],%[l],4", "14")                                                      \
+  PW62_ROW(U, "10", "11", "%[x3],%[l],2", "15")
+/* the accumulators ymm0-11 from and back to buf (once a tile) */
+#define PW62_MOV(OP)                                                                               \
+  OP("0", "0") OP("1", "32") OP("2", "64") OP("3", "96") OP("4", "128") OP("5", "160")             \
+  OP("6", "192") OP("7", "224") OP("8", "256") OP("9", "288") OP("10", "320") OP("11", "352")
+#define PW62_LD(R, O) "vmovups " O "(%[a]), %%ymm" R "\n\t"
+#define PW62_ST(R, O) "vmovups %%ymm" R ", " O "(%[a])\n\t"
+#define PW62_LOOP(PF0, PF1, PF2, PF3, WNADD)                                                       \
+  __asm__ volatile(                                                                                \
+      PW62_MOV(PW62_LD)                                                                            \
+      "1:\n\t"                                                                                     \
+      PW62_STEP(0, PF0) PW62_STEP(1, PF1) PW62_STEP(2, PF2) PW62_STEP(3, PF3)                      \
+      "add $16, %[x0]\n\t"                                                                         \
+      "add $16, %[x3]\n\t"                                                                         \
+      "add $256, %[w]\n\t"                                                                         \
+      WNADD                                                                                        \
+      "dec %[n]\n\t"                                                                               \
+      "jnz 1b\n\t"                                                                                 \
+      PW62_MOV(PW62_ST)                                                                            \
+      : [x0] "+r"(x0), [x3] "+r"(x3), [w] "+r"(wp), [n] "+r"(nb), [wn] "+r"(wq)                    \
+      : [l] "r"(lb), [a] "r"(buf)                                                                  \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory")
+// clang-format on
+
+INL T256 int64_t pw62_asm(__m256 acc[12][3], int64_t K, const float *x, int64_t ldx, const float *w,
+                          const float *wn) {
+  int64_t nb = K / 4;
+  if (nb <= 0) return 0;
+  const float *x0 = x, *x3 = x + 3 * ldx, *wp = w, *wq = wn;
+  int64_t lb = ldx * 4;
+  float buf[12 * 8];
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++)
+    _mm256_storeu_ps(buf + 8 * i, acc[i / 2][i % 2]);
+  if (wn)
+    PW62_LOOP("prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",
+              "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t");
+  else
+    PW62_LOOP("", "", "", "", "");
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++)
+    acc[i / 2][i % 2] = _mm256_loadu_ps(buf + 8 * i);
+  return 4 * (K / 4);
+}
+
+INL T256 void pw_kloop(const int mr, const int nv, const bool tail, const bool pf,
+                       __m256 acc[12][3], int64_t k, int64_t K, const float *x, int64_t ldx,
+                       const float *w, int64_t ldw, __m256i lm, const float *wn) {
+  for (; k < K; k++)
+    pw_step(mr, nv, tail, acc, x + k, ldx, w + k * ldw, ldw, lm, pf ? wn + 16 * k : NULL);
+}
+
+/* y[i][0..8nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
+ * the last vector through mask lm when tail; the weight rows cw floats
+ * apart when cw > 0 (packed blocks: their offsets then constants), else
+ * ldw. */
+INL T256 void pw_tile(const int mr, const int nv, const bool tail, const int cw, int64_t K,
+                      const float *x, int64_t ldx, const float *w, int64_t ldw_, __m256i lm,
+                      const float *b, const float *z, float *y, int64_t ldy, __m256 lo, __m256 hi,
+                      const float *wn) {
+  const int64_t ldw = cw > 0 ? cw : ldw_;
   __m256 acc[12][3];
 #pragma GCC unroll 3
   for (int j = 0; j < 3; j++) {
@@ -59,24 +159,12 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
     for (int i = 0; i < 12; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  for (int64_t k = 0; k < K; k++) {
-    const float *wk = w + k * ldw;
-    __m256 wv[3];
-    _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw), _MM_HINT_T0);
-    if (nv == 3) _mm_prefetch((const char *)(wk + PW_PREFETCH * ldw + 16), _MM_HINT_T0);
-    if (wn) _mm_prefetch((const char *)(wn + 16 * k), _MM_HINT_T1); /* nat_pw_next */
-#pragma GCC unroll 3
-    for (int j = 0; j < 3; j++)
-      if (j < nv) wv[j] = LD8(wk + 8 * j, tail && j == nv - 1, lm);
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; i++) {
-      if (i >= mr) break;
-      __m256 xb = _mm256_broadcast_ss(x + i * ldx + k);
-#pragma GCC unroll 3
-      for (int j = 0; j < 3; j++)
-        if (j < nv) acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
-    }
-  }
+  int64_t k0 = 0;
+  if (mr == 6 && nv == 2 && !tail && cw == 16) k0 = pw62_asm(acc, K, x, ldx, w, wn);
+  if (wn) /* the test hoisted out of the loop */
+    pw_kloop(mr, nv, tail, true, acc, k0, K, x, ldx, w, ldw, lm, wn);
+  else
+    pw_kloop(mr, nv, tail, false, acc, k0, K, x, ldx, w, ldw, lm, NULL);
 #pragma GCC unroll 12
   for (int i = 0; i < 12; i++) {
     if (i >= mr) break;
@@ -99,9 +187,11 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, int64_t K, co
 #define PW_CASE(R, NV)                                                                             \
   case R:                                                                                          \
     if (tail)                                                                                      \
-      pw_tile(R, NV, true, PW_PASS);                                                               \
+      pw_tile(R, NV, true, 0, PW_PASS);                                                            \
+    else if ((R) == 6 && (NV) == 2 && ldw == 16) /* pw62_asm */                                    \
+      pw_tile(R, NV, false, 16, PW_PASS);                                                          \
     else                                                                                           \
-      pw_tile(R, NV, false, PW_PASS);                                                              \
+      pw_tile(R, NV, false, 0, PW_PASS);                                                           \
     break;
 
 /* One function per vector count, a case per row count up to that count's
@@ -317,7 +407,90 @@ static T256 void stem_tiles(int np, STEM_ARGS) {
   }
 }
 
+/* ---- stem on a padded NHWC copy: the window's shape as constants ---------- */
+
+/* As native_nhwc512.c's stemf_tile: output pixels [ow, ow + NP) of row
+ * (n, oh), channels [m0, m0 + 8 NV), one input pointer per kernel row and
+ * every tap at a constant displacement from it. */
+INL T256 void stemf_tile(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, int64_t m0,
+                         __m256 lo, __m256 hi) {
+  const int64_t M = c->M;
+  __m256 acc[12][4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; j++) {
+    __m256 b = c->b ? _mm256_loadu_ps(c->b + m0 + 8 * j) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < NP; i++)
+      acc[i][j] = b;
+  }
+  const float *xr = c->x + n * c->xs_n + oh * c->sh * c->xs_h + ow * S * C;
+  for (int64_t ki = 0; ki < c->kh; ki++, xr += c->xs_h) {
+    const float *wk = c->w + ki * KW * C * M + m0;
+#pragma GCC unroll 21
+    for (int t = 0; t < KW * C; t++) {
+      __m256 wv[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        wv[j] = _mm256_loadu_ps(wk + t * M + 8 * j);
+#pragma GCC unroll 12
+      for (int i = 0; i < NP; i++) {
+        __m256 xb = _mm256_broadcast_ss(xr + i * S * C + t);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+          acc[i][j] = _mm256_fmadd_ps(xb, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float *y = c->y + ((n * c->OH + oh - c->y_r0) * c->OW + ow) * M + m0;
+#pragma GCC unroll 12
+  for (int i = 0; i < NP; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+      _mm256_storeu_ps(y + i * M + 8 * j, _mm256_min_ps(_mm256_max_ps(acc[i][j], lo), hi));
+}
+
+/* Rows [r0, r1): tiles of NP pixels, the last one moved back to end at
+ * the row's end (its first pixels computed twice, the same values). */
+INL T256 void stemf_rows(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t m0 = 0; m0 < c->M; m0 += 8 * NV)
+      for (int64_t ow = 0; ow < c->OW; ow += NP)
+        stemf_tile(KW, C, S, NP, NV, c, n, oh, ow + NP <= c->OW ? ow : c->OW - NP, m0, lo, hi);
+  }
+}
+
+static T256 void stemf_3x3s2c3(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 6, 2, c, r0, r1);
+}
+static T256 void stemf_7x7s2c3(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 6, 2, c, r0, r1);
+}
+
+typedef void (*stemf_fn)(const nat_nhwc *c, int64_t r0, int64_t r1);
+
+/* The kernel for c, or NULL: 3 channels, a 3x3 or 7x7 stride-2 window on
+ * an unpadded NHWC input (the padded copy), M a multiple of 16, rows of M
+ * floats, no residual, at least a tile's pixels a row. */
+static stemf_fn stemf_of(const nat_nhwc *c) {
+  if (c->C != 3 || c->xs_c != 1 || c->xs_w != 3 || c->pt || c->pl || c->kh != c->kw ||
+      (c->kh != 3 && c->kh != 7) || c->sh != 2 || c->sw != 2 || (c->dh > 1 || c->dw > 1) ||
+      c->M % 16 || c->z || (c->ldy > 0 && c->ldy != c->M) || c->OW < 6)
+    return NULL;
+  return c->kh == 3 ? stemf_3x3s2c3 : stemf_7x7s2c3;
+}
+
+bool nat_nhwc256_stem_fast(const nat_nhwc *c) { return stemf_of(c) != NULL; }
+
 T256 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_fn f = stemf_of(c);
+  if (f) {
+    f(c, r0, r1);
+    return;
+  }
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
   /* outputs whose taps all lie inside the row: [jl, jh) */
   int64_t S = c->sw, jl = (c->pl + S - 1) / S;
@@ -374,6 +547,7 @@ bool nat_nhwc256_available(void) { return false; }
 void nat_nhwc256_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 2; }
 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
 void nat_nhwc256_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+bool nat_nhwc256_stem_fast(const nat_nhwc *c) { return false; }
 
 void nat_nhwc256_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 #endif

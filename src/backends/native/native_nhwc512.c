@@ -33,11 +33,93 @@ bool nat_nhwc512_available(void) { return nat_isa() >= NAT_ISA_AVX512; }
  * page for wide layers, where the hardware prefetchers stop). */
 #define PW_PREFETCH 8
 
+/* The 12 x 2 tile's k loop on packed weights (rows 32 floats apart, no
+ * mask), four k steps an iteration in assembly: every load and broadcast at
+ * a fixed displacement from one of four pointers (x rows 3t..3t+2 from
+ * x3t), the increments and branch once per four steps (as native_nhwc256.c's
+ * pw62_asm). Steps [0, 4 nb); the accumulators in zmm0-23 (from and back to
+ * buf once a tile), zmm24-31 scratch. */
+// clang-format off
+#define PW122_ROW(U, A, B, XB, S)                                                                  \
+  "vbroadcastss " #U "*4(" XB "), %%zmm" S "\n\t"                                                  \
+  "vfmadd231ps %%zmm24, %%zmm" S ", %%zmm" A "\n\t"                                                \
+  "vfmadd231ps %%zmm25, %%zmm" S ", %%zmm" B "\n\t"
+#define PW122_STEP(U, PF)                                                                          \
+  "vmovups " #U "*128(%[w]), %%zmm24\n\t"                                                          \
+  "vmovups " #U "*128+64(%[w]), %%zmm25\n\t"                                                       \
+  "prefetcht0 " #U "*128+1024(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*128+1088(%[w])\n\t"                                                           \
+  PF                                                                                               \
+  PW122_ROW(U, "0", "1", "%[x0]", "26")                                                            \
+  PW122_ROW(U, "2", "3", "%[x0],%[l],1", "27")                                                     \
+  PW122_ROW(U, "4", "5", "%[x0],%[l],2", "28")                                                     \
+  PW122_ROW(U, "6", "7", "%[x3]", "29")                                                            \
+  PW122_ROW(U, "8", "9", "%[x3],%[l],1", "30")                                                     \
+  PW122_ROW(U, "10", "11", "%[x3],%[l],2", "31")                                                   \
+  PW122_ROW(U, "12", "13", "%[x6]", "26")                                                          \
+  PW122_ROW(U, "14", "15", "%[x6],%[l],1", "27")                                                   \
+  PW122_ROW(U, "16", "17", "%[x6],%[l],2", "28")                                                   \
+  PW122_ROW(U, "18", "19", "%[x9]", "29")                                                          \
+  PW122_ROW(U, "20", "21", "%[x9],%[l],1", "30")                                                   \
+  PW122_ROW(U, "22", "23", "%[x9],%[l],2", "31")
+#define PW122_MOV(OP)                                                                              \
+  OP("0", "0") OP("1", "64") OP("2", "128") OP("3", "192") OP("4", "256") OP("5", "320")           \
+  OP("6", "384") OP("7", "448") OP("8", "512") OP("9", "576") OP("10", "640") OP("11", "704")      \
+  OP("12", "768") OP("13", "832") OP("14", "896") OP("15", "960") OP("16", "1024")                 \
+  OP("17", "1088") OP("18", "1152") OP("19", "1216") OP("20", "1280") OP("21", "1344")             \
+  OP("22", "1408") OP("23", "1472")
+#define PW122_LD(R, O) "vmovups " O "(%[a]), %%zmm" R "\n\t"
+#define PW122_ST(R, O) "vmovups %%zmm" R ", " O "(%[a])\n\t"
+#define PW122_LOOP(PF0, PF1, PF2, PF3, WNADD)                                                      \
+  __asm__ volatile(                                                                                \
+      PW122_MOV(PW122_LD)                                                                          \
+      "1:\n\t"                                                                                     \
+      PW122_STEP(0, PF0) PW122_STEP(1, PF1) PW122_STEP(2, PF2) PW122_STEP(3, PF3)                  \
+      "add $16, %[x0]\n\t"                                                                         \
+      "add $16, %[x3]\n\t"                                                                         \
+      "add $16, %[x6]\n\t"                                                                         \
+      "add $16, %[x9]\n\t"                                                                         \
+      "add $512, %[w]\n\t"                                                                         \
+      WNADD                                                                                        \
+      "dec %[n]\n\t"                                                                               \
+      "jnz 1b\n\t"                                                                                 \
+      PW122_MOV(PW122_ST)                                                                          \
+      : [x0] "+r"(x0), [x3] "+r"(x3), [x6] "+r"(x6), [x9] "+r"(x9), [w] "+r"(wp), [n] "+r"(nb),   \
+        [wn] "+r"(wq)                                                                              \
+      : [l] "r"(lb), [a] "r"(buf)                                                                  \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",  \
+        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",  \
+        "xmm31", "cc", "memory")
+// clang-format on
+
+INL T512 int64_t pw122_asm(__m512 acc[12][4], int64_t K, const float *x, int64_t ldx,
+                           const float *w, const float *wn) {
+  int64_t nb = K / 4;
+  if (nb <= 0) return 0;
+  const float *x0 = x, *x3 = x + 3 * ldx, *x6 = x + 6 * ldx, *x9 = x + 9 * ldx, *wp = w, *wq = wn;
+  int64_t lb = ldx * 4;
+  float buf[24 * 16];
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; i++)
+    _mm512_storeu_ps(buf + 16 * i, acc[i / 2][i % 2]);
+  if (wn)
+    PW122_LOOP("prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",
+               "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t");
+  else
+    PW122_LOOP("", "", "", "", "");
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; i++)
+    acc[i / 2][i % 2] = _mm512_loadu_ps(buf + 16 * i);
+  return 4 * (K / 4);
+}
+
 /* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
  * the last vector masked by lm. */
-INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int64_t ldx,
-                      const float *w, int64_t ldw, __mmask16 lm, const float *b, const float *z,
-                      float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn) {
+INL T512 void pw_tile(const int mr, const int nv, const bool fast, int64_t K, const float *x,
+                      int64_t ldx, const float *w, int64_t ldw, __mmask16 lm, const float *b,
+                      const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi,
+                      const float *wn) {
   __m512 acc[12][4];
   __mmask16 m[4];
 #pragma GCC unroll 4
@@ -51,7 +133,9 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
     for (int i = 0; i < 12; i++)
       if (i < mr) acc[i][j] = bj;
   }
-  for (int64_t k = 0; k < K; k++) {
+  int64_t k0 = 0;
+  if (fast && mr == 12 && nv == 2) k0 = pw122_asm(acc, K, x, ldx, w, wn);
+  for (int64_t k = k0; k < K; k++) {
     const float *wk = w + k * ldw;
     __m512 wv[4];
 #pragma GCC unroll 4
@@ -91,7 +175,12 @@ INL T512 void pw_tile(const int mr, const int nv, int64_t K, const float *x, int
       const float *b, const float *z, float *y, int64_t ldy, __m512 lo, __m512 hi, const float *wn
 #define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn
 #define PW_CASE(R, NV)                                                                             \
-  case R: pw_tile(R, NV, PW_PASS); break;
+  case R:                                                                                          \
+    if ((R) == 12 && (NV) == 2 && ldw == 32 && lm == 0xFFFF) /* pw122_asm */                       \
+      pw_tile(R, NV, true, PW_PASS);                                                               \
+    else                                                                                           \
+      pw_tile(R, NV, false, PW_PASS);                                                              \
+    break;
 
 /* One function per vector count, a case per row count: each tile fully
  * unrolled with its accumulators in registers. */
@@ -347,7 +436,102 @@ static T512 void stem_tiles(const nat_nhwc *c, int nv, int np, int64_t n, int64_
     stem_np6(c, nv, n, oh, ow, m0, lm, lo, hi);
 }
 
+/* ---- stem on a padded NHWC copy: the window's shape as constants ---------- */
+
+/* Output pixels [ow, ow + NP) of row (n, oh) and channels [m0, m0 + 16 NV)
+ * of a KH x KW stride-S conv of C channels on an unpadded NHWC input (the
+ * padded copy native_nhwc.c makes of a stem's input): per kernel row one
+ * input pointer, every tap's broadcast and weight row at a constant
+ * displacement from it, the row's KW C steps unrolled (the implicit GEMM
+ * set 8 pixel pointers up per kernel row over runs of 9 or 21 floats). */
+INL T512 void stemf_tile(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t n, int64_t oh, int64_t ow, int64_t m0,
+                         __m512 lo, __m512 hi) {
+  const int64_t M = c->M;
+  __m512 acc[12][4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; j++) {
+    __m512 b = c->b ? _mm512_loadu_ps(c->b + m0 + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < NP; i++)
+      acc[i][j] = b;
+  }
+  const float *xr = c->x + n * c->xs_n + oh * c->sh * c->xs_h + ow * S * C;
+  for (int64_t ki = 0; ki < c->kh; ki++, xr += c->xs_h) {
+    const float *wk = c->w + ki * KW * C * M + m0;
+#pragma GCC unroll 21
+    for (int t = 0; t < KW * C; t++) {
+      __m512 wv[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; j++)
+        wv[j] = _mm512_loadu_ps(wk + t * M + 16 * j);
+#pragma GCC unroll 12
+      for (int i = 0; i < NP; i++) {
+        __m512 xb = _mm512_set1_ps(xr[i * S * C + t]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+          acc[i][j] = _mm512_fmadd_ps(xb, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float *y = c->y + ((n * c->OH + oh - c->y_r0) * c->OW + ow) * M + m0;
+#pragma GCC unroll 12
+  for (int i = 0; i < NP; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+      _mm512_storeu_ps(y + i * M + 16 * j, _mm512_min_ps(_mm512_max_ps(acc[i][j], lo), hi));
+}
+
+/* Rows [r0, r1): tiles of NP pixels, the last one moved back to end at
+ * the row's end (its first pixels computed twice, the same values). */
+INL T512 void stemf_rows(const int KW, const int C, const int S, const int NP, const int NV,
+                         const nat_nhwc *c, int64_t r0, int64_t r1) {
+  __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    for (int64_t m0 = 0; m0 < c->M; m0 += 16 * NV)
+      for (int64_t ow = 0; ow < c->OW; ow += NP)
+        stemf_tile(KW, C, S, NP, NV, c, n, oh, ow + NP <= c->OW ? ow : c->OW - NP, m0, lo, hi);
+  }
+}
+
+static T512 void stemf_3x3s2c3_n2(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 12, 2, c, r0, r1);
+}
+static T512 void stemf_7x7s2c3_n4(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 6, 4, c, r0, r1);
+}
+static T512 void stemf_7x7s2c3_n2(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(7, 3, 2, 12, 2, c, r0, r1);
+}
+static T512 void stemf_3x3s2c3_n4(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_rows(3, 3, 2, 6, 4, c, r0, r1);
+}
+
+typedef void (*stemf_fn)(const nat_nhwc *c, int64_t r0, int64_t r1);
+
+/* The kernel for c, or NULL: 3 channels, a 3x3 or 7x7 stride-2 window on
+ * an unpadded NHWC input (the padded copy), M a multiple of 32, rows of M
+ * floats, no residual, at least a tile's pixels a row. */
+static stemf_fn stemf_of(const nat_nhwc *c) {
+  if (c->C != 3 || c->xs_c != 1 || c->xs_w != 3 || c->pt || c->pl || c->kh != c->kw ||
+      (c->kh != 3 && c->kh != 7) || c->sh != 2 || c->sw != 2 || (c->dh > 1 || c->dw > 1) ||
+      c->M % 32 || c->z || (c->ldy > 0 && c->ldy != c->M))
+    return NULL;
+  bool n4 = c->M % 64 == 0;
+  if (c->OW < (n4 ? 6 : 12)) return NULL;
+  if (c->kh == 3) return n4 ? stemf_3x3s2c3_n4 : stemf_3x3s2c3_n2;
+  return n4 ? stemf_7x7s2c3_n4 : stemf_7x7s2c3_n2;
+}
+
+bool nat_nhwc512_stem_fast(const nat_nhwc *c) { return stemf_of(c) != NULL; }
+
 T512 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  stemf_fn f = stemf_of(c);
+  if (f) {
+    f(c, r0, r1);
+    return;
+  }
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);
   /* outputs whose taps all lie inside the row: [jl, jh) */
   int64_t S = c->sw, jl = (c->pl + S - 1) / S;
@@ -399,6 +583,7 @@ bool nat_nhwc512_available(void) { return false; }
 void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) { *mr = 6, *nv = 4; }
 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {}
 void nat_nhwc512_stem(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+bool nat_nhwc512_stem_fast(const nat_nhwc *c) { return false; }
 
 void nat_nhwc512_dw1(const nat_nhwc *c, int64_t r0, int64_t r1) {}
 #endif
