@@ -192,7 +192,8 @@ static void mm_case(int level, int tile, int64_t M, int64_t N, int64_t K, bool p
 
 static void test_mm_kernel(void) {
   static const int64_t fixed[][3] = {{128, 768, 3072}, {49, 384, 1536}, {24, 256, 1024},
-                                     {400, 40, 1100},  {1, 17, 5},      {13, 100, 800}};
+                                     {400, 40, 1100},  {1, 17, 5},      {13, 100, 800},
+                                     {300, 524, 700}}; /* the last: a panel's C past 512 KB */
   for (int level = NAT_ISA_AVX2; level <= NAT_ISA_AVX512; level++) {
     if (!nat_mm_available(level)) {
       fprintf(stderr, "mm: level %s not on this CPU, skipped\n", nat_isa_name(level));
