@@ -192,7 +192,8 @@ static void mm_case(int level, int tile, int64_t M, int64_t N, int64_t K, bool p
 
 static void test_mm_kernel(void) {
   static const int64_t fixed[][3] = {{128, 768, 3072}, {49, 384, 1536}, {24, 256, 1024},
-                                     {400, 40, 1100},  {1, 17, 5},      {13, 100, 800}};
+                                     {400, 40, 1100},  {1, 17, 5},      {13, 100, 800},
+                                     {300, 524, 700}}; /* the last: a panel's C past 512 KB */
   for (int level = NAT_ISA_AVX2; level <= NAT_ISA_AVX512; level++) {
     if (!nat_mm_available(level)) {
       fprintf(stderr, "mm: level %s not on this CPU, skipped\n", nat_isa_name(level));
@@ -329,6 +330,63 @@ static void test_instnorm_gelu(void) {
   }
 }
 
+/* torch's GroupNorm with groups == channels and affine (wav2vec2's front
+ * end): Reshape(x, [0, C, -1]) -> InstanceNormalization -> Reshape back
+ * (to Shape(x), or the constant) -> Mul(gamma [C, 1]) -> Add(beta [C, 1]),
+ * then the spelled-out GELU or not: one FusedInstanceNorm. */
+static ait_graph *groupnorm_model(const int64_t *dx, bool gelu, bool by_shape) {
+  int64_t C = dx[1];
+  float *p = malloc(sizeof(float) * (size_t)(4 * C));
+  fill(p, 4 * C);
+  static const float sqrt2 = 1.41421356f, one = 1.0f, half = 0.5f;
+  const int64_t dc[1] = {C}, dc1[2] = {C, 1}, d0[1] = {0}, d3[1] = {3}, sh[3] = {0, C, -1};
+  tb_model *m = tb_new(13);
+  tb_input(m, "x", 1, 3, dx);
+  tb_output(m, "y", 1, 3, dx);
+  tb_init_f32(m, "s", 1, dc, p);
+  tb_init_f32(m, "b", 1, dc, p + C);
+  tb_init_f32(m, "gamma", 2, dc1, p + 2 * C);
+  tb_init_f32(m, "beta", 2, dc1, p + 3 * C);
+  tb_init_i64(m, "sh", 1, d3, sh);
+  tb_init_f32(m, "sqrt2", 0, d0, &sqrt2);
+  tb_init_f32(m, "one", 0, d0, &one);
+  tb_init_f32(m, "half", 0, d0, &half);
+  tb_node(m, "Reshape", "r0", IN("x", "sh"), IN("xr"));
+  tb_node(m, "InstanceNormalization", "in", IN("xr", "s", "b"), IN("n0"));
+  if (by_shape) tb_node(m, "Shape", "shape", IN("x"), IN("xs"));
+  tb_node(m, "Reshape", "r1", IN("n0", by_shape ? "xs" : "sh"), IN("n1"));
+  tb_node(m, "Mul", "g", IN("n1", "gamma"), IN("n2"));
+  tb_node(m, "Add", "bt", IN("n2", "beta"), IN(gelu ? "n" : "y"));
+  if (gelu) {
+    tb_node(m, "Div", "div", IN("n", "sqrt2"), IN("d"));
+    tb_node(m, "Erf", "erf", IN("d"), IN("e"));
+    tb_node(m, "Add", "add", IN("e", "one"), IN("a"));
+    tb_node(m, "Mul", "mul", IN("n", "a"), IN("p"));
+    tb_node(m, "Mul", "mul2", IN("p", "half"), IN("y"));
+  }
+  free(p);
+  return tb_parse_graph(m);
+}
+
+static void test_groupnorm(void) {
+  static const int64_t shapes[][3] = {{1, 7, 3199}, {2, 5, 33}, {3, 16, 1}, {2, 4, 100}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int v = 0; v < 4; v++) {
+      bool gelu = v & 1, by_shape = v & 2;
+      ait_graph *g = groupnorm_model(shapes[i], gelu, by_shape);
+      CHECK(g != NULL);
+      if (!g) continue;
+      ait_graph *rw = rewrite(g);
+      CHECK(rw && count_op(rw, "FusedInstanceNorm") == 1 && count_op(rw, "Erf") == 0 &&
+            count_op(rw, "Mul") == 0 && count_op(rw, "Add") == 0 && count_op(rw, "Reshape") == 0);
+      ait_graph_free(rw);
+      ait_tensor *x = rand_tensor(3, shapes[i]);
+      check_specs(g, (const ait_tensor *const *)&x, 1, 1e-5, "GroupNorm");
+      ait_tensor_free(x);
+      ait_graph_free(g);
+    }
+}
+
 /* x[N, C, L] -> Conv(W [M, C, k], bias?) [-> Add(z) -> Relu]: a 1-D
  * convolution of one group, on native_mm's tiles at the vector levels. */
 static ait_graph *conv1d_model(int64_t N, int64_t C, int64_t L, int64_t M, int64_t k, int64_t s,
@@ -388,6 +446,7 @@ int main(void) {
   test_gemm_tiles();
   test_row_residual();
   test_instnorm_gelu();
+  test_groupnorm();
   test_conv1d();
   return check_result("test_native_seq");
 }

@@ -24,6 +24,9 @@ ait_status ait_fused_attention_kernel(ait_kctx *ctx, const ait_node *node,
                                       int n_out);
 ait_status ait_fused_unary_kernel(ait_kctx *ctx, const ait_node *node, const ait_tensor *const *in,
                                   int n_in, ait_tensor **out, int n_out);
+ait_status ait_fused_instancenorm_kernel(ait_kctx *ctx, const ait_node *node,
+                                         const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                         int n_out);
 ait_status ait_fused_gap_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
                                      const ait_tensor *const *in, int n_in, ait_tensor **out,
                                      int n_out);
@@ -187,6 +190,8 @@ const ait_op_def ait_ops_fused[] = {
      ait_fused_pool_nhwc_kernel},
     {AIT_FUSED_DOMAIN, "FusedGemm", 1, AIT_DT_FLOATS, nn_gemm_shape, ait_fused_gemm_kernel},
     {AIT_FUSED_DOMAIN, "FusedUnary", 1, AIT_DT_FLOATS, ait_shape_same, ait_fused_unary_kernel},
+    {AIT_FUSED_DOMAIN, "FusedInstanceNorm", 1, AIT_DT_FLOATS, ait_shape_same,
+     ait_fused_instancenorm_kernel},
     {AIT_FUSED_DOMAIN, "FusedMatMul", 1, AIT_DT_FLOATS, nn_matmul_shape, ait_fused_matmul_kernel},
     {AIT_FUSED_DOMAIN, "FusedAttention", 1, AIT_DT_FLOATS, attention_shape,
      ait_fused_attention_kernel},

@@ -49,7 +49,9 @@
  * activation_params holds the bracketed floats.
  *
  *   FusedUnary(X)              Y = act(X): a chain of elementwise ops
- *       without a producer to join (e.g. Sigmoid + Mul), one pass */
+ *       without a producer to join (e.g. Sigmoid + Mul), one pass
+ *   FusedInstanceNorm(X, S, B) Y = act(InstanceNormalization(X, S, B)) (attribute
+ *       epsilon): a GroupNorm with affine and its Gelu, one pass (native) */
 #ifndef AIT_OPS_FUSED_IMPL_H
 #define AIT_OPS_FUSED_IMPL_H
 

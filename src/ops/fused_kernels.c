@@ -117,6 +117,13 @@ ait_status ait_fused_unary_kernel(ait_kctx *ctx, const ait_node *node, const ait
   return AIT_OK;
 }
 
+ait_status ait_fused_instancenorm_kernel(ait_kctx *ctx, const ait_node *node,
+                                         const ait_tensor *const *in, int n_in, ait_tensor **out,
+                                         int n_out) {
+  /* nn_instancenorm_kernel reads epsilon, which FusedInstanceNorm keeps */
+  return run_fused(ctx, node, nn_instancenorm_kernel, node, in, n_in, 3, 1.0f, out);
+}
+
 /* The standard op `op` (reference kernel at `opset`) on in[0..n_in), with
  * at most one attribute. */
 static ait_status run_std(const ait_node *fused, const char *op, int opset, const ait_attr *attr,

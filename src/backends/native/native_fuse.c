@@ -619,6 +619,94 @@ static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
   return nat_uses_refresh(u);
 }
 
+/* Whether constant shape v is [0 | N, C, -1 | T] for x [N, C, T] (Reshape
+ * `r`, allowzero 0 for the 0): the same planes as x. */
+static bool same_planes(const ait_graph *g, const ait_node *r, int v, const ait_value *x) {
+  if (!nat_is_const(g, v) || ait_attr_int(r, "allowzero", 0) != 0) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (t->dtype != AIT_INT64 || ait_tensor_numel(t) != 3) return false;
+  const int64_t *s = t->data;
+  return (s[0] == 0 || (s[0] > 0 && s[0] == x->dims[0].v)) && s[1] == x->dims[1].v &&
+         (s[2] == -1 || (s[2] > 0 && s[2] == x->dims[2].v));
+}
+
+/* torch's GroupNorm with groups == channels and affine, on x [N, C, T]:
+ * Reshape(x, [0, C, -1]) -> InstanceNormalization(s, b) -> Reshape(.,
+ * Shape(x) or [0, C, -1]) -> Mul(gamma[C, 1]) -> Add(beta[C, 1]), then a
+ * spelled-out Gelu or not: one FusedInstanceNorm on x with scale s * gamma
+ * and shift b * gamma + beta (native_groupnorm.c). */
+static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
+  ait_graph *g = u->g;
+  const ait_node *n = &g->nodes[i];
+  if (!ait_is_op(n, "InstanceNormalization") || n->n_in != 3 || n->n_out < 1 || n->in[0] < 0)
+    return AIT_OK;
+  int xin = n->in[0], rp = g->values[xin].producer;
+  if (rp < 0 || u->dead[rp] || !ait_is_op(&g->nodes[rp], "Reshape") || sole_reader(u, xin) != i)
+    return AIT_OK;
+  int x = g->nodes[rp].in[0];
+  const ait_value *xv = &g->values[x];
+  if (xv->dtype != AIT_FLOAT32 || xv->rank != 3 || xv->dims[1].v < 1) return AIT_OK;
+  int64_t C = xv->dims[1].v;
+  if (!same_planes(g, &g->nodes[rp], g->nodes[rp].in[1], xv)) return AIT_OK;
+  int r1 = sole_op(u, n->out[0], "Reshape");
+  if (r1 < 0) return AIT_OK;
+  int sh = g->nodes[r1].in[1], shp = sh >= 0 ? g->values[sh].producer : -1;
+  bool back = shp >= 0 && ait_is_op(&g->nodes[shp], "Shape") && g->nodes[shp].in[0] == x &&
+              ait_attr_int(&g->nodes[shp], "start", 0) == 0 &&
+              ait_attr_int(&g->nodes[shp], "end", INT64_MAX) >= 3;
+  if (!back && !same_planes(g, &g->nodes[r1], sh, xv)) return AIT_OK;
+  int y1 = g->nodes[r1].out[0], mi = sole_op(u, y1, "Mul");
+  if (mi < 0) return AIT_OK;
+  int y2 = g->nodes[mi].out[0], ai = sole_op(u, y2, "Add");
+  if (ai < 0) return AIT_OK;
+  int y3 = g->nodes[ai].out[0];
+  const ait_value *ov = &g->values[y3];
+  if (ov->rank != 3 || ov->dims[1].v != C || !nat_is_const(g, n->in[1]) ||
+      !nat_is_const(g, n->in[2]))
+    return AIT_OK;
+  const ait_tensor *S = g->values[n->in[1]].init, *B = g->values[n->in[2]].init;
+  if (S->dtype != AIT_FLOAT32 || B->dtype != AIT_FLOAT32 || ait_tensor_numel(S) != C ||
+      ait_tensor_numel(B) != C)
+    return AIT_OK;
+  ait_tensor *gm = feature_bias(g, other_input(&g->nodes[mi], y1), C, 1, 3);
+  ait_tensor *bt = gm ? feature_bias(g, other_input(&g->nodes[ai], y2), C, 1, 3) : NULL;
+  ait_gelu_match ge;
+  bool gelu = bt && match_gelu(u, y3, true, &ge);
+  if (!bt) {
+    ait_tensor_free(gm);
+    return AIT_OK;
+  }
+  float *s2 = gm->data, *b2 = bt->data; /* gm, bt become the new scale, shift */
+  const float *s = S->data, *b = B->data;
+  for (int64_t c = 0; c < C; c++) {
+    b2[c] = b[c] * s2[c] + b2[c];
+    s2[c] = s[c] * s2[c];
+  }
+  int sv = nat_add_initializer(g, g->values[n->in[1]].name, "_gn", gm);
+  if (sv < 0) {
+    ait_tensor_free(bt);
+    return AIT_E_NOMEM;
+  }
+  int bv = nat_add_initializer(g, g->values[n->in[2]].name, "_gn", bt);
+  if (bv < 0) return AIT_E_NOMEM;
+  ait_node *f = &g->nodes[i];
+  AIT_TRY(nat_node_make_fused(f, "FusedInstanceNorm"));
+  f->in[0] = x, f->in[1] = sv, f->in[2] = bv;
+  if (gelu) {
+    ait_act act = {.kind = ge.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU};
+    AIT_TRY(set_act(f, &act));
+    for (int k = 0; k < ge.n_nodes - 1; k++)
+      u->dead[ge.nodes[k]] = true;
+    absorb(u, i, ge.nodes[ge.n_nodes - 1]);
+    u->dead[ai] = true;
+  } else {
+    absorb(u, i, ai);
+  }
+  u->dead[rp] = u->dead[r1] = u->dead[mi] = true;
+  (*count)++;
+  return nat_uses_refresh(u);
+}
+
 ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
   ait_graph *g = u->g;
   for (int i = 0; i < g->n_nodes; i++)
@@ -628,6 +716,8 @@ ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
     AIT_TRY(fuse_from(u, i, &s->fused, true));
   }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!u->dead[i]) AIT_TRY(fuse_groupnorm(u, i, &s->fused));
   for (int i = 0; i < g->n_nodes; i++)
     if (!u->dead[i]) AIT_TRY(fuse_unary_from(u, i, &s->fused));
   return AIT_OK;

@@ -98,6 +98,35 @@ static inline const char *nat_mm_next_chunk(const nat_mm *m, int64_t j, int64_t 
   return (const char *)(m->b + nj * m->K + nk0 * m->nr);
 }
 
+/* The C rows of the tile after tile t (rows i.. i+mr of tiles rows split
+ * as base + (t < extra) from i0) at column block j: the block's next tile,
+ * after its last the next block's first (none past the call's columns).
+ * native_mm256.c prefetches them into L1 one row a reduction step while
+ * tile t runs: at batch 8 a panel's C (mc x N) is past L2 and each tile
+ * began with its C rows' misses (distilbert's 1024 x 768 x 3072 at AVX2:
+ * 80 -> 100 GFLOP/s). Only for chunks after the first (k0 > 0: C is read)
+ * and a panel's C past 512 KB. (AVX-512 does without: the checks in its
+ * k loop cost its batch-1 products 3-10%, more than batch 8 gained.) Its
+ * first row's address, *rows (0: none) and *last, the offset in bytes of
+ * a row's last float. */
+static inline const char *nat_mm_next_tile_c(const nat_mm *m, int64_t i0, int64_t t, int64_t tiles,
+                                             int64_t base, int64_t extra, int64_t i, int mr,
+                                             int64_t j, int64_t k0, int64_t *rows, int64_t *last) {
+  int64_t ni = i + mr, nj = j;
+  *rows = 0, *last = 0;
+  if (k0 == 0 || (base * tiles + extra) * m->N * (int64_t)sizeof(float) <= 512 * 1024) return NULL;
+  if (t + 1 < tiles) {
+    *rows = base + (t + 1 < extra);
+  } else if (j + m->nr < m->j1) {
+    ni = i0, nj = j + m->nr, *rows = base + (extra > 0);
+  } else {
+    return NULL;
+  }
+  int64_t nc = m->j1 - nj < m->nr ? m->j1 - nj : m->nr;
+  *last = (nc - 1) * (int64_t)sizeof(float);
+  return (const char *)(m->c + ni * m->ldc + nj);
+}
+
 /* The level kernels (native_mm256.c, native_mm512.c): rows [i0, i1) of C in
  * tiles of at most m->mr rows (rows split evenly), for the column block at
  * column j (nc <= nr columns) and reduction chunk [k0, k1): partial sums

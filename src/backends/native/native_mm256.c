@@ -27,7 +27,8 @@
 
 /* One tile: rows i.. i+mr, vectors j.. j+8nv, reduction [k0, k1). */
 INL T256 void tile(const int mr, const int nv, const bool tail, const nat_mm *m, int64_t i,
-                   int64_t j, int64_t k0, int64_t k1, __m256i lm, const char *pf, int64_t npf) {
+                   int64_t j, int64_t k0, int64_t k1, __m256i lm, const char *pf, int64_t npf,
+                   const char *pc, int64_t pcr, int64_t pcl) {
   const int64_t lda = m->lda, ldc = m->ldc, n = k1 - k0;
   const float *a = m->a + i * lda + k0;
   const bool packed = m->ldb == 0;
@@ -59,6 +60,12 @@ INL T256 void tile(const int mr, const int nv, const bool tail, const nat_mm *m,
 #pragma GCC unroll 4
   for (int64_t k = 0; k < n; k++) {
     if (k < npf) _mm_prefetch(pf + k * 64, _MM_HINT_T1);
+    if (k < pcr) { /* row k of the next tile's C: its first, second and last line */
+      const char *q = pc + k * ldc * (int64_t)sizeof(float);
+      _mm_prefetch(q, _MM_HINT_T0);
+      _mm_prefetch(q + 64, _MM_HINT_T0);
+      _mm_prefetch(q + pcl, _MM_HINT_T0);
+    }
     const float *wk = w + k * ldw;
     __m256 wv[NV_MAX];
 #pragma GCC unroll 4
@@ -104,14 +111,14 @@ INL T256 void tile(const int mr, const int nv, const bool tail, const nat_mm *m,
 #define ROWS_3 4
 #define TILE_ARGS                                                                                  \
   const nat_mm *m, int64_t i, int64_t j, int64_t k0, int64_t k1, __m256i lm, const char *pf,       \
-      int64_t npf
+      int64_t npf, const char *pc, int64_t pcr, int64_t pcl
 #define TILE_CASE(R, NV)                                                                           \
   case R:                                                                                          \
     if (R > ROWS_##NV) break; /* no such tile */                                                   \
     if (tail)                                                                                      \
-      tile(R, NV, true, m, i, j, k0, k1, lm, pf, npf);                                             \
+      tile(R, NV, true, m, i, j, k0, k1, lm, pf, npf, pc, pcr, pcl);                               \
     else                                                                                           \
-      tile(R, NV, false, m, i, j, k0, k1, lm, pf, npf);                                            \
+      tile(R, NV, false, m, i, j, k0, k1, lm, pf, npf, pc, pcr, pcl);                              \
     break;
 /* One function per vector count, a case per row count up to that count's
  * most rows (ROWS_NV): each tile fully unrolled with its accumulators in
@@ -148,10 +155,12 @@ T256 void nat_mm256_block(const nat_mm *m, int64_t i0, int64_t i1, int64_t j, in
     int mr = (int)(base + (t < extra));
     int64_t l = t * pf_lines / tiles, nl = (t + 1) * pf_lines / tiles - l;
     const char *tp = pf ? pf + l * 64 : NULL;
+    int64_t nr, pcl; /* the next tile's C (nat_mm_next_tile_c) */
+    const char *pc = nat_mm_next_tile_c(m, i0, t, tiles, base, extra, i, mr, j, k0, &nr, &pcl);
     switch (nv) {
-    case 1: tile_nv1(mr, tail, m, i, j, k0, k1, lm, tp, nl); break;
-    case 2: tile_nv2(mr, tail, m, i, j, k0, k1, lm, tp, nl); break;
-    default: tile_nv3(mr, tail, m, i, j, k0, k1, lm, tp, nl); break;
+    case 1: tile_nv1(mr, tail, m, i, j, k0, k1, lm, tp, nl, pc, nr, pcl); break;
+    case 2: tile_nv2(mr, tail, m, i, j, k0, k1, lm, tp, nl, pc, nr, pcl); break;
+    default: tile_nv3(mr, tail, m, i, j, k0, k1, lm, tp, nl, pc, nr, pcl); break;
     }
     if (gelu) nat_gelu256_tile(m->c + i * m->ldc + j, m->ldc, mr, nc);
     i += mr;
