@@ -124,6 +124,55 @@ static void test_fold_constants(void) {
   ait_graph_free(g);
 }
 
+/* A weight sliced at bounds taken from a Shape (nn.MultiheadAttention's
+ * export): Gather(Shape(X), 1) -> Unsqueeze -> Slice(W) -> MatMul. The
+ * Gather of a known dim folds, then the rest; of a symbolic dim it stays. */
+static ait_graph *shape_slice_model(int gather_axis) {
+  tb_model *m = tb_new(17);
+  int64_t xd[2] = {-1, 3}, wd[2] = {3, 6}, one[1] = {1}, yd[2] = {-1, 3};
+  tb_input(m, "X", AIT_FLOAT32, 2, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 2, yd);
+  rand_init(m, "W", 2, wd, -1, 1);
+  int64_t idx = gather_axis, zero = 0, ax1 = 1;
+  tb_init_i64(m, "I", 0, NULL, &idx);
+  tb_init_i64(m, "Z", 1, one, &zero);
+  tb_init_i64(m, "A0", 1, one, &zero);
+  tb_init_i64(m, "A1", 1, one, &ax1);
+  tb_node(m, "Shape", "s", (const char *[]){"X", NULL}, (const char *[]){"S", NULL});
+  tb_node(m, "Gather", "g", (const char *[]){"S", "I", NULL}, (const char *[]){"G", NULL});
+  tb_node(m, "Unsqueeze", "u", (const char *[]){"G", "A0", NULL}, (const char *[]){"E", NULL});
+  tb_node(m, "Slice", "sl", (const char *[]){"W", "Z", "E", "A1", NULL},
+          (const char *[]){"WS", NULL});
+  tb_node(m, "MatMul", "mm", (const char *[]){"X", "WS", NULL}, (const char *[]){"Y", NULL});
+  ait_graph *g = tb_parse_graph(m);
+  return g;
+}
+
+static void test_fold_known_shapes(void) {
+  for (int axis = 0; axis < 2; axis++) {
+    ait_graph *g = shape_slice_model(axis);
+    CHECK(g != NULL);
+    if (!g) return;
+    ait_graph *rw = ait_graph_clone(g, NULL, true);
+    bool *dead = calloc((size_t)rw->n_nodes, sizeof *dead);
+    int folded = 0;
+    CHECK(ait_pass_fold_known_shapes(rw, dead, ait_eager_run_node, &folded) == AIT_OK);
+    CHECK(folded == (axis == 1)); /* X's dim 1 is 3; dim 0 is symbolic */
+    CHECK(ait_pass_fold_constants(rw, dead, ait_eager_run_node, &folded) == AIT_OK);
+    CHECK(folded == (axis == 1 ? 3 : 0)); /* then Unsqueeze and Slice */
+    CHECK(nat_graph_compact(rw, dead) == AIT_OK);
+    CHECK(live_nodes(rw, "Slice") == (axis == 0) && live_nodes(rw, "MatMul") == 1);
+    if (axis == 1) { /* the symbolic batch: eager on [2, 3] inputs */
+      ait_value *x = &rw->values[rw->inputs[0]], *x0 = &g->values[g->inputs[0]];
+      x->dims[0].v = x0->dims[0].v = 2;
+      check_same_on_eager(g, rw, 0.0, "fold known shapes");
+    }
+    free(dead);
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+}
+
 /* The shared predicates: which nodes fold. */
 static void test_foldable(void) {
   const ait_op_def *relu = ait_op_lookup("", "Relu", 14, NULL);
@@ -401,6 +450,7 @@ static void test_gelu(void) {
 int main(void) {
   test_foldable();
   test_fold_constants();
+  test_fold_known_shapes();
   test_bn_fold_math();
   test_fold_batchnorm();
   test_gelu();

@@ -14,30 +14,10 @@
 
 #include "backends/quant/quant.h"
 #include "core/error.h"
+#include "ir/passes/passes.h"
 #include "runtime/eager.h"
 
 /* ---- weights behind views ------------------------------------------------ */
-
-/* Give value v the constant t (owned), as an initializer (what native's
- * folding does). */
-static void make_const(ait_graph *g, int v, ait_tensor *t) {
-  ait_value *val = &g->values[v];
-  ait_tensor_free(val->init);
-  val->init = t;
-  val->producer = -1;
-  val->type = AIT_VT_TENSOR;
-  val->dtype = t->dtype;
-  val->rank = t->rank;
-  for (int k = 0; k < AIT_MAX_RANK; k++) {
-    free((char *)val->dims[k].sym);
-    val->dims[k].sym = NULL;
-    val->dims[k].v = k < t->rank ? t->dims[k] : 0;
-  }
-}
-
-static bool op_is(const ait_node *n, const char *op) {
-  return !strcmp(n->op_type, op) && !n->domain[0];
-}
 
 /* Ops folded here when all their inputs are constant: index arithmetic
  * and the views a weight goes through. None makes more elements than its
@@ -47,23 +27,8 @@ static bool foldable(const ait_node *n) {
                                     "Gather", "Concat",    "Cast",     "Add",     "Sub",
                                     "Mul",    "Div",       "Identity", "Flatten"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (op_is(n, ops[i])) return true;
+    if (ait_is_op(n, ops[i])) return true;
   return false;
-}
-
-/* The known part of a Shape node's result: x's dims, -1 where unknown (a
- * Shape with start/end attributes, or of unknown rank: NULL). */
-static ait_tensor *partial_shape(const ait_graph *g, const ait_node *n) {
-  if (n->n_in < 1 || n->in[0] < 0 || ait_node_attr(n, "start") || ait_node_attr(n, "end"))
-    return NULL;
-  const ait_value *x = &g->values[n->in[0]];
-  if (x->rank < 0) return NULL;
-  int64_t r = x->rank;
-  ait_tensor *t = ait_tensor_new(AIT_INT64, 1, &r);
-  if (!t) return NULL;
-  for (int k = 0; k < x->rank; k++)
-    ((int64_t *)t->data)[k] = x->dims[k].v >= 0 ? x->dims[k].v : -1;
-  return t;
 }
 
 /* Export-time attention (nn.MultiheadAttention's cross attention) slices
@@ -71,52 +36,18 @@ static ait_tensor *partial_shape(const ait_graph *g, const ait_node *n) {
  * computed from the query's shape: Slice(Shape(q)) -> Unsqueeze, Add ->
  * Slice(W) -> Transpose -> MatMul. native's folding keeps these (a Shape
  * of a tensor is not constant), so those products had no constant weight
- * and ran in float32 (a sixth of nn.Transformer's time at batch 8). Here
- * a Slice or Gather of a Shape whose picked dims are all known becomes a
- * constant, then every foldable node of constants folds, in graph order;
- * dead nodes go. */
+ * and ran in float32 (a sixth of nn.Transformer's time at batch 8). The
+ * shared passes fold what is taken from the Shape's known dims, then the
+ * views of constants after it (only ops that materialize no more than
+ * they read: `foldable`); dead nodes go. */
 static ait_status fold_weight_views(ait_graph *g) {
   bool *dead = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *dead);
   if (!dead) return ait_err(AIT_E_NOMEM, "out of memory");
   int folded = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    ait_node *n = &g->nodes[i];
-    if (!foldable(n) || n->n_in < 1 || n->n_in > 8 || n->n_out != 1 || n->out[0] < 0) continue;
-    const ait_tensor *in[8] = {0};
-    ait_tensor *shape = NULL, *out = NULL;
-    bool ok = true;
-    for (int k = 0; k < n->n_in && ok; k++) {
-      int v = n->in[k];
-      if (v < 0) continue;
-      int p = g->values[v].producer;
-      if (nat_is_const(g, v)) {
-        in[k] = g->values[v].init;
-      } else if (k == 0 && p >= 0 && op_is(&g->nodes[p], "Shape") &&
-                 (op_is(n, "Slice") || op_is(n, "Gather"))) {
-        ok = (shape = partial_shape(g, &g->nodes[p])) != NULL;
-        in[k] = shape;
-      } else {
-        ok = false;
-      }
-    }
-    if (ok && ait_eager_run_node(n, in, n->n_in, &out) != AIT_OK) {
-      ait_err_clear(); /* the node stays; running it reports the error */
-      ok = false;
-    }
-    ok = ok && out && out->kind == AIT_KIND_TENSOR;
-    if (ok && shape) /* a dim of the shape that is not known */
-      for (int64_t e = 0; e < ait_tensor_numel(out) && ok; e++)
-        ok = out->dtype == AIT_INT64 && ((const int64_t *)out->data)[e] >= 0;
-    ait_tensor_free(shape);
-    if (!ok) {
-      ait_tensor_free(out);
-      continue;
-    }
-    make_const(g, n->out[0], out);
-    dead[i] = true;
-    folded++;
-  }
-  ait_status st = folded ? nat_graph_compact(g, dead) : AIT_OK;
+  ait_status st = ait_pass_fold_known_shapes(g, dead, ait_eager_run_node, &folded);
+  if (!st && folded)
+    st = ait_pass_fold_constants_if(g, dead, ait_eager_run_node, foldable, &folded);
+  if (!st && folded) st = nat_graph_compact(g, dead);
   free(dead);
   return st;
 }

@@ -73,6 +73,19 @@ typedef ait_status (*ait_node_eval_fn)(const ait_node *n, const ait_tensor *cons
  * counts the nodes folded. */
 ait_status ait_pass_fold_constants(ait_graph *g, bool *dead, ait_node_eval_fn eval, int *folded);
 
+/* The same, folding only the foldable nodes `accept` takes (NULL: all of
+ * them); a backend that bounds what it materializes passes its own test. */
+ait_status ait_pass_fold_constants_if(ait_graph *g, bool *dead, ait_node_eval_fn eval,
+                                      bool (*accept)(const ait_node *n), int *folded);
+
+/* The known part of a shape: a Slice or Gather (its data input) of a Shape
+ * node whose picked dims are all known static sizes becomes a constant
+ * (the Shape of a tensor is not one, but what is taken from its known
+ * dims is), its other inputs being constants. Run ait_pass_fold_constants
+ * after it to carry the new constants on (exporters compute weight slices
+ * from a Shape: nn.MultiheadAttention's cross-attention K/V projections). */
+ait_status ait_pass_fold_known_shapes(ait_graph *g, bool *dead, ait_node_eval_fn eval, int *folded);
+
 /* Give value v the constant t (owned) as an initializer: no producer, the
  * tensor's dtype and dims, symbolic dims dropped. */
 void ait_value_set_const(ait_graph *g, int v, ait_tensor *t);
