@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/native/native.h"
 #include "check.h"
+#include "graph_check.h"
 #include "runtime/eager.h"
 
 #define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -36,27 +37,6 @@ static inline ait_tensor *rand_tensor(int rank, const int64_t *dims) {
   ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);
   fill(t->data, ait_tensor_numel(t));
   return t;
-}
-
-/* Largest |a-b| / (1 + |b|); INFINITY on a shape mismatch. */
-static inline double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->dtype != AIT_FLOAT32 || b->dtype != AIT_FLOAT32 || a->rank != b->rank ||
-      memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
-static inline int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
 }
 
 static inline ait_graph *rewrite(const ait_graph *g) {
@@ -88,7 +68,7 @@ static inline void check_specs(const ait_graph *g, const ait_tensor *const *in, 
       CHECK(cfg.iface->infer(state, in, n_in, out) == AIT_OK);
       double d = 0;
       for (int q = 0; q < g->n_outputs; q++) {
-        double dq = diff(out[q], ref[q]);
+        double dq = check_rel_diff(out[q], ref[q]);
         d = dq > d || dq != dq ? dq : d;
       }
       if (!(d <= tol)) fprintf(stderr, "%s on %s (run %d): %g from eager\n", what, specs[s], k, d);

@@ -110,7 +110,7 @@ static void test_decode_attention(void) {
     CHECK(g != NULL);
     if (!g) continue;
     ait_graph *rw = rewrite(g);
-    CHECK(rw && count_op(rw, "FusedAttention") == 1);
+    CHECK(rw && check_count_op(rw, "FusedAttention") == 1);
     ait_graph_free(rw);
     const int64_t dq[4] = {B, H, Sq, D}, dp[4] = {B, H, P, D}, dm[4] = {B, 1, Sq, P + Sq};
     ait_tensor *in[6] = {rand_tensor(4, dq), rand_tensor(4, dp), rand_tensor(4, dp),
@@ -146,7 +146,7 @@ static void test_outputs_handed_over(void) {
     CHECK(cfg.iface->infer(state, (const ait_tensor *const *)in, 5, out[k]) == AIT_OK);
   for (int k = 0; k < 3; k++)
     for (int q = 0; q < 3; q++) {
-      CHECK(diff(out[k][q], ref[q]) <= 1e-5);
+      CHECK(check_rel_diff(out[k][q], ref[q]) <= 1e-5);
       for (int k2 = 0; k2 < k; k2++)
         CHECK(!out[k][q] || !out[k2][q] || out[k][q]->data != out[k2][q]->data);
     }

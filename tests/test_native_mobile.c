@@ -19,6 +19,7 @@
 #include "backends/native/native.h"
 #include "backends/native/native_nhwc_post.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -68,18 +69,6 @@ static void test_post_passes(void) {
   }
 }
 
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
 static void init(tb_model *m, const char *name, int rank, const int64_t *dims, float scale) {
   int64_t n = 1;
   for (int i = 0; i < rank; i++)
@@ -89,13 +78,6 @@ static void init(tb_model *m, const char *name, int rank, const int64_t *dims, f
     d[i] = frand(scale);
   tb_init_f32(m, name, rank, dims, d);
   free(d);
-}
-
-static int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
 }
 
 /* One random depthwise conv + activation against eager at every level
@@ -162,16 +144,16 @@ static void dw_case(int cs) {
       if (!state) continue;
       if (a == 1 && t == 1) { /* the activation went into the conv */
         const ait_graph *rg = ((nat_state *)state)->g;
-        bool ok = count_op(rg, "FusedConvNhwc") == 1 && count_op(rg, "HardSwish") == 0 &&
-                  count_op(rg, "Sigmoid") == 0 && count_op(rg, "HardSigmoid") == 0 &&
-                  count_op(rg, "Relu") == 0;
+        bool ok = check_count_op(rg, "FusedConvNhwc") == 1 &&
+                  check_count_op(rg, "HardSwish") == 0 && check_count_op(rg, "Sigmoid") == 0 &&
+                  check_count_op(rg, "HardSigmoid") == 0 && check_count_op(rg, "Relu") == 0;
         if (!ok) fprintf(stderr, "dw case %d: the activation was not fused\n", cs);
         CHECK(ok);
       }
       for (int run = 0; run < 2; run++) {
         ait_tensor *y = NULL;
         st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-        double e = st == AIT_OK ? diff(y, ref) : INFINITY;
+        double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
         if (!(e <= 1e-5))
           fprintf(stderr,
                   "dw case %d (N %lld C %lld %lldx%lld k %lldx%lld s %lld d %lld act %lld) on %s: "
@@ -236,13 +218,13 @@ static void test_mean_hw(void) {
       CHECK(st == AIT_OK);
       if (!state) continue;
       const ait_graph *rg = ((nat_state *)state)->g;
-      bool ok = count_op(rg, "Transpose") == 0 && count_op(rg, "ReduceMean") == 0;
+      bool ok = check_count_op(rg, "Transpose") == 0 && check_count_op(rg, "ReduceMean") == 0;
       if (!ok) fprintf(stderr, "mean %d on %s: not pooled in NHWC\n", v, spec);
       CHECK(ok);
       for (int run = 0; run < 2; run++) {
         ait_tensor *y = NULL;
         st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-        double e = st == AIT_OK ? diff(y, ref) : INFINITY;
+        double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
         if (!(e <= 1e-5)) fprintf(stderr, "mean %d on %s: difference %g\n", v, spec, e);
         CHECK(e <= 1e-5);
         ait_tensor_free(y);

@@ -16,6 +16,7 @@
 #include "backends/backend.h"
 #include "backends/native/native.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -66,25 +67,6 @@ static int conv(tb_model *m, const char *name, const char *x, const char *y, int
   return n;
 }
 
-static int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
-}
-
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
 typedef struct want {
   const char *op;
   int count; /* exactly, or at most -count - 1 when negative */
@@ -116,7 +98,7 @@ static void check_graph(const char *what, ait_graph *g, int64_t C, int64_t H, in
         if (!state) continue;
         if (a == 1 && t == 1 && batch == 1)
           for (int k = 0; k < n_want; k++) {
-            int got = count_op(((nat_state *)state)->g, w[k].op);
+            int got = check_count_op(((nat_state *)state)->g, w[k].op);
             bool ok = w[k].count >= 0 ? got == w[k].count : got <= -w[k].count - 1;
             if (!ok) {
               const ait_graph *rg = ((nat_state *)state)->g;
@@ -130,7 +112,7 @@ static void check_graph(const char *what, ait_graph *g, int64_t C, int64_t H, in
         for (int run = 0; run < 2; run++) {
           ait_tensor *y = NULL;
           st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-          double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+          double d = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
           if (!(d <= 1e-4))
             fprintf(stderr, "%s on %s batch %lld: difference %g (%s)\n", what, spec,
                     (long long)batch, d, st == AIT_OK ? "ok" : ait_last_error());

@@ -17,6 +17,7 @@
 #include "backends/backend.h"
 #include "backends/native/native.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -65,25 +66,6 @@ static void conv(tb_model *m, const char *name, const char *x, const char *y, in
   tb_attr_ints(m, n, "pads", 4, pads);
   tb_attr_ints(m, n, "strides", 2, st);
   if (g > 1) tb_attr_int(m, n, "group", g);
-}
-
-static int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
-}
-
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d;
-  }
-  return m;
 }
 
 typedef struct pw_case {
@@ -136,7 +118,7 @@ static void check_case(const char *what, const pw_case *c) {
         if (a == 1 && t == 1 && batch == 1) { /* every conv in NHWC (the 1x1 maybe inside a
                                                  FusedInvertedResidual after a depthwise) */
           const ait_graph *rg = ((nat_state *)state)->g;
-          int left = count_op(rg, "Conv"), fused = count_op(rg, "FusedConvNhwc");
+          int left = check_count_op(rg, "Conv"), fused = check_count_op(rg, "FusedConvNhwc");
           if (left || fused < convs - 1)
             fprintf(stderr, "%s: %d Conv, %d FusedConvNhwc of %d convs\n", what, left, fused,
                     convs);
@@ -145,7 +127,7 @@ static void check_case(const char *what, const pw_case *c) {
         for (int run = 0; run < 2; run++) {
           ait_tensor *y = NULL;
           st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-          double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+          double d = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
           if (!(d <= 1e-4))
             fprintf(stderr, "%s on %s batch %lld: difference %g (%s)\n", what, spec,
                     (long long)batch, d, st == AIT_OK ? "ok" : ait_last_error());
