@@ -275,9 +275,6 @@ long long nat_move_declined(void);
 ait_status nat_k_batchnorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 /* InstanceNormalization on float32 (GroupNorm's export: one plane per row). */
 ait_status nat_k_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
-/* FusedInstanceNorm (native_groupnorm.c). */
-ait_status nat_k_fused_instancenorm(nat_run *r, const ait_node *n, const ait_tensor *const *in,
-                                    int n_in);
 ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);
 ait_status nat_k_gap_nhwc(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in);

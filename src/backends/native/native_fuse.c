@@ -634,7 +634,7 @@ static bool same_planes(const ait_graph *g, const ait_node *r, int v, const ait_
  * Reshape(x, [0, C, -1]) -> InstanceNormalization(s, b) -> Reshape(.,
  * Shape(x) or [0, C, -1]) -> Mul(gamma[C, 1]) -> Add(beta[C, 1]), then a
  * spelled-out Gelu or not: one FusedInstanceNorm on x with scale s * gamma
- * and shift b * gamma + beta (native_groupnorm.c). */
+ * and shift b * gamma + beta (native_nn.c, nat_k_instancenorm). */
 static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   ait_graph *g = u->g;
   const ait_node *n = &g->nodes[i];

@@ -48,7 +48,7 @@ static const fast_row fast_rows[] = {
     {"", "Where", 9, nat_k_where},
     {"", "Cast", 6, nat_k_cast},
     {AIT_FUSED_DOMAIN, "FusedUnary", 1, nat_k_unary},
-    {AIT_FUSED_DOMAIN, "FusedInstanceNorm", 1, nat_k_fused_instancenorm},
+    {AIT_FUSED_DOMAIN, "FusedInstanceNorm", 1, nat_k_instancenorm},
     {"", "ReduceMax", 1, nat_k_reduce},
     {"", "ReduceMin", 1, nat_k_reduce},
     {"", "ReduceSum", 1, nat_k_reduce},
