@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "backends/native/native.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/eager.h"
@@ -37,22 +38,6 @@ static ait_tensor *rand_tensor(int rank, const int64_t *dims) {
   ait_tensor *t = ait_tensor_new(AIT_FLOAT32, rank, dims);
   fill(t->data, ait_tensor_numel(t), 1.0f);
   return t;
-}
-
-/* Largest |a-b| / (1 + |b|) over two float32 tensors; INFINITY on a shape
- * mismatch. */
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->dtype != AIT_FLOAT32 || b->dtype != AIT_FLOAT32 || a->rank != b->rank ||
-      memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (isnan(d)) return d; /* kept: a later !(d <= NaN) would replace it */
-    if (d > m) m = d;
-  }
-  return m;
 }
 
 /* Build backend `spec` on g, run once, destroy. out[0] receives output 0. */
@@ -82,13 +67,6 @@ static ait_graph *rewrite(const ait_graph *g, nat_pass_stats *stats) {
   return c;
 }
 
-static int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
-}
-
 static const ait_node *find_node(const ait_graph *g, const char *name) {
   for (int i = 0; i < g->n_nodes; i++)
     if (!strcmp(g->nodes[i].name, name)) return &g->nodes[i];
@@ -109,7 +87,8 @@ static void check_equivalent_opts(const ait_graph *g, const ait_graph *rw,
   CHECK(run_on(spec, g, in, n_in, &nat) == AIT_OK);
   CHECK(run_on(spec1, g, in, n_in, &nat1) == AIT_OK);
   CHECK(run_on("native:fuse=off,threads=3", g, in, n_in, &off) == AIT_OK);
-  double d1 = diff(re, ref), d2 = diff(nat, ref), d3 = diff(nat1, ref), d4 = diff(off, ref);
+  double d1 = check_rel_diff(re, ref), d2 = check_rel_diff(nat, ref),
+         d3 = check_rel_diff(nat1, ref), d4 = check_rel_diff(off, ref);
   if (!(d1 <= tol && d2 <= tol && d3 <= tol && d4 <= tol))
     fprintf(stderr, "differences: rewritten %g, native %g, threads=1 %g, fuse=off %g\n", d1, d2, d3,
             d4);
@@ -188,10 +167,11 @@ static void test_cnn(void) {
   }
   CHECK(st.bn_folded == 1);
   CHECK(st.removed == 1); /* the Identity */
-  CHECK(count_op(rw, "BatchNormalization") == 0);
-  CHECK(count_op(rw, "Relu") == 0 && count_op(rw, "Clip") == 0 && count_op(rw, "Add") == 0);
-  CHECK(count_op(rw, "Sigmoid") == 0 && count_op(rw, "Identity") == 0);
-  CHECK(count_op(rw, "FusedConv") == 3 && count_op(rw, "FusedGemm") == 1);
+  CHECK(check_count_op(rw, "BatchNormalization") == 0);
+  CHECK(check_count_op(rw, "Relu") == 0 && check_count_op(rw, "Clip") == 0 &&
+        check_count_op(rw, "Add") == 0);
+  CHECK(check_count_op(rw, "Sigmoid") == 0 && check_count_op(rw, "Identity") == 0);
+  CHECK(check_count_op(rw, "FusedConv") == 3 && check_count_op(rw, "FusedGemm") == 1);
   /* names survive: errors keep naming the user's nodes */
   const ait_node *c1 = find_node(rw, "conv1"), *pw = find_node(rw, "pw"), *dw = find_node(rw, "dw");
   CHECK(c1 && !strcmp(ait_attr_str(c1, "activation", ""), "Relu"));
@@ -199,7 +179,7 @@ static void test_cnn(void) {
   CHECK(pw && pw->n_in == 4 && pw->in[3] >= 0 &&
         !strcmp(ait_attr_str(pw, "activation", ""), "Relu"));
   CHECK(g->n_nodes == 13); /* the caller's graph is untouched */
-  CHECK(count_op(g, "BatchNormalization") == 1);
+  CHECK(check_count_op(g, "BatchNormalization") == 1);
   const int64_t d2[4] = {2, 3, 10, 10}, d1[4] = {1, 3, 10, 10};
   ait_tensor *x2 = rand_tensor(4, d2), *x1 = rand_tensor(4, d1);
   check_equivalent(g, rw, (const ait_tensor *const *)&x2, 1, 1e-5);
@@ -256,9 +236,10 @@ static void test_mlp(void) {
     ait_graph_free(g);
     return;
   }
-  CHECK(count_op(rw, "FusedMatMul") == 2 && count_op(rw, "MatMul") == 0);
-  CHECK(count_op(rw, "Erf") == 0 && count_op(rw, "Div") == 0 && count_op(rw, "Mul") == 0);
-  CHECK(count_op(rw, "Add") == 0 && count_op(rw, "Dropout") == 0);
+  CHECK(check_count_op(rw, "FusedMatMul") == 2 && check_count_op(rw, "MatMul") == 0);
+  CHECK(check_count_op(rw, "Erf") == 0 && check_count_op(rw, "Div") == 0 &&
+        check_count_op(rw, "Mul") == 0);
+  CHECK(check_count_op(rw, "Add") == 0 && check_count_op(rw, "Dropout") == 0);
   CHECK(rw->n_nodes == 3);
   const ait_node *ff1 = find_node(rw, "ff1"), *ff2 = find_node(rw, "ff2");
   CHECK(ff1 && !strcmp(ait_attr_str(ff1, "activation", ""), "Gelu") && ff1->in[2] >= 0);
@@ -369,7 +350,7 @@ static void check_packs(const ait_graph *g, const char *spec, const ait_tensor *
   for (int k = 0; k < 3; k++) {
     if (k == 2) nat_exec_release(state);
     CHECK(cfg.iface->infer(state, in, n_in, out[k]) == AIT_OK);
-    CHECK(diff(out[k][0], ref) <= 1e-5);
+    CHECK(check_rel_diff(out[k][0], ref) <= 1e-5);
     if (k)
       CHECK(out[k][0] && out[0][0] &&
             !memcmp(out[k][0]->data, out[0][0]->data, ait_tensor_nbytes(out[0][0])));
@@ -430,9 +411,10 @@ static void test_gelu_op(void) {
     /* native runs the op itself (not the reference's fallback) and agrees */
     ait_tensor *yn = NULL;
     CHECK(run_on("native", g, (const ait_tensor *const *)&x, 1, &yn) == AIT_OK);
-    if (!(diff(yn, y) <= 1e-6))
-      fprintf(stderr, "gelu %s on native: %g\n", modes[k] ? modes[k] : "default", diff(yn, y));
-    CHECK(diff(yn, y) <= 1e-6);
+    if (!(check_rel_diff(yn, y) <= 1e-6))
+      fprintf(stderr, "gelu %s on native: %g\n", modes[k] ? modes[k] : "default",
+              check_rel_diff(yn, y));
+    CHECK(check_rel_diff(yn, y) <= 1e-6);
     ait_tensor_free(yn);
     /* the tanh form differs from the erf one: the attribute was read */
     CHECK(y && (k == 2) == (fabsf(((float *)y->data)[3] -
@@ -453,7 +435,7 @@ static void test_gelu_op(void) {
     if (!g) continue;
     nat_pass_stats st;
     ait_graph *rw = rewrite(g, &st);
-    CHECK(rw && count_op(rw, "Gelu") == 0); /* both forms fused (the tanh one as GeluTanh) */
+    CHECK(rw && check_count_op(rw, "Gelu") == 0); /* both forms fused (the tanh one as GeluTanh) */
     /* 5 rows: the few-rows product; 37: the register tiles, GELU on each
      * tile after its store (40 columns: a masked last vector) */
     for (int64_t rows = 5; rows < 40; rows += 32) {
@@ -544,8 +526,8 @@ static void test_tiles(void) {
   if (!g) return;
   nat_pass_stats st;
   ait_graph *rw = rewrite(g, &st);
-  CHECK(rw != NULL && count_op(rw, "FusedMatMul") == 2 && count_op(rw, "MatMul") == 1);
-  CHECK(rw != NULL && count_op(rw, "Relu") == 0 && count_op(rw, "Clip") == 0);
+  CHECK(rw != NULL && check_count_op(rw, "FusedMatMul") == 2 && check_count_op(rw, "MatMul") == 1);
+  CHECK(rw != NULL && check_count_op(rw, "Relu") == 0 && check_count_op(rw, "Clip") == 0);
   const int64_t rows[] = {16, 17, 40, 130};
   for (size_t i = 0; rw && i < sizeof rows / sizeof rows[0]; i++) {
     const int64_t dx[2] = {rows[i], 37}, dz[2] = {rows[i], 24};
@@ -555,7 +537,7 @@ static void test_tiles(void) {
     /* the tiles really ran where the CPU has them: their sums differ from SGEMM's */
     CHECK(run_on("native", g, (const ait_tensor *const *)in, 2, &on) == AIT_OK);
     CHECK(run_on("native:tiles=off", g, (const ait_tensor *const *)in, 2, &off) == AIT_OK);
-    if (nat_nhwc_available()) CHECK(diff(on, off) > 0);
+    if (nat_nhwc_available()) CHECK(check_rel_diff(on, off) > 0);
     ait_tensor_free(on), ait_tensor_free(off);
     /* each constant B packed once, reused, rebuilt after a release; none with tiles=off */
     check_packs(g, "native", (const ait_tensor *const *)in, 2, NAT_DATA_TILES,
@@ -608,7 +590,7 @@ static void check_bf16(const ait_graph *g, const ait_tensor *const *in, int n_in
   CHECK(run_on("native:attention=bf16", g, in, n_in, &bf) == AIT_OK);
   CHECK(run_on("native:attention=bf16,threads=1", g, in, n_in, &bf1) == AIT_OK);
   CHECK(run_on("native", g, in, n_in, &f32) == AIT_OK);
-  double d = diff(bf, ref), d1 = diff(bf1, ref), df = diff(bf, f32);
+  double d = check_rel_diff(bf, ref), d1 = check_rel_diff(bf1, ref), df = check_rel_diff(bf, f32);
   fprintf(stderr, "attention bf16: max rel %.2e (threads=1 %.2e), vs float32 %.2e\n", d, d1, df);
   CHECK(d <= 5e-3 && d1 <= 5e-3);
   CHECK(bf && bf1 && !memcmp(bf->data, bf1->data, ait_tensor_nbytes(bf))); /* deterministic */
@@ -634,7 +616,7 @@ static void test_attention_shapes(void) {
     ait_graph *g = attention_model_of(cases[c].S, cases[c].H, cases[c].D, cases[c].dm);
     nat_pass_stats st;
     ait_graph *rw = g ? rewrite(g, &st) : NULL;
-    CHECK(rw && count_op(rw, "FusedAttention") == 1);
+    CHECK(rw && check_count_op(rw, "FusedAttention") == 1);
     if (rw) {
       const int64_t dq[4] = {2, cases[c].S, cases[c].H, cases[c].D};
       int64_t dm[4] = {2, 1, cases[c].dm[2], cases[c].dm[3]};
@@ -693,7 +675,7 @@ static void test_attention3_shapes(void) {
     ait_graph *g = attention3_model_of(S, D, Dv);
     nat_pass_stats st;
     ait_graph *rw = g ? rewrite(g, &st) : NULL;
-    CHECK(rw && count_op(rw, "FusedAttention") == 1);
+    CHECK(rw && check_count_op(rw, "FusedAttention") == 1);
     if (rw) {
       const int64_t dq[3] = {2, S, D}, dk[3] = {2, D, S}, dv[3] = {2, S, Dv};
       ait_tensor *in[3] = {rand_tensor(3, dq), rand_tensor(3, dk), rand_tensor(3, dv)};
@@ -761,7 +743,7 @@ static void test_attention(void) {
   ait_graph *rw = rewrite(g, &st), *rw3 = rewrite(g3, &st);
   CHECK(rw != NULL && rw3 != NULL);
   if (rw && rw3) {
-    CHECK(rw->n_nodes == 1 && count_op(rw, "FusedAttention") == 1);
+    CHECK(rw->n_nodes == 1 && check_count_op(rw, "FusedAttention") == 1);
     const ait_node *a = find_node(rw, "pv");
     int cq = 0, ck = 0, cv = 0, co = 0;
     CHECK(a && ait_attr_float(a, "alpha", 1.0f) == 0.25f && a->n_in == 4 && a->in[3] >= 0);
@@ -769,7 +751,7 @@ static void test_attention(void) {
           ait_attr_ints(a, "v_perm", &cv) && ait_attr_ints(a, "out_perm", &co) && ck == 4 &&
           ait_attr_ints(a, "k_perm", &ck)[3] == 1);
     CHECK(!strcmp(rw->values[rw->outputs[0]].name, "y"));
-    CHECK(rw3->n_nodes == 1 && count_op(rw3, "FusedAttention") == 1);
+    CHECK(rw3->n_nodes == 1 && check_count_op(rw3, "FusedAttention") == 1);
     const ait_node *a3 = find_node(rw3, "pv");
     CHECK(a3 && !ait_attr_ints(a3, "q_perm", &cq) && a3->in[3] < 0);
     const int64_t dq[4] = {2, 130, 2, 16}, dm[4] = {2, 1, 1, 130};
@@ -898,10 +880,11 @@ static void test_nhwc(void) {
         int convs = s->E ? 5 : 4;
         bool stem_in = fuse == 2 && !s->E; /* the stem is the block's first stage */
         CHECK(st.relayout == convs && st.blocks == (fuse > 0));
-        CHECK(count_op(rw, "FusedConvNhwc") == (!fuse ? convs : stem_in ? 1 : 2));
-        CHECK(count_op(rw, "FusedInvertedResidual") == (fuse > 0));
-        CHECK(count_op(rw, "Transpose") == !s->gap && count_op(rw, "Add") == 0);
-        CHECK(count_op(rw, "FusedGapNhwc") == s->gap && count_op(rw, "GlobalAveragePool") == 0);
+        CHECK(check_count_op(rw, "FusedConvNhwc") == (!fuse ? convs : stem_in ? 1 : 2));
+        CHECK(check_count_op(rw, "FusedInvertedResidual") == (fuse > 0));
+        CHECK(check_count_op(rw, "Transpose") == !s->gap && check_count_op(rw, "Add") == 0);
+        CHECK(check_count_op(rw, "FusedGapNhwc") == s->gap &&
+              check_count_op(rw, "GlobalAveragePool") == 0);
         const ait_node *stem = find_node(rw, stem_in ? "project" : "stem");
         CHECK(stem &&
               !strcmp(ait_attr_str(stem, stem_in ? "stem_x_layout" : "x_layout", ""), "NCHW"));
@@ -927,7 +910,7 @@ static void test_nhwc(void) {
   CHECK(g && ait_backend_config_parse("native:layout=nchw", &cfg) == AIT_OK);
   CHECK(g && cfg.iface->build(&cfg, g, NULL, &state) == AIT_OK);
   if (state) {
-    CHECK(count_op(((nat_state *)state)->g, "FusedConvNhwc") == 0);
+    CHECK(check_count_op(((nat_state *)state)->g, "FusedConvNhwc") == 0);
     cfg.iface->destroy(state);
   }
   /* the rewritten graph saves and loads with its NHWC ops */
@@ -940,12 +923,12 @@ static void test_nhwc(void) {
   CHECK(state && cfg.iface->save(state, dir) == AIT_OK);
   CHECK(state && cfg.iface->load(&cfg, g, dir, &loaded) == AIT_OK);
   if (state && loaded) {
-    CHECK(count_op(((nat_state *)loaded)->g, "FusedInvertedResidual") == 1);
+    CHECK(check_count_op(((nat_state *)loaded)->g, "FusedInvertedResidual") == 1);
     const int64_t d[4] = {2, 3, shapes[0].H, shapes[0].W};
     ait_tensor *x = rand_tensor(4, d), *a = NULL, *b = NULL;
     CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &a) == AIT_OK);
     CHECK(cfg.iface->infer(loaded, (const ait_tensor *const *)&x, 1, &b) == AIT_OK);
-    CHECK(diff(a, b) == 0.0);
+    CHECK(check_rel_diff(a, b) == 0.0);
     ait_tensor_free(x);
     ait_tensor_free(a);
     ait_tensor_free(b);
@@ -975,7 +958,7 @@ static void test_state(void) {
     ait_tensor *x = rand_tensor(4, d), *got = NULL, *want = NULL;
     CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &got) == AIT_OK);
     CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &want) == AIT_OK);
-    CHECK(diff(got, want) <= 1e-5);
+    CHECK(check_rel_diff(got, want) <= 1e-5);
     if (i == 2) { /* big memory goes, comes back on the next run */
       CHECK(cfg.iface->deactivate(state) == AIT_OK);
       CHECK(((nat_state *)state)->n_plans == 0);
@@ -998,12 +981,12 @@ static void test_state(void) {
     nat_state *s = loaded;
     /* the fused convs as saved (NHWC where the layout pass moved them) */
     CHECK(s->stats.fused == 0 &&
-          count_op(s->g, "FusedConv") + count_op(s->g, "FusedConvNhwc") == 3);
+          check_count_op(s->g, "FusedConv") + check_count_op(s->g, "FusedConvNhwc") == 3);
     const int64_t d[4] = {2, 3, 10, 10};
     ait_tensor *x = rand_tensor(4, d), *a = NULL, *b = NULL;
     CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &a) == AIT_OK);
     CHECK(cfg.iface->infer(loaded, (const ait_tensor *const *)&x, 1, &b) == AIT_OK);
-    CHECK(diff(a, b) == 0.0);
+    CHECK(check_rel_diff(a, b) == 0.0);
     ait_tensor_free(x);
     ait_tensor_free(a);
     ait_tensor_free(b);
@@ -1056,7 +1039,7 @@ static void test_shape_cache(void) {
     ait_tensor *got[2] = {0}, *want[2] = {0};
     CHECK(cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, got) == AIT_OK);
     CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, want) == AIT_OK);
-    CHECK(diff(got[0], want[0]) == 0.0);
+    CHECK(check_rel_diff(got[0], want[0]) == 0.0);
     CHECK(got[1] && want[1] && got[1]->dtype == AIT_INT64 && ait_tensor_numel(got[1]) == 2 &&
           !memcmp(got[1]->data, want[1]->data, 2 * sizeof(int64_t)));
     for (int k = 0; k < 2; k++) {
@@ -1157,7 +1140,7 @@ static void test_gemm_provider(void) {
   nat_gemm_fn fn = NULL;
   if (nat_gemm_provider("blis", &fn) == AIT_OK) {
     CHECK(run_on("native:gemm=blis", g, (const ait_tensor *const *)&x, 1, &got) == AIT_OK);
-    CHECK(diff(got, ref) <= 1e-5);
+    CHECK(check_rel_diff(got, ref) <= 1e-5);
   } else {
     CHECK_ERR(run_on("native:gemm=blis", g, (const ait_tensor *const *)&x, 1, &got),
               AIT_E_UNSUPPORTED, "gemm=blis is unavailable");
@@ -1343,7 +1326,7 @@ static void test_layernorm(void) {
       ait_tensor *ref = NULL, *nat = NULL;
       CHECK(g && ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
       CHECK(g && run_on("native", g, (const ait_tensor *const *)&x, 1, &nat) == AIT_OK);
-      double d = diff(nat, ref);
+      double d = check_rel_diff(nat, ref);
       if (!(d <= 1e-5)) fprintf(stderr, "layernorm %lld bias %d: %g\n", (long long)L, with_bias, d);
       CHECK(d <= 1e-5);
       ait_tensor_free(ref), ait_tensor_free(nat), ait_tensor_free(x);
@@ -1395,7 +1378,7 @@ static void check_levels(const ait_graph *g, const ait_tensor *const *in, int n_
       ait_tensor *y = NULL;
       long long calls = -1;
       CHECK(run_counting(spec, g, in, n_in, &y, &calls) == AIT_OK);
-      double d = diff(y, ref);
+      double d = check_rel_diff(y, ref);
       if (!(d <= tol)) fprintf(stderr, "%s on %s: difference %g\n", what, spec, d);
       CHECK(d <= tol);
       if (vector) CHECK((calls == 0) == (lv[i] >= NAT_ISA_AVX2));
@@ -1633,7 +1616,7 @@ static void test_isa_nhwc(void) {
           snprintf(spec, sizeof spec, "native:isa=%s,layout=nhwc,threads=%d", kern_levels[l], t);
           ait_tensor *y = NULL;
           CHECK(run_on(spec, g, (const ait_tensor *const *)&x, 1, &y) == AIT_OK);
-          double dd = diff(y, ref);
+          double dd = check_rel_diff(y, ref);
           if (!(dd <= 1e-4))
             fprintf(stderr, "isa nhwc %s: C %lld E %lld M %lld s %lld %lldx%lld n %lld: %g\n", spec,
                     (long long)s.C, (long long)s.E, (long long)s.M, (long long)s.stride,
@@ -1667,7 +1650,7 @@ static void test_isa_products(void) {
       CHECK(ait_eager_run(g, (const ait_tensor *const *)in, 2, &ref) == AIT_OK);
       for (int t = 0; t < 2; t++) {
         CHECK(run_on(t ? spec2 : spec, g, (const ait_tensor *const *)in, 2, &y) == AIT_OK);
-        CHECK(diff(y, ref) <= 1e-5);
+        CHECK(check_rel_diff(y, ref) <= 1e-5);
         ait_tensor_free(y);
       }
       if (k == 0)
@@ -1678,7 +1661,7 @@ static void test_isa_products(void) {
       ait_tensor *xg = rand_tensor(2, dg), *rg = NULL, *yg = NULL;
       CHECK(ait_eager_run(gg, (const ait_tensor *const *)&xg, 1, &rg) == AIT_OK);
       CHECK(run_on(spec2, gg, (const ait_tensor *const *)&xg, 1, &yg) == AIT_OK);
-      CHECK(diff(yg, rg) <= 1e-5);
+      CHECK(check_rel_diff(yg, rg) <= 1e-5);
       ait_tensor_free(xg), ait_tensor_free(rg), ait_tensor_free(yg);
       ait_tensor_free(ref), ait_tensor_free(in[0]), ait_tensor_free(in[1]);
     }
@@ -1735,8 +1718,8 @@ static void test_onnx_attention(void) {
     nat_pass_stats st;
     ait_graph *rw = g ? rewrite(g, &st) : NULL;
     /* every Transpose absorbed: one FusedAttention, then the RMSNormalization */
-    CHECK(rw && rw->n_nodes == 2 && count_op(rw, "FusedAttention") == 1 &&
-          count_op(rw, "Attention") == 0 && count_op(rw, "RMSNormalization") == 1);
+    CHECK(rw && rw->n_nodes == 2 && check_count_op(rw, "FusedAttention") == 1 &&
+          check_count_op(rw, "Attention") == 0 && check_count_op(rw, "RMSNormalization") == 1);
     if (rw) {
       const int64_t dq[4] = {1, cases[c].S, cases[c].H, cases[c].D},
                     dm[2] = {cases[c].S, cases[c].S};
@@ -1760,7 +1743,7 @@ static void test_onnx_attention(void) {
   ait_graph *g = parse(m);
   nat_pass_stats st;
   ait_graph *rw = g ? rewrite(g, &st) : NULL;
-  CHECK(rw && count_op(rw, "Attention") == 1 && count_op(rw, "FusedAttention") == 0);
+  CHECK(rw && check_count_op(rw, "Attention") == 1 && check_count_op(rw, "FusedAttention") == 0);
   ait_graph_free(rw);
   ait_graph_free(g);
 }
@@ -1796,7 +1779,7 @@ static void test_onnx_rope(void) {
     ait_tensor *ref = NULL, *nat = NULL;
     CHECK(g && ait_eager_run(g, (const ait_tensor *const *)in, pos ? 4 : 3, &ref) == AIT_OK);
     CHECK(g && run_on("native", g, (const ait_tensor *const *)in, pos ? 4 : 3, &nat) == AIT_OK);
-    CHECK(ref && nat && diff(nat, ref) <= 1e-6);
+    CHECK(ref && nat && check_rel_diff(nat, ref) <= 1e-6);
     ait_tensor_free(ref), ait_tensor_free(nat);
     for (int i = 0; i < 4; i++)
       ait_tensor_free(in[i]);

@@ -16,6 +16,7 @@
 #include "backends/native/native.h"
 #include "backends/native/native_mm.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -144,19 +145,6 @@ static ait_graph *case_graph(const conv_case *c, int64_t *ydims) {
   return tb_parse_graph(m);
 }
 
-/* Largest |a-b| / (1 + |b|); INFINITY on a shape mismatch. */
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (!(d <= m)) m = d; /* NaN sticks */
-  }
-  return m;
-}
-
 static ait_status run_on(const char *spec, const ait_graph *g, const ait_tensor *const *in,
                          int n_in, ait_tensor **out) {
   ait_backend_config cfg;
@@ -169,7 +157,7 @@ static ait_status run_on(const char *spec, const ait_graph *g, const ait_tensor 
   ait_status st = cfg.iface->infer(state, in, n_in, &first);
   if (st == AIT_OK) st = cfg.iface->infer(state, in, n_in, out);
   cfg.iface->destroy(state);
-  if (st == AIT_OK && diff(first, *out) != 0.0) {
+  if (st == AIT_OK && check_rel_diff(first, *out) != 0.0) {
     fprintf(stderr, "%s: the second run differs from the first\n", spec);
     st = AIT_E_INTERNAL;
   }
@@ -226,7 +214,7 @@ static void check_case(const conv_case *c) {
         long long ran = nat_conv_nhwc_runs();
         ait_tensor *y = NULL;
         st = run_on(spec, g, (const ait_tensor *const *)in, n_in, &y);
-        double d = st == AIT_OK ? diff(y, ref) : INFINITY;
+        double d = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
         long long fell = nat_conv_declined() - before + nat_conv_nhwc_declined() - nb;
         bool moved = nat_conv_nhwc_runs() > ran;
         if (!(d <= 1e-4) || fell || (lay && nhwc_conv && !moved))

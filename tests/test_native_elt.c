@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "backends/native/native.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -392,13 +393,6 @@ static ait_graph *rewrite(const ait_graph *g) {
   return c;
 }
 
-static int count_op(const ait_graph *g, const char *op) {
-  int n = 0;
-  for (int i = 0; i < g->n_nodes; i++)
-    n += !strcmp(g->nodes[i].op_type, op);
-  return n;
-}
-
 static const char *epilogue_of(const ait_graph *g, const char *op) {
   for (int i = 0; i < g->n_nodes; i++)
     if (!strcmp(g->nodes[i].op_type, op)) return ait_attr_str(&g->nodes[i], "epilogue", "");
@@ -518,7 +512,7 @@ static void test_conv_fusions(void) {
     ait_graph *rw = rewrite(g);
     CHECK(g && rw);
     if (!g || !rw) continue;
-    int fused = count_op(rw, "FusedConv");
+    int fused = check_count_op(rw, "FusedConv");
     if (rw->n_nodes != cases[i].nodes || fused < 1)
       fprintf(stderr, "%s: %d nodes after the passes (%d FusedConv), wanted %d\n", cases[i].what,
               rw->n_nodes, fused, cases[i].nodes);
@@ -578,7 +572,7 @@ static void test_matmul_fusions(void) {
     ait_graph *g = matmul_model(i), *rw = rewrite(g);
     CHECK(g && rw);
     if (!g || !rw) continue;
-    CHECK(rw->n_nodes == 1 && count_op(rw, "FusedMatMul") == 1);
+    CHECK(rw->n_nodes == 1 && check_count_op(rw, "FusedMatMul") == 1);
     CHECK(rw->n_nodes == 1 && !strcmp(ait_attr_str(&rw->nodes[0], "activation", ""), acts[i]));
     ait_tensor *x = rand_of(AIT_FLOAT32, 2, xd, false);
     const ait_tensor *in[1] = {x};
@@ -603,7 +597,7 @@ static void test_standalone(void) {
   ait_graph *g = tb_parse_graph(m), *rw = rewrite(g);
   CHECK(g && rw);
   if (!g || !rw) return;
-  CHECK(rw->n_nodes == 1 && count_op(rw, "FusedUnary") == 1);
+  CHECK(rw->n_nodes == 1 && check_count_op(rw, "FusedUnary") == 1);
   CHECK(!strcmp(epilogue_of(rw, "FusedUnary"), "Sigmoid*x;Tanh"));
   ait_tensor *x = rand_of(AIT_FLOAT32, 3, xd, true);
   const ait_tensor *in[1] = {x};

@@ -16,6 +16,7 @@
 #include "backends/native/native.h"
 #include "backends/native/native_rnn.h"
 #include "check.h"
+#include "graph_check.h"
 #include "model_builder.h"
 #include "runtime/eager.h"
 
@@ -30,23 +31,6 @@ static float frand(void) { return (float)(urand() & 0xffff) / 32768.0f - 1.0f; }
 static void fill(float *v, int64_t n, float scale) {
   for (int64_t i = 0; i < n; i++)
     v[i] = frand() * scale;
-}
-
-/* Largest |a-b| / (1 + |b|); INFINITY on a shape or dtype mismatch. */
-static double diff(const ait_tensor *a, const ait_tensor *b) {
-  if (!a || !b || a->dtype != b->dtype || a->rank != b->rank ||
-      memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank))
-    return INFINITY;
-  if (a->dtype != AIT_FLOAT32)
-    return memcmp(a->data, b->data, ait_tensor_nbytes(a)) ? INFINITY : 0.0;
-  double m = 0;
-  const float *x = a->data, *y = b->data;
-  for (int64_t i = 0; i < ait_tensor_numel(a); i++) {
-    double d = fabs((double)x[i] - y[i]) / (1.0 + fabs((double)y[i]));
-    if (isnan(d)) return d;
-    if (d > m) m = d;
-  }
-  return m;
 }
 
 /* Add a STRINGS attribute to node n (the builder has none). */
@@ -86,7 +70,7 @@ static void check_graph(const ait_graph *g, const char *spec, const ait_tensor *
     CHECK(st == AIT_OK);
     if (st) fprintf(stderr, "%s: native: %s\n", what, ait_last_error());
     for (int k = 0; k < g->n_outputs; k++) {
-      double d = diff(out[k], ref[k]);
+      double d = check_rel_diff(out[k], ref[k]);
       if (!(d <= tol)) fprintf(stderr, "%s on %s: output %d differs by %g\n", what, spec, k, d);
       CHECK(d <= tol);
       ait_tensor_free(out[k]);
