@@ -1208,8 +1208,8 @@ static void test_planner(void) {
  * table, so a coefficient off by a few ulps of its term shows) and at
  * floats of every exponent; the exact limits (x from 6 on, -0 from -6
  * down, -0 at -0); and the lengths that take the masked tail. Bounds: the
- * AVX-512 table (and its AVX2 twin, the same values) measures 8.3e-8 over
- * all finite floats, the 8-lane A&S form 2.0e-7. */
+ * AVX-512 table measures 8.3e-8 over all finite floats, the AVX2 one
+ * 7.7e-8 on these inputs, the 8-lane A&S form 2.0e-7. */
 static double gelu_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
 
 static void test_gelu_math(void) {
@@ -1567,8 +1567,16 @@ static void test_isa_math(void) {
       }
     }
   }
-  for (int li = 0; li + 1 < nl; li++)
-    if (lv[li + 1] >= NAT_ISA_AVX2) CHECK(!memcmp(g[li], g[li + 1], sizeof(float) * (size_t)n));
+  /* the levels' tables differ (AVX2's: 8 pieces of degree 7, one permute a
+   * coefficient), each within 1.2e-7 max(1, |x|) of GELU (test_gelu_math):
+   * they agree to twice that */
+  for (int li = 0; li + 1 < nl; li++) {
+    if (lv[li + 1] < NAT_ISA_AVX2) continue;
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+      worst = fmax(worst, fabs((double)g[li][i] - g[li + 1][i]) / fmax(1.0, fabs((double)x[i])));
+    CHECK(worst <= 2.4e-7);
+  }
   nat_isa_enter(prev);
 }
 

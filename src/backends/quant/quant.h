@@ -312,10 +312,14 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
  * of panel P over all its groups: post as for group 0 with the last
  * group's bias, residual and outliers (group g's scales and sums are 64 g
  * further on). The tiles run 16 channels at a time, so that one strip of
- * the panel's weights serves them all while it is in L1. */
+ * the panel's weights serves them all while it is in L1. pf (or NULL):
+ * pf_lines 64-byte lines to prefetch into L2 meanwhile, one a step pair of
+ * the k-loop (the next panel's codes: at batch 1 a panel serves ~3 strips
+ * and its first one waited on memory). */
 #define QNT_T7 8
 void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
-                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post);
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post,
+                         const uint8_t *pf, int64_t pf_lines);
 
 /* ---- the rewritten graph on native's executor (quant_exec.c) ---------- */
 

@@ -594,8 +594,9 @@ T_AVX2 static void tile_madd(int mr, int64_t k4, const uint8_t *a, int64_t lda, 
   QNT_F6S(11, "ymm11", "ymm13")
 // clang-format on
 INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
-                               const int32_t *ws, const float *sw, float *f, int64_t first) {
-  const uint8_t *a3 = a + 3 * lda;
+                               const int32_t *ws, const float *sw, float *f, int64_t first,
+                               const uint8_t **pf, int64_t ps) {
+  const uint8_t *a3 = a + 3 * lda, *pl = *pf;
   int64_t pairs = k4 >> 1;
   __asm__ volatile(
       "vmovdqu (%[ws]), %%ymm14\n\t"
@@ -619,24 +620,28 @@ INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const 
       "vpsrlw $15, %%ymm12, %%ymm12\n\t"
       "test %[p], %[p]\n\t"
       "jz 2f\n\t"
-      "1:\n\t" QNT_S6("") "add $256, %[b]\n\t" QNT_S6(
-          "4") "add $256, %[b]\n\t"
-               "add $8, %[a]\n\t"
-               "add $8, %[a3]\n\t"
-               "dec %[p]\n\t"
-               "jnz 1b\n\t"
-               "2:\n\t"
-               "test $1, %[n]\n\t"
-               "jz 3f\n\t" QNT_S6("") "3:\n\t"
-                                      "vmovups (%[sw]), %%ymm12\n\t"
-                                      "vmovups 32(%[sw]), %%ymm13\n\t"
-                                      "test %[first], %[first]\n\t"
-                                      "jnz 5f\n\t" QNT_F12A "jmp 6f\n\t"
-                                      "5:\n\t" QNT_F12M "6:\n\t"
-      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [p] "+r"(pairs)
-      : [l] "r"(lda), [n] "r"(k4), [ws] "r"(ws), [sw] "r"(sw), [f] "r"(f), [first] "r"(first)
+      "1:\n\t" QNT_S6("") "add $256, %[b]\n\t"
+                          "prefetcht1 (%[pl])\n\t"
+                          "add %[ps], %[pl]\n\t" QNT_S6(
+                              "4") "add $256, %[b]\n\t"
+                                   "add $8, %[a]\n\t"
+                                   "add $8, %[a3]\n\t"
+                                   "dec %[p]\n\t"
+                                   "jnz 1b\n\t"
+                                   "2:\n\t"
+                                   "test $1, %[n]\n\t"
+                                   "jz 3f\n\t" QNT_S6("") "3:\n\t"
+                                                          "vmovups (%[sw]), %%ymm12\n\t"
+                                                          "vmovups 32(%[sw]), %%ymm13\n\t"
+                                                          "test %[first], %[first]\n\t"
+                                                          "jnz 5f\n\t" QNT_F12A "jmp 6f\n\t"
+                                                          "5:\n\t" QNT_F12M "6:\n\t"
+      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [p] "+r"(pairs), [pl] "+r"(pl)
+      : [l] "r"(lda), [n] "r"(k4), [ws] "r"(ws), [sw] "r"(sw), [f] "r"(f), [first] "r"(first),
+        [ps] "r"(ps)
       : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  *pf = pl;
 }
 #undef QNT_M6
 #undef QNT_S6
@@ -649,7 +654,8 @@ INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const 
  * of the reduction axis in turn into float sums (madd6_group); then the
  * row scale, the outliers, the residual and the bias, and one store. */
 T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, int64_t lda, int c0,
-                              float *c, int64_t ldc, int n, const qnt_vnni_post *q) {
+                              float *c, int64_t ldc, int n, const qnt_vnni_post *q,
+                              const uint8_t **pf, int64_t ps) {
   int64_t K4 = (w->K + 3) / 4;
   float f[96] __attribute__((aligned(32)));
   for (int64_t g = 0; g < w->G; g++) {
@@ -657,7 +663,7 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
     b4 = (b4 + 3) / 4;
     /* the packed parameters hold 64 entries a panel: whole vectors load */
     madd6_group(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0,
-                q->wsum + g * QNT_PANEL + c0, q->sw + g * QNT_PANEL + c0, f, g == 0);
+                q->wsum + g * QNT_PANEL + c0, q->sw + g * QNT_PANEL + c0, f, g == 0, pf, ps);
   }
   /* the usual tile: 16 channels, no outliers in its rows: straight-line
    * stores (the general loop's per-row branches took a tenth of the tile) */
@@ -736,11 +742,18 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
 }
 
 void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
-                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post,
+                         const uint8_t *pf, int64_t pf_lines) {
+  /* one line of pf a step pair of the k-loops while lines are left; then
+   * the same line of this panel, in L1, again (no branch in the loop) */
+  const uint8_t *end = pf ? pf + 64 * pf_lines : NULL, *here = w->codes;
   for (int c0 = 0; c0 < ncols; c0 += 16)
     for (int t = 0; t < tiles; t++) {
       qnt_vnni_post q = post_rows(post, 6 * t);
-      tile6_madd(w, P, a + 6 * t * lda, lda, c0, c + 6 * t * ldc, ldc, ncols - c0, &q);
+      bool more = pf && pf < end;
+      const uint8_t **p = more ? &pf : &here;
+      tile6_madd(w, P, a + 6 * t * lda, lda, c0, c + 6 * t * ldc, ldc, ncols - c0, &q, p,
+                 more ? 64 : 0);
     }
 }
 
@@ -762,5 +775,6 @@ void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t l
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
                       const qnt_vnni_post *post) {}
 void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
-                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post) {}
+                         float *c, int64_t ldc, int ncols, const qnt_vnni_post *post,
+                         const uint8_t *pf, int64_t pf_lines) {}
 #endif

@@ -341,7 +341,11 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
         post.bias = p->bias ? p->bias + 64 * P : NULL;
         post.z = z ? z + r * ldz + 64 * P : NULL;
         post.ocnt = j->ocnt ? j->ocnt + r : NULL;
-        qnt_avx2_tile_madd6(w, P, tiles, j->qa + r * j->lda, j->lda, y, p->ldy, ncols, &post);
+        /* the task's last whole strip prefetches the next panel's codes */
+        bool pre = m1 - r - mr < 6 && 64 * (P + 1) < w->N;
+        const uint8_t *pf = pre ? w->codes + (P + 1) * K4 * QNT_PANEL * 4 : NULL;
+        qnt_avx2_tile_madd6(w, P, tiles, j->qa + r * j->lda, j->lda, y, p->ldy, ncols, &post, pf,
+                            pre ? K4 * 4 : 0);
       } else if (j->z512)
         qnt_x86_tile_vnni((int)mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
       else
