@@ -1547,6 +1547,11 @@ static void test_isa_math(void) {
     CHECK(isnan(o[0]) && o[1] == 1.0f && o[2] == -1.0f && o[3] == 0 && signbit(o[4]));
     /* every length to 20 from offset 5 gives the long call's values */
     ait_act gelu = {.kind = AIT_ACT_GELU};
+    /* GELU's non-finite and signed-zero inputs as x Phi(x) gives them (-inf: -inf * 0) */
+    memcpy(o, odd, sizeof o);
+    nat_act_f32(&gelu, o, 5);
+    CHECK(isnan(o[0]) && o[1] == INFINITY && isnan(o[2]) && o[3] == 0 && !signbit(o[3]) &&
+          o[4] == 0 && signbit(o[4]));
     memcpy(g[li], x, sizeof(float) * (size_t)n);
     nat_act_f32(&gelu, g[li], n);
     for (int len = 1; len <= 20; len++) {
