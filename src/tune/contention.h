@@ -1,0 +1,71 @@
+/* CPU contention while timing: how long the threads of this process waited,
+ * runnable, for a CPU that something else held. On a shared 2-core machine a
+ * busy neighbour makes every multi-threaded candidate wait (its pool's
+ * threads queue behind the neighbour) while a one-thread candidate runs on
+ * the free core: timed by wall clock alone, threads=1 wins a tune and then
+ * serves a quiet machine at half the speed it could have. The kernel counts
+ * each thread's run-queue wait (/proc/self/task/TID/schedstat, field 2);
+ * the tuner reads it before and after each measurement, through a hook that
+ * tests replace so that a "loaded machine" is pinned like the clock. */
+#ifndef AIT_TUNE_CONTENTION_H
+#define AIT_TUNE_CONTENTION_H
+
+#include <stdbool.h>
+
+#define AIT_SCHED_MAX_THREADS 256
+
+typedef struct ait_sched_thread {
+  long tid;
+  double wait_s; /* runnable but not running, since the thread started */
+} ait_sched_thread;
+
+/* One reading of the process's threads. */
+typedef struct ait_sched_snap {
+  double wall_s; /* the reader's clock (monotonic; a test's virtual one) */
+  double cpu_s;  /* CPU time of the process, all threads */
+  int n;
+  ait_sched_thread th[AIT_SCHED_MAX_THREADS];
+} ait_sched_snap;
+
+/* Fills *out; false when there is no reading (no schedstat: no
+ * CONFIG_SCHED_INFO), and then nothing is corrected. */
+typedef bool (*ait_sched_reader)(ait_sched_snap *out);
+
+/* Tests: read through r instead (NULL: /proc again). Process-wide; set it
+ * before tuning, not while another thread tunes. */
+void ait_sched_set_reader(ait_sched_reader r);
+/* A reader with no reading: what virtual time pins (waits in real
+ * seconds mean nothing beside a virtual clock). */
+bool ait_sched_read_none(ait_sched_snap *out);
+bool ait_sched_read(ait_sched_snap *out);
+
+/* What happened between two readings. */
+typedef struct ait_contention {
+  bool known;    /* both readings exist */
+  double wall_s; /* between them */
+  double cpu_s;  /* CPU time the process used */
+  double wait_s; /* the longest run-queue wait of any one thread */
+  double frac;   /* wait_s / wall_s, in [0, AIT_WAIT_MAX] (0 when unknown) */
+} ait_contention;
+
+/* A measurement whose most-waiting thread waited this share of its wall
+ * time for a CPU was contended: below it (the scheduler's own wake-up
+ * latency is a percent or two) the decision is the plain one. */
+#define AIT_CONTENDED 0.05
+/* A correction never takes more than this share off a time: a reading
+ * past it says the measurement is mostly someone else's. */
+#define AIT_WAIT_MAX 0.9
+
+/* Between a (taken first) and b. Why the longest wait of one thread: a
+ * fork-join run ends when its last thread does, so a thread that queued
+ * behind a neighbour for D seconds delays the whole run by about D, and
+ * threads delayed at once overlap; a sum over threads would count the
+ * same delay once per thread. A thread that appears only in b counts all
+ * its wait (it started in between); one gone from b counts nothing. */
+void ait_contention_between(const ait_sched_snap *a, const ait_sched_snap *b, ait_contention *out);
+
+/* Time t of a measurement with contention c, less its threads' waits:
+ * t * (1 - frac); t when c was not contended. */
+double ait_uncontended_ms(double t_ms, double frac);
+
+#endif
