@@ -94,12 +94,11 @@ static double virtual_us, virtual_wait_us; /* the clock; one thread's run-queue 
 
 void tbk_set_loaded(bool on) { loaded = on; }
 
-/* One thread whose wait the pool backends advance, on the virtual clock. */
+/* The timing thread's wait, which the pool backends advance, on the virtual clock. */
 static bool virtual_sched(ait_sched_snap *out) {
   out->wall_s = virtual_us * 1e-6;
   out->cpu_s = (virtual_us - virtual_wait_us) * 1e-6;
-  out->n = 1;
-  out->th[0] = (ait_sched_thread){1, virtual_wait_us * 1e-6};
+  out->wait_s = virtual_wait_us * 1e-6;
   return true;
 }
 

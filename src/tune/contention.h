@@ -1,30 +1,23 @@
-/* CPU contention while timing: how long the threads of this process waited,
- * runnable, for a CPU that something else held. On a shared 2-core machine a
+/* CPU contention while timing: how long the thread that runs a candidate
+ * waited, runnable, for a CPU that something else held. On a shared 2-core machine a
  * busy neighbour makes every multi-threaded candidate wait (its pool's
  * threads queue behind the neighbour) while a one-thread candidate runs on
  * the free core: timed by wall clock alone, threads=1 wins a tune and then
  * serves a quiet machine at half the speed it could have. The kernel counts
- * each thread's run-queue wait (/proc/self/task/TID/schedstat, field 2);
- * the tuner reads it before and after each measurement, through a hook that
- * tests replace so that a "loaded machine" is pinned like the clock. */
+ * each thread's run-queue wait (/proc/thread-self/schedstat, field 2);
+ * the tuner reads the timing thread's before and after each measurement,
+ * through a hook that tests replace so that a "loaded machine" is pinned
+ * like the clock. */
 #ifndef AIT_TUNE_CONTENTION_H
 #define AIT_TUNE_CONTENTION_H
 
 #include <stdbool.h>
 
-#define AIT_SCHED_MAX_THREADS 256
-
-typedef struct ait_sched_thread {
-  long tid;
-  double wait_s; /* runnable but not running, since the thread started */
-} ait_sched_thread;
-
-/* One reading of the process's threads. */
+/* One reading, taken on the thread that runs and times the candidate. */
 typedef struct ait_sched_snap {
   double wall_s; /* the reader's clock (monotonic; a test's virtual one) */
   double cpu_s;  /* CPU time of the process, all threads */
-  int n;
-  ait_sched_thread th[AIT_SCHED_MAX_THREADS];
+  double wait_s; /* this thread's run-queue wait since it started */
 } ait_sched_snap;
 
 /* Fills *out; false when there is no reading (no schedstat: no
@@ -44,11 +37,11 @@ typedef struct ait_contention {
   bool known;    /* both readings exist */
   double wall_s; /* between them */
   double cpu_s;  /* CPU time the process used */
-  double wait_s; /* the longest run-queue wait of any one thread */
+  double wait_s; /* the timing thread's run-queue wait */
   double frac;   /* wait_s / wall_s, in [0, AIT_WAIT_MAX] (0 when unknown) */
 } ait_contention;
 
-/* A measurement whose most-waiting thread waited this share of its wall
+/* A measurement whose timing thread waited this share of its wall
  * time for a CPU was contended: below it (the scheduler's own wake-up
  * latency is a percent or two) the decision is the plain one. */
 #define AIT_CONTENDED 0.05
@@ -56,15 +49,18 @@ typedef struct ait_contention {
  * past it says the measurement is mostly someone else's. */
 #define AIT_WAIT_MAX 0.9
 
-/* Between a (taken first) and b. Why the longest wait of one thread: a
- * fork-join run ends when its last thread does, so a thread that queued
- * behind a neighbour for D seconds delays the whole run by about D, and
- * threads delayed at once overlap; a sum over threads would count the
- * same delay once per thread. A thread that appears only in b counts all
- * its wait (it started in between); one gone from b counts nothing. */
+/* Between a (taken first) and b. Why the thread that calls infer, and not
+ * the longest wait of any thread: that thread runs the model's serial parts
+ * and its share of every parallel one, so its queueing is on the critical
+ * path; a pool's idle workers spin and then sched_yield between jobs, and a
+ * yielding thread counts as waiting while the neighbour runs (on
+ * deeplabv3_mobilenet_v3_large with a busy core, a worker "waited" 86% of
+ * the wall time, which made native's 2 threads look 2x faster than their
+ * work allows). A backend whose caller sleeps while its own threads work
+ * shows no wait: nothing is corrected, the safe side. */
 void ait_contention_between(const ait_sched_snap *a, const ait_sched_snap *b, ait_contention *out);
 
-/* Time t of a measurement with contention c, less its threads' waits:
+/* Time t of a measurement with wait share frac, less that wait:
  * t * (1 - frac); t when c was not contended. */
 double ait_uncontended_ms(double t_ms, double frac);
 

@@ -64,7 +64,7 @@ static bool fits_memory(const ait_tuner *t, const ait_sample *s, int64_t cur_bat
 }
 
 /* Profile c at `batch` into *out; *wait: the share of the profiling's wall
- * time that c's most-waiting thread spent waiting for a CPU (0 unknown). */
+ * time that the timing thread spent waiting for a CPU (0 unknown). */
 static ait_status profile_at(ait_tuner *t, ait_candidate *c, int batch, ait_latency_stats *out,
                              double *wait) {
   ait_module *m = t->m;
@@ -98,7 +98,8 @@ static ait_status profile_at(ait_tuner *t, ait_candidate *c, int batch, ait_late
   *wait = po.clock_s ? 0 : ct.frac; /* a device's own clock does not queue for the host's CPUs */
   if (!st && ct.frac >= AIT_CONTENDED)
     ait_module_logf(
-        t->m, 0, "[%s] contended: a thread waited %.0f%% of %.2f s for a CPU (process CPU %.2f s)",
+        t->m, 0,
+        "[%s] contended: the timing thread waited %.0f%% of %.2f s for a CPU (process CPU %.2f s)",
         c->desc, ct.frac * 100, ct.wall_s, ct.cpu_s);
   if (!st && seen && out->min_ms < *seen) *seen = out->min_ms;
   free(outs);

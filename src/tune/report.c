@@ -22,7 +22,7 @@ static cJSON *profile_json(const ait_candidate *c) {
     cJSON_AddNumberToObject(o, "cv", s->cv);
     cJSON_AddNumberToObject(o, "throughput", s->throughput);
     cJSON_AddStringToObject(o, "source", c->prof_from_history[i] ? "history" : "measured");
-    /* share of wall time a thread waited for a CPU (contention.h) */
+    /* share of wall time the timing thread waited for a CPU (contention.h) */
     cJSON_AddNumberToObject(o, "cpu_wait", c->prof_wait[i]);
     cJSON_AddItemToArray(arr, o);
   }

@@ -25,8 +25,8 @@
  * finalist queues for a CPU in every round while a 1-thread one runs on
  * the free core, and wins every round by wall time alone. So each block is
  * bracketed by contention readings (contention.h), and when some
- * finalist's threads queued in most rounds (median share >= AIT_CONTENDED)
- * every finalist is judged by its times less its most-waiting thread's
+ * finalist's timing thread queued in most rounds (median share >=
+ * AIT_CONTENDED) every finalist is judged by its times less that thread's
  * wait, round by round (a round with less contention keeps its wall time):
  * the speed each would have on the quiet machine that serves the pick. */
 #define RUNOFF_MARGIN 0.15
@@ -60,7 +60,7 @@ static double median_of(double *v, int n) {
 }
 
 /* Median time of one run of f over its reps (after reps / 8 + 1 untimed);
- * *wait: the share of the timed runs' wall time that f's most-waiting
+ * *wait: the share of the timed runs' wall time that the timing
  * thread spent waiting for a CPU. */
 static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *wait) {
   int n_out = t->m->model->graph->n_outputs;
@@ -154,7 +154,7 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     ait_module_logf(m, 1, "runoff stopped (%s); keeping %s", ait_last_error(), cands[winner].desc);
     ait_err_clear();
   } else {
-    /* contended when some finalist's threads queued in most rounds */
+    /* contended when some finalist queued for a CPU in most rounds */
     bool contended = false;
     for (int k = 0; k < nf; k++) {
       double w[RUNOFF_MAX_ROUNDS];

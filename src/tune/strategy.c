@@ -65,9 +65,9 @@ int ait_strategy_parse(const char *name) {
 
 /* The time a decision compares for one profile entry: its fastest run (as
  * FFTW's planner does: noise on a shared machine only ever adds time, so
- * the minimum is the steadiest basis for a choice), or, when its threads
- * queued for a CPU (contention.h), its median less the share of wall time
- * its most-waiting thread spent queueing, whichever is lower. A neighbour
+ * the minimum is the steadiest basis for a choice), or, when the thread
+ * that ran it queued for a CPU (contention.h), its median less the share
+ * of wall time that thread spent queueing, whichever is lower. A neighbour
  * busy for the whole profile leaves no quiet run for the minimum to find:
  * on 2 cores with one of them taken, native:threads=2 ran twice its quiet
  * time in every run while threads=1 ran on the free core at full speed, so
@@ -152,7 +152,7 @@ void ait_tune_note_contention(ait_tuner *t, const ait_candidate *cands, int n) {
   }
   if (worst < 0 || frac < AIT_CONTENDED) return;
   ait_tune_warn(t,
-                "CPU contention while timing: %d candidate(s) had a thread waiting for a CPU "
+                "CPU contention while timing: %d candidate(s) waited for a CPU "
                 "(up to %.0f%% of the wall time, %s); they are judged on their median less that "
                 "wait where it is below their fastest run",
                 contended, frac * 100, cands[worst].desc);

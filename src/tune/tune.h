@@ -123,7 +123,7 @@ typedef struct ait_candidate {
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
   bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */
-  /* share of each entry's wall time its most-waiting thread spent waiting
+  /* share of each entry's wall time the thread that timed it spent waiting
    * for a CPU (tune/contention.h; 0: quiet, unknown or from the history) */
   double prof_wait[AIT_MAX_BATCHES];
   int sweep_start;         /* batch the sweep started from (learned) */
@@ -132,7 +132,7 @@ typedef struct ait_candidate {
   int runoff_rounds;       /* > 0: timed again in the runoff, in this many rounds */
   double runoff_ratio;     /* its speed there over the leader's (median of per-round ratios) */
   double runoff_ms;        /* its median time per run there */
-  double runoff_wait;      /* median over rounds of its most-waiting thread's share of wall time */
+  double runoff_wait;      /* median over rounds of its timing thread's wait share */
   bool runoff_uncontended; /* the runoff judged times less CPU waits (contention seen) */
   /* the point the decision judged it by (its fastest runs, within the
    * budget): what `better` and `beats` compare; has_decided false when no
