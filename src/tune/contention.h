@@ -60,8 +60,8 @@ typedef struct ait_contention {
  * shows no wait: nothing is corrected, the safe side. */
 void ait_contention_between(const ait_sched_snap *a, const ait_sched_snap *b, ait_contention *out);
 
-/* Time t of a measurement with wait share frac, less that wait:
- * t * (1 - frac); t when c was not contended. */
+/* Mean time t of a measurement with wait share frac, less that wait:
+ * t * (1 - frac) = (wall - wait) / runs; t when frac < AIT_CONTENDED. */
 double ait_uncontended_ms(double t_ms, double frac);
 
 #endif

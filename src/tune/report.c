@@ -65,7 +65,7 @@ static void add_decided(cJSON *o, const ait_candidate *c) {
   }
   cJSON *d = cJSON_AddObjectToObject(o, "decided");
   cJSON_AddStringToObject(d, "basis",
-                          c->decided_uncontended ? "median less CPU wait" : "fastest run");
+                          c->decided_uncontended ? "mean less CPU wait" : "fastest run");
   cJSON_AddNumberToObject(d, "batch", c->decided_batch);
   cJSON_AddNumberToObject(d, "ms", c->decided_ms);
   cJSON_AddNumberToObject(d, "throughput", c->decided_throughput);

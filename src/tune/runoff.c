@@ -26,9 +26,9 @@
  * the free core, and wins every round by wall time alone. So each block is
  * bracketed by contention readings (contention.h), and when some
  * finalist's timing thread queued in most rounds (median share >=
- * AIT_CONTENDED) every finalist is judged by its times less that thread's
- * wait, round by round (a round with less contention keeps its wall time):
- * the speed each would have on the quiet machine that serves the pick. */
+ * AIT_CONTENDED) every finalist is judged, round by round, by its mean
+ * time less that thread's wait ((wall - wait) / reps): the speed each
+ * would have on the quiet machine that serves the pick. */
 #define RUNOFF_MARGIN 0.15
 #define RUNOFF_MAX 4
 #define RUNOFF_MAX_ROUNDS 15
@@ -60,9 +60,9 @@ static double median_of(double *v, int n) {
 }
 
 /* Median time of one run of f over its reps (after reps / 8 + 1 untimed);
- * *wait: the share of the timed runs' wall time that the timing
+ * *mean: their mean; *wait: the share of their wall time that the timing
  * thread spent waiting for a CPU. */
-static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *wait) {
+static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *mean, double *wait) {
   int n_out = t->m->model->graph->n_outputs;
   ait_tensor **outs = calloc((size_t)n_out + 1, sizeof *outs);
   if (!outs) return ait_err(AIT_E_NOMEM, "out of memory");
@@ -85,7 +85,10 @@ static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *wai
   if (have_a && !st && ait_sched_read(&b)) ait_contention_between(&a, &b, &ct);
   *wait = ct.frac;
   free(outs);
-  if (!st) *ms = median_of(v, f->reps);
+  double sum = 0;
+  for (int r = 0; !st && r < f->reps; r++)
+    sum += v[r];
+  if (!st) *mean = sum / f->reps, *ms = median_of(v, f->reps);
   return st;
 }
 
@@ -135,7 +138,8 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     }
     if (!st && f[k].c->run.iface->activate) st = f[k].c->run.iface->activate(f[k].c->run.state);
   }
-  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS], wait[RUNOFF_MAX][RUNOFF_MAX_ROUNDS];
+  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS], mean[RUNOFF_MAX][RUNOFF_MAX_ROUNDS],
+      wait[RUNOFF_MAX][RUNOFF_MAX_ROUNDS];
   unsigned long long seed = 0x9e3779b97f4a7c15ULL;
   for (int r = 0; !st && r < rounds; r++) {
     int order[RUNOFF_MAX];
@@ -147,7 +151,7 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
       order[k] = order[j], order[j] = x;
     }
     for (int k = 0; !st && k < nf; k++)
-      st = runoff_time(t, &f[order[k]], &ms[order[k]][r], &wait[order[k]][r]);
+      st = runoff_time(t, &f[order[k]], &ms[order[k]][r], &mean[order[k]][r], &wait[order[k]][r]);
   }
   int pick = winner;
   if (st) {
@@ -169,8 +173,9 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     for (int k = 0; k < nf; k++) {
       double ratio[RUNOFF_MAX_ROUNDS], own[RUNOFF_MAX_ROUNDS];
       for (int r = 0; r < rounds; r++) {
-        double mk = contended ? ait_uncontended_ms(ms[k][r], wait[k][r]) : ms[k][r],
-               m0 = contended ? ait_uncontended_ms(ms[0][r], wait[0][r]) : ms[0][r];
+        /* contended: each round's mean less its wait, (wall - wait) / reps */
+        double mk = contended ? mean[k][r] * (1 - wait[k][r]) : ms[k][r],
+               m0 = contended ? mean[0][r] * (1 - wait[0][r]) : ms[0][r];
         /* speed: samples per second (throughput strategies), runs per second (latency) */
         double mine = (latency ? 1 : f[k].batch) / mk, lead = (latency ? 1 : f[0].batch) / m0;
         ratio[r] = mine / lead;

@@ -138,7 +138,7 @@ typedef struct ait_candidate {
    * budget): what `better` and `beats` compare; has_decided false when no
    * profile entry qualifies */
   bool has_decided;
-  bool decided_uncontended; /* decided_ms is the median less CPU waits, not the fastest run */
+  bool decided_uncontended; /* decided_ms is the mean less CPU waits, not the fastest run */
   int decided_batch;
   double decided_ms, decided_throughput;
 } ait_candidate;

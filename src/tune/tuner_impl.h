@@ -86,7 +86,7 @@ ait_status ait_tune_profile_candidate(ait_tuner *t, ait_candidate *c, bool batch
 bool ait_tune_best_point(const ait_tuner *t, const ait_candidate *c, bool decide, double *tp,
                          double *lat, int *batch);
 /* The decision's point (best_point with decide); *uncontended (may be
- * NULL): its time is the median less CPU waits, not the fastest run. */
+ * NULL): its time is the mean less CPU waits, not the fastest run. */
 bool ait_tune_decided_point(const ait_tuner *t, const ait_candidate *c, double *tp, double *lat,
                             int *batch, bool *uncontended);
 /* Is a a better pick than b under the strategy? */
