@@ -49,11 +49,11 @@ void ait_contention_between(const ait_sched_snap *a, const ait_sched_snap *b, ai
   out->wall_s = b->wall_s - a->wall_s;
   out->cpu_s = b->cpu_s - a->cpu_s;
   out->wait_s = b->wait_s > a->wait_s ? b->wait_s - a->wait_s : 0;
+  if (out->wait_s > out->wall_s * AIT_WAIT_MAX) out->wait_s = out->wall_s * AIT_WAIT_MAX;
   out->frac = out->wait_s / out->wall_s;
-  if (out->frac > AIT_WAIT_MAX) out->frac = AIT_WAIT_MAX;
 }
 
-double ait_uncontended_ms(double t_ms, double frac) {
-  if (!(frac >= AIT_CONTENDED)) return t_ms;
-  return t_ms * (1 - (frac > AIT_WAIT_MAX ? AIT_WAIT_MAX : frac));
+double ait_uncontended_mean_ms(const ait_contention *c, int runs) {
+  if (!c->known || !(c->frac >= AIT_CONTENDED) || runs < 1) return 0;
+  return (c->wall_s - c->wait_s) / runs * 1e3;
 }

@@ -60,13 +60,13 @@ static double median_of(double *v, int n) {
 }
 
 /* Median time of one run of f over its reps (after reps / 8 + 1 untimed);
- * *mean: their mean; *wait: the share of their wall time that the timing
- * thread spent waiting for a CPU. */
-static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *mean, double *wait) {
+ * *wait: the share of their wall time that the timing thread spent waiting
+ * for a CPU; *unc: their mean less that wait (the median when unknown). */
+static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *unc, double *wait) {
   int n_out = t->m->model->graph->n_outputs;
   ait_tensor **outs = calloc((size_t)n_out + 1, sizeof *outs);
   if (!outs) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_timed_ctx tc = {f->c, f->in, outs, n_out};
+  ait_timed_ctx tc = {f->c, f->in, outs, n_out, 0};
   double v[RUNOFF_MAX_REPS];
   ait_status st = AIT_OK;
   for (int r = 0; !st && r < f->reps / 8 + 1; r++)
@@ -85,10 +85,9 @@ static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *mea
   if (have_a && !st && ait_sched_read(&b)) ait_contention_between(&a, &b, &ct);
   *wait = ct.frac;
   free(outs);
-  double sum = 0;
-  for (int r = 0; !st && r < f->reps; r++)
-    sum += v[r];
-  if (!st) *mean = sum / f->reps, *ms = median_of(v, f->reps);
+  if (st) return st;
+  *ms = median_of(v, f->reps);
+  *unc = ct.known ? (ct.wall_s - ct.wait_s) / f->reps * 1e3 : *ms;
   return st;
 }
 
@@ -138,7 +137,7 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     }
     if (!st && f[k].c->run.iface->activate) st = f[k].c->run.iface->activate(f[k].c->run.state);
   }
-  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS], mean[RUNOFF_MAX][RUNOFF_MAX_ROUNDS],
+  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS], unc[RUNOFF_MAX][RUNOFF_MAX_ROUNDS],
       wait[RUNOFF_MAX][RUNOFF_MAX_ROUNDS];
   unsigned long long seed = 0x9e3779b97f4a7c15ULL;
   for (int r = 0; !st && r < rounds; r++) {
@@ -151,7 +150,7 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
       order[k] = order[j], order[j] = x;
     }
     for (int k = 0; !st && k < nf; k++)
-      st = runoff_time(t, &f[order[k]], &ms[order[k]][r], &mean[order[k]][r], &wait[order[k]][r]);
+      st = runoff_time(t, &f[order[k]], &ms[order[k]][r], &unc[order[k]][r], &wait[order[k]][r]);
   }
   int pick = winner;
   if (st) {
@@ -173,9 +172,8 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     for (int k = 0; k < nf; k++) {
       double ratio[RUNOFF_MAX_ROUNDS], own[RUNOFF_MAX_ROUNDS];
       for (int r = 0; r < rounds; r++) {
-        /* contended: each round's mean less its wait, (wall - wait) / reps */
-        double mk = contended ? mean[k][r] * (1 - wait[k][r]) : ms[k][r],
-               m0 = contended ? mean[0][r] * (1 - wait[0][r]) : ms[0][r];
+        /* contended: each round's (wall - wait) / reps */
+        double mk = contended ? unc[k][r] : ms[k][r], m0 = contended ? unc[0][r] : ms[0][r];
         /* speed: samples per second (throughput strategies), runs per second (latency) */
         double mine = (latency ? 1 : f[k].batch) / mk, lead = (latency ? 1 : f[0].batch) / m0;
         ratio[r] = mine / lead;

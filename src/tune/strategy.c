@@ -66,20 +66,16 @@ int ait_strategy_parse(const char *name) {
 /* The time a decision compares for one profile entry: its fastest run (as
  * FFTW's planner does: noise on a shared machine only ever adds time, so
  * the minimum is the steadiest basis for a choice), or, when the thread
- * that ran it queued for a CPU (contention.h), its mean less the share of
- * wall time that thread spent queueing, whichever is lower. The mean, not
- * the median: (wall - wait) / runs is exact however the wait falls on the
- * runs, while a median does not move when one preemption lands in one run
- * of a sub-millisecond model (bert_tiny: a 7 ms wait in 10 ms of 0.15 ms
- * runs took the median to 0.05 ms). A neighbour
+ * that ran it queued for a CPU (contention.h), its mean run less that
+ * thread's wait (ait_uncontended_mean_ms), whichever is lower. A neighbour
  * busy for the whole profile leaves no quiet run for the minimum to find:
  * on 2 cores with one of them taken, native:threads=2 ran twice its quiet
  * time in every run while threads=1 ran on the free core at full speed, so
  * the minimum picked threads=1, which then served a quiet machine at 0.65x
  * ONNX Runtime. *uncontended says which basis it was. */
-static double decision_ms(const ait_latency_stats *s, double wait, bool *uncontended) {
+static double decision_ms(const ait_latency_stats *s, double unc_ms, bool *uncontended) {
   double ms = s->min_ms > 0 ? s->min_ms : s->median_ms;
-  double u = s->mean_ms > 0 ? ait_uncontended_ms(s->mean_ms, wait) : ms;
+  double u = unc_ms > 0 ? unc_ms : ms;
   *uncontended = u < ms;
   return u < ms ? u : ms;
 }
@@ -92,7 +88,7 @@ static bool point(const ait_tuner *t, const ait_candidate *c, bool decide, doubl
     const ait_latency_stats *s = &c->prof[i];
     if (t->s->budget && s->median_ms > t->o->latency_budget_ms) continue;
     bool u = false;
-    double ms = decide ? decision_ms(s, c->prof_wait[i], &u) : s->median_ms;
+    double ms = decide ? decision_ms(s, c->prof_unc_ms[i], &u) : s->median_ms;
     double thr = ms > 0 ? s->batch / (ms * 1e-3) : 0;
     bool better = !found;
     if (found && t->s->metric == AIT_METRIC_LATENCY)

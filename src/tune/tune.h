@@ -126,8 +126,9 @@ typedef struct ait_candidate {
   /* share of each entry's wall time the thread that timed it spent waiting
    * for a CPU (tune/contention.h; 0: quiet, unknown or from the history) */
   double prof_wait[AIT_MAX_BATCHES];
-  int sweep_start;         /* batch the sweep started from (learned) */
-  bool sweep_learned;      /* started from the history */
+  double prof_unc_ms[AIT_MAX_BATCHES]; /* contended: its mean run less the wait; else 0 */
+  int sweep_start;                     /* batch the sweep started from (learned) */
+  bool sweep_learned;                  /* started from the history */
   ait_runner run;          /* built state while tuning (whole graph or partitioned), owned */
   int runoff_rounds;       /* > 0: timed again in the runoff, in this many rounds */
   double runoff_ratio;     /* its speed there over the leader's (median of per-round ratios) */

@@ -71,6 +71,7 @@ typedef struct ait_timed_ctx {
   const ait_sample *in;
   ait_tensor **out;
   int n_out;
+  int calls; /* infers made through it (warm-up runs included) */
 } ait_timed_ctx;
 ait_status ait_tune_timed_infer(void *ctx);
 /* The device's own time of the run just made, in seconds; -1 when none. */
