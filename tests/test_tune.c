@@ -27,6 +27,7 @@
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
+#include "tune/contention.h"
 #include "tune/history.h"
 #include "tune/manifest.h"
 #include "tune/module_impl.h"
@@ -526,6 +527,35 @@ static void test_contention_picks_threads(void) {
   ro = cJSON_GetObjectItemCaseSensitive(cand_exact(r, "t_pool"), "runoff");
   CHECK(ro && !strcmp(str_field(ro, "basis"), "wall time"));
   cJSON_Delete(r);
+}
+
+/* The arithmetic of a reading: (wall - wait) / calls, whatever the wait
+ * fell on; nothing below AIT_CONTENDED, without a reading, or backwards;
+ * the wait capped at AIT_WAIT_MAX of the wall. */
+static void test_contention_reading(void) {
+  ait_sched_snap a = {.wall_s = 10.0, .cpu_s = 1.0, .wait_s = 2.0}, b = a;
+  ait_contention c;
+  b.wall_s = 10.040, b.wait_s = 2.036; /* 36 ms of 40 waited, 13 calls */
+  ait_contention_between(&a, &b, &c);
+  CHECK(c.known && fabs(c.frac - 0.9) < 1e-9);
+  CHECK(fabs(ait_uncontended_mean_ms(&c, 13) - 4.0 / 13) < 1e-9);
+  CHECK(ait_uncontended_mean_ms(&c, 0) == 0);
+  b.wait_s = 2.039; /* past the cap */
+  ait_contention_between(&a, &b, &c);
+  CHECK(fabs(c.frac - AIT_WAIT_MAX) < 1e-9 && fabs(c.wait_s - 0.036) < 1e-9);
+  b.wait_s = 2.001; /* 2.5%: not contended */
+  ait_contention_between(&a, &b, &c);
+  CHECK(c.known && ait_uncontended_mean_ms(&c, 13) == 0);
+  b.wall_s = 9.0; /* backwards */
+  ait_contention_between(&a, &b, &c);
+  CHECK(!c.known && ait_uncontended_mean_ms(&c, 13) == 0);
+  ait_contention_between(&a, NULL, &c);
+  CHECK(!c.known);
+  ait_sched_set_reader(ait_sched_read_none);
+  CHECK(!ait_sched_read(&a));
+  ait_sched_set_reader(NULL); /* /proc/thread-self/schedstat, where the kernel has it */
+  if (ait_sched_read(&a)) CHECK(a.wall_s > 0 && a.wait_s >= 0);
+  tbk_pin_sched(false); /* virtual time's "no reading" again */
 }
 
 /* Where one thread is genuinely better (t_tiny: 1 ms, against 1.5 ms on 2
@@ -2430,6 +2460,7 @@ static const test_case tests[] = {
     {"one_backend_unavailable", test_one_backend_unavailable},
     {"first_wins_order", test_first_wins_order},
     {"runoff", test_runoff},
+    {"contention_reading", test_contention_reading},
     {"contention_picks_threads", test_contention_picks_threads},
     {"contention_keeps_one_thread", test_contention_keeps_one_thread},
     {"contention_incorrect_never_wins", test_contention_incorrect_never_wins},

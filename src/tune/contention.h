@@ -1,6 +1,6 @@
 /* CPU contention while timing: how long the thread that runs a candidate
- * waited, runnable, for a CPU that something else held. On a shared 2-core machine a
- * busy neighbour makes every multi-threaded candidate wait (its pool's
+ * waited, runnable, for a CPU that something else held. On a shared 2-core
+ * machine a busy neighbour makes every multi-threaded candidate wait (its pool's
  * threads queue behind the neighbour) while a one-thread candidate runs on
  * the free core: timed by wall clock alone, threads=1 wins a tune and then
  * serves a quiet machine at half the speed it could have. The kernel counts
