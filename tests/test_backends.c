@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 #include "runtime/eager.h"
 #include "runtime/observe.h"
+#include "tune/contention.h"
 #include "tune/profile.h"
 
 typedef struct behaviour {
@@ -26,6 +27,12 @@ typedef struct behaviour {
   int sleep_us;                 /* per infer */
   int sleep_us_per_batch;       /* per infer, times the leading dim of input 0 */
   int late_runs, late_sleep_us; /* after late_runs infers of a state, sleep late_sleep_us */
+  /* a thread-pool engine (option threads, auto = 2): threads=1 costs st_us;
+   * more threads cost mt_us, or mt_load_us on the loaded machine
+   * (tbk_set_loaded) of which one thread waited mt_wait_us for a CPU; at
+   * wrong_threads it costs a quarter of that and adds 0.5 to its outputs */
+  bool pool;
+  int st_us, mt_us, mt_load_us, mt_wait_us, wrong_threads;
   tbk_counts counts;
 } behaviour;
 
@@ -45,6 +52,22 @@ static behaviour rows[] = {
     {.name = "t_late", .sleep_us = 2200, .late_runs = 12, .late_sleep_us = 1000},
     /* computes "in int8" (its precision hook), and slower than t_steady */
     {.name = "t_lowp", .sleep_us = 4000},
+    /* loaded: 2 threads take 20 ms, 11 of them queued: 9 ms uncontended,
+     * under threads=1's 10 ms (and near enough for the runoff) */
+    {.name = "t_pool",
+     .pool = true,
+     .st_us = 10000,
+     .mt_us = 9000,
+     .mt_load_us = 20000,
+     .mt_wait_us = 11000,
+     .wrong_threads = 8},
+    /* a tiny model: a second thread costs more than it brings, loaded or not */
+    {.name = "t_tiny",
+     .pool = true,
+     .st_us = 1000,
+     .mt_us = 1500,
+     .mt_load_us = 3000,
+     .mt_wait_us = 1200},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -62,11 +85,24 @@ tbk_counts *tbk_counts_of(const char *name) {
 typedef struct tbk_state {
   const ait_graph *g;
   behaviour *b;
-  int runs; /* infers of this state */
+  int runs;    /* infers of this state */
+  int threads; /* pool backends */
 } tbk_state;
 
-static bool virtual_time;
-static double virtual_us;
+static bool virtual_time, loaded;
+static double virtual_us, virtual_wait_us; /* the clock; one thread's run-queue wait */
+
+void tbk_set_loaded(bool on) { loaded = on; }
+
+/* The timing thread's wait, which the pool backends advance, on the virtual clock. */
+static bool virtual_sched(ait_sched_snap *out) {
+  out->wall_s = virtual_us * 1e-6;
+  out->cpu_s = (virtual_us - virtual_wait_us) * 1e-6;
+  out->wait_s = virtual_wait_us * 1e-6;
+  return true;
+}
+
+void tbk_pin_sched(bool on) { ait_sched_set_reader(on ? virtual_sched : ait_sched_read_none); }
 
 static double virtual_now(void) { return virtual_us * 1e-6; }
 
@@ -79,6 +115,9 @@ static void charge_node(void *user, const ait_node *node, double seconds) {
 void tbk_virtual_time(bool on) {
   virtual_time = on;
   ait_now_set_clock(on ? virtual_now : NULL);
+  /* real run-queue waits beside a virtual clock would correct virtual
+   * times by the machine's load: a pinned clock pins "no contention" */
+  ait_sched_set_reader(on ? ait_sched_read_none : NULL);
   ait_observe_set(on ? charge_node : NULL, NULL);
 }
 
@@ -165,6 +204,7 @@ static ait_status tbk_build(const ait_backend_config *cfg, const ait_graph *g,
   if (!s) return ait_err(AIT_E_NOMEM, "out of memory");
   s->g = g;
   s->b = b;
+  s->threads = (int)ait_backend_config_int(cfg, "threads", 2);
   *state = s;
   return AIT_OK;
 }
@@ -187,18 +227,27 @@ static ait_status tbk_infer(void *state, const ait_tensor *const *in, int n_in, 
   behaviour *b = s->b;
   b->counts.infer++;
   int64_t batch = n_in > 0 && in[0]->rank > 0 ? in[0]->dims[0] : 1;
-  if (b->late_runs && ++s->runs > b->late_runs)
+  bool wrong = b->pool && b->wrong_threads && s->threads == b->wrong_threads;
+  if (b->pool) {
+    bool mt = s->threads > 1;
+    double us = !mt ? b->st_us : loaded ? b->mt_load_us : b->mt_us;
+    double wait = mt && loaded ? b->mt_wait_us : 0;
+    if (wrong) us /= 4, wait /= 4;
+    virtual_wait_us += wait;
+    sleep_us((long long)us);
+  } else if (b->late_runs && ++s->runs > b->late_runs)
     sleep_us(b->late_sleep_us);
   else if (b->sleep_us || b->sleep_us_per_batch || virtual_time)
     sleep_us(b->sleep_us + (long long)b->sleep_us_per_batch * batch);
   if (b->fast)
     return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");
   AIT_TRY(ait_eager_run(s->g, in, n_in, out));
-  for (int o = 0; b->perturb != 0.0f && o < s->g->n_outputs; o++) {
+  float perturb = wrong ? 0.5f : b->perturb;
+  for (int o = 0; perturb != 0.0f && o < s->g->n_outputs; o++) {
     if (!out[o] || out[o]->kind != AIT_KIND_TENSOR || out[o]->dtype != AIT_FLOAT32) continue;
     float *d = out[o]->data;
     for (int64_t i = 0, n = ait_tensor_numel(out[o]); i < n; i++)
-      d[i] += b->perturb;
+      d[i] += perturb;
   }
   return AIT_OK;
 }
@@ -269,6 +318,30 @@ TBK_IFACE(if_norelu, "t_norelu", "test: refuses Relu nodes", avail_yes);
 TBK_IFACE(if_steady, "t_steady", "test: reference plus 2 ms per run", avail_yes);
 TBK_IFACE(if_late, "t_late", "test: reference plus 2.2 ms per run, 1 ms after 12 runs", avail_yes);
 
+static const ait_option_def pool_options[] = {
+    {"threads", AIT_OPT_INT, "auto", "1..64", "test: threads of its pool (auto: 2)"},
+};
+
+#define TBK_POOL_IFACE(var, nm, summ)                                                              \
+  static const ait_backend_iface var = {                                                           \
+      .name = nm,                                                                                  \
+      .summary = summ,                                                                             \
+      .options = pool_options,                                                                     \
+      .n_options = 1,                                                                              \
+      .available = avail_yes,                                                                      \
+      .supports = tbk_supports,                                                                    \
+      .build = tbk_build,                                                                          \
+      .infer = tbk_infer,                                                                          \
+      .activate = tbk_nop,                                                                         \
+      .deactivate = tbk_nop,                                                                       \
+      .save = tbk_save,                                                                            \
+      .load = tbk_load,                                                                            \
+      .destroy = tbk_destroy,                                                                      \
+  }
+
+TBK_POOL_IFACE(if_pool, "t_pool", "test: 10 ms on 1 thread, 9 ms on 2 (20 ms loaded, 11 queued)");
+TBK_POOL_IFACE(if_tiny, "t_tiny", "test: 1 ms on 1 thread, 1.5 ms on 2 (3 ms loaded, 1.2 queued)");
+
 static const char *prec_int8(const ait_backend_config *cfg) { return "int8"; }
 
 static const ait_backend_iface if_lowp = {
@@ -287,9 +360,9 @@ static const ait_backend_iface if_lowp = {
 };
 
 ait_status tbk_register_all(void) {
-  static const ait_backend_iface *all[] = {&if_broken, &if_wrong,   &if_slow,      &if_batchy,
-                                           &if_fast,   &if_unavail, &if_nosupport, &if_norelu,
-                                           &if_steady, &if_late,    &if_lowp};
+  static const ait_backend_iface *all[] = {
+      &if_broken, &if_wrong,  &if_slow, &if_batchy, &if_fast, &if_unavail, &if_nosupport,
+      &if_norelu, &if_steady, &if_late, &if_lowp,   &if_pool, &if_tiny};
   static bool done;
   if (done) return AIT_OK;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -15,6 +15,12 @@
  *                the tuner may run it with a fallback for the Relu)
  *   t_lowp       the reference plus 4 ms per infer, judged as int8 (its
  *                precision hook): a reduced-precision candidate that loses
+ *   t_pool       a thread-pool engine (option threads, auto = 2): 10 ms on
+ *                1 thread, 9 ms on 2; on the loaded machine (tbk_set_loaded)
+ *                2 threads take 20 ms of which one thread queued 11 ms for a
+ *                CPU; threads=8 is a quarter of that and wrong (+0.5)
+ *   t_tiny       the same for a tiny model: 1 ms on 1 thread, 1.5 ms on 2,
+ *                3 ms loaded (1.2 ms queued): threads=1 is better either way
  *
  * Every backend counts its calls (tbk_counts_of) so tests can tell what the
  * tuner built, ran or loaded. save() writes "<name>.state" into the folder and
@@ -36,10 +42,16 @@ typedef struct tbk_counts {
  * advances it by its cost (the sleeps above, which are then not slept, plus
  * TBK_BASE_US), and each node that the eager or native executors run
  * advances it by TBK_NODE_US (through this thread's node observer, which
- * this sets). Call it on the thread that tunes, before tuning. */
+ * this sets), and contention readings (tune/contention.h) read none. Call
+ * it on the thread that tunes, before tuning. */
 #define TBK_BASE_US 1.0
 #define TBK_NODE_US 2.0
 void tbk_virtual_time(bool on);
+/* The loaded machine for t_pool/t_tiny (their costs above), and contention
+ * readings on the virtual clock (on: one thread, whose waits are those the
+ * pool backends add; off: no reading, as virtual time starts). */
+void tbk_set_loaded(bool on);
+void tbk_pin_sched(bool on);
 /* Advance the virtual clock (a test's own timed functions). */
 void tbk_advance_us(double us);
 

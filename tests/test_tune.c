@@ -27,6 +27,7 @@
 #include "check.h"
 #include "model_builder.h"
 #include "test_backends.h"
+#include "tune/contention.h"
 #include "tune/history.h"
 #include "tune/manifest.h"
 #include "tune/module_impl.h"
@@ -438,6 +439,149 @@ static void test_runoff(void) {
     cJSON_Delete(r);
     ait_module_free(m);
   }
+}
+
+/* ---- CPU contention (tune/contention.h) ------------------------------------ */
+
+/* The candidate whose "backend" is exactly desc ("t_pool" but not
+ * "t_pool:threads=1", which candidate() would also match). */
+static const cJSON *cand_exact(const cJSON *r, const char *desc) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "candidates")) {
+    const char *b = str_field(c, "backend");
+    if (b && !strcmp(b, desc)) return c;
+  }
+  return NULL;
+}
+
+static bool has_warning(const cJSON *r, const char *needle) {
+  const cJSON *w;
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "warnings")) {
+    if (cJSON_GetStringValue(w) && strstr(cJSON_GetStringValue(w), needle)) return true;
+  }
+  return false;
+}
+
+/* Tune the candidates b[0..n) of a pool backend under max-throughput with
+ * the machine loaded or quiet and contention readings on or off; returns the
+ * report (the caller deletes it) and the pick in pick[64]. */
+static cJSON *pool_tune(const char *const *b, size_t n, bool load, bool readings, char *pick) {
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_MAX_THROUGHPUT, b, n, &cap);
+  o.perf_validation = 0; /* the reference runs this tiny model in microseconds */
+  tbk_set_loaded(load);
+  tbk_pin_sched(readings);
+  ait_module *m = new_module();
+  cJSON *r = NULL;
+  pick[0] = 0;
+  if (m) {
+    CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    snprintf(pick, 64, "%s", ait_module_backend(m));
+    r = report_of(m);
+    ait_module_free(m);
+  }
+  tbk_set_loaded(false);
+  tbk_pin_sched(false);
+  return r;
+}
+
+/* A neighbour busy through the whole tune: t_pool on 2 threads takes 20 ms
+ * a run (wall), threads=1 10 ms, so every run and every runoff round favours
+ * threads=1; its threads queued 11 of the 20 ms for a CPU, and judged on
+ * its time less that wait (9 ms) it is picked, in the first pass and in
+ * the runoff, and the report says why.
+ * Without readings (as before contention was read) threads=1 wins. */
+static void test_contention_picks_threads(void) {
+  const char *b[] = {"t_pool:threads=1", "t_pool"};
+  char pick[64];
+  cJSON *r = pool_tune(b, 2, true, false, pick);
+  CHECK_STR(pick, "t_pool:threads=1"); /* wall time alone: the load-sensitive pick */
+  cJSON_Delete(r);
+  r = pool_tune(b, 2, true, true, pick);
+  CHECK_STR(pick, "t_pool");
+  const cJSON *mt = cand_exact(r, "t_pool"), *st = cand_exact(r, "t_pool:threads=1");
+  CHECK(mt && st);
+  const cJSON *dmt = cJSON_GetObjectItemCaseSensitive(mt, "decided"),
+              *dst = cJSON_GetObjectItemCaseSensitive(st, "decided");
+  CHECK_STR(str_field(dmt, "basis"), "mean less CPU wait");
+  CHECK_STR(str_field(dst, "basis"), "fastest run"); /* it never queued */
+  CHECK(fabs(num_field(dmt, "ms") - 9.0) < 0.3);     /* 20 ms less 11 queued */
+  const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(mt, "profile"), 0);
+  CHECK(num_field(p0, "cpu_wait") > 0.52 && num_field(p0, "cpu_wait") < 0.56);
+  CHECK(num_field(p0, "median_ms") > 19.9); /* the report keeps the wall times */
+  const cJSON *ro = cJSON_GetObjectItemCaseSensitive(mt, "runoff");
+  CHECK(ro && num_field(ro, "speed_ratio") >= 1.0 && num_field(ro, "cpu_wait") > 0.5);
+  CHECK_STR(str_field(ro, "basis"), "times less CPU waits");
+  CHECK(has_warning(r, "CPU contention"));
+  CHECK_CAND_ERROR(r, "t_pool:threads=1", "less CPU waits");
+  cJSON_Delete(r);
+  /* a quiet machine: the readings change nothing (9 ms against 10 on the
+   * fastest runs), and nothing is said about contention */
+  r = pool_tune(b, 2, false, true, pick);
+  CHECK_STR(pick, "t_pool");
+  CHECK_STR(
+      str_field(cJSON_GetObjectItemCaseSensitive(cand_exact(r, "t_pool"), "decided"), "basis"),
+      "fastest run");
+  CHECK(!has_warning(r, "CPU contention"));
+  ro = cJSON_GetObjectItemCaseSensitive(cand_exact(r, "t_pool"), "runoff");
+  CHECK(ro && !strcmp(str_field(ro, "basis"), "wall time"));
+  cJSON_Delete(r);
+}
+
+/* The arithmetic of a reading: (wall - wait) / calls, whatever the wait
+ * fell on; nothing below AIT_CONTENDED, without a reading, or backwards;
+ * the wait capped at AIT_WAIT_MAX of the wall. */
+static void test_contention_reading(void) {
+  ait_sched_snap a = {.wall_s = 10.0, .cpu_s = 1.0, .wait_s = 2.0}, b = a;
+  ait_contention c;
+  b.wall_s = 10.040, b.wait_s = 2.036; /* 36 ms of 40 waited, 13 calls */
+  ait_contention_between(&a, &b, &c);
+  CHECK(c.known && fabs(c.frac - 0.9) < 1e-9);
+  CHECK(fabs(ait_uncontended_mean_ms(&c, 13) - 4.0 / 13) < 1e-9);
+  CHECK(ait_uncontended_mean_ms(&c, 0) == 0);
+  b.wait_s = 2.039; /* past the cap */
+  ait_contention_between(&a, &b, &c);
+  CHECK(fabs(c.frac - AIT_WAIT_MAX) < 1e-9 && fabs(c.wait_s - 0.036) < 1e-9);
+  b.wait_s = 2.001; /* 2.5%: not contended */
+  ait_contention_between(&a, &b, &c);
+  CHECK(c.known && ait_uncontended_mean_ms(&c, 13) == 0);
+  b.wall_s = 9.0; /* backwards */
+  ait_contention_between(&a, &b, &c);
+  CHECK(!c.known && ait_uncontended_mean_ms(&c, 13) == 0);
+  ait_contention_between(&a, NULL, &c);
+  CHECK(!c.known);
+  ait_sched_set_reader(ait_sched_read_none);
+  CHECK(!ait_sched_read(&a));
+  ait_sched_set_reader(NULL); /* /proc/thread-self/schedstat, where the kernel has it */
+  if (ait_sched_read(&a)) CHECK(a.wall_s > 0 && a.wait_s >= 0);
+  tbk_pin_sched(false); /* virtual time's "no reading" again */
+}
+
+/* Where one thread is genuinely better (t_tiny: 1 ms, against 1.5 ms on 2
+ * threads quiet and 3 ms loaded of which 1.2 queued: 1.8 ms uncontended)
+ * threads=1 stays picked, loaded or not. */
+static void test_contention_keeps_one_thread(void) {
+  const char *b[] = {"t_tiny", "t_tiny:threads=1"};
+  char pick[64];
+  for (int load = 0; load < 2; load++) {
+    cJSON *r = pool_tune(b, 2, load, true, pick);
+    CHECK_STR(pick, "t_tiny:threads=1");
+    CHECK(has_warning(r, "CPU contention") == (load == 1));
+    cJSON_Delete(r);
+  }
+}
+
+/* The candidate with the best uncontended time (t_pool:threads=8: 2.25 ms)
+ * fails the numeric check: it is never timed, never a finalist, never picked. */
+static void test_contention_incorrect_never_wins(void) {
+  const char *b[] = {"t_pool:threads=1", "t_pool", "t_pool:threads=8"};
+  char pick[64];
+  cJSON *r = pool_tune(b, 3, true, true, pick);
+  CHECK_STR(pick, "t_pool");
+  CHECK_STR(str_field(cand_exact(r, "t_pool:threads=8"), "status"), "incorrect");
+  CHECK(!cJSON_GetObjectItemCaseSensitive(cand_exact(r, "t_pool:threads=8"), "runoff"));
+  cJSON_Delete(r);
 }
 
 /* one-backend (extra): an unavailable backend is an error with its reason. */
@@ -2316,6 +2460,10 @@ static const test_case tests[] = {
     {"one_backend_unavailable", test_one_backend_unavailable},
     {"first_wins_order", test_first_wins_order},
     {"runoff", test_runoff},
+    {"contention_reading", test_contention_reading},
+    {"contention_picks_threads", test_contention_picks_threads},
+    {"contention_keeps_one_thread", test_contention_keeps_one_thread},
+    {"contention_incorrect_never_wins", test_contention_incorrect_never_wins},
     {"first_wins_stops_at_winner", test_first_wins_stops_at_winner},
     {"first_wins_all_fail", test_first_wins_all_fail},
     {"unsupported", test_unsupported},

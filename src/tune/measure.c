@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tune/contention.h"
 #include "tune/history.h"
 #include "tune/tuner_impl.h"
 
@@ -30,6 +31,7 @@ double ait_tune_device_clock_s(void *p) {
 
 ait_status ait_tune_timed_infer(void *p) {
   ait_timed_ctx *tc = p;
+  tc->calls++;
   ait_status st = tc->c->run.iface->infer(
       tc->c->run.state, (const ait_tensor *const *)tc->in->inputs, tc->in->n_inputs, tc->out);
   ait_tune_free_outputs(tc->out, tc->n_out);
@@ -62,7 +64,12 @@ static bool fits_memory(const ait_tuner *t, const ait_sample *s, int64_t cur_bat
   return need < avail / 4;
 }
 
-static ait_status profile_at(ait_tuner *t, ait_candidate *c, int batch, ait_latency_stats *out) {
+/* Profile c at `batch` into entry i of its profile: prof[i], and
+ * prof_wait[i] / prof_unc_ms[i], the share of the profiling's wall time
+ * that the timing thread spent waiting for a CPU and the mean run less
+ * that wait (0: not contended or unknown). */
+static ait_status profile_at(ait_tuner *t, ait_candidate *c, int batch, int i) {
+  ait_latency_stats *out = &c->prof[i];
   ait_module *m = t->m;
   ait_sample resized = {0};
   const ait_sample *in = &m->samples[0];
@@ -76,14 +83,29 @@ static ait_status profile_at(ait_tuner *t, ait_candidate *c, int batch, ait_late
     ait_sample_free(&resized);
     return ait_err(AIT_E_NOMEM, "out of memory");
   }
-  ait_timed_ctx tc = {c, in, outs, n_out};
+  ait_timed_ctx tc = {c, in, outs, n_out, 0};
   /* the baseline is timed in full: candidates are judged against it */
   bool base = !strcmp(c->desc, "eager");
   double *seen = base ? NULL : seen_min(t, batch, true);
   ait_profile_opts po = t->prof;
   po.give_up_ms = seen && isfinite(*seen) ? *seen * GIVE_UP_FACTOR : 0;
   if (t->o->io_mem == AIT_MEM_CUDA && !base) po.clock_s = ait_tune_device_clock_s;
+  /* the readings bracket the whole profile: a neighbour that is busy the
+   * whole time leaves no quiet run for the minimum to find, but it shows as
+   * the candidate's threads queueing for a CPU */
+  ait_sched_snap a, b;
+  bool have_a = ait_sched_read(&a);
   ait_status st = ait_profile(ait_tune_timed_infer, &tc, batch, &po, out);
+  ait_contention ct = {0};
+  if (have_a && ait_sched_read(&b)) ait_contention_between(&a, &b, &ct);
+  if (po.clock_s) ct.known = false; /* a device's own clock does not queue for the host's CPUs */
+  c->prof_wait[i] = ct.known ? ct.frac : 0;
+  c->prof_unc_ms[i] = ait_uncontended_mean_ms(&ct, tc.calls);
+  if (!st && c->prof_unc_ms[i] > 0)
+    ait_module_logf(t->m, 0,
+                    "[%s] contended: the timing thread waited %.0f%% of %.2f s for a CPU (process "
+                    "CPU %.2f s); %d runs, %.3f ms each less the wait",
+                    c->desc, ct.frac * 100, ct.wall_s, ct.cpu_s, tc.calls, c->prof_unc_ms[i]);
   if (!st && seen && out->min_ms < *seen) *seen = out->min_ms;
   free(outs);
   ait_sample_free(&resized);
@@ -111,7 +133,7 @@ static bool stop_after(ait_tuner *t, const ait_candidate *c, const ait_latency_s
 static ait_status measure(ait_tuner *t, ait_candidate *c, const char *desc, ait_history *h, int b) {
   ait_module_logf(t->m, 0, "[%s] profile batch %d", desc, b);
   ait_latency_stats *s = &c->prof[c->n_prof];
-  AIT_TRY(profile_at(t, c, b, s));
+  AIT_TRY(profile_at(t, c, b, c->n_prof));
   c->prof_from_history[c->n_prof++] = false;
   ait_history_put(h, s);
   return AIT_OK;
@@ -125,6 +147,7 @@ static void reuse(ait_candidate *c, const ait_batch_point *p) {
   s->median_ms = p->median_ms;
   s->p90_ms = p->p90_ms;
   s->p99_ms = p->p99_ms;
+  c->prof_wait[c->n_prof] = c->prof_unc_ms[c->n_prof] = 0;
   c->prof_from_history[c->n_prof++] = true;
 }
 
@@ -187,14 +210,14 @@ ait_status ait_tune_profile_candidate(ait_tuner *t, ait_candidate *c, bool batch
   if (!m->spec.has_batch || batch1_only) {
     int b = m->spec.has_batch ? 1 : (int)own;
     ait_module_logf(m, 0, "[%s] profile batch %d", desc, b);
-    AIT_TRY(profile_at(t, c, b, &c->prof[0]));
+    AIT_TRY(profile_at(t, c, b, 0));
     c->n_prof = 1;
     return AIT_OK;
   }
   if (t->n_batches) {
     for (int i = 0; i < t->n_batches; i++) {
       ait_module_logf(m, 0, "[%s] profile batch %d", desc, t->batches[i]);
-      AIT_TRY(profile_at(t, c, t->batches[i], &c->prof[c->n_prof]));
+      AIT_TRY(profile_at(t, c, t->batches[i], c->n_prof));
       c->n_prof++;
     }
     return AIT_OK;

@@ -22,6 +22,8 @@ static cJSON *profile_json(const ait_candidate *c) {
     cJSON_AddNumberToObject(o, "cv", s->cv);
     cJSON_AddNumberToObject(o, "throughput", s->throughput);
     cJSON_AddStringToObject(o, "source", c->prof_from_history[i] ? "history" : "measured");
+    /* share of wall time the timing thread waited for a CPU (contention.h) */
+    cJSON_AddNumberToObject(o, "cpu_wait", c->prof_wait[i]);
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
@@ -62,7 +64,8 @@ static void add_decided(cJSON *o, const ait_candidate *c) {
     return;
   }
   cJSON *d = cJSON_AddObjectToObject(o, "decided");
-  cJSON_AddStringToObject(d, "basis", "fastest run");
+  cJSON_AddStringToObject(d, "basis",
+                          c->decided_uncontended ? "mean less CPU wait" : "fastest run");
   cJSON_AddNumberToObject(d, "batch", c->decided_batch);
   cJSON_AddNumberToObject(d, "ms", c->decided_ms);
   cJSON_AddNumberToObject(d, "throughput", c->decided_throughput);
@@ -108,6 +111,9 @@ static cJSON *candidate_json(const ait_candidate *c) {
     cJSON_AddNumberToObject(ro, "rounds", c->runoff_rounds);
     cJSON_AddNumberToObject(ro, "speed_ratio", c->runoff_ratio);
     cJSON_AddNumberToObject(ro, "median_ms", c->runoff_ms);
+    cJSON_AddNumberToObject(ro, "cpu_wait", c->runoff_wait);
+    cJSON_AddStringToObject(ro, "basis",
+                            c->runoff_uncontended ? "times less CPU waits" : "wall time");
   }
   return o;
 }

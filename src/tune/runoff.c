@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tune/contention.h"
 #include "tune/tuner_impl.h"
 
 /* Each candidate was timed on its own, one after the other; on a shared
@@ -17,7 +18,17 @@
  * every finalist, in a shuffled order, a few times back to back; a busy
  * spell then hits all of them alike. The pick is the finalist with the
  * best median over rounds of its speed relative to the leader's in the
- * same round. The rounds fit in RUNOFF_BUDGET_S (fewer than 3: no runoff). */
+ * same round. The rounds fit in RUNOFF_BUDGET_S (fewer than 3: no runoff).
+ *
+ * Interleaving spreads a busy spell over all finalists, but not a neighbour
+ * that is busy the whole time: on 2 cores with one taken, a 2-thread
+ * finalist queues for a CPU in every round while a 1-thread one runs on
+ * the free core, and wins every round by wall time alone. So each block is
+ * bracketed by contention readings (contention.h), and when some
+ * finalist's timing thread queued in most rounds (median share >=
+ * AIT_CONTENDED) every finalist is judged, round by round, by its mean
+ * time less that thread's wait ((wall - wait) / reps): the speed each
+ * would have on the quiet machine that serves the pick. */
 #define RUNOFF_MARGIN 0.15
 #define RUNOFF_MAX 4
 #define RUNOFF_MAX_ROUNDS 15
@@ -48,17 +59,21 @@ static double median_of(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Median time of one run of f over its reps (after reps / 8 + 1 untimed). */
-static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms) {
+/* Median time of one run of f over its reps (after reps / 8 + 1 untimed);
+ * *wait: the share of their wall time that the timing thread spent waiting
+ * for a CPU; *unc: their mean less that wait (the median when unknown). */
+static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms, double *unc, double *wait) {
   int n_out = t->m->model->graph->n_outputs;
   ait_tensor **outs = calloc((size_t)n_out + 1, sizeof *outs);
   if (!outs) return ait_err(AIT_E_NOMEM, "out of memory");
-  ait_timed_ctx tc = {f->c, f->in, outs, n_out};
+  ait_timed_ctx tc = {f->c, f->in, outs, n_out, 0};
   double v[RUNOFF_MAX_REPS];
   ait_status st = AIT_OK;
   for (int r = 0; !st && r < f->reps / 8 + 1; r++)
     st = ait_tune_timed_infer(&tc);
   bool dev = t->o->io_mem == AIT_MEM_CUDA;
+  ait_sched_snap a, b;
+  bool have_a = !st && !dev && ait_sched_read(&a);
   for (int r = 0; !st && r < f->reps; r++) {
     double t0 = ait_now();
     st = ait_tune_timed_infer(&tc);
@@ -66,8 +81,13 @@ static ait_status runoff_time(ait_tuner *t, finalist *f, double *ms) {
     double d = dev ? ait_tune_device_clock_s(&tc) : -1;
     if (d >= 0) v[r] = d * 1e3;
   }
+  ait_contention ct = {0};
+  if (have_a && !st && ait_sched_read(&b)) ait_contention_between(&a, &b, &ct);
+  *wait = ct.frac;
   free(outs);
-  if (!st) *ms = median_of(v, f->reps);
+  if (st) return st;
+  *ms = median_of(v, f->reps);
+  *unc = ct.known ? (ct.wall_s - ct.wait_s) / f->reps * 1e3 : *ms;
   return st;
 }
 
@@ -117,7 +137,8 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
     }
     if (!st && f[k].c->run.iface->activate) st = f[k].c->run.iface->activate(f[k].c->run.state);
   }
-  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS];
+  double ms[RUNOFF_MAX][RUNOFF_MAX_ROUNDS], unc[RUNOFF_MAX][RUNOFF_MAX_ROUNDS],
+      wait[RUNOFF_MAX][RUNOFF_MAX_ROUNDS];
   unsigned long long seed = 0x9e3779b97f4a7c15ULL;
   for (int r = 0; !st && r < rounds; r++) {
     int order[RUNOFF_MAX];
@@ -129,32 +150,43 @@ int ait_tune_runoff(ait_tuner *t, ait_candidate *cands, int n, int winner) {
       order[k] = order[j], order[j] = x;
     }
     for (int k = 0; !st && k < nf; k++)
-      st = runoff_time(t, &f[order[k]], &ms[order[k]][r]);
+      st = runoff_time(t, &f[order[k]], &ms[order[k]][r], &unc[order[k]][r], &wait[order[k]][r]);
   }
   int pick = winner;
   if (st) {
     ait_module_logf(m, 1, "runoff stopped (%s); keeping %s", ait_last_error(), cands[winner].desc);
     ait_err_clear();
   } else {
+    /* contended when some finalist queued for a CPU in most rounds */
+    bool contended = false;
+    for (int k = 0; k < nf; k++) {
+      double w[RUNOFF_MAX_ROUNDS];
+      memcpy(w, wait[k], sizeof(double) * (size_t)rounds);
+      f[k].c->runoff_wait = median_of(w, rounds);
+      contended |= f[k].c->runoff_wait >= AIT_CONTENDED;
+    }
     char line[1024];
-    int at =
-        snprintf(line, sizeof line, "[runoff] %d rounds, speed over %s:", rounds, f[0].c->desc);
+    int at = snprintf(line, sizeof line, "[runoff] %d rounds%s, speed over %s:", rounds,
+                      contended ? ", contended: times less CPU waits" : "", f[0].c->desc);
     double best = 0;
     for (int k = 0; k < nf; k++) {
       double ratio[RUNOFF_MAX_ROUNDS], own[RUNOFF_MAX_ROUNDS];
       for (int r = 0; r < rounds; r++) {
+        /* contended: each round's (wall - wait) / reps */
+        double mk = contended ? unc[k][r] : ms[k][r], m0 = contended ? unc[0][r] : ms[0][r];
         /* speed: samples per second (throughput strategies), runs per second (latency) */
-        double mine = (latency ? 1 : f[k].batch) / ms[k][r],
-               lead = (latency ? 1 : f[0].batch) / ms[0][r];
+        double mine = (latency ? 1 : f[k].batch) / mk, lead = (latency ? 1 : f[0].batch) / m0;
         ratio[r] = mine / lead;
         own[r] = ms[k][r];
       }
       f[k].c->runoff_rounds = rounds;
+      f[k].c->runoff_uncontended = contended;
       f[k].c->runoff_ratio = median_of(ratio, rounds);
       f[k].c->runoff_ms = median_of(own, rounds);
       if (at < (int)sizeof line)
-        at += snprintf(line + at, sizeof line - (size_t)at, " %s %.3f (%.3f ms)", f[k].c->desc,
-                       f[k].c->runoff_ratio, f[k].c->runoff_ms);
+        at += snprintf(line + at, sizeof line - (size_t)at, " %s %.3f (%.3f ms, waits %.0f%%)",
+                       f[k].c->desc, f[k].c->runoff_ratio, f[k].c->runoff_ms,
+                       f[k].c->runoff_wait * 100);
       if (k == 0 || f[k].c->runoff_ratio > best) best = f[k].c->runoff_ratio, pick = f[k].idx;
     }
     ait_module_logf(m, 0, "%s", line);

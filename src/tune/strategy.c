@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tune/contention.h"
 #include "tune/tuner_impl.h"
 
 static const ait_strategy_row strategies[] = {
@@ -62,18 +63,32 @@ int ait_strategy_parse(const char *name) {
 
 /* ---- judging by the row ------------------------------------------------------ */
 
-/* Best (throughput, latency, batch) of a candidate under the strategy. With
- * `decide`, runs are judged by their fastest time (as FFTW's planner does:
- * noise on a shared machine only ever adds time, so the minimum is the
- * steadiest basis for a choice); reports use the median. Budgets always
- * apply to the median. */
-bool ait_tune_best_point(const ait_tuner *t, const ait_candidate *c, bool decide, double *tp,
-                         double *lat, int *batch) {
+/* The time a decision compares for one profile entry: its fastest run (as
+ * FFTW's planner does: noise on a shared machine only ever adds time, so
+ * the minimum is the steadiest basis for a choice), or, when the thread
+ * that ran it queued for a CPU (contention.h), its mean run less that
+ * thread's wait (ait_uncontended_mean_ms), whichever is lower. A neighbour
+ * busy for the whole profile leaves no quiet run for the minimum to find:
+ * on 2 cores with one of them taken, native:threads=2 ran twice its quiet
+ * time in every run while threads=1 ran on the free core at full speed, so
+ * the minimum picked threads=1, which then served a quiet machine at 0.65x
+ * ONNX Runtime. *uncontended says which basis it was. */
+static double decision_ms(const ait_latency_stats *s, double unc_ms, bool *uncontended) {
+  double ms = s->min_ms > 0 ? s->min_ms : s->median_ms;
+  double u = unc_ms > 0 ? unc_ms : ms;
+  *uncontended = u < ms;
+  return u < ms ? u : ms;
+}
+
+/* The best point of c under the strategy: decision_ms (decide) or medians. */
+static bool point(const ait_tuner *t, const ait_candidate *c, bool decide, double *tp, double *lat,
+                  int *batch, bool *uncontended) {
   bool found = false;
   for (int i = 0; i < c->n_prof; i++) {
     const ait_latency_stats *s = &c->prof[i];
     if (t->s->budget && s->median_ms > t->o->latency_budget_ms) continue;
-    double ms = decide && s->min_ms > 0 ? s->min_ms : s->median_ms;
+    bool u = false;
+    double ms = decide ? decision_ms(s, c->prof_unc_ms[i], &u) : s->median_ms;
     double thr = ms > 0 ? s->batch / (ms * 1e-3) : 0;
     bool better = !found;
     if (found && t->s->metric == AIT_METRIC_LATENCY)
@@ -84,10 +99,24 @@ bool ait_tune_best_point(const ait_tuner *t, const ait_candidate *c, bool decide
       *tp = thr;
       *lat = ms;
       *batch = s->batch;
+      if (uncontended) *uncontended = u;
       found = true;
     }
   }
   return found;
+}
+
+bool ait_tune_decided_point(const ait_tuner *t, const ait_candidate *c, double *tp, double *lat,
+                            int *batch, bool *uncontended) {
+  return point(t, c, true, tp, lat, batch, uncontended);
+}
+
+/* Best (throughput, latency, batch) of a candidate under the strategy. With
+ * `decide`, by decision_ms (above); reports use the median. Budgets always
+ * apply to the median. */
+bool ait_tune_best_point(const ait_tuner *t, const ait_candidate *c, bool decide, double *tp,
+                         double *lat, int *batch) {
+  return point(t, c, decide, tp, lat, batch, NULL);
 }
 
 /* Is a a better pick than b under the strategy? */
@@ -108,6 +137,25 @@ bool ait_tune_beats(const ait_tuner *t, const ait_candidate *c, const ait_candid
   double r = 1.0 + t->o->min_speedup_ratio;
   if (t->s->metric == AIT_METRIC_LATENCY) return lat * r <= blat;
   return tp >= btp * r;
+}
+
+void ait_tune_note_contention(ait_tuner *t, const ait_candidate *cands, int n) {
+  int worst = -1, contended = 0;
+  double frac = 0;
+  for (int i = 0; i < n; i++) {
+    bool hit = false;
+    for (int k = 0; cands[i].status == AIT_CAND_OK && k < cands[i].n_prof; k++) {
+      hit |= cands[i].prof_wait[k] >= AIT_CONTENDED;
+      if (cands[i].prof_wait[k] > frac) frac = cands[i].prof_wait[k], worst = i;
+    }
+    contended += hit;
+  }
+  if (worst < 0 || frac < AIT_CONTENDED) return;
+  ait_tune_warn(t,
+                "CPU contention while timing: %d candidate(s) waited for a CPU "
+                "(up to %.0f%% of the wall time, %s); they are judged on their mean less that "
+                "wait where it is below their fastest run",
+                contended, frac * 100, cands[worst].desc);
 }
 
 /* A reduced-precision candidate that is not faster than a more precise one
@@ -156,8 +204,9 @@ void ait_tune_explain_losers(ait_tuner *t, ait_candidate *cands, int n, int winn
     if (c->runoff_rounds > 0)
       snprintf(c->error, sizeof c->error,
                "correct, but slower than %s in the runoff (the finalists timed alternately, %d "
-               "rounds): %.2fx its speed",
-               w->desc, c->runoff_rounds, c->runoff_ratio);
+               "rounds%s): %.2fx its speed",
+               w->desc, c->runoff_rounds,
+               c->runoff_uncontended ? ", contended: times less CPU waits" : "", c->runoff_ratio);
     else
       snprintf(c->error, sizeof c->error,
                "correct, but %s than %s: %.2f vs %.2f samples/s (batch %d vs %d), %.3f vs %.3f "

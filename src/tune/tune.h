@@ -123,16 +123,23 @@ typedef struct ait_candidate {
   int n_prof;
   ait_latency_stats prof[AIT_MAX_BATCHES];
   bool prof_from_history[AIT_MAX_BATCHES]; /* reused from an earlier tune */
-  int sweep_start;                         /* batch the sweep started from (learned) */
-  bool sweep_learned;                      /* started from the history */
-  ait_runner run;      /* built state while tuning (whole graph or partitioned), owned */
-  int runoff_rounds;   /* > 0: timed again in the runoff, in this many rounds */
-  double runoff_ratio; /* its speed there over the leader's (median of per-round ratios) */
-  double runoff_ms;    /* its median time per run there */
+  /* share of each entry's wall time the thread that timed it spent waiting
+   * for a CPU (tune/contention.h; 0: quiet, unknown or from the history) */
+  double prof_wait[AIT_MAX_BATCHES];
+  double prof_unc_ms[AIT_MAX_BATCHES]; /* contended: its mean run less the wait; else 0 */
+  int sweep_start;                     /* batch the sweep started from (learned) */
+  bool sweep_learned;                  /* started from the history */
+  ait_runner run;          /* built state while tuning (whole graph or partitioned), owned */
+  int runoff_rounds;       /* > 0: timed again in the runoff, in this many rounds */
+  double runoff_ratio;     /* its speed there over the leader's (median of per-round ratios) */
+  double runoff_ms;        /* its median time per run there */
+  double runoff_wait;      /* median over rounds of its timing thread's wait share */
+  bool runoff_uncontended; /* the runoff judged times less CPU waits (contention seen) */
   /* the point the decision judged it by (its fastest runs, within the
    * budget): what `better` and `beats` compare; has_decided false when no
    * profile entry qualifies */
   bool has_decided;
+  bool decided_uncontended; /* decided_ms is the mean less CPU waits, not the fastest run */
   int decided_batch;
   double decided_ms, decided_throughput;
 } ait_candidate;

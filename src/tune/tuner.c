@@ -186,6 +186,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     if (c->run.state && c->run.iface->deactivate) c->run.iface->deactivate(c->run.state);
   }
   if (best) {
+    ait_tune_note_contention(&t, cands, n);
     ait_tune_mark_dominated(&t, cands, n);
     for (int i = 0; i < n; i++)
       if (cands[i].status == AIT_CAND_OK && cands[i].run.state &&
@@ -236,8 +237,8 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
   /* the report shows each candidate's decisive point beside its medians */
   for (int i = -1; i < n; i++) {
     ait_candidate *c = i < 0 ? &base : &cands[i];
-    c->has_decided =
-        ait_tune_best_point(&t, c, true, &c->decided_throughput, &c->decided_ms, &c->decided_batch);
+    c->has_decided = ait_tune_decided_point(&t, c, &c->decided_throughput, &c->decided_ms,
+                                            &c->decided_batch, &c->decided_uncontended);
   }
   t.res.baseline = &base;
   t.res.cands = cands;

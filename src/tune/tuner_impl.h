@@ -71,6 +71,7 @@ typedef struct ait_timed_ctx {
   const ait_sample *in;
   ait_tensor **out;
   int n_out;
+  int calls; /* infers made through it (warm-up runs included) */
 } ait_timed_ctx;
 ait_status ait_tune_timed_infer(void *ctx);
 /* The device's own time of the run just made, in seconds; -1 when none. */
@@ -85,10 +86,17 @@ ait_status ait_tune_profile_candidate(ait_tuner *t, ait_candidate *c, bool batch
  * decide, by fastest runs (else medians). false when no point qualifies. */
 bool ait_tune_best_point(const ait_tuner *t, const ait_candidate *c, bool decide, double *tp,
                          double *lat, int *batch);
+/* The decision's point (best_point with decide); *uncontended (may be
+ * NULL): its time is the mean less CPU waits, not the fastest run. */
+bool ait_tune_decided_point(const ait_tuner *t, const ait_candidate *c, double *tp, double *lat,
+                            int *batch, bool *uncontended);
 /* Is a a better pick than b under the strategy? */
 bool ait_tune_better(const ait_tuner *t, const ait_candidate *a, const ait_candidate *b);
 /* Does c beat the baseline by min_speedup_ratio? */
 bool ait_tune_beats(const ait_tuner *t, const ait_candidate *c, const ait_candidate *base);
+/* Warn (into the report) when some candidate's threads queued for a CPU
+ * while it was profiled: the decision then compares times less those waits. */
+void ait_tune_note_contention(ait_tuner *t, const ait_candidate *cands, int n);
 /* Mark reduced-precision candidates not faster than a more precise one. */
 void ait_tune_mark_dominated(ait_tuner *t, ait_candidate *cands, int n);
 /* Say why each correct candidate that was not picked lost. */
