@@ -961,14 +961,14 @@ static void test_state(void) {
     CHECK(check_rel_diff(got, want) <= 1e-5);
     if (i == 2) { /* big memory goes, comes back on the next run */
       CHECK(cfg.iface->deactivate(state) == AIT_OK);
-      CHECK(((nat_state *)state)->n_plans == 0);
+      CHECK(((nat_state *)state)->plans.n == 0);
       CHECK(cfg.iface->activate(state) == AIT_OK);
     }
     ait_tensor_free(x);
     ait_tensor_free(got);
     ait_tensor_free(want);
   }
-  CHECK(state && ((nat_state *)state)->n_plans == 2); /* batches 1 and 3 since deactivate */
+  CHECK(state && ((nat_state *)state)->plans.n == 2); /* batches 1 and 3 since deactivate */
   /* save, load, same answers; loading runs no passes */
   char dir[] = "/tmp/ait_test_native_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -1201,6 +1201,47 @@ static void test_planner(void) {
       CHECK(apart);
     }
   }
+}
+
+/* The shared plan cache (common/plan.h, native's, onednn's and xnnpack's):
+ * found by signature, at most `max` kept, the least recently used dropped. */
+static int plans_freed;
+static void count_free(void *plan) {
+  free(plan);
+  plans_freed++;
+}
+
+static void test_plan_cache(void) {
+  ait_plan_cache c = {.max = 3, .free_plan = count_free};
+  ait_tensor t[5];
+  const ait_tensor *in[5];
+  for (int b = 0; b < 5; b++) {
+    memset(&t[b], 0, sizeof t[b]);
+    t[b].dtype = AIT_FLOAT32;
+    t[b].rank = 2;
+    t[b].dims[0] = b + 1;
+    t[b].dims[1] = 8;
+    in[b] = &t[b];
+  }
+  plans_freed = 0;
+  for (int b = 0; b < 3; b++) {
+    int *plan = malloc(sizeof *plan);
+    if (plan) *plan = b;
+    CHECK(plan && ait_plan_cache_add(&c, &in[b], 1, plan) == AIT_OK);
+  }
+  int *hit = ait_plan_cache_find(&c, &in[0], 1); /* batch 1: now the most recent */
+  CHECK(hit && *hit == 0);
+  int *plan = malloc(sizeof *plan);
+  CHECK(plan && ait_plan_cache_add(&c, &in[3], 1, plan) == AIT_OK); /* batch 2 goes */
+  CHECK(c.n == 3 && plans_freed == 1);
+  CHECK(ait_plan_cache_find(&c, &in[1], 1) == NULL);
+  CHECK(ait_plan_cache_find(&c, &in[0], 1) && ait_plan_cache_find(&c, &in[2], 1));
+  CHECK(ait_plan_cache_find(&c, &in[3], 1) && !ait_plan_cache_find(&c, &in[4], 1));
+  t[4].dims[0] = 1; /* another dtype, the same dims: another signature */
+  t[4].dtype = AIT_FLOAT16;
+  CHECK(ait_plan_cache_find(&c, &in[4], 1) == NULL);
+  ait_plan_cache_clear(&c);
+  CHECK(c.n == 0 && plans_freed == 4);
 }
 
 /* GELU against x Phi(x) in double, the error scaled by max(1, |x|):
@@ -1825,6 +1866,7 @@ int main(void) {
   test_gemm_auto();
   test_pool();
   test_planner();
+  test_plan_cache();
   test_isa_math();
   test_isa_rows();
   test_isa_attention();

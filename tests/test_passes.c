@@ -1,9 +1,11 @@
 /* The shared graph-rewriting layer (src/ir/passes/), each pass on its own:
  * the rewritten graph on eager equals the original on eager, on random
  * inputs, and the rewrite did what it should (and nothing where the
- * pattern is not there). Constant folding, BatchNormalization into Conv
+ * pattern is not there). Constant folding, no-op and Transpose/Reshape pair
+ * elimination, BatchNormalization into Conv
  * (and a lone BatchNormalization as a depthwise Conv), the GELU matcher
- * (erf and tanh forms, both associations) with its one tolerance. */
+ * (erf and tanh forms, both associations) with its one tolerance, SiLU and
+ * the spelled-out HardSwish. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,7 +62,9 @@ static double nerr(const ait_tensor *a, const ait_tensor *b) {
  * the graph's declared (static) input shape. */
 static void check_same_on_eager(const ait_graph *g, const ait_graph *rw, double tol,
                                 const char *what) {
-  for (int trial = 0; trial < 3; trial++) {
+  enum { MAX_OUT = 8 };
+  CHECK(g->n_outputs <= MAX_OUT && rw->n_outputs == g->n_outputs);
+  for (int trial = 0; trial < 3 && g->n_outputs <= MAX_OUT; trial++) {
     ait_tensor *in[4] = {0};
     for (int i = 0; i < g->n_inputs; i++) {
       const ait_value *v = &g->values[g->inputs[i]];
@@ -69,14 +73,24 @@ static void check_same_on_eager(const ait_graph *g, const ait_graph *rw, double 
         dims[k] = v->dims[k].v;
       in[i] = rand_tensor(v->rank, dims, -4.0f, 4.0f);
     }
-    ait_tensor *ref = NULL, *got = NULL;
-    CHECK(ait_eager_run(g, (const ait_tensor *const *)in, g->n_inputs, &ref) == AIT_OK);
-    CHECK(ait_eager_run(rw, (const ait_tensor *const *)in, g->n_inputs, &got) == AIT_OK);
-    double e = nerr(got, ref);
-    if (!(e <= tol)) fprintf(stderr, "%s: normalized error %g > %g\n", what, e, tol);
-    CHECK(e <= tol);
-    ait_tensor_free(ref);
-    ait_tensor_free(got);
+    ait_tensor *ref[MAX_OUT] = {0}, *got[MAX_OUT] = {0}; /* one slot per output */
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)in, g->n_inputs, ref) == AIT_OK);
+    ait_status st = ait_eager_run(rw, (const ait_tensor *const *)in, g->n_inputs, got);
+    if (st) fprintf(stderr, "%s: %s\n", what, ait_last_error());
+    CHECK(st == AIT_OK);
+    for (int k = 0; k < g->n_outputs; k++) {
+      /* a float output within tol, any other bit for bit */
+      double e =
+          ref[k] && ref[k]->dtype != AIT_FLOAT32 && got[k] && got[k]->dtype == ref[k]->dtype &&
+                  ait_tensor_nbytes(got[k]) == ait_tensor_nbytes(ref[k])
+              ? (memcmp(got[k]->data, ref[k]->data, ait_tensor_nbytes(ref[k])) ? INFINITY : 0)
+              : nerr(got[k], ref[k]);
+      if (!(e <= tol))
+        fprintf(stderr, "%s: output %d: normalized error %g > %g\n", what, k, e, tol);
+      CHECK(e <= tol);
+      ait_tensor_free(ref[k]);
+      ait_tensor_free(got[k]);
+    }
     for (int i = 0; i < 4; i++)
       ait_tensor_free(in[i]);
   }
@@ -87,6 +101,109 @@ static int live_nodes(const ait_graph *g, const char *op) {
   for (int i = 0; i < g->n_nodes; i++)
     c += !op || !strcmp(g->nodes[i].op_type, op);
   return c;
+}
+
+/* ---- simplification: no-ops and pairs ----------------------------------- */
+
+/* rw = g's copy with `pass` run and compacted; *removed its count. */
+static ait_graph *simplified(const ait_graph *g, ait_status (*pass)(ait_graph *, bool *, int *),
+                             int *removed) {
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  bool *dead = rw ? calloc((size_t)rw->n_nodes + 1, sizeof *dead) : NULL;
+  *removed = 0;
+  CHECK(dead && pass(rw, dead, removed) == AIT_OK && nat_graph_compact(rw, dead) == AIT_OK);
+  free(dead);
+  return rw;
+}
+
+/* Parse m into *g and run `pass` on a copy, *rw; it must remove `want`
+ * nodes. False when there is no graph to check. */
+static bool run_simplify(tb_model *m, ait_status (*pass)(ait_graph *, bool *, int *), int want,
+                         ait_graph **g, ait_graph **rw) {
+  *rw = NULL;
+  *g = tb_parse_graph(m);
+  CHECK(*g != NULL);
+  if (!*g) return false;
+  int removed = 0;
+  *rw = simplified(*g, pass, &removed);
+  if (removed != want) fprintf(stderr, "%d nodes removed, want %d\n", removed, want);
+  CHECK(removed == want && *rw != NULL);
+  return *rw != NULL;
+}
+
+/* X -Identity- A -Relu- B -Dropout- C -Transpose(identity)- Y, and a
+ * Dropout whose mask is an output (it stays): Relu alone writes Y. */
+static void test_remove_noops(void) {
+  tb_model *m = tb_new(17);
+  int64_t xd[2] = {3, 5};
+  tb_input(m, "X", AIT_FLOAT32, 2, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 2, xd);
+  tb_output(m, "M", AIT_BOOL, 2, xd);
+  tb_node(m, "Identity", "i", (const char *[]){"X", NULL}, (const char *[]){"A", NULL});
+  tb_node(m, "Relu", "r", (const char *[]){"A", NULL}, (const char *[]){"B", NULL});
+  tb_node(m, "Dropout", "d", (const char *[]){"B", NULL}, (const char *[]){"C", NULL});
+  int t = tb_node(m, "Transpose", "t", (const char *[]){"C", NULL}, (const char *[]){"Y", NULL});
+  tb_attr_ints(m, t, "perm", 2, (const int64_t[]){0, 1});
+  tb_node(m, "Dropout", "dm", (const char *[]){"X", NULL}, (const char *[]){"D", "M", NULL});
+  ait_graph *g, *rw;
+  if (!run_simplify(m, ait_pass_remove_noops, 3, &g, &rw)) {
+    ait_graph_free(g);
+    return;
+  }
+  CHECK(live_nodes(rw, NULL) == 2 && live_nodes(rw, "Relu") == 1 && live_nodes(rw, "Dropout") == 1);
+  for (int i = 0; i < rw->n_nodes; i++)
+    if (ait_is_op(&rw->nodes[i], "Relu"))
+      CHECK(rw->nodes[i].in[0] == ait_graph_find_value(rw, "X") &&
+            rw->nodes[i].out[0] == ait_graph_find_value(rw, "Y"));
+  check_same_on_eager(g, rw, 0.0, "remove no-ops");
+  ait_graph_free(rw);
+  ait_graph_free(g);
+}
+
+/* Transpose pairs (one composing to the identity: gone; one not: a single
+ * Transpose) and Reshape pairs (merged; one whose shape copies a dim with
+ * a 0 stays). */
+static void test_remove_pairs(void) {
+  tb_model *m = tb_new(17);
+  int64_t xd[3] = {2, 3, 4}, yd[3] = {3, 4, 2}, sd[1] = {2}, s3[1] = {3};
+  tb_input(m, "X", AIT_FLOAT32, 3, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 3, yd);
+  tb_output(m, "Z", AIT_FLOAT32, 2, (const int64_t[]){4, 6});
+  tb_output(m, "W", AIT_FLOAT32, 3, (const int64_t[]){2, 12, 1});
+  const int64_t perms[4][3] = {{1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}};
+  const char *io[5] = {"X", "T1", "T2", "T3", "T4"};
+  for (int k = 0; k < 4; k++) {
+    char name[8];
+    snprintf(name, sizeof name, "t%d", k);
+    int n = tb_node(m, "Transpose", name, (const char *[]){k == 2 ? "R" : io[k], NULL},
+                    (const char *[]){k == 3 ? "Y" : io[k + 1], NULL});
+    tb_attr_ints(m, n, "perm", 3, perms[k]);
+    if (k == 1) tb_node(m, "Relu", "r", (const char *[]){"T2", NULL}, (const char *[]){"R", NULL});
+  }
+  tb_init_i64(m, "S1", 1, sd, (const int64_t[]){6, 4});
+  tb_init_i64(m, "S2", 1, sd, (const int64_t[]){4, 6});
+  tb_init_i64(m, "S3", 1, sd, (const int64_t[]){2, 12});
+  tb_init_i64(m, "S4", 1, s3, (const int64_t[]){0, -1, 1});
+  tb_node(m, "Reshape", "a", (const char *[]){"X", "S1", NULL}, (const char *[]){"P1", NULL});
+  tb_node(m, "Reshape", "b", (const char *[]){"P1", "S2", NULL}, (const char *[]){"Z", NULL});
+  tb_node(m, "Reshape", "c", (const char *[]){"X", "S3", NULL}, (const char *[]){"P3", NULL});
+  tb_node(m, "Reshape", "e", (const char *[]){"P3", "S4", NULL}, (const char *[]){"W", NULL});
+  ait_graph *g, *rw; /* removed: t0+t1 (both), t2+t3 (one), a+b (one) */
+  if (!run_simplify(m, ait_pass_remove_pairs, 4, &g, &rw)) {
+    ait_graph_free(g);
+    return;
+  }
+  CHECK(live_nodes(rw, "Transpose") == 1 && live_nodes(rw, "Reshape") == 3);
+  for (int i = 0; i < rw->n_nodes; i++) {
+    const ait_node *n = &rw->nodes[i];
+    if (ait_is_op(n, "Relu")) CHECK(n->in[0] == ait_graph_find_value(rw, "X"));
+    int cnt = 0;
+    const int64_t *p = ait_is_op(n, "Transpose") ? ait_attr_ints(n, "perm", &cnt) : NULL;
+    if (p) CHECK(cnt == 3 && p[0] == 1 && p[1] == 2 && p[2] == 0);
+  }
+  check_same_on_eager(g, rw, 0.0, "remove pairs");
+  ait_graph_free(rw);
+  ait_graph_free(g);
 }
 
 /* ---- constant folding ----------------------------------------------------- */
@@ -302,6 +419,18 @@ static bool init_scalar(const void *ctx, int v, float *out) {
   return true;
 }
 
+/* A model at `opset` whose float32 "x" [3, 5] is MatMul(X, W): the producer
+ * a pattern follows; the pattern writes output "Y" of the same shape. */
+static tb_model *matmul_model(int opset) {
+  tb_model *m = tb_new(opset);
+  static const int64_t xd[2] = {3, 8}, wd[2] = {8, 5}, yd[2] = {3, 5}; /* borrowed by m */
+  tb_input(m, "X", AIT_FLOAT32, 2, xd);
+  tb_output(m, "Y", AIT_FLOAT32, 2, yd);
+  rand_init(m, "W", 2, wd, -1, 1);
+  tb_node(m, "MatMul", "mm", (const char *[]){"X", "W", NULL}, (const char *[]){"x", NULL});
+  return m;
+}
+
 typedef enum gelu_form {
   G_HALF_LAST,
   G_HALF_FIRST,
@@ -313,16 +442,12 @@ typedef enum gelu_form {
 /* Gemm -> spelled-out GELU, with sqrt2 as the constant (or 1/sqrt2 for a
  * Mul), `extra`: a third reader of the Gemm's output. */
 static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra) {
-  tb_model *m = tb_new(20);
-  int64_t xd[2] = {3, 8}, wd[2] = {8, 5}, yd[2] = {3, 5}, s[1] = {1};
-  tb_input(m, "X", AIT_FLOAT32, 2, xd);
-  tb_output(m, "Y", AIT_FLOAT32, 2, yd);
-  rand_init(m, "W", 2, wd, -1, 1);
+  tb_model *m = matmul_model(20);
+  int64_t s[1] = {1};
   tb_init_f32(m, "k", 0, s, &sqrt2);
   tb_init_f32(m, "one", 0, s, &one);
   float half = 0.5f;
   tb_init_f32(m, "half", 0, s, &half);
-  tb_node(m, "MatMul", "mm", (const char *[]){"X", "W", NULL}, (const char *[]){"x", NULL});
   if (form == G_TANH_POW || form == G_TANH_CUBE) {
     /* 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))): k is 0.044715 */
     static const float three = 3.0f, c1 = 0.7978845608f;
@@ -447,12 +572,133 @@ static void test_gelu(void) {
   }
 }
 
+/* ---- SiLU and spelled-out HardSwish --------------------------------------- */
+
+/* MatMul -> x * Sigmoid(x) (sig_first: Mul(s, x)); extra: the Sigmoid's
+ * output is read again. */
+static ait_graph *silu_model(bool sig_first, bool extra) {
+  tb_model *m = matmul_model(17);
+  tb_node(m, "Sigmoid", "s", (const char *[]){"x", NULL}, (const char *[]){"s", NULL});
+  tb_node(m, "Mul", "y", (const char *[]){sig_first ? "s" : "x", sig_first ? "x" : "s", NULL},
+          (const char *[]){extra ? "y0" : "Y", NULL});
+  if (extra) tb_node(m, "Add", "z", (const char *[]){"y0", "s", NULL}, (const char *[]){"Y", NULL});
+  return tb_parse_graph(m);
+}
+
+/* MatMul -> x * Clip(x + c, 0, d) / dv: mul_first (x * clip, then Div by
+ * dv) or clip * (1/dv) first, then x *. */
+static ait_graph *hard_swish_model(bool mul_first, float c, float d, float dv) {
+  tb_model *m = matmul_model(17);
+  int64_t s[1] = {1};
+  float zero = 0.0f, inv = 1.0f / dv;
+  tb_init_f32(m, "c", 0, s, &c);
+  tb_init_f32(m, "lo", 0, s, &zero);
+  tb_init_f32(m, "hi", 0, s, &d);
+  tb_init_f32(m, "dv", 0, s, mul_first ? &dv : &inv);
+  tb_node(m, "Add", "a", (const char *[]){"x", "c", NULL}, (const char *[]){"a", NULL});
+  tb_node(m, "Clip", "k", (const char *[]){"a", "lo", "hi", NULL}, (const char *[]){"k", NULL});
+  if (mul_first) {
+    tb_node(m, "Mul", "m", (const char *[]){"x", "k", NULL}, (const char *[]){"p", NULL});
+    tb_node(m, "Div", "d", (const char *[]){"p", "dv", NULL}, (const char *[]){"Y", NULL});
+  } else {
+    tb_node(m, "Mul", "d", (const char *[]){"k", "dv", NULL}, (const char *[]){"q", NULL});
+    tb_node(m, "Mul", "m", (const char *[]){"q", "x", NULL}, (const char *[]){"Y", NULL});
+  }
+  return tb_parse_graph(m);
+}
+
+/* Native's fusion of the pattern (a matcher's user): one node is left. */
+static void check_native_fuses(const ait_graph *g, const char *what) {
+  nat_pass_stats st;
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  CHECK(nat_run_passes_ex(rw, &st, true) == AIT_OK);
+  if (live_nodes(rw, NULL) != 1) fprintf(stderr, "%s: %d nodes\n", what, live_nodes(rw, NULL));
+  CHECK(live_nodes(rw, NULL) == 1);
+  check_same_on_eager(g, rw, 1e-5, what);
+  ait_graph_free(rw);
+}
+
+static void test_silu(void) {
+  for (int c = 0; c < 3; c++) {
+    ait_graph *g = silu_model(c == 1, c == 2);
+    CHECK(g != NULL);
+    if (!g) continue;
+    ait_match_view view = {.g = g, .readers = scan_readers, .scalar = init_scalar, .ctx = g};
+    ait_silu_match mt;
+    bool got = ait_match_silu(&view, value_named(g, "x"), &mt);
+    CHECK(got == (c != 2)); /* the Sigmoid read again: no */
+    if (got) {
+      CHECK(mt.y == value_named(g, "Y") && ait_is_op(&g->nodes[mt.nodes[0]], "Sigmoid"));
+      check_native_fuses(g, "native's SiLU fusion");
+    }
+    ait_graph_free(g);
+  }
+}
+
+static void test_hard_swish(void) {
+  const struct {
+    bool mul_first;
+    float c, d, dv;
+    bool want;
+  } cases[] = {
+      {true, 3.0f, 6.0f, 6.0f, true},   {false, 3.0f, 6.0f, 6.0f, true},
+      {true, 2.0f, 5.0f, 5.0f, true},   /* any offset and bound */
+      {true, 3.0f, 6.0f, 5.0f, false},  /* divided by another bound */
+      {false, 3.0f, 6.0f, 6.1f, false}, /* multiplied by another reciprocal */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g = hard_swish_model(cases[c].mul_first, cases[c].c, cases[c].d, cases[c].dv);
+    CHECK(g != NULL);
+    if (!g) continue;
+    ait_match_view view = {.g = g, .readers = scan_readers, .scalar = init_scalar, .ctx = g};
+    int add = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+      if (ait_is_op(&g->nodes[i], "Add")) add = i;
+    ait_hard_swish_match mt;
+    bool got = ait_match_hard_swish(&view, add, &mt);
+    if (got != cases[c].want) fprintf(stderr, "hard swish case %zu: matched %d\n", c, got);
+    CHECK(got == cases[c].want);
+    if (!got) {
+      ait_graph_free(g);
+      continue;
+    }
+    CHECK(mt.x == value_named(g, "x") && mt.c == cases[c].c && mt.d == cases[c].d &&
+          mt.mul_first == cases[c].mul_first);
+    if (cases[c].c == 3.0f && cases[c].d == 6.0f) { /* the match as HardSwish-14 */
+      ait_graph *rw = ait_graph_clone(g, NULL, true);
+      bool *dead = calloc((size_t)rw->n_nodes, sizeof *dead);
+      int last = mt.mul_first ? mt.div : mt.mul, y = rw->nodes[last].out[0];
+      ait_node *n = &rw->nodes[mt.add];
+      free(n->op_type);
+      n->op_type = strdup("HardSwish");
+      n->op = ait_op_lookup("", "HardSwish", 14, NULL);
+      n->opset = 14;
+      n->in[0] = mt.x;
+      n->n_in = 1;
+      n->out[0] = y;
+      rw->values[y].producer = mt.add;
+      dead[mt.clip] = dead[mt.mul] = dead[mt.div] = true;
+      CHECK(n->op != NULL && nat_graph_compact(rw, dead) == AIT_OK);
+      CHECK(live_nodes(rw, NULL) == 2);
+      check_same_on_eager(g, rw, 1e-6, "HardSwish match as HardSwish-14");
+      free(dead);
+      ait_graph_free(rw);
+    }
+    check_native_fuses(g, "native's HardSwish fusion");
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
   test_foldable();
   test_fold_constants();
+  test_remove_noops();
+  test_remove_pairs();
   test_fold_known_shapes();
   test_bn_fold_math();
   test_fold_batchnorm();
   test_gelu();
+  test_silu();
+  test_hard_swish();
   return check_result("test_passes");
 }

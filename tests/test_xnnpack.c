@@ -546,8 +546,8 @@ static void check_segments(const char *label, ait_graph *g, int want) {
     compare_run(label, g, &cfg, state, 2, 1e-3, 1e-4);
     const xnn_state *s = state;
     int got = -1;
-    for (int i = 0; i < XNN_MAX_PLANS; i++)
-      if (s->plans[i] && s->plans[i]->sig[1] == 2) got = s->plans[i]->n_segs;
+    for (int i = 0; i < s->plans.n; i++) /* signature: kind and dtype, rank, dims */
+      if (s->plans.e[i].sig[2] == 2) got = ((const xplan *)s->plans.e[i].plan)->n_segs;
     if (got != want) fprintf(stderr, "%s: %d segments, want %d\n", label, got, want);
     CHECK(got == want);
     cfg.iface->destroy(state);

@@ -102,21 +102,29 @@ static int64_t *signature_of(const ait_tensor *const *in, int n_in, int *n_sig, 
   return sig;
 }
 
-void *ait_plan_cache_find(const ait_plan_cache *c, const ait_tensor *const *in, int n_in) {
-  int64_t local[8 * (2 + AIT_MAX_RANK)], *sig = local;
+/* Signatures of up to this many inputs are computed on the stack (a find
+ * per run allocates nothing). */
+#define LOCAL_INPUTS 64
+
+void *ait_plan_cache_find(ait_plan_cache *c, const ait_tensor *const *in, int n_in) {
+  int64_t local[LOCAL_INPUTS * (2 + AIT_MAX_RANK)], *sig = local;
   int n_sig = 0;
   uint64_t h;
-  if (n_in <= 8)
+  if (n_in <= LOCAL_INPUTS)
     h = ait_plan_signature(in, n_in, sig, &n_sig);
   else if (!(sig = signature_of(in, n_in, &n_sig, &h)))
     return NULL;
-  void *plan = NULL;
-  for (int i = 0; i < c->n && !plan; i++)
+  int hit = -1;
+  for (int i = c->n - 1; i >= 0 && hit < 0; i--) /* the most recent first */
     if (c->e[i].hash == h && c->e[i].n_sig == n_sig &&
         !memcmp(c->e[i].sig, sig, (size_t)n_sig * sizeof *sig))
-      plan = c->e[i].plan;
+      hit = i;
   if (sig != local) free(sig);
-  return plan;
+  if (hit < 0) return NULL;
+  ait_plan_entry e = c->e[hit];
+  memmove(c->e + hit, c->e + hit + 1, (size_t)(c->n - 1 - hit) * sizeof *c->e);
+  c->e[c->n - 1] = e;
+  return e.plan;
 }
 
 ait_status ait_plan_cache_add(ait_plan_cache *c, const ait_tensor *const *in, int n_in,
@@ -126,10 +134,11 @@ ait_status ait_plan_cache_add(ait_plan_cache *c, const ait_tensor *const *in, in
     c->free_plan(plan);
     return ait_err(AIT_E_NOMEM, "out of memory keeping a plan");
   }
-  if (c->n == AIT_PLAN_CACHE_MAX) {
+  int max = c->max > 0 && c->max < AIT_PLAN_CACHE_MAX ? c->max : AIT_PLAN_CACHE_MAX;
+  while (c->n >= max) {
     c->free_plan(c->e[0].plan);
     free(c->e[0].sig);
-    memmove(c->e, c->e + 1, (AIT_PLAN_CACHE_MAX - 1) * sizeof *c->e);
+    memmove(c->e, c->e + 1, (size_t)(c->n - 1) * sizeof *c->e);
     c->n--;
   }
   c->e[c->n++] = e;

@@ -34,20 +34,25 @@ typedef struct ait_plan_entry {
   void *plan;   /* the backend's, freed through the cache's free_plan */
 } ait_plan_entry;
 
-/* Up to AIT_PLAN_CACHE_MAX plans keyed by input signature, the oldest
- * dropped first. Zero it and set free_plan; a copy of a cache (a clone's
- * state) must be zeroed again, it owns nothing. */
+/* Up to `max` plans (0: AIT_PLAN_CACHE_MAX) keyed by input signature, the
+ * least recently used dropped first (native's, onednn's and xnnpack's;
+ * xnnpack keeps 4, each holding packed weights). Zero it and set free_plan
+ * (and max); a copy of a cache (a clone's state) must be zeroed again, it
+ * owns nothing. */
 typedef struct ait_plan_cache {
-  ait_plan_entry e[AIT_PLAN_CACHE_MAX];
+  ait_plan_entry e[AIT_PLAN_CACHE_MAX]; /* least recently used first */
   int n;
+  int max;
   void (*free_plan)(void *plan);
 } ait_plan_cache;
 
-/* The plan kept for inputs of in's signature, or NULL (also when memory
- * runs out computing it: the caller then makes a plan, as for a miss). */
-void *ait_plan_cache_find(const ait_plan_cache *c, const ait_tensor *const *in, int n_in);
-/* Keep plan under in's signature; when the cache is full the oldest plan
- * goes first. On failure (out of memory) the plan is freed. */
+/* The plan kept for inputs of in's signature, now the most recently used,
+ * or NULL (also when memory runs out computing it: the caller then makes a
+ * plan, as for a miss). */
+void *ait_plan_cache_find(ait_plan_cache *c, const ait_tensor *const *in, int n_in);
+/* Keep plan under in's signature; when the cache is full the least
+ * recently used plan goes first. On failure (out of memory) the plan is
+ * freed. */
 ait_status ait_plan_cache_add(ait_plan_cache *c, const ait_tensor *const *in, int n_in, void *plan);
 /* Free every plan. */
 void ait_plan_cache_clear(ait_plan_cache *c);

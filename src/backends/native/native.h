@@ -88,11 +88,10 @@ ait_status nat_view_shape(const ait_node *n, const ait_tensor *const *in, int n_
 
 /* ---- the executor (native_exec.c) -------------------------------------- */
 
-/* A plan for one input signature: arena offsets by value. */
+/* A plan for one input signature (kept in the state's ait_plan_cache, by
+ * that signature): arena offsets by value. */
 typedef struct nat_plan {
-  uint64_t hash;
-  int n_sig;
-  int64_t *sig;    /* dtype, rank, dims... of every input */
+  int n_values;    /* of the graph: the lengths of the tables below */
   int64_t *offset; /* per value: arena offset, -1 = not in the arena */
   int64_t *size;   /* per value: bytes the plan holds */
   int64_t arena_bytes;
@@ -104,8 +103,6 @@ typedef struct nat_plan {
   int64_t *seen;      /* per node: rank and dims of a Shape/Size input */
   bool cached;
 } nat_plan;
-
-#define NAT_MAX_PLANS 8
 
 /* C = alpha * op(A) * op(B), row-major, single-threaded (native_blas.c). */
 typedef void (*nat_gemm_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -162,8 +159,7 @@ typedef struct nat_state {
   struct nat_run *run; /* per-value run tables, reused between runs */
   /* built lazily, freed by deactivate */
   nat_pool *pool;
-  nat_plan *plans[NAT_MAX_PLANS];
-  int n_plans;
+  ait_plan_cache plans; /* nat_plan by input signature (common/plan.h) */
   void *arena;
   int64_t arena_cap;
   void *scratch;

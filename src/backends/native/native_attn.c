@@ -22,10 +22,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
-
-static bool is_op(const ait_node *n, const char *op) {
-  return !n->domain[0] && !strcmp(n->op_type, op);
-}
+#include "ir/passes/passes.h"
 
 static int in_at(const ait_node *n, int k) { return k < n->n_in ? n->in[k] : -1; }
 
@@ -38,7 +35,7 @@ static int sole_reader(const nat_uses *u, int v) {
 static int absorbable_transpose(const nat_uses *u, int v, int at, int rank) {
   const ait_graph *g = u->g;
   int p = v >= 0 ? g->values[v].producer : -1;
-  if (p < 0 || u->dead[p] || !is_op(&g->nodes[p], "Transpose") || !nat_single_use(u, v, at))
+  if (p < 0 || u->dead[p] || !ait_is_op(&g->nodes[p], "Transpose") || !nat_single_use(u, v, at))
     return -1;
   int cnt = 0;
   return ait_attr_ints(&g->nodes[p], "perm", &cnt) && cnt == rank ? p : -1;
@@ -46,8 +43,8 @@ static int absorbable_transpose(const nat_uses *u, int v, int at, int rank) {
 
 /* The first MatMul: plain, or fused with only alpha and a mask (Z). */
 static bool scores_matmul(const ait_graph *g, const ait_node *n) {
-  if (is_op(n, "MatMul")) return n->n_in == 2;
-  if (strcmp(n->domain, AIT_FUSED_DOMAIN) || strcmp(n->op_type, "FusedMatMul")) return false;
+  if (ait_is_op(n, "MatMul")) return n->n_in == 2;
+  if (!ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedMatMul")) return false;
   return in_at(n, 2) < 0 && !ait_attr_str(n, "activation", "")[0] &&
          (in_at(n, 3) < 0 || g->values[n->in[3]].dtype == AIT_FLOAT32);
 }
@@ -72,7 +69,7 @@ static ait_status try_attention(nat_uses *u, int si, int *count) {
   int m1 = g->values[x].producer, m2 = sole_reader(u, p);
   if (m1 < 0 || u->dead[m1] || !nat_single_use(u, x, si) || !scores_matmul(g, &g->nodes[m1]))
     return AIT_OK;
-  if (m2 < 0 || !is_op(&g->nodes[m2], "MatMul") || g->nodes[m2].n_in != 2 ||
+  if (m2 < 0 || !ait_is_op(&g->nodes[m2], "MatMul") || g->nodes[m2].n_in != 2 ||
       g->nodes[m2].in[0] != p || g->nodes[m2].in[1] == p)
     return AIT_OK;
   const ait_node *a = &g->nodes[m1];
@@ -84,7 +81,7 @@ static ait_status try_attention(nat_uses *u, int si, int *count) {
   int tq = absorbable_transpose(u, q, m1, rank), tk = absorbable_transpose(u, k, m1, rank);
   int tv = absorbable_transpose(u, v, m2, rank);
   int y = g->nodes[m2].out[0], to = sole_reader(u, y);
-  if (to >= 0 && (!is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
+  if (to >= 0 && (!ait_is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
   if (to >= 0) {
     int cnt = 0;
     if (!ait_attr_ints(&g->nodes[to], "perm", &cnt) || cnt != rank) to = -1;
@@ -201,7 +198,7 @@ static ait_status try_attention_op(nat_uses *u, int i, int *count) {
   int tq = absorbable_transpose(u, q, i, 4), tk = absorbable_transpose(u, k, i, 4);
   int tv = absorbable_transpose(u, v, i, 4);
   int y = n->out[0], to = sole_reader(u, y);
-  if (to >= 0 && (!is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
+  if (to >= 0 && (!ait_is_op(&g->nodes[to], "Transpose") || g->nodes[to].n_out != 1)) to = -1;
   if (to >= 0) {
     int cnt = 0;
     if (!ait_attr_ints(&g->nodes[to], "perm", &cnt) || cnt != 4) to = -1;
@@ -248,9 +245,9 @@ ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s) {
   ait_graph *g = u->g;
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i]) continue;
-    if (is_op(&g->nodes[i], "Softmax"))
+    if (ait_is_op(&g->nodes[i], "Softmax"))
       AIT_TRY(try_attention(u, i, &s->fused));
-    else if (is_op(&g->nodes[i], "Attention"))
+    else if (ait_is_op(&g->nodes[i], "Attention"))
       AIT_TRY(try_attention_op(u, i, &s->fused));
   }
   return AIT_OK;
@@ -259,7 +256,7 @@ ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s) {
 ait_status nat_attention_bf16(ait_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     ait_node *n = &g->nodes[i];
-    if (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedAttention"))
+    if (ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedAttention"))
       AIT_TRY(nat_attr_set_int(n, "bf16", 1));
   }
   return AIT_OK;

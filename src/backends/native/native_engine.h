@@ -10,7 +10,8 @@
  *   executor       a state over a rewritten graph, with another backend's
  *                  kernels claiming its own nodes (nat_ext); what a kernel
  *                  asks of the running executor (outputs, scratch, pool)
- *   plans          input signatures and the liveness arena planner
+ *   plans          the liveness arena planner (the plan cache by input
+ *                  signature is common/plan.h's)
  *   products       the epilogue applied to finished blocks, activations
  *
  * ISA levels (native_isa.h, included here) are part of it: quant's kernels
@@ -183,10 +184,6 @@ void *nat_run_user(nat_run *r); /* the running state's ext.user */
 
 /* ---- plans: the shared ones (src/backends/common/plan.h) ----------------- */
 
-static inline uint64_t nat_signature(const ait_tensor *const *in, int n_in, int64_t *sig,
-                                     int *n_sig) {
-  return ait_plan_signature(in, n_in, sig, n_sig);
-}
 /* Arena offsets for values with sizes size[v] (0 = not in the arena) live
  * from node first[v] to node last[v] (ait_plan_assign). */
 static inline ait_status nat_plan_assign(int n_values, const int64_t *size, const int *first,

@@ -134,6 +134,8 @@ static ait_status prepare_bodies(nat_state *s) {
   return AIT_OK;
 }
 
+static void plan_free(void *plan);
+
 ait_status nat_exec_prepare(nat_state *s) {
   const ait_graph *g = s->g;
   int nv = g->n_values, nn = g->n_nodes;
@@ -143,6 +145,7 @@ ait_status nat_exec_prepare(nat_state *s) {
   s->free_at = calloc((size_t)nn + 2, sizeof(int));
   s->free_list = malloc(sizeof(int) * ((size_t)nv + 1));
   s->run = calloc(1, sizeof *s->run);
+  s->plans.free_plan = plan_free;
   if (!s->nodes || !s->last || !s->root || !s->free_at || !s->free_list || !s->run)
     return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
   nat_run *r = s->run;
@@ -218,12 +221,12 @@ static void plan_drop_cache(nat_plan *p, int n_values) {
   p->cached = false;
 }
 
-static void plan_free(nat_plan *p, int n_values) {
+static void plan_free(void *plan) {
+  nat_plan *p = plan;
   if (!p) return;
-  plan_drop_cache(p, n_values);
+  plan_drop_cache(p, p->n_values);
   free(p->cache);
   free(p->seen);
-  free(p->sig);
   free(p->offset);
   free(p->size);
   free(p);
@@ -243,9 +246,7 @@ static void release_shared_packs(nat_state *s) {
 }
 
 void nat_exec_release(nat_state *s) {
-  for (int i = 0; i < s->n_plans; i++)
-    plan_free(s->plans[i], s->g->n_values);
-  s->n_plans = 0;
+  ait_plan_cache_clear(&s->plans);
   free(s->arena);
   s->arena = NULL;
   s->arena_cap = 0;
@@ -688,15 +689,6 @@ static ait_status take_outputs(nat_run *r, ait_tensor **out) {
 
 /* ---- plans ---------------------------------------------------------------- */
 
-static nat_plan *find_plan(nat_state *s, uint64_t h, const int64_t *sig, int n_sig) {
-  for (int i = 0; i < s->n_plans; i++) {
-    nat_plan *p = s->plans[i];
-    if (p->hash == h && p->n_sig == n_sig && !memcmp(p->sig, sig, sizeof(int64_t) * (size_t)n_sig))
-      return p;
-  }
-  return NULL;
-}
-
 /* (Re)compute plan p from the sizes this run needed. */
 static ait_status plan_update(nat_state *s, nat_plan *p, const int64_t *need) {
   const ait_graph *g = s->g;
@@ -713,36 +705,27 @@ static ait_status plan_update(nat_state *s, nat_plan *p, const int64_t *need) {
   return st;
 }
 
-static ait_status plan_new(nat_state *s, uint64_t h, const int64_t *sig, int n_sig,
+/* A plan for in's signature from the sizes this run needed, kept in the
+ * shared cache (the least recently used of AIT_PLAN_CACHE_MAX goes). */
+static ait_status plan_new(nat_state *s, const ait_tensor *const *in, int n_in,
                            const int64_t *need) {
   const ait_graph *g = s->g;
   nat_plan *p = calloc(1, sizeof *p);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory for a plan");
-  p->hash = h;
-  p->n_sig = n_sig;
-  p->sig = malloc(sizeof(int64_t) * ((size_t)n_sig + 1));
+  p->n_values = g->n_values;
   p->offset = malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
   p->size = calloc((size_t)g->n_values + 1, sizeof(int64_t));
   p->cache = calloc((size_t)g->n_values + 1, sizeof *p->cache);
   p->seen = calloc(((size_t)g->n_nodes + 1) * (AIT_MAX_RANK + 1), sizeof(int64_t));
   ait_status st = AIT_OK;
-  if (!p->sig || !p->offset || !p->size || !p->cache || !p->seen)
+  if (!p->offset || !p->size || !p->cache || !p->seen)
     st = ait_err(AIT_E_NOMEM, "out of memory for a plan");
-  if (!st) {
-    memcpy(p->sig, sig, sizeof(int64_t) * (size_t)n_sig);
-    st = plan_update(s, p, need);
-  }
+  if (!st) st = plan_update(s, p, need);
   if (st) {
-    plan_free(p, g->n_values);
+    plan_free(p);
     return st;
   }
-  if (s->n_plans == NAT_MAX_PLANS) { /* forget the oldest */
-    plan_free(s->plans[0], g->n_values);
-    memmove(s->plans, s->plans + 1, sizeof(s->plans[0]) * (NAT_MAX_PLANS - 1));
-    s->n_plans--;
-  }
-  s->plans[s->n_plans++] = p;
-  return AIT_OK;
+  return ait_plan_cache_add(&s->plans, in, n_in, p); /* frees p on failure */
 }
 
 static ait_status arena_reserve(nat_state *s, int64_t bytes) {
@@ -780,15 +763,10 @@ static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in,
     return ait_err(AIT_E_INVALID_ARG, "graph '%s' takes %d inputs, got %d", g->name, g->n_inputs,
                    n_in);
   if (!s->pool && s->threads > 1 && !(s->pool = nat_pool_new(s->threads))) return AIT_E_NOMEM;
-  int64_t sig[AIT_MAX_RANK * 64 + 128];
-  int n_sig = 0;
-  uint64_t h = 0;
-  bool sig_ok = n_in <= 64;
-  if (sig_ok) h = nat_signature(in, n_in, sig, &n_sig);
   nat_run *r = s->run;
   r->s = s;
   r->g = g;
-  r->plan = sig_ok ? find_plan(s, h, sig, n_sig) : NULL;
+  r->plan = ait_plan_cache_find(&s->plans, in, n_in);
   r->miss = false;
   r->recording = r->plan && !r->plan->cached;
   r->drop_cache = false;
@@ -820,8 +798,7 @@ static ait_status run_graph(nat_state *s, const ait_tensor *const *in, int n_in,
     }
     return st;
   }
-  if (!sig_ok) return AIT_OK;
-  if (!r->plan) return plan_new(s, h, sig, n_sig, r->need);
+  if (!r->plan) return plan_new(s, in, n_in, r->need);
   if (r->recording) r->plan->cached = true;
   r->plan->runs++;
   if (r->miss) {

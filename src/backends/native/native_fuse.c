@@ -260,8 +260,6 @@ static int sole_reader(const nat_uses *u, int v) {
   return v >= 0 && u->uses[v] == 1 && !u->is_out[v] ? u->consumer[v] : -1;
 }
 
-static bool near(float a, float b) { return fabsf(a - b) <= AIT_MATCH_RTOL * fabsf(b); }
-
 /* The shared matchers (src/ir/passes/match.c) see the graph through these:
  * the live readers of a value, counted as nat_uses counts them. */
 static int view_readers(const void *ctx, int v, int *nodes, int max) {
@@ -551,49 +549,19 @@ static int sole_op(const nat_uses *u, int v, const char *op) {
                                                                                               : -1;
 }
 
-/* Whether node n divides its input `v` by d (Div(v, d), or Mul by 1/d). */
-static bool divides_by(const ait_graph *g, const ait_node *n, int v, float d) {
-  float c;
-  if (ait_is_op(n, "Div"))
-    return n->n_in == 2 && n->in[0] == v && const_scalar(g, n->in[1], &c) && c == d;
-  return ait_is_op(n, "Mul") && other_input(n, v) >= 0 && const_scalar(g, other_input(n, v), &c) &&
-         near(c * d, 1.0f);
-}
-
-/* HardSwish spelled out by exporters that have no HardSwish op (Paddle's
- * x * relu6(x + 3) / 6, either order of the Mul and the Div, any offset c
- * and bound d): Add(y, c) -> Clip(0, d) -> Mul(y, .) -> Div(., d) is y *
+/* HardSwish spelled out by exporters that have no HardSwish op
+ * (ait_match_hard_swish: x * relu6(x + 3) / 6 and its kin) is y *
  * HardSigmoid(y; 1/d, c/d). The Add becomes that HardSigmoid (the Clip and
  * the Div die), so the gate matcher below joins it to y's producer. */
 static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
   ait_graph *g = u->g;
   ait_node *A = &g->nodes[ai];
-  float c;
-  if (!ait_is_op(A, "Add") || A->n_in != 2 || A->n_out < 1 || A->opset < 7) return AIT_OK;
-  int y = const_scalar(g, A->in[1], &c) ? A->in[0] : const_scalar(g, A->in[0], &c) ? A->in[1] : -1;
-  if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
-  int ci = sole_op(u, A->out[0], "Clip");
-  ait_act clip;
-  if (ci < 0 || !act_of(g, &g->nodes[ci], &clip) || clip.p[0] != 0.0f || !(clip.p[1] > 0.0f) ||
-      !isfinite(clip.p[1]))
-    return AIT_OK;
-  float d = clip.p[1];
-  int cv = g->nodes[ci].out[0], m = -1, div = -1;
-  bool mul_first = false;
-  int r = sole_reader(u, cv);
-  if (r < 0 || u->dead[r]) return AIT_OK;
-  const ait_node *R = &g->nodes[r];
-  if (ait_is_op(R, "Mul") && other_input(R, cv) == y) { /* y * clip, then / d */
-    m = r, mul_first = true;
-    div = sole_reader(u, R->out[0]);
-    if (div < 0 || u->dead[div] || !divides_by(g, &g->nodes[div], R->out[0], d)) return AIT_OK;
-  } else if (divides_by(g, R, cv, d)) { /* clip / d, then y * . */
-    div = r;
-    m = sole_op(u, R->out[0], "Mul");
-    if (m < 0 || other_input(&g->nodes[m], R->out[0]) != y) return AIT_OK;
-  } else {
-    return AIT_OK;
-  }
+  ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  ait_hard_swish_match hs;
+  if (!ait_match_hard_swish(&view, ai, &hs)) return AIT_OK;
+  int y = hs.x, m = hs.mul, div = hs.div, ci = hs.clip;
+  float c = hs.c, d = hs.d;
+  bool mul_first = hs.mul_first;
   /* the Add becomes HardSigmoid(y) */
   char *op = strdup("HardSigmoid");
   if (!op) return ait_err(AIT_E_NOMEM, "out of memory fusing %s", ait_node_desc(A));

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "ir/passes/passes.h"
 #include "ops/nn_impl.h"
 
 enum { L_NONE = 0, L_PW, L_DW, L_STEM, L_WIN, L_GRP, L_POOL, L_ELT, L_CONCAT, L_TIN, L_TOUT };
@@ -43,8 +44,7 @@ static bool is_conv_kind(int k) { return k >= L_PW && k <= L_GRP; }
 #define WIN_MIN_C 8
 
 static bool is_conv(const ait_node *n) {
-  return (!n->domain[0] && !strcmp(n->op_type, "Conv")) ||
-         (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedConv"));
+  return ait_is_op(n, "Conv") || ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedConv");
 }
 
 static bool const_f32(const ait_graph *g, int v, int rank) {
@@ -186,7 +186,7 @@ static bool elt_kind(const ait_graph *g, const ait_node *n) {
   if (o->rank != 4 || o->dtype != AIT_FLOAT32) return false;
   bool unary =
       (!n->domain[0] && in_list(n->op_type, unary_ops, sizeof unary_ops / sizeof *unary_ops)) ||
-      (!strcmp(n->domain, AIT_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedUnary"));
+      ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedUnary");
   bool binary = !n->domain[0] && n->n_in == 2 &&
                 in_list(n->op_type, binary_ops, sizeof binary_ops / sizeof *binary_ops);
   if (unary) {
@@ -230,7 +230,7 @@ static int layout_kind(const ait_graph *g, const ait_node *n) {
       return L_NONE;
     return L_POOL;
   }
-  if (!n->domain[0] && !strcmp(n->op_type, "Concat")) {
+  if (ait_is_op(n, "Concat")) {
     const ait_value *o = &g->values[n->out[0]];
     int64_t axis = ait_attr_int(n, "axis", 0);
     if (o->rank != 4 || o->dtype != AIT_FLOAT32 || (axis != 1 && axis != -3)) return L_NONE;

@@ -1,7 +1,8 @@
 /* Graph passes of the native backend (fusion lives in native_fuse.c):
- * constant folding, removal of no-op nodes, Conv+BatchNormalization
- * folding, on the shared rewriting layer (src/ir/passes/: the folding pass,
- * the BatchNormalization arithmetic, ait_is_op). Every pass works on the
+ * constant folding, removal of no-op nodes and of Transpose/Reshape pairs,
+ * Conv+BatchNormalization folding, on the shared rewriting layer
+ * (src/ir/passes/: the folding and simplification passes, the
+ * BatchNormalization arithmetic, ait_is_op). Every pass works on the
  * backend's own copy of the graph and marks removed nodes dead;
  * nat_run_passes compacts the graph once at the end. */
 #include <stdlib.h>
@@ -16,65 +17,12 @@ ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s) {
   return nat_uses_refresh(u);
 }
 
-/* Whether a subgraph of g reads value `name` from the enclosing scope. */
-static bool read_by_subgraph(const ait_graph *g, const char *name) {
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_attrs; k++) {
-      const ait_graph *sub = g->nodes[i].attrs[k].g;
-      if (!sub) continue;
-      int v = ait_graph_find_value(sub, name);
-      if ((v >= 0 && sub->values[v].outer) || read_by_subgraph(sub, name)) return true;
-    }
-  return false;
-}
-
-/* Whether node n is an inference no-op: y = x. */
-static bool is_noop(const nat_uses *u, const ait_node *n) {
-  const ait_graph *g = u->g;
-  if (n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 || n->out[0] < 0) return false;
-  if (ait_is_op(n, "Identity")) return true;
-  if (!ait_is_op(n, "Dropout")) return false;
-  for (int k = 1; k < n->n_out; k++) /* the mask is wanted */
-    if (n->out[k] >= 0 && (u->uses[n->out[k]] > 0 || u->is_out[n->out[k]])) return false;
-  if (n->opset < 7) return ait_attr_int(n, "is_test", 0) != 0;
-  if (n->opset >= 12 && n->n_in > 2 && n->in[2] >= 0) {
-    int t = n->in[2];
-    return nat_is_const(g, t) && ait_tensor_numel(g->values[t].init) == 1 &&
-           ait_scalar_i64(g->values[t].init) == 0;
-  }
-  return true;
-}
-
+/* No-ops (Identity, inference Dropout, identity Transposes),
+ * then Transpose and Reshape pairs: the shared passes (simplify.c). */
 ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s) {
-  ait_graph *g = u->g;
-  for (int i = 0; i < g->n_nodes; i++) {
-    ait_node *n = &g->nodes[i];
-    if (u->dead[i] || !is_noop(u, n)) continue;
-    int x = n->in[0], y = n->out[0];
-    if (g->values[x].type != g->values[y].type) continue;
-    if (u->is_out[y]) {
-      /* keep the output's name: make x's producer write y directly */
-      int p = g->values[x].producer;
-      if (p < 0 || u->dead[p] || u->uses[x] != 1 || u->is_out[x] || nat_is_const(g, x) ||
-          read_by_subgraph(g, g->values[x].name))
-        continue;
-      ait_node *pn = &g->nodes[p];
-      for (int k = 0; k < pn->n_out; k++)
-        if (pn->out[k] == x) pn->out[k] = y;
-      g->values[y].producer = p;
-    } else {
-      if (read_by_subgraph(g, g->values[y].name)) continue;
-      for (int j = 0; j < g->n_nodes; j++) {
-        if (u->dead[j]) continue;
-        for (int k = 0; k < g->nodes[j].n_in; k++)
-          if (g->nodes[j].in[k] == y) g->nodes[j].in[k] = x;
-      }
-    }
-    u->dead[i] = true;
-    s->removed++;
-    AIT_TRY(nat_uses_refresh(u));
-  }
-  return AIT_OK;
+  AIT_TRY(ait_pass_remove_noops(u->g, u->dead, &s->removed));
+  AIT_TRY(ait_pass_remove_pairs(u->g, u->dead, &s->removed));
+  return nat_uses_refresh(u);
 }
 
 /* ---- Conv + BatchNormalization --------------------------------------- */

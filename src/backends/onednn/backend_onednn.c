@@ -209,7 +209,8 @@ static ait_status check_inputs(const ait_graph *g, const ait_tensor *const *in, 
 }
 
 /* The plan for these inputs: found by signature, else made and kept (the
- * shared plan cache, common/plan.h: the oldest of AIT_PLAN_CACHE_MAX goes). */
+ * shared plan cache, common/plan.h: the least recently used of
+ * AIT_PLAN_CACHE_MAX goes). */
 static ait_status find_plan(dn_state *s, const ait_tensor *const *in, int n_in, dn_plan **out) {
   if ((*out = ait_plan_cache_find(&s->plans, in, n_in))) return AIT_OK;
   dn_plan *p = NULL;

@@ -3,8 +3,8 @@
  * constant scalar becomes a linear (or clip) eltwise; with another tensor it
  * becomes a binary post-op (a same-shape Add may become a sum at plan
  * time); x * 0.5 * (1 + erf(x / sqrt 2)) becomes gelu_erf and x *
- * sigmoid(x) becomes swish. Every intermediate must have exactly one reader
- * and not be a graph output. Whether oneDNN accepts a post-op for a given
+ * sigmoid(x) becomes swish (the shared matchers, src/ir/passes/match.c). Every intermediate must
+ * have exactly one reader and not be a graph output. Whether oneDNN accepts a post-op for a given
  * shape is only known when planning; refused ones then run as standalone
  * in-place steps. */
 #include <float.h>
@@ -31,19 +31,6 @@ static int single_reader(const ait_graph *g, int v, const bool *taken) {
   int r[2];
   if (dn_is_graph_output(g, v) || readers(g, v, r, 2) != 1 || taken[r[0]]) return -1;
   return r[0];
-}
-
-static bool is_op(const ait_node *n, const char *op, int n_in) {
-  return ait_is_op(n, op) && n->n_in == n_in && n->n_out >= 1;
-}
-
-/* n = op(a, b) with a == v (either order when commutative); *other gets
- * the other input. */
-static bool takes(const ait_node *n, const char *op, int v, bool commutative, int *other) {
-  if (!is_op(n, op, 2)) return false;
-  if (n->in[0] == v) return *other = n->in[1], true;
-  if (commutative && n->in[1] == v) return *other = n->in[0], true;
-  return false;
 }
 
 /* The shared matchers (src/ir/passes/match.c) see the graph through these:
@@ -73,22 +60,14 @@ static bool match_gelu(const dn_state *s, int x, const bool *taken, int *nodes, 
   return true;
 }
 
-/* x * sigmoid(x) */
+/* x * sigmoid(x) (ait_match_silu), on nodes not taken. */
 static bool match_silu(const dn_state *s, int x, const bool *taken, int *nodes, int *y) {
-  const ait_graph *g = s->g;
-  int r[2], other;
-  if (readers(g, x, r, 2) != 2 || r[0] == r[1] || taken[r[0]] || taken[r[1]]) return false;
-  for (int pick = 0; pick < 2; pick++) {
-    const ait_node *sg = &g->nodes[r[pick]];
-    const ait_node *m = &g->nodes[r[1 - pick]];
-    if (!is_op(sg, "Sigmoid", 1) || !takes(m, "Mul", x, true, &other) || other != sg->out[0])
-      continue;
-    if (single_reader(g, sg->out[0], taken) != r[1 - pick]) continue;
-    nodes[0] = r[pick], nodes[1] = r[1 - pick];
-    *y = m->out[0];
-    return true;
-  }
-  return false;
+  ait_match_view view = {.g = s->g, .readers = view_readers, .scalar = view_scalar, .ctx = s};
+  ait_silu_match m;
+  if (!ait_match_silu(&view, x, &m) || taken[m.nodes[0]] || taken[m.nodes[1]]) return false;
+  nodes[0] = m.nodes[0], nodes[1] = m.nodes[1];
+  *y = m.y;
+  return true;
 }
 
 bool dn_match_pattern(const dn_state *s, int x, const bool *taken, dn_elt *e, int *nodes, int *n,

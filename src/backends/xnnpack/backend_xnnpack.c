@@ -168,6 +168,8 @@ static void xnn_destroy(void *state) {
   free(s);
 }
 
+static void plan_free(void *plan) { xnn_plan_free(plan); }
+
 /* A state without a program: options resolved, the pool made. */
 static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, xnn_state **out) {
   AIT_TRY(xnn_init_once());
@@ -178,6 +180,8 @@ static ait_status new_state(const ait_backend_config *cfg, const ait_graph *g, x
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   int64_t t = ait_backend_config_int(cfg, "threads", online > 0 ? online : 1);
   s->g = g;
+  s->plans.free_plan = plan_free;
+  s->plans.max = XNN_MAX_PLANS;
   s->threads = t < 1 ? 1 : t > 256 ? 256 : (int)t;
   s->fp16 = fp16;
   if (s->threads > 1 && !(s->pool = pool_get(s->threads))) {

@@ -31,12 +31,7 @@ void xnn_transpose_cl(const float *src, float *dst, int rank, const int64_t *d, 
   }
 }
 
-void xnn_plans_free(xnn_state *s) {
-  for (int i = 0; i < XNN_MAX_PLANS; i++) {
-    xnn_plan_free(s->plans[i]);
-    s->plans[i] = NULL;
-  }
-}
+void xnn_plans_free(xnn_state *s) { ait_plan_cache_clear(&s->plans); }
 
 static int graph_input_index(const xnn_state *s, int v) {
   for (int i = 0; i < s->g->n_inputs; i++)
@@ -82,39 +77,14 @@ static ait_status check_inputs(const xnn_state *s, const ait_tensor *const *in, 
   return AIT_OK;
 }
 
-static bool sig_match(const xplan *p, const ait_tensor *const *in, int n_in) {
-  int k = 0;
-  for (int i = 0; i < n_in; i++) {
-    if (k >= p->n_sig || p->sig[k++] != in[i]->rank) return false;
-    for (int d = 0; d < in[i]->rank; d++)
-      if (k >= p->n_sig || p->sig[k++] != in[i]->dims[d]) return false;
-  }
-  return k == p->n_sig;
-}
-
+/* The plan of in's signature, found in the shared cache (common/plan.h:
+ * the least recently used of XNN_MAX_PLANS goes) or made and kept. */
 static ait_status plan_for(xnn_state *s, const ait_tensor *const *in, int n_in, xplan **out) {
-  int free_slot = -1, lru = 0;
-  for (int i = 0; i < XNN_MAX_PLANS; i++) {
-    xplan *p = s->plans[i];
-    if (!p) {
-      if (free_slot < 0) free_slot = i;
-      continue;
-    }
-    if (sig_match(p, in, n_in)) {
-      p->used = ++s->clock;
-      *out = p;
-      return AIT_OK;
-    }
-    if (s->plans[lru] && p->used < s->plans[lru]->used) lru = i;
-  }
-  int slot = free_slot >= 0 ? free_slot : lru;
+  if ((*out = ait_plan_cache_find(&s->plans, in, n_in))) return AIT_OK;
   xplan *p = NULL;
   AIT_TRY(xnn_plan_new(s, in, &p));
-  xnn_plan_free(s->plans[slot]); /* evicted after the new plan exists */
-  s->plans[slot] = p;
-  p->used = ++s->clock;
-  *out = p;
-  return AIT_OK;
+  AIT_TRY(ait_plan_cache_add(&s->plans, in, n_in, p)); /* frees p on failure */
+  return *out = p, AIT_OK;
 }
 
 /* Host transposes whose results the segment `seg` reads first. */

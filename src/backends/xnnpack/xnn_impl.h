@@ -31,6 +31,7 @@
 #include <xnnpack.h>
 
 #include "backends/backend.h"
+#include "backends/common/plan.h"
 #include "core/error.h"
 
 #define XNN_MAX_IN 16   /* inputs of one xop (Concat) */
@@ -123,8 +124,7 @@ typedef struct xnn_state {
   int n_vals, cap_vals;
   xconst *consts;
   int n_consts, cap_consts;
-  struct xplan *plans[XNN_MAX_PLANS];
-  uint64_t clock; /* LRU of plans */
+  ait_plan_cache plans; /* xplan by input signature, XNN_MAX_PLANS (common/plan.h) */
 } xnn_state;
 
 /* ---- support and lowering (xnn_support.c, xnn_lower.c) ------------------ */
@@ -171,9 +171,6 @@ typedef struct xpv {
 } xpv;
 
 typedef struct xplan {
-  int n_sig;
-  int64_t *sig; /* per input: rank, dims */
-  uint64_t used;
   xpv *pv;
   int n_pv, cap_pv;
   int32_t *res;    /* res[op * XNN_MAX_IN + j]: plan value read by input j of op */

@@ -74,7 +74,6 @@ void xnn_plan_free(xplan *p) {
   free(p->op_seg);
   free(p->res);
   free(p->pv);
-  free(p->sig);
   free(p);
 }
 
@@ -267,22 +266,11 @@ static ait_status segments(const xnn_state *s, xplan *p) {
 }
 
 ait_status xnn_plan_new(xnn_state *s, const ait_tensor *const *in, xplan **out) {
-  const ait_graph *g = s->g;
   xplan *p = calloc(1, sizeof *p);
   if (!p) return ait_err(AIT_E_NOMEM, "out of memory");
-  int n_sig = 0;
-  for (int i = 0; i < g->n_inputs; i++)
-    n_sig += 1 + in[i]->rank;
-  p->sig = malloc(((size_t)n_sig + 1) * sizeof *p->sig);
   p->res = malloc(((size_t)s->n_ops * XNN_MAX_IN + 1) * sizeof *p->res);
   p->op_seg = calloc((size_t)s->n_ops + 1, sizeof *p->op_seg);
-  ait_status st = p->sig && p->res && p->op_seg ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
-  for (int i = 0, k = 0; !st && i < g->n_inputs; i++) {
-    p->sig[k++] = in[i]->rank;
-    for (int d = 0; d < in[i]->rank; d++)
-      p->sig[k++] = in[i]->dims[d];
-  }
-  p->n_sig = n_sig;
+  ait_status st = p->res && p->op_seg ? AIT_OK : ait_err(AIT_E_NOMEM, "out of memory");
   for (int v = 0; !st && v < s->n_vals; v++) {
     xpv nv = {.rank = -1, .src = -1, .seg = -1};
     if (s->vals[v].cst >= 0) nv.cst = s->consts[s->vals[v].cst].t;

@@ -1,5 +1,6 @@
 /* The pattern library: one matcher per spelled-out pattern, over a view
  * (ait_match_view) each backend answers from its own use counts. */
+#include <float.h>
 #include <math.h>
 
 #include "ir/passes/passes.h"
@@ -124,5 +125,93 @@ bool ait_match_gelu(const ait_match_view *v, int x, ait_gelu_match *m) {
   bool ok = nr == 2 ? r[0] != r[1] && match_gelu_erf(v, x, r, m) : match_gelu_tanh(v, x, r, nr, m);
   if (!ok || g->nodes[m->nodes[m->n_nodes - 1]].out[0] < 0) return false;
   m->y = g->nodes[m->nodes[m->n_nodes - 1]].out[0];
+  return true;
+}
+
+/* ---- SiLU ------------------------------------------------------------------ */
+
+bool ait_match_silu(const ait_match_view *v, int x, ait_silu_match *m) {
+  const ait_graph *g = v->g;
+  int r[2] = {-1, -1}, other;
+  if (x < 0 || g->values[x].dtype != AIT_FLOAT32) return false;
+  if (v->readers(v->ctx, x, r, 2) != 2 || r[0] < 0 || r[1] < 0 || r[0] == r[1]) return false;
+  for (int pick = 0; pick < 2; pick++) {
+    const ait_node *s = &g->nodes[r[pick]];
+    if (!ait_is_op(s, "Sigmoid") || s->n_in != 1 || s->n_out < 1 || s->out[0] < 0) continue;
+    int mul = r[1 - pick];
+    if (!takes(v, mul, "Mul", x, true, &other) || other != s->out[0] ||
+        sole_reader(v, s->out[0]) != mul || g->nodes[mul].out[0] < 0)
+      continue;
+    *m = (ait_silu_match){.nodes = {r[pick], mul}, .y = g->nodes[mul].out[0]};
+    return true;
+  }
+  return false;
+}
+
+/* ---- HardSwish spelled out ---------------------------------------------- */
+
+/* Clip node n's bounds, when they are known constants. */
+static bool clip_bounds(const ait_match_view *v, const ait_node *n, float *lo, float *hi) {
+  *lo = -INFINITY, *hi = INFINITY;
+  if (n->opset < 11) {
+    *lo = ait_attr_float(n, "min", -FLT_MAX);
+    *hi = ait_attr_float(n, "max", FLT_MAX);
+  } else {
+    if (n->n_in > 1 && n->in[1] >= 0 && !v->scalar(v->ctx, n->in[1], lo)) return false;
+    if (n->n_in > 2 && n->in[2] >= 0 && !v->scalar(v->ctx, n->in[2], hi)) return false;
+  }
+  return !isnan(*lo) && !isnan(*hi);
+}
+
+/* Node i divides its input x by d: Div(x, d), or Mul by 1/d (within the
+ * one tolerance). */
+static bool divides_by(const ait_match_view *v, int i, int x, float d) {
+  const ait_node *n = &v->g->nodes[i];
+  int other;
+  float c;
+  if (ait_is_op(n, "Div"))
+    return n->n_in == 2 && n->in[0] == x && v->scalar(v->ctx, n->in[1], &c) && c == d;
+  return takes(v, i, "Mul", x, true, &other) && v->scalar(v->ctx, other, &c) && near(c * d, 1.0f);
+}
+
+bool ait_match_hard_swish(const ait_match_view *v, int add, ait_hard_swish_match *m) {
+  const ait_graph *g = v->g;
+  const ait_node *a = &g->nodes[add];
+  float c, lo, d;
+  int other;
+  if (!ait_is_op(a, "Add") || a->n_in != 2 || a->n_out < 1 || a->out[0] < 0 || a->opset < 7)
+    return false;
+  int x = v->scalar(v->ctx, a->in[1], &c)   ? a->in[0]
+          : v->scalar(v->ctx, a->in[0], &c) ? a->in[1]
+                                            : -1;
+  if (x < 0 || g->values[x].dtype != AIT_FLOAT32) return false;
+  int clip = sole_reader(v, a->out[0]);
+  if (clip < 0 || !ait_is_op(&g->nodes[clip], "Clip") || g->nodes[clip].n_out < 1 ||
+      g->nodes[clip].in[0] != a->out[0] || !clip_bounds(v, &g->nodes[clip], &lo, &d) ||
+      lo != 0.0f || !(d > 0.0f) || !isfinite(d))
+    return false;
+  int cv = g->nodes[clip].out[0], r = sole_reader(v, cv), mul, div;
+  bool mul_first = false;
+  if (r < 0) return false;
+  if (takes(v, r, "Mul", cv, true, &other) && other == x) { /* x * clip, then / d */
+    mul = r, mul_first = true;
+    div = sole_reader(v, g->nodes[r].out[0]);
+    if (div < 0 || !divides_by(v, div, g->nodes[r].out[0], d)) return false;
+  } else if (divides_by(v, r, cv, d)) { /* clip / d, then x * . */
+    div = r;
+    mul = sole_reader(v, g->nodes[r].out[0]);
+    if (mul < 0 || !takes(v, mul, "Mul", g->nodes[r].out[0], true, &other) || other != x)
+      return false;
+  } else {
+    return false;
+  }
+  *m = (ait_hard_swish_match){.add = add,
+                              .clip = clip,
+                              .mul = mul,
+                              .div = div,
+                              .x = x,
+                              .c = c,
+                              .d = d,
+                              .mul_first = mul_first};
   return true;
 }

@@ -90,6 +90,23 @@ ait_status ait_pass_fold_known_shapes(ait_graph *g, bool *dead, ait_node_eval_fn
  * tensor's dtype and dims, symbolic dims dropped. */
 void ait_value_set_const(ait_graph *g, int v, ait_tensor *t);
 
+/* ---- simplification (simplify.c) ----------------------------------------- */
+
+/* No-op elimination over the live nodes (dead[i] false) of g: Identity,
+ * Dropout in inference (its mask unread) and a Transpose of the identity
+ * perm are marked dead, their
+ * readers reading the input instead; when the no-op's output is a graph
+ * output, the input's producer writes it (the name stays), else the node
+ * stays. Subgraph reads count (by name). *removed counts the nodes. */
+ait_status ait_pass_remove_noops(ait_graph *g, bool *dead, int *removed);
+
+/* Pair elimination: a Transpose of a Transpose becomes one Transpose of the
+ * composed perm (none when that is the identity), and a Reshape of a
+ * Reshape reads the inner one's input (when its shape is a constant with
+ * no 0 to copy, or allowzero; none when the shape is the input's own),
+ * where the inner output has no other reader. *removed counts the nodes. */
+ait_status ait_pass_remove_pairs(ait_graph *g, bool *dead, int *removed);
+
 /* ---- BatchNormalization into the product before it (bn.c) -------------- */
 
 /* BatchNormalization node b computes the inference form: no training
@@ -145,5 +162,31 @@ typedef struct ait_gelu_match {
  * .)) * 0.5 or (x * 0.5) * (1 + .)), every intermediate read once and x
  * read by the nodes of the pattern alone. */
 bool ait_match_gelu(const ait_match_view *v, int x, ait_gelu_match *m);
+
+/* A matched SiLU (Swish): nodes[0] the Sigmoid, nodes[1] the Mul writing y. */
+typedef struct ait_silu_match {
+  int nodes[2];
+  int y;
+} ait_silu_match;
+
+/* x * Sigmoid(x) on float32 x, either order of the Mul's inputs; x read
+ * by the two nodes alone, the Sigmoid's output by the Mul alone. */
+bool ait_match_silu(const ait_match_view *v, int x, ait_silu_match *m);
+
+/* A matched spelled-out HardSwish: the nodes, the input x, the offset c
+ * and the bound d; mul_first: x * clip, then / d (else clip / d, then x *). */
+typedef struct ait_hard_swish_match {
+  int add, clip, mul, div;
+  int x;
+  float c, d;
+  bool mul_first;
+} ait_hard_swish_match;
+
+/* HardSwish as exporters without the op spell it (Paddle's x * relu6(x +
+ * 3) / 6), from the Add node `add`: Add(x, c) -> Clip(0, d) -> Mul(x, .)
+ * -> Div(., d) (or Mul by 1/d), either order of the Mul and the Div, any
+ * offset c and finite bound d > 0, each intermediate read once. It is x *
+ * HardSigmoid(x; alpha 1/d, beta c/d). */
+bool ait_match_hard_swish(const ait_match_view *v, int add, ait_hard_swish_match *m);
 
 #endif
