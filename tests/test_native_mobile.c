@@ -87,17 +87,25 @@ static void dw_case(int cs) {
   int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
   int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
   int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
-  if (cs >= 48) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
+  if (cs >= 48 && cs < 64) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
     k = kw = 3, d = 1, act = cs % 4;
+  if (cs >= 64) { /* the sliding rows (native_nhwc_dwr_tmpl.h): rows wide enough for
+                   * interior runs, tail vectors, 5 columns mostly, stride 2 half the time,
+                   * other kernel heights and row dilation now and then */
+    kw = cs % 5 == 0 ? 7 : cs % 7 == 0 ? 3 : 5, k = urand(3) ? kw : 1 + 2 * urand(4);
+    d = 1, s = 1 + cs % 2, act = cs % 4;
+    W = 8 + urand(56), H = 1 + urand(10), C = 1 + urand(urand(2) ? 40 : 80);
+  }
   int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
                      urand((uint32_t)kw)};
-  int64_t spanh = (k - 1) * d + 1, spanw = (kw - 1) * d + 1;
+  int64_t dh = cs >= 64 && cs % 6 == 0 ? 2 : d; /* dilated rows, undilated columns */
+  int64_t spanh = (k - 1) * dh + 1, spanw = (kw - 1) * d + 1;
   if (H + pads[0] + pads[2] < spanh) H = spanh;
   if (W + pads[1] + pads[3] < spanw) W = spanw;
   tb_model *m = tb_new(17);
   int64_t *dx = dims[(2 * cs) % 64], *dw = dims[(2 * cs + 1) % 64];
   dx[0] = -1, dx[1] = C, dx[2] = H, dx[3] = W;
-  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, dil[2] = {d, d};
+  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, dil[2] = {dh, d};
   tb_input(m, "x", 1, 4, dx);
   tb_output(m, "y", 1, 4, dy);
   dw[0] = C, dw[1] = 1, dw[2] = k, dw[3] = kw;
@@ -316,7 +324,7 @@ int main(void) {
   test_dw_rows();
   test_mean_hw();
   test_post_passes();
-  for (int cs = 0; cs < 64; cs++)
+  for (int cs = 0; cs < 96; cs++)
     dw_case(cs);
   return check_result("test_native_mobile");
 }
