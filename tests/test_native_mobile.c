@@ -8,7 +8,8 @@
  * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager;
  * and a ReduceMean over H and W after a conv (MnasNet's global pool), which
  * the layout pass runs on the NHWC map (native_layout.c: no Transpose);
- * and the 3x3 depthwise row kernels against a double reference. */
+ * the 3x3 depthwise row kernels against a double reference; and 3-channel
+ * stems on the NCHW input (native_nhwc_stem3.h) against eager. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -178,6 +179,67 @@ static void dw_case(int cs) {
   ait_graph_free(g);
 }
 
+/* A 3-channel stem on the graph's NCHW input (native_nhwc_stem3.h: 3x3 or
+ * 7x7, stride 1 or 2, outputs in whole vectors or not, HardSwish, Relu or
+ * nothing after it) through native at every level against eager. */
+static void stem_case(int cs) {
+  static const int64_t Ms[] = {8, 16, 24, 32, 48, 64, 80, 16};
+  int64_t k = cs % 3 == 2 ? 7 : 3, s = cs % 4 == 3 ? 1 : 2, M = Ms[cs % 8], act = cs % 3;
+  int64_t H = k + urand(30), W = k + urand(cs % 5 ? 40 : 130), N = 1 + urand(2);
+  int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)k), urand((uint32_t)k),
+                     urand((uint32_t)k)};
+  static int64_t dx[4], dw[4];
+  dx[0] = -1, dx[1] = 3, dx[2] = H, dx[3] = W;
+  dw[0] = M, dw[1] = 3, dw[2] = k, dw[3] = k;
+  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, bd[1] = {M};
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  init(m, "w", 4, dw, 0.4f);
+  init(m, "b", 1, bd, 0.5f);
+  int n = tb_node(m, "Conv", "stem", IN("x", "w", "b"), IN(act ? "a" : "y"));
+  tb_attr_ints(m, n, "pads", 4, pads);
+  tb_attr_ints(m, n, "strides", 2, strides);
+  if (act == 1) tb_node(m, "HardSwish", "hs", IN("a"), IN("y"));
+  if (act == 2) tb_node(m, "Relu", "relu", IN("a"), IN("y"));
+  ait_graph *g = tb_parse_graph(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  const int64_t xd[4] = {N, 3, H, W};
+  ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+  float *xv = x->data;
+  for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+    xv[i] = frand(2.0f);
+  CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  static const char *const isas[] = {"avx512", "avx2", "portable"};
+  for (int a = 0; ref && a < 3; a++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], 1 + 2 * (cs % 2));
+    ait_backend_config cfg;
+    void *state = NULL;
+    CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+    ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+    if (st) fprintf(stderr, "stem case %d on %s: %s\n", cs, spec, ait_last_error());
+    CHECK(st == AIT_OK);
+    if (!state) continue;
+    ait_tensor *y = NULL;
+    st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+    double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
+    if (!(e <= 1e-5))
+      fprintf(stderr,
+              "stem case %d (N %lld %lldx%lld k %lld s %lld M %lld act %lld) on %s: "
+              "difference %g\n",
+              cs, (long long)N, (long long)H, (long long)W, (long long)k, (long long)s,
+              (long long)M, (long long)act, spec, e);
+    CHECK(e <= 1e-5);
+    ait_tensor_free(y);
+    cfg.iface->destroy(state);
+  }
+  ait_tensor_free(ref);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+}
+
 /* conv -> ReduceMean(axes 2, 3 as an attribute or, opset 18, an input;
  * keepdims 0 or 1) -> Relu: pooled in NHWC, against eager. */
 static void test_mean_hw(void) {
@@ -326,5 +388,7 @@ int main(void) {
   test_post_passes();
   for (int cs = 0; cs < 96; cs++)
     dw_case(cs);
+  for (int cs = 0; cs < 24; cs++)
+    stem_case(cs);
   return check_result("test_native_mobile");
 }
