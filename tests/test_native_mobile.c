@@ -8,7 +8,8 @@
  * NHWC) at avx512, avx2 and portable on 1 and 3 threads against eager;
  * and a ReduceMean over H and W after a conv (MnasNet's global pool), which
  * the layout pass runs on the NHWC map (native_layout.c: no Transpose);
- * and the 3x3 depthwise row kernels against a double reference. */
+ * the 3x3 depthwise row kernels against a double reference; and 3-channel
+ * stems on the NCHW input (native_nhwc_stem3.h) against eager. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,17 +88,25 @@ static void dw_case(int cs) {
   int64_t C = 1 + urand(40), H = 1 + urand(18), W = 1 + urand(urand(2) ? 18 : 40), N = 1 + urand(2);
   int64_t k = 1 + 2 * urand(4), kw = urand(3) ? k : 1 + 2 * urand(3), s = 1 + urand(2);
   int64_t d = urand(3) ? 1 : 2 + urand(2), act = urand(4);
-  if (cs >= 48) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
+  if (cs >= 48 && cs < 64) /* 3x3 undilated (native_nhwc_dw3*.c's rows), each activation */
     k = kw = 3, d = 1, act = cs % 4;
+  if (cs >= 64) { /* the sliding rows (native_nhwc_dwr_tmpl.h): rows wide enough for
+                   * interior runs, tail vectors, 5 columns mostly, stride 2 half the time,
+                   * other kernel heights and row dilation now and then */
+    kw = cs % 5 == 0 ? 7 : cs % 7 == 0 ? 3 : 5, k = urand(3) ? kw : 1 + 2 * urand(4);
+    d = 1, s = 1 + cs % 2, act = cs % 4;
+    W = 8 + urand(56), H = 1 + urand(10), C = 1 + urand(urand(2) ? 40 : 80);
+  }
   int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)kw), urand((uint32_t)k),
                      urand((uint32_t)kw)};
-  int64_t spanh = (k - 1) * d + 1, spanw = (kw - 1) * d + 1;
+  int64_t dh = cs >= 64 && cs % 6 == 0 ? 2 : d; /* dilated rows, undilated columns */
+  int64_t spanh = (k - 1) * dh + 1, spanw = (kw - 1) * d + 1;
   if (H + pads[0] + pads[2] < spanh) H = spanh;
   if (W + pads[1] + pads[3] < spanw) W = spanw;
   tb_model *m = tb_new(17);
   int64_t *dx = dims[(2 * cs) % 64], *dw = dims[(2 * cs + 1) % 64];
   dx[0] = -1, dx[1] = C, dx[2] = H, dx[3] = W;
-  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, dil[2] = {d, d};
+  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, dil[2] = {dh, d};
   tb_input(m, "x", 1, 4, dx);
   tb_output(m, "y", 1, 4, dy);
   dw[0] = C, dw[1] = 1, dw[2] = k, dw[3] = kw;
@@ -165,6 +174,67 @@ static void dw_case(int cs) {
       }
       cfg.iface->destroy(state);
     }
+  ait_tensor_free(ref);
+  ait_tensor_free(x);
+  ait_graph_free(g);
+}
+
+/* A 3-channel stem on the graph's NCHW input (native_nhwc_stem3.h: 3x3 or
+ * 7x7, stride 1 or 2, outputs in whole vectors or not, HardSwish, Relu or
+ * nothing after it) through native at every level against eager. */
+static void stem_case(int cs) {
+  static const int64_t Ms[] = {8, 16, 24, 32, 48, 64, 80, 16};
+  int64_t k = cs % 3 == 2 ? 7 : 3, s = cs % 4 == 3 ? 1 : 2, M = Ms[cs % 8], act = cs % 3;
+  int64_t H = k + urand(30), W = k + urand(cs % 5 ? 40 : 130), N = 1 + urand(2);
+  int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)k), urand((uint32_t)k),
+                     urand((uint32_t)k)};
+  static int64_t dx[4], dw[4];
+  dx[0] = -1, dx[1] = 3, dx[2] = H, dx[3] = W;
+  dw[0] = M, dw[1] = 3, dw[2] = k, dw[3] = k;
+  const int64_t dy[4] = {-1, -1, -1, -1}, strides[2] = {s, s}, bd[1] = {M};
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  init(m, "w", 4, dw, 0.4f);
+  init(m, "b", 1, bd, 0.5f);
+  int n = tb_node(m, "Conv", "stem", IN("x", "w", "b"), IN(act ? "a" : "y"));
+  tb_attr_ints(m, n, "pads", 4, pads);
+  tb_attr_ints(m, n, "strides", 2, strides);
+  if (act == 1) tb_node(m, "HardSwish", "hs", IN("a"), IN("y"));
+  if (act == 2) tb_node(m, "Relu", "relu", IN("a"), IN("y"));
+  ait_graph *g = tb_parse_graph(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  const int64_t xd[4] = {N, 3, H, W};
+  ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+  float *xv = x->data;
+  for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+    xv[i] = frand(2.0f);
+  CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  static const char *const isas[] = {"avx512", "avx2", "portable"};
+  for (int a = 0; ref && a < 3; a++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], 1 + 2 * (cs % 2));
+    ait_backend_config cfg;
+    void *state = NULL;
+    CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
+    ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
+    if (st) fprintf(stderr, "stem case %d on %s: %s\n", cs, spec, ait_last_error());
+    CHECK(st == AIT_OK);
+    if (!state) continue;
+    ait_tensor *y = NULL;
+    st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+    double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
+    if (!(e <= 1e-5))
+      fprintf(stderr,
+              "stem case %d (N %lld %lldx%lld k %lld s %lld M %lld act %lld) on %s: "
+              "difference %g\n",
+              cs, (long long)N, (long long)H, (long long)W, (long long)k, (long long)s,
+              (long long)M, (long long)act, spec, e);
+    CHECK(e <= 1e-5);
+    ait_tensor_free(y);
+    cfg.iface->destroy(state);
+  }
   ait_tensor_free(ref);
   ait_tensor_free(x);
   ait_graph_free(g);
@@ -316,7 +386,9 @@ int main(void) {
   test_dw_rows();
   test_mean_hw();
   test_post_passes();
-  for (int cs = 0; cs < 64; cs++)
+  for (int cs = 0; cs < 96; cs++)
     dw_case(cs);
+  for (int cs = 0; cs < 24; cs++)
+    stem_case(cs);
   return check_result("test_native_mobile");
 }

@@ -19,9 +19,10 @@
 
 #include "backends/native/native.h"
 #include "backends/native/native_nhwc_post.h"
+#include "backends/native/native_nhwc_stem3.h"
 #include "ops/nn_impl.h"
 
-typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK, K_GRP } nhwc_kind;
+typedef enum { K_PW, K_DW, K_STEM, K_WIN, K_DWK, K_GRP, K_STEM3 } nhwc_kind;
 
 /* Rows split in row_tasks parts of whole units (pointwise: tiles of mr
  * pixels) as even as they come: part t has units [t U / n, (t+1) U / n). */
@@ -204,18 +205,23 @@ struct nhwc_kernels {
    * dwk kernels apply them themselves); NULL: nat_act_f32 */
   void (*post)(const nat_post *p, float *x, int64_t n);
   rows_fn dw1; /* 1x1 stride-1 unpadded depthwise (K_DWK); NULL: dwk */
+  /* 3-channel stems on the NCHW input (native_nhwc_stem3.h); NULL: none */
+  bool (*stem3_fits)(const nat_nhwc *c);
+  rows_fn stem3;
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows, NULL, NULL},
+                          portable_tile, dwk_rows, NULL, NULL, NULL, NULL},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
-                      nat_nhwc256_dwk, nat_nhwc256_post, nat_nhwc256_dw1},
+                      nat_nhwc256_dwk, nat_nhwc256_post, nat_nhwc256_dw1, nat_nhwc256_stem3_fits,
+                      nat_nhwc256_stem3},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
-                        nat_nhwc512_dwk, nat_nhwc512_post, nat_nhwc512_dw1},
+                        nat_nhwc512_dwk, nat_nhwc512_post, nat_nhwc512_dw1, nat_nhwc512_stem3_fits,
+                        nat_nhwc512_stem3},
 };
 
 int nat_nhwc_level(void) {
@@ -271,6 +277,7 @@ static void nhwc_range(const nhwc_job *j, int64_t r0, int64_t r1, int64_t m0, in
     }
     break;
   case K_STEM: j->k->stem(c, r0, r1); break;
+  case K_STEM3: j->k->stem3(c, r0, r1); return; /* the activation too */
   case K_DWK:
     if (j->k->dw1 && c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->H == c->OH &&
         c->W == c->OW) {
@@ -889,6 +896,8 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     ait_status ws = nat_wino_run(r, &c, level, ws_at);
     if (ws != AIT_E_UNSUPPORTED) return ws; /* else direct, on the copy if one was made */
   }
+  if (kind == K_WIN && k->stem3 && level > NAT_ISA_PORTABLE && k->stem3_fits(&c))
+    kind = K_STEM3; /* a 3-channel stem on the NCHW input, its rows copied per output row */
   if (kind == K_WIN && (c.C < WIN_MIN_C || c.xs_c != 1)) {
     /* few input channels (a stem) or NCHW: a padded NHWC copy, whose
      * kernel rows are runs of kw C floats (stride-1 taps) */
@@ -909,7 +918,8 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
       c.W == c.OW)
     dw1_runs++;
   nhwc_job j = {&c, kind, k, c.N * c.OH, 1, 1, c.M, 1};
-  double macs = (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM ? c.C : 1);
+  double macs =
+      (double)c.N * c.OH * c.OW * c.M * c.kh * c.kw * (kind == K_STEM || kind == K_STEM3 ? c.C : 1);
   int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? j.rows : nat_chunk(r, j.rows, 1);
   j.row_tasks = (j.rows + chunk - 1) / chunk;
   nat_pool_run(nat_run_pool(r), j.row_tasks, nhwc_task, &j);
@@ -936,7 +946,8 @@ typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e;
   const nhwc_kernels *k; /* the run's kernels */
-  bool stem; /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
+  bool stem;  /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
+  bool stem3; /* ... on the stem3 rows (native_nhwc_stem3.h) */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
@@ -951,7 +962,10 @@ static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
   nat_nhwc e = j->e;
   int64_t r = n * e.OH + ih;
   e.y = y, e.y_r0 = r;
-  j->k->stem(&e, r, r + 1);
+  if (j->stem3)
+    j->k->stem3(&e, r, r + 1);
+  else
+    j->k->stem(&e, r, r + 1);
 }
 
 /* Expanded row ih of image n into dst: the expand 1x1 or the stem. */
@@ -1239,6 +1253,7 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.x = X->data;
   if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
   j.k = run_kernels();
+  j.stem3 = j.stem && j.k->stem3 && j.k->stem3_fits(&j.e);
   if (j.has_e && !j.stem) {
     set_tile(&j.e, j.k, j.d.OH < IR_BAND_MIN_ROWS ? H * W : W);
     pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.k);

@@ -16,7 +16,10 @@
  * clamp and the activation past it (SiLU, HardSwish, HardSigmoid:
  * native_nhwc_post.h; the driver then makes no pass of its own over the
  * output) before the store; a last vector of fewer than 8 channels
- * through a lane mask. The AVX-512 twin is native_nhwc_dw512.c. */
+ * through a lane mask. Kernels 3, 5 or 7 columns wide at column stride 1
+ * or 2 without column dilation (MnasNet's and MobileNetV3's 5x5 convs) run
+ * on the sliding rows of native_nhwc_dwr_tmpl.h instead, shared with the
+ * AVX-512 twin, native_nhwc_dw512.c. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -141,100 +144,26 @@ static T256 void dwk_run(int n, const nat_nhwc *c, const dwk_row *g, int64_t ow,
 
 /* ---- sliding rows: stride 1 or 2, no dilation, 3, 5 or 7 columns --------- */
 
-/* n outputs from ow on one vector of channels from cb, kernel width KW,
- * stride S: along a kernel row, input column q feeds outputs (q - kj) / S,
- * so each input vector is loaded once and multiplied by the KW weight
- * vectors held in registers, where the tiles above load it once per tap
- * (KW times), with an address register per output: 5x5 convs on 14x14 and
- * 28x28 maps ran at half of ONNX Runtime's speed, their index registers
- * spilled. Columns outside the input are skipped (their taps add zeros),
- * so the padding needs no code of its own. native_nhwc_dw512.c's twin on
- * vectors of 8 channels, rows of up to 8 outputs (16 registers). */
-INL T256 void dws_tile(const int n, const int KW, const int S, const bool tl, const nat_nhwc *c,
-                       const dwk_row *g, int64_t ow, int64_t cb, __m256i m) {
-  const int64_t C = c->C;
-  __m256 acc[8], wv[7];
-  __m256 bv = c->b ? LD8(c->b + cb, tl, m) : _mm256_setzero_ps();
-#pragma GCC unroll 8
-  for (int t = 0; t < n; t++)
-    acc[t] = bv;
-  const int64_t iw0 = ow * S - c->pl;
-  for (int64_t ki = g->k0; ki < g->k1; ki++) {
-    const float *xr = c->x + (g->x + c->pl * c->xs_w + ki * g->rs + cb); /* input column 0 */
-    const float *wk = c->w + ki * KW * C + cb;
-#pragma GCC unroll 7
-    for (int kj = 0; kj < KW; kj++)
-      wv[kj] = LD8(wk + kj * C, tl, m);
-#pragma GCC unroll 64
-    for (int q = 0; q < S * (n - 1) + KW; q++) {
-      int64_t iw = iw0 + q;
-      if (iw < 0 || iw >= c->W) continue;
-      __m256 xv = LD8(xr + iw * C, tl, m);
-      __asm__("" : "+x"(xv)); /* one load for its KW FMAs, not a memory operand each */
-#pragma GCC unroll 7
-      for (int kj = 0; kj < KW; kj++) {
-        int d = q - kj;
-        if (d < 0 || d % S || d / S >= n) continue;
-        acc[d / S] = _mm256_fmadd_ps(xv, wv[kj], acc[d / S]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int t = 0; t < n; t++) {
-    __m256 r = acc[t];
-    if (g->z) r = _mm256_add_ps(r, LD8(g->z + (ow + t) * C + cb, tl, m));
-    r = _mm256_min_ps(_mm256_max_ps(r, g->lo), g->hi);
-    if (g->post.kind != NAT_POST_NONE) r = nat_post8(&g->post, g->pa, g->pb, r);
-    ST8(g->y + (ow + t) * C + cb, tl, m, r);
-  }
-}
-
-#define DWS_K(N, KW, S)                                                                            \
-  case KW * 4 + S * 2: dws_tile(N, KW, S, false, c, g, ow, cb, m); break;                          \
-  case KW * 4 + S * 2 + 1:                                                                         \
-    dws_tile(N, KW, S, true, c, g, ow, cb, m);                                                     \
-    break;
-#define DWS_N(N)                                                                                   \
-  static T256 void dws##N(int kw, int s, bool tl, const nat_nhwc *c, const dwk_row *g, int64_t ow, \
-                          int64_t cb, __m256i m) {                                                 \
-    switch (kw * 4 + s * 2 + tl) {                                                                 \
-      DWS_K(N, 3, 1) DWS_K(N, 3, 2) DWS_K(N, 5, 1) DWS_K(N, 5, 2) DWS_K(N, 7, 1) DWS_K(N, 7, 2)    \
-    }                                                                                              \
-  }
-DWS_N(8)
-DWS_N(7)
-DWS_N(4)
-DWS_N(2)
-DWS_N(1)
-
-/* Whether c runs on the sliding rows. */
-static bool dws_fits(const nat_nhwc *c) {
-  int64_t dw = c->dw > 0 ? c->dw : 1;
-  return dw == 1 && (c->kw == 3 || c->kw == 5 || c->kw == 7) && (c->sw == 1 || c->sw == 2) &&
-         c->xs_w == c->C;
-}
-
-/* One output row on the sliding rows: widths 8, 7, 4, 2, 1. */
-static T256 void dws_row(const nat_nhwc *c, const dwk_row *g) {
-  const int64_t C = c->C, OW = c->OW;
-  const int kw = (int)c->kw, s = (int)c->sw;
-  for (int64_t ow = 0; ow < OW;) {
-    int64_t left = OW - ow;
-    int n = left >= 8 ? 8 : left >= 7 ? 7 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    for (int64_t cb = 0; cb < C; cb += 8) {
-      bool tl = C - cb < 8;
-      __m256i m = nat_tail8(C - cb);
-      switch (n) {
-      case 8: dws8(kw, s, tl, c, g, ow, cb, m); break;
-      case 7: dws7(kw, s, tl, c, g, ow, cb, m); break;
-      case 4: dws4(kw, s, tl, c, g, ow, cb, m); break;
-      case 2: dws2(kw, s, tl, c, g, ow, cb, m); break;
-      default: dws1(kw, s, tl, c, g, ow, cb, m); break;
-      }
-    }
-    ow += n;
-  }
-}
+/* native_nhwc_dwr_tmpl.h on vectors of 8 channels: runs of up to 8
+ * outputs (8 accumulators, 7 weights and the input of 16 registers). */
+#define DT T256
+#define DV __m256
+#define DMASK __m256i
+#define DL 8
+#define DLD(p, tl, m) LD8(p, tl, m)
+#define DST(p, tl, m, v) ST8(p, tl, m, v)
+#define DTAIL(n) nat_tail8(n)
+#define DSET1(x) _mm256_set1_ps(x)
+#define DZERO() _mm256_setzero_ps()
+#define DFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define DADD(a, b) _mm256_add_ps((a), (b))
+#define DMIN(a, b) _mm256_min_ps((a), (b))
+#define DMAX(a, b) _mm256_max_ps((a), (b))
+#define DPOST(p, a, b, v) nat_post8((p), (a), (b), (v))
+#define DNMAX 8
+#define DNAME(x) dw256_##x
+#define DWR_EACH(X) X(8) X(7) X(4) X(2) X(1)
+#include "backends/native/native_nhwc_dwr_tmpl.h"
 
 /* The kernel columns [j0, j1) of output column ow inside the input. */
 static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t *j1) {
@@ -248,6 +177,10 @@ static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t 
  * c->pl rows and columns of zero padding before it (any after), or a
  * copy already padded (pt = pl = 0). */
 T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  if (dw256_dwr_fits(c)) {
+    dw256_dwr_rows(c, r0, r1);
+    return;
+  }
   const int64_t C = c->C, OW = c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   dwk_row g;
   g.lo = _mm256_set1_ps(c->lo), g.hi = _mm256_set1_ps(c->hi);
@@ -260,7 +193,6 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   if (a > OW) a = OW;
   if (b > OW) b = OW;
   if (b < a) b = a;
-  const bool sliding = dws_fits(c);
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, ih0 = r % c->OH * c->sh - c->pt;
     g.k0 = ih0 < 0 ? (-ih0 + dh - 1) / dh : 0;
@@ -269,10 +201,6 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
     g.x = n * c->xs_n + ih0 * c->xs_h - c->pl * c->xs_w;
     g.y = c->y + (r - c->y_r0) * OW * C;
     g.z = c->z ? c->z + r * OW * C : NULL;
-    if (sliding) {
-      dws_row(c, &g);
-      continue;
-    }
     for (int64_t ow = 0; ow < OW;) {
       if (ow < a || ow >= b) {
         /* columns in the padding: their own kernel columns, in runs of

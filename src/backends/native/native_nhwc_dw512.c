@@ -2,7 +2,7 @@
  * dilation on AVX-512: native_nhwc_dw256.c's design (see there; no padded
  * copy, taps in the padding skipped) on vectors of 16 channels, tiles of
  * n outputs x nv vectors with n nv = 8 or 16 (16 x 1, 8 x 1, 4 x 2, 2 x 4,
- * 1 x 8). */
+ * 1 x 8); the sliding rows are native_nhwc_dwr_tmpl.h's. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -131,109 +131,26 @@ static T512 void dwk_run(int n, const nat_nhwc *c, const dwk_row *g, int64_t ow,
 
 /* ---- sliding rows: stride 1 or 2, no dilation, 3, 5 or 7 columns --------- */
 
-/* n outputs from ow on one vector of channels from cb, kernel width KW,
- * stride S: along a kernel row, input column q feeds outputs (q - kj) / S,
- * so each input vector is loaded once and multiplied by the KW weight
- * vectors held in registers, where the tiles above load it once per tap
- * (KW times), with an address register per output: 5x5 convs on 14x14 and
- * 28x28 maps ran at half of ONNX Runtime's speed, their index registers
- * spilled. Columns outside the input are skipped (their taps add zeros),
- * so the padding needs no code of its own. */
-INL T512 void dws_tile(const int n, const int KW, const int S, const bool tl, const nat_nhwc *c,
-                       const dwk_row *g, int64_t ow, int64_t cb, __mmask16 m) {
-  const int64_t C = c->C;
-  __m512 acc[16], wv[7];
-  __m512 bv = c->b ? LD16(c->b + cb, tl, m) : _mm512_setzero_ps();
-#pragma GCC unroll 16
-  for (int t = 0; t < n; t++)
-    acc[t] = bv;
-  const int64_t iw0 = ow * S - c->pl;
-  for (int64_t ki = g->k0; ki < g->k1; ki++) {
-    const float *xr = c->x + (g->x + c->pl * c->xs_w + ki * g->rs + cb); /* input column 0 */
-    const float *wk = c->w + ki * KW * C + cb;
-#pragma GCC unroll 7
-    for (int kj = 0; kj < KW; kj++)
-      wv[kj] = LD16(wk + kj * C, tl, m);
-#pragma GCC unroll 64
-    for (int q = 0; q < S * (n - 1) + KW; q++) {
-      int64_t iw = iw0 + q;
-      if (iw < 0 || iw >= c->W) continue;
-      __m512 xv = LD16(xr + iw * C, tl, m);
-      __asm__("" : "+v"(xv)); /* one load for its KW FMAs, not a memory operand each */
-#pragma GCC unroll 7
-      for (int kj = 0; kj < KW; kj++) {
-        int d = q - kj;
-        if (d < 0 || d % S || d / S >= n) continue;
-        acc[d / S] = _mm512_fmadd_ps(xv, wv[kj], acc[d / S]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int t = 0; t < n; t++) {
-    __m512 r = acc[t];
-    if (g->z) r = _mm512_add_ps(r, LD16(g->z + (ow + t) * C + cb, tl, m));
-    r = _mm512_min_ps(_mm512_max_ps(r, g->lo), g->hi);
-    if (g->post.kind != NAT_POST_NONE) r = nat_post16(&g->post, g->pa, g->pb, r);
-    ST16(g->y + (ow + t) * C + cb, tl, m, r);
-  }
-}
-
-#define DWS_K(N, KW, S)                                                                            \
-  case KW * 4 + S * 2: dws_tile(N, KW, S, false, c, g, ow, cb, m); break;                          \
-  case KW * 4 + S * 2 + 1:                                                                         \
-    dws_tile(N, KW, S, true, c, g, ow, cb, m);                                                     \
-    break;
-#define DWS_N(N)                                                                                   \
-  static T512 void dws##N(int kw, int s, bool tl, const nat_nhwc *c, const dwk_row *g, int64_t ow, \
-                          int64_t cb, __mmask16 m) {                                               \
-    switch (kw * 4 + s * 2 + tl) {                                                                 \
-      DWS_K(N, 3, 1) DWS_K(N, 3, 2) DWS_K(N, 5, 1) DWS_K(N, 5, 2) DWS_K(N, 7, 1) DWS_K(N, 7, 2)    \
-    }                                                                                              \
-  }
-DWS_N(16)
-DWS_N(14)
-DWS_N(8)
-DWS_N(7)
-DWS_N(4)
-DWS_N(2)
-DWS_N(1)
-
-/* Whether c runs on the sliding rows. */
-static bool dws_fits(const nat_nhwc *c) {
-  int64_t dw = c->dw > 0 ? c->dw : 1;
-  return dw == 1 && (c->kw == 3 || c->kw == 5 || c->kw == 7) && (c->sw == 1 || c->sw == 2) &&
-         c->xs_w == c->C;
-}
-
-/* One output row on the sliding rows: widths 16, 14, 8, 7, 4, 2, 1. */
-static T512 void dws_row(const nat_nhwc *c, const dwk_row *g) {
-  const int64_t C = c->C, OW = c->OW;
-  const int kw = (int)c->kw, s = (int)c->sw;
-  for (int64_t ow = 0; ow < OW;) {
-    int64_t left = OW - ow;
-    int n = left >= 16   ? 16
-            : left >= 14 ? 14
-            : left >= 8  ? 8
-            : left >= 7  ? 7
-            : left >= 4  ? 4
-            : left >= 2  ? 2
-                         : 1;
-    for (int64_t cb = 0; cb < C; cb += 16) {
-      bool tl = C - cb < 16;
-      __mmask16 m = nat_tail16(C - cb);
-      switch (n) {
-      case 16: dws16(kw, s, tl, c, g, ow, cb, m); break;
-      case 14: dws14(kw, s, tl, c, g, ow, cb, m); break;
-      case 8: dws8(kw, s, tl, c, g, ow, cb, m); break;
-      case 7: dws7(kw, s, tl, c, g, ow, cb, m); break;
-      case 4: dws4(kw, s, tl, c, g, ow, cb, m); break;
-      case 2: dws2(kw, s, tl, c, g, ow, cb, m); break;
-      default: dws1(kw, s, tl, c, g, ow, cb, m); break;
-      }
-    }
-    ow += n;
-  }
-}
+/* native_nhwc_dwr_tmpl.h on vectors of 16 channels: runs of up to 16
+ * outputs (16 accumulators, 7 weights and the input of 32 registers). */
+#define DT T512
+#define DV __m512
+#define DMASK __mmask16
+#define DL 16
+#define DLD(p, tl, m) LD16(p, tl, m)
+#define DST(p, tl, m, v) ST16(p, tl, m, v)
+#define DTAIL(n) nat_tail16(n)
+#define DSET1(x) _mm512_set1_ps(x)
+#define DZERO() _mm512_setzero_ps()
+#define DFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define DADD(a, b) _mm512_add_ps((a), (b))
+#define DMIN(a, b) _mm512_min_ps((a), (b))
+#define DMAX(a, b) _mm512_max_ps((a), (b))
+#define DPOST(p, a, b, v) nat_post16((p), (a), (b), (v))
+#define DNMAX 16
+#define DNAME(x) dw512_##x
+#define DWR_EACH(X) X(16) X(14) X(8) X(7) X(4) X(2) X(1)
+#include "backends/native/native_nhwc_dwr_tmpl.h"
 
 /* The kernel columns [j0, j1) of output column ow inside the input. */
 static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t *j1) {
@@ -247,6 +164,10 @@ static inline void dwk_cols(const nat_nhwc *c, int64_t ow, int64_t *j0, int64_t 
  * c->pl rows and columns of zero padding before it (any after), or a
  * copy already padded (pt = pl = 0). */
 T512 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
+  if (dw512_dwr_fits(c)) {
+    dw512_dwr_rows(c, r0, r1);
+    return;
+  }
   const int64_t C = c->C, OW = c->OW, dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
   dwk_row g;
   g.lo = _mm512_set1_ps(c->lo), g.hi = _mm512_set1_ps(c->hi);
@@ -259,7 +180,6 @@ T512 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   if (a > OW) a = OW;
   if (b > OW) b = OW;
   if (b < a) b = a;
-  const bool sliding = dws_fits(c);
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / c->OH, ih0 = r % c->OH * c->sh - c->pt;
     g.k0 = ih0 < 0 ? (-ih0 + dh - 1) / dh : 0;
@@ -268,10 +188,6 @@ T512 void nat_nhwc512_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
     g.x = n * c->xs_n + ih0 * c->xs_h - c->pl * c->xs_w;
     g.y = c->y + (r - c->y_r0) * OW * C;
     g.z = c->z ? c->z + r * OW * C : NULL;
-    if (sliding) {
-      dws_row(c, &g);
-      continue;
-    }
     for (int64_t ow = 0; ow < OW;) {
       if (ow < a || ow >= b) {
         /* columns in the padding: their own kernel columns, in runs of
