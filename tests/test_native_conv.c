@@ -500,7 +500,7 @@ static void test_dilated_nhwc(int count) {
 /* Whether the AVX2 level runs groups of cg inputs and mg outputs (g of
  * them) on native_nhwc_grp256.c's tiles: run_grouped (native_nhwc.c)
  * merges f groups (f the least divisor of g with f mg >= 8) and the tiles
- * take merged groups of 8 or 16 outputs. */
+ * take merged groups of 8, 16 or 32 outputs (ng of them a tile: 3, 2, 1). */
 static bool grp_tiles_at_avx2(int64_t g, int64_t cg, int64_t mg) {
   int64_t f = 1;
   while (f * mg < 8 && f < g) {
@@ -508,7 +508,8 @@ static bool grp_tiles_at_avx2(int64_t g, int64_t cg, int64_t mg) {
     while (g % f)
       f++;
   }
-  return (f * mg == 8 || f * mg == 16) && f * cg * 3 <= 2048;
+  int64_t mm = f * mg, ng = mm == 8 ? 3 : mm == 16 ? 2 : 1;
+  return (mm == 8 || mm == 16 || mm == 32) && f * cg * ng <= 2048;
 }
 
 /* Grouped convs of the widths CNNs have (ResNeXt: 32 groups of 4, 8, 16,

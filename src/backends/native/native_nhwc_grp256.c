@@ -4,7 +4,7 @@
  * outputs into one of Cm = f Cg and Mm = f Mg with block-diagonal packed
  * weights) until Mm is one or two vectors; this kernel then takes several
  * merged groups in one register tile: mr pixels x ng groups x V vectors
- * (4 x 3 x 1 or 3 x 2 x 2: 12 accumulators). Per tap, the pixels' input
+ * (4 x 3 x 1, 3 x 2 x 2 (12 accumulators) or 2 x 1 x 4 (8)). Per tap, the pixels' input
  * pointers are computed once for all ng groups (the per-group window
  * kernel recomputed them for each group, and refilled each panel per
  * group: with ResNeXt's 4 or 8 channels a group that bookkeeping was most
@@ -38,23 +38,30 @@
 
 #include "backends/native/native_nhwc_grp_tmpl.h"
 
-/* tiles: one vector a group, 4 pixels x 3 groups; two, 3 x 2 */
+/* tiles: one vector a group, 4 pixels x 3 groups; two, 3 x 2; four
+ * (ResNeXt's last stage, 32 a group), 2 x 1: 3 would spill */
 #define MR1 4
 #define NG1 3
 #define MR2 3
 #define NG2 2
+#define MR4 2
 GRP_NG3(grp_v1, 1, 0, GRP_R4)
 GRP_NG3(grp_v1c8, 1, 8, GRP_R4) /* 8 channels: ResNeXt's 4 a group in pairs, or 8 */
 GRP_NG2(grp_v2, 2, 0, GRP_R3)
 GRP_NG2(grp_v2c16, 2, 16, GRP_R3) /* RegNet's 16 */
+GRP_FN(grp_v4, 1, 4, 0, GRP_R2)
 
 bool nat_nhwc256_grp_fits(int64_t Cm, int64_t Mm) {
-  return (Mm == 8 || Mm == 16) && Cm >= 1 && Cm * (Mm == 8 ? NG1 : NG2) <= GRP_ZEROS;
+  return (Mm == 8 || Mm == 16 || Mm == 32) && Cm >= 1 &&
+         Cm * (Mm == 8    ? NG1
+               : Mm == 16 ? NG2
+                          : 1) <=
+             GRP_ZEROS;
 }
 
-int nat_nhwc256_grp_rows(int64_t Mm) { return Mm == 8 ? MR1 : MR2; }
+int nat_nhwc256_grp_rows(int64_t Mm) { return Mm == 8 ? MR1 : Mm == 16 ? MR2 : MR4; }
 
-GRP_DRIVER(nat_nhwc256_grp, grp_v1, grp_v1c8, grp_v2, grp_v2c16)
+GRP_DRIVER(nat_nhwc256_grp, grp_v1, grp_v1c8, grp_v2, grp_v2c16, grp_v4)
 
 /* Groups of 4 in and 4 out: 4 pixels x 2 vectors of 2 groups. */
 GRP4_FN(grp4_nb, 2, 4)

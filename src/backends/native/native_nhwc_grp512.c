@@ -1,7 +1,7 @@
 /* FusedConvNhwc's grouped window convolutions of few channels a group on
  * AVX-512: native_nhwc_grp256.c's tiles (see there) on vectors of 16
- * channels and 32 registers: 6 pixels x 4 merged groups of one vector, or
- * 6 x 2 of two (24 accumulators). Regnet's 16 channels a group and
+ * channels and 32 registers: 6 pixels x 4 merged groups of one vector,
+ * 6 x 2 of two or 6 x 1 of four (24 accumulators). Regnet's 16 channels a group and
  * ResNeXt's 16 and 32 take these; groups under 16 outputs the AVX2 tiles. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,18 +30,24 @@
 #define NG1 4
 #define MR2 6
 #define NG2 2
+#define MR4 6
 GRP_NG4(grp_v1, 1, 0, GRP_R6)
 GRP_NG4(grp_v1c16, 1, 16, GRP_R6) /* 16 channels: RegNet's and ResNeXt's third stage */
 GRP_NG2(grp_v2, 2, 0, GRP_R6)
 GRP_NG2(grp_v2c32, 2, 32, GRP_R6) /* ResNeXt's last stage */
+GRP_FN(grp_v4, 1, 4, 0, GRP_R6)   /* 64 a group */
 
 bool nat_nhwc512_grp_fits(int64_t Cm, int64_t Mm) {
-  return (Mm == 16 || Mm == 32) && Cm >= 1 && Cm * (Mm == 16 ? NG1 : NG2) <= GRP_ZEROS;
+  return (Mm == 16 || Mm == 32 || Mm == 64) && Cm >= 1 &&
+         Cm * (Mm == 16   ? NG1
+               : Mm == 32 ? NG2
+                          : 1) <=
+             GRP_ZEROS;
 }
 
-int nat_nhwc512_grp_rows(int64_t Mm) { return Mm == 16 ? MR1 : MR2; }
+int nat_nhwc512_grp_rows(int64_t Mm) { return Mm == 16 ? MR1 : Mm == 32 ? MR2 : MR4; }
 
-GRP_DRIVER(nat_nhwc512_grp, grp_v1, grp_v1c16, grp_v2, grp_v2c32)
+GRP_DRIVER(nat_nhwc512_grp, grp_v1, grp_v1c16, grp_v2, grp_v2c32, grp_v4)
 
 /* Groups of 4 in and 4 out: 8 pixels x 2 vectors of 4 groups. */
 GRP4_FN(grp4_nb, 2, 8)

@@ -2,7 +2,8 @@
  * native_nhwc_grp512.c, written once: included by each after it defines
  * GT (the target attribute), GV (the vector type), GL (floats a vector),
  * GLOAD, GSET1, GFMA, GMIN, GMAX, GADD, GZERO, GSTORE, the tile limits
- * GMR_1/GNG_1 (one vector a merged group) and GMR_2/GNG_2 (two), and
+ * MR1/NG1 (one vector a merged group), MR2/NG2 (two) and MR4 (four, one
+ * group a tile), and
  * GNAME(x) (the level's prefix). See native_nhwc_grp256.c for the design.
  * Not a header of its own: no include guard, nothing else includes it. */
 
@@ -20,7 +21,8 @@ typedef struct grp_px {
 } grp_px;
 
 /* mr pixels x ng merged groups (from the one whose packed weights are at
- * w, input channels at x + cx, outputs at channel cy) x V vectors of each
+ * w, input channels at x + cx, outputs at channel cy) x V (1, 2 or 4;
+ * ng V <= 4) vectors of each
  * group's Mm = V GL outputs: per tap the mr input pointers once, then per
  * group its Cm channels (one broadcast of a pixel's input feeds V
  * multiply-adds); bias, residual and clamp, then stored. */
@@ -62,16 +64,16 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, cons
         const int64_t off = jg * Cm;
 #pragma GCC unroll 2
         for (int64_t k = 0; k < Cm; k++, wk += Mm) {
-          GV wv[2];
-#pragma GCC unroll 2
-          for (int v = 0; v < 2; v++)
+          GV wv[4];
+#pragma GCC unroll 4
+          for (int v = 0; v < 4; v++)
             if (v < V) wv[v] = GLOAD(wk + GL * v);
 #pragma GCC unroll 8
           for (int i = 0; i < 8; i++) {
             if (i >= mr) break;
             GV xb = GSET1(p[i][off + k]);
-#pragma GCC unroll 2
-            for (int v = 0; v < 2; v++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
               if (v < V) acc[i][jg * V + v] = GFMA(xb, wv[v], acc[i][jg * V + v]);
           }
         }
@@ -105,7 +107,8 @@ INL GT void grp_tile(const int mr, const int ng, const int V, const int CM, cons
   static GT void NAME(int mr, GRP_ARGS) {                                                          \
     switch (mr) { CASES(NG, V, CM) default : break; }                                              \
   }
-#define GRP_R3(NG, V, CM) GRP_C(1, NG, V, CM) GRP_C(2, NG, V, CM) GRP_C(3, NG, V, CM)
+#define GRP_R2(NG, V, CM) GRP_C(1, NG, V, CM) GRP_C(2, NG, V, CM)
+#define GRP_R3(NG, V, CM) GRP_R2(NG, V, CM) GRP_C(3, NG, V, CM)
 #define GRP_R4(NG, V, CM) GRP_R3(NG, V, CM) GRP_C(4, NG, V, CM)
 #define GRP_R6(NG, V, CM) GRP_R4(NG, V, CM) GRP_C(5, NG, V, CM) GRP_C(6, NG, V, CM)
 
@@ -210,13 +213,15 @@ INL GT void grp4_tile(const int mr, const int nb, const nat_grp *g, const grp_px
 }
 
 /* The driver over panels, merged-group blocks and pixel tiles, for one
- * vector a group's outputs (Mm = GL: tiles of MR1 pixels x NG1 groups) or
- * two (Mm = 2 GL: MR2 x NG2), the channels a group a constant where they
- * are GL or 2 GL (V1C, V2C). MR1, NG1, MR2, NG2 are the level's. */
-#define GRP_DRIVER(NAME, V1, V1C, V2, V2C)                                                         \
+ * vector a group's outputs (Mm = GL: tiles of MR1 pixels x NG1 groups),
+ * two (Mm = 2 GL: MR2 x NG2) or four (Mm = 4 GL: MR4 x 1, V4), the
+ * channels a group a constant where they are GL or 2 GL (V1C, V2C). MR1,
+ * NG1, MR2, NG2, MR4 are the level's. */
+#define GRP_DRIVER(NAME, V1, V1C, V2, V2C, V4)                                                     \
   GT void NAME(const nat_grp *g, int64_t p0, int64_t p1, int64_t g0, int64_t g1) {                 \
     const nat_nhwc *c = g->c;                                                                      \
-    const int V = g->Mm == GL ? 1 : 2, MR = V == 1 ? MR1 : MR2, NG = V == 1 ? NG1 : NG2;           \
+    const int V = g->Mm == GL ? 1 : g->Mm == 2 * GL ? 2 : 4;                                       \
+    const int MR = V == 1 ? MR1 : V == 2 ? MR2 : MR4, NG = V == 1 ? NG1 : V == 2 ? NG2 : 1;        \
     nat_win_panel pn;                                                                              \
     for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {                                          \
       int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;                              \
@@ -233,6 +238,8 @@ INL GT void grp4_tile(const int mr, const int nb, const nat_grp *g, const grp_px
               V1C(ng, mr, g, &px, w, cx, cy);                                                      \
             else if (V == 1)                                                                       \
               V1(ng, mr, g, &px, w, cx, cy);                                                       \
+            else if (V == 4)                                                                       \
+              V4(mr, g, &px, w, cx, cy);                                                           \
             else if (g->Cm == 2 * GL)                                                              \
               V2C(ng, mr, g, &px, w, cx, cy);                                                      \
             else                                                                                   \
@@ -263,26 +270,33 @@ INL GT void grp4_tile(const int mr, const int nb, const nat_grp *g, const grp_px
 
 /* The driver of grp4_tile: output pixels [p0, p1) of vectors [b0, b1) of
  * GL / 4 groups, in panels as nat_nhwc*_grp; tiles of MR pixels, NB
- * vectors. */
+ * vectors. Within a panel each tile runs a chunk of vector blocks whose
+ * weights fit in GRP4_L1 bytes (of ResNeXt's 128 channels 96 at AVX-512,
+ * 112 at AVX2) before the next tile: a pixel's channels are read as one
+ * run, where block by block over the panel read 64 bytes of each pixel a
+ * pass and the passes missed in the cache (the 56 x 56 x 128 maps of
+ * ResNeXt's first stage do not fit in L2 at batch 8). */
+#define GRP4_L1 16384
 #define GRP4_DRIVER(NAME, MR, NB, FN_NB, FN_1)                                                     \
   GT void NAME(const nat_grp *g, int64_t p0, int64_t p1, int64_t b0, int64_t b1) {                 \
     const nat_nhwc *c = g->c;                                                                      \
+    int64_t bc = GRP4_L1 / (4 * g->gstride) / NB * NB;                                             \
+    if (bc < NB) bc = NB;                                                                          \
     nat_win_panel pn;                                                                              \
     for (int64_t q0 = p0; q0 < p1; q0 += NAT_WIN_PANEL) {                                          \
       int64_t q1 = q0 + NAT_WIN_PANEL < p1 ? q0 + NAT_WIN_PANEL : p1;                              \
       nat_win_panel_fill(c, q0, q1, &pn);                                                          \
-      for (int64_t b = b0; b < b1; b += NB) {                                                      \
-        bool full = b1 - b >= NB;                                                                  \
-        const float *w = g->wpk + b * g->gstride;                                                  \
+      for (int64_t c0 = b0; c0 < b1; c0 += bc) {                                                   \
+        int64_t c1 = c0 + bc < b1 ? c0 + bc : b1;                                                  \
         for (int s = 0; s < pn.nseg; s++)                                                          \
           for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += MR) {                                    \
             int mr = pn.seg[s + 1] - p < MR ? pn.seg[s + 1] - p : MR;                              \
             grp_px px = {pn.xo + p, pn.ih + p, pn.iw + p, pn.q + p, c->y_r0 * c->OW};              \
-            if (full)                                                                              \
-              FN_NB(mr, g, &px, w, b *GL);                                                         \
-            else                                                                                   \
-              for (int64_t k = b; k < b1; k++)                                                     \
-                FN_1(mr, g, &px, g->wpk + k * g->gstride, k * GL);                                 \
+            int64_t b = c0;                                                                        \
+            for (; b + NB <= c1; b += NB)                                                          \
+              FN_NB(mr, g, &px, g->wpk + b * g->gstride, b * GL);                                  \
+            for (; b < c1; b++)                                                                    \
+              FN_1(mr, g, &px, g->wpk + b * g->gstride, b * GL);                                   \
           }                                                                                        \
       }                                                                                            \
     }                                                                                              \
