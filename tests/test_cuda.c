@@ -643,6 +643,102 @@ static ait_graph *conv1d_model(void) {
   return parse(m);
 }
 
+/* GroupNorm(8, 8) as torch exports it, twice, between 1-D convolutions of
+ * length-L audio: Reshape [0, 8, -1], InstanceNormalization, Reshape back
+ * (by Shape, then by a constant), Mul gamma [8, 1], Add beta [8, 1]; the
+ * first with an erf GELU written out (wav2vec2's feature extractor), the
+ * second with Mul and Add reading the constant first. cuda runs each as one
+ * FusedInstanceNorm step (cuda_gn.c). x [-1, 1, L] -> y [-1, 8, (L - 4) /
+ * 2 + 1]; L picks the row length of the normalization, and so its kernel. */
+static ait_graph *gn_model(int64_t L) {
+  static float w1[8 * 4], w2[8 * 8 * 3], b2[8], ones[8], zeros[8], gm1[8], bt1[8], s2[8], bb2[8],
+      gm2[8], bt2[8];
+  static float sqrt2 = 1.41421356f, one = 1.0f, half = 0.5f;
+  int64_t L1 = (L - 4) / 2 + 1;
+  const int64_t dx[3] = {-1, 1, L}, dy[3] = {-1, 8, L1};
+  static const int64_t dw1[3] = {8, 1, 4}, dw2[3] = {8, 8, 3}, d8[1] = {8}, d81[2] = {8, 1},
+                       d3[1] = {3}, d0[1] = {0}, planes[3] = {0, 8, -1}, pad1[2] = {1, 1},
+                       str2[1] = {2};
+  fill(w1, 32, 0.5f), fill(w2, 192, 0.3f), fill(b2, 8, 0.2f), fill(gm1, 8, 1.0f);
+  fill(bt1, 8, 0.3f), fill(s2, 8, 1.0f), fill(bb2, 8, 0.2f), fill(gm2, 8, 1.0f), fill(bt2, 8, 0.3f);
+  for (int i = 0; i < 8; i++)
+    ones[i] = 1.0f, zeros[i] = 0.0f;
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "w1", 3, dw1, w1);
+  tb_init_f32(m, "w2", 3, dw2, w2);
+  tb_init_f32(m, "b2", 1, d8, b2);
+  tb_init_f32(m, "ones", 1, d8, ones);
+  tb_init_f32(m, "zeros", 1, d8, zeros);
+  tb_init_f32(m, "gm1", 2, d81, gm1);
+  tb_init_f32(m, "bt1", 2, d81, bt1);
+  tb_init_f32(m, "s2", 1, d8, s2);
+  tb_init_f32(m, "bb2", 1, d8, bb2);
+  tb_init_f32(m, "gm2", 2, d81, gm2);
+  tb_init_f32(m, "bt2", 2, d81, bt2);
+  tb_init_i64(m, "planes", 1, d3, planes);
+  tb_init_f32(m, "sqrt2", 0, d0, &sqrt2);
+  tb_init_f32(m, "one", 0, d0, &one);
+  tb_init_f32(m, "half", 0, d0, &half);
+  int c1 = tb_node(m, "Conv", "c1", IN("x", "w1"), IN("a0"));
+  tb_attr_ints(m, c1, "strides", 1, str2);
+  tb_node(m, "Reshape", "gn1_r0", IN("a0", "planes"), IN("r0"));
+  int in1 = tb_node(m, "InstanceNormalization", "gn1_in", IN("r0", "ones", "zeros"), IN("n0"));
+  tb_attr_float(m, in1, "epsilon", 1e-5f);
+  tb_node(m, "Shape", "gn1_shape", IN("a0"), IN("s0"));
+  tb_node(m, "Reshape", "gn1_r1", IN("n0", "s0"), IN("n1"));
+  tb_node(m, "Mul", "gn1_mul", IN("n1", "gm1"), IN("n2"));
+  tb_node(m, "Add", "gn1_add", IN("n2", "bt1"), IN("n3"));
+  tb_node(m, "Div", "g_div", IN("n3", "sqrt2"), IN("g1"));
+  tb_node(m, "Erf", "g_erf", IN("g1"), IN("g2"));
+  tb_node(m, "Add", "g_add", IN("g2", "one"), IN("g3"));
+  tb_node(m, "Mul", "g_mul", IN("n3", "g3"), IN("g4"));
+  tb_node(m, "Mul", "g_half", IN("g4", "half"), IN("g5"));
+  int c2 = tb_node(m, "Conv", "c2", IN("g5", "w2", "b2"), IN("a1"));
+  tb_attr_ints(m, c2, "pads", 2, pad1);
+  tb_node(m, "Reshape", "gn2_r0", IN("a1", "planes"), IN("r2"));
+  int in2 = tb_node(m, "InstanceNormalization", "gn2_in", IN("r2", "s2", "bb2"), IN("n4"));
+  tb_attr_float(m, in2, "epsilon", 1e-3f);
+  tb_node(m, "Reshape", "gn2_r1", IN("n4", "planes"), IN("n5"));
+  tb_node(m, "Mul", "gn2_mul", IN("gm2", "n5"), IN("n6"));
+  tb_node(m, "Add", "gn2_add", IN("bt2", "n6"), IN("y"));
+  return parse(m);
+}
+
+/* 1-D convolutions in a row, as wav2vec2's feature extractor: stride 2 with
+ * bias and Relu, a depthwise one with bias, then stride 2 into a Transpose
+ * to [N, L, C]. Under NHWC each reads the previous one's channels-last
+ * result; only the last one's result is put back into the graph's [N, C,
+ * L] (for the Transpose). x [-1, 4, 40] -> y [-1, 9, 16]. */
+static ait_graph *conv1d_chain_model(void) {
+  static float w1[8 * 4 * 3], b1[8], w2[8 * 5], b2[8], w3[16 * 8 * 2];
+  static const int64_t dx[3] = {-1, 4, 40}, dw1[3] = {8, 4, 3}, d8[1] = {8}, dw2[3] = {8, 1, 5},
+                       dw3[3] = {16, 8, 2}, dy[3] = {-1, 9, 16}, str2[1] = {2}, pad2[2] = {2, 2},
+                       perm[3] = {0, 2, 1};
+  fill(w1, 96, 0.3f), fill(b1, 8, 0.1f), fill(w2, 40, 0.4f), fill(b2, 8, 0.1f);
+  fill(w3, 256, 0.3f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 3, dy);
+  tb_init_f32(m, "w1", 3, dw1, w1);
+  tb_init_f32(m, "b1", 1, d8, b1);
+  tb_init_f32(m, "w2", 3, dw2, w2);
+  tb_init_f32(m, "b2", 1, d8, b2);
+  tb_init_f32(m, "w3", 3, dw3, w3);
+  int c1 = tb_node(m, "Conv", "c1", IN("x", "w1", "b1"), IN("a0"));
+  tb_attr_ints(m, c1, "strides", 1, str2);
+  tb_node(m, "Relu", "r1", IN("a0"), IN("a1"));
+  int c2 = tb_node(m, "Conv", "c2", IN("a1", "w2", "b2"), IN("a2"));
+  tb_attr_ints(m, c2, "pads", 2, pad2);
+  tb_attr_int(m, c2, "group", 8);
+  int c3 = tb_node(m, "Conv", "c3", IN("a2", "w3"), IN("a3"));
+  tb_attr_ints(m, c3, "strides", 1, str2);
+  int t = tb_node(m, "Transpose", "t", IN("a3"), IN("y"));
+  tb_attr_ints(m, t, "perm", 3, perm);
+  return parse(m);
+}
+
 /* 3-D convolutions (cuDNN, NCDHW): 3x3x3 strided with bias and Relu, then
  * a 1x3x3 one with a residual and Relu: x [-1, 3, 4, 6, 6] -> y [-1, 4, 4, 3, 3]. */
 static ait_graph *conv3d_model(void) {
@@ -1019,10 +1115,12 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[12] = {mlp_model(),      cnn_model(),        attn_model(),       gather_model(),
-                       reshape_model(),  onnx_attn_model(0), onnx_attn_model(1), onnx_attn_model(2),
-                       rope_rms_model(), pad_resize_model(), conv1d_model(),     scatter_model()};
-  for (int i = 0; i < 12; i++) {
+  ait_graph *gs[14] = {mlp_model(),        cnn_model(),         attn_model(),
+                       gather_model(),     reshape_model(),     onnx_attn_model(0),
+                       onnx_attn_model(1), onnx_attn_model(2),  rope_rms_model(),
+                       pad_resize_model(), conv1d_model(),      scatter_model(),
+                       gn_model(64),       conv1d_chain_model()};
+  for (int i = 0; i < 14; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -1132,6 +1230,51 @@ static void check_dry(const char *what, const ait_graph *g, ait_tensor **in) {
   }
 }
 
+/* GroupNorm as exported: under every spec each of the two is one
+ * FusedInstanceNorm step, its Mul, Add and GELU (Div, Erf, Add, Mul, Mul)
+ * gone, and no other elementwise step is left in the plan. */
+static void test_dry_gn(void) {
+  ait_graph *g = gn_model(64);
+  const int64_t d[3] = {3, 1, 64};
+  ait_tensor *a = rand_tensor(3, d, 1.0f);
+  if (g) check_dry("groupnorm", g, &a);
+  for (int i = 0; g && specs[i]; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK,
+              NULL);
+    int inorm = count_of(text, " FusedInstanceNorm ");
+    bool left = strstr(text, " Erf ") || strstr(text, " Mul ") || strstr(text, " Add ") ||
+                strstr(text, " Div ");
+    if (inorm != 2 || left) fprintf(stderr, "groupnorm on %s:\n%s", specs[i], text ? text : "");
+    CHECK(inorm == 2 && !left);
+    /* under NHWC the convolutions and the GroupNorms pass channels-last
+     * data to each other; only the output is put back */
+    if (strstr(text, "nhwc"))
+      CHECK(count_of(text, "Conv 1-D layout") == 0 && count_of(text, "InstanceNorm layout") == 1);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+  /* a chain of 1-D convolutions under NHWC: one layout step, for the last
+   * one (its Transpose reads the graph's layout); the depthwise one on its
+   * kernel */
+  g = conv1d_chain_model();
+  const int64_t dc[3] = {2, 4, 40};
+  a = rand_tensor(3, dc, 1.0f);
+  if (g) check_dry("conv1d chain", g, &a);
+  const char *nhwc[2] = {"cuda:dtype=bf16", "cuda:layout=nhwc"};
+  for (int i = 0; g && i < 2; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(nhwc[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK, NULL);
+    int back = count_of(text, "Conv 1-D layout"), dw = count_of(text, "Conv depthwise");
+    if (back != 1 || dw != 1) fprintf(stderr, "conv1d chain on %s:\n%s", nhwc[i], text);
+    CHECK(back == 1 && dw == 1);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1150,12 +1293,16 @@ static void test_dry_round9(void) {
   const int64_t dc[3] = {3, 4, 20};
   a = rand_tensor(3, dc, 1.0f);
   if (g) check_dry("conv1d", g, &a);
-  if (g) { /* under NHWC each 1-D convolution runs NHWC, its result put back by a layout step */
+  if (g) { /* under NHWC each 1-D convolution runs NHWC, its result put back by a layout step
+             where something other than a 1-D convolution's or InstanceNormalization's data
+             reads it (here residuals, and the output); c1's result stays channels-last for the
+             InstanceNormalization, whose result is put back for c2's residual */
     text = NULL;
     CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,layout=nhwc", g, (const ait_tensor *const *)&a, 1,
                                 &text),
               AIT_OK, NULL);
-    CHECK(count_of(text, "InstanceNormalization") == 1 && count_of(text, "Conv 1-D layout") == 3);
+    CHECK(count_of(text, "InstanceNormalization") == 1 && count_of(text, "Conv 1-D layout") == 2 &&
+          count_of(text, "InstanceNorm layout") == 1);
     if (text && getenv("AIT_CUDA_DUMP")) printf("== conv1d nhwc\n%s", text);
     free(text);
   }
@@ -1173,6 +1320,7 @@ static void test_dry_round9(void) {
   if (g) check_dry("scatter", g, &a);
   ait_tensor_free(a);
   ait_graph_free(g);
+  test_dry_gn();
 }
 
 static void test_dry_small(void) {
@@ -1376,6 +1524,30 @@ static void test_small_round9(void) {
   ait_tensor_free(b);
   ait_tensor_free(c);
   ait_graph_free(g);
+  g = conv1d_chain_model();
+  const int64_t dch1[3] = {1, 4, 40}, dch3[3] = {3, 4, 40};
+  b = rand_tensor(3, dch1, 1.0f), c = rand_tensor(3, dch3, 1.0f);
+  ait_tensor **sch[2] = {&b, &c};
+  if (g) check_all_specs("conv1d chain", g, sch, 2);
+  ait_tensor_free(b);
+  ait_tensor_free(c);
+  ait_graph_free(g);
+  /* GroupNorm + GELU as one step; row lengths 31, 1099, 2999 and 4999 take
+   * each of cuk_instnorm's kernels (4, 8, 16 elements a thread in
+   * registers, and rows read three times) */
+  static const int64_t lens[4] = {64, 2200, 6000, 10000};
+  for (int k = 0; k < 4; k++) {
+    g = gn_model(lens[k]);
+    const int64_t dg1[3] = {1, 1, lens[k]}, dg3[3] = {3, 1, lens[k]};
+    b = rand_tensor(3, dg1, 1.0f), c = rand_tensor(3, dg3, 1.0f);
+    ait_tensor **sg[2] = {&b, &c};
+    char what[64];
+    snprintf(what, sizeof what, "groupnorm L=%lld", (long long)lens[k]);
+    if (g) check_all_specs(what, g, sg, 2);
+    ait_tensor_free(b);
+    ait_tensor_free(c);
+    ait_graph_free(g);
+  }
 }
 
 static void test_small_models(void) {

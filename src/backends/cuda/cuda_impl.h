@@ -446,6 +446,13 @@ bool cu_is_reduce(const char *op);
 ait_status cu_lower_pad(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_resize(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_instnorm(cu_planner *pl, const ait_node *n);
+/* The activation of an InstanceNormalization or FusedInstanceNorm node as a
+ * cuk unary code and its parameters; false when it has no kernel. */
+bool cu_instnorm_act(const ait_node *n, int *code, float *ap);
+/* GroupNorm as exported (Reshape, InstanceNormalization, Reshape, Mul,
+ * Add) and a spelled-out GELU after it into one FusedInstanceNorm
+ * (cuda_gn.c, a rewrite of the graph copy); *fused counts them. */
+ait_status cu_pass_groupnorm(ait_graph *g, int *fused);
 /* Pad's mode (cuk_pad's code), Resize's coordinate transformation and
  * nearest rounding (CUK_RS_*) by their ONNX names; -1 for others. */
 int cu_pad_mode(const char *mode);
@@ -461,6 +468,16 @@ ait_status cu_emit_eltwise(cu_planner *pl, int node, const char *what, int op, c
  * y's shape and layout or -1. */
 ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, int y, int axis,
                             int scale, int shift, int z, const ait_act *act);
+/* Under NHWC a 1-D convolution (and an InstanceNormalization of rank-3
+ * data) registers its channels-last result [N, C, 1, L] as the NHWC tensor
+ * of its rank-3 output value: its image, which the next such node reads
+ * instead of a layout round trip (cu_in never hands it out, it takes rank-3
+ * values in the plain layout only). The image of value v, or -1. */
+int cu_conv1d_image(cu_planner *pl, int v);
+/* Every reader of value v reads its image (1-D convolutions and rank-3
+ * InstanceNormalizations, as their data only) and v is no graph output:
+ * v's plain tensor is not needed. */
+bool cu_conv1d_readers_only(const cu_planner *pl, int v);
 /* cuk op code of a binary ONNX op ("Add" -> CUK_ADD), or -1. */
 int cu_binary_code(const char *op_type);
 /* A strided-copy step: dst (contiguous, its dims) from src read at
