@@ -387,6 +387,33 @@ static ait_graph *flash_model(void) {
   return parse(m);
 }
 
+/* Attention as TorchScript exports torch's scaled_dot_product_attention
+ * (nn.TransformerEncoderLayer): Q times a constant, Kt (a head transpose)
+ * divided by one, no mask, the output's heads transposed back. At 16 bits
+ * the scalings join the fused kernel's scale. q, k, v [-1, 6, 20, 64] ->
+ * y [-1, 20, 6, 64]. */
+static ait_graph *sdpa_model(void) {
+  static float sq = 0.35355339f, dk = 2.82842712f;
+  static const int64_t dq[4] = {-1, 6, 20, 64}, dy[4] = {-1, 20, 6, 64}, d0[1] = {0},
+                       p_k[4] = {0, 1, 3, 2}, p_o[4] = {0, 2, 1, 3};
+  tb_model *m = tb_new(17);
+  tb_input(m, "q", AIT_FLOAT32, 4, dq);
+  tb_input(m, "k", AIT_FLOAT32, 4, dq);
+  tb_input(m, "v", AIT_FLOAT32, 4, dq);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "sq", 0, d0, &sq);
+  tb_init_f32(m, "dk", 0, d0, &dk);
+  tb_node(m, "Mul", "q_scale", IN("sq", "q"), IN("qs"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p_k);
+  tb_node(m, "Div", "k_scale", IN("kt", "dk"), IN("ks"));
+  tb_node(m, "MatMul", "scores", IN("qs", "ks"), IN("s0"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("s0"), IN("p"));
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "MatMul", "ctx", IN("p", "v"), IN("c"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("c"), IN("y")), "perm", 4, p_o);
+  return parse(m);
+}
+
 /* Inputs of flash_model: about one key in five masked, by -1e9 or by
  * -3e38 (PyTorch's finfo.min style), never a whole row (fp16 saturates
  * both to -65504, which no longer masks a row whose every key has it). */
@@ -1115,12 +1142,12 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[14] = {mlp_model(),        cnn_model(),         attn_model(),
-                       gather_model(),     reshape_model(),     onnx_attn_model(0),
-                       onnx_attn_model(1), onnx_attn_model(2),  rope_rms_model(),
-                       pad_resize_model(), conv1d_model(),      scatter_model(),
-                       gn_model(64),       conv1d_chain_model()};
-  for (int i = 0; i < 14; i++) {
+  ait_graph *gs[15] = {mlp_model(),        cnn_model(),          attn_model(),
+                       gather_model(),     reshape_model(),      onnx_attn_model(0),
+                       onnx_attn_model(1), onnx_attn_model(2),   rope_rms_model(),
+                       pad_resize_model(), conv1d_model(),       scatter_model(),
+                       gn_model(64),       conv1d_chain_model(), sdpa_model()};
+  for (int i = 0; i < 15; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -1275,6 +1302,28 @@ static void test_dry_gn(void) {
   ait_graph_free(g);
 }
 
+/* sdpa_model at 16 bits: one fused attention step; the scalings of Q and
+ * Kt, the head transposes and the Softmax are absorbed. */
+static void test_dry_sdpa(void) {
+  ait_graph *g = sdpa_model();
+  const int64_t d[4] = {2, 6, 20, 64};
+  ait_tensor *in[3] = {rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f)};
+  if (g) check_dry("sdpa", g, in);
+  const char *sp[2] = {"cuda:dtype=bf16", "cuda:dtype=fp16"};
+  for (int i = 0; g && i < 2; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(sp[i], g, (const ait_tensor *const *)in, 3, &text), AIT_OK, NULL);
+    bool left = strstr(text, " Mul ") || strstr(text, " Div ") || strstr(text, " Softmax ") ||
+                strstr(text, " Transpose ");
+    if (count_of(text, "Attention ") != 1 || left) fprintf(stderr, "sdpa on %s:\n%s", sp[i], text);
+    CHECK(count_of(text, "Attention ") == 1 && !left);
+    free(text);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(in[k]);
+  ait_graph_free(g);
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1321,6 +1370,7 @@ static void test_dry_round9(void) {
   ait_tensor_free(a);
   ait_graph_free(g);
   test_dry_gn();
+  test_dry_sdpa();
 }
 
 static void test_dry_small(void) {
@@ -1531,6 +1581,17 @@ static void test_small_round9(void) {
   if (g) check_all_specs("conv1d chain", g, sch, 2);
   ait_tensor_free(b);
   ait_tensor_free(c);
+  ait_graph_free(g);
+  g = sdpa_model();
+  const int64_t dq1[4] = {1, 6, 20, 64}, dq2[4] = {2, 6, 20, 64};
+  ait_tensor *q1[3] = {rand_tensor(4, dq1, 1.0f), rand_tensor(4, dq1, 1.0f),
+                       rand_tensor(4, dq1, 1.0f)};
+  ait_tensor *q2[3] = {rand_tensor(4, dq2, 1.0f), rand_tensor(4, dq2, 1.0f),
+                       rand_tensor(4, dq2, 1.0f)};
+  ait_tensor **sq[2] = {q1, q2};
+  if (g) check_all_specs("sdpa", g, sq, 2);
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(q1[k]), ait_tensor_free(q2[k]);
   ait_graph_free(g);
   /* GroupNorm + GELU as one step; row lengths 31, 1099, 2999 and 4999 take
    * each of cuk_instnorm's kernels (4, 8, 16 elements a thread in
