@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_debug.h"
 #include "backends/plugin/plugin.h"
 #include "check.h"
@@ -1123,6 +1124,103 @@ static void test_fp8wo_file(void) {
   CHECK_ERR(ait_cuda_e4m3w_read(path, &r, &n), AIT_E_IO, "cuda_fp8w.bin");
   free(path);
   rmdir(dir);
+}
+
+/* out[i] = in[base + sum(coord_k * st[k])] of esize-byte elements, the
+ * strided copy's definition (cuda_copy.h). */
+static void ref_copy(int esize, int rank, int64_t n, int64_t base, const int64_t *dims,
+                     const int64_t *st, const uint8_t *in, uint8_t *out) {
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = base, r = i;
+    for (int d = rank - 1; d >= 0; d--) {
+      off += (r % dims[d]) * st[d];
+      r /= dims[d];
+    }
+    memcpy(out + i * esize, in + off * esize, (size_t)esize);
+  }
+}
+
+/* cuk_copy_widen on random transposes and slices (negative steps too) of
+ * random tensors: the widened copy moves the same bytes; copies that keep
+ * a contiguous innermost run of whole units widen. */
+static void test_copy_widen(void) {
+  static uint8_t src[1 << 16], out1[1 << 16], out2[1 << 16];
+  for (size_t i = 0; i < sizeof src; i++)
+    src[i] = (uint8_t)(i * 131 + 7);
+  uint32_t r = 99;
+#define RND() (r = r * 1664525u + 1013904223u, (int)(r >> 8))
+  int widened = 0, cases = 0;
+  for (int t = 0; t < 4000; t++) {
+    static const int sizes[4] = {1, 2, 4, 8};
+    int rank = 1 + RND() % 5, esize = sizes[RND() % 4];
+    int64_t sd[5], ss[5], total = 1;
+    for (int d = 0; d < rank; d++)
+      sd[d] = 1 + RND() % 5;
+    if (RND() % 3) sd[rank - 1] = 8 * (1 + RND() % 3);
+    for (int d = rank - 1; d >= 0; d--)
+      ss[d] = total, total *= sd[d];
+    if (total * esize > (int64_t)sizeof src) continue;
+    int perm[5];
+    for (int d = 0; d < rank; d++)
+      perm[d] = d;
+    for (int d = rank - 1; d > 0; d--) { /* shuffle, the last axis kept two times in three */
+      int j = RND() % (d + 1);
+      if (d == rank - 1 && RND() % 3) continue;
+      int tmp = perm[d];
+      perm[d] = perm[j], perm[j] = tmp;
+    }
+    int64_t dims[5], st[5], base = 0, n = 1;
+    for (int k = 0; k < rank; k++) {
+      int a = perm[k];
+      int64_t len = sd[a], start = 0, step = 1;
+      if (RND() % 3 == 0) { /* a slice; the innermost one in whole 8s where it can */
+        start = RND() % sd[a];
+        len = 1 + RND() % (sd[a] - start);
+        if (k == rank - 1 && sd[a] % 8 == 0 && RND() % 2) start = 0, len = sd[a] / 2 ? 8 : sd[a];
+        if (RND() % 5 == 0) step = -1, start = start + len - 1;
+      }
+      dims[k] = len;
+      st[k] = step * ss[a];
+      base += start * ss[a];
+      n *= len;
+    }
+    int64_t wd[5], ws[5], wn = n, wb = base;
+    memcpy(wd, dims, sizeof dims);
+    memcpy(ws, st, sizeof st);
+    uintptr_t pin = 0x10000 + (uintptr_t)(RND() % 3 == 0 ? esize : 0), pout = 0x20000;
+    int we = cuk_copy_widen(esize, rank, &wn, &wb, wd, ws, pin, pout);
+    CHECK(we >= esize && (we == esize || (we % esize == 0 && we >= 4 && we <= 16)));
+    CHECK(cuk_copy_fits32(rank, wn, wb, wd, ws));
+    memset(out1, 0, sizeof out1);
+    memset(out2, 0, sizeof out2);
+    ref_copy(esize, rank, n, base, dims, st, src, out1);
+    ref_copy(we, rank, wn, wb, wd, ws, src, out2);
+    CHECK(wn * we == n * esize && !memcmp(out1, out2, (size_t)(n * esize)));
+    widened += we != esize;
+    cases++;
+  }
+#undef RND
+  printf("copy widen: %d of %d random copies widened\n", widened, cases);
+  CHECK(cases > 2000 && widened > cases / 10);
+  /* swin_t's window partition at bfloat16: [32, 8, 7, 8, 7, 96] from
+   * [32, 56, 56, 96] keeps 96 channels: 16-byte units, 12 per run */
+  int64_t wd[6] = {32, 8, 8, 7, 7, 96}, ws[6] = {301056, 37632, 672, 5376, 96, 1};
+  int64_t n = 32LL * 56 * 56 * 96, base = 0;
+  CHECK(cuk_copy_widen(2, 6, &n, &base, wd, ws, 0, 0) == 16 && wd[5] == 12 && ws[4] == 12 &&
+        n == 32LL * 56 * 56 * 12);
+  /* a pointer aligned to 4 bytes only: 4-byte units; to 2 bytes, or a
+   * strided innermost axis: unchanged */
+  int64_t d2[2] = {4, 16}, s2[2] = {20, 1}, n2 = 64, b2 = 0;
+  CHECK(cuk_copy_widen(2, 2, &n2, &b2, d2, s2, 4, 0) == 4 && d2[1] == 8 && s2[0] == 10);
+  int64_t d6[2] = {4, 16}, s6[2] = {20, 1}, n6 = 64, b6 = 0;
+  CHECK(cuk_copy_widen(2, 2, &n6, &b6, d6, s6, 0, 2) == 2 && n6 == 64);
+  int64_t d3[2] = {4, 16}, s3[2] = {1, 4}, n3 = 64, b3 = 0;
+  CHECK(cuk_copy_widen(2, 2, &n3, &b3, d3, s3, 0, 0) == 2 && n3 == 64);
+  /* 32-bit indexing only where every offset fits */
+  int64_t d4[1] = {(int64_t)1 << 31}, s4[1] = {1};
+  CHECK(!cuk_copy_fits32(1, d4[0], 0, d4, s4));
+  int64_t d5[2] = {3, 5}, s5[2] = {-5, 1};
+  CHECK(cuk_copy_fits32(2, 15, 10, d5, s5) && !cuk_copy_fits32(2, 15, 9, d5, s5));
 }
 
 /* Count the nodes of g the backend takes; print the reasons for the rest. */
@@ -2355,6 +2453,7 @@ int main(int argc, char **argv) {
   test_fp8_weights();
   test_fp8wo_weights();
   test_fp8wo_file();
+  test_copy_widen();
   char why[256] = "";
   if (!cuda_iface()->available(why, sizeof why)) {
     /* supports() answers on the small models need no device */
