@@ -39,12 +39,10 @@ int cu_pad_mode(const char *mode) {
 ait_status cu_lower_pad(cu_planner *pl, const ait_node *n) {
   int x, y;
   AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
-  AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
-  const cu_tensor *X = &pl->p->t[x], *Y = &pl->p->t[y];
-  int r = X->rank, mode = cu_pad_mode(ait_attr_str(n, "mode", "constant"));
+  int r = pl->p->t[x].rank, mode = cu_pad_mode(ait_attr_str(n, "mode", "constant"));
   if (mode < 0 || (mode == 3 && n->opset < 19))
     return ait_err(AIT_E_UNSUPPORTED, "cuda: Pad mode '%s'", ait_attr_str(n, "mode", "constant"));
-  if (r < 1 || r > CUK_MAX_DIMS || Y->rank != r)
+  if (r < 1 || r > CUK_MAX_DIMS || pl->g->values[n->out[0]].rank != r)
     return ait_err(AIT_E_UNSUPPORTED, "cuda: Pad of a rank-%d tensor", r);
   int64_t pads[2 * AIT_MAX_RANK], axes[AIT_MAX_RANK];
   int np = 0, na = r;
@@ -72,6 +70,15 @@ ait_status cu_lower_pad(cu_planner *pl, const ait_node *n) {
     }
   }
   if (np != 2 * na) return ait_err(AIT_E_SHAPE, "cuda: Pad has %d pads for %d axes", np, na);
+  /* no padding at all (torchvision's Swin pads every window partition, by 0
+   * where the map is a multiple of the window: 15 copies of swin_t's
+   * largest tensors, 0.73 ms at batch 32 in Round 9): the same bytes */
+  bool none = true;
+  for (int i = 0; i < np; i++)
+    none = none && pads[i] == 0;
+  if (none) return cu_view(pl, n->out[0], x);
+  AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
+  const cu_tensor *X = &pl->p->t[x], *Y = &pl->p->t[y];
   pad_prm *d = calloc(1, sizeof *d);
   if (!d) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   cuk_pad *k = &d->k;
