@@ -595,7 +595,7 @@ static ait_graph *concat_model(void) {
 /* ---- ops the suite partitioned to native before (Round 9) ---------------------- */
 
 /* Pad (constant with a crop, reflect, edge on one axis by `axes`, and one
- * of zeros, a view), Resize (linear half_pixel by scales, nearest
+ * of zeros, a view, as is a Slice of everything), Resize (linear half_pixel by scales, nearest
  * asymmetric / floor by scales, linear align_corners by sizes), opset 18:
  * x [2, 3, 5, 6] -> y [2, 3, 7, 9]
  * and the edge-padded p3 [2, 3, 5, 9]. */
@@ -603,7 +603,8 @@ static ait_graph *pad_resize_model(void) {
   static const int64_t dx[4] = {2, 3, 5, 6}, d8[1] = {8}, d2[1] = {2}, d1[1] = {1}, d4[1] = {4},
                        dp3[4] = {2, 3, 5, 9}, dy[4] = {2, 3, 7, 9};
   static const int64_t pads1[8] = {0, 0, 1, 2, 0, 0, 1, -1}, pads2[8] = {0, 0, 1, 1, 0, 0, 0, 1},
-                       pads0[8] = {0}, pads3[2] = {2, 1}, ax3[1] = {3}, sizes[4] = {2, 3, 7, 9};
+                       pads0[8] = {0}, zero1[1] = {0}, big1[1] = {INT64_MAX}, pads3[2] = {2, 1},
+                       ax3[1] = {3}, sizes[4] = {2, 3, 7, 9};
   static const float cv[1] = {0.5f}, sc1[4] = {1, 1, 2, 1.5f}, sc2[4] = {1, 1, 0.5f, 0.75f};
   tb_model *m = tb_new(18);
   tb_input(m, "x", AIT_FLOAT32, 4, dx);
@@ -612,6 +613,9 @@ static ait_graph *pad_resize_model(void) {
   tb_init_i64(m, "pads1", 1, d8, pads1);
   tb_init_i64(m, "pads2", 1, d8, pads2);
   tb_init_i64(m, "pads0", 1, d8, pads0);
+  tb_init_i64(m, "s0", 1, d1, zero1);
+  tb_init_i64(m, "s9", 1, d1, big1);
+  tb_init_i64(m, "s3", 1, d1, ax3);
   tb_init_i64(m, "pads3", 1, d2, pads3);
   tb_init_i64(m, "ax3", 1, d1, ax3);
   tb_init_i64(m, "sizes", 1, d4, sizes);
@@ -630,8 +634,9 @@ static ait_graph *pad_resize_model(void) {
   int r3 = tb_node(m, "Resize", "fit", IN("r2", "", "", "sizes"), IN("r3"));
   tb_attr_str(m, r3, "mode", "linear");
   tb_attr_str(m, r3, "coordinate_transformation_mode", "align_corners");
-  tb_node(m, "Pad", "pad0", IN("r3", "pads0"), IN("r4")); /* pads of 0: a view */
-  tb_node(m, "Relu", "relu", IN("r4"), IN("y"));
+  tb_node(m, "Pad", "pad0", IN("r3", "pads0"), IN("r4"));             /* pads of 0: a view */
+  tb_node(m, "Slice", "whole", IN("r4", "s0", "s9", "s3"), IN("r5")); /* everything: a view */
+  tb_node(m, "Relu", "relu", IN("r5"), IN("y"));
   return parse(m);
 }
 
@@ -1434,7 +1439,8 @@ static void test_dry_round9(void) {
   if (g) {
     CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16", g, (const ait_tensor *const *)&a, 1, &text),
               AIT_OK, NULL);
-    CHECK(count_of(text, " Pad ") == 3 && count_of(text, " Resize ") == 3);
+    CHECK(count_of(text, " Pad ") == 3 && count_of(text, " Resize ") == 3 &&
+          count_of(text, " Slice ") == 0);
     free(text);
   }
   ait_tensor_free(a);
