@@ -9,7 +9,10 @@
  *   cuda_lower_ew.c   lowering of elementwise ops (broadcast iteration)
  *   cuda_lower_reduce.c  reductions, ArgMax/ArgMin, variadic Sum/Mean/Max/Min
  *   cuda_lower23.c    RMSNormalization, RotaryEmbedding, Attention (opset 23)
- *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization
+ *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization (and FusedInstanceNorm)
+ *   cuda_gn.c         GroupNorm as exported (+ its GELU) into FusedInstanceNorm
+ *   cuda_copy.h       strided copies' host preparation (wider units, 32-bit
+ *                     indices), plain C so that tests check it on the CPU
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
@@ -30,15 +33,16 @@
  * How it runs: build() copies the graph and rewrites the copy with the
  * native backend's passes (constant folding, BatchNormalization folding,
  * bias / residual / activation fusion into FusedConv, FusedGemm and
- * FusedMatMul). An input signature (dtypes and shapes, plus the values of
- * small integer inputs used as shapes) gets a plan at its first infer: a copy
- * of the graph with every shape made concrete and every value computable
- * from shapes and constants folded on the host, then one or more steps per
- * remaining node, an arena placed by liveness, and algorithms chosen by
- * measuring. A plan runs as its steps the first time and as a captured CUDA
- * graph afterwards. Float tensors live on the device in the storage type of
- * the configured precision (float32, bfloat16 or float16); inputs and
- * outputs keep their ONNX types at the edges.
+ * FusedMatMul), then its own (cu_pass_qkv, cu_pass_groupnorm). An input
+ * signature (dtypes and shapes, plus the values of small integer inputs
+ * used as shapes) gets a plan at its first infer: a copy of the graph with
+ * every shape made concrete and every value computable from shapes and
+ * constants folded on the host, then one or more steps per remaining node,
+ * an arena placed by liveness, and algorithms chosen by measuring. A plan
+ * runs as its steps the first time and as a captured CUDA graph afterwards.
+ * Float tensors live on the device in the storage type of the configured
+ * precision (float32, bfloat16 or float16); inputs and outputs keep their
+ * ONNX types at the edges.
  *
  * Ownership: the state owns its rewritten graph, its device memory and its
  * plans; plans own their graph copy, steps and arena. */
