@@ -199,41 +199,50 @@ extern "C" cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void 
 
 /* Channels-last: block (32 channels, n), 32 x 16 threads, lanes over
  * channels (each row of 32 is one contiguous read), the 16 rows of threads
- * over L; each column's partial sums meet in shared memory. Two passes for
- * the statistics as above, then the output; the block's slab of x is read
- * three times (L2 hits after the first where it fits). */
+ * over L. The statistics in one pass: each thread's elements by Welford's
+ * update, the 16 partial (count, mean, M2) of a channel merged by Chan's
+ * formula (as stable as the reference's two passes, which would read the
+ * block's slab once more: it does not fit L1 at wav2vec2's L = 3199); then
+ * the output. */
 __global__ void instnorm_nhwc_kernel(int dt, const void *x, void *y, int64_t L, int64_t C,
                                      const float *scale, const float *bias, float eps, int act,
                                      float p0, float p1) {
-  __shared__ float sh[16][33];
+  __shared__ float sn[16][33], sm[16][33], sq[16][33];
   int lane = threadIdx.x, ry = threadIdx.y, rows = blockDim.y;
   int64_t c = (int64_t)blockIdx.x * 32 + lane, base = (int64_t)blockIdx.y * L * C + c;
   bool on = c < C;
-  float sum = 0.0f;
-  if (on)
-    for (int64_t l = ry; l < L; l += rows)
-      sum += cuk_ldf(x, dt, base + l * C);
-  sh[ry][lane] = sum;
-  __syncthreads();
-  float mean = 0.0f;
-  for (int k = 0; k < rows; k++)
-    mean += sh[k][lane];
-  mean /= (float)L;
-  __syncthreads(); /* sh is written again below */
-  float q = 0.0f;
+  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
   if (on)
     for (int64_t l = ry; l < L; l += rows) {
-      float d = cuk_ldf(x, dt, base + l * C) - mean;
-      q += d * d;
+      float v = cuk_ldf(x, dt, base + l * C);
+      n += 1.0f;
+      float d = v - mean;
+      mean += d / n;
+      m2 += d * (v - mean);
     }
-  sh[ry][lane] = q;
+  sn[ry][lane] = n;
+  sm[ry][lane] = mean;
+  sq[ry][lane] = m2;
   __syncthreads();
-  float var = 0.0f;
-  for (int k = 0; k < rows; k++)
-    var += sh[k][lane];
+  if (ry == 0) { /* row 0 holds element 0 (L >= 1): na >= 1 throughout */
+    float na = sn[0][lane], ma = sm[0][lane], qa = sq[0][lane];
+    for (int k = 1; k < rows; k++) {
+      float nb = sn[k][lane];
+      if (nb == 0.0f) continue;
+      float nn = na + nb, d = sm[k][lane] - ma;
+      ma += d * (nb / nn);
+      qa += sq[k][lane] + d * d * (na * nb / nn);
+      na = nn;
+    }
+    sm[0][lane] = ma;
+    sq[0][lane] = qa;
+  }
+  __syncthreads();
   if (!on) return;
-  float inv = rsqrtf(var / (float)L + eps);
+  mean = sm[0][lane];
+  float inv = rsqrtf(sq[0][lane] / (float)L + eps);
   float a = inv * scale[c], b = bias[c] - mean * a;
+#pragma unroll 4
   for (int64_t l = ry; l < L; l += rows)
     cuk_stf(y, dt, base + l * C, cuk_unary(act, cuk_ldf(x, dt, base + l * C) * a + b, p0, p1));
 }
