@@ -664,13 +664,24 @@ int cu_conv1d_image(cu_planner *pl, int v) {
   return T->rank == 4 && T->layout == CU_NHWC && T->dims[2] == 1 ? t : -1;
 }
 
+bool cu_transpose_021(const ait_graph *g, const ait_node *n) {
+  if (!ait_is_op_in(n, "", "Transpose") || n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 ||
+      n->out[0] < 0 || g->values[n->in[0]].rank != 3 || g->values[n->out[0]].rank != 3)
+    return false;
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(n, "perm", &cnt);
+  return cnt == 3 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1;
+}
+
 /* Node n reads the image of its data when there is one: a 1-D convolution,
- * or an InstanceNormalization of rank-3 data (cu_lower_instnorm). */
+ * an InstanceNormalization of rank-3 data (cu_lower_instnorm), or a
+ * Transpose to [N, L, C], whose result is the image's bytes
+ * (cu_lower_transpose). */
 static bool image_reader(const ait_graph *g, const ait_node *n) {
   if (ait_is_op_in(n, "", "InstanceNormalization") ||
       ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedInstanceNorm"))
     return n->n_in > 0 && n->in[0] >= 0 && g->values[n->in[0]].rank == 3;
-  return is_conv1d(g, n);
+  return is_conv1d(g, n) || cu_transpose_021(g, n);
 }
 
 bool cu_conv1d_readers_only(const cu_planner *pl, int v) {

@@ -367,6 +367,12 @@ ait_status cu_view(cu_planner *pl, int v, int src);
 ait_status cu_const_weight(cu_planner *pl, int v, cu_wfmt fmt, void **ptr);
 /* Tensor src (plain layout) seen with other dims of the same size. */
 ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, int *t);
+/* Tensor src's bytes, in any layout, seen as dims in layout lay: where the
+ * caller knows both orders of the elements agree (a 1-D convolution's
+ * channels-last image and the [N, L, C] transpose of its result); the
+ * tensor of value v in that layout when v >= 0. */
+ait_status cu_view_as(cu_planner *pl, int src, int rank, const int64_t *dims, cu_layout lay, int v,
+                      int *t);
 /* Constant bytes for this plan (e.g. per-channel float32 parameters). */
 ait_status cu_const_raw(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims,
                         const void *data, int *t);
@@ -478,10 +484,12 @@ ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, i
  * instead of a layout round trip (cu_in never hands it out, it takes rank-3
  * values in the plain layout only). The image of value v, or -1. */
 int cu_conv1d_image(cu_planner *pl, int v);
-/* Every reader of value v reads its image (1-D convolutions and rank-3
- * InstanceNormalizations, as their data only) and v is no graph output:
- * v's plain tensor is not needed. */
+/* Every reader of value v reads its image (1-D convolutions, rank-3
+ * InstanceNormalizations and Transposes [N, C, L] -> [N, L, C], as their
+ * data only) and v is no graph output: v's plain tensor is not needed. */
 bool cu_conv1d_readers_only(const cu_planner *pl, int v);
+/* Node n is a Transpose of rank-3 data by perm (0, 2, 1). */
+bool cu_transpose_021(const ait_graph *g, const ait_node *n);
 /* cuk op code of a binary ONNX op ("Add" -> CUK_ADD), or -1. */
 int cu_binary_code(const char *op_type);
 /* A strided-copy step: dst (contiguous, its dims) from src read at

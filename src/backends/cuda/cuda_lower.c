@@ -72,8 +72,44 @@ ait_status cu_emit_copy(cu_planner *pl, int node, const char *what, int src, int
   return AIT_OK;
 }
 
+/* A Transpose [N, A, B] -> [N, B, A] next to 1-D convolutions under NHWC,
+ * as a view (*done) where the bytes agree: of a convolution's channels-last
+ * image [N, C, 1, L] as the plain [N, L, C] result; or, when only 1-D
+ * convolutions (and the like) read the result [N, C, L], of the plain data
+ * [N, L, C] as that result's image (wav2vec2's positional convolution sits
+ * between two such Transposes; so does its feature extractor's end). */
+static ait_status transpose_image(cu_planner *pl, const ait_node *n, bool *done) {
+  *done = false;
+  if (!pl->s->o.nhwc || !cu_transpose_021(pl->g, n)) return AIT_OK;
+  const ait_value *yv = &pl->g->values[n->out[0]];
+  int64_t yd[3];
+  for (int k = 0; k < 3; k++)
+    if ((yd[k] = yv->dims[k].v) < 0) return AIT_OK;
+  int img = cu_conv1d_image(pl, n->in[0]), t;
+  if (img >= 0) {
+    const cu_tensor *I = &pl->p->t[img];
+    if (I->dims[0] != yd[0] || I->dims[1] != yd[2] || I->dims[3] != yd[1]) return AIT_OK;
+    AIT_TRY(cu_view_as(pl, img, 3, yd, CU_PLAIN, n->out[0], &t));
+    *done = true;
+    return AIT_OK;
+  }
+  if (!cu_conv1d_readers_only(pl, n->out[0])) return AIT_OK;
+  int x;
+  AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
+  const cu_tensor *X = &pl->p->t[x];
+  if (X->rank != 3 || X->dims[0] != yd[0] || X->dims[1] != yd[2] || X->dims[2] != yd[1])
+    return AIT_OK;
+  int64_t id[4] = {yd[0], yd[1], 1, yd[2]};
+  AIT_TRY(cu_view_as(pl, x, 4, id, CU_NHWC, n->out[0], &t));
+  *done = true;
+  return AIT_OK;
+}
+
 ait_status cu_lower_transpose(cu_planner *pl, const ait_node *n) {
   int x, y;
+  bool done;
+  AIT_TRY(transpose_image(pl, n, &done));
+  if (done) return AIT_OK;
   AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
   const cu_tensor *X = &pl->p->t[x];
   int cnt = 0, r = X->rank;

@@ -206,6 +206,19 @@ ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, 
   return push_tensor(p, &tt, t);
 }
 
+ait_status cu_view_as(cu_planner *pl, int src, int rank, const int64_t *dims, cu_layout lay, int v,
+                      int *t) {
+  cu_plan *p = pl->p;
+  cu_tensor tt = tensor_of(p->t[src].dt, rank, dims, lay, CU_ST_VIEW, v);
+  if (tt.bytes != p->t[src].bytes)
+    return ait_err(AIT_E_SHAPE, "cuda: a view of %lld bytes over %lld", (long long)tt.bytes,
+                   (long long)p->t[src].bytes);
+  tt.root = p->t[src].root;
+  AIT_TRY(push_tensor(p, &tt, t));
+  if (v >= 0) p->vt[p->t[*t].layout][v] = *t;
+  return AIT_OK;
+}
+
 /* Append bytes to the plan's constant image; *off receives their offset. */
 static ait_status const_append(cu_plan *p, const void *data, int64_t bytes, int64_t *off) {
   int64_t at = (p->cbuf_bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
