@@ -758,7 +758,10 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
       if (img < 0) {
         int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
         st = cu_view_dims(pl, c->x, 4, xd, &c->x);
-        if (!st && c->nhwc) st = cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
+        /* one channel (wav2vec2's waveform): NCHW and NHWC are the same bytes */
+        if (!st && c->nhwc)
+          st = xd[1] == 1 ? cu_view_as(pl, c->x, 4, xd, CU_NHWC, -1, &c->x)
+                          : cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
       }
       if (!st && plain_out) st = cu_view_dims(pl, y3, 4, yd, &y4);
       if (!st) st = c->nhwc ? cu_temp(pl, dt, 4, yd, CU_NHWC, &c->y) : AIT_OK;
