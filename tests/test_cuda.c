@@ -781,6 +781,24 @@ static ait_graph *conv1d_chain_model(void) {
   return parse(m);
 }
 
+/* Q/K/V-style parts: x [-1, 4, 64] transposed to [4, N, 64], then Gathers
+ * of index 1 and -1 on axis 0 (contiguous parts of it, views where they
+ * start on 256 bytes) added: y [-1, 64]. */
+static ait_graph *gather_part_model(void) {
+  static const int64_t dx[3] = {-1, 4, 64}, dy[2] = {-1, 64}, perm[3] = {1, 0, 2}, one = 1,
+                       last = -1;
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 3, dx);
+  tb_output(m, "y", AIT_FLOAT32, 2, dy);
+  tb_init_i64(m, "i1", 0, NULL, &one);
+  tb_init_i64(m, "im1", 0, NULL, &last);
+  tb_attr_ints(m, tb_node(m, "Transpose", "t", IN("x"), IN("xt")), "perm", 3, perm);
+  tb_node(m, "Gather", "g1", IN("xt", "i1"), IN("a"));
+  tb_node(m, "Gather", "g3", IN("xt", "im1"), IN("b"));
+  tb_node(m, "Add", "add", IN("a", "b"), IN("y"));
+  return parse(m);
+}
+
 /* 3-D convolutions (cuDNN, NCDHW): 3x3x3 strided with bias and Relu, then
  * a 1x3x3 one with a residual and Relu: x [-1, 3, 4, 6, 6] -> y [-1, 4, 4, 3, 3]. */
 static ait_graph *conv3d_model(void) {
@@ -1254,12 +1272,12 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[15] = {mlp_model(),        cnn_model(),          attn_model(),
-                       gather_model(),     reshape_model(),      onnx_attn_model(0),
-                       onnx_attn_model(1), onnx_attn_model(2),   rope_rms_model(),
-                       pad_resize_model(), conv1d_model(),       scatter_model(),
-                       gn_model(64),       conv1d_chain_model(), sdpa_model()};
-  for (int i = 0; i < 15; i++) {
+  ait_graph *gs[16] = {
+      mlp_model(),      cnn_model(),          attn_model(),       gather_model(),
+      reshape_model(),  onnx_attn_model(0),   onnx_attn_model(1), onnx_attn_model(2),
+      rope_rms_model(), pad_resize_model(),   conv1d_model(),     scatter_model(),
+      gn_model(64),     conv1d_chain_model(), sdpa_model(),       gather_part_model()};
+  for (int i = 0; i < 16; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -1439,6 +1457,28 @@ static void test_dry_sdpa(void) {
   ait_graph_free(g);
 }
 
+/* gather_part_model: at batch 2 both Gathers' parts start on 256 bytes in
+ * bf16 (views, no Gather step); at batch 1 they start at 128 and 384 bytes
+ * (two Gather steps). */
+static void test_dry_gather_part(void) {
+  ait_graph *g = gather_part_model();
+  for (int64_t b = 1; g && b <= 2; b++) {
+    const int64_t d[3] = {b, 4, 64};
+    ait_tensor *a = rand_tensor(3, d, 1.0f);
+    check_dry("gather part", g, &a);
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16", g, (const ait_tensor *const *)&a, 1, &text),
+              AIT_OK, NULL);
+    int want = b == 1 ? 2 : 0;
+    if (count_of(text, " Gather ") != want)
+      fprintf(stderr, "gather part b%lld:\n%s", (long long)b, text);
+    CHECK(count_of(text, " Gather ") == want);
+    free(text);
+    ait_tensor_free(a);
+  }
+  ait_graph_free(g);
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1487,6 +1527,7 @@ static void test_dry_round9(void) {
   ait_graph_free(g);
   test_dry_gn();
   test_dry_sdpa();
+  test_dry_gather_part();
 }
 
 static void test_dry_small(void) {
@@ -1695,6 +1736,14 @@ static void test_small_round9(void) {
   b = rand_tensor(3, dch1, 1.0f), c = rand_tensor(3, dch3, 1.0f);
   ait_tensor **sch[2] = {&b, &c};
   if (g) check_all_specs("conv1d chain", g, sch, 2);
+  ait_tensor_free(b);
+  ait_tensor_free(c);
+  ait_graph_free(g);
+  g = gather_part_model();
+  const int64_t dgp1[3] = {1, 4, 64}, dgp2[3] = {2, 4, 64};
+  b = rand_tensor(3, dgp1, 1.0f), c = rand_tensor(3, dgp2, 1.0f);
+  ait_tensor **sgp[2] = {&b, &c};
+  if (g) check_all_specs("gather part", g, sgp, 2);
   ait_tensor_free(b);
   ait_tensor_free(c);
   ait_graph_free(g);

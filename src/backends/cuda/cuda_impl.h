@@ -229,6 +229,7 @@ typedef struct cu_tensor {
   cu_layout layout;           /* CU_NHWC: rank 4, stored as N, H, W, C */
   cu_store store;
   int root;       /* tensor owning the bytes (itself unless a view) */
+  int64_t voff;   /* a view: where its bytes start in the root's (a Gather's part) */
   int64_t offset; /* arena / constant buffer offset */
   int64_t bytes;
   void *ptr;       /* resolved device pointer */
@@ -367,6 +368,9 @@ ait_status cu_view(cu_planner *pl, int v, int src);
 ait_status cu_const_weight(cu_planner *pl, int v, cu_wfmt fmt, void **ptr);
 /* Tensor src (plain layout) seen with other dims of the same size. */
 ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, int *t);
+/* Value v (dims from the plan graph) as the bytes of tensor src (plain)
+ * from byte off on: a contiguous part of src, no copy. */
+ait_status cu_view_part(cu_planner *pl, int v, int src, int64_t off);
 /* Tensor src's bytes, in any layout, seen as dims in layout lay: where the
  * caller knows both orders of the elements agree (a 1-D convolution's
  * channels-last image and the [N, L, C] transpose of its result); the

@@ -350,9 +350,38 @@ static ait_status gather_run(cu_state *s, cu_plan *p, cu_step *st) {
                   "Gather");
 }
 
+/* Gather of one constant index along an axis with nothing but 1s before
+ * it: a contiguous part of the data, taken as a view (*done) where it starts
+ * on the arena's alignment, as every kernel's vector loads want. Swin's and
+ * nn.MultiheadAttention's Q, K and V are three such parts of one qkv tensor
+ * (swin_t: 36 Gathers, 0.33 ms at batch 32 in Round 9). */
+static ait_status gather_part(cu_planner *pl, const ait_node *n, int d, bool *done) {
+  *done = false;
+  const cu_tensor *D = &pl->p->t[d];
+  const ait_tensor *it = cu_host_value(pl, n, 1);
+  int axis;
+  if (!it || it->rank != 0 || (it->dtype != AIT_INT64 && it->dtype != AIT_INT32) ||
+      D->layout != CU_PLAIN || ait_norm_axis(ait_attr_int(n, "axis", 0), D->rank, &axis)) {
+    ait_err_clear();
+    return AIT_OK;
+  }
+  if (prod(D->dims, 0, axis) != 1) return AIT_OK;
+  int64_t idx = it->dtype == AIT_INT64 ? *(const int64_t *)it->data : *(const int32_t *)it->data;
+  if (idx < 0) idx += D->dims[axis];
+  if (idx < 0 || idx >= D->dims[axis]) return AIT_OK; /* the kernel flags it */
+  int64_t off = idx * prod(D->dims, axis + 1, D->rank) * (int64_t)ait_elem_size(D->dt);
+  if (off % 256) return AIT_OK;
+  AIT_TRY(cu_view_part(pl, n->out[0], d, off));
+  *done = true;
+  return AIT_OK;
+}
+
 ait_status cu_lower_gather(cu_planner *pl, const ait_node *n) {
   int d, i, y;
   AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &d));
+  bool done;
+  AIT_TRY(gather_part(pl, n, d, &done));
+  if (done) return AIT_OK;
   AIT_TRY(cu_in(pl, n->in[1], CU_PLAIN, &i));
   AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
   const cu_tensor *D = &pl->p->t[d], *I = &pl->p->t[i];
