@@ -197,6 +197,8 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   int merged = 0;
   if (!st) st = cu_opts_parse(cfg, &o);
   if (!st) st = cu_pass_qkv(copy, &o, &merged);
+  int gn = 0;
+  if (!st) st = cu_pass_groupnorm(copy, &gn);
   if (st) {
     ait_graph_free(copy);
     return ait_err_prefix(st, "cuda: graph passes");

@@ -14,6 +14,7 @@
  * (cuk_softmax_masked), saving one pass over the scores. */
 #ifdef AIT_HAVE_CUDA
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,40 @@ static void find_qkv(const ait_graph *g, const uses *u, cu_attn_match *m, int *s
     m->qkv_off[k] = idx[k] * hd;
 }
 
-/* Try the pattern ending at MatMul node i; *m is filled when it fits. */
+/* Value v (read once) is x times a float32 scalar constant known while
+ * planning (Mul either way round, or Div by it), x of v's dims: torch's
+ * scaled_dot_product_attention as TorchScript exports it (every
+ * nn.TransformerEncoderLayer: wav2vec2_like, distilbert_like) scales Q and
+ * Kt by sqrt(1 / sqrt(D)) each before their product. Then the node, with x
+ * in *x and the factor in *f; else -1. */
+static int scaled_from(const ait_graph *g, const uses *u, int v, int *x, float *f) {
+  int p = v >= 0 && single(u, v) ? g->values[v].producer : -1;
+  if (p < 0) return -1;
+  const ait_node *n = &g->nodes[p];
+  bool mul = ait_is_op_in(n, "", "Mul"), div = ait_is_op_in(n, "", "Div");
+  if ((!mul && !div) || n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0) return -1;
+  for (int ci = div ? 1 : 0; ci < 2; ci++) {
+    const ait_tensor *c = g->values[n->in[ci]].init;
+    int xi = n->in[1 - ci];
+    const ait_value *xv = &g->values[xi], *vv = &g->values[v];
+    if (!c || c->kind != AIT_KIND_TENSOR || c->dtype != AIT_FLOAT32 || ait_tensor_numel(c) != 1 ||
+        xv->init || xv->rank != vv->rank)
+      continue;
+    bool same = true;
+    for (int k = 0; k < vv->rank; k++)
+      same = same && xv->dims[k].v == vv->dims[k].v && xv->dims[k].v >= 0;
+    float cv = *(const float *)c->data;
+    if (!same || !(cv != 0.0f) || !isfinite(cv)) continue;
+    *x = xi;
+    *f = mul ? cv : 1.0f / cv;
+    return p;
+  }
+  return -1;
+}
+
+/* Try the pattern ending at MatMul node i; *m is filled when it fits.
+ * tr[0..3]: the head transposes absorbed; tr[4..5]: the scalings of Q and
+ * Kt absorbed (scaled_from); -1 where none. */
 static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr) {
   const ait_graph *g = pl->g;
   const ait_node *pv = &g->nodes[i];
@@ -140,10 +174,20 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   if (!fmm && !ait_is_op_in(sc, "", "MatMul")) return false;
   if (fmm && ((sc->n_in > 2 && sc->in[2] >= 0) || ait_attr_str(sc, "activation", "")[0]))
     return false;
-  m->scale = fmm ? ait_attr_float(sc, "alpha", 1.0f) : 1.0f;
+  float base_scale = fmm ? ait_attr_float(sc, "alpha", 1.0f) : 1.0f;
+  m->scale = base_scale;
   m->mask = fmm && sc->n_in > 3 ? sc->in[3] : -1;
+  /* Q and Kt as the scores read them, or before a scaling by a constant,
+   * whose factor joins the scale (only where the kernel is fused: else the
+   * scalings run as they are) */
+  int qin = sc->in[0], kin = sc->in[1], qx = -1, kx = -1;
+  float fq = 1.0f, fk = 1.0f;
+  tr[4] = scaled_from(g, u, qin, &qx, &fq);
+  tr[5] = scaled_from(g, u, kin, &kx, &fk);
+  if (tr[4] >= 0) qin = qx;
+  if (tr[5] >= 0) kin = kx;
   int64_t q[4], kt[4], v[4], o[4];
-  if (!dims4(g, sc->in[0], q) || !dims4(g, sc->in[1], kt) || !dims4(g, pv->in[1], v) ||
+  if (!dims4(g, qin, q) || !dims4(g, kin, kt) || !dims4(g, pv->in[1], v) ||
       !dims4(g, pv->out[0], o))
     return false;
   for (int k = 0; k < 2; k++)
@@ -165,12 +209,13 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
       blocks < 2 * (int64_t)pl->s->n_sm)
     m->fused = false;
   int qax[4], kax[4], vax[4];
-  tr[0] = transposed_from(g, u, sc->in[0], qax);
-  tr[1] = transposed_from(g, u, sc->in[1], kax);
+  tr[0] = transposed_from(g, u, qin, qax);
+  tr[1] = transposed_from(g, u, kin, kax);
   tr[2] = transposed_from(g, u, pv->in[1], vax);
   tr[3] = -1;
-  m->q = tr[0] >= 0 ? g->nodes[tr[0]].in[0] : sc->in[0];
-  m->k = tr[1] >= 0 ? g->nodes[tr[1]].in[0] : sc->in[1];
+  m->q = tr[0] >= 0 ? g->nodes[tr[0]].in[0] : qin;
+  m->k = tr[1] >= 0 ? g->nodes[tr[1]].in[0] : kin;
+  m->scale = base_scale * fq * fk;
   m->v = tr[2] >= 0 ? g->nodes[tr[2]].in[0] : pv->in[1];
   for (int k = 0; k < 4; k++) {
     m->qax[k] = tr[0] >= 0 ? qax[k] : k;
@@ -204,6 +249,8 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   }
   if (m->qax[3] != 3 || m->kax[3] != 3 || m->vax[3] != 3) m->fused = false;
   if (!m->fused) {
+    m->scale = base_scale;
+    tr[4] = tr[5] = -1;
     m->q = sc->in[0];
     m->k = sc->in[1];
     m->v = pv->in[1];
@@ -236,7 +283,7 @@ ait_status cu_find_attention(cu_planner *pl) {
     u.out[g->outputs[k]] = true;
   for (int i = 0; !st && pl->s->o.attention && i < g->n_nodes; i++) {
     cu_attn_match m;
-    int tr[4], skip[4];
+    int tr[6], skip[4];
     if (!match_at(pl, &u, i, &m, tr)) continue;
     pl->match[i] = pl->match[m.sm] = pl->n_m;
     if (m.fused) find_qkv(g, &u, &m, skip);
@@ -245,7 +292,7 @@ ait_status cu_find_attention(cu_planner *pl) {
     if (m.fused) {
       pl->role[i] = CU_ROLE_ATTN;
       pl->role[m.sm] = pl->role[m.sc] = CU_ROLE_SKIP;
-      for (int k = 0; k < 4; k++)
+      for (int k = 0; k < 6; k++)
         if (tr[k] >= 0) pl->role[tr[k]] = CU_ROLE_SKIP;
     } else {
       pl->role[m.sc] = CU_ROLE_NO_Z;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 typedef struct conv_prm {
   int x, y, z, zero; /* tensors; z = residual (-1), zero = zeros bias (-1) */
@@ -645,6 +646,71 @@ static ait_status lower_conv3d(cu_planner *pl, const ait_node *n) {
                          ap, 1.0f);
 }
 
+/* Node n is a 1-D convolution (a constant rank-3 filter). */
+static bool is_conv1d(const ait_graph *g, const ait_node *n) {
+  if (!ait_is_op_in(n, "", "Conv") && !ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedConv")) return false;
+  if (n->n_in < 2 || n->in[1] < 0) return false;
+  const ait_tensor *w = g->values[n->in[1]].init;
+  return w && w->rank == 3;
+}
+
+/* The image of a rank-3 value (cuda_impl.h). wav2vec2's feature extractor
+ * is seven 1-D convolutions in a row and a GroupNorm: at batch 32, Round 9
+ * spent 1 ms of 3.6 on the layout round trips between them. */
+int cu_conv1d_image(cu_planner *pl, int v) {
+  int t = pl->p->vt[CU_NHWC][v];
+  if (t < 0 || pl->g->values[v].rank != 3) return -1;
+  const cu_tensor *T = &pl->p->t[t];
+  return T->rank == 4 && T->layout == CU_NHWC && T->dims[2] == 1 ? t : -1;
+}
+
+bool cu_transpose_021(const ait_graph *g, const ait_node *n) {
+  if (!ait_is_op_in(n, "", "Transpose") || n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 ||
+      n->out[0] < 0 || g->values[n->in[0]].rank != 3 || g->values[n->out[0]].rank != 3)
+    return false;
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(n, "perm", &cnt);
+  return cnt == 3 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1;
+}
+
+/* Node n reads the image of its data when there is one: a 1-D convolution,
+ * an InstanceNormalization of rank-3 data (cu_lower_instnorm), or a
+ * Transpose to [N, L, C], whose result is the image's bytes
+ * (cu_lower_transpose). */
+static bool image_reader(const ait_graph *g, const ait_node *n) {
+  if (ait_is_op_in(n, "", "InstanceNormalization") ||
+      ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedInstanceNorm"))
+    return n->n_in > 0 && n->in[0] >= 0 && g->values[n->in[0]].rank == 3;
+  return is_conv1d(g, n) || cu_transpose_021(g, n);
+}
+
+bool cu_conv1d_readers_only(const cu_planner *pl, int v) {
+  const ait_graph *g = pl->g;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return false;
+  int readers = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    for (int a = 0; a < n->n_attrs; a++)
+      if (n->attrs[a].type == AIT_ATTR_GRAPH) return false; /* a body may read v */
+    for (int k = 0; k < n->n_in; k++) {
+      if (n->in[k] != v) continue;
+      if (k != 0 || !image_reader(g, n) || (pl->role && pl->role[i] != CU_ROLE_NONE)) return false;
+      readers++;
+    }
+  }
+  return readers > 0;
+}
+
+/* A 1-D convolution's NHWC result y into y4, the [N, K, 1, L] view of the
+ * graph's [N, K, L] (-1: not needed, or 2-D), by a layout step. */
+static ait_status conv1d_back(cu_planner *pl, const ait_node *n, int y, int y4) {
+  if (y4 < 0 || y == y4) return AIT_OK;
+  int64_t ys[4];
+  cu_strides(&pl->p->t[y], ys);
+  return cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 1-D layout", y, y4, 0, ys);
+}
+
 /* A 1-D convolution (a rank-3 filter) runs as a 2-D one of height 1, in
  * NCHW: its [N, C, L] input and output are viewed as [N, C, 1, L], the
  * [K, C / group, k] filter as [K, C / group, 1, k] (the same bytes). */
@@ -663,23 +729,44 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   c->nhwc = s->o.nhwc;
   cu_layout lay = c->nhwc ? CU_NHWC : CU_PLAIN;
   /* 1-D: the output as the graph sees it ([N, K, L]) and its [N, K, 1, L]
-   * view, which a layout step fills from the NHWC result */
+   * view, which a layout step fills from the NHWC result. Under NHWC the
+   * data may be the channels-last image of the previous 1-D convolution,
+   * and the graph's form of the output is made only when something other
+   * than 1-D convolutions (or a residual of this one) reads it. */
   int y3 = -1, y4 = -1;
-  ait_status st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
-  if (!st) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
+  bool chain = one_d && c->nhwc;
+  int img = chain ? cu_conv1d_image(pl, n->in[0]) : -1;
+  bool residual = n->n_in > 3 && n->in[3] >= 0;
+  bool plain_out = !chain || residual || !cu_conv1d_readers_only(pl, n->out[0]);
+  ait_status st = AIT_OK;
+  if (img >= 0)
+    c->x = img;
+  else
+    st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
+  if (!st && plain_out) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
   if (!st && one_d) {
-    const cu_tensor *X = &pl->p->t[c->x], *Y = &pl->p->t[y3];
-    if (X->rank != 3 || Y->rank != 3) {
+    const cu_tensor *X = &pl->p->t[c->x];
+    const ait_value *ov = &pl->g->values[n->out[0]];
+    if ((img < 0 && X->rank != 3) || ov->rank != 3) {
       st = ait_err(AIT_E_UNSUPPORTED, "cuda: a 1-D convolution of rank-%d data", X->rank);
+    } else if (ov->dims[0].v < 0 || ov->dims[1].v < 0 || ov->dims[2].v < 0) {
+      st = ait_err(AIT_E_SHAPE, "cuda: the shape of '%s' is not known for these input shapes",
+                   ov->name);
     } else {
       ait_dtype dt = X->dt;
-      int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
-      int64_t yd[4] = {Y->dims[0], Y->dims[1], 1, Y->dims[2]};
-      st = cu_view_dims(pl, c->x, 4, xd, &c->x);
-      if (!st) st = cu_view_dims(pl, y3, 4, yd, &y4);
-      if (!st && c->nhwc) st = cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
+      int64_t yd[4] = {ov->dims[0].v, ov->dims[1].v, 1, ov->dims[2].v};
+      if (img < 0) {
+        int64_t xd[4] = {X->dims[0], X->dims[1], 1, X->dims[2]};
+        st = cu_view_dims(pl, c->x, 4, xd, &c->x);
+        /* one channel (wav2vec2's waveform): NCHW and NHWC are the same bytes */
+        if (!st && c->nhwc)
+          st = xd[1] == 1 ? cu_view_as(pl, c->x, 4, xd, CU_NHWC, -1, &c->x)
+                          : cu_convert(pl, c->x, dt, CU_NHWC, &c->x);
+      }
+      if (!st && plain_out) st = cu_view_dims(pl, y3, 4, yd, &y4);
       if (!st) st = c->nhwc ? cu_temp(pl, dt, 4, yd, CU_NHWC, &c->y) : AIT_OK;
       if (!st && !c->nhwc) c->y = y4;
+      if (!st && chain) pl->p->vt[CU_NHWC][n->out[0]] = c->y;
     }
   }
   if (!st && (pl->p->t[c->x].rank != 4 || pl->p->t[c->y].rank != 4))
@@ -750,8 +837,9 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     bool done = false;
     st = dw_offer(pl, n, wv->init, c, &done);
     if (!st && done) {
+      int y = c->y;
       free(c);
-      return AIT_OK;
+      return conv1d_back(pl, n, y, y4);
     }
   }
   int act = c->act;
@@ -792,11 +880,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
   cu_step_use(stp, zero);
   cu_step_use(stp, c->col);
   if (c->gm) cu_gemm_uses(stp, c->gm);
-  if (one_d && y != y4) { /* the NHWC result into the graph's layout */
-    int64_t ys[4];
-    cu_strides(&pl->p->t[y], ys);
-    AIT_TRY(cu_emit_copy(pl, (int)(n - pl->g->nodes), "Conv 1-D layout", y, y4, 0, ys));
-  }
+  AIT_TRY(conv1d_back(pl, n, y, y4));
   if (zb < 0) return AIT_OK;
   if (one_d) y = y3; /* the residual broadcasts against the graph's [N, K, L] */
   int in[2] = {y, zb};

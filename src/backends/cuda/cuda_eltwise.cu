@@ -2,6 +2,7 @@
  * with a fused activation, the per-channel epilogue of GEMMs and
  * convolutions, strided copies (transpose, slice, expand, layout changes),
  * gather and fill. */
+#include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_device.cuh"
 
 /* ---- n-ary elementwise ------------------------------------------------- */
@@ -263,15 +264,20 @@ extern "C" cudaError_t cuk_epilogue(cudaStream_t s, const cuk_epi *p) {
 
 /* ---- strided copy -------------------------------------------------------- */
 
-template <typename T> __global__ void copy_kernel(cuk_copy p) {
-  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+/* I: the index type, int where every offset fits (cuk_copy_fits32). */
+template <typename T, typename I> __global__ void copy_kernel(cuk_copy p) {
+  I n = (I)p.n, stride = (I)gridDim.x * (I)blockDim.x;
+  I dims[CUK_MAX_DIMS], st[CUK_MAX_DIMS];
+  int rank = p.rank;
+  for (int d = 0; d < rank; d++)
+    dims[d] = (I)p.dims[d], st[d] = (I)p.st[d];
   const T *in = (const T *)p.in;
   T *out = (T *)p.out;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += stride) {
-    int64_t off = p.base, r = i;
-    for (int d = p.rank - 1; d >= 0; d--) {
-      off += (r % p.dims[d]) * p.st[d];
-      r /= p.dims[d];
+  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += stride) {
+    I off = (I)p.base, r = i;
+    for (int d = rank - 1; d >= 0; d--) {
+      off += (r % dims[d]) * st[d];
+      r /= dims[d];
     }
     out[i] = in[off];
   }
@@ -279,14 +285,28 @@ template <typename T> __global__ void copy_kernel(cuk_copy p) {
 
 extern "C" cudaError_t cuk_strided_copy(cudaStream_t s, const cuk_copy *p) {
   if (p->n <= 0) return cudaSuccess;
-  unsigned b = cuk_blocks(p->n, 256);
-  switch (p->esize) {
-  case 1: copy_kernel<uint8_t><<<b, 256, 0, s>>>(*p); break;
-  case 2: copy_kernel<uint16_t><<<b, 256, 0, s>>>(*p); break;
-  case 4: copy_kernel<uint32_t><<<b, 256, 0, s>>>(*p); break;
-  case 8: copy_kernel<unsigned long long><<<b, 256, 0, s>>>(*p); break;
+  if (p->rank < 1 || p->rank > CUK_MAX_DIMS) return cudaErrorInvalidValue;
+  cuk_copy q = *p;
+  q.esize = cuk_copy_widen(q.esize, q.rank, &q.n, &q.base, q.dims, q.st, (uintptr_t)q.in,
+                           (uintptr_t)q.out);
+  bool i32 = cuk_copy_fits32(q.rank, q.n, q.base, q.dims, q.st);
+  unsigned b = cuk_blocks(q.n, 256);
+#define COPY(T)                                                                                    \
+  do {                                                                                             \
+    if (i32)                                                                                       \
+      copy_kernel<T, int><<<b, 256, 0, s>>>(q);                                                    \
+    else                                                                                           \
+      copy_kernel<T, int64_t><<<b, 256, 0, s>>>(q);                                                \
+  } while (0)
+  switch (q.esize) {
+  case 1: COPY(uint8_t); break;
+  case 2: COPY(uint16_t); break;
+  case 4: COPY(uint32_t); break;
+  case 8: COPY(unsigned long long); break;
+  case 16: COPY(uint4); break;
   default: return cudaErrorInvalidValue;
   }
+#undef COPY
   return cudaGetLastError();
 }
 

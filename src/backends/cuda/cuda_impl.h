@@ -9,7 +9,10 @@
  *   cuda_lower_ew.c   lowering of elementwise ops (broadcast iteration)
  *   cuda_lower_reduce.c  reductions, ArgMax/ArgMin, variadic Sum/Mean/Max/Min
  *   cuda_lower23.c    RMSNormalization, RotaryEmbedding, Attention (opset 23)
- *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization
+ *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization (and FusedInstanceNorm)
+ *   cuda_gn.c         GroupNorm as exported (+ its GELU) into FusedInstanceNorm
+ *   cuda_copy.h       strided copies' host preparation (wider units, 32-bit
+ *                     indices), plain C so that tests check it on the CPU
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
  *   cuda_conv.c       Conv through cuDNN (fused bias/residual/ReLU)
  *   cuda_attn.c       attention patterns: one fused kernel, or a masked softmax
@@ -30,15 +33,16 @@
  * How it runs: build() copies the graph and rewrites the copy with the
  * native backend's passes (constant folding, BatchNormalization folding,
  * bias / residual / activation fusion into FusedConv, FusedGemm and
- * FusedMatMul). An input signature (dtypes and shapes, plus the values of
- * small integer inputs used as shapes) gets a plan at its first infer: a copy
- * of the graph with every shape made concrete and every value computable
- * from shapes and constants folded on the host, then one or more steps per
- * remaining node, an arena placed by liveness, and algorithms chosen by
- * measuring. A plan runs as its steps the first time and as a captured CUDA
- * graph afterwards. Float tensors live on the device in the storage type of
- * the configured precision (float32, bfloat16 or float16); inputs and
- * outputs keep their ONNX types at the edges.
+ * FusedMatMul), then its own (cu_pass_qkv, cu_pass_groupnorm). An input
+ * signature (dtypes and shapes, plus the values of small integer inputs
+ * used as shapes) gets a plan at its first infer: a copy of the graph with
+ * every shape made concrete and every value computable from shapes and
+ * constants folded on the host, then one or more steps per remaining node,
+ * an arena placed by liveness, and algorithms chosen by measuring. A plan
+ * runs as its steps the first time and as a captured CUDA graph afterwards.
+ * Float tensors live on the device in the storage type of the configured
+ * precision (float32, bfloat16 or float16); inputs and outputs keep their
+ * ONNX types at the edges.
  *
  * Ownership: the state owns its rewritten graph, its device memory and its
  * plans; plans own their graph copy, steps and arena. */
@@ -225,6 +229,7 @@ typedef struct cu_tensor {
   cu_layout layout;           /* CU_NHWC: rank 4, stored as N, H, W, C */
   cu_store store;
   int root;       /* tensor owning the bytes (itself unless a view) */
+  int64_t voff;   /* a view: where its bytes start in the root's (a Gather's part) */
   int64_t offset; /* arena / constant buffer offset */
   int64_t bytes;
   void *ptr;       /* resolved device pointer */
@@ -363,6 +368,15 @@ ait_status cu_view(cu_planner *pl, int v, int src);
 ait_status cu_const_weight(cu_planner *pl, int v, cu_wfmt fmt, void **ptr);
 /* Tensor src (plain layout) seen with other dims of the same size. */
 ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, int *t);
+/* Value v (dims from the plan graph) as the bytes of tensor src (plain)
+ * from byte off on: a contiguous part of src, no copy. */
+ait_status cu_view_part(cu_planner *pl, int v, int src, int64_t off);
+/* Tensor src's bytes, in any layout, seen as dims in layout lay: where the
+ * caller knows both orders of the elements agree (a 1-D convolution's
+ * channels-last image and the [N, L, C] transpose of its result); the
+ * tensor of value v in that layout when v >= 0. */
+ait_status cu_view_as(cu_planner *pl, int src, int rank, const int64_t *dims, cu_layout lay, int v,
+                      int *t);
 /* Constant bytes for this plan (e.g. per-channel float32 parameters). */
 ait_status cu_const_raw(cu_planner *pl, ait_dtype dt, int rank, const int64_t *dims,
                         const void *data, int *t);
@@ -446,6 +460,13 @@ bool cu_is_reduce(const char *op);
 ait_status cu_lower_pad(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_resize(cu_planner *pl, const ait_node *n);
 ait_status cu_lower_instnorm(cu_planner *pl, const ait_node *n);
+/* The activation of an InstanceNormalization or FusedInstanceNorm node as a
+ * cuk unary code and its parameters; false when it has no kernel. */
+bool cu_instnorm_act(const ait_node *n, int *code, float *ap);
+/* GroupNorm as exported (Reshape, InstanceNormalization, Reshape, Mul,
+ * Add) and a spelled-out GELU after it into one FusedInstanceNorm
+ * (cuda_gn.c, a rewrite of the graph copy); *fused counts them. */
+ait_status cu_pass_groupnorm(ait_graph *g, int *fused);
 /* Pad's mode (cuk_pad's code), Resize's coordinate transformation and
  * nearest rounding (CUK_RS_*) by their ONNX names; -1 for others. */
 int cu_pad_mode(const char *mode);
@@ -461,6 +482,18 @@ ait_status cu_emit_eltwise(cu_planner *pl, int node, const char *what, int op, c
  * y's shape and layout or -1. */
 ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, int y, int axis,
                             int scale, int shift, int z, const ait_act *act);
+/* Under NHWC a 1-D convolution (and an InstanceNormalization of rank-3
+ * data) registers its channels-last result [N, C, 1, L] as the NHWC tensor
+ * of its rank-3 output value: its image, which the next such node reads
+ * instead of a layout round trip (cu_in never hands it out, it takes rank-3
+ * values in the plain layout only). The image of value v, or -1. */
+int cu_conv1d_image(cu_planner *pl, int v);
+/* Every reader of value v reads its image (1-D convolutions, rank-3
+ * InstanceNormalizations and Transposes [N, C, L] -> [N, L, C], as their
+ * data only) and v is no graph output: v's plain tensor is not needed. */
+bool cu_conv1d_readers_only(const cu_planner *pl, int v);
+/* Node n is a Transpose of rank-3 data by perm (0, 2, 1). */
+bool cu_transpose_021(const ait_graph *g, const ait_node *n);
 /* cuk op code of a binary ONNX op ("Add" -> CUK_ADD), or -1. */
 int cu_binary_code(const char *op_type);
 /* A strided-copy step: dst (contiguous, its dims) from src read at

@@ -364,10 +364,17 @@ typedef struct cuk_resize {
 cudaError_t cuk_resize_run(cudaStream_t s, const cuk_resize *p);
 
 /* InstanceNormalization over rows of `cols` contiguous elements, row r of
- * channel r % C (cuda_pad.cu): y = (x - mean) / sqrt(var + eps) * scale[c]
- * + bias[c] (float32, C values each). */
+ * channel r % C (cuda_pad.cu): y = act((x - mean) / sqrt(var + eps) *
+ * scale[c] + bias[c]) (float32, C values each; act a cuk unary code with
+ * parameters ap[2], CUK_COPY for none: FusedInstanceNorm's GELU). */
 cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t rows, int64_t cols,
-                         int64_t C, const float *scale, const float *bias, float eps);
+                         int64_t C, const float *scale, const float *bias, float eps, int act,
+                         const float *ap);
+/* The same on channels-last data x, y [N, L, C] (the image of a 1-D
+ * convolution's result): row (n, c) is x[n, :, c]. */
+cudaError_t cuk_instnorm_nhwc(cudaStream_t s, int dt, const void *x, void *y, int64_t N, int64_t L,
+                              int64_t C, const float *scale, const float *bias, float eps, int act,
+                              const float *ap);
 
 #ifdef __cplusplus
 }

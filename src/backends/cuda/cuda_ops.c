@@ -386,6 +386,12 @@ static bool chk_instnorm(const ait_graph *g, const ait_node *n, signed char *mem
     snprintf(why, len, "InstanceNormalization of a rank-%d tensor", r);
     return false;
   }
+  int act;
+  float ap[2];
+  if (!cu_instnorm_act(n, &act, ap)) {
+    snprintf(why, len, "%s with activation '%s'", n->op_type, ait_attr_str(n, "activation", ""));
+    return false;
+  }
   return true;
 }
 
@@ -428,6 +434,7 @@ static const cu_op_row rows[] = {
     {AIT_FUSED_DOMAIN, "FusedConv", chk_conv, cu_lower_conv},
     {AIT_FUSED_DOMAIN, "FusedGemm", chk_gemm, cu_lower_gemm},
     {AIT_FUSED_DOMAIN, "FusedMatMul", chk_matmul, cu_lower_matmul},
+    {AIT_FUSED_DOMAIN, "FusedInstanceNorm", chk_instnorm, cu_lower_instnorm},
 };
 
 static const char *const unary[] = {"Relu",      "Sigmoid",

@@ -121,34 +121,139 @@ extern "C" cudaError_t cuk_resize_run(cudaStream_t s, const cuk_resize *p) {
 /* ---- InstanceNormalization --------------------------------------------------- */
 
 /* One block per row (n, c): mean and variance over the row's cols elements
- * (two passes, as the reference), then y = (x - mean) * rsqrt(var + eps) *
- * scale[c] + bias[c]. */
+ * (two passes, as the reference), then y = act((x - mean) * rsqrt(var +
+ * eps) * scale[c] + bias[c]). Rows of up to PER * blockDim.x elements are
+ * read once into registers (wav2vec2's 3199 at 256 threads x 16): the two
+ * statistics passes and the output then cost no more reads of x, which
+ * makes the step one read and one write of the tensor. PER == 0: rows of
+ * any length, read three times (L1/L2 hits after the first). */
+template <int PER>
 __global__ void instnorm_kernel(int dt, const void *x, void *y, int64_t cols, int64_t C,
-                                const float *scale, const float *bias, float eps) {
+                                const float *scale, const float *bias, float eps, int act, float p0,
+                                float p1) {
   __shared__ float sh[32];
   int64_t row = blockIdx.x, base = row * cols, c = row % C;
+  float v[PER > 0 ? PER : 1];
   float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    sum += cuk_ldf(x, dt, base + j);
+  if (PER > 0) {
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
+      v[k] = j < cols ? cuk_ldf(x, dt, base + j) : 0.0f;
+      sum += v[k];
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      sum += cuk_ldf(x, dt, base + j);
+  }
   float mean = cuk_block_sum(sum, sh) / (float)cols;
   float q = 0.0f;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    float d = cuk_ldf(x, dt, base + j) - mean;
-    q += d * d;
+  if (PER > 0) {
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
+      float d = v[k] - mean;
+      q += j < cols ? d * d : 0.0f;
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float d = cuk_ldf(x, dt, base + j) - mean;
+      q += d * d;
+    }
   }
   float inv = rsqrtf(cuk_block_sum(q, sh) / (float)cols + eps);
   float a = inv * scale[c], b = bias[c] - mean * a;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    cuk_stf(y, dt, base + j, cuk_ldf(x, dt, base + j) * a + b);
+  if (PER > 0) {
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
+      if (j < cols) cuk_stf(y, dt, base + j, cuk_unary(act, v[k] * a + b, p0, p1));
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      cuk_stf(y, dt, base + j, cuk_unary(act, cuk_ldf(x, dt, base + j) * a + b, p0, p1));
+  }
 }
 
 extern "C" cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t rows,
                                     int64_t cols, int64_t C, const float *scale, const float *bias,
-                                    float eps) {
+                                    float eps, int act, const float *ap) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (rows > 2147483647 || C <= 0) return cudaErrorInvalidValue;
-  int64_t t = (cols + 31) / 32 * 32;
-  int threads = t > 512 ? 512 : t < 32 ? 32 : (int)t;
-  instnorm_kernel<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, cols, C, scale, bias, eps);
+  float p0 = ap ? ap[0] : 0.0f, p1 = ap ? ap[1] : 0.0f;
+  unsigned nb = (unsigned)rows;
+  /* short rows: fewer threads, so that most of each block's lanes hold data */
+  if (cols <= 128 * 4) {
+    int64_t t = (cols + 3) / 4;
+    int threads = t < 32 ? 32 : (int)((t + 31) / 32 * 32);
+    instnorm_kernel<4><<<nb, threads, 0, s>>>(dt, x, y, cols, C, scale, bias, eps, act, p0, p1);
+  } else if (cols <= 256 * 8) {
+    instnorm_kernel<8><<<nb, 256, 0, s>>>(dt, x, y, cols, C, scale, bias, eps, act, p0, p1);
+  } else if (cols <= 256 * 16) {
+    instnorm_kernel<16><<<nb, 256, 0, s>>>(dt, x, y, cols, C, scale, bias, eps, act, p0, p1);
+  } else {
+    instnorm_kernel<0><<<nb, 512, 0, s>>>(dt, x, y, cols, C, scale, bias, eps, act, p0, p1);
+  }
+  return cudaGetLastError();
+}
+
+/* Channels-last: block (32 channels, n), 32 x 16 threads, lanes over
+ * channels (each row of 32 is one contiguous read), the 16 rows of threads
+ * over L. The statistics in one pass: each thread's elements by Welford's
+ * update, the 16 partial (count, mean, M2) of a channel merged by Chan's
+ * formula (as stable as the reference's two passes, which would read the
+ * block's slab once more: it does not fit L1 at wav2vec2's L = 3199); then
+ * the output. */
+__global__ void instnorm_nhwc_kernel(int dt, const void *x, void *y, int64_t L, int64_t C,
+                                     const float *scale, const float *bias, float eps, int act,
+                                     float p0, float p1) {
+  __shared__ float sn[16][33], sm[16][33], sq[16][33];
+  int lane = threadIdx.x, ry = threadIdx.y, rows = blockDim.y;
+  int64_t c = (int64_t)blockIdx.x * 32 + lane, base = (int64_t)blockIdx.y * L * C + c;
+  bool on = c < C;
+  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+  if (on)
+    for (int64_t l = ry; l < L; l += rows) {
+      float v = cuk_ldf(x, dt, base + l * C);
+      n += 1.0f;
+      float d = v - mean;
+      mean += d / n;
+      m2 += d * (v - mean);
+    }
+  sn[ry][lane] = n;
+  sm[ry][lane] = mean;
+  sq[ry][lane] = m2;
+  __syncthreads();
+  if (ry == 0) { /* row 0 holds element 0 (L >= 1): na >= 1 throughout */
+    float na = sn[0][lane], ma = sm[0][lane], qa = sq[0][lane];
+    for (int k = 1; k < rows; k++) {
+      float nb = sn[k][lane];
+      if (nb == 0.0f) continue;
+      float nn = na + nb, d = sm[k][lane] - ma;
+      ma += d * (nb / nn);
+      qa += sq[k][lane] + d * d * (na * nb / nn);
+      na = nn;
+    }
+    sm[0][lane] = ma;
+    sq[0][lane] = qa;
+  }
+  __syncthreads();
+  if (!on) return;
+  mean = sm[0][lane];
+  float inv = rsqrtf(sq[0][lane] / (float)L + eps);
+  float a = inv * scale[c], b = bias[c] - mean * a;
+#pragma unroll 4
+  for (int64_t l = ry; l < L; l += rows)
+    cuk_stf(y, dt, base + l * C, cuk_unary(act, cuk_ldf(x, dt, base + l * C) * a + b, p0, p1));
+}
+
+extern "C" cudaError_t cuk_instnorm_nhwc(cudaStream_t s, int dt, const void *x, void *y, int64_t N,
+                                         int64_t L, int64_t C, const float *scale,
+                                         const float *bias, float eps, int act, const float *ap) {
+  if (N <= 0 || L <= 0 || C <= 0) return cudaSuccess;
+  if (N > 65535 || (C + 31) / 32 > 2147483647) return cudaErrorInvalidValue;
+  float p0 = ap ? ap[0] : 0.0f, p1 = ap ? ap[1] : 0.0f;
+  dim3 grid((unsigned)((C + 31) / 32), (unsigned)N), block(32, 16);
+  instnorm_nhwc_kernel<<<grid, block, 0, s>>>(dt, x, y, L, C, scale, bias, eps, act, p0, p1);
   return cudaGetLastError();
 }

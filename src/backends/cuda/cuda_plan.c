@@ -188,6 +188,7 @@ ait_status cu_view(cu_planner *pl, int v, int src) {
     return ait_err(AIT_E_SHAPE, "cuda: '%s' (%lld bytes) cannot view %lld bytes", val->name,
                    (long long)tt.bytes, (long long)p->t[src].bytes);
   tt.root = p->t[src].root;
+  tt.voff = p->t[src].voff;
   int t;
   AIT_TRY(push_tensor(p, &tt, &t));
   p->vt[CU_PLAIN][v] = t;
@@ -203,7 +204,44 @@ ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, 
     return ait_err(AIT_E_SHAPE, "cuda: a view of %lld bytes over %lld", (long long)tt.bytes,
                    (long long)p->t[src].bytes);
   tt.root = p->t[src].root;
+  tt.voff = p->t[src].voff;
   return push_tensor(p, &tt, t);
+}
+
+ait_status cu_view_part(cu_planner *pl, int v, int src, int64_t off) {
+  cu_plan *p = pl->p;
+  const ait_value *val = &pl->g->values[v];
+  if (!dims_known(val))
+    return ait_err(AIT_E_SHAPE, "cuda: the shape of '%s' is not known for these input shapes",
+                   val->name);
+  if (p->t[src].layout != CU_PLAIN)
+    return ait_err(AIT_E_INTERNAL, "cuda: part of a channels-last tensor for '%s'", val->name);
+  int64_t dims[AIT_MAX_RANK];
+  value_dims(val, dims);
+  cu_tensor tt = tensor_of(p->t[src].dt, val->rank, dims, CU_PLAIN, CU_ST_VIEW, v);
+  if (off < 0 || off + tt.bytes > p->t[src].bytes)
+    return ait_err(AIT_E_SHAPE, "cuda: '%s' (%lld bytes at %lld) is not within %lld bytes",
+                   val->name, (long long)tt.bytes, (long long)off, (long long)p->t[src].bytes);
+  tt.root = p->t[src].root;
+  tt.voff = p->t[src].voff + off;
+  int t;
+  AIT_TRY(push_tensor(p, &tt, &t));
+  p->vt[CU_PLAIN][v] = t;
+  return AIT_OK;
+}
+
+ait_status cu_view_as(cu_planner *pl, int src, int rank, const int64_t *dims, cu_layout lay, int v,
+                      int *t) {
+  cu_plan *p = pl->p;
+  cu_tensor tt = tensor_of(p->t[src].dt, rank, dims, lay, CU_ST_VIEW, v);
+  if (tt.bytes != p->t[src].bytes)
+    return ait_err(AIT_E_SHAPE, "cuda: a view of %lld bytes over %lld", (long long)tt.bytes,
+                   (long long)p->t[src].bytes);
+  tt.root = p->t[src].root;
+  tt.voff = p->t[src].voff;
+  AIT_TRY(push_tensor(p, &tt, t));
+  if (v >= 0) p->vt[p->t[*t].layout][v] = *t;
+  return AIT_OK;
 }
 
 /* Append bytes to the plan's constant image; *off receives their offset. */
@@ -537,7 +575,10 @@ static ait_status place(cu_state *s, cu_plan *p) {
       x->ptr = (char *)p->cbuf + x->offset;
   }
   for (int t = 0; t < p->n_t; t++)
-    if (p->t[t].store == CU_ST_VIEW) p->t[t].ptr = p->t[p->t[t].root].ptr;
+    if (p->t[t].store == CU_ST_VIEW) {
+      char *r = p->t[p->t[t].root].ptr;
+      p->t[t].ptr = r ? r + p->t[t].voff : NULL;
+    }
   return AIT_OK;
 }
 

@@ -75,6 +75,8 @@ AIT_HOST_FN(ait_status, ait_onnx_write_model, (const ait_graph *g, const char *p
 
 /* operators, the reference executor, the profiler's observer */
 AIT_HOST_FN(ait_status, ait_act_parse, (const ait_node *n, ait_act *a), (n, a))
+AIT_HOST_FN(const char *, ait_act_name, (ait_act_kind k), (k))
+AIT_HOST_FN(bool, ait_match_gelu, (const ait_match_view *v, int x, ait_gelu_match *m), (v, x, m))
 AIT_HOST_FN(const ait_op_def *, ait_op_lookup,
             (const char *domain, const char *name, int64_t opset, const char **why),
             (domain, name, opset, why))
@@ -102,6 +104,9 @@ AIT_HOST_FN(int, nat_add_initializer,
             (ait_graph * g, const char *base, const char *suffix, ait_tensor *t),
             (g, base, suffix, t))
 AIT_HOST_FN(ait_status, nat_attr_set_int, (ait_node * n, const char *name, int64_t v), (n, name, v))
+AIT_HOST_FN(ait_status, nat_attr_set_str, (ait_node * n, const char *name, const char *v),
+            (n, name, v))
+AIT_HOST_FN(ait_status, nat_node_make_fused, (ait_node * n, const char *op), (n, op))
 AIT_HOST_FN(ait_graph *, nat_graph_clone, (const ait_graph *g, ait_graph *parent, bool borrow),
             (g, parent, borrow))
 AIT_HOST_FN(ait_status, nat_graph_compact, (ait_graph * g, const bool *dead), (g, dead))

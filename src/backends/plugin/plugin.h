@@ -32,6 +32,7 @@
 #include "core/fileio.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "ir/passes/passes.h"
 #include "onnx/onnx_io.h"
 #include "ops/fused_impl.h"
 #include "ops/op.h"
