@@ -685,7 +685,7 @@ static ait_graph *conv1d_model(void) {
  * (by Shape, then by a constant), Mul gamma [8, 1], Add beta [8, 1]; the
  * first with an erf GELU written out (wav2vec2's feature extractor), the
  * second with Mul and Add reading the constant first. cuda runs each as one
- * FusedInstanceNorm step (cuda_gn.c). x [-1, 1, L] -> y [-1, 8, (L - 4) /
+ * FusedInstanceNorm step (nat_pass_groupnorm). x [-1, 1, L] -> y [-1, 8, (L - 4) /
  * 2 + 1]; L picks the row length of the normalization, and so its kernel. */
 static ait_graph *gn_model(int64_t L) {
   static float w1[8 * 4], w2[8 * 8 * 3], b2[8], ones[8], zeros[8], gm1[8], bt1[8], s2[8], bb2[8],
