@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/cuda/cuda_inorm.h"
 #include "backends/plugin/plugin.h"
 #include "check.h"
 #include "core/codec.h"
@@ -684,7 +685,7 @@ static ait_graph *conv1d_model(void) {
  * (by Shape, then by a constant), Mul gamma [8, 1], Add beta [8, 1]; the
  * first with an erf GELU written out (wav2vec2's feature extractor), the
  * second with Mul and Add reading the constant first. cuda runs each as one
- * FusedInstanceNorm step (cuda_gn.c). x [-1, 1, L] -> y [-1, 8, (L - 4) /
+ * FusedInstanceNorm step (nat_pass_groupnorm). x [-1, 1, L] -> y [-1, 8, (L - 4) /
  * 2 + 1]; L picks the row length of the normalization, and so its kernel. */
 static ait_graph *gn_model(int64_t L) {
   static float w1[8 * 4], w2[8 * 8 * 3], b2[8], ones[8], zeros[8], gm1[8], bt1[8], s2[8], bb2[8],
@@ -1175,6 +1176,22 @@ static void ref_copy(int esize, int rank, int64_t n, int64_t base, const int64_t
 /* cuk_copy_widen on random transposes and slices (negative steps too) of
  * random tensors: the widened copy moves the same bytes; copies that keep
  * a contiguous innermost run of whole units widen. */
+/* When the channels-last instance norm splits L (host-side choice): only
+ * for a grid of too few blocks, with a workspace, at least 4 rows a thread,
+ * at most 64 slabs. */
+static void test_instnorm_slabs(void) {
+  const int64_t mb = (int64_t)1 << 20;
+  int w1 = cuk_instnorm_nhwc_slabs(1, 3199, 512, 132, 256 * mb); /* wav2vec2 at batch 1 */
+  CHECK(w1 > 1 && w1 <= 64);
+  CHECK(cuk_instnorm_nhwc_slabs(32, 3199, 512, 132, 256 * mb) == 1); /* 512 blocks already */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 3199, 512, 132, 0) == 1);         /* no workspace */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 3199, 512, 132, 1000) == 1);      /* too small a one */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 3199, 512, 0, 256 * mb) == 1);    /* a dry state */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 100, 512, 132, 256 * mb) == 1);   /* rows too short */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 1099, 8, 132, 256 * mb) == 17);   /* gn_model L=2200 */
+  CHECK(cuk_instnorm_nhwc_slabs(1, 1 << 20, 8, 132, 256 * mb) == 64);
+}
+
 static void test_copy_widen(void) {
   static uint8_t src[1 << 16], out1[1 << 16], out2[1 << 16];
   for (size_t i = 0; i < sizeof src; i++)
@@ -2521,6 +2538,7 @@ int main(int argc, char **argv) {
   test_fp8wo_weights();
   test_fp8wo_file();
   test_copy_widen();
+  test_instnorm_slabs();
   char why[256] = "";
   if (!cuda_iface()->available(why, sizeof why)) {
     /* supports() answers on the small models need no device */

@@ -198,7 +198,7 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   if (!st) st = cu_opts_parse(cfg, &o);
   if (!st) st = cu_pass_qkv(copy, &o, &merged);
   int gn = 0;
-  if (!st) st = cu_pass_groupnorm(copy, &gn);
+  if (!st) st = nat_pass_groupnorm(copy, &gn); /* native's, which cuda's passes skip */
   if (st) {
     ait_graph_free(copy);
     return ait_err_prefix(st, "cuda: graph passes");

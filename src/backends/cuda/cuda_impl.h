@@ -10,7 +10,6 @@
  *   cuda_lower_reduce.c  reductions, ArgMax/ArgMin, variadic Sum/Mean/Max/Min
  *   cuda_lower23.c    RMSNormalization, RotaryEmbedding, Attention (opset 23)
  *   cuda_lower_pad.c  Pad, Resize, InstanceNormalization (and FusedInstanceNorm)
- *   cuda_gn.c         GroupNorm as exported (+ its GELU) into FusedInstanceNorm
  *   cuda_copy.h       strided copies' host preparation (wider units, 32-bit
  *                     indices), plain C so that tests check it on the CPU
  *   cuda_gemm.c       Gemm / MatMul through cuBLASLt, measured algorithms
@@ -33,7 +32,8 @@
  * How it runs: build() copies the graph and rewrites the copy with the
  * native backend's passes (constant folding, BatchNormalization folding,
  * bias / residual / activation fusion into FusedConv, FusedGemm and
- * FusedMatMul), then its own (cu_pass_qkv, cu_pass_groupnorm). An input
+ * FusedMatMul), then its own (cu_pass_qkv) and native's GroupNorm fusion (nat_pass_groupnorm),
+ * which native runs inside its epilogue pass. An input
  * signature (dtypes and shapes, plus the values of small integer inputs
  * used as shapes) gets a plan at its first infer: a copy of the graph with
  * every shape made concrete and every value computable from shapes and
@@ -463,10 +463,6 @@ ait_status cu_lower_instnorm(cu_planner *pl, const ait_node *n);
 /* The activation of an InstanceNormalization or FusedInstanceNorm node as a
  * cuk unary code and its parameters; false when it has no kernel. */
 bool cu_instnorm_act(const ait_node *n, int *code, float *ap);
-/* GroupNorm as exported (Reshape, InstanceNormalization, Reshape, Mul,
- * Add) and a spelled-out GELU after it into one FusedInstanceNorm
- * (cuda_gn.c, a rewrite of the graph copy); *fused counts them. */
-ait_status cu_pass_groupnorm(ait_graph *g, int *fused);
 /* Pad's mode (cuk_pad's code), Resize's coordinate transformation and
  * nearest rounding (CUK_RS_*) by their ONNX names; -1 for others. */
 int cu_pad_mode(const char *mode);

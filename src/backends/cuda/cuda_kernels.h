@@ -371,10 +371,15 @@ cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void *y, int64_t
                          int64_t C, const float *scale, const float *bias, float eps, int act,
                          const float *ap);
 /* The same on channels-last data x, y [N, L, C] (the image of a 1-D
- * convolution's result): row (n, c) is x[n, :, c]. */
+ * convolution's result): row (n, c) is x[n, :, c]. With n_sm > 0 and a
+ * workspace ws of ws_bytes (device memory free for this call), a grid of
+ * too few blocks for n_sm multiprocessors splits L into slabs: partial
+ * statistics into ws, then a second kernel merges them and writes y (ws
+ * NULL or too small: one kernel). */
 cudaError_t cuk_instnorm_nhwc(cudaStream_t s, int dt, const void *x, void *y, int64_t N, int64_t L,
                               int64_t C, const float *scale, const float *bias, float eps, int act,
-                              const float *ap);
+                              const float *ap, int n_sm, void *ws, int64_t ws_bytes);
+/* (The split's choice: cuk_instnorm_nhwc_slabs, cuda_inorm.h.) */
 
 #ifdef __cplusplus
 }

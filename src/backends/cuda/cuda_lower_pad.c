@@ -232,7 +232,8 @@ static ait_status inorm_run(cu_state *s, cu_plan *p, cu_step *st) {
   int dt = p->t[d->x].dt;
   if (d->nhwc)
     return cu_check(cuk_instnorm_nhwc(s->stream, dt, cu_ptr(p, d->x), cu_ptr(p, d->y), d->rows,
-                                      d->cols, d->C, d->scale, d->bias, d->eps, d->act, d->ap),
+                                      d->cols, d->C, d->scale, d->bias, d->eps, d->act, d->ap,
+                                      s->n_sm, s->ws, s->o.ws_bytes),
                     "InstanceNormalization");
   return cu_check(cuk_instnorm(s->stream, dt, cu_ptr(p, d->x), cu_ptr(p, d->y), d->rows, d->cols,
                                d->C, d->scale, d->bias, d->eps, d->act, d->ap),

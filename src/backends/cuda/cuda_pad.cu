@@ -3,6 +3,7 @@
  * (swin_t), Resize (deeplabv3) and InstanceNormalization (wav2vec2).
  * Semantics follow the reference (src/ops); floats compute in float32. */
 #include "backends/cuda/cuda_device.cuh"
+#include "backends/cuda/cuda_inorm.h"
 
 /* ---- Pad ------------------------------------------------------------------- */
 
@@ -197,63 +198,134 @@ extern "C" cudaError_t cuk_instnorm(cudaStream_t s, int dt, const void *x, void 
   return cudaGetLastError();
 }
 
-/* Channels-last: block (32 channels, n), 32 x 16 threads, lanes over
+/* Channels-last: block (32 channels, n, slab), 32 x 16 threads, lanes over
  * channels (each row of 32 is one contiguous read), the 16 rows of threads
- * over L. The statistics in one pass: each thread's elements by Welford's
- * update, the 16 partial (count, mean, M2) of a channel merged by Chan's
- * formula (as stable as the reference's two passes, which would read the
- * block's slab once more: it does not fit L1 at wav2vec2's L = 3199); then
- * the output. */
-__global__ void instnorm_nhwc_kernel(int dt, const void *x, void *y, int64_t L, int64_t C,
-                                     const float *scale, const float *bias, float eps, int act,
-                                     float p0, float p1) {
-  __shared__ float sn[16][33], sm[16][33], sq[16][33];
-  int lane = threadIdx.x, ry = threadIdx.y, rows = blockDim.y;
-  int64_t c = (int64_t)blockIdx.x * 32 + lane, base = (int64_t)blockIdx.y * L * C + c;
-  bool on = c < C;
-  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
-  if (on)
-    for (int64_t l = ry; l < L; l += rows) {
-      float v = cuk_ldf(x, dt, base + l * C);
-      n += 1.0f;
-      float d = v - mean;
-      mean += d / n;
-      m2 += d * (v - mean);
-    }
-  sn[ry][lane] = n;
-  sm[ry][lane] = mean;
-  sq[ry][lane] = m2;
+ * over the slab's part of L. The statistics in one pass: each thread's
+ * elements by Welford's update, the 16 partial (count, mean, M2) of a
+ * channel merged by Chan's formula (as stable as the reference's two
+ * passes, which would read the block's slab once more: it does not fit L1
+ * at wav2vec2's L = 3199). One slab: then the output. Several (a grid of
+ * too few blocks: wav2vec2's 512 channels at batch 1 made 16 blocks on 132
+ * multiprocessors, 0.167 ms for 3 MB), a first kernel writes each slab's
+ * (count, mean, M2) to part[n][slab][c], and a second merges a channel's
+ * slabs, in order, before writing its slab of y. */
+
+__device__ static void in_welford(int dt, const void *x, int64_t base, int64_t l0, int64_t l1,
+                                  int64_t C, int ry, float *n, float *mean, float *m2) {
+  float cn = 0.0f, cm = 0.0f, cq = 0.0f;
+  for (int64_t l = l0 + ry; l < l1; l += CUK_IN_ROWS) {
+    float v = cuk_ldf(x, dt, base + l * C);
+    cn += 1.0f;
+    float d = v - cm;
+    cm += d / cn;
+    cq += d * (v - cm);
+  }
+  *n = cn, *mean = cm, *m2 = cq;
+}
+
+/* Chan's merge of (nb, mb, qb) into (na, ma, qa). */
+__device__ static void in_merge(float *na, float *ma, float *qa, float nb, float mb, float qb) {
+  if (nb == 0.0f) return;
+  float nn = *na + nb, d = mb - *ma;
+  *ma += d * (nb / nn);
+  *qa += qb + d * d * (*na * nb / nn);
+  *na = nn;
+}
+
+/* The 16 rows' partials of each lane's channel merged into row 0. */
+__device__ static void in_block_merge(float (*sn)[33], float (*sm)[33], float (*sq)[33], int lane,
+                                      int ry) {
   __syncthreads();
-  if (ry == 0) { /* row 0 holds element 0 (L >= 1): na >= 1 throughout */
+  if (ry == 0) {
     float na = sn[0][lane], ma = sm[0][lane], qa = sq[0][lane];
-    for (int k = 1; k < rows; k++) {
-      float nb = sn[k][lane];
-      if (nb == 0.0f) continue;
-      float nn = na + nb, d = sm[k][lane] - ma;
-      ma += d * (nb / nn);
-      qa += sq[k][lane] + d * d * (na * nb / nn);
-      na = nn;
-    }
+    for (int k = 1; k < CUK_IN_ROWS; k++)
+      in_merge(&na, &ma, &qa, sn[k][lane], sm[k][lane], sq[k][lane]);
+    sn[0][lane] = na;
     sm[0][lane] = ma;
     sq[0][lane] = qa;
   }
   __syncthreads();
-  if (!on) return;
-  mean = sm[0][lane];
-  float inv = rsqrtf(sq[0][lane] / (float)L + eps);
-  float a = inv * scale[c], b = bias[c] - mean * a;
+}
+
+__device__ static void in_write(int dt, const void *x, void *y, int64_t base, int64_t l0,
+                                int64_t l1, int64_t C, int ry, float a, float b, int act, float p0,
+                                float p1) {
 #pragma unroll 4
-  for (int64_t l = ry; l < L; l += rows)
+  for (int64_t l = l0 + ry; l < l1; l += CUK_IN_ROWS)
     cuk_stf(y, dt, base + l * C, cuk_unary(act, cuk_ldf(x, dt, base + l * C) * a + b, p0, p1));
+}
+
+/* part: NULL for one slab (statistics and output in one kernel); else the
+ * first kernel's output, [N][slabs][C][3]. */
+__global__ void instnorm_nhwc_kernel(int dt, const void *x, void *y, int64_t L, int64_t C,
+                                     const float *scale, const float *bias, float eps, int act,
+                                     float p0, float p1, int64_t slab, float *part) {
+  __shared__ float sn[CUK_IN_ROWS][33], sm[CUK_IN_ROWS][33], sq[CUK_IN_ROWS][33];
+  int lane = threadIdx.x, ry = threadIdx.y;
+  int64_t c = (int64_t)blockIdx.x * 32 + lane, base = (int64_t)blockIdx.y * L * C + c;
+  int64_t l0 = (int64_t)blockIdx.z * slab, l1 = l0 + slab < L ? l0 + slab : L;
+  bool on = c < C;
+  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+  if (on) in_welford(dt, x, base, l0, l1, C, ry, &n, &mean, &m2);
+  sn[ry][lane] = n;
+  sm[ry][lane] = mean;
+  sq[ry][lane] = m2;
+  in_block_merge(sn, sm, sq, lane, ry);
+  if (!on) return;
+  if (part) { /* first of two kernels: this slab's statistics */
+    if (ry == 0) {
+      float *o = part + (((int64_t)blockIdx.y * gridDim.z + blockIdx.z) * C + c) * 3;
+      o[0] = sn[0][lane], o[1] = sm[0][lane], o[2] = sq[0][lane];
+    }
+    return;
+  }
+  float inv = rsqrtf(sq[0][lane] / (float)L + eps);
+  float a = inv * scale[c], b = bias[c] - sm[0][lane] * a;
+  in_write(dt, x, y, base, l0, l1, C, ry, a, b, act, p0, p1);
+}
+
+/* Second kernel: a channel's slabs merged (in slab order, by every block
+ * of the channel alike), then this block's slab of y. */
+__global__ void instnorm_nhwc_out_kernel(int dt, const void *x, void *y, int64_t L, int64_t C,
+                                         const float *scale, const float *bias, float eps, int act,
+                                         float p0, float p1, int64_t slab, const float *part) {
+  __shared__ float sa[2][32];
+  int lane = threadIdx.x, ry = threadIdx.y;
+  int64_t c = (int64_t)blockIdx.x * 32 + lane, base = (int64_t)blockIdx.y * L * C + c;
+  int64_t l0 = (int64_t)blockIdx.z * slab, l1 = l0 + slab < L ? l0 + slab : L;
+  bool on = c < C;
+  if (on && ry == 0) {
+    const float *q = part + (int64_t)blockIdx.y * gridDim.z * C * 3 + c * 3;
+    float na = q[0], ma = q[1], qa = q[2]; /* slab 0 holds element 0: na >= 1 */
+    for (unsigned k = 1; k < gridDim.z; k++) {
+      const float *r = q + (int64_t)k * C * 3;
+      in_merge(&na, &ma, &qa, r[0], r[1], r[2]);
+    }
+    float inv = rsqrtf(qa / (float)L + eps);
+    sa[0][lane] = inv * scale[c];
+    sa[1][lane] = bias[c] - ma * sa[0][lane];
+  }
+  __syncthreads();
+  if (!on) return;
+  in_write(dt, x, y, base, l0, l1, C, ry, sa[0][lane], sa[1][lane], act, p0, p1);
 }
 
 extern "C" cudaError_t cuk_instnorm_nhwc(cudaStream_t s, int dt, const void *x, void *y, int64_t N,
                                          int64_t L, int64_t C, const float *scale,
-                                         const float *bias, float eps, int act, const float *ap) {
+                                         const float *bias, float eps, int act, const float *ap,
+                                         int n_sm, void *ws, int64_t ws_bytes) {
   if (N <= 0 || L <= 0 || C <= 0) return cudaSuccess;
   if (N > 65535 || (C + 31) / 32 > 2147483647) return cudaErrorInvalidValue;
   float p0 = ap ? ap[0] : 0.0f, p1 = ap ? ap[1] : 0.0f;
-  dim3 grid((unsigned)((C + 31) / 32), (unsigned)N), block(32, 16);
-  instnorm_nhwc_kernel<<<grid, block, 0, s>>>(dt, x, y, L, C, scale, bias, eps, act, p0, p1);
+  int slabs = ws ? cuk_instnorm_nhwc_slabs(N, L, C, n_sm, ws_bytes) : 1;
+  int64_t slab = (L + slabs - 1) / slabs;
+  slabs = (int)((L + slab - 1) / slab); /* every slab non-empty: slab 0 starts at 0 */
+  dim3 grid((unsigned)((C + 31) / 32), (unsigned)N, (unsigned)slabs), block(32, CUK_IN_ROWS);
+  float *part = slabs > 1 ? (float *)ws : NULL;
+  instnorm_nhwc_kernel<<<grid, block, 0, s>>>(dt, x, y, L, C, scale, bias, eps, act, p0, p1, slab,
+                                              part);
+  if (part)
+    instnorm_nhwc_out_kernel<<<grid, block, 0, s>>>(dt, x, y, L, C, scale, bias, eps, act, p0, p1,
+                                                    slab, part);
   return cudaGetLastError();
 }

@@ -173,27 +173,35 @@ ait_status cu_weight_tensor(cu_planner *pl, ait_dtype dt, int rank, const int64_
   return push_tensor(pl->p, &tt, t);
 }
 
-ait_status cu_view(cu_planner *pl, int v, int src) {
+/* Value v as a view of src at byte offset off: all of it (whole) or a part
+ * within it. */
+static ait_status view_at(cu_planner *pl, int v, int src, int64_t off, bool whole) {
   cu_plan *p = pl->p;
   const ait_value *val = &pl->g->values[v];
   if (!dims_known(val))
     return ait_err(AIT_E_SHAPE, "cuda: the shape of '%s' is not known for these input shapes",
                    val->name);
   if (p->t[src].layout != CU_PLAIN)
-    return ait_err(AIT_E_INTERNAL, "cuda: view of a channels-last tensor for '%s'", val->name);
+    return ait_err(AIT_E_INTERNAL, "cuda: %s a channels-last tensor for '%s'",
+                   whole ? "view of" : "part of", val->name);
   int64_t dims[AIT_MAX_RANK];
   value_dims(val, dims);
   cu_tensor tt = tensor_of(p->t[src].dt, val->rank, dims, CU_PLAIN, CU_ST_VIEW, v);
-  if (tt.bytes != p->t[src].bytes)
+  if (whole && tt.bytes != p->t[src].bytes)
     return ait_err(AIT_E_SHAPE, "cuda: '%s' (%lld bytes) cannot view %lld bytes", val->name,
                    (long long)tt.bytes, (long long)p->t[src].bytes);
+  if (off < 0 || off + tt.bytes > p->t[src].bytes)
+    return ait_err(AIT_E_SHAPE, "cuda: '%s' (%lld bytes at %lld) is not within %lld bytes",
+                   val->name, (long long)tt.bytes, (long long)off, (long long)p->t[src].bytes);
   tt.root = p->t[src].root;
-  tt.voff = p->t[src].voff;
+  tt.voff = p->t[src].voff + off;
   int t;
   AIT_TRY(push_tensor(p, &tt, &t));
   p->vt[CU_PLAIN][v] = t;
   return AIT_OK;
 }
+
+ait_status cu_view(cu_planner *pl, int v, int src) { return view_at(pl, v, src, 0, true); }
 
 ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, int *t) {
   cu_plan *p = pl->p;
@@ -209,25 +217,7 @@ ait_status cu_view_dims(cu_planner *pl, int src, int rank, const int64_t *dims, 
 }
 
 ait_status cu_view_part(cu_planner *pl, int v, int src, int64_t off) {
-  cu_plan *p = pl->p;
-  const ait_value *val = &pl->g->values[v];
-  if (!dims_known(val))
-    return ait_err(AIT_E_SHAPE, "cuda: the shape of '%s' is not known for these input shapes",
-                   val->name);
-  if (p->t[src].layout != CU_PLAIN)
-    return ait_err(AIT_E_INTERNAL, "cuda: part of a channels-last tensor for '%s'", val->name);
-  int64_t dims[AIT_MAX_RANK];
-  value_dims(val, dims);
-  cu_tensor tt = tensor_of(p->t[src].dt, val->rank, dims, CU_PLAIN, CU_ST_VIEW, v);
-  if (off < 0 || off + tt.bytes > p->t[src].bytes)
-    return ait_err(AIT_E_SHAPE, "cuda: '%s' (%lld bytes at %lld) is not within %lld bytes",
-                   val->name, (long long)tt.bytes, (long long)off, (long long)p->t[src].bytes);
-  tt.root = p->t[src].root;
-  tt.voff = p->t[src].voff + off;
-  int t;
-  AIT_TRY(push_tensor(p, &tt, &t));
-  p->vt[CU_PLAIN][v] = t;
-  return AIT_OK;
+  return view_at(pl, v, src, off, false);
 }
 
 ait_status cu_view_as(cu_planner *pl, int src, int rank, const int64_t *dims, cu_layout lay, int v,

@@ -100,6 +100,13 @@ typedef struct nat_pass_stats {
  * (cuda) lower attention themselves, so nat_run_passes leaves it out. */
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats);
 ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention);
+/* torch's GroupNorm(C, C) on x [N, C, T] as exported (Reshape,
+ * InstanceNormalization, Reshape, Mul, Add) and a spelled-out GELU after
+ * it into one FusedInstanceNorm, over the whole graph: the one definition,
+ * which nat_run_passes runs inside its epilogue pass and cuda, which runs
+ * no epilogue pass of native's (it makes ops cuda has no kernel for), on
+ * its own. *fused counts the rewrites. */
+ait_status nat_pass_groupnorm(ait_graph *g, int *fused);
 /* Mark g's FusedAttention nodes (attribute bf16 = 1) for products in
  * bfloat16 with float sums (native_attn_bf16.c) where the CPU has
  * AVX512-BF16; elsewhere they stay float32. */

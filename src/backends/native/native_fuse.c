@@ -609,7 +609,8 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   if (!ait_is_op(n, "InstanceNormalization") || n->n_in != 3 || n->n_out < 1 || n->in[0] < 0)
     return AIT_OK;
   int xin = n->in[0], rp = g->values[xin].producer;
-  if (rp < 0 || u->dead[rp] || !ait_is_op(&g->nodes[rp], "Reshape") || sole_reader(u, xin) != i)
+  if (rp < 0 || u->dead[rp] || !ait_is_op(&g->nodes[rp], "Reshape") || g->nodes[rp].n_in < 2 ||
+      sole_reader(u, xin) != i)
     return AIT_OK;
   int x = g->nodes[rp].in[0];
   const ait_value *xv = &g->values[x];
@@ -617,7 +618,7 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   int64_t C = xv->dims[1].v;
   if (!same_planes(g, &g->nodes[rp], g->nodes[rp].in[1], xv)) return AIT_OK;
   int r1 = sole_op(u, n->out[0], "Reshape");
-  if (r1 < 0) return AIT_OK;
+  if (r1 < 0 || g->nodes[r1].n_in < 2) return AIT_OK;
   int sh = g->nodes[r1].in[1], shp = sh >= 0 ? g->values[sh].producer : -1;
   bool back = shp >= 0 && ait_is_op(&g->nodes[shp], "Shape") && g->nodes[shp].in[0] == x &&
               ait_attr_int(&g->nodes[shp], "start", 0) == 0 &&
@@ -671,8 +672,25 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
     absorb(u, i, ai);
   }
   u->dead[rp] = u->dead[r1] = u->dead[mi] = true;
+  /* the Shape of x fed only the Reshape back: as a reader of x it would
+   * keep x's plain form alive (cuda's NHWC 1-D convolutions) */
+  if (back && u->uses[sh] == 1 && !u->is_out[sh]) u->dead[shp] = true;
   (*count)++;
   return nat_uses_refresh(u);
+}
+
+ait_status nat_pass_groupnorm(ait_graph *g, int *fused) {
+  *fused = 0;
+  nat_uses u;
+  memset(&u, 0, sizeof u);
+  u.g = g;
+  ait_status st = nat_uses_refresh(&u);
+  for (int i = 0; !st && i < g->n_nodes; i++)
+    if (!u.dead[i]) st = fuse_groupnorm(&u, i, fused);
+  if (!st && *fused) st = nat_graph_compact(g, u.dead);
+  if (!st && *fused) st = nat_resolve_fused(g);
+  nat_uses_free(&u);
+  return st;
 }
 
 ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
