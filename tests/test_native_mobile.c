@@ -81,6 +81,28 @@ static void init(tb_model *m, const char *name, int rank, const int64_t *dims, f
   free(d);
 }
 
+/* Backend `spec` built on g (NULL on failure, reported under `what`). */
+static void *build_on(const char *spec, const ait_graph *g, ait_backend_config *cfg,
+                      const char *what) {
+  void *state = NULL;
+  CHECK(ait_backend_config_parse(spec, cfg) == AIT_OK);
+  ait_status st = cfg->iface->build(cfg, g, NULL, &state);
+  if (st) fprintf(stderr, "%s on %s: %s\n", what, spec, ait_last_error());
+  CHECK(st == AIT_OK);
+  return st ? NULL : state;
+}
+
+/* One run of state on x matches ref to 1e-5 (reported under `what`). */
+static void check_run(const ait_backend_config *cfg, void *state, const ait_tensor *x,
+                      const ait_tensor *ref, const char *what, const char *spec) {
+  ait_tensor *y = NULL;
+  ait_status st = cfg->iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
+  double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
+  if (!(e <= 1e-5)) fprintf(stderr, "%s on %s: difference %g\n", what, spec, e);
+  CHECK(e <= 1e-5);
+  ait_tensor_free(y);
+}
+
 /* One random depthwise conv + activation against eager at every level
  * (from case 48: 3x3, dilation 1, the activations in turn). */
 static void dw_case(int cs) {
@@ -139,17 +161,18 @@ static void dw_case(int cs) {
   for (int64_t i = 0; i < ait_tensor_numel(x); i++)
     xv[i] = frand(3.0f);
   CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  char what[160];
+  snprintf(what, sizeof what,
+           "dw case %d (N %lld C %lld %lldx%lld k %lldx%lld s %lld d %lld act %lld)", cs,
+           (long long)N, (long long)C, (long long)H, (long long)W, (long long)k, (long long)kw,
+           (long long)s, (long long)d, (long long)act);
   static const char *const isas[] = {"avx512", "avx2", "portable"};
   for (int a = 0; ref && a < 3; a++)
     for (int t = 1; t <= 3; t += 2) {
       char spec[96];
       snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], t);
       ait_backend_config cfg;
-      void *state = NULL;
-      CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
-      ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
-      if (st) fprintf(stderr, "dw case %d on %s: %s\n", cs, spec, ait_last_error());
-      CHECK(st == AIT_OK);
+      void *state = build_on(spec, g, &cfg, what);
       if (!state) continue;
       if (a == 1 && t == 1) { /* the activation went into the conv */
         const ait_graph *rg = ((nat_state *)state)->g;
@@ -159,19 +182,8 @@ static void dw_case(int cs) {
         if (!ok) fprintf(stderr, "dw case %d: the activation was not fused\n", cs);
         CHECK(ok);
       }
-      for (int run = 0; run < 2; run++) {
-        ait_tensor *y = NULL;
-        st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-        double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
-        if (!(e <= 1e-5))
-          fprintf(stderr,
-                  "dw case %d (N %lld C %lld %lldx%lld k %lldx%lld s %lld d %lld act %lld) on %s: "
-                  "difference %g\n",
-                  cs, (long long)N, (long long)C, (long long)H, (long long)W, (long long)k,
-                  (long long)kw, (long long)s, (long long)d, (long long)act, spec, e);
-        CHECK(e <= 1e-5);
-        ait_tensor_free(y);
-      }
+      for (int run = 0; run < 2; run++)
+        check_run(&cfg, state, x, ref, what, spec);
       cfg.iface->destroy(state);
     }
   ait_tensor_free(ref);
@@ -211,28 +223,18 @@ static void stem_case(int cs) {
   for (int64_t i = 0; i < ait_tensor_numel(x); i++)
     xv[i] = frand(2.0f);
   CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+  char what[128];
+  snprintf(what, sizeof what, "stem case %d (N %lld %lldx%lld k %lld s %lld M %lld act %lld)", cs,
+           (long long)N, (long long)H, (long long)W, (long long)k, (long long)s, (long long)M,
+           (long long)act);
   static const char *const isas[] = {"avx512", "avx2", "portable"};
   for (int a = 0; ref && a < 3; a++) {
     char spec[96];
     snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], 1 + 2 * (cs % 2));
     ait_backend_config cfg;
-    void *state = NULL;
-    CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
-    ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
-    if (st) fprintf(stderr, "stem case %d on %s: %s\n", cs, spec, ait_last_error());
-    CHECK(st == AIT_OK);
+    void *state = build_on(spec, g, &cfg, what);
     if (!state) continue;
-    ait_tensor *y = NULL;
-    st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-    double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
-    if (!(e <= 1e-5))
-      fprintf(stderr,
-              "stem case %d (N %lld %lldx%lld k %lld s %lld M %lld act %lld) on %s: "
-              "difference %g\n",
-              cs, (long long)N, (long long)H, (long long)W, (long long)k, (long long)s,
-              (long long)M, (long long)act, spec, e);
-    CHECK(e <= 1e-5);
-    ait_tensor_free(y);
+    check_run(&cfg, state, x, ref, what, spec);
     cfg.iface->destroy(state);
   }
   ait_tensor_free(ref);
@@ -280,25 +282,17 @@ static void test_mean_hw(void) {
       char spec[96];
       snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a],
                1 + 2 * (a == 0));
+      char what[32];
+      snprintf(what, sizeof what, "mean %d", v);
       ait_backend_config cfg;
-      void *state = NULL;
-      CHECK(ait_backend_config_parse(spec, &cfg) == AIT_OK);
-      ait_status st = cfg.iface->build(&cfg, g, NULL, &state);
-      if (st) fprintf(stderr, "mean %d on %s: %s\n", v, spec, ait_last_error());
-      CHECK(st == AIT_OK);
+      void *state = build_on(spec, g, &cfg, what);
       if (!state) continue;
       const ait_graph *rg = ((nat_state *)state)->g;
       bool ok = check_count_op(rg, "Transpose") == 0 && check_count_op(rg, "ReduceMean") == 0;
       if (!ok) fprintf(stderr, "mean %d on %s: not pooled in NHWC\n", v, spec);
       CHECK(ok);
-      for (int run = 0; run < 2; run++) {
-        ait_tensor *y = NULL;
-        st = cfg.iface->infer(state, (const ait_tensor *const *)&x, 1, &y);
-        double e = st == AIT_OK ? check_rel_diff(y, ref) : INFINITY;
-        if (!(e <= 1e-5)) fprintf(stderr, "mean %d on %s: difference %g\n", v, spec, e);
-        CHECK(e <= 1e-5);
-        ait_tensor_free(y);
-      }
+      for (int run = 0; run < 2; run++)
+        check_run(&cfg, state, x, ref, what, spec);
       cfg.iface->destroy(state);
     }
     ait_tensor_free(ref);
