@@ -2391,6 +2391,42 @@ static void test_reduced_precision_policy(void) {
   ait_tensor_free(got);
 }
 
+/* Top-1 on classifier rows: a near-tie in the reference (the fifth digit of
+ * logits spread over 3e-2, as an untrained GoogLeNet's) may flip at bf16,
+ * a real gap may not, at any precision; fp32's tie is tight. */
+static void test_top1_ties(void) {
+  const int64_t d[2] = {2, 4};
+  ait_tensor *want = ait_tensor_new(AIT_FLOAT32, 2, d), *got = ait_tensor_new(AIT_FLOAT32, 2, d);
+  if (!want || !got) return;
+  float *w = want->data, *g = got->data;
+  const float ref[8] = {0.0300f, 0.0300f - 1e-5f, -0.01f, 0.02f, 5.0f, 4.0f, 1.0f, -2.0f};
+  memcpy(w, ref, sizeof ref);
+  memcpy(g, ref, sizeof ref);
+  g[1] = w[0] + 1e-6f; /* row 0 now picks class 1, within 1e-5 of the best */
+  char why[256] = "";
+  ait_error_stats st = {0};
+  st.top1 = -1;
+  ait_tolerance bf = ait_tolerance_for(AIT_BFLOAT16, NULL), q8 = ait_tolerance_for(AIT_INT8, NULL),
+                f32 = ait_tolerance_for(AIT_FLOAT32, NULL);
+  CHECK(bf.tie_rel > 0 && f32.tie_rel < bf.tie_rel);
+  CHECK(ait_outputs_match(got, want, &bf, &st, why, sizeof why) && st.top1 == 1.0);
+  /* a real gap: row 1 picks a class 1.0 below the best (a fifth of the row's magnitude) */
+  g[5] = 5.01f;
+  st.top1 = -1;
+  CHECK(!ait_outputs_match(got, want, &bf, &st, why, sizeof why) && strstr(why, "top-1"));
+  CHECK(!ait_outputs_match(got, want, &q8, &st, why, sizeof why) && strstr(why, "top-1"));
+  /* fp32: a gap of 1e-5 on 3e-2 (3e-4 relative) is no tie */
+  g[5] = w[5];
+  w[1] = w[0] - 3e-4f * 0.03f * 10;
+  g[1] = w[0] + 1e-7f;
+  ait_tolerance f32c = f32;
+  f32c.elementwise = false; /* judge top-1 alone */
+  st.top1 = -1;
+  CHECK(!ait_outputs_match(got, want, &f32c, &st, why, sizeof why) && strstr(why, "top-1"));
+  ait_tensor_free(want);
+  ait_tensor_free(got);
+}
+
 /* The profiler's time caps: warm-up stops after a quarter of the budget,
  * and runs clearly slower than give_up_ms end timing once there are 2 and a
  * quarter of the budget is spent. */
@@ -2450,6 +2486,7 @@ static void test_backend_defaults(void) {
 
 static const test_case tests[] = {
     {"reduced_precision_policy", test_reduced_precision_policy},
+    {"top1_ties", test_top1_ties},
     {"profile_caps", test_profile_caps},
     {"defaults", test_defaults},
     {"before_tuning", test_before_tuning},

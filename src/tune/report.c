@@ -55,6 +55,7 @@ static void add_tolerance(cJSON *v, const ait_candidate *c) {
   cJSON_AddNumberToObject(t, "min_cosine", c->tol.min_cosine);
   cJSON_AddNumberToObject(t, "min_top1", c->tol.min_top1);
   cJSON_AddNumberToObject(t, "max_rel", c->tol.max_rel);
+  cJSON_AddNumberToObject(t, "top1_tie_rel", c->tol.tie_rel);
 }
 
 /* The point the decision compared (fastest runs; docs/tuning.md). */

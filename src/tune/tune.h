@@ -73,6 +73,8 @@ typedef struct ait_tolerance {
                        judged by cosine, top-1 agreement and max_rel, errors reported) */
   double min_top1;  /* classifier outputs (float, rank 2, >= 2 classes): row argmax agreement */
   double max_rel;   /* max |got - want| / max |want| per tensor (normwise); 0: not checked */
+  double tie_rel;   /* top-1: the reference's classes within tie_rel of the row's largest |value|
+                       of its best one are tied, and picking any of them agrees */
 } ait_tolerance;
 
 typedef struct ait_error_stats {

@@ -17,11 +17,11 @@
 ait_tolerance ait_tolerance_for(ait_dtype compute, const ait_tune_options *o) {
   ait_tolerance t;
   switch (compute) {
-  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.9995, false, 0.99, 1e-2}; break;
-  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.999, false, 0.99, 5e-2}; break;
+  case AIT_FLOAT16: t = (ait_tolerance){1e-2, 1e-2, 0.9995, false, 0.99, 1e-2, 2e-3}; break;
+  case AIT_BFLOAT16: t = (ait_tolerance){5e-2, 5e-2, 0.999, false, 0.99, 5e-2, 8e-3}; break;
   case AIT_INT8: /* quantized (int8, fp8, fp4): cosine and top-1, errors reported */
-  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99, false, 0.99, 0}; break;
-  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999, true, 0.99, 0}; break;
+  case AIT_UINT8: t = (ait_tolerance){1e-1, 1e-1, 0.99, false, 0.99, 0, 3e-2}; break;
+  default: t = (ait_tolerance){1e-3, 1e-4, 0.9999, true, 0.99, 0, 1e-5}; break;
   }
   if (o && o->min_top1 > 0) t.min_top1 = o->min_top1;
   if (o && o->rtol > 0) t.rtol = o->rtol;
@@ -117,18 +117,29 @@ bool ait_outputs_match(const ait_tensor *got, const ait_tensor *want, const ait_
              mism, (long long)cnt, tol->rtol, tol->atol, (long long)first_bad, max_abs, cosine);
     return false;
   }
-  /* classifiers: do the rows still pick the same class? */
+  /* classifiers: do the rows still pick the same class? Classes the
+   * reference itself cannot tell apart at this precision are a tie, not a
+   * disagreement: an untrained network's logits (randomly initialised
+   * GoogLeNet's spread over 3e-2) differ in the fifth digit, and bf16
+   * picked a neighbour with cosine 0.999999. The margin is relative to the
+   * row's largest magnitude and fixed per precision, never to the
+   * candidate's own error (a flip always lies within twice that). */
   if (got->rank == 2 && got->dims[1] >= 2 && got->dims[0] >= 1) {
     int64_t rows = got->dims[0], cls = got->dims[1], agree = 0;
     for (int64_t r = 0; r < rows; r++) {
       int64_t bg = 0, bw = 0;
-      for (int64_t k = 1; k < cls; k++) {
+      double mag = 0;
+      for (int64_t k = 0; k < cls; k++) {
+        double wk = ait_load_f64(tr, want->data, r * cls + k);
+        mag = fabs(wk) > mag ? fabs(wk) : mag;
+        if (k == 0) continue;
         if (ait_load_f64(tr, got->data, r * cls + k) > ait_load_f64(tr, got->data, r * cls + bg))
           bg = k;
-        if (ait_load_f64(tr, want->data, r * cls + k) > ait_load_f64(tr, want->data, r * cls + bw))
-          bw = k;
+        if (wk > ait_load_f64(tr, want->data, r * cls + bw)) bw = k;
       }
-      agree += bg == bw;
+      double gap =
+          ait_load_f64(tr, want->data, r * cls + bw) - ait_load_f64(tr, want->data, r * cls + bg);
+      agree += bg == bw || gap <= tol->tie_rel * mag;
     }
     double frac = (double)agree / (double)rows;
     if (st->top1 < 0 || frac < st->top1) st->top1 = frac;
