@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Markdown table of bench/gpu_suite.py timing results (device level).
+
+    python3 bench/gpu_table.py RESULTS.jsonl [MORE.jsonl ...] [--dtype bf16]
+
+For every (model, batch): aitune cuda's median with inputs and outputs in
+CUDA memory and host to host, torch eager, torch.compile reduce-overhead and
+max-autotune-no-cudagraphs (CUDA-event medians, the same call), and the
+ratio best torch.compile / aitune (> 1: aitune is faster). A later file's
+row replaces an earlier one's for the same model, batch and config, so a
+re-timed model reads its newest figure. The geometric mean is over the rows
+that have both sides.
+"""
+import argparse
+import json
+import math
+
+
+def load(paths, dtype):
+    ait, torch = {}, {}
+    for p in paths:
+        for line in open(p):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            key = (r.get("model"), r.get("batch"))
+            if r.get("engine") == "aitune" and r.get("config") == f"cuda:dtype={dtype}":
+                if r.get("device_io_ms"):
+                    ait[key] = r
+            elif r.get("engine") == "torch" and r.get("events_ms"):
+                torch.setdefault(key, {})[r["config"].split()[0]] = r["events_ms"]
+    return ait, torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--dtype", default="bf16")
+    a = ap.parse_args()
+    ait, torch = load(a.files, a.dtype)
+    print("| model | batch | aitune cuda device I/O ms | host I/O ms | torch eager ms | "
+          "reduce-overhead ms | max-autotune-no-cudagraphs ms | best torch.compile / aitune |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for key in sorted(set(ait) | set(torch), key=lambda k: (k[0] or "", k[1] or 0)):
+        r, t = ait.get(key), torch.get(key, {})
+        comp = [t[m] for m in ("reduce-overhead", "max-autotune-no-cudagraphs") if m in t]
+        best = min(comp) if comp else None
+        ratio = best / r["device_io_ms"] if r and best else None
+        if ratio:
+            ratios.append(ratio)
+
+        def f(x):
+            return f"{x:.3f}" if isinstance(x, (int, float)) else "–"
+        print(f"| {key[0]} | {key[1]} | {f(r and r['device_io_ms'])} | {f(r and r.get('host_io_ms'))} | "
+              f"{f(t.get('eager'))} | {f(t.get('reduce-overhead'))} | "
+              f"{f(t.get('max-autotune-no-cudagraphs'))} | "
+              f"{'**%.2f×**' % ratio if ratio else '–'} |")
+    if ratios:
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"\nGeometric mean over {len(ratios)} rows: **{g:.2f}×**; "
+              f"≥ 1.0 in {sum(x >= 1.0 for x in ratios)} of {len(ratios)}.")
+
+
+if __name__ == "__main__":
+    main()
