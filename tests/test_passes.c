@@ -436,7 +436,9 @@ typedef enum gelu_form {
   G_HALF_FIRST,
   G_MUL_RSQRT2,
   G_TANH_POW,
-  G_TANH_CUBE
+  G_TANH_CUBE,
+  G_HALF_INNER, /* x * ((1 + erf) * 0.5): the dynamo exporter's order */
+  G_TANH_INNER  /* x * (0.5 * (1 + tanh)) with Pow */
 } gelu_form;
 
 /* Gemm -> spelled-out GELU, with sqrt2 as the constant (or 1/sqrt2 for a
@@ -448,12 +450,12 @@ static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra)
   tb_init_f32(m, "one", 0, s, &one);
   float half = 0.5f;
   tb_init_f32(m, "half", 0, s, &half);
-  if (form == G_TANH_POW || form == G_TANH_CUBE) {
+  if (form == G_TANH_POW || form == G_TANH_CUBE || form == G_TANH_INNER) {
     /* 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))): k is 0.044715 */
     static const float three = 3.0f, c1 = 0.7978845608f;
     tb_init_f32(m, "three", 0, s, &three);
     tb_init_f32(m, "c1", 0, s, &c1);
-    if (form == G_TANH_POW) {
+    if (form != G_TANH_CUBE) {
       tb_node(m, "Pow", "p", (const char *[]){"x", "three", NULL}, (const char *[]){"x3", NULL});
     } else {
       tb_node(m, "Mul", "p", (const char *[]){"x", "x", NULL}, (const char *[]){"x2", NULL});
@@ -464,7 +466,11 @@ static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra)
     tb_node(m, "Mul", "m4", (const char *[]){"u", "c1", NULL}, (const char *[]){"uu", NULL});
     tb_node(m, "Tanh", "e", (const char *[]){"uu", NULL}, (const char *[]){"r", NULL});
     tb_node(m, "Add", "a", (const char *[]){"r", "one", NULL}, (const char *[]){"t", NULL});
-    if (form == G_TANH_POW) { /* (0.5 * x) * (1 + tanh) */
+    if (form == G_TANH_INNER) { /* x * (0.5 * (1 + tanh)) */
+      tb_node(m, "Mul", "h", (const char *[]){"half", "t", NULL}, (const char *[]){"th", NULL});
+      tb_node(m, "Mul", "y", (const char *[]){"x", "th", NULL},
+              (const char *[]){extra ? "y0" : "Y", NULL});
+    } else if (form == G_TANH_POW) { /* (0.5 * x) * (1 + tanh) */
       tb_node(m, "Mul", "h", (const char *[]){"half", "x", NULL}, (const char *[]){"xh", NULL});
       tb_node(m, "Mul", "y", (const char *[]){"xh", "t", NULL},
               (const char *[]){extra ? "y0" : "Y", NULL});
@@ -483,7 +489,11 @@ static ait_graph *gelu_model(gelu_form form, float sqrt2, float one, bool extra)
     tb_node(m, "Div", "d", (const char *[]){"x", "k", NULL}, (const char *[]){"q", NULL});
   tb_node(m, "Erf", "e", (const char *[]){"q", NULL}, (const char *[]){"r", NULL});
   tb_node(m, "Add", "a", (const char *[]){"one", "r", NULL}, (const char *[]){"t", NULL});
-  if (form == G_HALF_FIRST) {
+  if (form == G_HALF_INNER) {
+    tb_node(m, "Mul", "h", (const char *[]){"t", "half", NULL}, (const char *[]){"th", NULL});
+    tb_node(m, "Mul", "y", (const char *[]){"th", "x", NULL},
+            (const char *[]){extra ? "y0" : "Y", NULL});
+  } else if (form == G_HALF_FIRST) {
     tb_node(m, "Mul", "h", (const char *[]){"x", "half", NULL}, (const char *[]){"xh", NULL});
     tb_node(m, "Mul", "y", (const char *[]){"t", "xh", NULL},
             (const char *[]){extra ? "y0" : "Y", NULL});
@@ -541,6 +551,10 @@ static void test_gelu(void) {
       {G_TANH_CUBE, 0.044715f, 1.0f, false, true},
       {G_TANH_POW, 0.0447f, 1.0f, false, false},   /* not GELU's constant */
       {G_TANH_CUBE, 0.044715f, 1.0f, true, false}, /* x has another reader */
+      {G_HALF_INNER, sqrt2, 1.0f, false, true},
+      {G_HALF_INNER, sqrt2, 1.0f, true, false}, /* x has a third reader */
+      {G_HALF_INNER, sqrt2, 2.0f, false, false},
+      {G_TANH_INNER, 0.044715f, 1.0f, false, true},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ait_graph *g = gelu_model(cases[c].form, cases[c].k, cases[c].one, cases[c].extra);
@@ -553,9 +567,10 @@ static void test_gelu(void) {
     if (got != cases[c].want) fprintf(stderr, "gelu case %zu: matched %d\n", c, got);
     CHECK(got == cases[c].want);
     if (got) {
-      bool tanh = cases[c].form >= G_TANH_POW;
+      gelu_form f = cases[c].form;
+      bool tanh = f == G_TANH_POW || f == G_TANH_CUBE || f == G_TANH_INNER;
       CHECK(mt.tanh == tanh && mt.y == value_named(g, "Y"));
-      CHECK(mt.n_nodes == (!tanh ? 5 : cases[c].form == G_TANH_POW ? 8 : 9));
+      CHECK(mt.n_nodes == (!tanh ? 5 : f == G_TANH_CUBE ? 9 : 8));
       ait_graph *rw = rewrite_gelu(g, x, &mt);
       CHECK(live_nodes(rw, NULL) == 2 && live_nodes(rw, "Gelu") == 1);
       check_same_on_eager(g, rw, 1e-6, "GELU match as Gelu-20");

@@ -32,28 +32,34 @@ static bool takes_scalar(const ait_match_view *v, int i, const char *op, int x, 
 }
 
 /* The halving and the product with x after the gate value av, o being x's
- * reader outside the gate: (x * av) * 0.5 or (x * 0.5) * av. The last node
- * in *last. */
-static bool halved_product(const ait_match_view *v, int x, int o, int av, int *last) {
+ * reader outside the gate: (x * av) * 0.5, (x * 0.5) * av, or x * (av *
+ * 0.5) (the dynamo exporter's order). The two nodes in order in *n1, *n2,
+ * the second computing the result. */
+static bool halved_product(const ait_match_view *v, int x, int o, int av, int *n1, int *n2) {
   int other, ov = v->g->nodes[o].out[0];
   float c;
+  *n1 = o;
   if (takes(v, o, "Mul", x, true, &other) && other == av && sole_reader(v, av) == o) {
-    *last = sole_reader(v, ov);
-    return *last >= 0 && takes_scalar(v, *last, "Mul", ov, true, &c) && c == 0.5f;
+    *n2 = sole_reader(v, ov);
+    return *n2 >= 0 && takes_scalar(v, *n2, "Mul", ov, true, &c) && c == 0.5f;
   }
   if (takes_scalar(v, o, "Mul", x, true, &c) && c == 0.5f) {
-    *last = sole_reader(v, ov);
-    return *last >= 0 && takes(v, *last, "Mul", ov, true, &other) && other == av &&
-           sole_reader(v, av) == *last;
+    *n2 = sole_reader(v, ov);
+    return *n2 >= 0 && takes(v, *n2, "Mul", ov, true, &other) && other == av &&
+           sole_reader(v, av) == *n2;
   }
-  return false;
+  int h = sole_reader(v, av);
+  if (h < 0 || !takes_scalar(v, h, "Mul", av, true, &c) || c != 0.5f) return false;
+  int hv = v->g->nodes[h].out[0];
+  *n1 = h, *n2 = o;
+  return takes(v, o, "Mul", x, true, &other) && other == hv && sole_reader(v, hv) == o;
 }
 
 static bool match_gelu_erf(const ait_match_view *v, int x, const int r[2], ait_gelu_match *m) {
   const ait_graph *g = v->g;
   float c;
   for (int pick = 0; pick < 2; pick++) {
-    int d = r[pick], o = r[1 - pick], last;
+    int d = r[pick], o = r[1 - pick], n1, n2;
     bool div = takes_scalar(v, d, "Div", x, false, &c) && near(c, 1.41421356f);
     bool mul = !div && takes_scalar(v, d, "Mul", x, true, &c) && near(c, 0.70710678f);
     if (!div && !mul) continue;
@@ -61,8 +67,8 @@ static bool match_gelu_erf(const ait_match_view *v, int x, const int r[2], ait_g
     if (e < 0 || !ait_is_op(&g->nodes[e], "Erf") || g->nodes[e].n_in != 1) continue;
     int ev = g->nodes[e].out[0], a = sole_reader(v, ev);
     if (a < 0 || !takes_scalar(v, a, "Add", ev, true, &c) || c != 1.f) continue;
-    if (!halved_product(v, x, o, g->nodes[a].out[0], &last)) continue;
-    *m = (ait_gelu_match){.nodes = {d, e, a, o, last}, .n_nodes = 5, .tanh = false};
+    if (!halved_product(v, x, o, g->nodes[a].out[0], &n1, &n2)) continue;
+    *m = (ait_gelu_match){.nodes = {d, e, a, n1, n2}, .n_nodes = 5, .tanh = false};
     return true;
   }
   return false;
@@ -101,11 +107,11 @@ static bool match_gelu_tanh(const ait_match_view *v, int x, const int *r, int nr
     int o = -1, n_other = 0;
     for (int k = 0; k < nr; k++)
       if (r[k] != first && r[k] != cube && r[k] != a1) o = r[k], n_other++;
-    int last;
-    if (n_other != 1 || !halved_product(v, x, o, g->nodes[a2].out[0], &last)) continue;
+    int n1, n2;
+    if (n_other != 1 || !halved_product(v, x, o, g->nodes[a2].out[0], &n1, &n2)) continue;
     ait_gelu_match g8 = {.n_nodes = 0, .tanh = true};
     if (sq >= 0) g8.nodes[g8.n_nodes++] = sq;
-    int rest[] = {cube, m3, a1, m4, t, a2, o, last};
+    int rest[] = {cube, m3, a1, m4, t, a2, n1, n2};
     for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++)
       g8.nodes[g8.n_nodes++] = rest[k];
     *m = g8;

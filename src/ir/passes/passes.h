@@ -158,9 +158,9 @@ typedef struct ait_gelu_match {
 
 /* GELU spelled out on float32 x: x * 0.5 * (1 + erf(x / √2)), or its tanh
  * form x * 0.5 * (1 + tanh(√(2/π) * (x + 0.044715 * x³))) with x³ as
- * Pow(x, 3) or x * x * x; either association of the halving ((x * (1 +
- * .)) * 0.5 or (x * 0.5) * (1 + .)), every intermediate read once and x
- * read by the nodes of the pattern alone. */
+ * Pow(x, 3) or x * x * x; any association of the halving ((x * (1 +
+ * .)) * 0.5, (x * 0.5) * (1 + .), or x * ((1 + .) * 0.5) as dynamo exports it), every intermediate
+ * read once and x read by the nodes of the pattern alone. */
 bool ait_match_gelu(const ait_match_view *v, int x, ait_gelu_match *m);
 
 /* A matched SiLU (Swish): nodes[0] the Sigmoid, nodes[1] the Mul writing y. */
