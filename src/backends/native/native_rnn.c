@@ -130,104 +130,7 @@ RNN_AVX2 static void gru_lbr_row_avx2(const float *xr, const float *a, const flo
   }
 }
 
-/* Products against panels: a matrix B [K][N] stored as ceil(N/16) panels of
- * K x 16 floats (columns past N zero), so every product streams its weights
- * contiguously (pack_panels). Columns [16 p0, 16 p1) of c = a . B (+ bias),
- * only the N real columns written. */
-RNN_AVX2 static inline void store16(float *c, __m256 lo, __m256 hi, int64_t n, const float *bias) {
-  if (n >= 16) {
-    if (bias) {
-      lo = _mm256_add_ps(lo, _mm256_loadu_ps(bias));
-      hi = _mm256_add_ps(hi, _mm256_loadu_ps(bias + 8));
-    }
-    _mm256_storeu_ps(c, lo);
-    _mm256_storeu_ps(c + 8, hi);
-    return;
-  }
-  float t[16];
-  _mm256_storeu_ps(t, lo);
-  _mm256_storeu_ps(t + 8, hi);
-  for (int64_t i = 0; i < n; i++)
-    c[i] = t[i] + (bias ? bias[i] : 0.0f);
-}
-
-/* Four rows of a (stride lda) against panels [p0, p1): 4 x 16 accumulators. */
-RNN_AVX2 static void tile4_avx2(const float *a, int64_t lda, int64_t K, const float *pn, int64_t p0,
-                                int64_t p1, int64_t N, float *c, int64_t ldc, const float *bias) {
-  for (int64_t p = p0; p < p1; p++) {
-    const float *w = pn + p * K * 16;
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-           c30 = c00, c31 = c00;
-    for (int64_t k = 0; k < K; k++) {
-      __m256 w0 = _mm256_loadu_ps(w + k * 16), w1 = _mm256_loadu_ps(w + k * 16 + 8);
-      __m256 x = _mm256_broadcast_ss(a + k);
-      c00 = _mm256_fmadd_ps(x, w0, c00);
-      c01 = _mm256_fmadd_ps(x, w1, c01);
-      x = _mm256_broadcast_ss(a + lda + k);
-      c10 = _mm256_fmadd_ps(x, w0, c10);
-      c11 = _mm256_fmadd_ps(x, w1, c11);
-      x = _mm256_broadcast_ss(a + 2 * lda + k);
-      c20 = _mm256_fmadd_ps(x, w0, c20);
-      c21 = _mm256_fmadd_ps(x, w1, c21);
-      x = _mm256_broadcast_ss(a + 3 * lda + k);
-      c30 = _mm256_fmadd_ps(x, w0, c30);
-      c31 = _mm256_fmadd_ps(x, w1, c31);
-    }
-    int64_t j0 = p * 16, n = N - j0;
-    const float *bj = bias ? bias + j0 : NULL;
-    store16(c + j0, c00, c01, n, bj);
-    store16(c + ldc + j0, c10, c11, n, bj);
-    store16(c + 2 * ldc + j0, c20, c21, n, bj);
-    store16(c + 3 * ldc + j0, c30, c31, n, bj);
-  }
-}
-
-/* One row against panels [p0, p1): four panels at a time (8 accumulators,
- * four sequential streams), so the FMAs do not wait on each other. */
-RNN_AVX2 static void row1_avx2(const float *a, int64_t K, const float *pn, int64_t p0, int64_t p1,
-                               int64_t N, float *c, const float *bias) {
-  int64_t p = p0;
-  for (; p + 4 <= p1; p += 4) {
-    const float *w0 = pn + p * K * 16, *w1 = w0 + K * 16, *w2 = w1 + K * 16, *w3 = w2 + K * 16;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (int64_t k = 0; k < K; k++) {
-      __m256 x = _mm256_broadcast_ss(a + k);
-      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16), a0);
-      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w0 + k * 16 + 8), a1);
-      a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16), a2);
-      a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w1 + k * 16 + 8), a3);
-      a4 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16), a4);
-      a5 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w2 + k * 16 + 8), a5);
-      a6 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16), a6);
-      a7 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w3 + k * 16 + 8), a7);
-    }
-    int64_t j0 = p * 16;
-    store16(c + j0, a0, a1, N - j0, bias ? bias + j0 : NULL);
-    store16(c + j0 + 16, a2, a3, N - j0 - 16, bias ? bias + j0 + 16 : NULL);
-    store16(c + j0 + 32, a4, a5, N - j0 - 32, bias ? bias + j0 + 32 : NULL);
-    store16(c + j0 + 48, a6, a7, N - j0 - 48, bias ? bias + j0 + 48 : NULL);
-  }
-  for (; p < p1; p++) {
-    const float *w = pn + p * K * 16;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-    int64_t k = 0;
-    for (; k + 2 <= K; k += 2) { /* two sums per half: half the dependency chain */
-      __m256 x = _mm256_broadcast_ss(a + k), y = _mm256_broadcast_ss(a + k + 1);
-      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
-      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
-      b0 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 16), b0);
-      b1 = _mm256_fmadd_ps(y, _mm256_loadu_ps(w + k * 16 + 24), b1);
-    }
-    for (; k < K; k++) {
-      __m256 x = _mm256_broadcast_ss(a + k);
-      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16), a0);
-      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * 16 + 8), a1);
-    }
-    int64_t j0 = p * 16;
-    store16(c + j0, _mm256_add_ps(a0, b0), _mm256_add_ps(a1, b1), N - j0, bias ? bias + j0 : NULL);
-  }
-}
-
+/* Products against panels (pack_panels): native_rnn512.c. */
 #endif
 
 static void gemv_portable(const float *h, int64_t K, const float *rt, int64_t ld, int64_t N,
@@ -243,7 +146,8 @@ static void gemv_portable(const float *h, int64_t K, const float *rt, int64_t ld
 
 static int64_t n_panels(int64_t N) { return (N + 15) / 16; }
 
-/* B [K][N] = rows^T as panels (see panels_avx2): rows is [N][K] (W or R). */
+/* B [K][N] = rows^T as panels of K x 16 floats (native_rnn512.c reads
+ * them): rows is [N][K] (W or R). */
 static void pack_panels(const float *rows, int64_t N, int64_t K, float *dst) {
   for (int64_t p = 0; p < n_panels(N); p++)
     for (int64_t k = 0; k < K; k++)
@@ -335,12 +239,8 @@ static NAT_INLINE void clip_vec(const rnn_job *j, float *x, int64_t n) {
 static NAT_INLINE void rec_product(const rnn_job *j, const float *hs, int64_t K, const float *seg,
                                    int64_t N, float *out, int64_t ld, int64_t k) {
 #ifdef RNN_HAVE_AVX2
-  if (j->panels) {
-    int64_t b = 0;
-    for (; b + 4 <= j->B; b += 4)
-      tile4_avx2(hs + b * K, K, K, seg, 0, n_panels(N), N, out + b * ld, ld, NULL);
-    for (; b < j->B; b++)
-      if (k < j->lens[b]) row1_avx2(hs + b * K, K, seg, 0, n_panels(N), N, out + b * ld, NULL);
+  if (j->panels) { /* every row, also those past their length (their results go unused) */
+    (j->avx512 ? nat_rnn_product512 : nat_rnn_product256)(hs, K, j->B, K, seg, N, out, ld);
     return;
   }
 #endif
@@ -573,6 +473,7 @@ static ait_status rnn_kernel(rnn_kind kind, nat_run *r, const ait_node *n,
   j.panels = nat_isa() >= NAT_ISA_AVX2;
   j.avx2 = j.panels;
   j.fused = j.avx2 && defaults;
+  j.avx512 = j.panels && nat_isa() >= NAT_ISA_AVX512;
 #else
   (void)defaults;
 #endif

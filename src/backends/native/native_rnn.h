@@ -52,7 +52,8 @@ typedef struct rnn_job {
                     * direction rp_dir floats, R's gates as panels (GRU
                     * without linear_before_reset: z,r then h at rp_b) */
   bool panels;
-  bool fused; /* AVX2 one-pass gates (lstm_row_avx2, gru_lbr_row_avx2) */
+  bool fused;  /* AVX2 one-pass gates (lstm_row_avx2, gru_lbr_row_avx2) */
+  bool avx512; /* the recurrent product on AVX-512 (native_rnn512.c) */
   int64_t rp_dir, rp_b;
   const float *rbh; /* [D][H]: GRU's R_h bias under linear_before_reset */
   const float *p;   /* [D][3H] or NULL */
@@ -78,6 +79,14 @@ static NAT_INLINE int64_t y_at(const rnn_job *j, int64_t t, int64_t d, int64_t b
 }
 
 #ifdef RNN_HAVE_AVX2
+/* c [B][ldc] (columns [0, N)) = a [B][lda] . the panels pn (K rows each):
+ * the recurrent product of every batch row at once, on AVX-512 or AVX2
+ * (native_rnn512.c). */
+void nat_rnn_product512(const float *a, int64_t lda, int64_t B, int64_t K, const float *pn,
+                        int64_t N, float *c, int64_t ldc);
+void nat_rnn_product256(const float *a, int64_t lda, int64_t B, int64_t K, const float *pn,
+                        int64_t N, float *c, int64_t ldc);
+
 /* exp on 8 lanes: Cephes' polynomial (as native_math.c), inputs clamped to
  * [-87, 88], which sigmoid and tanh never leave in a way that matters. */
 RNN_AVX2 static inline __m256 exp8(__m256 x) {
