@@ -233,9 +233,10 @@ static void test_instnorm_gelu(void) {
 
 /* torch's GroupNorm with groups == channels and affine (wav2vec2's front
  * end): Reshape(x, [0, C, -1]) -> InstanceNormalization -> Reshape back
- * (to Shape(x), or the constant) -> Mul(gamma [C, 1]) -> Add(beta [C, 1]),
- * then the spelled-out GELU or not: one FusedInstanceNorm. */
-static ait_graph *groupnorm_model(const int64_t *dx, bool gelu, bool by_shape) {
+ * (to Shape(x), or the constant; the dynamo exporter has none) ->
+ * Mul(gamma [C, 1]) -> Add(beta [C, 1]), then the spelled-out GELU (dynamo:
+ * x * ((1 + erf) * 0.5)) or not: one FusedInstanceNorm. */
+static ait_graph *groupnorm_model(const int64_t *dx, bool gelu, bool by_shape, bool dynamo) {
   int64_t C = dx[1];
   float *p = malloc(sizeof(float) * (size_t)(4 * C));
   fill(p, 4 * C);
@@ -254,16 +255,21 @@ static ait_graph *groupnorm_model(const int64_t *dx, bool gelu, bool by_shape) {
   tb_init_f32(m, "half", 0, d0, &half);
   tb_node(m, "Reshape", "r0", IN("x", "sh"), IN("xr"));
   tb_node(m, "InstanceNormalization", "in", IN("xr", "s", "b"), IN("n0"));
-  if (by_shape) tb_node(m, "Shape", "shape", IN("x"), IN("xs"));
-  tb_node(m, "Reshape", "r1", IN("n0", by_shape ? "xs" : "sh"), IN("n1"));
-  tb_node(m, "Mul", "g", IN("n1", "gamma"), IN("n2"));
+  if (by_shape && !dynamo) tb_node(m, "Shape", "shape", IN("x"), IN("xs"));
+  if (!dynamo) tb_node(m, "Reshape", "r1", IN("n0", by_shape ? "xs" : "sh"), IN("n1"));
+  tb_node(m, "Mul", "g", IN(dynamo ? "n0" : "n1", "gamma"), IN("n2"));
   tb_node(m, "Add", "bt", IN("n2", "beta"), IN(gelu ? "n" : "y"));
   if (gelu) {
     tb_node(m, "Div", "div", IN("n", "sqrt2"), IN("d"));
     tb_node(m, "Erf", "erf", IN("d"), IN("e"));
     tb_node(m, "Add", "add", IN("e", "one"), IN("a"));
-    tb_node(m, "Mul", "mul", IN("n", "a"), IN("p"));
-    tb_node(m, "Mul", "mul2", IN("p", "half"), IN("y"));
+    if (dynamo) {
+      tb_node(m, "Mul", "mul", IN("a", "half"), IN("ah"));
+      tb_node(m, "Mul", "mul2", IN("n", "ah"), IN("y"));
+    } else {
+      tb_node(m, "Mul", "mul", IN("n", "a"), IN("p"));
+      tb_node(m, "Mul", "mul2", IN("p", "half"), IN("y"));
+    }
   }
   free(p);
   return tb_parse_graph(m);
@@ -272,9 +278,9 @@ static ait_graph *groupnorm_model(const int64_t *dx, bool gelu, bool by_shape) {
 static void test_groupnorm(void) {
   static const int64_t shapes[][3] = {{1, 7, 3199}, {2, 5, 33}, {3, 16, 1}, {2, 4, 100}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-    for (int v = 0; v < 4; v++) {
-      bool gelu = v & 1, by_shape = v & 2;
-      ait_graph *g = groupnorm_model(shapes[i], gelu, by_shape);
+    for (int v = 0; v < 6; v++) {
+      bool gelu = v & 1, by_shape = v & 2, dynamo = v & 4;
+      ait_graph *g = groupnorm_model(shapes[i], gelu, by_shape, dynamo);
       CHECK(g != NULL);
       if (!g) continue;
       ait_graph *rw = rewrite(g);

@@ -600,7 +600,8 @@ static bool same_planes(const ait_graph *g, const ait_node *r, int v, const ait_
 
 /* torch's GroupNorm with groups == channels and affine, on x [N, C, T]:
  * Reshape(x, [0, C, -1]) -> InstanceNormalization(s, b) -> Reshape(.,
- * Shape(x) or [0, C, -1]) -> Mul(gamma[C, 1]) -> Add(beta[C, 1]), then a
+ * Shape(x) or [0, C, -1]) (or none: dynamo) -> Mul(gamma[C, 1]) ->
+ * Add(beta[C, 1]), then a
  * spelled-out Gelu or not: one FusedInstanceNorm on x with scale s * gamma
  * and shift b * gamma + beta (native_nn.c, nat_k_instancenorm). */
 static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
@@ -617,14 +618,23 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   if (xv->dtype != AIT_FLOAT32 || xv->rank != 3 || xv->dims[1].v < 1) return AIT_OK;
   int64_t C = xv->dims[1].v;
   if (!same_planes(g, &g->nodes[rp], g->nodes[rp].in[1], xv)) return AIT_OK;
-  int r1 = sole_op(u, n->out[0], "Reshape");
-  if (r1 < 0 || g->nodes[r1].n_in < 2) return AIT_OK;
-  int sh = g->nodes[r1].in[1], shp = sh >= 0 ? g->values[sh].producer : -1;
-  bool back = shp >= 0 && ait_is_op(&g->nodes[shp], "Shape") && g->nodes[shp].in[0] == x &&
-              ait_attr_int(&g->nodes[shp], "start", 0) == 0 &&
-              ait_attr_int(&g->nodes[shp], "end", INT64_MAX) >= 3;
-  if (!back && !same_planes(g, &g->nodes[r1], sh, xv)) return AIT_OK;
-  int y1 = g->nodes[r1].out[0], mi = sole_op(u, y1, "Mul");
+  /* the Reshape back; the dynamo exporter leaves it out (the first one kept
+   * x's shape, so the normalised planes are already [N, C, T]) */
+  int r1 = sole_op(u, n->out[0], "Reshape"), sh = -1, shp = -1;
+  bool back = false;
+  if (r1 >= 0) {
+    if (g->nodes[r1].n_in < 2) return AIT_OK;
+    sh = g->nodes[r1].in[1], shp = sh >= 0 ? g->values[sh].producer : -1;
+    back = shp >= 0 && ait_is_op(&g->nodes[shp], "Shape") && g->nodes[shp].in[0] == x &&
+           ait_attr_int(&g->nodes[shp], "start", 0) == 0 &&
+           ait_attr_int(&g->nodes[shp], "end", INT64_MAX) >= 3;
+    if (!back && !same_planes(g, &g->nodes[r1], sh, xv)) return AIT_OK;
+  } else {
+    const ait_value *nv = &g->values[n->out[0]];
+    if (nv->rank != 3 || nv->dims[1].v != C || nv->dims[2].v != xv->dims[2].v || nv->dims[2].v < 1)
+      return AIT_OK;
+  }
+  int y1 = r1 >= 0 ? g->nodes[r1].out[0] : n->out[0], mi = sole_op(u, y1, "Mul");
   if (mi < 0) return AIT_OK;
   int y2 = g->nodes[mi].out[0], ai = sole_op(u, y2, "Add");
   if (ai < 0) return AIT_OK;
@@ -671,7 +681,8 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   } else {
     absorb(u, i, ai);
   }
-  u->dead[rp] = u->dead[r1] = u->dead[mi] = true;
+  u->dead[rp] = u->dead[mi] = true;
+  if (r1 >= 0) u->dead[r1] = true;
   /* the Shape of x fed only the Reshape back: as a reader of x it would
    * keep x's plain form alive (cuda's NHWC 1-D convolutions) */
   if (back && u->uses[sh] == 1 && !u->is_out[sh]) u->dead[shp] = true;
