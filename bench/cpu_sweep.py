@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""CPU time of every suite model, aitune's backends against ONNX Runtime and
+OpenVINO on one thread each, as a markdown table.
+
+    python3 bench/cpu_sweep.py [--exporters dynamo,torchscript] [--batches 1,8]
+        [--backends native,onednn] [--models a,b] [--iters 5] [--lib build/libaitune.so]
+        [--label L] [--json OUT.json]
+
+Each case runs bench/cpu_time.py (one process a case, engines in turn, each
+iteration in its own random order, seeded inputs as bench/suite.py makes
+them). CPU time, unlike wall time, reads the same on a loaded 2-core machine
+(see bench/cpu_time.py), so this is the kernel-level comparison; the wall-clock
+numbers of the tuned pick with every engine at full threads are bench/suite.py's.
+Ratios are ORT's (or OpenVINO's) median time over aitune's: > 1, aitune is
+faster. "best aitune" is the faster of the listed backends, as the tuner
+would pick between them. Run it under LD_PRELOAD=build/cpuid_avx2.so (and
+--label) for the AVX2-only view: every engine then sees an AVX2 CPU.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LINE = re.compile(r"^(.*?)\s+min\s+([\d.]+)\s+med\s+([\d.]+) ms CPU")
+
+
+def cases(root, models, exporters, batches):
+    for d in sorted(os.listdir(root)):
+        base, _, ex = d.partition("@")
+        meta_p = os.path.join(root, d, "inputs.json")
+        if d.startswith("_") or not os.path.exists(meta_p) or (models and base not in models):
+            continue
+        meta = json.load(open(meta_p))
+        ex = ex or meta["exporter"]
+        if ex not in exporters and not (ex == "trained" and "torchscript" in exporters):
+            continue
+        for b in (batches if meta["batch_axis"] else [1]):
+            f = meta["files"].get(str(b)) or meta["files"].get("*")
+            if f:
+                yield d, ex, b, os.path.join(root, d, f)
+
+
+def gmean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--exporters", default="torchscript,dynamo")
+    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--backends", default="native,onednn")
+    ap.add_argument("--models", default="")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libaitune.so"))
+    ap.add_argument("--root", default=os.path.join(ROOT, "models", "gen", "suite"))
+    ap.add_argument("--label", default="")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--timeout", type=int, default=900)
+    a = ap.parse_args()
+    models = set(filter(None, a.models.split(",")))
+    backends = [b for b in a.backends.split(",") if b]
+    rows = []
+    for name, ex, b, path in cases(a.root, models, a.exporters.split(","), [int(x) for x in a.batches.split(",")]):
+        heavy = any(k in name for k in ("r3d_18", "swin_t", "convnext", "densenet"))
+        it = max(2, a.iters // 2) if heavy and b > 1 else a.iters
+        cmd = [sys.executable, os.path.join(HERE, "cpu_time.py"), path, "--lib", a.lib, "--batch", str(b),
+               "--ort", "--ov", "--iters", str(it)]
+        for be in backends:
+            cmd += ["--backend", f"{be}:threads=1"]
+        err = "timeout"
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+            out, err = p.stdout, p.stderr[-300:]
+        except subprocess.TimeoutExpired:
+            out = ""
+        med = {}
+        for line in out.splitlines():
+            m = LINE.match(line.strip())
+            if m:
+                med[m.group(1).strip()] = float(m.group(3))
+        row = {"model": name.partition("@")[0], "exporter": ex, "batch": b, "ms": med}
+        if not med:
+            row["error"] = err or "no output"
+        rows.append(row)
+        print(f"{name} b{b}: {med}", file=sys.stderr, flush=True)
+    ort, ov = "ORT 1 thread", "OpenVINO 1 thread"
+    heads = [f"aitune {b} ms" for b in backends]
+    print(f"| model | exporter | batch | {' | '.join(heads)} | ORT ms | OpenVINO ms | "
+          f"best aitune ×ORT | best aitune ×OV |")
+    print("|---|---|---|" + "---|" * (len(heads) + 4))
+    r_ort, r_ov = [], []
+    for r in rows:
+        m = r["ms"]
+        ours = [m.get(f"aitune {b}:threads=1") for b in backends]
+        best = min([x for x in ours if x] or [float("nan")])
+        xo = m.get(ort, float("nan")) / best if m.get(ort) else float("nan")
+        xv = m.get(ov, float("nan")) / best if m.get(ov) else float("nan")
+        if xo == xo:
+            r_ort.append(xo)
+        if xv == xv:
+            r_ov.append(xv)
+        f = lambda x: f"{x:.2f}" if x else "–"  # noqa: E731
+        print(f"| {r['model']} | {r['exporter']} | {r['batch']} | " + " | ".join(f(x) for x in ours) +
+              f" | {f(m.get(ort))} | {f(m.get(ov))} | **{xo:.2f}** | {xv:.2f} |")
+    print(f"\nGeometric mean, best aitune backend over ORT: **{gmean(r_ort):.2f}×** over {len(r_ort)} cases "
+          f"(≥ 1.0 in {sum(x >= 1 for x in r_ort)}); over OpenVINO: **{gmean(r_ov):.2f}×** ({len(r_ov)} cases).")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"label": a.label, "rows": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
