@@ -30,19 +30,11 @@ LINE = re.compile(r"^(.*?)\s+min\s+([\d.]+)\s+med\s+([\d.]+) ms CPU")
 
 
 def cases(root, models, exporters, batches):
-    for d in sorted(os.listdir(root)):
-        base, _, ex = d.partition("@")
-        meta_p = os.path.join(root, d, "inputs.json")
-        if d.startswith("_") or not os.path.exists(meta_p) or (models and base not in models):
-            continue
-        meta = json.load(open(meta_p))
-        ex = ex or meta["exporter"]
-        if ex not in exporters and not (ex == "trained" and "torchscript" in exporters):
-            continue
-        for b in (batches if meta["batch_axis"] else [1]):
-            f = meta["files"].get(str(b)) or meta["files"].get("*")
-            if f:
-                yield d, ex, b, os.path.join(root, d, f)
+    """bench/suite.py's cases, with each folder's exporter."""
+    sys.path.insert(0, HERE)
+    import suite
+    for d, meta, b, path in suite.cases_of(root, models, exporters, batches):
+        yield d, d.partition("@")[2] or meta["exporter"], b, path
 
 
 def gmean(xs):
