@@ -13,8 +13,8 @@
  *       Attributes of Conv plus the activation, as FusedConv
  *   FusedInvertedResidual(X, We?, Be?, Wd, Bd?, Wp, Bp?, Z?)  a MobileNet
  *       block in NHWC, three FusedConvNhwc stages: E = expand_act(1x1 conv
- *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise 3x3 of
- *       E with Wd, Bd, pads 1, `strides`), Y = act(1x1 conv of D with Wp,
+ *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise K x K
+ *       (K odd) of E with Wd, Bd, pads K / 2, `strides`), Y = act(1x1 conv of D with Wp,
  *       Bp, + Z). Weights HWIO; attributes strides, expand_activation(_params),
  *       dw_activation(_params), activation(_params). With stem_x_layout
  *       (and stem_strides, stem_pads [4]), We is instead a stem: a group-1

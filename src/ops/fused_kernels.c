@@ -247,12 +247,14 @@ ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
 
 /* One stage of a FusedInvertedResidual as a FusedConvNhwc: the block's
  * <prefix>activation(_params), and for the depthwise stage its group, pads
- * of 1 and the block's strides; for a stem stage (stem) the stem_strides,
- * stem_pads and stem_x_layout the layout pass wrote. */
+ * of half its window (K x K: K / 2) and the block's strides; for a stem stage (stem) the
+ * stem_strides, stem_pads and stem_x_layout the layout pass wrote. */
 static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char *prefix,
                                 int64_t group, bool stem, const ait_tensor *const *in4,
                                 ait_tensor **y) {
-  static int64_t pads[4] = {1, 1, 1, 1};
+  /* the depthwise window's half on each side (K x K, K odd: 1 for 3x3) */
+  int64_t ph = in4[1] && in4[1]->rank == 4 ? in4[1]->dims[0] / 2 : 1;
+  int64_t pads[4] = {ph, ph, ph, ph};
   char key[64], keyp[64];
   snprintf(key, sizeof key, "%sactivation", prefix);
   snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);

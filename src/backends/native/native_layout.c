@@ -99,8 +99,9 @@ static int conv_kind(const ait_graph *g, const ait_node *n) {
   return L_NONE;
 }
 
-/* Whether depthwise node d (L_DW) is the 3x3, pads-1, stride 1 or 2 conv
- * a FusedInvertedResidual's middle stage runs. */
+/* Whether depthwise node d (L_DW) is the K x K (K 3, 5 or 7), pads-K/2,
+ * stride 1 or 2 undilated conv a FusedInvertedResidual's middle stage runs
+ * (MobileNetV2's 3x3s, MnasNet's and MobileNetV3's 5x5s). */
 static bool block_dw(const ait_graph *g, const ait_node *d) {
   const ait_value *x = &g->values[d->in[0]];
   const ait_tensor *w = g->values[d->in[1]].init;
@@ -108,14 +109,15 @@ static bool block_dw(const ait_graph *g, const ait_node *d) {
                    x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 3 : 2].v};
   int64_t k[2] = {w->dims[0], w->dims[1]}; /* HWIO by now */
   nn_win win;
-  if (k[0] != 3 || k[1] != 3 || nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
+  if ((k[0] != 3 && k[0] != 5 && k[0] != 7) || k[1] != k[0] ||
+      nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
     ait_err_clear();
     return false;
   }
   if (win.d[0] != 1 || win.d[1] != 1 || win.s[0] != win.s[1] || (win.s[0] != 1 && win.s[0] != 2))
     return false;
   for (int i = 0; i < 2; i++)
-    if (win.pb[i] != 1 || win.pe[i] != 1) return false;
+    if (win.pb[i] != k[0] / 2 || win.pe[i] != k[0] / 2) return false;
   return true;
 }
 

@@ -120,6 +120,32 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
   }
 }
 
+/* One output row of a depthwise K x K conv, any stride (as
+ * nat_nhwc256_dwr_row: rows[k] NULL in the padding), the activation
+ * past the clamp included. */
+NAT_CLONES static void dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW,
+                               int64_t C, int64_t c0, int64_t c1, int64_t pl, const float *w,
+                               const float *b, float lo, float hi, const ait_act *post, float *y) {
+  for (int64_t ow = 0; ow < OW; ow++) {
+    float *yy = y + ow * C;
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = b ? b[m] : 0.0f;
+    for (int ki = 0; ki < K; ki++) {
+      if (!rows[ki]) continue;
+      for (int kj = 0; kj < K; kj++) {
+        int64_t iw = ow * S - pl + kj;
+        if (iw < 0 || iw >= W) continue;
+        const float *x = rows[ki] + iw * C, *wk = w + ((int64_t)ki * K + kj) * C;
+        for (int64_t m = c0; m < c1; m++)
+          yy[m] += x[m] * wk[m];
+      }
+    }
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = clampf(yy[m], lo, hi);
+    if (post) nat_act_f32(post, yy + c0, c1 - c0);
+  }
+}
+
 /* Output pixels [p0, p1) and channels [m0, m1) of a group-1 window conv
  * on the unpacked HWIO weights, dilations included (the portable level of
  * K_WIN, and its fallback where the weights could not be packed). */
@@ -191,6 +217,9 @@ typedef void (*dw_row_fn)(const float *const rows[3], int64_t W, int64_t OW, int
                           int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                           const float *z, float lo, float hi, float *y);
 typedef void (*tile_fn)(int64_t P, int64_t M, int *mr, int *nv);
+typedef void (*dwr_row_fn)(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
+                           int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
+                           float lo, float hi, const ait_act *post, float *y);
 struct nhwc_kernels {
   pw_fn pw;
   rows_fn dw3, stem; /* dw3: depthwise 3x3 only */
@@ -208,20 +237,23 @@ struct nhwc_kernels {
   /* 3-channel stems on the NCHW input (native_nhwc_stem3.h); NULL: none */
   bool (*stem3_fits)(const nat_nhwc *c);
   rows_fn stem3;
+  /* a depthwise K x K row of a block (K 3, 5, 7; stride 1, 2: the vector
+   * levels' sliding rows), its activation past the clamp included */
+  dwr_row_fn dwr_row;
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows, NULL, NULL, NULL, NULL},
+                          portable_tile, dwk_rows, NULL, NULL, NULL, NULL, dwr_row},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
                       nat_nhwc256_dwk, nat_nhwc256_post, nat_nhwc256_dw1, nat_nhwc256_stem3_fits,
-                      nat_nhwc256_stem3},
+                      nat_nhwc256_stem3, nat_nhwc256_dwr_row},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
                         nat_nhwc512_dwk, nat_nhwc512_post, nat_nhwc512_dw1, nat_nhwc512_stem3_fits,
-                        nat_nhwc512_stem3},
+                        nat_nhwc512_stem3, nat_nhwc512_dwr_row},
 };
 
 int nat_nhwc_level(void) {
@@ -948,14 +980,27 @@ typedef struct ir_job {
   const nhwc_kernels *k; /* the run's kernels */
   bool stem;  /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
   bool stem3; /* ... on the stem3 rows (native_nhwc_stem3.h) */
+  int K;      /* the depthwise window (K x K, pads K / 2: 3, 5 or 7) */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
-  float *shared;     /* per image and band boundary: 2 expanded rows (ir_edge) */
+  float *shared;     /* per image and band boundary: K - 1 expanded rows (ir_edge) */
   atomic_int *ready; /* per image and band boundary: 2 ready words (ir_edge) */
 } ir_job;
 
 static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) { j->k->pw(c, 0, P, 0, c->M); }
+
+/* One output row of the depthwise stage, channels [c0, c1), from its K
+ * input rows (NULL in the padding): the 3x3 row kernels, else the
+ * sliding rows of any window. */
+static void ir_dw_row(const ir_job *j, const float *const *rows, int64_t c0, int64_t c1, float *y) {
+  const nat_nhwc *d = &j->d;
+  if (j->K == 3)
+    j->k->dw_row(rows, d->W, d->OW, d->C, c0, c1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+  else
+    j->k->dwr_row(rows, j->K, (int)d->sh, d->W, d->OW, d->C, c0, c1, j->K / 2, d->w, d->b, d->lo,
+                  d->hi, NULL, y);
+}
 
 /* Expanded row ih of image n into y: one output row of the stem stage. */
 static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
@@ -993,11 +1038,13 @@ static ir_edge ir_boundary(const ir_job *j, int64_t n, int64_t k) {
   const nat_nhwc *d = &j->d;
   ir_edge g = {0, -1, 0, NULL, NULL, NULL};
   if (!j->shared || k <= 0 || k >= j->n_chunks) return g;
-  int64_t o = k * d->OH / j->n_chunks, i = n * j->n_chunks + k;
-  g.r0 = o * d->sh - 1 > 0 ? o * d->sh - 1 : 0;
-  g.r1 = (o - 1) * d->sh + 1 < d->H - 1 ? (o - 1) * d->sh + 1 : d->H - 1;
+  int64_t o = k * d->OH / j->n_chunks, i = n * j->n_chunks + k, p = j->K / 2;
+  /* the upper band's first output row reads from o S - p, the lower
+   * band's last up to (o - 1) S + K - 1 - p */
+  g.r0 = o * d->sh - p > 0 ? o * d->sh - p : 0;
+  g.r1 = (o - 1) * d->sh + j->K - 1 - p < d->H - 1 ? (o - 1) * d->sh + j->K - 1 - p : d->H - 1;
   g.split = o * d->sh;
-  g.rows = j->shared + i * 2 * d->W * d->C;
+  g.rows = j->shared + i * (j->K - 1) * d->W * d->C;
   g.lo_ready = &j->ready[2 * i], g.hi_ready = &j->ready[2 * i + 1];
   return g;
 }
@@ -1010,26 +1057,26 @@ static void ir_task(void *arg, int64_t t, int tid) {
   int64_t n = t / j->n_chunks, b = t % j->n_chunks;
   if (bands_reversed) b = j->n_chunks - 1 - b;
   int64_t oh0 = b * d->OH / j->n_chunks, oh1 = (b + 1) * d->OH / j->n_chunks;
-  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
-  float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
-  int64_t have = oh0 * S - 2; /* last expanded row made */
+  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E, K = j->K, pad = K / 2;
+  float *ring = j->scratch + tid * j->per_thread, *drow = ring + K * row;
+  int64_t have = oh0 * S - pad - 1; /* last expanded row made */
   /* A: the boundary below (this band is its upper), B: above (its lower);
    * this band makes A's rows from A.split and B's rows below B.split */
   ir_edge A = ir_boundary(j, n, b), B = ir_boundary(j, n, b + 1);
   int64_t a_own = A.split > A.r0 ? A.split : A.r0, b_own = B.split - 1 < B.r1 ? B.split - 1 : B.r1;
   bool a_took = false, b_took = false, a_asked = false, b_asked = false;
-  const float *at[3] = {NULL, NULL, NULL};   /* where expanded row ih is, by ih % 3 */
+  const float *at[7] = {NULL};               /* where expanded row ih is, by ih % K */
   for (int64_t ih = B.r0; ih <= b_own; ih++) /* first: the upper band needs them first */
     ir_expand_row(j, n, ih, B.rows + (ih - B.r0) * row);
   if (B.rows) atomic_store_explicit(B.lo_ready, 1, memory_order_release);
   for (int64_t oh = oh0; oh < oh1; oh++) {
-    int64_t lo = oh * S - 1;
-    const float *rows[3];
-    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
+    int64_t lo = oh * S - pad;
+    const float *rows[7];
+    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + K - 1 && ih < H; ih++) {
       if (ih < 0) continue;
       have = ih;
-      float *dst = ring + (ih % 3) * row;
-      const float **where = &at[ih % 3];
+      float *dst = ring + (ih % K) * row;
+      const float **where = &at[ih % K];
       if (in_rows(ih, a_own, A.r1)) {
         dst = A.rows + (ih - A.r0) * row;
       } else if (in_rows(ih, A.r0, a_own - 1)) {
@@ -1055,11 +1102,11 @@ static void ir_task(void *arg, int64_t t, int tid) {
       if (ih == A.r1 && a_own <= A.r1) /* the last of this band's rows at A, made */
         atomic_store_explicit(A.hi_ready, 1, memory_order_release);
     }
-    for (int ki = 0; ki < 3; ki++) {
+    for (int ki = 0; ki < K; ki++) {
       int64_t ih = lo + ki;
-      rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % 3] : j->x + (n * H + ih) * row;
+      rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % K] : j->x + (n * H + ih) * row;
     }
-    j->k->dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    ir_dw_row(j, rows, 0, E, drow);
     nat_nhwc p = j->p;
     int64_t r = (n * d->OH + oh) * d->OW * p.M;
     p.x = drow;
@@ -1114,13 +1161,12 @@ static void irc_task(void *arg, int64_t t, int tid) {
     src = e.y;
   }
   for (int64_t oh = 0; oh < d->OH; oh++) {
-    const float *rows[3];
-    for (int ki = 0; ki < 3; ki++) {
-      int64_t ih = oh * d->sh - 1 + ki;
+    const float *rows[7];
+    for (int ki = 0; ki < j->K; ki++) {
+      int64_t ih = oh * d->sh - j->K / 2 + ki;
       rows[ki] = ih < 0 || ih >= d->H ? NULL : src + ih * d->W * E;
     }
-    float *y = c->dbuf + (n * d->OH + oh) * d->OW * E;
-    j->k->dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    ir_dw_row(j, rows, e0, e1, c->dbuf + (n * d->OH + oh) * d->OW * E);
   }
 }
 
@@ -1225,14 +1271,17 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   }
   int64_t E = j.has_e ? j.e.M : C;
   if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
-  /* the depthwise stage: weights [3, 3, 1, E], its activation under dw_ */
+  /* the depthwise stage: weights [K, K, 1, E] (K 3, 5 or 7; pads K / 2;
+   * beyond 3x3, strides 1 or 2: the sliding rows), its activation under dw_ */
   const ait_tensor *Wd = in[3], *Bd = in[4];
   int cnt = 0;
   const int64_t *st = ait_attr_ints(n, "strides", &cnt);
-  int64_t S = st && cnt == 2 ? st[0] : 1;
-  if (Wd->dtype != AIT_FLOAT32 || Wd->dims[0] != 3 || Wd->dims[1] != 3 || Wd->dims[2] != 1 ||
-      Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S))
+  int64_t S = st && cnt == 2 ? st[0] : 1, K = Wd->dims[0];
+  if (Wd->dtype != AIT_FLOAT32 || (K != 3 && K != 5 && K != 7) || Wd->dims[1] != K ||
+      Wd->dims[2] != 1 || Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S) ||
+      (K > 3 && S > 2))
     return AIT_E_UNSUPPORTED;
+  j.K = (int)K;
   if (Bd && (Bd->dtype != AIT_FLOAT32 || ait_tensor_numel(Bd) != E)) return AIT_E_UNSUPPORTED;
   if (ir_act(n, "dw_", &j.d.lo, &j.d.hi)) return AIT_E_UNSUPPORTED;
   j.d.b = Bd ? Bd->data : NULL;
@@ -1269,12 +1318,12 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
   j.n_chunks = (most / threads > 1 ? most / threads : 1) * threads;
   if (j.n_chunks > j.d.OH) j.n_chunks = j.d.OH;
-  j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
-  /* per band boundary: 2 shared rows and two ready words; bands of 3+
-   * rows, so that a band's two boundaries never share a row */
+  j.per_thread = (K * W * E + j.d.OW * E + 15) / 16 * 16;
+  /* per band boundary: K - 1 shared rows and two ready words; bands of
+   * K+ rows, so that a band's two boundaries never share a row */
   int64_t bands = N * j.n_chunks;
-  bool share = j.n_chunks > 1 && j.has_e && S < 3 && j.d.OH / j.n_chunks >= 3;
-  int64_t shared = share ? bands * 2 * W * E : 0;
+  bool share = j.n_chunks > 1 && j.has_e && S < 3 && j.d.OH / j.n_chunks >= K;
+  int64_t shared = share ? bands * (K - 1) * W * E : 0;
   int64_t floats = j.per_thread * threads + (shared + 15) / 16 * 16;
   j.scratch =
       nat_scratch(r, (int64_t)sizeof(float) * floats + (int64_t)sizeof(atomic_int) * 2 * bands);
