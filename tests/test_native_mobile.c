@@ -376,11 +376,33 @@ static void test_dw_rows(void) {
   }
 }
 
+/* Activation `act` of `x` into `y` as the exporters write it: Relu,
+ * HardSwish, x * Sigmoid(x) (SiLU) or HardSigmoid; `tag` names its nodes. */
+static void act_nodes(tb_model *m, int act, const char *tag, const char *x, const char *y) {
+  char a[32], b[32], t[32];
+  snprintf(a, sizeof a, "%s_act", tag);
+  snprintf(b, sizeof b, "%s_mul", tag);
+  snprintf(t, sizeof t, "%s_sig", tag);
+  if (act == 0) {
+    tb_node(m, "Relu", a, IN(x), IN(y));
+  } else if (act == 1) {
+    tb_node(m, "HardSwish", a, IN(x), IN(y));
+  } else if (act == 2) {
+    tb_node(m, "Sigmoid", a, IN(x), IN(t));
+    tb_node(m, "Mul", b, IN(x, t), IN(y));
+  } else {
+    int h = tb_node(m, "HardSigmoid", a, IN(x), IN(y));
+    tb_attr_float(m, h, "alpha", 0.3f);
+    tb_attr_float(m, h, "beta", 0.4f);
+  }
+}
+
 /* Inverted residual blocks of any window (native_nhwc.c's
  * FusedInvertedResidual on K x K depthwise rows: MnasNet's and
- * MobileNetV3's 5x5s): expand 1x1 + Relu, depthwise K x K (K 3, 5, 7,
- * pads K / 2, stride 1 or 2) + Relu, project 1x1 (+ the input when the
- * shapes allow), fused into one node and run at every level on 1 and 3
+ * MobileNetV3's 5x5s): expand 1x1 + act, depthwise K x K (K 3, 5, 7,
+ * pads K / 2, stride 1 or 2) + act (Relu, HardSwish, SiLU, HardSigmoid:
+ * past the clamp, MobileNetV3's and EfficientNet's), project 1x1 (+ the
+ * input when the shapes allow), fused into one node and run at every level on 1 and 3
  * threads, bands in order and last first (each band then takes the rows
  * its neighbour shares), maps tall enough for bands and small enough for
  * channel slices, against eager. */
@@ -389,6 +411,7 @@ static void block_case(int cs) {
   int64_t C = 4 + urand(28), E = C * (2 + urand(4)) + urand(9), M = urand(2) ? C : 4 + urand(40);
   int64_t H = cs % 4 < 2 ? 24 + urand(40) : 2 + urand(14), W = 3 + urand(cs % 2 ? 60 : 20);
   bool res = s == 1 && M == C;
+  int ea = cs / 6 % 4, da = (cs / 6 + cs % 2) % 4; /* the stages' activations */
   static int64_t dx[4], dwe[4], dwd[4], dwp[4], be[1], bp[1];
   dx[0] = -1, dx[1] = C, dx[2] = H, dx[3] = W;
   dwe[0] = E, dwe[1] = C, dwe[2] = dwe[3] = 1;
@@ -407,12 +430,12 @@ static void block_case(int cs) {
   init(m, "wp", 4, dwp, 0.3f);
   init(m, "bp", 1, bp, 0.2f);
   tb_node(m, "Conv", "expand", IN("x", "we", "be"), IN("e0"));
-  tb_node(m, "Relu", "expand_relu", IN("e0"), IN("e1"));
+  act_nodes(m, ea, "expand", "e0", "e1");
   int n = tb_node(m, "Conv", "dw", IN("e1", "wd", "bd"), IN("d0"));
   tb_attr_int(m, n, "group", E);
   tb_attr_ints(m, n, "pads", 4, pads);
   tb_attr_ints(m, n, "strides", 2, strides);
-  tb_node(m, "Relu", "dw_relu", IN("d0"), IN("d1"));
+  act_nodes(m, da, "dw", "d0", "d1");
   tb_node(m, "Conv", "project", IN("d1", "wp", "bp"), IN(res ? "p0" : "y"));
   if (res) tb_node(m, "Add", "residual", IN("p0", "x"), IN("y"));
   ait_graph *g = tb_parse_graph(m);
@@ -425,9 +448,10 @@ static void block_case(int cs) {
     xv[i] = frand(2.0f);
   CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
   char what[160];
-  snprintf(what, sizeof what, "block case %d (N %lld C %lld E %lld M %lld %lldx%lld k %lld s %lld)",
-           cs, (long long)N, (long long)C, (long long)E, (long long)M, (long long)H, (long long)W,
-           (long long)K, (long long)s);
+  snprintf(what, sizeof what,
+           "block case %d (N %lld C %lld E %lld M %lld %lldx%lld k %lld s %lld acts %d %d)", cs,
+           (long long)N, (long long)C, (long long)E, (long long)M, (long long)H, (long long)W,
+           (long long)K, (long long)s, ea, da);
   static const char *const isas[] = {"avx512", "avx2", "portable"};
   nat_set_scratch_poison(true);
   for (int a = 0; ref && a < 3; a++)

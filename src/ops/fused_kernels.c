@@ -258,10 +258,14 @@ static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char 
   char key[64], keyp[64];
   snprintf(key, sizeof key, "%sactivation", prefix);
   snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
-  ait_attr a[6];
+  ait_attr a[7];
   memset(a, 0, sizeof a);
   int na = 0, cnt = 0, scnt = 0;
   const char *act = ait_attr_str(node, key, NULL);
+  snprintf(keyp, sizeof keyp, "%sepilogue", prefix); /* an epilogue program's steps */
+  const char *prog = ait_attr_str(node, keyp, NULL);
+  if (prog) a[na].name = (char *)"epilogue", a[na].type = AIT_ATTR_STRING, a[na++].s = (char *)prog;
+  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
   const float *params = ait_attr_floats(node, keyp, &cnt);
   const int64_t *strides = ait_attr_ints(node, "strides", &scnt);
   if (act) a[na].name = (char *)"activation", a[na].type = AIT_ATTR_STRING, a[na++].s = (char *)act;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 #include "ir/passes/passes.h"
 #include "ops/nn_impl.h"
 
@@ -52,15 +53,19 @@ static bool const_f32(const ait_graph *g, int v, int rank) {
          (rank < 0 || g->values[v].init->rank == rank);
 }
 
-/* Whether node n's activation (attributes) is a clamp: none, Relu or Clip
- * (what FusedInvertedResidual's stages run). */
+/* Whether node n's activation (attributes) is one FusedInvertedResidual's
+ * stages run: a clamp (none, Relu or Clip), or SiLU, HardSwish or
+ * HardSigmoid past it, which its kernels apply in registers
+ * (native_nhwc_post.h: MobileNetV3's HardSwish blocks). */
 static bool clamp_act(const ait_node *n) {
   ait_act act;
+  nat_post p;
   if (ait_act_parse(n, &act) != AIT_OK) {
     ait_err_clear();
     return false;
   }
-  return act.kind == AIT_ACT_NONE || act.kind == AIT_ACT_RELU || act.kind == AIT_ACT_CLIP;
+  return act.kind == AIT_ACT_NONE || act.kind == AIT_ACT_RELU || act.kind == AIT_ACT_CLIP ||
+         nat_post_of(&act, &p);
 }
 
 /* Which NHWC conv kernel could run conv node n (L_NONE: none). */
@@ -660,13 +665,16 @@ static int sole_writer(const int *writer, const int *reads, int v) {
 
 static ait_status copy_act(ait_node *to, const ait_node *from, const char *prefix) {
   char key[64];
-  const char *act = ait_attr_str(from, "activation", NULL);
+  const char *act = ait_attr_str(from, "activation", NULL),
+             *prog = ait_attr_str(from, "epilogue", NULL);
   int cnt = 0;
   const float *pr = ait_attr_floats(from, "activation_params", &cnt);
   snprintf(key, sizeof key, "%sactivation", prefix);
   if (act) AIT_TRY(nat_attr_set_str(to, key, act));
   snprintf(key, sizeof key, "%sactivation_params", prefix);
   if (pr) AIT_TRY(nat_attr_set_floats(to, key, pr, cnt));
+  snprintf(key, sizeof key, "%sepilogue", prefix); /* an epilogue program's steps */
+  if (prog) AIT_TRY(nat_attr_set_str(to, key, prog));
   return AIT_OK;
 }
 

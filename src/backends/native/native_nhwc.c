@@ -978,9 +978,10 @@ typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e;
   const nhwc_kernels *k; /* the run's kernels */
-  bool stem;  /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
-  bool stem3; /* ... on the stem3 rows (native_nhwc_stem3.h) */
-  int K;      /* the depthwise window (K x K, pads K / 2: 3, 5 or 7) */
+  bool stem;       /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
+  bool stem3;      /* ... on the stem3 rows (native_nhwc_stem3.h) */
+  int K;           /* the depthwise window (K x K, pads K / 2: 3, 5 or 7) */
+  ait_act acts[3]; /* the stages' activations past the clamp (e, d, p .post) */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
@@ -990,16 +991,29 @@ typedef struct ir_job {
 
 static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) { j->k->pw(c, 0, P, 0, c->M); }
 
+/* Activation a past the clamp on x[0, n) of a block's stage: in registers
+ * at the vector levels (native_nhwc_post.h), else nat_act_f32. */
+static void ir_post(const ir_job *j, const ait_act *a, float *x, int64_t n) {
+  nat_post pp;
+  if (j->k->post && nat_post_of(a, &pp))
+    j->k->post(&pp, x, n);
+  else
+    nat_act_f32(a, x, n);
+}
+
 /* One output row of the depthwise stage, channels [c0, c1), from its K
  * input rows (NULL in the padding): the 3x3 row kernels, else the
  * sliding rows of any window. */
 static void ir_dw_row(const ir_job *j, const float *const *rows, int64_t c0, int64_t c1, float *y) {
   const nat_nhwc *d = &j->d;
-  if (j->K == 3)
+  if (j->K == 3 && (!d->post || d->sh > 2)) {
     j->k->dw_row(rows, d->W, d->OW, d->C, c0, c1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
-  else
+    for (int64_t ow = 0; d->post && ow < d->OW; ow++)
+      ir_post(j, d->post, y + ow * d->C + c0, c1 - c0);
+  } else { /* the activation in registers, before the store */
     j->k->dwr_row(rows, j->K, (int)d->sh, d->W, d->OW, d->C, c0, c1, j->K / 2, d->w, d->b, d->lo,
-                  d->hi, NULL, y);
+                  d->hi, d->post, y);
+  }
 }
 
 /* Expanded row ih of image n into y: one output row of the stem stage. */
@@ -1007,10 +1021,12 @@ static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
   nat_nhwc e = j->e;
   int64_t r = n * e.OH + ih;
   e.y = y, e.y_r0 = r;
-  if (j->stem3)
-    j->k->stem3(&e, r, r + 1);
-  else
-    j->k->stem(&e, r, r + 1);
+  if (j->stem3) {
+    j->k->stem3(&e, r, r + 1); /* the activation too */
+    return;
+  }
+  j->k->stem(&e, r, r + 1);
+  if (e.post) ir_post(j, e.post, y, e.OW * e.M);
 }
 
 /* Expanded row ih of image n into dst: the expand 1x1 or the stem. */
@@ -1023,6 +1039,7 @@ static void ir_expand_row(const ir_job *j, int64_t n, int64_t ih, float *dst) {
   e.x = j->x + (n * j->d.H + ih) * j->d.W * j->e.C;
   e.y = dst;
   ir_pw(j, &e, j->d.W);
+  if (e.post) ir_post(j, e.post, dst, j->d.W * e.M);
 }
 
 /* The boundary between band k - 1 and band k (0 < k < n_chunks) of image
@@ -1113,24 +1130,38 @@ static void ir_task(void *arg, int64_t t, int tid) {
     p.y = j->y + r;
     p.z = j->z ? j->z + r : NULL;
     ir_pw(j, &p, d->OW);
+    if (p.post) ir_post(j, p.post, p.y, d->OW * p.M);
   }
 }
 
-/* The clamp of the activation named by <prefix>activation(_params). */
-static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float *hi) {
-  char key[64], keyp[64];
-  snprintf(key, sizeof key, "%sactivation", prefix);
-  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
-  ait_act_kind k = ait_act_from_name(ait_attr_str(n, key, ""));
-  int cnt = 0;
-  const float *pr = ait_attr_floats(n, keyp, &cnt);
-  *lo = -INFINITY, *hi = INFINITY;
-  if (k == AIT_ACT_RELU)
-    *lo = 0.0f;
-  else if (k == AIT_ACT_CLIP && pr && cnt == 2)
-    *lo = pr[0], *hi = pr[1];
-  else if (k != AIT_ACT_NONE)
+/* The activation of a stage, <prefix>activation(_params) and
+ * <prefix>epilogue, into c: a clamp (c->lo, c->hi), or any other past it
+ * (c->post = act, which the caller keeps for the stage's life). */
+static ait_status ir_act(const ait_node *n, const char *prefix, nat_nhwc *c, ait_act *act) {
+  static const char *const names[3] = {"activation", "activation_params", "epilogue"};
+  ait_attr attrs[3];
+  ait_node v;
+  memset(&v, 0, sizeof v);
+  v.name = n->name, v.op_type = n->op_type, v.domain = n->domain, v.attrs = attrs;
+  for (int i = 0; i < 3; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", prefix, names[i]);
+    const ait_attr *a = ait_node_attr(n, key);
+    if (!a) continue;
+    attrs[v.n_attrs] = *a;
+    attrs[v.n_attrs++].name = (char *)names[i];
+  }
+  c->lo = -INFINITY, c->hi = INFINITY, c->post = NULL;
+  if (ait_act_parse(&v, act) != AIT_OK) {
+    ait_err_clear();
     return AIT_E_UNSUPPORTED;
+  }
+  if (act->kind == AIT_ACT_RELU)
+    c->lo = 0.0f;
+  else if (act->kind == AIT_ACT_CLIP)
+    c->lo = act->p[0], c->hi = act->p[1];
+  else if (act->kind != AIT_ACT_NONE)
+    c->post = act;
   return AIT_OK;
 }
 
@@ -1158,6 +1189,8 @@ static void irc_task(void *arg, int64_t t, int tid) {
     e.x = j->x + n * HW * e.C;
     e.y = c->ebuf + n * HW * E;
     j->k->pw(&e, 0, HW, e0, e1);
+    for (int64_t px = 0; e.post && px < HW; px++)
+      ir_post(j, e.post, e.y + px * E + e0, e1 - e0);
     src = e.y;
   }
   for (int64_t oh = 0; oh < d->OH; oh++) {
@@ -1213,7 +1246,7 @@ static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
 /* A 1x1 stage from weights [1, 1, K, M], bias (may be absent) and the
  * activation under `prefix`. */
 static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tensor *Wt,
-                           const ait_tensor *B, nat_nhwc *c) {
+                           const ait_tensor *B, nat_nhwc *c, ait_act *act) {
   if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || Wt->dims[0] != 1 || Wt->dims[1] != 1)
     return AIT_E_UNSUPPORTED;
   if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != Wt->dims[3]))
@@ -1221,14 +1254,14 @@ static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tens
   c->C = Wt->dims[2], c->M = Wt->dims[3];
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
-  return ir_act(n, prefix, &c->lo, &c->hi);
+  return ir_act(n, prefix, c, act);
 }
 
 /* The stem stage (the layout pass's stem_* attributes): a group-1 window
  * conv from X (NCHW or NHWC) with weights [kh, kw, C, M], bias and the
  * expand_ activation; its output [N, OH, OW, M] is the block's input. */
 static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ait_tensor *Wt,
-                                const ait_tensor *B, nat_nhwc *c) {
+                                const ait_tensor *B, nat_nhwc *c, ait_act *act) {
   if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4) return AIT_E_UNSUPPORTED;
   bool nchw = !strcmp(ait_attr_str(n, "stem_x_layout", "NHWC"), "NCHW");
   c->N = X->dims[0];
@@ -1251,7 +1284,7 @@ static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ai
   c->x = X->data;
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
-  return ir_act(n, "expand_", &c->lo, &c->hi);
+  return ir_act(n, "expand_", c, act);
 }
 
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
@@ -1264,13 +1297,14 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.stem = j.has_e && ait_attr_str(n, "stem_x_layout", NULL) != NULL;
   int64_t N = X->dims[0], H = X->dims[1], W = X->dims[2], C = X->dims[3];
   if (j.stem) {
-    if (ir_stem_stage(n, X, in[1], in[2], &j.e)) return AIT_E_UNSUPPORTED;
+    if (ir_stem_stage(n, X, in[1], in[2], &j.e, &j.acts[0])) return AIT_E_UNSUPPORTED;
     H = j.e.OH, W = j.e.OW, C = j.e.M;
-  } else if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C)) {
+  } else if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e, &j.acts[0]) || j.e.C != C)) {
     return AIT_E_UNSUPPORTED;
   }
   int64_t E = j.has_e ? j.e.M : C;
-  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
+  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p, &j.acts[2]) || j.p.C != E)
+    return AIT_E_UNSUPPORTED;
   /* the depthwise stage: weights [K, K, 1, E] (K 3, 5 or 7; pads K / 2;
    * beyond 3x3, strides 1 or 2: the sliding rows), its activation under dw_ */
   const ait_tensor *Wd = in[3], *Bd = in[4];
@@ -1283,7 +1317,7 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
     return AIT_E_UNSUPPORTED;
   j.K = (int)K;
   if (Bd && (Bd->dtype != AIT_FLOAT32 || ait_tensor_numel(Bd) != E)) return AIT_E_UNSUPPORTED;
-  if (ir_act(n, "dw_", &j.d.lo, &j.d.hi)) return AIT_E_UNSUPPORTED;
+  if (ir_act(n, "dw_", &j.d, &j.acts[1])) return AIT_E_UNSUPPORTED;
   j.d.b = Bd ? Bd->data : NULL;
   j.d.w = Wd->data;
   j.d.C = j.d.M = E;
