@@ -399,7 +399,8 @@ static void act_nodes(tb_model *m, int act, const char *tag, const char *x, cons
 
 /* Inverted residual blocks of any window (native_nhwc.c's
  * FusedInvertedResidual on K x K depthwise rows: MnasNet's and
- * MobileNetV3's 5x5s): expand 1x1 + act, depthwise K x K (K 3, 5, 7,
+ * MobileNetV3's 5x5s; small ones as three stages through scratch):
+ * expand 1x1 + act, depthwise K x K (K 3, 5, 7,
  * pads K / 2, stride 1 or 2) + act (Relu, HardSwish, SiLU, HardSigmoid:
  * past the clamp, MobileNetV3's and EfficientNet's), project 1x1 (+ the
  * input when the shapes allow), fused into one node and run at every level on 1 and 3
@@ -456,10 +457,12 @@ static void block_case(int cs) {
   nat_set_scratch_poison(true);
   for (int a = 0; ref && a < 3; a++)
     for (int t = 1; t <= 3; t += 2)
-      for (int rev = 0; rev < 2; rev++) {
+      for (int mode = 0; mode < 3; mode++) {
+        /* the block's rows, bands last first, its three stages through scratch */
         char spec[96];
         snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], t);
-        nat_nhwc_set_bands_reversed(rev);
+        nat_nhwc_set_bands_reversed(mode == 1);
+        nat_nhwc_set_staged_bytes(mode == 2 ? INT64_MAX : 0);
         ait_backend_config cfg;
         void *state = build_on(spec, g, &cfg, what);
         if (!state) continue;
@@ -472,6 +475,7 @@ static void block_case(int cs) {
         cfg.iface->destroy(state);
       }
   nat_nhwc_set_bands_reversed(false);
+  nat_nhwc_set_staged_bytes(-1);
   nat_set_scratch_poison(false);
   ait_tensor_free(ref);
   ait_tensor_free(x);

@@ -46,6 +46,10 @@ void nat_nhwc256_dwr_row(const float *const *rows, int K, int S, int64_t W, int6
 void nat_nhwc512_dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
                          int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
                          float lo, float hi, const ait_act *post, float *y);
+/* Tests: K x K blocks (K > 3) whose expanded and depthwise maps take at
+ * most this many bytes run as three stages through scratch (native_nhwc.c
+ * ir_by_stages); 0: none, negative: the default. */
+void nat_nhwc_set_staged_bytes(int64_t bytes);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
