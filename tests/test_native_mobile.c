@@ -564,7 +564,93 @@ static void test_dwr_rows(void) {
   }
 }
 
+/* Squeeze-excite gates into the projection (native_layout.c
+ * fuse_se_scales, native_nhwc.c run_pw_scaled): depthwise 3x3 + act, its
+ * global pool, fc1 + Relu, fc2 + Sigmoid or HardSigmoid, Mul (either
+ * order) of the depthwise map by the gate, project 1x1: the Mul goes into
+ * the projection, on weights scaled per image (maps with more pixels than
+ * output channels) or a scaled copy, at every level on 1 and 3 threads,
+ * batch 1 and 3, against eager. */
+static void se_case(int cs) {
+  int64_t C = 4 + urand(60), R = 2 + urand(12), M = 4 + urand(cs % 2 ? 90 : 30);
+  int64_t H = cs % 3 ? 1 + urand(9) : 12 + urand(20), W = cs % 3 ? 1 + urand(9) : 12 + urand(20);
+  static int64_t dx[4], dwd[4], dw1[4], dw2[4], dwp[4], bc[1], br[1], bm[1];
+  dx[0] = -1, dx[1] = C, dx[2] = H, dx[3] = W;
+  dwd[0] = C, dwd[1] = 1, dwd[2] = dwd[3] = 3;
+  dw1[0] = R, dw1[1] = C, dw1[2] = dw1[3] = 1;
+  dw2[0] = C, dw2[1] = R, dw2[2] = dw2[3] = 1;
+  dwp[0] = M, dwp[1] = C, dwp[2] = dwp[3] = 1;
+  bc[0] = C, br[0] = R, bm[0] = M;
+  const int64_t dy[4] = {-1, -1, -1, -1}, pads[4] = {1, 1, 1, 1};
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", 1, 4, dx);
+  tb_output(m, "y", 1, 4, dy);
+  init(m, "wd", 4, dwd, 0.4f);
+  init(m, "bd", 1, bc, 0.2f);
+  init(m, "w1", 4, dw1, 0.4f);
+  init(m, "b1", 1, br, 0.2f);
+  init(m, "w2", 4, dw2, 0.4f);
+  init(m, "b2", 1, bc, 0.2f);
+  init(m, "wp", 4, dwp, 0.3f);
+  init(m, "bp", 1, bm, 0.2f);
+  int n = tb_node(m, "Conv", "dw", IN("x", "wd", "bd"), IN("d0"));
+  tb_attr_int(m, n, "group", C);
+  tb_attr_ints(m, n, "pads", 4, pads);
+  act_nodes(m, cs % 3 == 1 ? 1 : cs % 3 == 2 ? 2 : 0, "dw", "d0", "d1");
+  tb_node(m, "GlobalAveragePool", "gap", IN("d1"), IN("g0"));
+  tb_node(m, "Conv", "fc1", IN("g0", "w1", "b1"), IN("f0"));
+  tb_node(m, "Relu", "fc1_relu", IN("f0"), IN("f1"));
+  tb_node(m, "Conv", "fc2", IN("f1", "w2", "b2"), IN("f2"));
+  if (cs % 2)
+    tb_node(m, "Sigmoid", "gate", IN("f2"), IN("s"));
+  else
+    act_nodes(m, 3, "gate", "f2", "s");
+  if (cs % 4 < 2)
+    tb_node(m, "Mul", "scale", IN("d1", "s"), IN("x1"));
+  else
+    tb_node(m, "Mul", "scale", IN("s", "d1"), IN("x1"));
+  tb_node(m, "Conv", "project", IN("x1", "wp", "bp"), IN("y"));
+  ait_graph *g = tb_parse_graph(m);
+  CHECK(g != NULL);
+  if (!g) return;
+  char what[128];
+  snprintf(what, sizeof what, "se case %d (C %lld R %lld M %lld %lldx%lld)", cs, (long long)C,
+           (long long)R, (long long)M, (long long)H, (long long)W);
+  static const char *const isas[] = {"avx512", "avx2", "portable"};
+  for (int64_t N = 1; N <= 3; N += 2) {
+    const int64_t xd[4] = {N, C, H, W};
+    ait_tensor *x = ait_tensor_new(AIT_FLOAT32, 4, xd), *ref = NULL;
+    float *xv = x->data;
+    for (int64_t i = 0; i < ait_tensor_numel(x); i++)
+      xv[i] = frand(2.0f);
+    CHECK(ait_eager_run(g, (const ait_tensor *const *)&x, 1, &ref) == AIT_OK);
+    for (int a = 0; ref && a < 3; a++)
+      for (int t = 1; t <= 3; t += 2) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "native:layout=nhwc,isa=%s,threads=%d", isas[a], t);
+        ait_backend_config cfg;
+        void *state = build_on(spec, g, &cfg, what);
+        if (!state) continue;
+        const ait_graph *rg = ((nat_state *)state)->g;
+        const ait_node *q = NULL;
+        for (int i = 0; i < rg->n_nodes; i++)
+          if (!strcmp(rg->nodes[i].name, "project")) q = &rg->nodes[i];
+        bool ok = check_count_op(rg, "Mul") == 0 && q && q->n_in == 5;
+        if (!ok) fprintf(stderr, "%s on %s: the gate was not fused\n", what, spec);
+        CHECK(ok);
+        for (int run = 0; run < 2; run++)
+          check_run(&cfg, state, x, ref, what, spec);
+        cfg.iface->destroy(state);
+      }
+    ait_tensor_free(ref);
+    ait_tensor_free(x);
+  }
+  ait_graph_free(g);
+}
+
 int main(void) {
+  for (int cs = 0; cs < 24; cs++)
+    se_case(cs);
   test_dwr_rows();
   for (int cs = 0; cs < 24; cs++)
     block_case(cs);

@@ -229,8 +229,24 @@ ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
   if (n_in > 3 && in[3] && in[3]->rank != 4)
     return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: Z must be 4-D");
   bool nchw = !strcmp(ait_attr_str(node, "x_layout", "NHWC"), "NCHW");
-  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL;
-  ait_status st = nchw ? AIT_OK : transpose4(node, in[0], to_nchw, &x);
+  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL, *xs = NULL;
+  if (n_in > 4 && in[4]) { /* X scaled per image and channel first (a squeeze-excite gate) */
+    const ait_tensor *X = in[0], *S = in[4];
+    int64_t C = X->dims[3], P = X->dims[1] * X->dims[2];
+    if (nchw || X->dtype != AIT_FLOAT32 || S->dtype != AIT_FLOAT32 ||
+        ait_tensor_numel(S) != X->dims[0] * C)
+      return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: the scale must be float [N, 1, 1, C]");
+    xs = ait_tensor_clone(X);
+    if (!xs) return ait_err(AIT_E_NOMEM, "out of memory in FusedConvNhwc");
+    float *d = xs->data;
+    const float *s = S->data;
+    for (int64_t n = 0; n < X->dims[0]; n++)
+      for (int64_t p = 0; p < P; p++)
+        for (int64_t c = 0; c < C; c++)
+          d[(n * P + p) * C + c] *= s[n * C + c];
+  }
+  ait_status st = nchw ? AIT_OK : transpose4(node, xs ? xs : in[0], to_nchw, &x);
+  ait_tensor_free(xs);
   if (st == AIT_OK) st = transpose4(node, in[1], to_oihw, &w);
   if (st == AIT_OK && n_in > 3 && in[3]) st = transpose4(node, in[3], to_nchw, &z);
   if (st == AIT_OK) {

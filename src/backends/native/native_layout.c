@@ -654,6 +654,9 @@ static ait_status shape_in_nhwc(ait_graph *g, int n_values, const int *twin, con
  * rows, small ones in channel slices, native_nhwc.c). */
 static int64_t block_min_bytes = 0;
 void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
+/* Whether squeeze-excite gates join the projection they feed (tests). */
+static bool se_scales = true;
+void nat_layout_set_se_scales(bool on) { se_scales = on; }
 /* Whether a stem conv joins the block it feeds (tests turn it off). */
 static bool fuse_stems = true;
 void nat_layout_set_fuse_stems(bool on) { fuse_stems = on; }
@@ -788,6 +791,68 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
   return st;
 }
 
+/* Squeeze-excite gates into the projection they feed: a pointwise
+ * FusedConvNhwc q reading, alone, Mul(D, S) with D [N, H, W, C] and S
+ * [N, 1, 1, C] (the gate: a Sigmoid or HardSigmoid of the pooled branch)
+ * reads D itself and S as its fifth input (native_nhwc.c run_pw_scaled:
+ * on weights scaled per image, no pass over D); the Mul dies. */
+static ait_status fuse_se_scales(ait_graph *g, const int *kind, int nn, const int *writer,
+                                 bool *dead) {
+  int *reads = calloc((size_t)g->n_values + 1, sizeof *reads);
+  if (!reads) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (!dead[i] && g->nodes[i].in[k] >= 0) reads[g->nodes[i].in[k]]++;
+  for (int k = 0; k < g->n_outputs; k++)
+    reads[g->outputs[k]] += 2;
+  ait_status st = AIT_OK;
+  for (int q = 0; q < nn && !st; q++) {
+    ait_node *Q = &g->nodes[q];
+    if (kind[q] != L_PW || dead[q] || strcmp(Q->op_type, "FusedConvNhwc") || Q->n_in > 4 ||
+        Q->in[0] < 0 || reads[Q->in[0]] != 1)
+      continue;
+    int m = writer[Q->in[0]]; /* the converted node writing it */
+    if (m < 0 || m >= g->n_nodes || dead[m] || !ait_is_op(&g->nodes[m], "Mul") ||
+        g->nodes[m].n_in != 2 || g->nodes[m].n_out != 1)
+      continue;
+    const ait_value *x = &g->values[Q->in[0]];
+    int d = -1, sc = -1;
+    for (int k = 0; k < 2 && d < 0; k++) {
+      int a = g->nodes[m].in[k], b = g->nodes[m].in[1 - k];
+      if (a < 0 || b < 0 || nat_is_const(g, b)) continue;
+      const ait_value *va = &g->values[a], *vb = &g->values[b];
+      /* the batch known and equal, or unknown in both (twins lose its
+       * name): the kernel checks S against [N, 1, 1, C] at run time */
+      bool batch = dim_eq(&vb->dims[0], &va->dims[0]) ||
+                   (vb->dims[0].v < 0 && va->dims[0].v < 0 && x->dims[0].v < 0);
+      if (va->rank != 4 || x->rank != 4 || vb->rank != 4 || va->dtype != AIT_FLOAT32 ||
+          vb->dtype != AIT_FLOAT32 || vb->dims[1].v != 1 || vb->dims[2].v != 1 || !batch ||
+          !dim_eq(&vb->dims[3], &va->dims[3]))
+        continue;
+      bool same = true; /* D is the product's shape */
+      for (int i = 1; i < 4; i++)
+        same = same && dim_eq(&va->dims[i], &x->dims[i]);
+      if (!same) continue;
+      d = a, sc = b;
+    }
+    if (d < 0) continue;
+    int *in = malloc(sizeof(int) * 5);
+    if (!in) {
+      st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+      break;
+    }
+    for (int k = 0; k < 4; k++)
+      in[k] = k < Q->n_in ? Q->in[k] : -1;
+    in[0] = d, in[4] = sc;
+    free(Q->in);
+    Q->in = in;
+    Q->n_in = 5;
+    dead[m] = true;
+  }
+  free(reads);
+  return st;
+}
+
 ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   int nn = g->n_nodes, nv = g->n_values;
   int *kind = calloc((size_t)nn + 1, sizeof *kind), *parent = malloc(sizeof(int) * (nn + 1));
@@ -847,6 +912,7 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
     dead[i] |= kill[i];
   free(kill);
   if (!st && moved) st = fuse_blocks(g, kind, nn, writer, dead, s);
+  if (!st && moved && se_scales) st = fuse_se_scales(g, kind, nn, writer, dead);
   if (!st && moved) st = nat_graph_compact(g, dead);
   free(dead);
   free(writer);

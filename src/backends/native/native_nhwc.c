@@ -588,6 +588,9 @@ static bool win_classes_pay(nat_nhwc *c) {
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
+static void gemm_like_launch(nat_run *r, const nat_nhwc *c, int64_t P, const nhwc_kernels *k,
+                             nhwc_kind kind, int64_t K);
+
 static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, nhwc_kind kind,
                           int slot, int input) {
   int64_t K = c->C;
@@ -601,6 +604,12 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
     set_tile(c, k, P);
     pack_pw(r, c, slot, input, k);
   }
+  gemm_like_launch(r, c, P, k, kind, K);
+}
+
+/* c's P pixels (tile set, weights packed) over the pool; K: its reduction. */
+static void gemm_like_launch(nat_run *r, const nat_nhwc *c, int64_t P, const nhwc_kernels *k,
+                             nhwc_kind kind, int64_t K) {
   nhwc_job j = {c, kind, k, P, c->pw_mr, 1, c->M, 1};
   int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
   double macs = (double)P * c->M * K;
@@ -623,6 +632,56 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
 
 static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
   run_gemm_like(r, c, P, k, K_PW, slot, input);
+}
+
+/* y[i] = x[i] * s[i % C] over n = rows C floats. */
+NAT_CLONES static void scale_rows(const float *x, const float *s, int64_t rows, int64_t C,
+                                  float *y) {
+  for (int64_t p = 0; p < rows; p++, x += C, y += C)
+    for (int64_t i = 0; i < C; i++)
+      y[i] = x[i] * s[i];
+}
+
+/* A pointwise conv of X scaled per image and channel by s [N][C] (a
+ * squeeze-excite gate, the layout pass's fifth input): where an image has
+ * more pixels than the weights' padded columns, on its own weights, the
+ * packed ones with row k scaled by s[n][k] (C x M multiplies per image,
+ * not H x W x C, and X read once, as stored: MobileNetV3's and
+ * EfficientNet's projections on 28x28 and larger maps); else on a scaled
+ * copy of X in scratch (what the Mul wrote, into memory the run reuses). */
+static ait_status run_pw_scaled(nat_run *r, nat_nhwc *c, const float *s, const nhwc_kernels *k) {
+  int64_t P = c->H * c->W, N = c->N, C = c->C, M = c->M;
+  if (k->packed) {
+    set_tile(c, k, P);
+    int64_t bw = c->pw_bw, nb = (M + bw - 1) / bw;
+    if (nb * bw <= P) pack_pw(r, c, NAT_DATA_TILES, 1, k);
+    if (nb * bw <= P && c->wpk) {
+      float *ws = nat_scratch(r, (int64_t)sizeof(float) * nb * bw * C);
+      if (!ws) return AIT_E_NOMEM;
+      for (int64_t n = 0; n < N; n++) {
+        for (int64_t b = 0; b < nb; b++)
+          for (int64_t kk = 0; kk < C; kk++) {
+            const float *src = c->wpk + (b * C + kk) * bw;
+            float *dst = ws + (b * C + kk) * bw, sk = s[n * C + kk];
+            for (int64_t i = 0; i < bw; i++)
+              dst[i] = src[i] * sk;
+          }
+        nat_nhwc v = *c;
+        v.N = 1, v.wpk = ws;
+        v.x = c->x + n * P * C, v.y = c->y + n * P * M, v.z = c->z ? c->z + n * P * M : NULL;
+        gemm_like_launch(r, &v, P, k, K_PW, C);
+      }
+      return AIT_OK;
+    }
+  }
+  float *xs = nat_scratch(r, (int64_t)sizeof(float) * N * P * C);
+  if (!xs) return AIT_E_NOMEM;
+  for (int64_t n = 0; n < N; n++)
+    scale_rows(c->x + n * P * C, s + n * C, P, C, xs + n * P * C);
+  c->x = xs;
+  c->wpk = NULL;
+  run_gemm_like(r, c, N * P, k, K_PW, NAT_DATA_TILES, 1);
+  return AIT_OK;
 }
 
 /* Rows of the zero-padded copy of a depthwise conv's input (pad_job). */
@@ -906,6 +965,9 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   nhwc_kind kind;
   ait_act act;
   ait_status st = setup(n, in, n_in, &c, &kind, &act);
+  const ait_tensor *Sx = n_in > 4 ? in[4] : NULL; /* X's scale per image and channel */
+  if (!st && Sx && (kind != K_PW || Sx->dtype != AIT_FLOAT32 || ait_tensor_numel(Sx) != c.N * c.C))
+    st = AIT_E_UNSUPPORTED;
   if (st) {
     nhwc_declined++;
     return st;
@@ -917,6 +979,7 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
+  if (Sx) return run_pw_scaled(r, &c, Sx->data, k);
   if (kind == K_GRP) {
     if (c.xs_c != 1) AIT_TRY(pad_input(r, &c)); /* an NCHW input: reordered */
     return run_grouped(r, &c, force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level());

@@ -50,6 +50,9 @@ void nat_nhwc512_dwr_row(const float *const *rows, int K, int S, int64_t W, int6
  * most this many bytes run as three stages through scratch (native_nhwc.c
  * ir_by_stages); 0: none, negative: the default. */
 void nat_nhwc_set_staged_bytes(int64_t bytes);
+/* Tests: whether the layout pass puts squeeze-excite gates into the
+ * projection they feed (FusedConvNhwc's fifth input; default on). */
+void nat_layout_set_se_scales(bool on);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
