@@ -821,13 +821,14 @@ static ait_status fuse_se_scales(ait_graph *g, const int *kind, int nn, const in
       int a = g->nodes[m].in[k], b = g->nodes[m].in[1 - k];
       if (a < 0 || b < 0 || nat_is_const(g, b)) continue;
       const ait_value *va = &g->values[a], *vb = &g->values[b];
+      if (va->rank != 4 || x->rank != 4 || vb->rank != 4 || va->dtype != AIT_FLOAT32 ||
+          vb->dtype != AIT_FLOAT32 || vb->dims[1].v != 1 || vb->dims[2].v != 1 ||
+          !dim_eq(&vb->dims[3], &va->dims[3]))
+        continue;
       /* the batch known and equal, or unknown in both (twins lose its
        * name): the kernel checks S against [N, 1, 1, C] at run time */
-      bool batch = dim_eq(&vb->dims[0], &va->dims[0]) ||
-                   (vb->dims[0].v < 0 && va->dims[0].v < 0 && x->dims[0].v < 0);
-      if (va->rank != 4 || x->rank != 4 || vb->rank != 4 || va->dtype != AIT_FLOAT32 ||
-          vb->dtype != AIT_FLOAT32 || vb->dims[1].v != 1 || vb->dims[2].v != 1 || !batch ||
-          !dim_eq(&vb->dims[3], &va->dims[3]))
+      if (!dim_eq(&vb->dims[0], &va->dims[0]) &&
+          !(vb->dims[0].v < 0 && va->dims[0].v < 0 && x->dims[0].v < 0))
         continue;
       bool same = true; /* D is the product's shape */
       for (int i = 1; i < 4; i++)
