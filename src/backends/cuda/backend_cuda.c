@@ -197,8 +197,6 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   int merged = 0;
   if (!st) st = cu_opts_parse(cfg, &o);
   if (!st) st = cu_pass_qkv(copy, &o, &merged);
-  int wmerged = 0;
-  if (!st) st = cu_pass_window_mask(copy, &wmerged);
   int gn = 0;
   if (!st) st = nat_pass_groupnorm(copy, &gn); /* native's, which cuda's passes skip */
   if (st) {

@@ -15,7 +15,7 @@
  * the shared one (ait_match_attention, src/ir/passes/attn.c), swin's
  * shifted-window mask included: its Reshape, Add, Reshape are absorbed and
  * the kernels read the mask of window b % W for batch b (the relative
- * position bias merged into that mask first, cu_pass_window_mask). */
+ * position bias added into that mask first, attn_mask). */
 #ifdef AIT_HAVE_CUDA
 
 #include <math.h>
@@ -29,15 +29,6 @@ static bool dims4(const ait_graph *g, int v, int64_t *d) {
   if (v < 0) return false;
   const ait_value *val = &g->values[v];
   if (val->rank != 4 || val->init) return false;
-  for (int k = 0; k < 4; k++)
-    if ((d[k] = val->dims[k].v) < 0) return false;
-  return true;
-}
-
-/* Known static dims of value v (rank 4) into d. */
-static bool static_dims(const ait_graph *g, int v, int64_t *d) {
-  const ait_value *val = &g->values[v];
-  if (val->rank != 4) return false;
   for (int k = 0; k < 4; k++)
     if ((d[k] = val->dims[k].v) < 0) return false;
   return true;
@@ -202,9 +193,6 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   if (!ait_is_op(&g->nodes[i], "Softmax") || !ait_match_attention(&view, i, am)) return false;
   const ait_node *pv = &g->nodes[am->pv];
   if (g->values[pv->out[0]].init || g->values[am->scores_out].rank != 4) return false;
-  /* two masks (a plain one and swin's windowed one) are one after
-   * cu_pass_window_mask; where it could not merge them, no match */
-  if (am->mask >= 0 && am->wmask >= 0) return false;
   memset(m, 0, sizeof *m);
   m->pv = am->pv;
   m->sm = i;
@@ -216,6 +204,7 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   float base_scale = am->scale;
   m->scale = base_scale;
   m->mask = am->wmask >= 0 ? am->wmask : am->mask;
+  m->mask2 = am->wmask >= 0 ? am->mask : -1;
   m->mw = am->wmask >= 0 ? am->windows : 0;
   /* Q and Kt as the scores read them, or before a scaling by a constant,
    * whose factor joins the scale (only where the kernel is fused: else the
@@ -236,6 +225,11 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
   int64_t sshape[4] = {q[0], q[1], q[2], kt[3]};
   if (m->mask >= 0 && !m->mw && !mask_fits(g, m->mask, sshape)) return false;
   if (m->mw && (q[0] % m->mw || !window_mask_fits(g, m->mask, m->mw, sshape))) return false;
+  /* with a windowed mask, the plain one (the relative position bias) the
+   * same for every window: the two are added into one per plan run */
+  if (m->mask2 >= 0 && (!mask_fits(g, m->mask2, sshape) ||
+                        (g->values[m->mask2].rank == 4 && g->values[m->mask2].dims[0].v != 1)))
+    return false;
   /* the fused kernel, with the head transposes absorbed */
   ait_dtype dt = pl->s->fdt;
   m->fused = cuk_attention_ok(dt, (int)q[3]) != 0 && !pl->s->o.attn_gemm;
@@ -301,98 +295,6 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
     return m->mask >= 0 && am->n_scale == 0 && ait_attr_float(sc, "alpha", 1.0f) == am->scale;
   }
   return true;
-}
-
-/* Readers per value of g (one of them in reader) and the graph outputs. */
-static ait_status uses_build(const ait_graph *g, uses *u) {
-  *u = (uses){calloc((size_t)g->n_values + 1, sizeof(int)),
-              calloc((size_t)g->n_values + 1, sizeof(int)),
-              calloc((size_t)g->n_values + 1, sizeof(bool))};
-  if (!u->n || !u->reader || !u->out) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_in; k++) {
-      int v = g->nodes[i].in[k];
-      if (v < 0) continue;
-      u->n[v]++;
-      u->reader[v] = i;
-    }
-  for (int k = 0; k < g->n_outputs; k++)
-    u->out[g->outputs[k]] = true;
-  return AIT_OK;
-}
-
-static void uses_free(uses *u) {
-  free(u->n);
-  free(u->reader);
-  free(u->out);
-}
-
-/* Constant float32 value v, its dims aligned right to rank r (1 before). */
-static const float *const_aligned(const ait_graph *g, int v, int r, int64_t *d) {
-  const ait_tensor *t = v >= 0 ? g->values[v].init : NULL;
-  if (!t || t->kind != AIT_KIND_TENSOR || t->dtype != AIT_FLOAT32 || t->rank > r) return NULL;
-  for (int k = 0; k < r; k++)
-    d[k] = k < r - t->rank ? 1 : t->dims[k - (r - t->rank)];
-  return t->data;
-}
-
-/* One swin attention's two constant masks as one: the windowed mask Add
- * reads wm + pm (pm, the FusedMatMul's Z, broadcast over the batch, seen
- * as [1, 1, H, Sq, Sk]) and the product loses its Z. */
-static ait_status merge_masks(ait_graph *g, const ait_attn_match *am, bool *done) {
-  int64_t wd[5] = {0}, pd[5] = {0}, cd[5], sd[4];
-  const float *wm = const_aligned(g, am->wmask, 5, wd);
-  const float *pm = const_aligned(g, am->mask, 5, pd);
-  *done = false;
-  if (!wm || !pm || pd[1] != 1 || !static_dims(g, am->scores_out, sd)) return AIT_OK;
-  int64_t full[5] = {1, am->windows, sd[1], sd[2], sd[3]};
-  for (int k = 0; k < 5; k++) {
-    if ((wd[k] != 1 && wd[k] != full[k]) || (pd[k] != 1 && pd[k] != full[k])) return AIT_OK;
-    cd[k] = wd[k] > pd[k] ? wd[k] : pd[k];
-  }
-  ait_tensor *t = ait_tensor_new(AIT_FLOAT32, 5, cd);
-  if (!t) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  int64_t ws[5], ps[5], wst = 1, pst = 1;
-  for (int k = 4; k >= 0; k--) {
-    ws[k] = wd[k] == 1 ? 0 : wst, wst *= wd[k];
-    ps[k] = pd[k] == 1 ? 0 : pst, pst *= pd[k];
-  }
-  float *c = t->data;
-  int64_t n = 0;
-  for (int64_t w = 0; w < cd[1]; w++)
-    for (int64_t h = 0; h < cd[2]; h++)
-      for (int64_t i = 0; i < cd[3]; i++)
-        for (int64_t j = 0; j < cd[4]; j++)
-          c[n++] = wm[w * ws[1] + h * ws[2] + i * ws[3] + j * ws[4]] +
-                   pm[w * ps[1] + h * ps[2] + i * ps[3] + j * ps[4]];
-  int add = am->wmask_add, sc = am->scores, wmask = am->wmask;
-  int cv = nat_add_initializer(g, g->values[wmask].name, "_merged", t);
-  if (cv < 0) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  for (int k = 0; k < g->nodes[add].n_in; k++)
-    if (g->nodes[add].in[k] == wmask) g->nodes[add].in[k] = cv;
-  g->nodes[sc].in[3] = -1;
-  *done = true;
-  return AIT_OK;
-}
-
-ait_status cu_pass_window_mask(ait_graph *g, int *merged) {
-  *merged = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    if (!ait_is_op(&g->nodes[i], "Softmax")) continue;
-    uses u;
-    ait_status st = uses_build(g, &u);
-    attn_view cv = {g, &u};
-    ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = &cv};
-    ait_attn_match am;
-    bool done = false;
-    if (!st && ait_match_attention(&view, i, &am) && am.wmask >= 0 && am.mask >= 0 &&
-        am.mask_add < 0)
-      st = merge_masks(g, &am, &done);
-    uses_free(&u);
-    AIT_TRY(st);
-    *merged += done;
-  }
-  return AIT_OK;
 }
 
 ait_status cu_find_attention(cu_planner *pl) {
@@ -470,6 +372,21 @@ static void mask_strides(const cu_tensor *t, int64_t mw, long long *st) {
   }
 }
 
+/* The mask tensor of match m in *t: its one mask, or, with swin's two
+ * (m->mask2: the bias, the same for every window), their sum [1, W, H, S,
+ * Sk] by a broadcasting Add step before the attention (small next to the
+ * scores: one per window and head, not per image). */
+static ait_status attn_mask(cu_planner *pl, const cu_attn_match *m, int node, int *t) {
+  AIT_TRY(cu_in(pl, m->mask, CU_PLAIN, t));
+  if (m->mask2 < 0) return AIT_OK;
+  int in[2] = {*t, -1};
+  AIT_TRY(cu_in(pl, m->mask2, CU_PLAIN, &in[1]));
+  const ait_value *sv = &pl->g->values[m->sm_in];
+  int64_t d[5] = {1, m->mw, sv->dims[1].v, sv->dims[2].v, sv->dims[3].v};
+  AIT_TRY(cu_temp(pl, pl->p->t[in[0]].dt, 5, d, CU_PLAIN, t));
+  return cu_emit_eltwise(pl, node, "window mask", CUK_ADD, NULL, in, 2, *t, CUK_COPY, NULL, 1.0f);
+}
+
 typedef struct attn_prm {
   cuk_attn k;
   int q, kk, v, mask, out;
@@ -507,7 +424,7 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
     if (!st) st = cu_in(pl, m->k, CU_PLAIN, &a->kk);
     if (!st) st = cu_in(pl, m->v, CU_PLAIN, &a->v);
   }
-  if (!st && m->mask >= 0) st = cu_in(pl, m->mask, CU_PLAIN, &a->mask);
+  if (!st && m->mask >= 0) st = attn_mask(pl, m, (int)(n - pl->g->nodes), &a->mask);
   if (!st) st = cu_out(pl, m->out, CU_PLAIN, &a->out);
   if (st) {
     free(a);
@@ -600,7 +517,7 @@ ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n) {
   if (!q) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
   /* the scores as their product writes them (swin's Reshapes skipped) */
   ait_status st = cu_in(pl, m->sm_in, CU_PLAIN, &q->x);
-  if (!st) st = cu_in(pl, m->mask, CU_PLAIN, &q->mask);
+  if (!st) st = attn_mask(pl, m, (int)(n - pl->g->nodes), &q->mask);
   if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &q->y);
   if (!st && (pl->p->t[q->x].rank != 4 || pl->p->t[q->mask].dt != pl->p->t[q->x].dt))
     st = ait_err(AIT_E_INTERNAL, "cuda: masked softmax operands do not match");

@@ -316,6 +316,7 @@ typedef struct cu_attn_match {
   int qax[4], kax[4], vax[4]; /* axis of q/k/v for batch, head, row, d */
   int oax[4];                 /* axis of out for batch, head, row, d */
   int mask;                   /* value, or -1 */
+  int mask2;                  /* with a windowed mask: the plain one added to it, or -1 */
   int64_t mw;                 /* windowed mask: batch b reads window b % mw (0: plain) */
   int sm_in;                  /* value the masked softmax reads: the scores product's */
   bool z_mask;                /* the mask is the scores FusedMatMul's Z */
@@ -343,10 +344,6 @@ typedef struct cu_planner {
 /* Merge the Q, K and V projections of attention into one GEMM and a Split
  * (cuda_qkv.c); *merged counts the merges. */
 ait_status cu_pass_qkv(ait_graph *g, const cu_opts *o, int *merged);
-/* swin's shifted-window attention: the product's constant Z (the relative
- * position bias) merged into the constant window mask, so the attention
- * has one mask (cuda_attn.c); *merged counts the merges. */
-ait_status cu_pass_window_mask(ait_graph *g, int *merged);
 
 /* Find attention patterns in pl->g and set roles (cuda_attn.c). */
 /* dtype=fp8: when tensor y is written by a LayerNormalization step that can
