@@ -1326,12 +1326,13 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[16] = {
-      mlp_model(),      cnn_model(),          attn_model(),       gather_model(),
-      reshape_model(),  onnx_attn_model(0),   onnx_attn_model(1), onnx_attn_model(2),
-      rope_rms_model(), pad_resize_model(),   conv1d_model(),     scatter_model(),
-      gn_model(64),     conv1d_chain_model(), sdpa_model(),       gather_part_model()};
-  for (int i = 0; i < 16; i++) {
+  ait_graph *gs[17] = {mlp_model(),         cnn_model(),          attn_model(),
+                       gather_model(),      reshape_model(),      onnx_attn_model(0),
+                       onnx_attn_model(1),  onnx_attn_model(2),   rope_rms_model(),
+                       pad_resize_model(),  conv1d_model(),       scatter_model(),
+                       gn_model(64),        conv1d_chain_model(), sdpa_model(),
+                       gather_part_model(), window_attn_model()};
+  for (int i = 0; i < 17; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
