@@ -389,6 +389,43 @@ static ait_graph *flash_model(void) {
   return parse(m);
 }
 
+/* Swin's shifted-window attention (torchvision's swin_t): q [4, 2, 16,
+ * 32] times a constant, K^T a Transpose of k, the relative position bias
+ * [1, 2, 16, 16] added, the scores viewed as [2, 2, 2, 16, 16] (2 images
+ * of 2 windows) for the window mask [2, 1, 16, 16] (0 or -100) and viewed
+ * back, Softmax, times v. The two constant masks become one windowed mask
+ * (cu_pass_window_mask) that batch b reads at window b % 2. */
+static ait_graph *window_attn_model(void) {
+  static float sc = 0.17677670f, bias[2 * 16 * 16], wm[2 * 16 * 16];
+  static const int64_t dq[4] = {4, 2, 16, 32}, db[4] = {1, 2, 16, 16}, dw[4] = {2, 1, 16, 16},
+                       d0[1] = {0}, r5[1] = {5}, r4[1] = {4}, s5[5] = {2, 2, 2, 16, 16},
+                       s4[4] = {4, 2, 16, 16}, p_k[4] = {0, 1, 3, 2};
+  fill(bias, 2 * 16 * 16, 0.5f);
+  for (int i = 0; i < 2 * 16 * 16; i++) /* window w masks keys of the other region */
+    wm[i] = (i / 256 == 1 && ((i % 256) / 16 < 8) != ((i % 16) < 8)) ? -100.0f : 0.0f;
+  tb_model *m = tb_new(17);
+  tb_input(m, "q", AIT_FLOAT32, 4, dq);
+  tb_input(m, "k", AIT_FLOAT32, 4, dq);
+  tb_input(m, "v", AIT_FLOAT32, 4, dq);
+  tb_output(m, "y", AIT_FLOAT32, 4, dq);
+  tb_init_f32(m, "sc", 0, d0, &sc);
+  tb_init_f32(m, "bias", 4, db, bias);
+  tb_init_f32(m, "wm", 4, dw, wm);
+  tb_init_i64(m, "s5", 1, r5, s5);
+  tb_init_i64(m, "s4", 1, r4, s4);
+  tb_node(m, "Mul", "q_scale", IN("q", "sc"), IN("qs"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p_k);
+  tb_node(m, "MatMul", "scores", IN("qs", "kt"), IN("s0"));
+  tb_node(m, "Add", "bias_add", IN("s0", "bias"), IN("s1"));
+  tb_node(m, "Reshape", "view5", IN("s1", "s5"), IN("w0"));
+  tb_node(m, "Add", "mask_add", IN("w0", "wm"), IN("w1"));
+  tb_node(m, "Reshape", "view4", IN("w1", "s4"), IN("s2"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("s2"), IN("p"));
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "MatMul", "ctx", IN("p", "v"), IN("y"));
+  return parse(m);
+}
+
 /* Attention as TorchScript exports torch's scaled_dot_product_attention
  * (nn.TransformerEncoderLayer): Q times a constant, Kt (a head transpose)
  * divided by one, no mask, the output's heads transposed back. At 16 bits
@@ -1289,12 +1326,13 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[16] = {
-      mlp_model(),      cnn_model(),          attn_model(),       gather_model(),
-      reshape_model(),  onnx_attn_model(0),   onnx_attn_model(1), onnx_attn_model(2),
-      rope_rms_model(), pad_resize_model(),   conv1d_model(),     scatter_model(),
-      gn_model(64),     conv1d_chain_model(), sdpa_model(),       gather_part_model()};
-  for (int i = 0; i < 16; i++) {
+  ait_graph *gs[17] = {mlp_model(),         cnn_model(),          attn_model(),
+                       gather_model(),      reshape_model(),      onnx_attn_model(0),
+                       onnx_attn_model(1),  onnx_attn_model(2),   rope_rms_model(),
+                       pad_resize_model(),  conv1d_model(),       scatter_model(),
+                       gn_model(64),        conv1d_chain_model(), sdpa_model(),
+                       gather_part_model(), window_attn_model()};
+  for (int i = 0; i < 17; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -1474,6 +1512,32 @@ static void test_dry_sdpa(void) {
   ait_graph_free(g);
 }
 
+/* window_attn_model: at 16 bits one fused attention step (its masks'
+ * Adds, the Reshapes and the Softmax absorbed); in float32 the scores
+ * GEMM and one masked softmax reading the windowed mask (no Add, no
+ * Reshape step). */
+static void test_dry_window_attn(void) {
+  ait_graph *g = window_attn_model();
+  const int64_t d[4] = {4, 2, 16, 32};
+  ait_tensor *in[3] = {rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f)};
+  if (g) check_dry("window attention", g, in);
+  const char *sp[4] = {"cuda:dtype=bf16,attention=on", "cuda:dtype=fp16,attention=on",
+                       "cuda:dtype=bf16", "cuda"};
+  for (int i = 0; g && i < 4; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(sp[i], g, (const ait_tensor *const *)in, 3, &text), AIT_OK, NULL);
+    bool left = !text || strstr(text, " Add ") || strstr(text, " Reshape ");
+    bool want = i < 3 ? count_of(text, "Attention ") == 1 && !strstr(text, " Softmax")
+                      : count_of(text, "Softmax+mask") == 1;
+    if (!want || left) fprintf(stderr, "window attention on %s:\n%s", sp[i], text ? text : "");
+    CHECK(want && !left);
+    free(text);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(in[k]);
+  ait_graph_free(g);
+}
+
 /* gather_part_model: at batch 2 both Gathers' parts start on 256 bytes in
  * bf16 (views, no Gather step); at batch 1 they start at 128 and 384 bytes
  * (two Gather steps). */
@@ -1544,6 +1608,7 @@ static void test_dry_round9(void) {
   ait_graph_free(g);
   test_dry_gn();
   test_dry_sdpa();
+  test_dry_window_attn();
   test_dry_gather_part();
 }
 
@@ -1774,6 +1839,20 @@ static void test_small_round9(void) {
   if (g) check_all_specs("sdpa", g, sq, 2);
   for (int k = 0; k < 3; k++)
     ait_tensor_free(q1[k]), ait_tensor_free(q2[k]);
+  ait_graph_free(g);
+  /* swin's windowed mask: fused at 16 bits, masked softmax in float32 */
+  g = window_attn_model();
+  const int64_t dwa[4] = {4, 2, 16, 32};
+  ait_tensor *wa[3] = {rand_tensor(4, dwa, 1.0f), rand_tensor(4, dwa, 1.0f),
+                       rand_tensor(4, dwa, 1.0f)};
+  ait_tensor **swa[1] = {wa};
+  if (g) {
+    check_all_specs("window attention", g, swa, 1);
+    check_backend("window attention", "cuda:dtype=bf16,attention=on", g, swa, 1);
+    check_backend("window attention", "cuda:dtype=fp16,attention=on", g, swa, 1);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(wa[k]);
   ait_graph_free(g);
   /* GroupNorm + GELU as one step; row lengths 31, 1099, 2999 and 4999 take
    * each of cuk_instnorm's kernels (4, 8, 16 elements a thread in
@@ -2311,9 +2390,20 @@ static void test_model_file(const char *path, bool device) {
               tmp < l + len;
     }
     CHECK(fused);
-    /* cu_pass_qkv: one GEMM per layer for Q, K and V, its Split absorbed by
-     * the fused attention (no Split step) */
-    CHECK(text && strstr(text, "_qkv") && !strstr(text, " Split "));
+    /* one GEMM per layer for Q, K and V, no Split step: cu_pass_qkv's
+     * merge of three projections (BERT: a "_qkv" value, its Split absorbed
+     * by the fused attention), or the model's own packed in-projection
+     * (nn.MultiheadAttention's [E, 3E] in_proj: distilbert_like), which
+     * cu_pass_qkv leaves as it is */
+    bool packed = false;
+    for (int i = 0; i < g->n_nodes && !packed; i++) {
+      const ait_node *nd = &g->nodes[i];
+      const ait_tensor *w = nd->n_in > 1 && nd->in[1] >= 0 ? g->values[nd->in[1]].init : NULL;
+      packed = w && w->rank == 2 && !strcmp(nd->op_type, "MatMul") && w->dims[1] == 3 * w->dims[0];
+    }
+    if (!text || strstr(text, " Split ") || (!packed && !strstr(text, "_qkv")))
+      fprintf(stderr, "%s: Q, K and V not one GEMM (packed in_proj: %d)\n", path, packed);
+    CHECK(text && !strstr(text, " Split ") && (packed || strstr(text, "_qkv")));
     free(text);
     text = NULL;
     CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,attention=gemm", g, (const ait_tensor *const *)in,

@@ -316,6 +316,10 @@ typedef struct cu_attn_match {
   int qax[4], kax[4], vax[4]; /* axis of q/k/v for batch, head, row, d */
   int oax[4];                 /* axis of out for batch, head, row, d */
   int mask;                   /* value, or -1 */
+  int mask2;                  /* with a windowed mask: the plain one added to it, or -1 */
+  int64_t mw;                 /* windowed mask: batch b reads window b % mw (0: plain) */
+  int sm_in;                  /* value the masked softmax reads: the scores product's */
+  bool z_mask;                /* the mask is the scores FusedMatMul's Z */
   float scale;
   bool fused;
   /* Q, K and V are Reshapes of one Split of qkv [B, S, 3N] (cu_pass_qkv):

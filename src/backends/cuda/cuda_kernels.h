@@ -233,6 +233,7 @@ typedef struct cuk_attn {
   const void *q, *k, *v, *mask;
   void *o;
   long long qb, qh, qs, kb, kh, ks, vb, vh, vs, ob, oh, os, mb, mh, mi, mj;
+  long long mw; /* > 0: batch b reads the mask at (b % mw) * mb (swin's windows) */
 } cuk_attn;
 int cuk_attention_ok(int dt, int D);
 cudaError_t cuk_attention_prepare(int dt, int D);
@@ -244,10 +245,10 @@ cudaError_t cuk_flash(cudaStream_t s, const cuk_attn *p);
 
 /* Softmax of x + mask along rows of len (rows = B * H * S, row r is query
  * r % S of head (r / S) % H of batch r / (S * H)), the mask read at
- * b * mb + h * mh + i * mi + j * mj. */
+ * b * mb + h * mh + i * mi + j * mj (b % mw in place of b when mw > 0). */
 cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y, int64_t rows,
                                int64_t len, const void *mask, int64_t H, int64_t S, int64_t mb,
-                               int64_t mh, int64_t mi, int64_t mj);
+                               int64_t mh, int64_t mi, int64_t mj, int64_t mw);
 
 /* dtype=fp8: q[0..n) = e4m3(x / scale) with scale = absmax(x) / 448 (1 when
  * x is all zero); sc (8 + CUK_FP8_PARTS floats, device, 16-byte aligned)
