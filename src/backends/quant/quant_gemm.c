@@ -14,15 +14,15 @@
  * (too few rows to pay for writing a buffer). */
 enum { KC_F32 = 256, KC_BF16 = 256, SMALL_M = 12 };
 
-/* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's
- * __builtin_cpu_supports does not know it), with the OS saving ymm state
- * (which AVX2 being usable implies). */
 /* Whether environment variable `name` is set to something other than "" or "0". */
 static bool env_on(const char *name) {
   const char *v = getenv(name);
   return v && *v && strcmp(v, "0") != 0;
 }
 
+/* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's
+ * __builtin_cpu_supports does not know it), with the OS saving ymm state
+ * (which AVX2 being usable implies). */
 static bool has_avxvnni(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   static _Atomic int cpu = -1; /* cpuid traps in some VMs: once */
