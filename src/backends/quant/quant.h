@@ -204,7 +204,7 @@ typedef struct qnt_actbuf {
   uint64_t run; /* the run whose activations mem holds (0: none) */
   const float *x;
   int64_t M;
-  bool a7; /* the rows are QNT_A7 codes (QUAD7 products only) */
+  bool a7; /* the rows are 7-bit codes (qnt_avx2_quant_rows_a7) (QUAD7 products only) */
 } qnt_actbuf;
 
 /* Runs on native's pool (may be NULL: the calling thread). */
@@ -261,7 +261,7 @@ typedef struct qnt_vnni_post {
   const int32_t *ocnt, *oslot;
   const float *ores, *wdq;
   int64_t ldw;
-  /* QNT_A7 rows (QUAD7 only): codes without the + 128 (no 128 * wsum to
+  /* 7-bit rows (qnt_avx2_quant_rows_a7, QUAD7 only): codes without the + 128 (no 128 * wsum to
    * take off), and, with lo (the last group), lo[i] * wtot[c] added: the
    * rows' offsets times the channels' dequantized weight sums */
   bool a7;
@@ -300,18 +300,17 @@ void qnt_avx2_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, in
 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
                             int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
                             float outliers, int32_t *oidx, float *ores, int32_t *ocnt);
-/* One-sided activation rows (GELU or ReLU outputs) for the vpmaddubsw
- * tiles (QUAD7): x ~ lo + sa * u with 7-bit codes u in [0, 127] over the
- * row's clipped range [lo, hi] (lo = max(min, -t), hi = min(max, t), t the
- * threshold of qnt_row_threshold; the elements outside go to the outliers
- * as in qnt_avx2_quant_rows_u8, their residual against lo or hi). Four
- * products of such codes and 7-bit weights fit in int16 (4 * 127 * 64 <=
- * 32767), so the tile sums two vpmaddubsw results before each vpmaddwd:
- * 5 instructions for 64 multiply-adds instead of 6. Used only where that
- * loses little against 8-bit symmetric codes: false (and rows left
- * unfinished) as soon as a row's range hi - lo exceeds QNT_A7_RATIO times
- * max(|lo|, |hi|), the range the 8-bit codes would have. */
-#define QNT_A7_RATIO 1.25f
+/* Activation rows for the vpmaddubsw tiles (QUAD7), in 7 bits: x ~ lo +
+ * sa * u with codes u in [0, 127] over the row's clipped range [lo, hi]
+ * (lo = max(min, -t), hi = min(max, t), t the threshold of
+ * qnt_row_threshold; the elements outside go to the outliers as in
+ * qnt_avx2_quant_rows_u8, their residual against lo or hi). Four products
+ * of such codes and 7-bit weights fit in int16 (4 * 127 * 64 <= 32767), so
+ * the tile sums two vpmaddubsw results before each vpmaddwd: 5 instructions
+ * for 64 multiply-adds instead of 6. One-sided rows (GELU, ReLU outputs)
+ * keep the 8-bit codes' step; two-sided ones have twice it (see
+ * docs/quantization.md, AVX2). false (rows left unfinished) on a row with
+ * a value that is not finite: the 8-bit codes' rules then. */
 bool qnt_avx2_quant_rows_a7(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
                             int64_t ldq, float *sa, float *lo, float outliers, int32_t *oidx,
                             float *ores, int32_t *ocnt);

@@ -388,7 +388,6 @@ T_AVX2 bool qnt_avx2_quant_rows_a7(const float *x, int64_t M, int64_t K, int64_t
       if (n > QNT_MAX_OUTLIERS) t = amax, n = 0;
     }
     float l = fmaxf(mn, -t), h = fminf(mx, t);
-    if (h - l > QNT_A7_RATIO * fmaxf(-l, h)) return false;
     float s = (h - l) / 127.0f;
     if (!(s > 0) || !(s < 3.0e38f)) s = 1.0f; /* a constant row: every code 0 is l */
     sa[m] = s, lo[m] = l;
@@ -747,7 +746,7 @@ INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const 
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
   *pf = pl;
 }
-/* madd6_group on QNT_A7 rows (codes 0..127, no offset: the sums start at
+/* madd6_group on 7-bit rows (qnt_avx2_quant_rows_a7: codes 0..127, no offset: the sums start at
  * 0): two steps' vpmaddubsw results summed in int16 (4 * 127 * 64 fits)
  * before one vpmaddwd, 4 steps a loop. The second step's broadcast is
  * loaded twice (a load, where a register for it is lacking). */

@@ -241,7 +241,7 @@ typedef struct job {
   float *wdq;     /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
   bool unslotted; /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
   bool z512;      /* the AVX-512 tiles (the run's level), else the AVX2 ones */
-  bool a7;        /* QUAD7 on QNT_A7 rows: lo[M] their offsets, wtot[P * 64] */
+  bool a7;        /* QUAD7 on 7-bit rows: lo[M] their offsets, wtot[P * 64] */
   float *lo, *wtot;
   const float *xa; /* float tiles: their activations (x, or x rounded to e4m3) */
   int64_t ldxa;
@@ -454,7 +454,7 @@ typedef struct rows_run {
   float *sa;
   int32_t *asum;
   int64_t chunk;
-  bool a7;        /* try QNT_A7 rows (qnt_avx2_quant_rows_a7) */
+  bool a7;        /* try 7-bit rows (qnt_avx2_quant_rows_a7) */
   _Atomic int no; /* some row of an a7 try did not qualify */
 } rows_run;
 
@@ -480,7 +480,7 @@ static void rows_task(void *arg, int64_t t, int tid) {
 }
 
 /* The int8 activation rows, split over the pool when there are many;
- * with a7, the QNT_A7 form is tried first (true: taken). */
+ * with a7, 7-bit rows are tried first (true: taken). */
 static bool quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum, bool a7) {
   int64_t M = j->p->M, threads = pool ? nat_pool_threads(pool) : 1;
   rows_run rr = {j, (uint8_t *)j->qa, sa, asum, M, a7, 0};
@@ -497,7 +497,7 @@ static bool quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum, bool a7
 }
 
 /* Each channel's dequantized weight sum (QUAD7: scale times code sum, over
- * the groups), 64 a panel, what QNT_A7 rows' offsets multiply. */
+ * the groups), 64 a panel, what the 7-bit rows' offsets multiply. */
 static void weight_sums(const qnt_weight *w, float *wtot) {
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL;
   for (int64_t p = 0; p < P; p++)
@@ -580,7 +580,7 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   size_t s_cnt = outl ? line(M, sizeof(int32_t)) : 0;
   size_t s_map = outl ? line(K, sizeof(int32_t)) : 0;
   size_t s_wdq = outl ? line(QNT_MAX_SLOTS * w->N, sizeof(float)) : 0;
-  /* QUAD7 on the AVX2 tiles: one-sided rows may take the QNT_A7 form */
+  /* QUAD7 on the AVX2 tiles: 7-bit rows unless AIT_QUANT_NO_A7 (or a row is not finite) */
   bool try7 = w->layout == QNT_L_QUAD7 && !j.z512 && !w->asym;
   size_t s_lo = try7 ? line(M, sizeof(float)) : 0, s_wt = try7 ? line(P * QNT_PANEL, 4) : 0;
   size_t a_total = s_sa + s_act + s_asum + 2 * s_out + s_cnt + s_lo;
