@@ -322,11 +322,14 @@ void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t ldx, f
 void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                           float *y, int ncols);
 /* vnni: AVX-VNNI on QUAD (mr <= QNT_MR); else vpmaddubsw on QUAD7 (mr <=
- * QNT_MR7, as tiles of 4). Same post as VNNI. */
+ * QNT_MR7, as tiles of 4). Same post as VNNI. With vnni and *pf (pf may be
+ * NULL), a line from *pf up to pf_end is prefetched into L2 each step,
+ * *pf advanced (the next panel's codes, for few rows: there a panel is
+ * read once or twice and its first read waited on memory). */
 #define QNT_MR7 8
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post);
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end);
 
 /* vpmaddubsw on QUAD7, `tiles` tiles of 6 rows (a: row 0, rows lda apart)
  * of panel P over all its groups: post as for group 0 with the last

@@ -549,7 +549,9 @@ INLINE T_AVX2 void u8_row(const __m256i *r, int i, int c0, float *c, int64_t ldc
 
 INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, int64_t lda,
                                   const uint8_t *b, int c0, float *c, int64_t ldc, int n, bool acc,
-                                  const qnt_vnni_post *post) {
+                                  const qnt_vnni_post *post, const uint8_t **pf,
+                                  const uint8_t *pf_end) {
+  const uint8_t *pl = pf ? *pf : NULL;
   __m256i z = _mm256_setzero_si256();
   __m256i r0[2] = {z, z}, r1[2] = {z, z}, r2[2] = {z, z};
   __m256i r3[2] = {z, z}, r4[2] = {z, z}, r5[2] = {z, z};
@@ -558,8 +560,13 @@ INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, in
     const uint8_t *bk = bc + k * QNT_PANEL * 4;
     __m256i b0 = _mm256_loadu_si256((const __m256i *)bk);
     __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
+    if (pl < pf_end) { /* a line of the next panel a step, while any is left */
+      _mm_prefetch((const char *)pl, _MM_HINT_T1);
+      pl += 64;
+    }
     QNT_VROW(0) QNT_VROW(1) QNT_VROW(2) QNT_VROW(3) QNT_VROW(4) QNT_VROW(5)
   }
+  if (pf) *pf = pl;
   const __m256i *rows[6] = {r0, r1, r2, r3, r4, r5};
 #pragma GCC unroll 6
   for (int i = 0; i < mr; i++)
@@ -569,8 +576,9 @@ INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, in
 
 T_AVXVNNI static void tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                                 int c0, float *c, int64_t ldc, int n, bool acc,
-                                const qnt_vnni_post *post) {
-#define QNT_U(m) tile16_vnni(m, k4, a, lda, b, c0, c, ldc, n, acc, post)
+                                const qnt_vnni_post *post, const uint8_t **pf,
+                                const uint8_t *pf_end) {
+#define QNT_U(m) tile16_vnni(m, k4, a, lda, b, c0, c, ldc, n, acc, post, pf, pf_end)
   switch (mr) {
   case 1: QNT_U(1); break;
   case 2: QNT_U(2); break;
@@ -922,10 +930,10 @@ static qnt_vnni_post post_rows(const qnt_vnni_post *p, int rows) {
 
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post) {
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end) {
   for (int c0 = 0; c0 < ncols; c0 += 16) {
     if (vnni) {
-      tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
+      tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post, pf, pf_end);
       continue;
     }
     for (int r = 0; r < mr; r += 4) { /* tiles of 4 rows */
@@ -973,7 +981,7 @@ void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, co
                           float *y, int ncols) {}
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post) {}
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end) {}
 void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
                          float *c, int64_t ldc, int ncols, const qnt_vnni_post *post,
                          const uint8_t *pf, int64_t pf_lines) {}

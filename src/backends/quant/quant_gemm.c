@@ -316,6 +316,12 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
+  /* AVX-VNNI on few rows: the next panel's codes prefetched meanwhile */
+  const uint8_t *vpf = NULL, *vpf_end = NULL;
+  if (!j->z512 && w->layout == QNT_L_QUAD && m1 - m0 <= 16 && 64 * (P + 1) < w->N) {
+    vpf = w->codes + (P + 1) * K4 * QNT_PANEL * 4;
+    vpf_end = vpf + K4 * QNT_PANEL * 4;
+  }
   for (int64_t r = m0, mr; r < m1; r += mr) {
     mr = min64(QNT_MR, m1 - r);
     /* QUAD7, 6 rows: one call walks all groups (their sums stay in
@@ -361,7 +367,7 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
         qnt_x86_tile_vnni((int)mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
       else
         qnt_avx2_tile_u8((int)mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,
-                         g > 0, &post);
+                         g > 0, &post, vpf ? &vpf : NULL, vpf_end);
     }
     for (int64_t m = r; j->unslotted && m < r + mr; m++) { /* outliers without a float row */
       const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
