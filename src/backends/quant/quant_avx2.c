@@ -15,7 +15,9 @@
  *          weights (QNT_L_QUAD7): vpmaddubsw adds two u8 x s8 products
  *          into int16 with saturation, and 2 * 255 * 64 <= 32767 holds
  *          only for |w| <= 64. The 7-bit codes are the 8-bit ones halved
- *          (scales doubled) at pack time; the activations keep 8 bits. */
+ *          (scales doubled) at pack time, or quantized so; the activations
+ *          are 7-bit rows too (qnt_avx2_quant_rows_a7: two steps summed in
+ *          int16), or 8-bit ones (AIT_QUANT_NO_A7, rows not finite). */
 #include "backends/quant/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
