@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/cuda/cuda_gpool.h"
 #include "backends/cuda/cuda_inorm.h"
 #include "backends/plugin/plugin.h"
 #include "check.h"
@@ -328,6 +329,63 @@ static ait_graph *conv_gemm_model(void) {
   tb_attr_ints(m, ap, "kernel_shape", 2, k2);
   tb_attr_ints(m, ap, "strides", 2, one);
   tb_node(m, "GlobalAveragePool", "gap", IN("h2"), IN("gp"));
+  return parse(m);
+}
+
+/* ---- global pooling split over HW, SiLU and HardSwish as one step ---------- */
+
+/* An EfficientNet / MobileNetV3 block on C channels: Conv 1x1 + SiLU (as
+ * Sigmoid + Mul) s1; squeeze-excite: GAP, Conv 1x1 to 4, SiLU, Conv 1x1 to
+ * C, Sigmoid, the per-channel Mul of s1; a spelled-out HardSwish of that,
+ * x * Clip(x + 2, 0, 5) / 5 (hswish_p: not the op's 3 and 6) and the
+ * standard x * Clip(x + 3, 0, 6) * (1/6); outputs the GAP of s1 [N, C, 1,
+ * 1], the GlobalMaxPool of the first HardSwish, the GlobalAveragePool of
+ * the second. */
+static ait_graph *gate_model(int64_t C) {
+  static float w1[32 * 32], b1[32], w2[4 * 32], b2[4], w3[32 * 4], b3[32];
+  const int64_t dx[4] = {-1, C, -1, -1}, dw1[4] = {C, C, 1, 1}, dc[1] = {C}, dw2[4] = {4, C, 1, 1},
+                d4[1] = {4}, dw3[4] = {C, 4, 1, 1}, dy[4] = {-1, C, 1, 1}, d0[1] = {0};
+  static const float two = 2.0f, five = 5.0f, zero = 0.0f, three = 3.0f, six = 6.0f,
+                     sixth = 1.0f / 6.0f;
+  fill(w1, C * C, 0.4f), fill(b1, C, 0.2f), fill(w2, 4 * C, 0.4f), fill(b2, 4, 0.1f);
+  fill(w3, 4 * C, 0.5f), fill(b3, C, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "gap", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gmax", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gap2", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "w1", 4, dw1, w1);
+  tb_init_f32(m, "b1", 1, dc, b1);
+  tb_init_f32(m, "w2", 4, dw2, w2);
+  tb_init_f32(m, "b2", 1, d4, b2);
+  tb_init_f32(m, "w3", 4, dw3, w3);
+  tb_init_f32(m, "b3", 1, dc, b3);
+  tb_init_f32(m, "two", 0, d0, &two);
+  tb_init_f32(m, "five", 0, d0, &five);
+  tb_init_f32(m, "zero", 0, d0, &zero);
+  tb_init_f32(m, "three", 0, d0, &three);
+  tb_init_f32(m, "six", 0, d0, &six);
+  tb_init_f32(m, "sixth", 0, d0, &sixth);
+  tb_node(m, "Conv", "c1", IN("x", "w1", "b1"), IN("a1"));
+  tb_node(m, "Sigmoid", "sg1", IN("a1"), IN("g1"));
+  tb_node(m, "Mul", "silu1", IN("a1", "g1"), IN("s1"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("s1"), IN("gap"));
+  tb_node(m, "Conv", "se1", IN("gap", "w2", "b2"), IN("e1"));
+  tb_node(m, "Sigmoid", "sg2", IN("e1"), IN("g2"));
+  tb_node(m, "Mul", "silu2", IN("g2", "e1"), IN("s2"));
+  tb_node(m, "Conv", "se2", IN("s2", "w3", "b3"), IN("e2"));
+  tb_node(m, "Sigmoid", "sg3", IN("e2"), IN("g3"));
+  tb_node(m, "Mul", "scale", IN("s1", "g3"), IN("h0"));
+  tb_node(m, "Add", "hs_add", IN("h0", "two"), IN("h1"));
+  tb_node(m, "Clip", "hs_clip", IN("h1", "zero", "five"), IN("h2"));
+  tb_node(m, "Div", "hs_div", IN("h2", "five"), IN("h3"));
+  tb_node(m, "Mul", "hs_mul", IN("h0", "h3"), IN("h4"));
+  tb_node(m, "GlobalMaxPool", "gmax", IN("h4"), IN("gmax"));
+  tb_node(m, "Add", "hs2_add", IN("three", "h4"), IN("k1"));
+  tb_node(m, "Clip", "hs2_clip", IN("k1", "zero", "six"), IN("k2"));
+  tb_node(m, "Mul", "hs2_mul", IN("k2", "h4"), IN("k3"));
+  tb_node(m, "Mul", "hs2_div", IN("k3", "sixth"), IN("k4"));
+  tb_node(m, "GlobalAveragePool", "gap2", IN("k4"), IN("gap2"));
   return parse(m);
 }
 
@@ -1192,6 +1250,33 @@ static void test_instnorm_slabs(void) {
   CHECK(cuk_instnorm_nhwc_slabs(1, 1 << 20, 8, 132, 256 * mb) == 64);
 }
 
+/* ---- global pooling split over HW, SiLU and HardSwish as one step ---------- */
+
+/* When global pooling splits HW (host-side choice, cuda_gpool.h): only for
+ * a grid of too few workers, with a workspace, at least 4 passes a part,
+ * at most 256 parts. */
+static void test_gpool_splits(void) {
+  const int64_t mb = (int64_t)1 << 20;
+  CHECK(cuk_gpool_tile(2) == 2 && cuk_gpool_tile(3) == 4 && cuk_gpool_tile(16) == 16 &&
+        cuk_gpool_tile(17) == 32 && cuk_gpool_tile(256) == 32 && cuk_gpool_tile(1) == 1);
+  /* EfficientNet-B1 features.1 (16 x 120 x 120, bf16: 2 vectors) at batch 1 and 32 */
+  int b1 = cuk_gpool_splits(1, 1, 16, 14400, 2, 132, 256 * mb);
+  CHECK(b1 > 1 && b1 <= 14400 / (4 * 128));
+  int b32 = cuk_gpool_splits(1, 32, 16, 14400, 2, 132, 256 * mb);
+  CHECK(b32 > 1 && b32 <= b1);
+  /* ResNet-50's 2048 x 7 x 7: enough blocks, or too few positions */
+  CHECK(cuk_gpool_splits(1, 32, 2048, 49, 256, 132, 256 * mb) == 1);
+  CHECK(cuk_gpool_splits(1, 1, 2048, 49, 256, 132, 256 * mb) == 1);
+  CHECK(cuk_gpool_splits(1, 1, 16, 14400, 2, 0, 256 * mb) == 1);       /* a dry state */
+  CHECK(cuk_gpool_splits(1, 1, 16, 14400, 2, 132, 1000) == 1);         /* too small a workspace */
+  CHECK(cuk_gpool_splits(1, 4, 16, 1 << 24, 2, 132, 256 * mb) == 132); /* 4 blocks an SM */
+  CHECK(cuk_gpool_splits(1, 1, 1, 1 << 24, 1, 132, 256 * mb) == 256);  /* capped */
+  /* NCHW: a warp per plane */
+  CHECK(cuk_gpool_splits(0, 1, 16, 14400, 16, 132, 256 * mb) == 14400 / 128);
+  CHECK(cuk_gpool_splits(0, 1, 16, 1 << 20, 16, 132, 256 * mb) == 256);
+  CHECK(cuk_gpool_splits(0, 32, 1280, 49, 1280, 132, 256 * mb) == 1);
+}
+
 static void test_copy_widen(void) {
   static uint8_t src[1 << 16], out1[1 << 16], out2[1 << 16];
   for (size_t i = 0; i < sizeof src; i++)
@@ -1496,6 +1581,49 @@ static void test_dry_gather_part(void) {
   ait_graph_free(g);
 }
 
+/* ---- SiLU and HardSwish as one step, global pooling split (device) -------- */
+
+/* gate_model without a device: each SiLU and each HardSwish is one step
+ * (the SE Sigmoid is the second SE Conv's activation and its Mul stays;
+ * nothing of the HardSwishes does). */
+static void test_dry_gates(void) {
+  ait_graph *g = gate_model(16);
+  const int64_t d[4] = {2, 16, 9, 7};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("gates", g, &a);
+  for (int i = 0; g && specs[i]; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK,
+              NULL);
+    int silu = count_of(text, " SiLU "), hs = count_of(text, " HardSwish ");
+    int sig = count_of(text, " Sigmoid "), mul = count_of(text, " Mul ");
+    bool left = strstr(text, " Clip ") || strstr(text, " Div ") || strstr(text, " Add ");
+    if (silu != 2 || hs != 2 || sig != 0 || mul != 1 || left)
+      fprintf(stderr, "gates on %s:\n%s", specs[i], text ? text : "");
+    CHECK(silu == 2 && hs == 2 && sig == 0 && mul == 1 && !left);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* gate_model on the device: global pooling split over a 120 x 120 map at
+ * batch 1 (16 channels: 8-channel vectors in 16 bits, 4 in float32) and
+ * unsplit / split on odd maps at batch 3 (12 channels: scalar loads in 16
+ * bits), channels-last and NCHW, average and max, against the reference;
+ * every spec. */
+static void test_gates_device(void) {
+  static const int64_t shapes[2][4] = {{1, 16, 120, 120}, {3, 12, 45, 37}};
+  for (int k = 0; k < 2; k++) {
+    ait_graph *g = gate_model(shapes[k][1]);
+    ait_tensor *x = rand_tensor(4, shapes[k], 1.0f);
+    ait_tensor **one[1] = {&x};
+    if (g) check_all_specs(k ? "gates 3x12x45x37" : "gates 1x16x120x120", g, one, 1);
+    ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1544,6 +1672,7 @@ static void test_dry_round9(void) {
   ait_graph_free(g);
   test_dry_gn();
   test_dry_sdpa();
+  test_dry_gates();
   test_dry_gather_part();
 }
 
@@ -1825,6 +1954,7 @@ static void test_small_models(void) {
   if (g) check_all_specs("cnn", g, one, 1);
   ait_tensor_free(x);
   ait_graph_free(g);
+  test_gates_device(); /* global pooling split, SiLU and HardSwish steps */
 
   /* the GEMM form of convolutions, against cuDNN and the reference */
   g = conv_gemm_model();
@@ -2539,6 +2669,7 @@ int main(int argc, char **argv) {
   test_fp8wo_file();
   test_copy_widen();
   test_instnorm_slabs();
+  test_gpool_splits();
   char why[256] = "";
   if (!cuda_iface()->available(why, sizeof why)) {
     /* supports() answers on the small models need no device */

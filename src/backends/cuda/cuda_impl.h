@@ -324,7 +324,15 @@ typedef struct cu_attn_match {
   int64_t qkv_off[3];
 } cu_attn_match;
 
-enum { CU_ROLE_NONE = 0, CU_ROLE_SKIP, CU_ROLE_ATTN, CU_ROLE_NO_Z, CU_ROLE_MASKED_SOFTMAX };
+enum {
+  CU_ROLE_NONE = 0,
+  CU_ROLE_SKIP,
+  CU_ROLE_ATTN,
+  CU_ROLE_NO_Z,
+  CU_ROLE_MASKED_SOFTMAX,
+  CU_ROLE_SILU,      /* a Sigmoid, the first node of x * Sigmoid(x) (cu_find_gates) */
+  CU_ROLE_HARD_SWISH /* the Add of a spelled-out HardSwish */
+};
 
 /* Planner helpers for lowering functions (cuda_plan.c). */
 typedef struct cu_planner {
@@ -553,5 +561,12 @@ ait_status cu_load_algos(cu_state *s, const char *dir);
 /* dtype=fp8wo: read cuda_fp8w.bin (the e4m3 weights save() wrote) into
  * s->wo, checked against s->g; nothing for other precisions. */
 ait_status cu_load_fp8wo(cu_state *s, const char *dir);
+
+/* SiLU (ait_match_silu) and the spelled-out HardSwish (ait_match_hard_swish)
+ * in pl->g: each gate's first node gets CU_ROLE_SILU / CU_ROLE_HARD_SWISH,
+ * the rest CU_ROLE_SKIP (cuda_lower_ew.c); run after cu_find_attention. */
+ait_status cu_find_gates(cu_planner *pl);
+/* A gate marked so, from its first node, as one elementwise step. */
+ait_status cu_lower_gate(cu_planner *pl, const ait_node *n);
 
 #endif

@@ -678,7 +678,8 @@ typedef struct gpool_prm {
 static ait_status gpool_run(cu_state *s, cu_plan *p, cu_step *st) {
   gpool_prm *q = st->prm;
   return cu_check(cuk_global_pool(s->stream, p->t[q->x].dt, q->nhwc, q->max, cu_ptr(p, q->x),
-                                  cu_ptr(p, q->y), q->N, q->C, q->HW),
+                                  cu_ptr(p, q->y), q->N, q->C, q->HW, s->n_sm, s->ws,
+                                  s->o.ws_bytes),
                   st->what);
 }
 

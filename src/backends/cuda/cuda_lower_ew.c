@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 /* ---- n-ary elementwise step ------------------------------------------------ */
 
@@ -364,6 +365,103 @@ ait_status cu_lower_where(cu_planner *pl, const ait_node *n) {
   AIT_TRY(cu_out(pl, n->out[0], ew_layout(pl, in, 3, n->out[0]), &y));
   return cu_emit_eltwise(pl, node_index(pl, n), "Where", CUK_WHERE, NULL, in, 3, y, CUK_COPY, NULL,
                          1.0f);
+}
+
+/* ---- gates: SiLU and the spelled-out HardSwish as one step --------------- */
+
+/* The matchers' view of a plan graph: readers by a scan (only gates'
+ * candidates ask), graph outputs counted as readers. */
+static int gate_readers(const void *ctx, int v, int *nodes, int max) {
+  const ait_graph *g = ctx;
+  int cnt = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) {
+        if (cnt < max) nodes[cnt] = i;
+        cnt++;
+      }
+  for (int k = 0; k < g->n_outputs; k++)
+    cnt += g->outputs[k] == v;
+  return cnt;
+}
+
+static bool gate_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ctx;
+  if (v < 0) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (!t || t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
+}
+
+static ait_match_view gate_view(const ait_graph *g) {
+  return (ait_match_view){.g = g, .readers = gate_readers, .scalar = gate_scalar, .ctx = g};
+}
+
+static bool roles_free(const cu_planner *pl, const int *nodes, int n) {
+  for (int k = 0; k < n; k++)
+    if (pl->role[nodes[k]] != CU_ROLE_NONE) return false;
+  return true;
+}
+
+ait_status cu_find_gates(cu_planner *pl) {
+  const ait_graph *g = pl->g;
+  ait_match_view view = gate_view(g);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    if (pl->role[i] != CU_ROLE_NONE || n->n_in < 1 || n->in[0] < 0) continue;
+    if (ait_is_op(n, "Sigmoid")) {
+      ait_silu_match m;
+      if (!ait_match_silu(&view, n->in[0], &m) || m.nodes[0] != i || !roles_free(pl, m.nodes, 2))
+        continue;
+      pl->role[i] = CU_ROLE_SILU;
+      pl->role[m.nodes[1]] = CU_ROLE_SKIP;
+    } else if (ait_is_op(n, "Add")) {
+      ait_hard_swish_match m;
+      if (!ait_match_hard_swish(&view, i, &m)) continue;
+      int nodes[4] = {m.add, m.clip, m.mul, m.div};
+      if (!roles_free(pl, nodes, 4)) continue;
+      pl->role[m.clip] = pl->role[m.mul] = pl->role[m.div] = CU_ROLE_SKIP;
+      pl->role[i] = CU_ROLE_HARD_SWISH;
+    }
+  }
+  return AIT_OK;
+}
+
+/* At the gate's first node (the Sigmoid; the Add), which cu_find_gates
+ * marked, the whole gate into the value its last node writes. */
+ait_status cu_lower_gate(cu_planner *pl, const ait_node *n) {
+  ait_match_view view = gate_view(pl->g);
+  int i = node_index(pl, n), x, yv, op;
+  float p[2] = {0, 0};
+  if (pl->role[i] == CU_ROLE_SILU) {
+    ait_silu_match m;
+    if (!ait_match_silu(&view, n->in[0], &m))
+      return ait_err(AIT_E_INTERNAL, "cuda: the SiLU at %s no longer matches", ait_node_desc(n));
+    x = n->in[0], yv = m.y, op = CUK_SILU;
+  } else {
+    ait_hard_swish_match m;
+    if (!ait_match_hard_swish(&view, i, &m))
+      return ait_err(AIT_E_INTERNAL, "cuda: the HardSwish at %s no longer matches",
+                     ait_node_desc(n));
+    const ait_node *last = &pl->g->nodes[m.mul_first ? m.div : m.mul];
+    x = m.x, yv = last->out[0];
+    if (m.c == 3.0f && m.d == 6.0f) {
+      op = CUK_HARD_SWISH;
+    } else {
+      op = CUK_HARD_SWISH_P;
+      p[0] = 1.0f / m.d;
+      p[1] = m.c / m.d;
+    }
+  }
+  int xt, y;
+  AIT_TRY(cu_in_any(pl, x, &xt));
+  AIT_TRY(cu_out(pl, yv, pl->p->t[xt].layout, &y));
+  int in[1] = {xt};
+  return cu_emit_eltwise(pl, i, op == CUK_SILU ? "SiLU" : "HardSwish", op, p, in, 1, y, CUK_COPY,
+                         NULL, 1.0f);
 }
 
 #endif
