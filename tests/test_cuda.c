@@ -389,6 +389,58 @@ static ait_graph *gate_model(int64_t C) {
   return parse(m);
 }
 
+/* A ConvNeXt block on 16 channels, written for NCHW: stem Conv 1x1 h;
+ * depthwise 7x7, Transpose(0, 2, 3, 1), LayerNormalization, Linear to 64
+ * (MatMul + Add), Relu, Linear to 16, Transpose(0, 3, 1, 2), the layer
+ * scale Mul [16, 1, 1], the residual Add of h: y [N, 16, H, W]; and the GAP
+ * of y through Transpose(0, 2, 3, 1): t [N, 1, 1, 16]. */
+static ait_graph *convnext_block_model(void) {
+  static float w0[16 * 16], b0[16], wd[16 * 49], bd[16], g[16], be[16], w1[16 * 64], b1[64],
+      w2[64 * 16], b2[16], ls[16];
+  static const int64_t dx[4] = {-1, 16, -1, -1}, dw0[4] = {16, 16, 1, 1}, d16[1] = {16},
+                       dwd[4] = {16, 1, 7, 7}, dw1[2] = {16, 64}, d64[1] = {64}, dw2[2] = {64, 16},
+                       dls[3] = {16, 1, 1}, dy[4] = {-1, 16, -1, -1}, dt[4] = {-1, 1, 1, 16},
+                       pad3[4] = {3, 3, 3, 3}, p0231[4] = {0, 2, 3, 1}, p0312[4] = {0, 3, 1, 2};
+  fill(w0, 256, 0.3f), fill(b0, 16, 0.1f), fill(wd, 16 * 49, 0.2f), fill(bd, 16, 0.1f);
+  fill(g, 16, 1.0f), fill(be, 16, 0.2f), fill(w1, 16 * 64, 0.3f), fill(b1, 64, 0.1f);
+  fill(w2, 64 * 16, 0.2f), fill(b2, 16, 0.1f), fill(ls, 16, 0.5f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_output(m, "t", AIT_FLOAT32, 4, dt);
+  tb_init_f32(m, "w0", 4, dw0, w0);
+  tb_init_f32(m, "b0", 1, d16, b0);
+  tb_init_f32(m, "wd", 4, dwd, wd);
+  tb_init_f32(m, "bd", 1, d16, bd);
+  tb_init_f32(m, "gamma", 1, d16, g);
+  tb_init_f32(m, "beta", 1, d16, be);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d64, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d16, b2);
+  tb_init_f32(m, "ls", 3, dls, ls);
+  tb_node(m, "Conv", "stem", IN("x", "w0", "b0"), IN("h"));
+  int dw = tb_node(m, "Conv", "dw", IN("h", "wd", "bd"), IN("d"));
+  tb_attr_int(m, dw, "group", 16);
+  tb_attr_ints(m, dw, "pads", 4, pad3);
+  int t1 = tb_node(m, "Transpose", "to_last", IN("d"), IN("dl"));
+  tb_attr_ints(m, t1, "perm", 4, p0231);
+  tb_node(m, "LayerNormalization", "ln", IN("dl", "gamma", "beta"), IN("n"));
+  tb_node(m, "MatMul", "fc1", IN("n", "w1"), IN("f1"));
+  tb_node(m, "Add", "fc1_bias", IN("f1", "b1"), IN("f2"));
+  tb_node(m, "Relu", "act", IN("f2"), IN("f3"));
+  tb_node(m, "MatMul", "fc2", IN("f3", "w2"), IN("f4"));
+  tb_node(m, "Add", "fc2_bias", IN("f4", "b2"), IN("f5"));
+  int t2 = tb_node(m, "Transpose", "to_first", IN("f5"), IN("f6"));
+  tb_attr_ints(m, t2, "perm", 4, p0312);
+  tb_node(m, "Mul", "layer_scale", IN("ls", "f6"), IN("f7"));
+  tb_node(m, "Add", "residual", IN("f7", "h"), IN("y"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("y"), IN("gp"));
+  int t3 = tb_node(m, "Transpose", "gap_last", IN("gp"), IN("t"));
+  tb_attr_ints(m, t3, "perm", 4, p0231);
+  return parse(m);
+}
+
 /* Add + LayerNormalization over 768, then a MatMul + bias (an fp8 GEMM
  * under dtype=fp8, whose activation absmax the LayerNorm writes from 4096
  * rows): outputs y [N, 128, 64] and the LayerNorm's h [N, 128, 768]. */
@@ -1624,6 +1676,42 @@ static void test_gates_device(void) {
   }
 }
 
+/* convnext_block_model without a device under NHWC: no Transpose step
+ * (views of the channels-last data; the GAP's [N, C, 1, 1] as [N, 1, 1,
+ * C]) and no layout step but the input's and the outputs'. */
+static void test_dry_convnext(void) {
+  ait_graph *g = convnext_block_model();
+  const int64_t d[4] = {2, 16, 9, 11};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("convnext block", g, &a);
+  const char *nhwc[3] = {"cuda:dtype=bf16", "cuda:dtype=fp16", "cuda:layout=nhwc"};
+  for (int i = 0; g && i < 3; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(nhwc[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK, NULL);
+    int tr = count_of(text, " Transpose "), conv = count_of(text, " convert ");
+    /* 16 bits: x, y and t in and out of it (x and y changing layout in the
+     * same pass); float32: x and y changing layout */
+    int want = strstr(nhwc[i], "layout") ? 2 : 3;
+    if (tr != 0 || conv != want) fprintf(stderr, "convnext block on %s:\n%s", nhwc[i], text);
+    CHECK(tr == 0 && conv == want);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* convnext_block_model on the device, every spec, two shapes. */
+static void test_convnext_device(void) {
+  ait_graph *g = convnext_block_model();
+  const int64_t d1[4] = {1, 16, 14, 14}, d3[4] = {3, 16, 9, 11};
+  ait_tensor *a = rand_tensor(4, d1, 1.0f), *b = rand_tensor(4, d3, 1.0f);
+  ait_tensor **sets[2] = {&a, &b};
+  if (g) check_all_specs("convnext block", g, sets, 2);
+  ait_tensor_free(a);
+  ait_tensor_free(b);
+  ait_graph_free(g);
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1673,6 +1761,7 @@ static void test_dry_round9(void) {
   test_dry_gn();
   test_dry_sdpa();
   test_dry_gates();
+  test_dry_convnext();
   test_dry_gather_part();
 }
 
@@ -1954,7 +2043,8 @@ static void test_small_models(void) {
   if (g) check_all_specs("cnn", g, one, 1);
   ait_tensor_free(x);
   ait_graph_free(g);
-  test_gates_device(); /* global pooling split, SiLU and HardSwish steps */
+  test_gates_device();    /* global pooling split, SiLU and HardSwish steps */
+  test_convnext_device(); /* 4-D Transposes as views under NHWC */
 
   /* the GEMM form of convolutions, against cuDNN and the reference */
   g = conv_gemm_model();

@@ -158,7 +158,8 @@ ait_status cu_lower_transpose(cu_planner *pl, const ait_node *n) {
   if (done) return AIT_OK;
   AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
   const cu_tensor *X = &pl->p->t[x];
-  int cnt = 0, r = X->rank;
+  int cnt = 0, r = X->rank, last = -1;
+  bool in_order = true; /* the axes of more than one element keep their order */
   const int64_t *perm = ait_attr_ints(n, "perm", &cnt);
   int64_t xs[AIT_MAX_RANK], st[AIT_MAX_RANK];
   cu_strides(X, xs);
@@ -167,7 +168,11 @@ ait_status cu_lower_transpose(cu_planner *pl, const ait_node *n) {
     if (a < 0) a += r;
     if (a < 0 || a >= r) return ait_err(AIT_E_INVALID_ARG, "cuda: bad Transpose perm");
     st[k] = xs[a];
+    if (X->dims[a] == 1) continue;
+    in_order = in_order && a > last;
+    last = (int)a;
   }
+  if (in_order) return cu_view(pl, n->out[0], x); /* [N, C, 1, 1] -> [N, 1, 1, C]: no copy */
   AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
   return cu_emit_copy(pl, node_index(pl, n), "Transpose", x, y, 0, st);
 }

@@ -697,8 +697,12 @@ static ait_status lower_all(cu_planner *pl) {
     const ait_value *val = &g->values[v];
     p->out_t[k] = -1;
     if (val->init && p->vt[0][v] < 0 && p->vt[1][v] < 0) continue; /* known on the host */
-    int t;
-    AIT_TRY(cu_in(pl, v, CU_PLAIN, &t));
+    int t, img = p->vt[CU_NHWC][v];
+    if (p->vt[CU_PLAIN][v] < 0 && img >= 0 && p->t[img].dt != val->dtype &&
+        !(p->t[img].dims[2] * p->t[img].dims[3] == 1 || p->t[img].dims[1] == 1))
+      AIT_TRY(cu_convert(pl, img, val->dtype, CU_PLAIN, &t)); /* type and layout in one pass */
+    else
+      AIT_TRY(cu_in(pl, v, CU_PLAIN, &t));
     if (p->t[t].dt != val->dtype) AIT_TRY(cu_convert(pl, t, val->dtype, CU_PLAIN, &t));
     p->out_t[k] = t;
   }
