@@ -441,6 +441,62 @@ static ait_graph *convnext_block_model(void) {
   return parse(m);
 }
 
+/* Two DenseNet layers on a 16-channel stem h0 (Conv 1x1): BatchNorm +
+ * Relu of the features so far, Conv 1x1 to 32 + BatchNorm + Relu (folded
+ * into the Conv), Conv 3x3 to 8, Concat: y = [h0, c1, c2] [N, 32, H, W]. */
+static ait_graph *dense_model(void) {
+  static float w0[16 * 3], wa[2][32 * 24], wb[2][8 * 32 * 9], bn[4][4][32];
+  static const int64_t dx[4] = {-1, 3, -1, -1}, dw0[4] = {16, 3, 1, 1}, dy[4] = {-1, 32, -1, -1},
+                       pad1[4] = {1, 1, 1, 1};
+  fill(w0, 48, 0.5f);
+  for (int i = 0; i < 2; i++)
+    fill(wa[i], 32 * 24, 0.3f), fill(wb[i], 8 * 32 * 9, 0.1f);
+  for (int i = 0; i < 4; i++) {
+    fill(bn[i][0], 32, 1.0f), fill(bn[i][1], 32, 0.2f), fill(bn[i][2], 32, 0.2f);
+    for (int c = 0; c < 32; c++)
+      bn[i][3][c] = 0.5f + 0.05f * (float)c;
+  }
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "w0", 4, dw0, w0);
+  tb_node(m, "Conv", "stem", IN("x", "w0"), IN("h0"));
+  static const char *const bnames[4][4] = {{"s0", "b0", "m0", "v0"},
+                                           {"s1", "b1", "m1", "v1"},
+                                           {"s2", "b2", "m2", "v2"},
+                                           {"s3", "b3", "m3", "v3"}};
+  for (int l = 0; l < 2; l++) {
+    int64_t cin = 16 + 8 * l, dc[1] = {cin}, d32[1] = {32}, dwa[4] = {32, cin, 1, 1},
+            dwb[4] = {8, 32, 3, 3};
+    for (int k = 0; k < 4; k++) {
+      tb_init_f32(m, bnames[2 * l][k], 1, dc, bn[2 * l][k]);
+      tb_init_f32(m, bnames[2 * l + 1][k], 1, d32, bn[2 * l + 1][k]);
+    }
+    char wan[8], wbn[8];
+    snprintf(wan, sizeof wan, "wa%d", l);
+    snprintf(wbn, sizeof wbn, "wb%d", l);
+    tb_init_f32(m, wan, 4, dwa, wa[l]);
+    tb_init_f32(m, wbn, 4, dwb, wb[l]);
+    const char *in = l ? "cat1" : "h0";
+    const char *const *b1 = bnames[2 * l], *const *b2 = bnames[2 * l + 1];
+    tb_node(m, "BatchNormalization", l ? "n1b" : "n1a", IN(in, b1[0], b1[1], b1[2], b1[3]),
+            IN(l ? "p1b" : "p1a"));
+    tb_node(m, "Relu", l ? "r1b" : "r1a", IN(l ? "p1b" : "p1a"), IN(l ? "q1b" : "q1a"));
+    tb_node(m, "Conv", l ? "ca_b" : "ca_a", IN(l ? "q1b" : "q1a", wan), IN(l ? "u1b" : "u1a"));
+    tb_node(m, "BatchNormalization", l ? "n2b" : "n2a",
+            IN(l ? "u1b" : "u1a", b2[0], b2[1], b2[2], b2[3]), IN(l ? "p2b" : "p2a"));
+    tb_node(m, "Relu", l ? "r2b" : "r2a", IN(l ? "p2b" : "p2a"), IN(l ? "q2b" : "q2a"));
+    int cb =
+        tb_node(m, "Conv", l ? "cb_b" : "cb_a", IN(l ? "q2b" : "q2a", wbn), IN(l ? "c2" : "c1"));
+    tb_attr_ints(m, cb, "pads", 4, pad1);
+  }
+  int c1 = tb_node(m, "Concat", "cat1", IN("h0", "c1"), IN("cat1"));
+  tb_attr_int(m, c1, "axis", 1);
+  int c2 = tb_node(m, "Concat", "cat2", IN("h0", "c1", "c2"), IN("y"));
+  tb_attr_int(m, c2, "axis", 1);
+  return parse(m);
+}
+
 /* Add + LayerNormalization over 768, then a MatMul + bias (an fp8 GEMM
  * under dtype=fp8, whose activation absmax the LayerNorm writes from 4096
  * rows): outputs y [N, 128, 64] and the LayerNorm's h [N, 128, 768]. */
@@ -1712,6 +1768,37 @@ static void test_convnext_device(void) {
   ait_graph_free(g);
 }
 
+/* dense_model without a device: each pre-activation BatchNorm and its
+ * Relu are one step, no Relu step is left. */
+static void test_dry_dense(void) {
+  ait_graph *g = dense_model();
+  const int64_t d[4] = {2, 3, 9, 7};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("dense", g, &a);
+  for (int i = 0; g && specs[i]; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK,
+              NULL);
+    int bn = count_of(text, " BatchNormalization "), relu = count_of(text, " Relu ");
+    if (bn != 2 || relu != 0) fprintf(stderr, "dense on %s:\n%s", specs[i], text ? text : "");
+    CHECK(bn == 2 && relu == 0);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* dense_model on the device, every spec. */
+static void test_dense_device(void) {
+  ait_graph *g = dense_model();
+  const int64_t d[4] = {2, 3, 12, 10};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  ait_tensor **one[1] = {&a};
+  if (g) check_all_specs("dense", g, one, 1);
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
 static void test_dry_round9(void) {
   ait_graph *g = pad_resize_model();
   const int64_t dp[4] = {2, 3, 5, 6};
@@ -1762,6 +1849,7 @@ static void test_dry_round9(void) {
   test_dry_sdpa();
   test_dry_gates();
   test_dry_convnext();
+  test_dry_dense();
   test_dry_gather_part();
 }
 
@@ -2045,6 +2133,7 @@ static void test_small_models(void) {
   ait_graph_free(g);
   test_gates_device();    /* global pooling split, SiLU and HardSwish steps */
   test_convnext_device(); /* 4-D Transposes as views under NHWC */
+  test_dense_device();    /* BatchNorm + Relu in one step */
 
   /* the GEMM form of convolutions, against cuDNN and the reference */
   g = conv_gemm_model();

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 static int node_index(cu_planner *pl, const ait_node *n) { return (int)(n - pl->g->nodes); }
 
@@ -612,10 +613,38 @@ ait_status cu_lower_layernorm(cu_planner *pl, const ait_node *n) {
   return AIT_OK;
 }
 
+/* The Relu that alone reads value v (not a graph output) and no other
+ * role claims, or -1. */
+static int sole_relu(const cu_planner *pl, int v) {
+  const ait_graph *g = pl->g;
+  int r = -1;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    for (int a = 0; a < n->n_attrs; a++)
+      if (n->attrs[a].type == AIT_ATTR_GRAPH) return -1; /* a body may read v */
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] == v) {
+        if (r >= 0) return -1;
+        r = i;
+      }
+  }
+  if (r < 0 || !ait_is_op_in(&g->nodes[r], "", "Relu") || pl->role[r] != CU_ROLE_NONE ||
+      g->nodes[r].n_out < 1 || g->nodes[r].out[0] < 0)
+    return -1;
+  return r;
+}
+
+/* BatchNormalization as a per-channel affine step; with the Relu after it
+ * (DenseNet's pre-activations: 62 BatchNorm and 62 Relu passes over the
+ * concatenated features) in the same pass. */
 ait_status cu_lower_batchnorm(cu_planner *pl, const ait_node *n) {
-  int x, y;
+  int x, y, relu = sole_relu(pl, n->out[0]);
+  ait_act act = {.kind = AIT_ACT_RELU};
   AIT_TRY(cu_in_any(pl, n->in[0], &x));
-  AIT_TRY(cu_out(pl, n->out[0], pl->p->t[x].layout, &y));
+  if (relu >= 0) pl->role[relu] = CU_ROLE_SKIP;
+  AIT_TRY(cu_out(pl, relu >= 0 ? pl->g->nodes[relu].out[0] : n->out[0], pl->p->t[x].layout, &y));
   int64_t C = pl->p->t[x].dims[1];
   const ait_tensor *w[4];
   for (int k = 0; k < 4; k++) {
@@ -645,7 +674,8 @@ ait_status cu_lower_batchnorm(cu_planner *pl, const ait_node *n) {
   if (!st) st = cu_const_raw(pl, AIT_FLOAT32, 1, &C, ab + C, &tb);
   free(ab);
   AIT_TRY(st);
-  return cu_emit_epilogue(pl, node_index(pl, n), "BatchNormalization", x, y, 1, ta, tb, -1, NULL);
+  return cu_emit_epilogue(pl, node_index(pl, n), "BatchNormalization", x, y, 1, ta, tb, -1,
+                          relu >= 0 ? &act : NULL);
 }
 
 /* ---- pooling ---------------------------------------------------------------- */
