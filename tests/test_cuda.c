@@ -1719,14 +1719,17 @@ static void test_dry_gates(void) {
  * batch 1 (16 channels: 8-channel vectors in 16 bits, 4 in float32) and
  * unsplit / split on odd maps at batch 3 (12 channels: scalar loads in 16
  * bits), channels-last and NCHW, average and max, against the reference;
+ * at batch 2 on 16 channels the SE Mul's [N, L, C] x [N, 1, C] vector path;
  * every spec. */
 static void test_gates_device(void) {
-  static const int64_t shapes[2][4] = {{1, 16, 120, 120}, {3, 12, 45, 37}};
-  for (int k = 0; k < 2; k++) {
+  static const int64_t shapes[3][4] = {{1, 16, 120, 120}, {3, 12, 45, 37}, {2, 16, 20, 24}};
+  static const char *const names[3] = {"gates 1x16x120x120", "gates 3x12x45x37",
+                                       "gates 2x16x20x24"};
+  for (int k = 0; k < 3; k++) {
     ait_graph *g = gate_model(shapes[k][1]);
     ait_tensor *x = rand_tensor(4, shapes[k], 1.0f);
     ait_tensor **one[1] = {&x};
-    if (g) check_all_specs(k ? "gates 3x12x45x37" : "gates 1x16x120x120", g, one, 1);
+    if (g) check_all_specs(names[k], g, one, 1);
     ait_tensor_free(x);
     ait_graph_free(g);
   }
