@@ -735,6 +735,11 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
    * than 1-D convolutions (or a residual of this one) reads it. */
   int y3 = -1, y4 = -1;
   bool chain = one_d && c->nhwc;
+  /* a SiLU after it as its activation (cu_find_gates), writing the SiLU's value */
+  int silu_y = !one_d && pl->role && pl->role[n - pl->g->nodes] == CU_ROLE_CONV_SILU
+                   ? cu_gate_silu_y(pl, n->out[0])
+                   : -1;
+  int out_v = silu_y >= 0 ? silu_y : n->out[0];
   int img = chain ? cu_conv1d_image(pl, n->in[0]) : -1;
   bool residual = n->n_in > 3 && n->in[3] >= 0;
   bool plain_out = !chain || residual || !cu_conv1d_readers_only(pl, n->out[0]);
@@ -743,7 +748,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     c->x = img;
   else
     st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
-  if (!st && plain_out) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
+  if (!st && plain_out) st = cu_out(pl, out_v, one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
   if (!st && one_d) {
     const cu_tensor *X = &pl->p->t[c->x];
     const ait_value *ov = &pl->g->values[n->out[0]];
@@ -814,6 +819,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     st = ait_act_parse(n, &a);
     if (!st) cu_act_code(&a, &c->act, c->ap);
   }
+  if (!st && silu_y >= 0) c->act = CUK_SILU;
   int zb = -1; /* a residual that broadcasts: added after, with the activation */
   if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
     int z;

@@ -330,8 +330,9 @@ enum {
   CU_ROLE_ATTN,
   CU_ROLE_NO_Z,
   CU_ROLE_MASKED_SOFTMAX,
-  CU_ROLE_SILU,      /* a Sigmoid, the first node of x * Sigmoid(x) (cu_find_gates) */
-  CU_ROLE_HARD_SWISH /* the Add of a spelled-out HardSwish */
+  CU_ROLE_SILU,       /* a Sigmoid, the first node of x * Sigmoid(x) (cu_find_gates) */
+  CU_ROLE_HARD_SWISH, /* the Add of a spelled-out HardSwish */
+  CU_ROLE_CONV_SILU   /* a 2-D Conv whose output only a SiLU reads: the SiLU is its activation */
 };
 
 /* Planner helpers for lowering functions (cuda_plan.c). */
@@ -568,5 +569,8 @@ ait_status cu_load_fp8wo(cu_state *s, const char *dir);
 ait_status cu_find_gates(cu_planner *pl);
 /* A gate marked so, from its first node, as one elementwise step. */
 ait_status cu_lower_gate(cu_planner *pl, const ait_node *n);
+/* The output value of the SiLU on x (a CU_ROLE_CONV_SILU Conv's output),
+ * or -1. */
+int cu_gate_silu_y(cu_planner *pl, int x);
 
 #endif

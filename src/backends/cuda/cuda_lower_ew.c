@@ -406,6 +406,31 @@ static bool roles_free(const cu_planner *pl, const int *nodes, int n) {
   return true;
 }
 
+/* The 2-D Conv (FusedConv without activation or residual) writing x, or
+ * -1: a SiLU after it runs in its epilogue (the depthwise kernel's store,
+ * cuDNN's split epilogue pass, the GEMM form's activation pass). */
+static int conv_producer(const cu_planner *pl, int x) {
+  const ait_graph *g = pl->g;
+  int p = g->values[x].producer;
+  if (p < 0 || pl->role[p] != CU_ROLE_NONE) return -1;
+  const ait_node *n = &g->nodes[p];
+  bool fused = ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedConv");
+  if ((!fused && !ait_is_op_in(n, "", "Conv")) || n->n_in < 2 || n->in[1] < 0 || n->n_out != 1 ||
+      n->out[0] != x)
+    return -1;
+  const ait_tensor *w = g->values[n->in[1]].init;
+  if (!w || w->rank != 4 || (fused && n->n_in > 3 && n->in[3] >= 0)) return -1;
+  ait_act a;
+  if (fused && (ait_act_parse(n, &a) || a.kind != AIT_ACT_NONE)) return -1;
+  return p;
+}
+
+int cu_gate_silu_y(cu_planner *pl, int x) {
+  ait_match_view view = gate_view(pl->g);
+  ait_silu_match m;
+  return ait_match_silu(&view, x, &m) ? m.y : -1;
+}
+
 ait_status cu_find_gates(cu_planner *pl) {
   const ait_graph *g = pl->g;
   ait_match_view view = gate_view(g);
@@ -416,8 +441,10 @@ ait_status cu_find_gates(cu_planner *pl) {
       ait_silu_match m;
       if (!ait_match_silu(&view, n->in[0], &m) || m.nodes[0] != i || !roles_free(pl, m.nodes, 2))
         continue;
-      pl->role[i] = CU_ROLE_SILU;
+      int pc = conv_producer(pl, n->in[0]);
+      pl->role[i] = pc >= 0 ? CU_ROLE_SKIP : CU_ROLE_SILU;
       pl->role[m.nodes[1]] = CU_ROLE_SKIP;
+      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_SILU;
     } else if (ait_is_op(n, "Add")) {
       ait_hard_swish_match m;
       if (!ait_match_hard_swish(&view, i, &m)) continue;
