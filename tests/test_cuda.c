@@ -1740,7 +1740,8 @@ static void test_gates_device(void) {
 
 /* convnext_block_model without a device under NHWC: no Transpose step
  * (views of the channels-last data; the GAP's [N, C, 1, 1] as [N, 1, 1,
- * C]) and no layout step but the input's and the outputs'. */
+ * C]), no layout step but the input's and the outputs', the layer scale Mul
+ * and the residual Add one step. */
 static void test_dry_convnext(void) {
   ait_graph *g = convnext_block_model();
   const int64_t d[4] = {2, 16, 9, 11};
@@ -1754,8 +1755,11 @@ static void test_dry_convnext(void) {
     /* 16 bits: x, y and t in and out of it (x and y changing layout in the
      * same pass); float32: x and y changing layout */
     int want = strstr(nhwc[i], "layout") ? 2 : 3;
-    if (tr != 0 || conv != want) fprintf(stderr, "convnext block on %s:\n%s", nhwc[i], text);
-    CHECK(tr == 0 && conv == want);
+    /* the layer scale and the residual Add as one step */
+    int fused = count_of(text, " Mul + Add "), adds = count_of(text, " Add ");
+    if (tr != 0 || conv != want || fused != 1 || adds != 1)
+      fprintf(stderr, "convnext block on %s:\n%s", nhwc[i], text);
+    CHECK(tr == 0 && conv == want && fused == 1 && adds == 1);
     free(text);
   }
   ait_tensor_free(a);

@@ -195,6 +195,37 @@ ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, i
 
 static int node_index(cu_planner *pl, const ait_node *n) { return (int)(n - pl->g->nodes); }
 
+/* The matchers' view of a plan graph: readers by a scan (only gates'
+ * candidates ask), graph outputs counted as readers. */
+static int gate_readers(const void *ctx, int v, int *nodes, int max) {
+  const ait_graph *g = ctx;
+  int cnt = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) {
+        if (cnt < max) nodes[cnt] = i;
+        cnt++;
+      }
+  for (int k = 0; k < g->n_outputs; k++)
+    cnt += g->outputs[k] == v;
+  return cnt;
+}
+
+static bool gate_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ctx;
+  if (v < 0) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (!t || t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
+}
+
+static ait_match_view gate_view(const ait_graph *g) {
+  return (ait_match_view){.g = g, .readers = gate_readers, .scalar = gate_scalar, .ctx = g};
+}
+
 /* Output layout of an elementwise node: channels-last when an input of the
  * output's full shape is. */
 static cu_layout ew_layout(cu_planner *pl, const int *in, int n_in, int out_value) {
@@ -338,9 +369,60 @@ static ait_status legacy_broadcast(cu_planner *pl, const ait_node *n, int op, in
   return cu_view_dims(pl, b, A->rank, dims, &in[1]);
 }
 
+/* x * s + r with s a constant of one float per channel ([C, 1, 1] or [1,
+ * C, 1, 1]) and the Add of r [N, C, H, W] the Mul's only reader: one
+ * per-channel epilogue step (ConvNeXt's layer scale and residual, 18 Mul
+ * and 18 Add passes). *done when lowered. */
+static ait_status scale_add(cu_planner *pl, const ait_node *n, bool *done) {
+  *done = false;
+  const ait_graph *g = pl->g;
+  if (!ait_is_op_in(n, "", "Mul") || n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0 || n->n_out < 1 ||
+      n->out[0] < 0)
+    return AIT_OK;
+  int si = g->values[n->in[0]].init ? 0 : 1, xv = n->in[1 - si], sv = n->in[si];
+  const ait_tensor *S = g->values[sv].init;
+  const ait_value *X = &g->values[xv];
+  if (!S || S->dtype != AIT_FLOAT32 || X->rank != 4 || g->values[xv].init) return AIT_OK;
+  int64_t C = X->dims[1].v;
+  bool chan = C > 0 && ait_tensor_numel(S) == C &&
+              ((S->rank == 3 && S->dims[1] == 1 && S->dims[2] == 1) ||
+               (S->rank == 4 && S->dims[0] == 1 && S->dims[2] == 1 && S->dims[3] == 1));
+  if (!chan) return AIT_OK;
+  ait_match_view view = gate_view(g);
+  int r[1], add;
+  if (view.readers(view.ctx, n->out[0], r, 1) != 1 || (add = r[0]) < 0 ||
+      pl->role[add] != CU_ROLE_NONE)
+    return AIT_OK;
+  const ait_node *a = &g->nodes[add];
+  if (!ait_is_op_in(a, "", "Add") || a->n_in != 2 || a->n_out < 1 || a->out[0] < 0 || a->opset < 7)
+    return AIT_OK;
+  int rv = a->in[0] == n->out[0] ? a->in[1] : a->in[0];
+  if (rv < 0 || rv == n->out[0] || g->values[rv].rank != 4 || g->values[a->out[0]].rank != 4)
+    return AIT_OK;
+  for (int k = 0; k < 4; k++)
+    if (g->values[rv].dims[k].v != X->dims[k].v || X->dims[k].v < 0 ||
+        g->values[a->out[0]].dims[k].v != X->dims[k].v)
+      return AIT_OK;
+  int x, z, y, sc;
+  AIT_TRY(cu_in_any(pl, xv, &x));
+  cu_layout lay = pl->p->t[x].layout;
+  AIT_TRY(cu_in(pl, rv, lay, &z));
+  if (pl->p->t[z].layout != lay || pl->p->t[z].dt != pl->p->t[x].dt) return AIT_OK;
+  AIT_TRY(cu_const_raw(pl, AIT_FLOAT32, 1, &C, S->data, &sc));
+  AIT_TRY(cu_out(pl, a->out[0], lay, &y));
+  pl->role[add] = CU_ROLE_SKIP;
+  *done = true;
+  return cu_emit_epilogue(pl, node_index(pl, n), "Mul + Add", x, y, 1, sc, -1, z, NULL);
+}
+
 ait_status cu_lower_binary(cu_planner *pl, const ait_node *n) {
   int op = cu_binary_code(n->op_type);
   if (op < 0) return ait_err(AIT_E_INTERNAL, "cuda: %s is not a binary op", n->op_type);
+  if (op == CUK_MUL) {
+    bool done;
+    AIT_TRY(scale_add(pl, n, &done));
+    if (done) return AIT_OK;
+  }
   if (op == CUK_MOD && ait_attr_int(n, "fmod", 0)) op = CUK_FMOD;
   if (n->n_in > 2) return cu_lower_variadic(pl, n);
   int in[2], y;
@@ -368,37 +450,6 @@ ait_status cu_lower_where(cu_planner *pl, const ait_node *n) {
 }
 
 /* ---- gates: SiLU and the spelled-out HardSwish as one step --------------- */
-
-/* The matchers' view of a plan graph: readers by a scan (only gates'
- * candidates ask), graph outputs counted as readers. */
-static int gate_readers(const void *ctx, int v, int *nodes, int max) {
-  const ait_graph *g = ctx;
-  int cnt = 0;
-  for (int k = 0; k < max; k++)
-    nodes[k] = -1;
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_in; k++)
-      if (g->nodes[i].in[k] == v) {
-        if (cnt < max) nodes[cnt] = i;
-        cnt++;
-      }
-  for (int k = 0; k < g->n_outputs; k++)
-    cnt += g->outputs[k] == v;
-  return cnt;
-}
-
-static bool gate_scalar(const void *ctx, int v, float *out) {
-  const ait_graph *g = ctx;
-  if (v < 0) return false;
-  const ait_tensor *t = g->values[v].init;
-  if (!t || t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
-  *out = *(const float *)t->data;
-  return true;
-}
-
-static ait_match_view gate_view(const ait_graph *g) {
-  return (ait_match_view){.g = g, .readers = gate_readers, .scalar = gate_scalar, .ctx = g};
-}
 
 static bool roles_free(const cu_planner *pl, const int *nodes, int n) {
   for (int k = 0; k < n; k++)
