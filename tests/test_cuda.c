@@ -339,8 +339,10 @@ static ait_graph *conv_gemm_model(void) {
  * C, Sigmoid, the per-channel Mul of s1; a spelled-out HardSwish of that,
  * x * Clip(x + 2, 0, 5) / 5 (hswish_p: not the op's 3 and 6) and the
  * standard x * Clip(x + 3, 0, 6) * (1/6), then a SiLU of no Conv's output;
- * outputs the GAP of s1 [N, C, 1, 1], the GlobalMaxPool of the first
- * HardSwish, the GlobalAveragePool of the last SiLU. */
+ * a Conv 1x1 of s1 and its HardSwish x * (Clip(x + 3, 0, 6) / 6); outputs
+ * the GAP of s1 [N, C, 1, 1], the GlobalMaxPool of the first HardSwish,
+ * the GlobalAveragePool of the last SiLU, the GlobalMaxPool of the Conv's
+ * HardSwish. */
 static ait_graph *gate_model(int64_t C) {
   static float w1[32 * 32], b1[32], w2[4 * 32], b2[4], w3[32 * 4], b3[32];
   const int64_t dx[4] = {-1, C, -1, -1}, dw1[4] = {C, C, 1, 1}, dc[1] = {C}, dw2[4] = {4, C, 1, 1},
@@ -354,6 +356,7 @@ static ait_graph *gate_model(int64_t C) {
   tb_output(m, "gap", AIT_FLOAT32, 4, dy);
   tb_output(m, "gmax", AIT_FLOAT32, 4, dy);
   tb_output(m, "gap2", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gmax2", AIT_FLOAT32, 4, dy);
   tb_init_f32(m, "w1", 4, dw1, w1);
   tb_init_f32(m, "b1", 1, dc, b1);
   tb_init_f32(m, "w2", 4, dw2, w2);
@@ -388,6 +391,13 @@ static ait_graph *gate_model(int64_t C) {
   tb_node(m, "Sigmoid", "sg4", IN("k4"), IN("g4"));
   tb_node(m, "Mul", "silu4", IN("k4", "g4"), IN("k5"));
   tb_node(m, "GlobalAveragePool", "gap2", IN("k5"), IN("gap2"));
+  /* a Conv's spelled-out HardSwish: the Conv's activation */
+  tb_node(m, "Conv", "c2", IN("s1", "w1"), IN("q1"));
+  tb_node(m, "Add", "hs3_add", IN("q1", "three"), IN("q2"));
+  tb_node(m, "Clip", "hs3_clip", IN("q2", "zero", "six"), IN("q3"));
+  tb_node(m, "Div", "hs3_div", IN("q3", "six"), IN("q4"));
+  tb_node(m, "Mul", "hs3_mul", IN("q1", "q4"), IN("q5"));
+  tb_node(m, "GlobalMaxPool", "gmax2", IN("q5"), IN("gmax2"));
   return parse(m);
 }
 
@@ -1693,8 +1703,8 @@ static void test_dry_gather_part(void) {
 
 /* ---- SiLU and HardSwish as one step, global pooling split (device) -------- */
 
-/* gate_model without a device: the SiLUs after Convs are their
- * activations, the other is one step, each HardSwish is one step (the SE
+/* gate_model without a device: the SiLUs and the HardSwish after Convs are
+ * their activations, the other SiLU and HardSwishes one step each (the SE
  * Sigmoid is the second SE Conv's activation and its Mul stays; nothing of
  * the HardSwishes does). */
 static void test_dry_gates(void) {

@@ -332,7 +332,7 @@ enum {
   CU_ROLE_MASKED_SOFTMAX,
   CU_ROLE_SILU,       /* a Sigmoid, the first node of x * Sigmoid(x) (cu_find_gates) */
   CU_ROLE_HARD_SWISH, /* the Add of a spelled-out HardSwish */
-  CU_ROLE_CONV_SILU   /* a 2-D Conv whose output only a SiLU reads: the SiLU is its activation */
+  CU_ROLE_CONV_GATE   /* a 2-D Conv whose output only a SiLU / HardSwish reads: its activation */
 };
 
 /* Planner helpers for lowering functions (cuda_plan.c). */
@@ -569,8 +569,9 @@ ait_status cu_load_fp8wo(cu_state *s, const char *dir);
 ait_status cu_find_gates(cu_planner *pl);
 /* A gate marked so, from its first node, as one elementwise step. */
 ait_status cu_lower_gate(cu_planner *pl, const ait_node *n);
-/* The output value of the SiLU on x (a CU_ROLE_CONV_SILU Conv's output),
+/* The output value of the SiLU or HardSwish on x (a CU_ROLE_CONV_GATE
+ * Conv's output) and the activation that computes it (*op, parameters p[2]),
  * or -1. */
-int cu_gate_silu_y(cu_planner *pl, int x);
+int cu_gate_after_conv(cu_planner *pl, int x, int *op, float *p);
 
 #endif

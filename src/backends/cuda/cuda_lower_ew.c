@@ -458,8 +458,9 @@ static bool roles_free(const cu_planner *pl, const int *nodes, int n) {
 }
 
 /* The 2-D Conv (FusedConv without activation or residual) writing x, or
- * -1: a SiLU after it runs in its epilogue (the depthwise kernel's store,
- * cuDNN's split epilogue pass, the GEMM form's activation pass). */
+ * -1: a SiLU or HardSwish after it runs in its epilogue (the depthwise
+ * kernel's store, cuDNN's split epilogue pass, the GEMM form's activation
+ * pass). */
 static int conv_producer(const cu_planner *pl, int x) {
   const ait_graph *g = pl->g;
   int p = g->values[x].producer;
@@ -476,10 +477,40 @@ static int conv_producer(const cu_planner *pl, int x) {
   return p;
 }
 
-int cu_gate_silu_y(cu_planner *pl, int x) {
+/* The step op and parameters of a matched HardSwish, and its output value. */
+static int hswish_of(const ait_graph *g, const ait_hard_swish_match *m, int *op, float *p) {
+  p[0] = p[1] = 0.0f;
+  if (m->c == 3.0f && m->d == 6.0f) {
+    *op = CUK_HARD_SWISH;
+  } else {
+    *op = CUK_HARD_SWISH_P;
+    p[0] = 1.0f / m->d;
+    p[1] = m->c / m->d;
+  }
+  return g->nodes[m->mul_first ? m->div : m->mul].out[0];
+}
+
+/* The spelled-out HardSwish on x whose nodes alone read x (its Add and
+ * its Mul by x), or false. */
+static bool hswish_on(const ait_match_view *view, int x, ait_hard_swish_match *m) {
+  int r[2];
+  if (view->readers(view->ctx, x, r, 2) != 2 || r[0] < 0 || r[1] < 0) return false;
+  for (int k = 0; k < 2; k++)
+    if (ait_match_hard_swish(view, r[k], m) && m->x == x && (m->mul == r[1 - k])) return true;
+  return false;
+}
+
+int cu_gate_after_conv(cu_planner *pl, int x, int *op, float *p) {
   ait_match_view view = gate_view(pl->g);
   ait_silu_match m;
-  return ait_match_silu(&view, x, &m) ? m.y : -1;
+  ait_hard_swish_match h;
+  p[0] = p[1] = 0.0f;
+  if (ait_match_silu(&view, x, &m)) {
+    *op = CUK_SILU;
+    return m.y;
+  }
+  if (hswish_on(&view, x, &h)) return hswish_of(pl->g, &h, op, p);
+  return -1;
 }
 
 ait_status cu_find_gates(cu_planner *pl) {
@@ -495,14 +526,17 @@ ait_status cu_find_gates(cu_planner *pl) {
       int pc = conv_producer(pl, n->in[0]);
       pl->role[i] = pc >= 0 ? CU_ROLE_SKIP : CU_ROLE_SILU;
       pl->role[m.nodes[1]] = CU_ROLE_SKIP;
-      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_SILU;
+      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_GATE;
     } else if (ait_is_op(n, "Add")) {
       ait_hard_swish_match m;
       if (!ait_match_hard_swish(&view, i, &m)) continue;
       int nodes[4] = {m.add, m.clip, m.mul, m.div};
       if (!roles_free(pl, nodes, 4)) continue;
+      ait_hard_swish_match h;
+      int pc = hswish_on(&view, m.x, &h) && h.add == i ? conv_producer(pl, m.x) : -1;
       pl->role[m.clip] = pl->role[m.mul] = pl->role[m.div] = CU_ROLE_SKIP;
-      pl->role[i] = CU_ROLE_HARD_SWISH;
+      pl->role[i] = pc >= 0 ? CU_ROLE_SKIP : CU_ROLE_HARD_SWISH;
+      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_GATE;
     }
   }
   return AIT_OK;
@@ -524,15 +558,7 @@ ait_status cu_lower_gate(cu_planner *pl, const ait_node *n) {
     if (!ait_match_hard_swish(&view, i, &m))
       return ait_err(AIT_E_INTERNAL, "cuda: the HardSwish at %s no longer matches",
                      ait_node_desc(n));
-    const ait_node *last = &pl->g->nodes[m.mul_first ? m.div : m.mul];
-    x = m.x, yv = last->out[0];
-    if (m.c == 3.0f && m.d == 6.0f) {
-      op = CUK_HARD_SWISH;
-    } else {
-      op = CUK_HARD_SWISH_P;
-      p[0] = 1.0f / m.d;
-      p[1] = m.c / m.d;
-    }
+    x = m.x, yv = hswish_of(pl->g, &m, &op, p);
   }
   int xt, y;
   AIT_TRY(cu_in_any(pl, x, &xt));
