@@ -60,7 +60,9 @@ typedef enum cuk_op {
   CUK_SELU,             /* p0 = alpha, p1 = gamma */
   CUK_THRESHOLDED_RELU, /* p0 = alpha */
   CUK_ISNAN,
-  CUK_ISINF, /* p0: detect negative, p1: detect positive */
+  CUK_ISINF,        /* p0: detect negative, p1: detect positive */
+  CUK_SILU,         /* x * sigmoid(x) */
+  CUK_HARD_SWISH_P, /* x * hard_sigmoid(x; p0, p1) */
   CUK_UNARY_END,
   CUK_ADD = 64,
   CUK_SUB,
@@ -180,9 +182,11 @@ typedef struct cuk_im2col {
 } cuk_im2col;
 cudaError_t cuk_im2col_nhwc(cudaStream_t s, const cuk_im2col *p);
 /* Global average (max = 0) or max pooling of [N, C, HW] (nhwc: [N, HW, C])
- * into [N, C]. */
+ * into [N, C]; HW split over several blocks (warps) where the grid would be
+ * small (cuk_gpool_splits, cuda_gpool.h), the partials in the workspace ws
+ * of ws_bytes (NULL: no split). */
 cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x, void *y,
-                            int64_t N, int64_t C, int64_t HW);
+                            int64_t N, int64_t C, int64_t HW, int n_sm, void *ws, int64_t ws_bytes);
 
 /* Reductions: for every output element (the kept axes, in order), op over
  * the reduced axes; ARGMAX / ARGMIN reduce one axis and store int64 indices
