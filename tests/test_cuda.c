@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_debug.h"
+#include "backends/cuda/cuda_gpool.h"
 #include "backends/cuda/cuda_inorm.h"
 #include "backends/plugin/plugin.h"
 #include "check.h"
@@ -331,6 +332,183 @@ static ait_graph *conv_gemm_model(void) {
   return parse(m);
 }
 
+/* ---- global pooling split over HW, SiLU and HardSwish as one step ---------- */
+
+/* An EfficientNet / MobileNetV3 block on C channels: Conv 1x1 + SiLU (as
+ * Sigmoid + Mul) s1; squeeze-excite: GAP, Conv 1x1 to 4, SiLU, Conv 1x1 to
+ * C, Sigmoid, the per-channel Mul of s1; a spelled-out HardSwish of that,
+ * x * Clip(x + 2, 0, 5) / 5 (hswish_p: not the op's 3 and 6) and the
+ * standard x * Clip(x + 3, 0, 6) * (1/6), then a SiLU of no Conv's output;
+ * a Conv 1x1 of s1 and its HardSwish x * (Clip(x + 3, 0, 6) / 6); outputs
+ * the GAP of s1 [N, C, 1, 1], the GlobalMaxPool of the first HardSwish,
+ * the GlobalAveragePool of the last SiLU, the GlobalMaxPool of the Conv's
+ * HardSwish. */
+static ait_graph *gate_model(int64_t C) {
+  static float w1[32 * 32], b1[32], w2[4 * 32], b2[4], w3[32 * 4], b3[32];
+  const int64_t dx[4] = {-1, C, -1, -1}, dw1[4] = {C, C, 1, 1}, dc[1] = {C}, dw2[4] = {4, C, 1, 1},
+                d4[1] = {4}, dw3[4] = {C, 4, 1, 1}, dy[4] = {-1, C, 1, 1}, d0[1] = {0};
+  static const float two = 2.0f, five = 5.0f, zero = 0.0f, three = 3.0f, six = 6.0f,
+                     sixth = 1.0f / 6.0f;
+  fill(w1, C * C, 0.4f), fill(b1, C, 0.2f), fill(w2, 4 * C, 0.4f), fill(b2, 4, 0.1f);
+  fill(w3, 4 * C, 0.5f), fill(b3, C, 0.1f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "gap", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gmax", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gap2", AIT_FLOAT32, 4, dy);
+  tb_output(m, "gmax2", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "w1", 4, dw1, w1);
+  tb_init_f32(m, "b1", 1, dc, b1);
+  tb_init_f32(m, "w2", 4, dw2, w2);
+  tb_init_f32(m, "b2", 1, d4, b2);
+  tb_init_f32(m, "w3", 4, dw3, w3);
+  tb_init_f32(m, "b3", 1, dc, b3);
+  tb_init_f32(m, "two", 0, d0, &two);
+  tb_init_f32(m, "five", 0, d0, &five);
+  tb_init_f32(m, "zero", 0, d0, &zero);
+  tb_init_f32(m, "three", 0, d0, &three);
+  tb_init_f32(m, "six", 0, d0, &six);
+  tb_init_f32(m, "sixth", 0, d0, &sixth);
+  tb_node(m, "Conv", "c1", IN("x", "w1", "b1"), IN("a1"));
+  tb_node(m, "Sigmoid", "sg1", IN("a1"), IN("g1"));
+  tb_node(m, "Mul", "silu1", IN("a1", "g1"), IN("s1"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("s1"), IN("gap"));
+  tb_node(m, "Conv", "se1", IN("gap", "w2", "b2"), IN("e1"));
+  tb_node(m, "Sigmoid", "sg2", IN("e1"), IN("g2"));
+  tb_node(m, "Mul", "silu2", IN("g2", "e1"), IN("s2"));
+  tb_node(m, "Conv", "se2", IN("s2", "w3", "b3"), IN("e2"));
+  tb_node(m, "Sigmoid", "sg3", IN("e2"), IN("g3"));
+  tb_node(m, "Mul", "scale", IN("s1", "g3"), IN("h0"));
+  tb_node(m, "Add", "hs_add", IN("h0", "two"), IN("h1"));
+  tb_node(m, "Clip", "hs_clip", IN("h1", "zero", "five"), IN("h2"));
+  tb_node(m, "Div", "hs_div", IN("h2", "five"), IN("h3"));
+  tb_node(m, "Mul", "hs_mul", IN("h0", "h3"), IN("h4"));
+  tb_node(m, "GlobalMaxPool", "gmax", IN("h4"), IN("gmax"));
+  tb_node(m, "Add", "hs2_add", IN("three", "h4"), IN("k1"));
+  tb_node(m, "Clip", "hs2_clip", IN("k1", "zero", "six"), IN("k2"));
+  tb_node(m, "Mul", "hs2_mul", IN("k2", "h4"), IN("k3"));
+  tb_node(m, "Mul", "hs2_div", IN("k3", "sixth"), IN("k4"));
+  tb_node(m, "Sigmoid", "sg4", IN("k4"), IN("g4"));
+  tb_node(m, "Mul", "silu4", IN("k4", "g4"), IN("k5"));
+  tb_node(m, "GlobalAveragePool", "gap2", IN("k5"), IN("gap2"));
+  /* a Conv's spelled-out HardSwish: the Conv's activation */
+  tb_node(m, "Conv", "c2", IN("s1", "w1"), IN("q1"));
+  tb_node(m, "Add", "hs3_add", IN("q1", "three"), IN("q2"));
+  tb_node(m, "Clip", "hs3_clip", IN("q2", "zero", "six"), IN("q3"));
+  tb_node(m, "Div", "hs3_div", IN("q3", "six"), IN("q4"));
+  tb_node(m, "Mul", "hs3_mul", IN("q1", "q4"), IN("q5"));
+  tb_node(m, "GlobalMaxPool", "gmax2", IN("q5"), IN("gmax2"));
+  return parse(m);
+}
+
+/* A ConvNeXt block on 16 channels, written for NCHW: stem Conv 1x1 h;
+ * depthwise 7x7, Transpose(0, 2, 3, 1), LayerNormalization, Linear to 64
+ * (MatMul + Add), Relu, Linear to 16, Transpose(0, 3, 1, 2), the layer
+ * scale Mul [16, 1, 1], the residual Add of h: y [N, 16, H, W]; and the GAP
+ * of y through Transpose(0, 2, 3, 1): t [N, 1, 1, 16]. */
+static ait_graph *convnext_block_model(void) {
+  static float w0[16 * 16], b0[16], wd[16 * 49], bd[16], g[16], be[16], w1[16 * 64], b1[64],
+      w2[64 * 16], b2[16], ls[16];
+  static const int64_t dx[4] = {-1, 16, -1, -1}, dw0[4] = {16, 16, 1, 1}, d16[1] = {16},
+                       dwd[4] = {16, 1, 7, 7}, dw1[2] = {16, 64}, d64[1] = {64}, dw2[2] = {64, 16},
+                       dls[3] = {16, 1, 1}, dy[4] = {-1, 16, -1, -1}, dt[4] = {-1, 1, 1, 16},
+                       pad3[4] = {3, 3, 3, 3}, p0231[4] = {0, 2, 3, 1}, p0312[4] = {0, 3, 1, 2};
+  fill(w0, 256, 0.3f), fill(b0, 16, 0.1f), fill(wd, 16 * 49, 0.2f), fill(bd, 16, 0.1f);
+  fill(g, 16, 1.0f), fill(be, 16, 0.2f), fill(w1, 16 * 64, 0.3f), fill(b1, 64, 0.1f);
+  fill(w2, 64 * 16, 0.2f), fill(b2, 16, 0.1f), fill(ls, 16, 0.5f);
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_output(m, "t", AIT_FLOAT32, 4, dt);
+  tb_init_f32(m, "w0", 4, dw0, w0);
+  tb_init_f32(m, "b0", 1, d16, b0);
+  tb_init_f32(m, "wd", 4, dwd, wd);
+  tb_init_f32(m, "bd", 1, d16, bd);
+  tb_init_f32(m, "gamma", 1, d16, g);
+  tb_init_f32(m, "beta", 1, d16, be);
+  tb_init_f32(m, "w1", 2, dw1, w1);
+  tb_init_f32(m, "b1", 1, d64, b1);
+  tb_init_f32(m, "w2", 2, dw2, w2);
+  tb_init_f32(m, "b2", 1, d16, b2);
+  tb_init_f32(m, "ls", 3, dls, ls);
+  tb_node(m, "Conv", "stem", IN("x", "w0", "b0"), IN("h"));
+  int dw = tb_node(m, "Conv", "dw", IN("h", "wd", "bd"), IN("d"));
+  tb_attr_int(m, dw, "group", 16);
+  tb_attr_ints(m, dw, "pads", 4, pad3);
+  int t1 = tb_node(m, "Transpose", "to_last", IN("d"), IN("dl"));
+  tb_attr_ints(m, t1, "perm", 4, p0231);
+  tb_node(m, "LayerNormalization", "ln", IN("dl", "gamma", "beta"), IN("n"));
+  tb_node(m, "MatMul", "fc1", IN("n", "w1"), IN("f1"));
+  tb_node(m, "Add", "fc1_bias", IN("f1", "b1"), IN("f2"));
+  tb_node(m, "Relu", "act", IN("f2"), IN("f3"));
+  tb_node(m, "MatMul", "fc2", IN("f3", "w2"), IN("f4"));
+  tb_node(m, "Add", "fc2_bias", IN("f4", "b2"), IN("f5"));
+  int t2 = tb_node(m, "Transpose", "to_first", IN("f5"), IN("f6"));
+  tb_attr_ints(m, t2, "perm", 4, p0312);
+  tb_node(m, "Mul", "layer_scale", IN("ls", "f6"), IN("f7"));
+  tb_node(m, "Add", "residual", IN("f7", "h"), IN("y"));
+  tb_node(m, "GlobalAveragePool", "gap", IN("y"), IN("gp"));
+  int t3 = tb_node(m, "Transpose", "gap_last", IN("gp"), IN("t"));
+  tb_attr_ints(m, t3, "perm", 4, p0231);
+  return parse(m);
+}
+
+/* Two DenseNet layers on a 16-channel stem h0 (Conv 1x1): BatchNorm +
+ * Relu of the features so far, Conv 1x1 to 32 + BatchNorm + Relu (folded
+ * into the Conv), Conv 3x3 to 8, Concat: y = [h0, c1, c2] [N, 32, H, W]. */
+static ait_graph *dense_model(void) {
+  static float w0[16 * 3], wa[2][32 * 24], wb[2][8 * 32 * 9], bn[4][4][32];
+  static const int64_t dx[4] = {-1, 3, -1, -1}, dw0[4] = {16, 3, 1, 1}, dy[4] = {-1, 32, -1, -1},
+                       pad1[4] = {1, 1, 1, 1};
+  fill(w0, 48, 0.5f);
+  for (int i = 0; i < 2; i++)
+    fill(wa[i], 32 * 24, 0.3f), fill(wb[i], 8 * 32 * 9, 0.1f);
+  for (int i = 0; i < 4; i++) {
+    fill(bn[i][0], 32, 1.0f), fill(bn[i][1], 32, 0.2f), fill(bn[i][2], 32, 0.2f);
+    for (int c = 0; c < 32; c++)
+      bn[i][3][c] = 0.5f + 0.05f * (float)c;
+  }
+  tb_model *m = tb_new(17);
+  tb_input(m, "x", AIT_FLOAT32, 4, dx);
+  tb_output(m, "y", AIT_FLOAT32, 4, dy);
+  tb_init_f32(m, "w0", 4, dw0, w0);
+  tb_node(m, "Conv", "stem", IN("x", "w0"), IN("h0"));
+  static const char *const bnames[4][4] = {{"s0", "b0", "m0", "v0"},
+                                           {"s1", "b1", "m1", "v1"},
+                                           {"s2", "b2", "m2", "v2"},
+                                           {"s3", "b3", "m3", "v3"}};
+  static const int64_t dcs[2][1] = {{16}, {24}}, d32[1] = {32},
+                       dwa[2][4] = {{32, 16, 1, 1}, {32, 24, 1, 1}}, dwb[4] = {8, 32, 3, 3};
+  for (int l = 0; l < 2; l++) { /* dims live until tb_parse_graph: static */
+    for (int k = 0; k < 4; k++) {
+      tb_init_f32(m, bnames[2 * l][k], 1, dcs[l], bn[2 * l][k]);
+      tb_init_f32(m, bnames[2 * l + 1][k], 1, d32, bn[2 * l + 1][k]);
+    }
+    char wan[8], wbn[8];
+    snprintf(wan, sizeof wan, "wa%d", l);
+    snprintf(wbn, sizeof wbn, "wb%d", l);
+    tb_init_f32(m, wan, 4, dwa[l], wa[l]);
+    tb_init_f32(m, wbn, 4, dwb, wb[l]);
+    const char *in = l ? "cat1" : "h0";
+    const char *const *b1 = bnames[2 * l], *const *b2 = bnames[2 * l + 1];
+    tb_node(m, "BatchNormalization", l ? "n1b" : "n1a", IN(in, b1[0], b1[1], b1[2], b1[3]),
+            IN(l ? "p1b" : "p1a"));
+    tb_node(m, "Relu", l ? "r1b" : "r1a", IN(l ? "p1b" : "p1a"), IN(l ? "q1b" : "q1a"));
+    tb_node(m, "Conv", l ? "ca_b" : "ca_a", IN(l ? "q1b" : "q1a", wan), IN(l ? "u1b" : "u1a"));
+    tb_node(m, "BatchNormalization", l ? "n2b" : "n2a",
+            IN(l ? "u1b" : "u1a", b2[0], b2[1], b2[2], b2[3]), IN(l ? "p2b" : "p2a"));
+    tb_node(m, "Relu", l ? "r2b" : "r2a", IN(l ? "p2b" : "p2a"), IN(l ? "q2b" : "q2a"));
+    int cb =
+        tb_node(m, "Conv", l ? "cb_b" : "cb_a", IN(l ? "q2b" : "q2a", wbn), IN(l ? "c2" : "c1"));
+    tb_attr_ints(m, cb, "pads", 4, pad1);
+  }
+  int c1 = tb_node(m, "Concat", "cat1", IN("h0", "c1"), IN("cat1"));
+  tb_attr_int(m, c1, "axis", 1);
+  int c2 = tb_node(m, "Concat", "cat2", IN("h0", "c1", "c2"), IN("y"));
+  tb_attr_int(m, c2, "axis", 1);
+  return parse(m);
+}
+
 /* Add + LayerNormalization over 768, then a MatMul + bias (an fp8 GEMM
  * under dtype=fp8, whose activation absmax the LayerNorm writes from 4096
  * rows): outputs y [N, 128, 64] and the LayerNorm's h [N, 128, 768]. */
@@ -386,6 +564,43 @@ static ait_graph *flash_model(void) {
   tb_attr_int(m, sm, "axis", -1);
   tb_node(m, "MatMul", "ctx", IN("p", "vh"), IN("c"));
   tb_attr_ints(m, tb_node(m, "Transpose", "to", IN("c"), IN("y")), "perm", 4, p_qv);
+  return parse(m);
+}
+
+/* Swin's shifted-window attention (torchvision's swin_t): q [4, 2, 16,
+ * 32] times a constant, K^T a Transpose of k, the relative position bias
+ * [1, 2, 16, 16] added, the scores viewed as [2, 2, 2, 16, 16] (2 images
+ * of 2 windows) for the window mask [2, 1, 16, 16] (0 or -100) and viewed
+ * back, Softmax, times v. The two constant masks become one windowed mask
+ * (cu_pass_window_mask) that batch b reads at window b % 2. */
+static ait_graph *window_attn_model(void) {
+  static float sc = 0.17677670f, bias[2 * 16 * 16], wm[2 * 16 * 16];
+  static const int64_t dq[4] = {4, 2, 16, 32}, db[4] = {1, 2, 16, 16}, dw[4] = {2, 1, 16, 16},
+                       d0[1] = {0}, r5[1] = {5}, r4[1] = {4}, s5[5] = {2, 2, 2, 16, 16},
+                       s4[4] = {4, 2, 16, 16}, p_k[4] = {0, 1, 3, 2};
+  fill(bias, 2 * 16 * 16, 0.5f);
+  for (int i = 0; i < 2 * 16 * 16; i++) /* window w masks keys of the other region */
+    wm[i] = (i / 256 == 1 && ((i % 256) / 16 < 8) != ((i % 16) < 8)) ? -100.0f : 0.0f;
+  tb_model *m = tb_new(17);
+  tb_input(m, "q", AIT_FLOAT32, 4, dq);
+  tb_input(m, "k", AIT_FLOAT32, 4, dq);
+  tb_input(m, "v", AIT_FLOAT32, 4, dq);
+  tb_output(m, "y", AIT_FLOAT32, 4, dq);
+  tb_init_f32(m, "sc", 0, d0, &sc);
+  tb_init_f32(m, "bias", 4, db, bias);
+  tb_init_f32(m, "wm", 4, dw, wm);
+  tb_init_i64(m, "s5", 1, r5, s5);
+  tb_init_i64(m, "s4", 1, r4, s4);
+  tb_node(m, "Mul", "q_scale", IN("q", "sc"), IN("qs"));
+  tb_attr_ints(m, tb_node(m, "Transpose", "tk", IN("k"), IN("kt")), "perm", 4, p_k);
+  tb_node(m, "MatMul", "scores", IN("qs", "kt"), IN("s0"));
+  tb_node(m, "Add", "bias_add", IN("s0", "bias"), IN("s1"));
+  tb_node(m, "Reshape", "view5", IN("s1", "s5"), IN("w0"));
+  tb_node(m, "Add", "mask_add", IN("w0", "wm"), IN("w1"));
+  tb_node(m, "Reshape", "view4", IN("w1", "s4"), IN("s2"));
+  int sm = tb_node(m, "Softmax", "softmax", IN("s2"), IN("p"));
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "MatMul", "ctx", IN("p", "v"), IN("y"));
   return parse(m);
 }
 
@@ -1192,6 +1407,33 @@ static void test_instnorm_slabs(void) {
   CHECK(cuk_instnorm_nhwc_slabs(1, 1 << 20, 8, 132, 256 * mb) == 64);
 }
 
+/* ---- global pooling split over HW, SiLU and HardSwish as one step ---------- */
+
+/* When global pooling splits HW (host-side choice, cuda_gpool.h): only for
+ * a grid of too few workers, with a workspace, at least 4 passes a part,
+ * at most 256 parts. */
+static void test_gpool_splits(void) {
+  const int64_t mb = (int64_t)1 << 20;
+  CHECK(cuk_gpool_tile(2) == 2 && cuk_gpool_tile(3) == 4 && cuk_gpool_tile(16) == 16 &&
+        cuk_gpool_tile(17) == 32 && cuk_gpool_tile(256) == 32 && cuk_gpool_tile(1) == 1);
+  /* EfficientNet-B1 features.1 (16 x 120 x 120, bf16: 2 vectors) at batch 1 and 32 */
+  int b1 = cuk_gpool_splits(1, 1, 16, 14400, 2, 132, 256 * mb);
+  CHECK(b1 > 1 && b1 <= 14400 / (4 * 128));
+  int b32 = cuk_gpool_splits(1, 32, 16, 14400, 2, 132, 256 * mb);
+  CHECK(b32 > 1 && b32 <= b1);
+  /* ResNet-50's 2048 x 7 x 7: enough blocks, or too few positions */
+  CHECK(cuk_gpool_splits(1, 32, 2048, 49, 256, 132, 256 * mb) == 1);
+  CHECK(cuk_gpool_splits(1, 1, 2048, 49, 256, 132, 256 * mb) == 1);
+  CHECK(cuk_gpool_splits(1, 1, 16, 14400, 2, 0, 256 * mb) == 1);       /* a dry state */
+  CHECK(cuk_gpool_splits(1, 1, 16, 14400, 2, 132, 1000) == 1);         /* too small a workspace */
+  CHECK(cuk_gpool_splits(1, 4, 16, 1 << 24, 2, 132, 256 * mb) == 132); /* 4 blocks an SM */
+  CHECK(cuk_gpool_splits(1, 1, 1, 1 << 24, 1, 132, 256 * mb) == 256);  /* capped */
+  /* NCHW: a warp per plane */
+  CHECK(cuk_gpool_splits(0, 1, 16, 14400, 16, 132, 256 * mb) == 14400 / 128);
+  CHECK(cuk_gpool_splits(0, 1, 16, 1 << 20, 16, 132, 256 * mb) == 256);
+  CHECK(cuk_gpool_splits(0, 32, 1280, 49, 1280, 132, 256 * mb) == 1);
+}
+
 static void test_copy_widen(void) {
   static uint8_t src[1 << 16], out1[1 << 16], out2[1 << 16];
   for (size_t i = 0; i < sizeof src; i++)
@@ -1289,12 +1531,13 @@ static int supported(const char *what, const ait_graph *g) {
 }
 
 static void test_supports(void) {
-  ait_graph *gs[16] = {
-      mlp_model(),      cnn_model(),          attn_model(),       gather_model(),
-      reshape_model(),  onnx_attn_model(0),   onnx_attn_model(1), onnx_attn_model(2),
-      rope_rms_model(), pad_resize_model(),   conv1d_model(),     scatter_model(),
-      gn_model(64),     conv1d_chain_model(), sdpa_model(),       gather_part_model()};
-  for (int i = 0; i < 16; i++) {
+  ait_graph *gs[17] = {mlp_model(),         cnn_model(),          attn_model(),
+                       gather_model(),      reshape_model(),      onnx_attn_model(0),
+                       onnx_attn_model(1),  onnx_attn_model(2),   rope_rms_model(),
+                       pad_resize_model(),  conv1d_model(),       scatter_model(),
+                       gn_model(64),        conv1d_chain_model(), sdpa_model(),
+                       gather_part_model(), window_attn_model()};
+  for (int i = 0; i < 17; i++) {
     CHECK(gs[i] != NULL);
     if (gs[i]) CHECK(supported("small model", gs[i]) == gs[i]->n_nodes);
     ait_graph_free(gs[i]);
@@ -1474,6 +1717,32 @@ static void test_dry_sdpa(void) {
   ait_graph_free(g);
 }
 
+/* window_attn_model: at 16 bits one fused attention step (its masks'
+ * Adds, the Reshapes and the Softmax absorbed); in float32 the scores
+ * GEMM and one masked softmax reading the windowed mask (no Add, no
+ * Reshape step). */
+static void test_dry_window_attn(void) {
+  ait_graph *g = window_attn_model();
+  const int64_t d[4] = {4, 2, 16, 32};
+  ait_tensor *in[3] = {rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f), rand_tensor(4, d, 1.0f)};
+  if (g) check_dry("window attention", g, in);
+  const char *sp[4] = {"cuda:dtype=bf16,attention=on", "cuda:dtype=fp16,attention=on",
+                       "cuda:dtype=bf16", "cuda"};
+  for (int i = 0; g && i < 4; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(sp[i], g, (const ait_tensor *const *)in, 3, &text), AIT_OK, NULL);
+    bool left = !text || strstr(text, " Add ") || strstr(text, " Reshape ");
+    bool want = i < 3 ? count_of(text, "Attention ") == 1 && !strstr(text, " Softmax")
+                      : count_of(text, "Softmax+mask") == 1;
+    if (!want || left) fprintf(stderr, "window attention on %s:\n%s", sp[i], text ? text : "");
+    CHECK(want && !left);
+    free(text);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(in[k]);
+  ait_graph_free(g);
+}
+
 /* gather_part_model: at batch 2 both Gathers' parts start on 256 bytes in
  * bf16 (views, no Gather step); at batch 1 they start at 128 and 384 bytes
  * (two Gather steps). */
@@ -1493,6 +1762,124 @@ static void test_dry_gather_part(void) {
     free(text);
     ait_tensor_free(a);
   }
+  ait_graph_free(g);
+}
+
+/* ---- SiLU and HardSwish as one step, global pooling split (device) -------- */
+
+/* gate_model without a device: the SiLUs and the HardSwish after Convs are
+ * their activations, the other SiLU and HardSwishes one step each (the SE
+ * Sigmoid is the second SE Conv's activation and its Mul stays; nothing of
+ * the HardSwishes does). */
+static void test_dry_gates(void) {
+  ait_graph *g = gate_model(16);
+  const int64_t d[4] = {2, 16, 9, 7};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("gates", g, &a);
+  for (int i = 0; g && specs[i]; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK,
+              NULL);
+    int silu = count_of(text, " SiLU "), hs = count_of(text, " HardSwish ");
+    int sig = count_of(text, " Sigmoid "), mul = count_of(text, " Mul ");
+    bool left = strstr(text, " Clip ") || strstr(text, " Div ") || strstr(text, " Add ");
+    if (silu != 1 || hs != 2 || sig != 0 || mul != 1 || left)
+      fprintf(stderr, "gates on %s:\n%s", specs[i], text ? text : "");
+    CHECK(silu == 1 && hs == 2 && sig == 0 && mul == 1 && !left);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* gate_model on the device: global pooling split over a 120 x 120 map at
+ * batch 1 (16 channels: 8-channel vectors in 16 bits, 4 in float32) and
+ * unsplit / split on odd maps at batch 3 (12 channels: scalar loads in 16
+ * bits), channels-last and NCHW, average and max, against the reference;
+ * at batch 2 on 16 channels the SE Mul's [N, L, C] x [N, 1, C] vector path;
+ * every spec. */
+static void test_gates_device(void) {
+  static const int64_t shapes[3][4] = {{1, 16, 120, 120}, {3, 12, 45, 37}, {2, 16, 20, 24}};
+  static const char *const names[3] = {"gates 1x16x120x120", "gates 3x12x45x37",
+                                       "gates 2x16x20x24"};
+  for (int k = 0; k < 3; k++) {
+    ait_graph *g = gate_model(shapes[k][1]);
+    ait_tensor *x = rand_tensor(4, shapes[k], 1.0f);
+    ait_tensor **one[1] = {&x};
+    if (g) check_all_specs(names[k], g, one, 1);
+    ait_tensor_free(x);
+    ait_graph_free(g);
+  }
+}
+
+/* convnext_block_model without a device under NHWC: no Transpose step
+ * (views of the channels-last data; the GAP's [N, C, 1, 1] as [N, 1, 1,
+ * C]), no layout step but the input's and the outputs', the layer scale Mul
+ * and the residual Add one step. */
+static void test_dry_convnext(void) {
+  ait_graph *g = convnext_block_model();
+  const int64_t d[4] = {2, 16, 9, 11};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("convnext block", g, &a);
+  const char *nhwc[3] = {"cuda:dtype=bf16", "cuda:dtype=fp16", "cuda:layout=nhwc"};
+  for (int i = 0; g && i < 3; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(nhwc[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK, NULL);
+    int tr = count_of(text, " Transpose "), conv = count_of(text, " convert ");
+    /* 16 bits: x, y and t in and out of it (x and y changing layout in the
+     * same pass); float32: x and y changing layout */
+    int want = strstr(nhwc[i], "layout") ? 2 : 3;
+    /* the layer scale and the residual Add as one step */
+    int fused = count_of(text, " Mul + Add "), adds = count_of(text, " Add ");
+    if (tr != 0 || conv != want || fused != 1 || adds != 1)
+      fprintf(stderr, "convnext block on %s:\n%s", nhwc[i], text);
+    CHECK(tr == 0 && conv == want && fused == 1 && adds == 1);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* convnext_block_model on the device, every spec, two shapes. */
+static void test_convnext_device(void) {
+  ait_graph *g = convnext_block_model();
+  const int64_t d1[4] = {1, 16, 14, 14}, d3[4] = {3, 16, 9, 11};
+  ait_tensor *a = rand_tensor(4, d1, 1.0f), *b = rand_tensor(4, d3, 1.0f);
+  ait_tensor **sets[2] = {&a, &b};
+  if (g) check_all_specs("convnext block", g, sets, 2);
+  ait_tensor_free(a);
+  ait_tensor_free(b);
+  ait_graph_free(g);
+}
+
+/* dense_model without a device: each pre-activation BatchNorm and its
+ * Relu are one step, no Relu step is left. */
+static void test_dry_dense(void) {
+  ait_graph *g = dense_model();
+  const int64_t d[4] = {2, 3, 9, 7};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  if (g) check_dry("dense", g, &a);
+  for (int i = 0; g && specs[i]; i++) {
+    char *text = NULL;
+    CHECK_ERR(ait_cuda_dry_plan(specs[i], g, (const ait_tensor *const *)&a, 1, &text), AIT_OK,
+              NULL);
+    int bn = count_of(text, " BatchNormalization "), relu = count_of(text, " Relu ");
+    if (bn != 2 || relu != 0) fprintf(stderr, "dense on %s:\n%s", specs[i], text ? text : "");
+    CHECK(bn == 2 && relu == 0);
+    free(text);
+  }
+  ait_tensor_free(a);
+  ait_graph_free(g);
+}
+
+/* dense_model on the device, every spec. */
+static void test_dense_device(void) {
+  ait_graph *g = dense_model();
+  const int64_t d[4] = {2, 3, 12, 10};
+  ait_tensor *a = rand_tensor(4, d, 1.0f);
+  ait_tensor **one[1] = {&a};
+  if (g) check_all_specs("dense", g, one, 1);
+  ait_tensor_free(a);
   ait_graph_free(g);
 }
 
@@ -1544,6 +1931,10 @@ static void test_dry_round9(void) {
   ait_graph_free(g);
   test_dry_gn();
   test_dry_sdpa();
+  test_dry_window_attn();
+  test_dry_gates();
+  test_dry_convnext();
+  test_dry_dense();
   test_dry_gather_part();
 }
 
@@ -1775,6 +2166,20 @@ static void test_small_round9(void) {
   for (int k = 0; k < 3; k++)
     ait_tensor_free(q1[k]), ait_tensor_free(q2[k]);
   ait_graph_free(g);
+  /* swin's windowed mask: fused at 16 bits, masked softmax in float32 */
+  g = window_attn_model();
+  const int64_t dwa[4] = {4, 2, 16, 32};
+  ait_tensor *wa[3] = {rand_tensor(4, dwa, 1.0f), rand_tensor(4, dwa, 1.0f),
+                       rand_tensor(4, dwa, 1.0f)};
+  ait_tensor **swa[1] = {wa};
+  if (g) {
+    check_all_specs("window attention", g, swa, 1);
+    check_backend("window attention", "cuda:dtype=bf16,attention=on", g, swa, 1);
+    check_backend("window attention", "cuda:dtype=fp16,attention=on", g, swa, 1);
+  }
+  for (int k = 0; k < 3; k++)
+    ait_tensor_free(wa[k]);
+  ait_graph_free(g);
   /* GroupNorm + GELU as one step; row lengths 31, 1099, 2999 and 4999 take
    * each of cuk_instnorm's kernels (4, 8, 16 elements a thread in
    * registers, and rows read three times) */
@@ -1825,6 +2230,9 @@ static void test_small_models(void) {
   if (g) check_all_specs("cnn", g, one, 1);
   ait_tensor_free(x);
   ait_graph_free(g);
+  test_gates_device();    /* global pooling split, SiLU and HardSwish steps */
+  test_convnext_device(); /* 4-D Transposes as views under NHWC */
+  test_dense_device();    /* BatchNorm + Relu in one step */
 
   /* the GEMM form of convolutions, against cuDNN and the reference */
   g = conv_gemm_model();
@@ -2311,9 +2719,20 @@ static void test_model_file(const char *path, bool device) {
               tmp < l + len;
     }
     CHECK(fused);
-    /* cu_pass_qkv: one GEMM per layer for Q, K and V, its Split absorbed by
-     * the fused attention (no Split step) */
-    CHECK(text && strstr(text, "_qkv") && !strstr(text, " Split "));
+    /* one GEMM per layer for Q, K and V, no Split step: cu_pass_qkv's
+     * merge of three projections (BERT: a "_qkv" value, its Split absorbed
+     * by the fused attention), or the model's own packed in-projection
+     * (nn.MultiheadAttention's [E, 3E] in_proj: distilbert_like), which
+     * cu_pass_qkv leaves as it is */
+    bool packed = false;
+    for (int i = 0; i < g->n_nodes && !packed; i++) {
+      const ait_node *nd = &g->nodes[i];
+      const ait_tensor *w = nd->n_in > 1 && nd->in[1] >= 0 ? g->values[nd->in[1]].init : NULL;
+      packed = w && w->rank == 2 && !strcmp(nd->op_type, "MatMul") && w->dims[1] == 3 * w->dims[0];
+    }
+    if (!text || strstr(text, " Split ") || (!packed && !strstr(text, "_qkv")))
+      fprintf(stderr, "%s: Q, K and V not one GEMM (packed in_proj: %d)\n", path, packed);
+    CHECK(text && !strstr(text, " Split ") && (packed || strstr(text, "_qkv")));
     free(text);
     text = NULL;
     CHECK_ERR(ait_cuda_dry_plan("cuda:dtype=bf16,attention=gemm", g, (const ait_tensor *const *)in,
@@ -2539,6 +2958,7 @@ int main(int argc, char **argv) {
   test_fp8wo_file();
   test_copy_widen();
   test_instnorm_slabs();
+  test_gpool_splits();
   char why[256] = "";
   if (!cuda_iface()->available(why, sizeof why)) {
     /* supports() answers on the small models need no device */

@@ -224,6 +224,38 @@ static void test_concat(void) {
   check_graph("concat", tb_parse_graph(m), 6, 11, 14, w, 2, 2);
 }
 
+/* ResNet-shaped 1x1s on the AVX-512 6 x 4 assembly loop (M a multiple of
+ * 64: full column blocks; K % 4 = 3 and 0; 90 pixels: 15 tiles) and a
+ * stride-2 3x3 of three column blocks (the next block's weights prefetched
+ * over the first tiles), with a residual Add and Relu after the first. */
+static void test_pw_tiles(void) {
+  tb_model *m = model(8, 9, 10);
+  conv(m, "c1", "x", "a", 8, 67, 3);
+  conv(m, "c2", "a", "b", 67, 128, 1);
+  conv(m, "c2r", "a", "br", 67, 128, 1);
+  tb_node(m, "Add", "add", IN("b", "br"), IN("s"));
+  tb_node(m, "Relu", "relu", IN("s"), IN("r"));
+  conv(m, "c3", "r", "c", 128, 192, 1);
+  int n = conv(m, "c4", "c", "y", 192, 192, 3);
+  const int64_t st[2] = {2, 2};
+  tb_attr_ints(m, n, "strides", 2, st);
+  const want w[] = {{"FusedConvNhwc", 5}, {"Transpose", 1}}; /* the output reorder */
+  check_graph("pointwise tiles", tb_parse_graph(m), 8, 9, 10, w, 2, 2);
+}
+
+/* 1x1s of 96 and 144 channels (multiples of 48) on 7 x 7 and 8 x 8 maps:
+ * the AVX-512 7 x 3 and 8 x 3 assembly loops (K % 4 = 3 and 0). */
+static void test_pw_tiles3(int64_t H) {
+  tb_model *m = model(8, H, H);
+  conv(m, "c1", "x", "a", 8, 67, 3);
+  conv(m, "c2", "a", "b", 67, 96, 1);
+  tb_node(m, "Relu", "relu", IN("b"), IN("r"));
+  conv(m, "c3", "r", "y", 96, 144, 1);
+  const want w[] = {{"FusedConvNhwc", 3}};
+  check_graph(H == 7 ? "pointwise tiles 7 x 3" : "pointwise tiles 8 x 3", tb_parse_graph(m), 8, H,
+              H, w, 1, 2);
+}
+
 /* DenseNet: Concat -> BatchNormalization -> Relu -> conv. */
 static void test_batchnorm(void) {
   tb_model *m = model(8, 9, 10);
@@ -418,6 +450,9 @@ int main(void) {
   test_pools();
   test_pools_random(24);
   test_concat();
+  test_pw_tiles();
+  test_pw_tiles3(7);
+  test_pw_tiles3(8);
   test_batchnorm();
   test_elementwise();
   test_hardswish_spelled();

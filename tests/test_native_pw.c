@@ -5,9 +5,10 @@
  * branch and ReLU, odd channel counts (every vector tail), both orders of
  * the kernel's loops (weights under NAT_PW_W_BYTES run tile by tile over
  * every column block; larger ones in panels of pixels, as even as whole
- * tiles, ResNeXt's 7x7 layers of 2048 channels among them) and the next
- * weight block's prefetch. The layout pass must make every conv a
- * FusedConvNhwc, and the kernels decline none. */
+ * tiles, ResNeXt's 7x7 layers of 2048 channels among them; at AVX2, panels
+ * of X that stay in L1 for K up to 256, and row tiles as even as they come
+ * where the last would be short) and the next weight block's prefetch. The layout pass must make
+ * every conv a FusedConvNhwc, and the kernels decline none. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -155,6 +156,10 @@ int main(void) {
       {16, 14, 131, 32, 3, 1, 1, 1},        /* 32 channels: the 12 x 2 (AVX-512) and 6 x 2
                                                (AVX2) assembly loops, K % 4 = 3 */
       {16, 9, 160, 160, 1, 1, 0, 1},        /* RegNet's 160: 5 blocks of 12 x 2, K % 4 = 0 */
+      /* AVX2: 49 pixels on 24 KB panels of X (18, 18, 13) and tiles as even as they come
+         (13: 4, 4, 5 rows: the 4 x 2 and 5 x 2 assembly loops), K % 4 = 0 and 2 */
+      {16, 7, 256, 64, 1, 1, 0, 1},
+      {16, 7, 130, 48, 1, 1, 0, 1},
       /* stems (3 channels, stride 2) on the stem kernels' fixed-shape tiles: the last tile
          of a row moved back to end with it, 32 (12 x 2), 64 (6 x 4), 48 (AVX2 only) and 96
          channels, rows too short for the AVX-512 tile */

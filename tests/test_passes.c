@@ -5,7 +5,8 @@
  * elimination, BatchNormalization into Conv
  * (and a lone BatchNormalization as a depthwise Conv), the GELU matcher
  * (erf and tanh forms, both associations) with its one tolerance, SiLU and
- * the spelled-out HardSwish. */
+ * the spelled-out HardSwish, and attention (scales, masks, swin's
+ * windowed mask, K^T either way). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -704,6 +705,198 @@ static void test_hard_swish(void) {
   }
 }
 
+/* ---- attention (ait_match_attention) -------------------------------------- */
+
+typedef enum attn_scale { A_NONE, A_DIV, A_MUL_LEFT, A_MUL_RIGHT } attn_scale;
+typedef enum attn_mask { M_NONE, M_PAD, M_CAUSAL, M_WINDOW, M_GROWS } attn_mask;
+
+/* Q [4, 2, 5, 4], K [4, 2, 6, 4] (K^T through a Transpose, or the input
+ * KT [4, 2, 4, 6] itself), V [4, 2, 6, 4]: Softmax(scale(Q K^T) + mask)
+ * V. M_PAD: an input [4, 1, 1, 6]; M_CAUSAL: a constant [5, 6]; M_WINDOW:
+ * a bias [1, 2, 5, 6] and swin's Reshape [2, 2, 2, 5, 6] + window mask [2,
+ * 1, 5, 6] + Reshape back; M_GROWS: a mask [4, 2, 5, 6] onto scores of
+ * batch 1 (Q, K and V of batch 1): it grows them. mask_late: the scaling after the
+ * mask; twice: the Softmax read again. */
+static ait_graph *attn_model(bool k_tr, attn_scale sc, attn_mask mk, bool mask_late, bool twice) {
+  tb_model *m = tb_new(17);
+  static const int64_t qd[4] = {4, 2, 5, 4}, q1[4] = {1, 2, 5, 4}, kd[4] = {4, 2, 6, 4},
+                       ktd[4] = {4, 2, 4, 6}, pd[4] = {4, 1, 1, 6}, cd[2] = {5, 6},
+                       bd[4] = {1, 2, 5, 6}, wd[4] = {2, 1, 5, 6}, gd[4] = {4, 2, 5, 6},
+                       yd[4] = {4, 2, 5, 4}, s0[1] = {1}, r5[1] = {5}, r4[1] = {4},
+                       k1[4] = {1, 2, 6, 4}, kt1[4] = {1, 2, 4, 6};
+  bool grows = mk == M_GROWS;
+  static const int64_t perm[4] = {0, 1, 3, 2}, shp5[5] = {2, 2, 2, 5, 6}, shp4[4] = {4, 2, 5, 6};
+  tb_input(m, "Q", AIT_FLOAT32, 4, grows ? q1 : qd);
+  if (k_tr)
+    tb_input(m, "K", AIT_FLOAT32, 4, grows ? k1 : kd);
+  else
+    tb_input(m, "KT", AIT_FLOAT32, 4, grows ? kt1 : ktd);
+  tb_input(m, "V", AIT_FLOAT32, 4, grows ? k1 : kd);
+  if (mk == M_PAD) tb_input(m, "mask", AIT_FLOAT32, 4, pd);
+  tb_output(m, "Y", AIT_FLOAT32, 4, yd);
+  if (twice) tb_output(m, "P2", AIT_FLOAT32, 4, gd);
+  if (k_tr) {
+    int t =
+        tb_node(m, "Transpose", "kt", (const char *[]){"K", NULL}, (const char *[]){"KT", NULL});
+    tb_attr_ints(m, t, "perm", 4, perm);
+  }
+  float c = 0.5f;
+  tb_init_f32(m, "c", 0, s0, &c);
+  tb_node(m, "MatMul", "qk", (const char *[]){"Q", "KT", NULL}, (const char *[]){"S0", NULL});
+  const char *cur = "S0";
+  const char *scaled = sc == A_NONE ? "S0" : "S1";
+  if (!mask_late) {
+    if (sc == A_DIV)
+      tb_node(m, "Div", "sc", (const char *[]){cur, "c", NULL}, (const char *[]){"S1", NULL});
+    else if (sc == A_MUL_LEFT)
+      tb_node(m, "Mul", "sc", (const char *[]){"c", cur, NULL}, (const char *[]){"S1", NULL});
+    else if (sc == A_MUL_RIGHT)
+      tb_node(m, "Mul", "sc", (const char *[]){cur, "c", NULL}, (const char *[]){"S1", NULL});
+    cur = scaled;
+  }
+  if (mk == M_PAD) {
+    tb_node(m, "Add", "mask_add", (const char *[]){"mask", cur, NULL},
+            (const char *[]){"S2", NULL});
+    cur = "S2";
+  } else if (mk == M_CAUSAL || mk == M_GROWS) {
+    ait_tensor *t = rand_tensor(mk == M_GROWS ? 4 : 2, mk == M_GROWS ? gd : cd, -1, 1);
+    float *d = t->data;
+    for (int i = 0; mk == M_CAUSAL && i < 5; i++)
+      for (int j = 0; j < 6; j++)
+        d[i * 6 + j] = j <= i ? 0.0f : -1e9f;
+    tb_init_f32(m, "cm", mk == M_GROWS ? 4 : 2, mk == M_GROWS ? gd : cd, d);
+    ait_tensor_free(t);
+    tb_node(m, "Add", "mask_add", (const char *[]){cur, "cm", NULL}, (const char *[]){"S2", NULL});
+    cur = "S2";
+  } else if (mk == M_WINDOW) {
+    rand_init(m, "bias", 4, bd, -1, 1);
+    ait_tensor *t = rand_tensor(4, wd, -1, 1);
+    float *d = t->data;
+    for (int64_t i = 0; i < 60; i++) /* swin's: 0 or -100 */
+      d[i] = d[i] > 0.3f ? -100.0f : 0.0f;
+    tb_init_f32(m, "wm", 4, wd, d);
+    ait_tensor_free(t);
+    tb_init_i64(m, "shp5", 1, r5, shp5);
+    tb_init_i64(m, "shp4", 1, r4, shp4);
+    tb_node(m, "Add", "bias_add", (const char *[]){cur, "bias", NULL},
+            (const char *[]){"S2", NULL});
+    tb_node(m, "Reshape", "r1", (const char *[]){"S2", "shp5", NULL}, (const char *[]){"W0", NULL});
+    tb_node(m, "Add", "wadd", (const char *[]){"W0", "wm", NULL}, (const char *[]){"W1", NULL});
+    tb_node(m, "Reshape", "r2", (const char *[]){"W1", "shp4", NULL}, (const char *[]){"S3", NULL});
+    cur = "S3";
+  }
+  if (mask_late) {
+    tb_node(m, "Mul", "sc", (const char *[]){cur, "c", NULL}, (const char *[]){"S9", NULL});
+    cur = "S9";
+  }
+  int sm = tb_node(m, "Softmax", "sm", (const char *[]){cur, NULL}, (const char *[]){"P", NULL});
+  tb_attr_int(m, sm, "axis", -1);
+  tb_node(m, "MatMul", "pv", (const char *[]){"P", "V", NULL}, (const char *[]){"Y", NULL});
+  if (twice)
+    tb_node(m, "Identity", "p2", (const char *[]){"P", NULL}, (const char *[]){"P2", NULL});
+  return tb_parse_graph(m);
+}
+
+/* The match rewritten by hand into one FusedAttention (its reference
+ * kernel) in the P V product's place, the other matched nodes dead; a
+ * windowed mask is tiled over the batch and added to the plain one, as a
+ * constant (the test's shapes are static). */
+static ait_graph *rewrite_attn(const ait_graph *g, const ait_attn_match *mt) {
+  ait_graph *rw = ait_graph_clone(g, NULL, true);
+  bool *dead = calloc((size_t)rw->n_nodes, sizeof *dead);
+  int mask = mt->mask;
+  if (mt->wmask >= 0) {
+    const ait_value *sv = &rw->values[mt->scores_out];
+    int64_t d[4];
+    for (int k = 0; k < 4; k++)
+      d[k] = sv->dims[k].v;
+    ait_tensor *t = ait_tensor_new(AIT_FLOAT32, 4, d);
+    const ait_tensor *w = rw->values[mt->wmask].init, *b = rw->values[mt->mask].init;
+    CHECK(w && b && w->rank == 4 && b->rank == 4);
+    float *o = t->data;
+    const float *wd = w->data, *bd = b->data;
+    for (int64_t n = 0; n < d[0]; n++) /* wm [W, 1, Sq, Sk], bias [1, H, Sq, Sk] */
+      for (int64_t h = 0; h < d[1]; h++)
+        for (int64_t ij = 0; ij < d[2] * d[3]; ij++)
+          *o++ = wd[(n % mt->windows) * d[2] * d[3] + ij] + bd[h * d[2] * d[3] + ij];
+    mask = nat_add_initializer(rw, "merged", "_mask", t);
+  }
+  ait_node *n = &rw->nodes[mt->pv];
+  CHECK(nat_node_make_fused(n, "FusedAttention") == AIT_OK);
+  int *ins = malloc(sizeof(int) * 4);
+  ins[0] = mt->q, ins[1] = mt->kt, ins[2] = mt->v, ins[3] = mask;
+  free(n->in);
+  n->in = ins;
+  n->n_in = 4;
+  CHECK(nat_attr_set_float(n, "alpha", mt->scale) == AIT_OK);
+  for (int k = 0; k < mt->n_nodes; k++)
+    if (mt->nodes[k] != mt->pv) dead[mt->nodes[k]] = true;
+  CHECK(nat_resolve_fused(rw) == AIT_OK);
+  CHECK(nat_graph_compact(rw, dead) == AIT_OK);
+  free(dead);
+  return rw;
+}
+
+static void test_attention(void) {
+  const struct {
+    bool k_tr;
+    attn_scale sc;
+    attn_mask mk;
+    bool late, twice, want;
+  } cases[] = {
+      {true, A_DIV, M_PAD, false, false, true},
+      {false, A_MUL_LEFT, M_PAD, false, false, true},
+      {true, A_MUL_RIGHT, M_NONE, false, false, true},
+      {false, A_NONE, M_NONE, false, false, true},
+      {true, A_DIV, M_CAUSAL, false, false, true},
+      {true, A_DIV, M_WINDOW, false, false, true},
+      {false, A_MUL_RIGHT, M_WINDOW, false, false, true},
+      {true, A_MUL_RIGHT, M_PAD, true, false, false}, /* scaled after the mask: no */
+      {true, A_DIV, M_PAD, false, true, false},       /* P read again: no */
+      {true, A_DIV, M_GROWS, false, false, false},    /* the mask grows the scores: no */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g =
+        attn_model(cases[c].k_tr, cases[c].sc, cases[c].mk, cases[c].late, cases[c].twice);
+    CHECK(g != NULL);
+    if (!g) continue;
+    ait_match_view view = {.g = g, .readers = scan_readers, .scalar = init_scalar, .ctx = g};
+    int sm = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+      if (ait_is_op(&g->nodes[i], "Softmax")) sm = i;
+    ait_attn_match mt;
+    bool got = ait_match_attention(&view, sm, &mt);
+    if (got != cases[c].want) fprintf(stderr, "attention case %zu: matched %d\n", c, got);
+    CHECK(got == cases[c].want);
+    if (!got) {
+      ait_graph_free(g);
+      continue;
+    }
+    float want_scale = cases[c].sc == A_NONE ? 1.0f : cases[c].sc == A_DIV ? 2.0f : 0.5f;
+    CHECK(mt.scale == want_scale && mt.y == value_named(g, "Y"));
+    CHECK((mt.k_tr >= 0) == cases[c].k_tr && mt.kt == value_named(g, "KT"));
+    CHECK((mt.mask >= 0) == (cases[c].mk != M_NONE));
+    CHECK((mt.wmask >= 0) == (cases[c].mk == M_WINDOW) &&
+          (cases[c].mk != M_WINDOW || mt.windows == 2));
+    ait_graph *rw = rewrite_attn(g, &mt);
+    CHECK(live_nodes(rw, "FusedAttention") == 1 && live_nodes(rw, "Softmax") == 0);
+    check_same_on_eager(g, rw, 1e-5, "attention match as FusedAttention");
+    ait_graph_free(rw);
+    /* native's fusion (a matcher's user): one FusedAttention, but for the
+     * windowed mask, which native leaves as it is */
+    nat_pass_stats st;
+    rw = ait_graph_clone(g, NULL, true);
+    CHECK(nat_run_passes_ex(rw, &st, true) == AIT_OK);
+    int fused = live_nodes(rw, "FusedAttention");
+    if (fused != (cases[c].mk != M_WINDOW))
+      fprintf(stderr, "attention case %zu: native fused %d\n", c, fused);
+    CHECK(fused == (cases[c].mk != M_WINDOW));
+    check_same_on_eager(g, rw, 1e-5, "native's attention fusion");
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+}
+
 int main(void) {
   test_foldable();
   test_fold_constants();
@@ -715,5 +908,6 @@ int main(void) {
   test_gelu();
   test_silu();
   test_hard_swish();
+  test_attention();
   return check_result("test_passes");
 }

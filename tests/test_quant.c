@@ -653,6 +653,10 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
   const char *specs[] = {"quant:preset=int8dq", "quant:preset=fp8wo",
                          "quant:symmetric=off,act=on,granularity=group,group=32",
                          "quant:weights=fp8,act=on"};
+  /* the saved weights against the portable kernels, on the activation codes
+   * those use too (8-bit: the vpmaddubsw tiles' 7-bit rows are checked in
+   * avx2_product) */
+  setenv("AIT_QUANT_NO_A7", "1", 1);
   for (int i = 0; i < 4; i++)
     for (int which = 0; which < 2; which++) {
       const ait_graph *g = which ? conv : mlp;
@@ -691,6 +695,7 @@ static void test_save_load(const ait_graph *mlp, const ait_graph *conv) {
       ait_tensor_free(x);
       Q->destroy(a);
     }
+  unsetenv("AIT_QUANT_NO_A7");
   /* a configuration that disagrees with the saved one, and damaged files */
   char dir[128], wpath[160], cpath[160];
   snprintf(dir, sizeof dir, "%s/state00", tmpdir);
@@ -1023,7 +1028,45 @@ typedef struct avx2_case {
   bool w7;  /* weights quantized straight to 7 bits (what build does for QUAD7) */
   bool sat; /* activations and weights at the ends of their ranges: every
              * vpmaddubsw pair at 2 * 255 * 64, the most its int16 holds */
+  bool pos; /* one-sided activations (as after GELU), for QUAD7's 7-bit
+             * rows (with sat: codes 127, four products 4 * 127 * 64) */
 } avx2_case;
+
+/* What QUAD7 gives on 7-bit rows (qnt_avx2_quant_rows_a7's contract, in
+ * double): false when some row is not finite (the product then takes the
+ * 8-bit codes). */
+static bool a7_reference(const qnt_weight *q, const float *x, int64_t M, int64_t K, int64_t ldx,
+                         const float *bias, float outliers, float *y) {
+  for (int64_t m = 0; m < M; m++) {
+    const float *xr = x + m * ldx;
+    float mn = INFINITY, mx = -INFINITY;
+    double sumsq = 0;
+    for (int64_t k = 0; k < K; k++)
+      mn = fminf(mn, xr[k]), mx = fmaxf(mx, xr[k]), sumsq += (double)xr[k] * xr[k];
+    float amax = fmaxf(-mn, mx), t = amax;
+    if (outliers > 0 && (t = qnt_row_threshold(amax, sumsq, K, outliers)) < amax) {
+      int above = 0;
+      for (int64_t k = 0; k < K; k++)
+        above += fabsf(xr[k]) > t;
+      if (above > QNT_MAX_OUTLIERS) t = amax;
+    }
+    if (!(amax < 3.0e38f)) return false;
+    float l = fmaxf(mn, -t), h = fminf(mx, t);
+    float s = (h - l) / 127.0f;
+    if (!(s > 0)) s = 1.0f;
+    for (int64_t n = 0; n < q->N; n++) {
+      double acc = bias[n];
+      for (int64_t k = 0; k < K; k++) {
+        float v = xr[k], u = fminf(fmaxf(rintf((v - l) / s), 0.0f), 127.0f);
+        double wv = qnt_weight_value(q, n, k);
+        acc += ((double)l + (double)s * u) * wv;
+        if (fabsf(v) > t) acc += (double)(v - (v > h ? h : l)) * wv; /* an outlier */
+      }
+      y[m * q->N + n] = (float)acc;
+    }
+  }
+  return true;
+}
 
 static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, uint32_t seed) {
   float *w = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);
@@ -1040,6 +1083,10 @@ static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, ui
     x[i] = (i / ldx) % 3 ? 1.0f : -1.0f;
   for (int64_t i = 0; c->sat && i < N * K; i++) /* codes +-64, one sign a channel */
     w[i] = (i / K) % 2 ? 0.3f : -0.3f;
+  for (int64_t i = 0; c->pos && i < M * ldx; i++) /* min -0.05, outliers above */
+    x[i] = c->sat ? (i % ldx ? 1.0f : 0.0f) : fabsf(x[i]) - 0.05f;
+  for (int64_t m = 0; c->pos && c->outliers > 0 && m < M; m += 2)
+    x[m * ldx + (m * 7) % K] = m % 4 ? 25.0f : 30.0f;
   qnt_config cfg = {
       .weights = c->t, .gran = c->gran, .group = c->group, .symmetric = c->sym, .w7 = c->w7};
   qnt_weight q, ref;
@@ -1076,8 +1123,22 @@ static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, ui
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++)
       ref.codes[n * K + k] = qnt_weight_code(&q, n, k);
-  qnt_mm p = {&q, c->act, x, M, ldx, ya, N, 0, N, bias, c->outliers, NULL, NULL, NULL, 0};
+  /* QUAD7: 7-bit rows (ya7), checked against their own reference (y7);
+   * the 8-bit codes (AIT_QUANT_NO_A7) against the portable kernel, as any
+   * other layout */
+  float *ya7 = malloc(sizeof(float) * (size_t)(M * N)),
+        *y7 = malloc(sizeof(float) * (size_t)(M * N));
+  bool a7 = l == QNT_L_QUAD7 && a7_reference(&q, x, M, K, ldx, bias, c->outliers, y7);
+  CHECK(l != QNT_L_QUAD7 || a7 == (M > 0));
+  qnt_mm p = {&q, c->act, x, M, ldx, ya7, N, 0, N, bias, c->outliers, NULL, NULL, NULL, 0};
   CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
+  setenv("AIT_QUANT_NO_A7", "1", 1);
+  p.y = ya;
+  CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
+  unsetenv("AIT_QUANT_NO_A7");
+  double d7 = 0;
+  for (int64_t i = 0; i < M * N; i++) /* without 7-bit rows: the same path */
+    d7 = fmax(d7, fabs(ya7[i] - (a7 ? y7[i] : ya[i])));
   p.w = &ref, p.y = yr;
   CHECK_ERR(qnt_matmul(&p, NULL), AIT_OK, NULL);
   if (zmm) {
@@ -1097,7 +1158,7 @@ static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, ui
     ymax = fmax(ymax, fabs(yr[i]));
     dr = fmax(dr, fabs(ya[i] - yr[i]));
     if (zmm) dz = fmax(dz, fabs(ya[i] - yz[i]));
-    dot += (double)ya[i] * yf[i], na += (double)ya[i] * ya[i], nf += (double)yf[i] * yf[i];
+    dot += (double)ya7[i] * yf[i], na += (double)ya7[i] * ya7[i], nf += (double)yf[i] * yf[i];
   }
   double cs = dot / sqrt(na * nf + 1e-30);
   /* int8 activations: a code may round the other way where x * (1/s) and
@@ -1105,13 +1166,15 @@ static void avx2_product(const avx2_case *c, int64_t M, int64_t K, int64_t N, ui
   double tol = (c->act ? 2e-3 : 2e-5) * (ymax + 1);
   /* e4m3 on both sides loses more on short rows (K = 8: 0.9989) */
   double floor = c->act && c->t == QNT_FP8 ? 0.998 : 0.999;
-  if (dr > tol || (zmm && dz > tol) || cs < floor)
+  if (dr > tol || (zmm && dz > tol) || cs < floor || d7 > (a7 ? tol : 0))
     fprintf(stderr,
             "avx2 %s%s%s M=%lld K=%lld N=%lld layout %d: max diff %.3g vs portable, %.3g vs "
-            "zmm (of %.3g), cosine vs float %.6f\n",
+            "zmm, %.3g vs the a7 reference%s (of %.3g), cosine vs float %.6f\n",
             c->t == QNT_FP8 ? "fp8" : "int8", c->act ? " act" : "", c->vnni ? " avxvnni" : "",
-            (long long)M, (long long)K, (long long)N, (int)l, dr, dz, ymax, cs);
-  CHECK(dr <= tol && (!zmm || dz <= tol) && cs >= floor);
+            (long long)M, (long long)K, (long long)N, (int)l, dr, dz, d7, a7 ? "" : " (unused)",
+            ymax, cs);
+  CHECK(dr <= tol && (!zmm || dz <= tol) && cs >= floor && d7 <= (a7 ? tol : 0));
+  free(ya7), free(y7);
   qnt_weight_free(&q), qnt_weight_free(&ref);
   if (zmm) qnt_weight_free(&z);
   free(w), free(bias), free(x), free(ya), free(yr), free(yz), free(yf);
@@ -1126,21 +1189,28 @@ static void test_avx2_products(void) {
     return;
   }
   const avx2_case cases[] = {
-      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false,
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false, false,
        false}, /* int8dq, Zen 2/3 */
-      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, false, false},
-      {QNT_INT8, false, false, QNT_CHANNEL, 0, true, 0, false, false}, /* int8wo */
-      {QNT_INT8, false, false, QNT_GROUP, 16, false, 0, false, false},
-      {QNT_FP8, false, false, QNT_CHANNEL, 0, true, 0, false, false}, /* fp8wo */
-      {QNT_FP8, true, false, QNT_CHANNEL, 0, true, 0, false, false}, /* fp8dq without AVX512-BF16 */
-      {QNT_FP8, true, false, QNT_GROUP, 32, true, 0, false, false},
-      {QNT_INT8, true, true, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false,
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, false, false, false},
+      {QNT_INT8, false, false, QNT_CHANNEL, 0, true, 0, false, false, false}, /* int8wo */
+      {QNT_INT8, false, false, QNT_GROUP, 16, false, 0, false, false, false},
+      {QNT_FP8, false, false, QNT_CHANNEL, 0, true, 0, false, false, false}, /* fp8wo */
+      {QNT_FP8, true, false, QNT_CHANNEL, 0, true, 0, false, false,
+       false}, /* fp8dq without AVX512-BF16 */
+      {QNT_FP8, true, false, QNT_GROUP, 32, true, 0, false, false, false},
+      {QNT_INT8, true, true, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false, false,
        false}, /* int8dq on AVX-VNNI */
-      {QNT_INT8, true, true, QNT_GROUP, 32, false, QNT_OUTLIERS, false, false},
+      {QNT_INT8, true, true, QNT_GROUP, 32, false, QNT_OUTLIERS, false, false, false},
       /* int8dq as built for the vpmaddubsw tiles: 7-bit codes, a scale per 128 */
-      {QNT_INT8, true, false, QNT_GROUP, 128, true, QNT_OUTLIERS, true, false},
-      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, true, true}, /* saturating */
-      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, 0, true, true},
+      {QNT_INT8, true, false, QNT_GROUP, 128, true, QNT_OUTLIERS, true, false, false},
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, true, true, false}, /* saturating */
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, 0, true, true, false},
+      /* one-sided rows, with outliers, saturating (7-bit rows) */
+      {QNT_INT8, true, false, QNT_GROUP, 128, true, QNT_OUTLIERS, true, false, true},
+      {QNT_INT8, true, false, QNT_GROUP, 32, true, 0, true, false, true},
+      {QNT_INT8, true, false, QNT_CHANNEL, 0, true, QNT_OUTLIERS, false, false, true},
+      {QNT_INT8, true, false, QNT_GROUP, 128, true, 0, true, true, true},
+      {QNT_INT8, true, false, QNT_GROUP, 24, true, 0, true, true, true},
   };
   const int64_t shapes[][3] = {{1, 45, 17},   {5, 77, 64},   {6, 200, 70},  {7, 259, 130},
                                {13, 45, 96},  {37, 131, 70}, {24, 300, 64}, {2, 8, 9},

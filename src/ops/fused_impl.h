@@ -7,14 +7,16 @@
  *
  *   FusedConv(X, W, B?, Z?)    Y = act(Conv(X, W, B) + Z)
  *       attributes of Conv, plus activation / activation_params
- *   FusedConvNhwc(X, W, B?, Z?)  FusedConv in channels-last layout: X
+ *   FusedConvNhwc(X, W, B?, Z?, S?)  FusedConv in channels-last layout: X
  *       [N, H, W, C], W [kh, kw, C/group, M] (HWIO), Z and Y [N, OH, OW, M];
  *       with x_layout="NCHW", X is [N, C, H, W] (the rest stays NHWC).
- *       Attributes of Conv plus the activation, as FusedConv
+ *       S [N, 1, 1, C] (NHWC X only): X times S per image and channel
+ *       first (a squeeze-excite gate). Attributes of Conv plus the
+ *       activation, as FusedConv
  *   FusedInvertedResidual(X, We?, Be?, Wd, Bd?, Wp, Bp?, Z?)  a MobileNet
  *       block in NHWC, three FusedConvNhwc stages: E = expand_act(1x1 conv
- *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise 3x3 of
- *       E with Wd, Bd, pads 1, `strides`), Y = act(1x1 conv of D with Wp,
+ *       of X with We, Be) (absent We: E = X), D = dw_act(depthwise K x K
+ *       (K odd) of E with Wd, Bd, pads K / 2, `strides`), Y = act(1x1 conv of D with Wp,
  *       Bp, + Z). Weights HWIO; attributes strides, expand_activation(_params),
  *       dw_activation(_params), activation(_params). With stem_x_layout
  *       (and stem_strides, stem_pads [4]), We is instead a stem: a group-1

@@ -229,8 +229,24 @@ ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
   if (n_in > 3 && in[3] && in[3]->rank != 4)
     return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: Z must be 4-D");
   bool nchw = !strcmp(ait_attr_str(node, "x_layout", "NHWC"), "NCHW");
-  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL;
-  ait_status st = nchw ? AIT_OK : transpose4(node, in[0], to_nchw, &x);
+  ait_tensor *x = NULL, *w = NULL, *z = NULL, *y = NULL, *xs = NULL;
+  if (n_in > 4 && in[4]) { /* X scaled per image and channel first (a squeeze-excite gate) */
+    const ait_tensor *X = in[0], *S = in[4];
+    int64_t C = X->dims[3], P = X->dims[1] * X->dims[2];
+    if (nchw || X->dtype != AIT_FLOAT32 || S->dtype != AIT_FLOAT32 ||
+        ait_tensor_numel(S) != X->dims[0] * C)
+      return ait_err(AIT_E_INVALID_ARG, "FusedConvNhwc: the scale must be float [N, 1, 1, C]");
+    xs = ait_tensor_clone(X);
+    if (!xs) return ait_err(AIT_E_NOMEM, "out of memory in FusedConvNhwc");
+    float *d = xs->data;
+    const float *s = S->data;
+    for (int64_t n = 0; n < X->dims[0]; n++)
+      for (int64_t p = 0; p < P; p++)
+        for (int64_t c = 0; c < C; c++)
+          d[(n * P + p) * C + c] *= s[n * C + c];
+  }
+  ait_status st = nchw ? AIT_OK : transpose4(node, xs ? xs : in[0], to_nchw, &x);
+  ait_tensor_free(xs);
   if (st == AIT_OK) st = transpose4(node, in[1], to_oihw, &w);
   if (st == AIT_OK && n_in > 3 && in[3]) st = transpose4(node, in[3], to_nchw, &z);
   if (st == AIT_OK) {
@@ -247,19 +263,25 @@ ait_status ait_fused_conv_nhwc_kernel(ait_kctx *ctx, const ait_node *node,
 
 /* One stage of a FusedInvertedResidual as a FusedConvNhwc: the block's
  * <prefix>activation(_params), and for the depthwise stage its group, pads
- * of 1 and the block's strides; for a stem stage (stem) the stem_strides,
- * stem_pads and stem_x_layout the layout pass wrote. */
+ * of half its window (K x K: K / 2) and the block's strides; for a stem stage (stem) the
+ * stem_strides, stem_pads and stem_x_layout the layout pass wrote. */
 static ait_status inv_res_stage(ait_kctx *ctx, const ait_node *node, const char *prefix,
                                 int64_t group, bool stem, const ait_tensor *const *in4,
                                 ait_tensor **y) {
-  static int64_t pads[4] = {1, 1, 1, 1};
+  /* the depthwise window's half on each side (K x K, K odd: 1 for 3x3) */
+  int64_t ph = in4[1] && in4[1]->rank == 4 ? in4[1]->dims[0] / 2 : 1;
+  int64_t pads[4] = {ph, ph, ph, ph};
   char key[64], keyp[64];
   snprintf(key, sizeof key, "%sactivation", prefix);
   snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
-  ait_attr a[6];
+  ait_attr a[7];
   memset(a, 0, sizeof a);
   int na = 0, cnt = 0, scnt = 0;
   const char *act = ait_attr_str(node, key, NULL);
+  snprintf(keyp, sizeof keyp, "%sepilogue", prefix); /* an epilogue program's steps */
+  const char *prog = ait_attr_str(node, keyp, NULL);
+  if (prog) a[na].name = (char *)"epilogue", a[na].type = AIT_ATTR_STRING, a[na++].s = (char *)prog;
+  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
   const float *params = ait_attr_floats(node, keyp, &cnt);
   const int64_t *strides = ait_attr_ints(node, "strides", &scnt);
   if (act) a[na].name = (char *)"activation", a[na].type = AIT_ATTR_STRING, a[na++].s = (char *)act;

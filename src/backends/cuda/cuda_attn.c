@@ -11,7 +11,11 @@
  * FlashAttention-2 style kernel for head size 64, else the WMMA one)
  * reading X_q, X_k, X_v and writing Y through strides. Otherwise, when there
  * is a mask, the mask moves from the scores GEMM into the Softmax
- * (cuk_softmax_masked), saving one pass over the scores. */
+ * (cuk_softmax_masked), saving one pass over the scores. The pattern is
+ * the shared one (ait_match_attention, src/ir/passes/attn.c), swin's
+ * shifted-window mask included: its Reshape, Add, Reshape are absorbed and
+ * the kernels read the mask of window b % W for batch b (the relative
+ * position bias added into that mask first, attn_mask). */
 #ifdef AIT_HAVE_CUDA
 
 #include <math.h>
@@ -35,6 +39,12 @@ typedef struct uses {
   int *reader; /* one reader per value */
   bool *out;   /* graph output */
 } uses;
+
+/* What the shared matcher's view reads: the graph and its uses. */
+typedef struct attn_view {
+  const ait_graph *g;
+  const uses *u;
+} attn_view;
 
 static bool single(const uses *u, int v) { return v >= 0 && u->n[v] == 1 && !u->out[v]; }
 
@@ -69,6 +79,19 @@ static bool mask_fits(const ait_graph *g, int mv, const int64_t *want) {
   for (int k = 0; k < v->rank; k++) {
     int64_t d = v->dims[k].v, w = want[k + 4 - v->rank];
     if (d != 1 && d != w) return false;
+  }
+  return true;
+}
+
+/* The windowed mask (rank <= 5) broadcasts to [B / W, W, H, S, Sk], its
+ * leading dim 1 or absent (want: [B, H, S, Sk])? */
+static bool window_mask_fits(const ait_graph *g, int mv, int64_t w, const int64_t *want) {
+  const ait_value *v = &g->values[mv];
+  int64_t d5[5] = {want[0] / w, w, want[1], want[2], want[3]};
+  if (v->rank < 0 || v->rank > 5 || (v->rank == 5 && v->dims[0].v != 1)) return false;
+  for (int k = 0; k < v->rank; k++) {
+    int64_t d = v->dims[k].v, x = d5[k + 5 - v->rank];
+    if (d != 1 && d != x) return false;
   }
   return true;
 }
@@ -117,73 +140,79 @@ static void find_qkv(const ait_graph *g, const uses *u, cu_attn_match *m, int *s
     m->qkv_off[k] = idx[k] * hd;
 }
 
-/* Value v (read once) is x times a float32 scalar constant known while
- * planning (Mul either way round, or Div by it), x of v's dims: torch's
- * scaled_dot_product_attention as TorchScript exports it (every
- * nn.TransformerEncoderLayer: wav2vec2_like, distilbert_like) scales Q and
- * Kt by sqrt(1 / sqrt(D)) each before their product. Then the node, with x
- * in *x and the factor in *f; else -1. */
-static int scaled_from(const ait_graph *g, const uses *u, int v, int *x, float *f) {
-  int p = v >= 0 && single(u, v) ? g->values[v].producer : -1;
-  if (p < 0) return -1;
-  const ait_node *n = &g->nodes[p];
-  bool mul = ait_is_op_in(n, "", "Mul"), div = ait_is_op_in(n, "", "Div");
-  if ((!mul && !div) || n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0) return -1;
-  for (int ci = div ? 1 : 0; ci < 2; ci++) {
-    const ait_tensor *c = g->values[n->in[ci]].init;
-    int xi = n->in[1 - ci];
+/* The shared matcher (ait_match_attention) sees the plan graph through
+ * these: the readers of a value by scanning, counted as uses counts them. */
+static int view_readers(const void *ctx, int v, int *nodes, int max) {
+  const attn_view *cv = ctx;
+  const ait_graph *g = cv->g;
+  int filled = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  for (int i = 0; i < g->n_nodes && filled < max; i++)
+    for (int k = 0; k < g->nodes[i].n_in && filled < max; k++)
+      if (g->nodes[i].in[k] == v) nodes[filled++] = i;
+  return cv->u->n[v] + (cv->u->out[v] ? 1 : 0);
+}
+
+static bool view_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ((const attn_view *)ctx)->g;
+  const ait_tensor *c = v >= 0 ? g->values[v].init : NULL;
+  if (!c || c->kind != AIT_KIND_TENSOR || c->dtype != AIT_FLOAT32 || ait_tensor_numel(c) != 1)
+    return false;
+  *out = *(const float *)c->data;
+  return true;
+}
+
+/* The scaling node x of Q or K^T (ait_match_attention's q_scale/k_scale):
+ * its operand, of the scaled value's static dims, in *x; else -1. */
+static int scaled_from(const ait_graph *g, int node, int v, int *x) {
+  if (node < 0) return -1;
+  const ait_node *n = &g->nodes[node];
+  for (int k = 0; k < 2; k++) {
+    int xi = n->in[k];
     const ait_value *xv = &g->values[xi], *vv = &g->values[v];
-    if (!c || c->kind != AIT_KIND_TENSOR || c->dtype != AIT_FLOAT32 || ait_tensor_numel(c) != 1 ||
-        xv->init || xv->rank != vv->rank)
-      continue;
+    if (xv->init || xv->rank != vv->rank) continue;
     bool same = true;
-    for (int k = 0; k < vv->rank; k++)
-      same = same && xv->dims[k].v == vv->dims[k].v && xv->dims[k].v >= 0;
-    float cv = *(const float *)c->data;
-    if (!same || !(cv != 0.0f) || !isfinite(cv)) continue;
+    for (int d = 0; d < vv->rank; d++)
+      same = same && xv->dims[d].v == vv->dims[d].v && xv->dims[d].v >= 0;
+    if (!same) continue;
     *x = xi;
-    *f = mul ? cv : 1.0f / cv;
-    return p;
+    return node;
   }
   return -1;
 }
 
-/* Try the pattern ending at MatMul node i; *m is filled when it fits.
- * tr[0..3]: the head transposes absorbed; tr[4..5]: the scalings of Q and
- * Kt absorbed (scaled_from); -1 where none. */
-static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr) {
+/* Try the pattern around Softmax node i (ait_match_attention); *m is
+ * filled when it fits. tr[0..3]: the head transposes absorbed; tr[4..5]:
+ * the scalings of Q and Kt absorbed; -1 where none. am: the match. */
+static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int *tr,
+                     ait_attn_match *am) {
   const ait_graph *g = pl->g;
-  const ait_node *pv = &g->nodes[i];
-  if (!ait_is_op_in(pv, "", "MatMul") || pv->n_in < 2 || pv->out[0] < 0 ||
-      g->values[pv->out[0]].init)
-    return false;
+  attn_view cv = {g, u};
+  ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = &cv};
+  if (!ait_is_op(&g->nodes[i], "Softmax") || !ait_match_attention(&view, i, am)) return false;
+  const ait_node *pv = &g->nodes[am->pv];
+  if (g->values[pv->out[0]].init || g->values[am->scores_out].rank != 4) return false;
   memset(m, 0, sizeof *m);
-  m->pv = i;
+  m->pv = am->pv;
+  m->sm = i;
+  m->sc = am->scores;
   m->qkv = -1;
-  int P = pv->in[0];
-  m->sm = P >= 0 ? g->values[P].producer : -1;
-  if (m->sm < 0 || !single(u, P) || !ait_is_op_in(&g->nodes[m->sm], "", "Softmax")) return false;
-  const ait_node *sm = &g->nodes[m->sm];
-  int64_t axis = ait_attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
-  if (axis != 3 && !(sm->opset >= 13 && axis == -1)) return false;
-  int S_v = sm->in[0];
-  m->sc = S_v >= 0 ? g->values[S_v].producer : -1;
-  if (m->sc < 0 || !single(u, S_v)) return false;
+  m->sm_in = am->scores_out;
+  m->z_mask = am->mask >= 0 && am->mask_add < 0;
   const ait_node *sc = &g->nodes[m->sc];
-  bool fmm = ait_is_op_in(sc, AIT_FUSED_DOMAIN, "FusedMatMul");
-  if (!fmm && !ait_is_op_in(sc, "", "MatMul")) return false;
-  if (fmm && ((sc->n_in > 2 && sc->in[2] >= 0) || ait_attr_str(sc, "activation", "")[0]))
-    return false;
-  float base_scale = fmm ? ait_attr_float(sc, "alpha", 1.0f) : 1.0f;
+  float base_scale = am->scale;
   m->scale = base_scale;
-  m->mask = fmm && sc->n_in > 3 ? sc->in[3] : -1;
+  m->mask = am->wmask >= 0 ? am->wmask : am->mask;
+  m->mask2 = am->wmask >= 0 ? am->mask : -1;
+  m->mw = am->wmask >= 0 ? am->windows : 0;
   /* Q and Kt as the scores read them, or before a scaling by a constant,
    * whose factor joins the scale (only where the kernel is fused: else the
    * scalings run as they are) */
   int qin = sc->in[0], kin = sc->in[1], qx = -1, kx = -1;
-  float fq = 1.0f, fk = 1.0f;
-  tr[4] = scaled_from(g, u, qin, &qx, &fq);
-  tr[5] = scaled_from(g, u, kin, &kx, &fk);
+  tr[4] = scaled_from(g, am->q_scale, qin, &qx);
+  tr[5] = scaled_from(g, am->k_scale, kin, &kx);
+  float fq = tr[4] >= 0 ? am->q_factor : 1.0f, fk = tr[5] >= 0 ? am->k_factor : 1.0f;
   if (tr[4] >= 0) qin = qx;
   if (tr[5] >= 0) kin = kx;
   int64_t q[4], kt[4], v[4], o[4];
@@ -194,7 +223,13 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
     if (kt[k] != q[k] || v[k] != q[k] || o[k] != q[k]) return false;
   if (kt[2] != q[3] || v[2] != kt[3] || v[3] != q[3] || o[2] != q[2] || o[3] != q[3]) return false;
   int64_t sshape[4] = {q[0], q[1], q[2], kt[3]};
-  if (m->mask >= 0 && !mask_fits(g, m->mask, sshape)) return false;
+  if (m->mask >= 0 && !m->mw && !mask_fits(g, m->mask, sshape)) return false;
+  if (m->mw && (q[0] % m->mw || !window_mask_fits(g, m->mask, m->mw, sshape))) return false;
+  /* with a windowed mask, the plain one (the relative position bias) the
+   * same for every window: the two are added into one per plan run */
+  if (m->mask2 >= 0 && (!mask_fits(g, m->mask2, sshape) ||
+                        (g->values[m->mask2].rank == 4 && g->values[m->mask2].dims[0].v != 1)))
+    return false;
   /* the fused kernel, with the head transposes absorbed */
   ait_dtype dt = pl->s->fdt;
   m->fused = cuk_attention_ok(dt, (int)q[3]) != 0 && !pl->s->o.attn_gemm;
@@ -255,7 +290,9 @@ static bool match_at(cu_planner *pl, const uses *u, int i, cu_attn_match *m, int
     m->k = sc->in[1];
     m->v = pv->in[1];
     m->out = pv->out[0];
-    return m->mask >= 0; /* a masked softmax is still worth it */
+    /* a masked softmax is still worth it; it reads the scores as the
+     * product writes them, so no scaling may lie between */
+    return m->mask >= 0 && am->n_scale == 0 && ait_attr_float(sc, "alpha", 1.0f) == am->scale;
   }
   return true;
 }
@@ -283,19 +320,26 @@ ait_status cu_find_attention(cu_planner *pl) {
     u.out[g->outputs[k]] = true;
   for (int i = 0; !st && pl->s->o.attention && i < g->n_nodes; i++) {
     cu_attn_match m;
+    ait_attn_match am;
     int tr[6], skip[4];
-    if (!match_at(pl, &u, i, &m, tr)) continue;
-    pl->match[i] = pl->match[m.sm] = pl->n_m;
+    if (!match_at(pl, &u, i, &m, tr, &am)) continue;
+    int pv = m.pv;
+    pl->match[pv] = pl->match[m.sm] = pl->n_m;
     if (m.fused) find_qkv(g, &u, &m, skip);
     for (int k = 0; m.qkv >= 0 && k < 4; k++)
       pl->role[skip[k]] = CU_ROLE_SKIP;
+    /* the masks' Adds and swin's Reshapes around the windowed one */
+    int between[4] = {am.mask_add, am.wmask_add, am.wreshape[0], am.wreshape[1]};
+    for (int k = 0; k < 4; k++)
+      if (between[k] >= 0) pl->role[between[k]] = CU_ROLE_SKIP;
     if (m.fused) {
-      pl->role[i] = CU_ROLE_ATTN;
-      pl->role[m.sm] = pl->role[m.sc] = CU_ROLE_SKIP;
+      pl->role[pv] = CU_ROLE_ATTN;
+      for (int k = 0; k < am.n_nodes; k++)
+        if (am.nodes[k] != pv) pl->role[am.nodes[k]] = CU_ROLE_SKIP;
       for (int k = 0; k < 6; k++)
         if (tr[k] >= 0) pl->role[tr[k]] = CU_ROLE_SKIP;
     } else {
-      pl->role[m.sc] = CU_ROLE_NO_Z;
+      if (m.z_mask) pl->role[m.sc] = CU_ROLE_NO_Z;
       pl->role[m.sm] = CU_ROLE_MASKED_SOFTMAX;
     }
     st = add_match(pl, &m);
@@ -316,14 +360,31 @@ static void view_strides(const cu_tensor *t, const int *ax, long long *st) {
     st[k] = L[ax[k]];
 }
 
-/* Mask strides broadcast to [B, H, S, Sk]. */
-static void mask_strides(const cu_tensor *t, long long *st) {
+/* Mask strides broadcast to [B, H, S, Sk]; with mw windows, to [B / mw,
+ * mw, H, S, Sk] (st[0]: the window's stride; batch b reads window b % mw). */
+static void mask_strides(const cu_tensor *t, int64_t mw, long long *st) {
   int64_t L[AIT_MAX_RANK];
   cu_strides(t, L);
-  for (int k = 0; k < 4; k++) {
-    int km = k - (4 - t->rank);
-    st[k] = km < 0 || t->dims[km] == 1 ? 0 : L[km];
+  int r = mw > 0 ? 5 : 4, first = mw > 0 ? 1 : 0;
+  for (int k = first; k < r; k++) {
+    int km = k - (r - t->rank);
+    st[k - first] = km < 0 || t->dims[km] == 1 ? 0 : L[km];
   }
+}
+
+/* The mask tensor of match m in *t: its one mask, or, with swin's two
+ * (m->mask2: the bias, the same for every window), their sum [1, W, H, S,
+ * Sk] by a broadcasting Add step before the attention (small next to the
+ * scores: one per window and head, not per image). */
+static ait_status attn_mask(cu_planner *pl, const cu_attn_match *m, int node, int *t) {
+  AIT_TRY(cu_in(pl, m->mask, CU_PLAIN, t));
+  if (m->mask2 < 0) return AIT_OK;
+  int in[2] = {*t, -1};
+  AIT_TRY(cu_in(pl, m->mask2, CU_PLAIN, &in[1]));
+  const ait_value *sv = &pl->g->values[m->sm_in];
+  int64_t d[5] = {1, m->mw, sv->dims[1].v, sv->dims[2].v, sv->dims[3].v};
+  AIT_TRY(cu_temp(pl, pl->p->t[in[0]].dt, 5, d, CU_PLAIN, t));
+  return cu_emit_eltwise(pl, node, "window mask", CUK_ADD, NULL, in, 2, *t, CUK_COPY, NULL, 1.0f);
 }
 
 typedef struct attn_prm {
@@ -363,7 +424,7 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
     if (!st) st = cu_in(pl, m->k, CU_PLAIN, &a->kk);
     if (!st) st = cu_in(pl, m->v, CU_PLAIN, &a->v);
   }
-  if (!st && m->mask >= 0) st = cu_in(pl, m->mask, CU_PLAIN, &a->mask);
+  if (!st && m->mask >= 0) st = attn_mask(pl, m, (int)(n - pl->g->nodes), &a->mask);
   if (!st) st = cu_out(pl, m->out, CU_PLAIN, &a->out);
   if (st) {
     free(a);
@@ -407,8 +468,9 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
   k->ob = st3[0], k->oh = st3[1], k->os = st3[2];
   if (a->mask >= 0) {
     long long ms[4];
-    mask_strides(&p->t[a->mask], ms);
+    mask_strides(&p->t[a->mask], m->mw, ms);
     k->mb = ms[0], k->mh = ms[1], k->mi = ms[2], k->mj = ms[3];
+    k->mw = m->mw;
   }
   long long all[12] = {k->qb, k->qh, k->qs, k->kb, k->kh, k->ks,
                        k->vb, k->vh, k->vs, k->ob, k->oh, k->os};
@@ -437,7 +499,7 @@ ait_status cu_lower_attention(cu_planner *pl, const ait_node *n) {
 
 typedef struct msm_prm {
   int x, y, mask;
-  int64_t rows, len, H, S;
+  int64_t rows, len, H, S, mw;
   long long ms[4];
 } msm_prm;
 
@@ -445,7 +507,7 @@ static ait_status msm_run(cu_state *s, cu_plan *p, cu_step *st) {
   msm_prm *q = st->prm;
   return cu_check(cuk_softmax_masked(s->stream, p->t[q->x].dt, cu_ptr(p, q->x), cu_ptr(p, q->y),
                                      q->rows, q->len, cu_ptr(p, q->mask), q->H, q->S, q->ms[0],
-                                     q->ms[1], q->ms[2], q->ms[3]),
+                                     q->ms[1], q->ms[2], q->ms[3], q->mw),
                   "masked Softmax");
 }
 
@@ -453,8 +515,9 @@ ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n) {
   const cu_attn_match *m = &pl->m[pl->match[n - pl->g->nodes]];
   msm_prm *q = calloc(1, sizeof *q);
   if (!q) return ait_err(AIT_E_NOMEM, "cuda: out of memory");
-  ait_status st = cu_in(pl, n->in[0], CU_PLAIN, &q->x);
-  if (!st) st = cu_in(pl, m->mask, CU_PLAIN, &q->mask);
+  /* the scores as their product writes them (swin's Reshapes skipped) */
+  ait_status st = cu_in(pl, m->sm_in, CU_PLAIN, &q->x);
+  if (!st) st = attn_mask(pl, m, (int)(n - pl->g->nodes), &q->mask);
   if (!st) st = cu_out(pl, n->out[0], CU_PLAIN, &q->y);
   if (!st && (pl->p->t[q->x].rank != 4 || pl->p->t[q->mask].dt != pl->p->t[q->x].dt))
     st = ait_err(AIT_E_INTERNAL, "cuda: masked softmax operands do not match");
@@ -467,7 +530,8 @@ ait_status cu_lower_masked_softmax(cu_planner *pl, const ait_node *n) {
   q->S = X->dims[2];
   q->len = X->dims[3];
   q->rows = X->dims[0] * X->dims[1] * X->dims[2];
-  mask_strides(&pl->p->t[q->mask], q->ms);
+  mask_strides(&pl->p->t[q->mask], m->mw, q->ms);
+  q->mw = m->mw;
   int x = q->x, y = q->y, mask = q->mask;
   cu_step *s;
   AIT_TRY(cu_step_add(pl, (int)(n - pl->g->nodes), "Softmax+mask", msm_run, q, &s));

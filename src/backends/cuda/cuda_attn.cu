@@ -64,7 +64,7 @@ template <typename T> __global__ void __launch_bounds__(128) attn_kernel(cuk_att
   const T *Q = (const T *)p.q + b * p.qb + h * p.qh;
   const T *K = (const T *)p.k + b * p.kb + h * p.kh;
   const T *V = (const T *)p.v + b * p.vb + h * p.vh;
-  const T *M = p.mask ? (const T *)p.mask + b * p.mb + h * p.mh : NULL;
+  const T *M = p.mask ? (const T *)p.mask + (p.mw > 0 ? b % p.mw : b) * p.mb + h * p.mh : NULL;
 
   for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
     m[i] = -INFINITY;
@@ -206,10 +206,12 @@ extern "C" cudaError_t cuk_attention(cudaStream_t s, const cuk_attn *p) {
 
 __global__ void softmax_masked_rows(int dt, const void *x, void *y, int64_t len, const void *mask,
                                     int64_t H, int64_t S, int64_t mb, int64_t mh, int64_t mi,
-                                    int64_t mj) {
+                                    int64_t mj, int64_t mw) {
   __shared__ float sh[32];
   int64_t r = blockIdx.x, base = r * len;
-  int64_t i = r % S, hh = (r / S) % H, bb = r / (S * H), mbase = bb * mb + hh * mh + i * mi;
+  int64_t i = r % S, hh = (r / S) % H, bb = r / (S * H);
+  if (mw > 0) bb %= mw;
+  int64_t mbase = bb * mb + hh * mh + i * mi;
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
     mx = fmaxf(mx, cuk_ldf(x, dt, base + j) + cuk_ldf(mask, dt, mbase + j * mj));
@@ -229,11 +231,13 @@ __global__ void softmax_masked_rows(int dt, const void *x, void *y, int64_t len,
  * x and the mask are read once, in 16-byte accesses. */
 template <typename T>
 __global__ void softmax_masked_warp(const T *x, T *y, int64_t rows, int len, const T *mask,
-                                    int64_t H, int64_t S, int64_t mb, int64_t mh, int64_t mi) {
+                                    int64_t H, int64_t S, int64_t mb, int64_t mh, int64_t mi,
+                                    int64_t mw) {
   int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
   int lane = threadIdx.x & 31;
   if (r >= rows) return;
   int64_t i = r % S, hh = (r / S) % H, bb = r / (S * H);
+  if (mw > 0) bb %= mw;
   const T *xr = x + r * len, *mr = mask + bb * mb + hh * mh + i * mi;
   float v[4][8], mx = -INFINITY;
 #pragma unroll
@@ -277,7 +281,7 @@ __global__ void softmax_masked_warp(const T *x, T *y, int64_t rows, int len, con
 extern "C" cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y,
                                           int64_t rows, int64_t len, const void *mask, int64_t H,
                                           int64_t S, int64_t mb, int64_t mh, int64_t mi,
-                                          int64_t mj) {
+                                          int64_t mj, int64_t mw) {
   if (rows <= 0 || len <= 0) return cudaSuccess;
   if (rows > 2147483647 || H <= 0 || S <= 0) return cudaErrorInvalidValue;
   if ((dt == CUK_BF16 || dt == CUK_F16) && len % 8 == 0 && len <= 1024 && mj == 1 && mb % 8 == 0 &&
@@ -286,14 +290,14 @@ extern "C" cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x,
     if (dt == CUK_BF16)
       softmax_masked_warp<__nv_bfloat16>
           <<<blocks, 256, 0, s>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, rows, (int)len,
-                                  (const __nv_bfloat16 *)mask, H, S, mb, mh, mi);
+                                  (const __nv_bfloat16 *)mask, H, S, mb, mh, mi, mw);
     else
       softmax_masked_warp<__half><<<blocks, 256, 0, s>>>(
-          (const __half *)x, (__half *)y, rows, (int)len, (const __half *)mask, H, S, mb, mh, mi);
+          (const __half *)x, (__half *)y, rows, (int)len, (const __half *)mask, H, S, mb, mh, mi, mw);
     return cudaGetLastError();
   }
   int64_t t = (len + 31) / 32 * 32;
   int threads = t > 256 ? 256 : (int)t;
-  softmax_masked_rows<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, len, mask, H, S, mb, mh, mi, mj);
+  softmax_masked_rows<<<(unsigned)rows, threads, 0, s>>>(dt, x, y, len, mask, H, S, mb, mh, mi, mj, mw);
   return cudaGetLastError();
 }

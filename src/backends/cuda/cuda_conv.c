@@ -735,6 +735,14 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
    * than 1-D convolutions (or a residual of this one) reads it. */
   int y3 = -1, y4 = -1;
   bool chain = one_d && c->nhwc;
+  /* a SiLU or HardSwish after it as its activation (cu_find_gates),
+   * writing the gate's value */
+  int gate_op = CUK_COPY;
+  float gate_p[2] = {0, 0};
+  int gate_y = !one_d && pl->role && pl->role[n - pl->g->nodes] == CU_ROLE_CONV_GATE
+                   ? cu_gate_after_conv(pl, n->out[0], &gate_op, gate_p)
+                   : -1;
+  int out_v = gate_y >= 0 ? gate_y : n->out[0];
   int img = chain ? cu_conv1d_image(pl, n->in[0]) : -1;
   bool residual = n->n_in > 3 && n->in[3] >= 0;
   bool plain_out = !chain || residual || !cu_conv1d_readers_only(pl, n->out[0]);
@@ -743,7 +751,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     c->x = img;
   else
     st = cu_in(pl, n->in[0], one_d ? CU_PLAIN : lay, &c->x);
-  if (!st && plain_out) st = cu_out(pl, n->out[0], one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
+  if (!st && plain_out) st = cu_out(pl, out_v, one_d ? CU_PLAIN : lay, one_d ? &y3 : &c->y);
   if (!st && one_d) {
     const cu_tensor *X = &pl->p->t[c->x];
     const ait_value *ov = &pl->g->values[n->out[0]];
@@ -814,6 +822,7 @@ ait_status cu_lower_conv(cu_planner *pl, const ait_node *n) {
     st = ait_act_parse(n, &a);
     if (!st) cu_act_code(&a, &c->act, c->ap);
   }
+  if (!st && gate_y >= 0) c->act = gate_op, c->ap[0] = gate_p[0], c->ap[1] = gate_p[1];
   int zb = -1; /* a residual that broadcasts: added after, with the activation */
   if (!st && fused_node && n->n_in > 3 && n->in[3] >= 0) {
     int z;

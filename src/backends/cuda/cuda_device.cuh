@@ -106,6 +106,8 @@ __device__ __forceinline__ float cuk_unary(int op, float x, float p0, float p1) 
   case CUK_LEAKY_RELU: return x < 0.0f ? p0 * x : x;
   case CUK_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, p0 * x + p1));
   case CUK_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x / 6.0f + 0.5f));
+  case CUK_HARD_SWISH_P: return x * fminf(1.0f, fmaxf(0.0f, p0 * x + p1));
+  case CUK_SILU: return x / (1.0f + expf(-x));
   case CUK_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
   case CUK_CLIP: return x < p0 ? p0 : x > p1 ? p1 : x;
   case CUK_ELU: return x < 0.0f ? p0 * (expf(x) - 1.0f) : x;

@@ -134,6 +134,28 @@ template <typename T> __global__ void ew_bin_vec8(cuk_ew p, int64_t per0, int64_
   }
 }
 
+/* A binary float op on 16-bit [N, L, C] (C % 8 == 0) of which input bk is
+ * broadcast over L, [N, 1, C]: squeeze-excite's x * s[N, C, 1, 1] on a
+ * channels-last x at batch > 1 (at batch 1 it has a period, ew_bin_vec8). */
+template <typename T> __global__ void ew_bin_nlc_vec8(cuk_ew p, int bk, int64_t C, int64_t img) {
+  int64_t n8 = p.n / 8, stride = (int64_t)gridDim.x * blockDim.x;
+  const T *a = (const T *)p.in[0], *b = (const T *)p.in[1];
+  T *y = (T *)p.out;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += stride) {
+    int64_t e = i * 8, s = e / img * C + e % C;
+    float va[8], vb[8];
+    cuk_ld8(a + (bk == 0 ? s : e), va);
+    cuk_ld8(b + (bk == 1 ? s : e), vb);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      float bb = p.op == CUK_ADD || p.op == CUK_SUB ? vb[k] * p.beta : vb[k];
+      float v = binary_f(p.op, va[k], bb);
+      va[k] = p.act != CUK_COPY ? cuk_unary(p.act, v, p.ap[0], p.ap[1]) : v;
+    }
+    cuk_st8(y + e, va);
+  }
+}
+
 /* 8 contiguous values of a float / 16-bit float tensor as float32. */
 __device__ __forceinline__ void ld8f(const void *p, int dt, int64_t i, float *v) {
   if (dt == CUK_F32) {
@@ -202,6 +224,22 @@ extern "C" cudaError_t cuk_eltwise(cudaStream_t s, const cuk_ew *p) {
       else
         ew_bin_vec8<__half><<<b, 256, 0, s>>>(*p, per0, per1);
       return cudaGetLastError();
+    }
+    int64_t C = p->dims[p->rank - 1];
+    if (p->rank == 3 && C % 8 == 0) {
+      int bk = -1;
+      for (int k = 0; k < 2; k++)
+        if (p->st[k][0] == C && p->st[k][1] == 0 && p->st[k][2] == 1 && ew_period(p, 1 - k) == p->n)
+          bk = k;
+      if (bk >= 0) {
+        unsigned b = cuk_blocks(p->n / 8, 256);
+        int64_t img = p->dims[1] * C;
+        if (dt == CUK_BF16)
+          ew_bin_nlc_vec8<__nv_bfloat16><<<b, 256, 0, s>>>(*p, bk, C, img);
+        else
+          ew_bin_nlc_vec8<__half><<<b, 256, 0, s>>>(*p, bk, C, img);
+        return cudaGetLastError();
+      }
     }
   }
   if (p->n_in == 1 && !p->int_math && p->op < CUK_ADD && float_type(dt) && float_type(p->dt[0]) &&

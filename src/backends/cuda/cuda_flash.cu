@@ -99,7 +99,7 @@ template <typename T> __global__ void __launch_bounds__(128) flash_kernel(cuk_at
   const T *Q = (const T *)p.q + b * p.qb + h * p.qh;
   const T *K = (const T *)p.k + b * p.kb + h * p.kh;
   const T *V = (const T *)p.v + b * p.vb + h * p.vh;
-  const T *M = p.mask ? (const T *)p.mask + b * p.mb + h * p.mh : NULL;
+  const T *M = p.mask ? (const T *)p.mask + (p.mw > 0 ? b % p.mw : b) * p.mb + h * p.mh : NULL;
   const int nt = (p.Sk + FT - 1) / FT;
 
   load_async<T>(Qs, Q, p.qs, q0, p.S);

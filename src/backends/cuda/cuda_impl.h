@@ -316,6 +316,10 @@ typedef struct cu_attn_match {
   int qax[4], kax[4], vax[4]; /* axis of q/k/v for batch, head, row, d */
   int oax[4];                 /* axis of out for batch, head, row, d */
   int mask;                   /* value, or -1 */
+  int mask2;                  /* with a windowed mask: the plain one added to it, or -1 */
+  int64_t mw;                 /* windowed mask: batch b reads window b % mw (0: plain) */
+  int sm_in;                  /* value the masked softmax reads: the scores product's */
+  bool z_mask;                /* the mask is the scores FusedMatMul's Z */
   float scale;
   bool fused;
   /* Q, K and V are Reshapes of one Split of qkv [B, S, 3N] (cu_pass_qkv):
@@ -324,7 +328,16 @@ typedef struct cu_attn_match {
   int64_t qkv_off[3];
 } cu_attn_match;
 
-enum { CU_ROLE_NONE = 0, CU_ROLE_SKIP, CU_ROLE_ATTN, CU_ROLE_NO_Z, CU_ROLE_MASKED_SOFTMAX };
+enum {
+  CU_ROLE_NONE = 0,
+  CU_ROLE_SKIP,
+  CU_ROLE_ATTN,
+  CU_ROLE_NO_Z,
+  CU_ROLE_MASKED_SOFTMAX,
+  CU_ROLE_SILU,       /* a Sigmoid, the first node of x * Sigmoid(x) (cu_find_gates) */
+  CU_ROLE_HARD_SWISH, /* the Add of a spelled-out HardSwish */
+  CU_ROLE_CONV_GATE   /* a 2-D Conv whose output only a SiLU / HardSwish reads: its activation */
+};
 
 /* Planner helpers for lowering functions (cuda_plan.c). */
 typedef struct cu_planner {
@@ -553,5 +566,16 @@ ait_status cu_load_algos(cu_state *s, const char *dir);
 /* dtype=fp8wo: read cuda_fp8w.bin (the e4m3 weights save() wrote) into
  * s->wo, checked against s->g; nothing for other precisions. */
 ait_status cu_load_fp8wo(cu_state *s, const char *dir);
+
+/* SiLU (ait_match_silu) and the spelled-out HardSwish (ait_match_hard_swish)
+ * in pl->g: each gate's first node gets CU_ROLE_SILU / CU_ROLE_HARD_SWISH,
+ * the rest CU_ROLE_SKIP (cuda_lower_ew.c); run after cu_find_attention. */
+ait_status cu_find_gates(cu_planner *pl);
+/* A gate marked so, from its first node, as one elementwise step. */
+ait_status cu_lower_gate(cu_planner *pl, const ait_node *n);
+/* The output value of the SiLU or HardSwish on x (a CU_ROLE_CONV_GATE
+ * Conv's output) and the activation that computes it (*op, parameters p[2]),
+ * or -1. */
+int cu_gate_after_conv(cu_planner *pl, int x, int *op, float *p);
 
 #endif

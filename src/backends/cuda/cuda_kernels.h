@@ -60,7 +60,9 @@ typedef enum cuk_op {
   CUK_SELU,             /* p0 = alpha, p1 = gamma */
   CUK_THRESHOLDED_RELU, /* p0 = alpha */
   CUK_ISNAN,
-  CUK_ISINF, /* p0: detect negative, p1: detect positive */
+  CUK_ISINF,        /* p0: detect negative, p1: detect positive */
+  CUK_SILU,         /* x * sigmoid(x) */
+  CUK_HARD_SWISH_P, /* x * hard_sigmoid(x; p0, p1) */
   CUK_UNARY_END,
   CUK_ADD = 64,
   CUK_SUB,
@@ -180,9 +182,11 @@ typedef struct cuk_im2col {
 } cuk_im2col;
 cudaError_t cuk_im2col_nhwc(cudaStream_t s, const cuk_im2col *p);
 /* Global average (max = 0) or max pooling of [N, C, HW] (nhwc: [N, HW, C])
- * into [N, C]. */
+ * into [N, C]; HW split over several blocks (warps) where the grid would be
+ * small (cuk_gpool_splits, cuda_gpool.h), the partials in the workspace ws
+ * of ws_bytes (NULL: no split). */
 cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x, void *y,
-                            int64_t N, int64_t C, int64_t HW);
+                            int64_t N, int64_t C, int64_t HW, int n_sm, void *ws, int64_t ws_bytes);
 
 /* Reductions: for every output element (the kept axes, in order), op over
  * the reduced axes; ARGMAX / ARGMIN reduce one axis and store int64 indices
@@ -233,6 +237,7 @@ typedef struct cuk_attn {
   const void *q, *k, *v, *mask;
   void *o;
   long long qb, qh, qs, kb, kh, ks, vb, vh, vs, ob, oh, os, mb, mh, mi, mj;
+  long long mw; /* > 0: batch b reads the mask at (b % mw) * mb (swin's windows) */
 } cuk_attn;
 int cuk_attention_ok(int dt, int D);
 cudaError_t cuk_attention_prepare(int dt, int D);
@@ -244,10 +249,10 @@ cudaError_t cuk_flash(cudaStream_t s, const cuk_attn *p);
 
 /* Softmax of x + mask along rows of len (rows = B * H * S, row r is query
  * r % S of head (r / S) % H of batch r / (S * H)), the mask read at
- * b * mb + h * mh + i * mi + j * mj. */
+ * b * mb + h * mh + i * mi + j * mj (b % mw in place of b when mw > 0). */
 cudaError_t cuk_softmax_masked(cudaStream_t s, int dt, const void *x, void *y, int64_t rows,
                                int64_t len, const void *mask, int64_t H, int64_t S, int64_t mb,
-                               int64_t mh, int64_t mi, int64_t mj);
+                               int64_t mh, int64_t mi, int64_t mj, int64_t mw);
 
 /* dtype=fp8: q[0..n) = e4m3(x / scale) with scale = absmax(x) / 448 (1 when
  * x is all zero); sc (8 + CUK_FP8_PARTS floats, device, 16-byte aligned)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 static int node_index(cu_planner *pl, const ait_node *n) { return (int)(n - pl->g->nodes); }
 
@@ -105,14 +106,61 @@ static ait_status transpose_image(cu_planner *pl, const ait_node *n, bool *done)
   return AIT_OK;
 }
 
+/* The 4-D Transposes of channels-last code written for NCHW (ConvNeXt's
+ * dwconv -> Transpose(0, 2, 3, 1) -> LayerNorm, Linear, Linear ->
+ * Transpose(0, 3, 1, 2) -> layer scale, residual Add), as views (*done)
+ * under NHWC: (0, 2, 3, 1) of a value held channels-last is its bytes as
+ * the plain [N, H, W, C] result; (0, 3, 1, 2) of plain [N, H, W, C] is the
+ * channels-last image of the [N, C, H, W] result (a reader that wants it
+ * plain pays the one copy the Transpose was). At batch 32, convnext_tiny's
+ * 46 Transposes took 1.78 ms of the H200's time, their layout steps more. */
+static ait_status transpose_nhwc(cu_planner *pl, const ait_node *n, bool *done) {
+  *done = false;
+  if (!pl->s->o.nhwc || n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 || n->out[0] < 0) return AIT_OK;
+  const ait_value *xv = &pl->g->values[n->in[0]], *yv = &pl->g->values[n->out[0]];
+  int cnt = 0;
+  const int64_t *perm = ait_attr_ints(n, "perm", &cnt);
+  if (xv->rank != 4 || yv->rank != 4 || cnt != 4 || perm[0] != 0) return AIT_OK;
+  bool to_last = perm[1] == 2 && perm[2] == 3 && perm[3] == 1;
+  bool to_first = perm[1] == 3 && perm[2] == 1 && perm[3] == 2;
+  if (!to_last && !to_first) return AIT_OK;
+  int64_t yd[4];
+  for (int k = 0; k < 4; k++)
+    if ((yd[k] = yv->dims[k].v) < 0) return AIT_OK;
+  int t;
+  if (to_last) {
+    int img = pl->p->vt[CU_NHWC][n->in[0]];
+    if (img < 0) return AIT_OK;
+    const cu_tensor *I = &pl->p->t[img];
+    if (I->rank != 4 || I->layout != CU_NHWC || I->dims[0] != yd[0] || I->dims[2] != yd[1] ||
+        I->dims[3] != yd[2] || I->dims[1] != yd[3])
+      return AIT_OK;
+    AIT_TRY(cu_view_as(pl, img, 4, yd, CU_PLAIN, n->out[0], &t));
+    *done = true;
+    return AIT_OK;
+  }
+  int x;
+  AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
+  const cu_tensor *X = &pl->p->t[x];
+  if (X->rank != 4 || X->layout != CU_PLAIN || X->dims[0] != yd[0] || X->dims[1] != yd[2] ||
+      X->dims[2] != yd[3] || X->dims[3] != yd[1])
+    return AIT_OK;
+  AIT_TRY(cu_view_as(pl, x, 4, yd, CU_NHWC, n->out[0], &t));
+  *done = true;
+  return AIT_OK;
+}
+
 ait_status cu_lower_transpose(cu_planner *pl, const ait_node *n) {
   int x, y;
   bool done;
   AIT_TRY(transpose_image(pl, n, &done));
   if (done) return AIT_OK;
+  AIT_TRY(transpose_nhwc(pl, n, &done));
+  if (done) return AIT_OK;
   AIT_TRY(cu_in(pl, n->in[0], CU_PLAIN, &x));
   const cu_tensor *X = &pl->p->t[x];
-  int cnt = 0, r = X->rank;
+  int cnt = 0, r = X->rank, last = -1;
+  bool in_order = true; /* the axes of more than one element keep their order */
   const int64_t *perm = ait_attr_ints(n, "perm", &cnt);
   int64_t xs[AIT_MAX_RANK], st[AIT_MAX_RANK];
   cu_strides(X, xs);
@@ -121,7 +169,11 @@ ait_status cu_lower_transpose(cu_planner *pl, const ait_node *n) {
     if (a < 0) a += r;
     if (a < 0 || a >= r) return ait_err(AIT_E_INVALID_ARG, "cuda: bad Transpose perm");
     st[k] = xs[a];
+    if (X->dims[a] == 1) continue;
+    in_order = in_order && a > last;
+    last = (int)a;
   }
+  if (in_order) return cu_view(pl, n->out[0], x); /* [N, C, 1, 1] -> [N, 1, 1, C]: no copy */
   AIT_TRY(cu_out(pl, n->out[0], CU_PLAIN, &y));
   return cu_emit_copy(pl, node_index(pl, n), "Transpose", x, y, 0, st);
 }
@@ -561,10 +613,38 @@ ait_status cu_lower_layernorm(cu_planner *pl, const ait_node *n) {
   return AIT_OK;
 }
 
+/* The Relu that alone reads value v (not a graph output) and no other
+ * role claims, or -1. */
+static int sole_relu(const cu_planner *pl, int v) {
+  const ait_graph *g = pl->g;
+  int r = -1;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    for (int a = 0; a < n->n_attrs; a++)
+      if (n->attrs[a].type == AIT_ATTR_GRAPH) return -1; /* a body may read v */
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] == v) {
+        if (r >= 0) return -1;
+        r = i;
+      }
+  }
+  if (r < 0 || !ait_is_op_in(&g->nodes[r], "", "Relu") || pl->role[r] != CU_ROLE_NONE ||
+      g->nodes[r].n_out < 1 || g->nodes[r].out[0] < 0)
+    return -1;
+  return r;
+}
+
+/* BatchNormalization as a per-channel affine step; with the Relu after it
+ * (DenseNet's pre-activations: 62 BatchNorm and 62 Relu passes over the
+ * concatenated features) in the same pass. */
 ait_status cu_lower_batchnorm(cu_planner *pl, const ait_node *n) {
-  int x, y;
+  int x, y, relu = sole_relu(pl, n->out[0]);
+  ait_act act = {.kind = AIT_ACT_RELU};
   AIT_TRY(cu_in_any(pl, n->in[0], &x));
-  AIT_TRY(cu_out(pl, n->out[0], pl->p->t[x].layout, &y));
+  if (relu >= 0) pl->role[relu] = CU_ROLE_SKIP;
+  AIT_TRY(cu_out(pl, relu >= 0 ? pl->g->nodes[relu].out[0] : n->out[0], pl->p->t[x].layout, &y));
   int64_t C = pl->p->t[x].dims[1];
   const ait_tensor *w[4];
   for (int k = 0; k < 4; k++) {
@@ -594,7 +674,8 @@ ait_status cu_lower_batchnorm(cu_planner *pl, const ait_node *n) {
   if (!st) st = cu_const_raw(pl, AIT_FLOAT32, 1, &C, ab + C, &tb);
   free(ab);
   AIT_TRY(st);
-  return cu_emit_epilogue(pl, node_index(pl, n), "BatchNormalization", x, y, 1, ta, tb, -1, NULL);
+  return cu_emit_epilogue(pl, node_index(pl, n), "BatchNormalization", x, y, 1, ta, tb, -1,
+                          relu >= 0 ? &act : NULL);
 }
 
 /* ---- pooling ---------------------------------------------------------------- */
@@ -678,7 +759,8 @@ typedef struct gpool_prm {
 static ait_status gpool_run(cu_state *s, cu_plan *p, cu_step *st) {
   gpool_prm *q = st->prm;
   return cu_check(cuk_global_pool(s->stream, p->t[q->x].dt, q->nhwc, q->max, cu_ptr(p, q->x),
-                                  cu_ptr(p, q->y), q->N, q->C, q->HW),
+                                  cu_ptr(p, q->y), q->N, q->C, q->HW, s->n_sm, s->ws,
+                                  s->o.ws_bytes),
                   st->what);
 }
 

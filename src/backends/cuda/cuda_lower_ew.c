@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_impl.h"
+#include "ir/passes/passes.h"
 
 /* ---- n-ary elementwise step ------------------------------------------------ */
 
@@ -194,6 +195,37 @@ ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, i
 
 static int node_index(cu_planner *pl, const ait_node *n) { return (int)(n - pl->g->nodes); }
 
+/* The matchers' view of a plan graph: readers by a scan (only gates'
+ * candidates ask), graph outputs counted as readers. */
+static int gate_readers(const void *ctx, int v, int *nodes, int max) {
+  const ait_graph *g = ctx;
+  int cnt = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) {
+        if (cnt < max) nodes[cnt] = i;
+        cnt++;
+      }
+  for (int k = 0; k < g->n_outputs; k++)
+    cnt += g->outputs[k] == v;
+  return cnt;
+}
+
+static bool gate_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ctx;
+  if (v < 0) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (!t || t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
+}
+
+static ait_match_view gate_view(const ait_graph *g) {
+  return (ait_match_view){.g = g, .readers = gate_readers, .scalar = gate_scalar, .ctx = g};
+}
+
 /* Output layout of an elementwise node: channels-last when an input of the
  * output's full shape is. */
 static cu_layout ew_layout(cu_planner *pl, const int *in, int n_in, int out_value) {
@@ -337,9 +369,60 @@ static ait_status legacy_broadcast(cu_planner *pl, const ait_node *n, int op, in
   return cu_view_dims(pl, b, A->rank, dims, &in[1]);
 }
 
+/* x * s + r with s a constant of one float per channel ([C, 1, 1] or [1,
+ * C, 1, 1]) and the Add of r [N, C, H, W] the Mul's only reader: one
+ * per-channel epilogue step (ConvNeXt's layer scale and residual, 18 Mul
+ * and 18 Add passes). *done when lowered. */
+static ait_status scale_add(cu_planner *pl, const ait_node *n, bool *done) {
+  *done = false;
+  const ait_graph *g = pl->g;
+  if (!ait_is_op_in(n, "", "Mul") || n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0 || n->n_out < 1 ||
+      n->out[0] < 0)
+    return AIT_OK;
+  int si = g->values[n->in[0]].init ? 0 : 1, xv = n->in[1 - si], sv = n->in[si];
+  const ait_tensor *S = g->values[sv].init;
+  const ait_value *X = &g->values[xv];
+  if (!S || S->dtype != AIT_FLOAT32 || X->rank != 4 || g->values[xv].init) return AIT_OK;
+  int64_t C = X->dims[1].v;
+  bool chan = C > 0 && ait_tensor_numel(S) == C &&
+              ((S->rank == 3 && S->dims[1] == 1 && S->dims[2] == 1) ||
+               (S->rank == 4 && S->dims[0] == 1 && S->dims[2] == 1 && S->dims[3] == 1));
+  if (!chan) return AIT_OK;
+  ait_match_view view = gate_view(g);
+  int r[1], add;
+  if (view.readers(view.ctx, n->out[0], r, 1) != 1 || (add = r[0]) < 0 ||
+      pl->role[add] != CU_ROLE_NONE)
+    return AIT_OK;
+  const ait_node *a = &g->nodes[add];
+  if (!ait_is_op_in(a, "", "Add") || a->n_in != 2 || a->n_out < 1 || a->out[0] < 0 || a->opset < 7)
+    return AIT_OK;
+  int rv = a->in[0] == n->out[0] ? a->in[1] : a->in[0];
+  if (rv < 0 || rv == n->out[0] || g->values[rv].rank != 4 || g->values[a->out[0]].rank != 4)
+    return AIT_OK;
+  for (int k = 0; k < 4; k++)
+    if (g->values[rv].dims[k].v != X->dims[k].v || X->dims[k].v < 0 ||
+        g->values[a->out[0]].dims[k].v != X->dims[k].v)
+      return AIT_OK;
+  int x, z, y, sc;
+  AIT_TRY(cu_in_any(pl, xv, &x));
+  cu_layout lay = pl->p->t[x].layout;
+  AIT_TRY(cu_in(pl, rv, lay, &z));
+  if (pl->p->t[z].layout != lay || pl->p->t[z].dt != pl->p->t[x].dt) return AIT_OK;
+  AIT_TRY(cu_const_raw(pl, AIT_FLOAT32, 1, &C, S->data, &sc));
+  AIT_TRY(cu_out(pl, a->out[0], lay, &y));
+  pl->role[add] = CU_ROLE_SKIP;
+  *done = true;
+  return cu_emit_epilogue(pl, node_index(pl, n), "Mul + Add", x, y, 1, sc, -1, z, NULL);
+}
+
 ait_status cu_lower_binary(cu_planner *pl, const ait_node *n) {
   int op = cu_binary_code(n->op_type);
   if (op < 0) return ait_err(AIT_E_INTERNAL, "cuda: %s is not a binary op", n->op_type);
+  if (op == CUK_MUL) {
+    bool done;
+    AIT_TRY(scale_add(pl, n, &done));
+    if (done) return AIT_OK;
+  }
   if (op == CUK_MOD && ait_attr_int(n, "fmod", 0)) op = CUK_FMOD;
   if (n->n_in > 2) return cu_lower_variadic(pl, n);
   int in[2], y;
@@ -364,6 +447,125 @@ ait_status cu_lower_where(cu_planner *pl, const ait_node *n) {
   AIT_TRY(cu_out(pl, n->out[0], ew_layout(pl, in, 3, n->out[0]), &y));
   return cu_emit_eltwise(pl, node_index(pl, n), "Where", CUK_WHERE, NULL, in, 3, y, CUK_COPY, NULL,
                          1.0f);
+}
+
+/* ---- gates: SiLU and the spelled-out HardSwish as one step --------------- */
+
+static bool roles_free(const cu_planner *pl, const int *nodes, int n) {
+  for (int k = 0; k < n; k++)
+    if (pl->role[nodes[k]] != CU_ROLE_NONE) return false;
+  return true;
+}
+
+/* The 2-D Conv (FusedConv without activation or residual) writing x, or
+ * -1: a SiLU or HardSwish after it runs in its epilogue (the depthwise
+ * kernel's store, cuDNN's split epilogue pass, the GEMM form's activation
+ * pass). */
+static int conv_producer(const cu_planner *pl, int x) {
+  const ait_graph *g = pl->g;
+  int p = g->values[x].producer;
+  if (p < 0 || pl->role[p] != CU_ROLE_NONE) return -1;
+  const ait_node *n = &g->nodes[p];
+  bool fused = ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedConv");
+  if ((!fused && !ait_is_op_in(n, "", "Conv")) || n->n_in < 2 || n->in[1] < 0 || n->n_out != 1 ||
+      n->out[0] != x)
+    return -1;
+  const ait_tensor *w = g->values[n->in[1]].init;
+  if (!w || w->rank != 4 || (fused && n->n_in > 3 && n->in[3] >= 0)) return -1;
+  ait_act a;
+  if (fused && (ait_act_parse(n, &a) || a.kind != AIT_ACT_NONE)) return -1;
+  return p;
+}
+
+/* The step op and parameters of a matched HardSwish, and its output value. */
+static int hswish_of(const ait_graph *g, const ait_hard_swish_match *m, int *op, float *p) {
+  p[0] = p[1] = 0.0f;
+  if (m->c == 3.0f && m->d == 6.0f) {
+    *op = CUK_HARD_SWISH;
+  } else {
+    *op = CUK_HARD_SWISH_P;
+    p[0] = 1.0f / m->d;
+    p[1] = m->c / m->d;
+  }
+  return g->nodes[m->mul_first ? m->div : m->mul].out[0];
+}
+
+/* The spelled-out HardSwish on x whose nodes alone read x (its Add and
+ * its Mul by x), or false. */
+static bool hswish_on(const ait_match_view *view, int x, ait_hard_swish_match *m) {
+  int r[2];
+  if (view->readers(view->ctx, x, r, 2) != 2 || r[0] < 0 || r[1] < 0) return false;
+  for (int k = 0; k < 2; k++)
+    if (ait_match_hard_swish(view, r[k], m) && m->x == x && (m->mul == r[1 - k])) return true;
+  return false;
+}
+
+int cu_gate_after_conv(cu_planner *pl, int x, int *op, float *p) {
+  ait_match_view view = gate_view(pl->g);
+  ait_silu_match m;
+  ait_hard_swish_match h;
+  p[0] = p[1] = 0.0f;
+  if (ait_match_silu(&view, x, &m)) {
+    *op = CUK_SILU;
+    return m.y;
+  }
+  if (hswish_on(&view, x, &h)) return hswish_of(pl->g, &h, op, p);
+  return -1;
+}
+
+ait_status cu_find_gates(cu_planner *pl) {
+  const ait_graph *g = pl->g;
+  ait_match_view view = gate_view(g);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    if (pl->role[i] != CU_ROLE_NONE || n->n_in < 1 || n->in[0] < 0) continue;
+    if (ait_is_op(n, "Sigmoid")) {
+      ait_silu_match m;
+      if (!ait_match_silu(&view, n->in[0], &m) || m.nodes[0] != i || !roles_free(pl, m.nodes, 2))
+        continue;
+      int pc = conv_producer(pl, n->in[0]);
+      pl->role[i] = pc >= 0 ? CU_ROLE_SKIP : CU_ROLE_SILU;
+      pl->role[m.nodes[1]] = CU_ROLE_SKIP;
+      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_GATE;
+    } else if (ait_is_op(n, "Add")) {
+      ait_hard_swish_match m;
+      if (!ait_match_hard_swish(&view, i, &m)) continue;
+      int nodes[4] = {m.add, m.clip, m.mul, m.div};
+      if (!roles_free(pl, nodes, 4)) continue;
+      ait_hard_swish_match h;
+      int pc = hswish_on(&view, m.x, &h) && h.add == i ? conv_producer(pl, m.x) : -1;
+      pl->role[m.clip] = pl->role[m.mul] = pl->role[m.div] = CU_ROLE_SKIP;
+      pl->role[i] = pc >= 0 ? CU_ROLE_SKIP : CU_ROLE_HARD_SWISH;
+      if (pc >= 0) pl->role[pc] = CU_ROLE_CONV_GATE;
+    }
+  }
+  return AIT_OK;
+}
+
+/* At the gate's first node (the Sigmoid; the Add), which cu_find_gates
+ * marked, the whole gate into the value its last node writes. */
+ait_status cu_lower_gate(cu_planner *pl, const ait_node *n) {
+  ait_match_view view = gate_view(pl->g);
+  int i = node_index(pl, n), x, yv, op;
+  float p[2] = {0, 0};
+  if (pl->role[i] == CU_ROLE_SILU) {
+    ait_silu_match m;
+    if (!ait_match_silu(&view, n->in[0], &m))
+      return ait_err(AIT_E_INTERNAL, "cuda: the SiLU at %s no longer matches", ait_node_desc(n));
+    x = n->in[0], yv = m.y, op = CUK_SILU;
+  } else {
+    ait_hard_swish_match m;
+    if (!ait_match_hard_swish(&view, i, &m))
+      return ait_err(AIT_E_INTERNAL, "cuda: the HardSwish at %s no longer matches",
+                     ait_node_desc(n));
+    x = m.x, yv = hswish_of(pl->g, &m, &op, p);
+  }
+  int xt, y;
+  AIT_TRY(cu_in_any(pl, x, &xt));
+  AIT_TRY(cu_out(pl, yv, pl->p->t[xt].layout, &y));
+  int in[1] = {xt};
+  return cu_emit_eltwise(pl, i, op == CUK_SILU ? "SiLU" : "HardSwish", op, p, in, 1, y, CUK_COPY,
+                         NULL, 1.0f);
 }
 
 #endif

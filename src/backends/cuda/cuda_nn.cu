@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "backends/cuda/cuda_device.cuh"
+#include "backends/cuda/cuda_gpool.h"
 
 /* ---- LayerNormalization -------------------------------------------------- */
 
@@ -390,52 +391,143 @@ extern "C" cudaError_t cuk_im2col_nhwc(cudaStream_t s, const cuk_im2col *p) {
   return cudaGetLastError();
 }
 
-__global__ void gpool_kernel(int dt, int nhwc, int max, const void *x, void *y, int64_t N,
-                             int64_t C, int64_t HW) {
-  int64_t n_out = N * C, stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_out; i += stride) {
-    int64_t n = i / C, c = i % C;
-    int64_t base = nhwc ? n * HW * C + c : i * HW, step = nhwc ? C : 1;
-    float acc = max ? -INFINITY : 0.0f;
-    for (int64_t j = 0; j < HW; j++) {
-      float v = cuk_ldf(x, dt, base + j * step);
-      acc = max ? fmaxf(acc, v) : acc + v;
+/* Global pooling, the split over HW chosen on the host (cuda_gpool.h): with
+ * parts > 1 each worker writes its part's sum (or max) as float32 to
+ * part[(n * C + c) * parts + z] and gpool_finish combines them. */
+__device__ __forceinline__ float gp_op(int max, float a, float b) {
+  return max ? fmaxf(a, b) : a + b;
+}
+
+/* V consecutive elements from i on as float32: V = 8 for 16-bit storage
+ * (one 16-byte access), 4 for float32, 1 for any type. */
+template <int V>
+__device__ __forceinline__ void gp_load(const void *x, int dt, int64_t i, float *v) {
+  if constexpr (V == 1) {
+    v[0] = cuk_ldf(x, dt, i);
+  } else if constexpr (V == 4) {
+    float4 f = *(const float4 *)((const float *)x + i);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else if (dt == CUK_BF16) {
+    cuk_ld8((const __nv_bfloat16 *)x + i, v);
+  } else {
+    cuk_ld8((const __half *)x + i, v);
+  }
+}
+
+/* Channels-last [N, HW, C]: a block per (tile of `tile` channel vectors,
+ * image) and part of HW, blockIdx.x = n * tiles + tile index; its rows of
+ * threads take every rows-th position (a row of threads reads tile * V
+ * contiguous channels), then a tree over the rows in shared memory. */
+template <int V>
+__global__ void gpool_nhwc_kernel(int dt, int max, const void *x, void *y, float *part, int64_t C,
+                                  int64_t HW, int tile, int64_t tiles, int64_t chunk) {
+  __shared__ float sh[CUK_GP_THREADS][V];
+  int t = threadIdx.x, tx = t % tile, ty = t / tile, rows = CUK_GP_THREADS / tile;
+  int64_t n = blockIdx.x / tiles, c0 = (blockIdx.x % tiles * tile + tx) * V;
+  int64_t j0 = (int64_t)blockIdx.z * chunk, j1 = j0 + chunk < HW ? j0 + chunk : HW;
+  float acc[V];
+#pragma unroll
+  for (int k = 0; k < V; k++)
+    acc[k] = max ? -INFINITY : 0.0f;
+  if (c0 < C) {
+    const int64_t base = n * HW * C + c0;
+#pragma unroll 4
+    for (int64_t j = j0 + ty; j < j1; j += rows) {
+      float v[V];
+      gp_load<V>(x, dt, base + j * C, v);
+#pragma unroll
+      for (int k = 0; k < V; k++)
+        acc[k] = gp_op(max, acc[k], v[k]);
     }
+  }
+#pragma unroll
+  for (int k = 0; k < V; k++)
+    sh[t][k] = acc[k];
+  __syncthreads();
+  for (int r = rows / 2; r > 0; r >>= 1) {
+    if (ty < r)
+#pragma unroll
+      for (int k = 0; k < V; k++)
+        sh[t][k] = gp_op(max, sh[t][k], sh[t + r * tile][k]);
+    __syncthreads();
+  }
+  if (ty != 0 || c0 >= C) return;
+#pragma unroll
+  for (int k = 0; k < V; k++) {
+    int64_t i = n * C + c0 + k;
+    if (part)
+      part[i * gridDim.z + blockIdx.z] = sh[tx][k];
+    else
+      cuk_stf(y, dt, i, max ? sh[tx][k] : sh[tx][k] / (float)HW);
+  }
+}
+
+/* NCHW [N * C, HW]: a warp per (plane, part), coalesced along the plane,
+ * reduced with shuffles. */
+__global__ void gpool_nchw_kernel(int dt, int max, const void *x, void *y, float *part, int64_t NC,
+                                  int64_t HW, int parts, int64_t chunk) {
+  int lane = threadIdx.x & 31;
+  int64_t nw = (int64_t)gridDim.x * (blockDim.x >> 5), total = NC * parts;
+  for (int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < total; w += nw) {
+    int64_t i = w / parts, z = w % parts;
+    int64_t j0 = z * chunk, j1 = j0 + chunk < HW ? j0 + chunk : HW;
+    float acc = max ? -INFINITY : 0.0f;
+    for (int64_t j = j0 + lane; j < j1; j += 32)
+      acc = gp_op(max, acc, cuk_ldf(x, dt, i * HW + j));
+    for (int o = 16; o > 0; o >>= 1)
+      acc = gp_op(max, acc, __shfl_xor_sync(0xffffffffu, acc, o));
+    if (lane) continue;
+    if (part)
+      part[w] = acc;
+    else
+      cuk_stf(y, dt, i, max ? acc : acc / (float)HW);
+  }
+}
+
+__global__ void gpool_finish(int dt, int max, const float *part, void *y, int64_t NC, int parts,
+                             int64_t HW) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < NC; i += stride) {
+    float acc = part[i * parts];
+    for (int z = 1; z < parts; z++)
+      acc = gp_op(max, acc, part[i * parts + z]);
     cuk_stf(y, dt, i, max ? acc : acc / (float)HW);
   }
 }
 
-/* NHWC: a block per (32 channels, image), its 8 warps splitting the
- * positions (coalesced across channels), summed in shared memory; the
- * thread-per-channel kernel left most of the GPU idle at batch 1 (18 us for
- * ResNet-50's 2048 x 7 x 7). */
-__global__ void gpool_nhwc(int dt, int max, const void *x, void *y, int64_t C, int64_t HW) {
-  __shared__ float sh[8][33];
-  int64_t n = blockIdx.y, c = (int64_t)blockIdx.x * 32 + threadIdx.x;
-  float acc = max ? -INFINITY : 0.0f;
-  if (c < C)
-    for (int64_t j = threadIdx.y; j < HW; j += 8) {
-      float v = cuk_ldf(x, dt, (n * HW + j) * C + c);
-      acc = max ? fmaxf(acc, v) : acc + v;
-    }
-  sh[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < C) {
-    for (int k = 1; k < 8; k++)
-      acc = max ? fmaxf(acc, sh[k][threadIdx.x]) : acc + sh[k][threadIdx.x];
-    cuk_stf(y, dt, n * C + c, max ? acc : acc / (float)HW);
-  }
-}
-
 extern "C" cudaError_t cuk_global_pool(cudaStream_t s, int dt, int nhwc, int max, const void *x,
-                                       void *y, int64_t N, int64_t C, int64_t HW) {
+                                       void *y, int64_t N, int64_t C, int64_t HW, int n_sm,
+                                       void *ws, int64_t ws_bytes) {
   if (N * C <= 0) return cudaSuccess;
-  if (nhwc && N <= 65535) {
-    gpool_nhwc<<<dim3((unsigned)((C + 31) / 32), (unsigned)N), dim3(32, 8), 0, s>>>(dt, max, x, y,
-                                                                                    C, HW);
-    return cudaGetLastError();
+  if (HW <= 0) return cudaErrorInvalidValue;
+  int v = 1;
+  if (nhwc && (dt == CUK_BF16 || dt == CUK_F16) && C % 8 == 0 && cuk_al16(x)) v = 8;
+  if (nhwc && dt == CUK_F32 && C % 4 == 0 && cuk_al16(x)) v = 4;
+  int64_t units = C / v;
+  int parts = ws ? cuk_gpool_splits(nhwc, N, C, HW, units, n_sm, ws_bytes) : 1;
+  int64_t chunk = (HW + parts - 1) / parts;
+  parts = (int)((HW + chunk - 1) / chunk); /* every part non-empty */
+  float *part = parts > 1 ? (float *)ws : NULL;
+  if (nhwc) {
+    int tile = cuk_gpool_tile(units);
+    int64_t tiles = (units + tile - 1) / tile;
+    if (N * tiles > 2147483647) return cudaErrorInvalidValue;
+    dim3 grid((unsigned)(N * tiles), 1, (unsigned)parts);
+    if (v == 8)
+      gpool_nhwc_kernel<8><<<grid, CUK_GP_THREADS, 0, s>>>(dt, max, x, y, part, C, HW, tile, tiles,
+                                                           chunk);
+    else if (v == 4)
+      gpool_nhwc_kernel<4><<<grid, CUK_GP_THREADS, 0, s>>>(dt, max, x, y, part, C, HW, tile, tiles,
+                                                           chunk);
+    else
+      gpool_nhwc_kernel<1><<<grid, CUK_GP_THREADS, 0, s>>>(dt, max, x, y, part, C, HW, tile, tiles,
+                                                           chunk);
+  } else {
+    gpool_nchw_kernel<<<cuk_blocks(N * C * parts * 32, CUK_GP_THREADS), CUK_GP_THREADS, 0, s>>>(
+        dt, max, x, y, part, N * C, HW, parts, chunk);
   }
-  gpool_kernel<<<cuk_blocks(N * C, 128), 128, 0, s>>>(dt, nhwc, max, x, y, N, C, HW);
+  if (part)
+    gpool_finish<<<cuk_blocks(N * C, 256), 256, 0, s>>>(dt, max, part, y, N * C, parts, HW);
   return cudaGetLastError();
 }
 

@@ -334,6 +334,11 @@ ait_status cu_in(cu_planner *pl, int v, cu_layout want, int *t) {
     *t = base;
     return AIT_OK;
   }
+  const cu_tensor *B = &p->t[base];
+  if (!val->init && B->rank == 4 && (B->dims[2] * B->dims[3] == 1 || B->dims[1] == 1))
+    /* [N, C, 1, 1] (a global pool's output read by SE's Conv) or one
+     * channel: both orders of the elements agree, no copy */
+    return cu_view_as(pl, base, 4, B->dims, want, v, t);
   AIT_TRY(cu_convert(pl, base, p->t[base].dt, want, t));
   p->vt[want][v] = *t;
   return AIT_OK;
@@ -670,6 +675,7 @@ static bool device_node(const ait_graph *g, const ait_node *n) {
 static ait_status lower_all(cu_planner *pl) {
   ait_graph *g = pl->g;
   AIT_TRY(cu_find_attention(pl));
+  AIT_TRY(cu_find_gates(pl));
   for (int i = 0; i < g->n_nodes; i++) {
     const ait_node *n = &g->nodes[i];
     if (!device_node(g, n) || pl->role[i] == CU_ROLE_SKIP) continue;
@@ -678,8 +684,10 @@ static ait_status lower_all(cu_planner *pl) {
       return ait_err(AIT_E_UNSUPPORTED,
                      "cuda: %s has no CUDA kernel and its result is not known while planning",
                      ait_node_desc(n));
+    bool gate = pl->role[i] == CU_ROLE_SILU || pl->role[i] == CU_ROLE_HARD_SWISH;
     ait_status st = pl->role[i] == CU_ROLE_ATTN             ? cu_lower_attention(pl, n)
                     : pl->role[i] == CU_ROLE_MASKED_SOFTMAX ? cu_lower_masked_softmax(pl, n)
+                    : gate                                  ? cu_lower_gate(pl, n)
                                                             : row->lower(pl, n);
     if (st) return ait_err_prefix(st, "%s", ait_node_desc(n));
   }
@@ -689,8 +697,12 @@ static ait_status lower_all(cu_planner *pl) {
     const ait_value *val = &g->values[v];
     p->out_t[k] = -1;
     if (val->init && p->vt[0][v] < 0 && p->vt[1][v] < 0) continue; /* known on the host */
-    int t;
-    AIT_TRY(cu_in(pl, v, CU_PLAIN, &t));
+    int t, img = p->vt[CU_NHWC][v];
+    if (p->vt[CU_PLAIN][v] < 0 && img >= 0 && p->t[img].dt != val->dtype &&
+        !(p->t[img].dims[2] * p->t[img].dims[3] == 1 || p->t[img].dims[1] == 1))
+      AIT_TRY(cu_convert(pl, img, val->dtype, CU_PLAIN, &t)); /* type and layout in one pass */
+    else
+      AIT_TRY(cu_in(pl, v, CU_PLAIN, &t));
     if (p->t[t].dt != val->dtype) AIT_TRY(cu_convert(pl, t, val->dtype, CU_PLAIN, &t));
     p->out_t[k] = t;
   }

@@ -1,4 +1,5 @@
-/* Fused attention for the native backend: the pass that finds BERT-style
+/* Fused attention for the native backend: the pass that takes the shared
+ * attention pattern (ait_match_attention, src/ir/passes/attn.c), BERT-style
  * attention as exported by PyTorch,
  *
  *   Q  = Transpose(q, [0,2,1,3])       K' = Transpose(k, [0,2,3,1])
@@ -6,7 +7,8 @@
  *   P  = Softmax(S, axis=-1)
  *   Y  = Transpose(MatMul(P, Transpose(v, [0,2,1,3])), [0,2,1,3])
  *
- * and makes it one FusedAttention node (src/ops/fused_impl.h), absorbing the
+ * (swin's windowed mask excepted: the kernel reads one mask through
+ * broadcast strides), and makes it one FusedAttention node (src/ops/fused_impl.h), absorbing the
  * Transposes (each only when nothing else reads its output); and the kernel,
  * which works per (batch, head, block of query rows): the block's scores
  * stay in cache through the mask, the softmax and the product with V, so the
@@ -41,12 +43,33 @@ static int absorbable_transpose(const nat_uses *u, int v, int at, int rank) {
   return ait_attr_ints(&g->nodes[p], "perm", &cnt) && cnt == rank ? p : -1;
 }
 
-/* The first MatMul: plain, or fused with only alpha and a mask (Z). */
-static bool scores_matmul(const ait_graph *g, const ait_node *n) {
-  if (ait_is_op(n, "MatMul")) return n->n_in == 2;
-  if (!ait_is_op_in(n, AIT_FUSED_DOMAIN, "FusedMatMul")) return false;
-  return in_at(n, 2) < 0 && !ait_attr_str(n, "activation", "")[0] &&
-         (in_at(n, 3) < 0 || g->values[n->in[3]].dtype == AIT_FLOAT32);
+/* The shared matcher (ait_match_attention) sees the graph through these:
+ * the live readers of a value, counted as nat_uses counts them. */
+static int view_readers(const void *ctx, int v, int *nodes, int max) {
+  const nat_uses *u = ctx;
+  const ait_graph *g = u->g;
+  int filled = 0;
+  for (int k = 0; k < max; k++)
+    nodes[k] = -1;
+  if (u->uses[v] == 1 && max > 0) {
+    nodes[filled++] = u->consumer[v];
+  } else {
+    for (int i = 0; i < g->n_nodes && filled < max; i++) {
+      if (u->dead[i]) continue;
+      for (int k = 0; k < g->nodes[i].n_in && filled < max; k++)
+        if (g->nodes[i].in[k] == v) nodes[filled++] = i;
+    }
+  }
+  return u->uses[v] + (u->is_out[v] ? 1 : 0);
+}
+
+static bool view_scalar(const void *ctx, int v, float *out) {
+  const ait_graph *g = ((const nat_uses *)ctx)->g;
+  if (!ait_value_is_const(g, v)) return false;
+  const ait_tensor *t = g->values[v].init;
+  if (t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
+  *out = *(const float *)t->data;
+  return true;
 }
 
 static ait_status set_perm(ait_node *n, const char *name, const ait_node *t) {
@@ -55,29 +78,17 @@ static ait_status set_perm(ait_node *n, const char *name, const ait_node *t) {
   return nat_attr_set_ints(n, name, perm, cnt);
 }
 
-/* Softmax node si: the middle of an attention? Rewrite it if so. */
+/* Softmax node si: the middle of an attention (ait_match_attention)?
+ * Rewrite it if so. A windowed mask (swin's) stays as it is: the kernel
+ * reads one mask through broadcast strides. */
 static ait_status try_attention(nat_uses *u, int si, int *count) {
   ait_graph *g = u->g;
-  const ait_node *s = &g->nodes[si];
-  if (s->n_in != 1 || s->n_out != 1) return AIT_OK;
-  int x = s->in[0], p = s->out[0];
-  const ait_value *xv = &g->values[x];
-  int rank = xv->rank;
-  int64_t axis = ait_attr_int(s, "axis", s->opset >= 13 ? -1 : 1);
-  if (rank < 3 || rank > 4 || xv->dtype != AIT_FLOAT32 || (axis != -1 && axis != rank - 1))
-    return AIT_OK;
-  int m1 = g->values[x].producer, m2 = sole_reader(u, p);
-  if (m1 < 0 || u->dead[m1] || !nat_single_use(u, x, si) || !scores_matmul(g, &g->nodes[m1]))
-    return AIT_OK;
-  if (m2 < 0 || !ait_is_op(&g->nodes[m2], "MatMul") || g->nodes[m2].n_in != 2 ||
-      g->nodes[m2].in[0] != p || g->nodes[m2].in[1] == p)
-    return AIT_OK;
-  const ait_node *a = &g->nodes[m1];
-  int q = a->in[0], k = a->in[1], v = g->nodes[m2].in[1], mask = in_at(a, 3);
-  if (g->values[q].rank != rank || g->values[k].rank != rank || g->values[v].rank != rank ||
-      (mask >= 0 && g->values[mask].rank > rank) || g->values[v].dtype != AIT_FLOAT32)
-    return AIT_OK;
-  float alpha = ait_attr_float(a, "alpha", 1.0f);
+  ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  ait_attn_match mt;
+  if (!ait_match_attention(&view, si, &mt) || mt.wmask >= 0) return AIT_OK;
+  int rank = g->values[mt.scores_out].rank, m2 = mt.pv, m1 = mt.scores;
+  int q = mt.q, k = mt.kt, v = mt.v, mask = mt.mask;
+  float alpha = mt.scale;
   int tq = absorbable_transpose(u, q, m1, rank), tk = absorbable_transpose(u, k, m1, rank);
   int tv = absorbable_transpose(u, v, m2, rank);
   int y = g->nodes[m2].out[0], to = sole_reader(u, y);
@@ -112,7 +123,8 @@ static ait_status try_attention(nat_uses *u, int si, int *count) {
     g->values[n->out[0]].producer = m2;
     u->dead[to] = true;
   }
-  u->dead[m1] = u->dead[si] = true;
+  for (int i = 0; i < mt.n_nodes; i++)
+    if (mt.nodes[i] != m2) u->dead[mt.nodes[i]] = true;
   if (tq >= 0) u->dead[tq] = true;
   if (tk >= 0) u->dead[tk] = true;
   if (tv >= 0) u->dead[tv] = true;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_post.h"
 #include "ir/passes/passes.h"
 #include "ops/nn_impl.h"
 
@@ -52,15 +53,19 @@ static bool const_f32(const ait_graph *g, int v, int rank) {
          (rank < 0 || g->values[v].init->rank == rank);
 }
 
-/* Whether node n's activation (attributes) is a clamp: none, Relu or Clip
- * (what FusedInvertedResidual's stages run). */
+/* Whether node n's activation (attributes) is one FusedInvertedResidual's
+ * stages run: a clamp (none, Relu or Clip), or SiLU, HardSwish or
+ * HardSigmoid past it, which its kernels apply in registers
+ * (native_nhwc_post.h: MobileNetV3's HardSwish blocks). */
 static bool clamp_act(const ait_node *n) {
   ait_act act;
+  nat_post p;
   if (ait_act_parse(n, &act) != AIT_OK) {
     ait_err_clear();
     return false;
   }
-  return act.kind == AIT_ACT_NONE || act.kind == AIT_ACT_RELU || act.kind == AIT_ACT_CLIP;
+  return act.kind == AIT_ACT_NONE || act.kind == AIT_ACT_RELU || act.kind == AIT_ACT_CLIP ||
+         nat_post_of(&act, &p);
 }
 
 /* Which NHWC conv kernel could run conv node n (L_NONE: none). */
@@ -99,8 +104,9 @@ static int conv_kind(const ait_graph *g, const ait_node *n) {
   return L_NONE;
 }
 
-/* Whether depthwise node d (L_DW) is the 3x3, pads-1, stride 1 or 2 conv
- * a FusedInvertedResidual's middle stage runs. */
+/* Whether depthwise node d (L_DW) is the K x K (K 3, 5 or 7), pads-K/2,
+ * stride 1 or 2 undilated conv a FusedInvertedResidual's middle stage runs
+ * (MobileNetV2's 3x3s, MnasNet's and MobileNetV3's 5x5s). */
 static bool block_dw(const ait_graph *g, const ait_node *d) {
   const ait_value *x = &g->values[d->in[0]];
   const ait_tensor *w = g->values[d->in[1]].init;
@@ -108,14 +114,15 @@ static bool block_dw(const ait_graph *g, const ait_node *d) {
                    x->dims[x->rank == 4 && strcmp(d->op_type, "FusedConvNhwc") ? 3 : 2].v};
   int64_t k[2] = {w->dims[0], w->dims[1]}; /* HWIO by now */
   nn_win win;
-  if (k[0] != 3 || k[1] != 3 || nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
+  if ((k[0] != 3 && k[0] != 5 && k[0] != 7) || k[1] != k[0] ||
+      nn_win_conv(d, 2, sp, k, false, true, &win) != AIT_OK) {
     ait_err_clear();
     return false;
   }
   if (win.d[0] != 1 || win.d[1] != 1 || win.s[0] != win.s[1] || (win.s[0] != 1 && win.s[0] != 2))
     return false;
   for (int i = 0; i < 2; i++)
-    if (win.pb[i] != 1 || win.pe[i] != 1) return false;
+    if (win.pb[i] != k[0] / 2 || win.pe[i] != k[0] / 2) return false;
   return true;
 }
 
@@ -647,6 +654,9 @@ static ait_status shape_in_nhwc(ait_graph *g, int n_values, const int *twin, con
  * rows, small ones in channel slices, native_nhwc.c). */
 static int64_t block_min_bytes = 0;
 void nat_layout_set_block_bytes(int64_t bytes) { block_min_bytes = bytes; }
+/* Whether squeeze-excite gates join the projection they feed (tests). */
+static bool se_scales = true;
+void nat_layout_set_se_scales(bool on) { se_scales = on; }
 /* Whether a stem conv joins the block it feeds (tests turn it off). */
 static bool fuse_stems = true;
 void nat_layout_set_fuse_stems(bool on) { fuse_stems = on; }
@@ -658,13 +668,16 @@ static int sole_writer(const int *writer, const int *reads, int v) {
 
 static ait_status copy_act(ait_node *to, const ait_node *from, const char *prefix) {
   char key[64];
-  const char *act = ait_attr_str(from, "activation", NULL);
+  const char *act = ait_attr_str(from, "activation", NULL),
+             *prog = ait_attr_str(from, "epilogue", NULL);
   int cnt = 0;
   const float *pr = ait_attr_floats(from, "activation_params", &cnt);
   snprintf(key, sizeof key, "%sactivation", prefix);
   if (act) AIT_TRY(nat_attr_set_str(to, key, act));
   snprintf(key, sizeof key, "%sactivation_params", prefix);
   if (pr) AIT_TRY(nat_attr_set_floats(to, key, pr, cnt));
+  snprintf(key, sizeof key, "%sepilogue", prefix); /* an epilogue program's steps */
+  if (prog) AIT_TRY(nat_attr_set_str(to, key, prog));
   return AIT_OK;
 }
 
@@ -778,6 +791,69 @@ static ait_status fuse_blocks(ait_graph *g, const int *kind, int nn, const int *
   return st;
 }
 
+/* Squeeze-excite gates into the projection they feed: a pointwise
+ * FusedConvNhwc q reading, alone, Mul(D, S) with D [N, H, W, C] and S
+ * [N, 1, 1, C] (the gate: a Sigmoid or HardSigmoid of the pooled branch)
+ * reads D itself and S as its fifth input (native_nhwc.c run_pw_scaled:
+ * on weights scaled per image, no pass over D); the Mul dies. */
+static ait_status fuse_se_scales(ait_graph *g, const int *kind, int nn, const int *writer,
+                                 bool *dead) {
+  int *reads = calloc((size_t)g->n_values + 1, sizeof *reads);
+  if (!reads) return ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (!dead[i] && g->nodes[i].in[k] >= 0) reads[g->nodes[i].in[k]]++;
+  for (int k = 0; k < g->n_outputs; k++)
+    reads[g->outputs[k]] += 2;
+  ait_status st = AIT_OK;
+  for (int q = 0; q < nn && !st; q++) {
+    ait_node *Q = &g->nodes[q];
+    if (kind[q] != L_PW || dead[q] || strcmp(Q->op_type, "FusedConvNhwc") || Q->n_in > 4 ||
+        Q->in[0] < 0 || reads[Q->in[0]] != 1)
+      continue;
+    int m = writer[Q->in[0]]; /* the converted node writing it */
+    if (m < 0 || m >= g->n_nodes || dead[m] || !ait_is_op(&g->nodes[m], "Mul") ||
+        g->nodes[m].n_in != 2 || g->nodes[m].n_out != 1)
+      continue;
+    const ait_value *x = &g->values[Q->in[0]];
+    int d = -1, sc = -1;
+    for (int k = 0; k < 2 && d < 0; k++) {
+      int a = g->nodes[m].in[k], b = g->nodes[m].in[1 - k];
+      if (a < 0 || b < 0 || nat_is_const(g, b)) continue;
+      const ait_value *va = &g->values[a], *vb = &g->values[b];
+      if (va->rank != 4 || x->rank != 4 || vb->rank != 4 || va->dtype != AIT_FLOAT32 ||
+          vb->dtype != AIT_FLOAT32 || vb->dims[1].v != 1 || vb->dims[2].v != 1 ||
+          !dim_eq(&vb->dims[3], &va->dims[3]))
+        continue;
+      /* the batch known and equal, or unknown in both (twins lose its
+       * name): the kernel checks S against [N, 1, 1, C] at run time */
+      if (!dim_eq(&vb->dims[0], &va->dims[0]) &&
+          !(vb->dims[0].v < 0 && va->dims[0].v < 0 && x->dims[0].v < 0))
+        continue;
+      bool same = true; /* D is the product's shape */
+      for (int i = 1; i < 4; i++)
+        same = same && dim_eq(&va->dims[i], &x->dims[i]);
+      if (!same) continue;
+      d = a, sc = b;
+    }
+    if (d < 0) continue;
+    int *in = malloc(sizeof(int) * 5);
+    if (!in) {
+      st = ait_err(AIT_E_NOMEM, "out of memory in the layout pass");
+      break;
+    }
+    for (int k = 0; k < 4; k++)
+      in[k] = k < Q->n_in ? Q->in[k] : -1;
+    in[0] = d, in[4] = sc;
+    free(Q->in);
+    Q->in = in;
+    Q->n_in = 5;
+    dead[m] = true;
+  }
+  free(reads);
+  return st;
+}
+
 ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
   int nn = g->n_nodes, nv = g->n_values;
   int *kind = calloc((size_t)nn + 1, sizeof *kind), *parent = malloc(sizeof(int) * (nn + 1));
@@ -837,6 +913,7 @@ ait_status nat_pass_layout(ait_graph *g, nat_pass_stats *s) {
     dead[i] |= kill[i];
   free(kill);
   if (!st && moved) st = fuse_blocks(g, kind, nn, writer, dead, s);
+  if (!st && moved && se_scales) st = fuse_se_scales(g, kind, nn, writer, dead);
   if (!st && moved) st = nat_graph_compact(g, dead);
   free(dead);
   free(writer);

@@ -120,6 +120,32 @@ NAT_CLONES static void dw_row(const float *const rows[3], int64_t W, int64_t OW,
   }
 }
 
+/* One output row of a depthwise K x K conv, any stride (as
+ * nat_nhwc256_dwr_row: rows[k] NULL in the padding), the activation
+ * past the clamp included. */
+NAT_CLONES static void dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW,
+                               int64_t C, int64_t c0, int64_t c1, int64_t pl, const float *w,
+                               const float *b, float lo, float hi, const ait_act *post, float *y) {
+  for (int64_t ow = 0; ow < OW; ow++) {
+    float *yy = y + ow * C;
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = b ? b[m] : 0.0f;
+    for (int ki = 0; ki < K; ki++) {
+      if (!rows[ki]) continue;
+      for (int kj = 0; kj < K; kj++) {
+        int64_t iw = ow * S - pl + kj;
+        if (iw < 0 || iw >= W) continue;
+        const float *x = rows[ki] + iw * C, *wk = w + ((int64_t)ki * K + kj) * C;
+        for (int64_t m = c0; m < c1; m++)
+          yy[m] += x[m] * wk[m];
+      }
+    }
+    for (int64_t m = c0; m < c1; m++)
+      yy[m] = clampf(yy[m], lo, hi);
+    if (post) nat_act_f32(post, yy + c0, c1 - c0);
+  }
+}
+
 /* Output pixels [p0, p1) and channels [m0, m1) of a group-1 window conv
  * on the unpacked HWIO weights, dilations included (the portable level of
  * K_WIN, and its fallback where the weights could not be packed). */
@@ -191,6 +217,9 @@ typedef void (*dw_row_fn)(const float *const rows[3], int64_t W, int64_t OW, int
                           int64_t c1, int64_t S, int64_t pl, const float *w, const float *b,
                           const float *z, float lo, float hi, float *y);
 typedef void (*tile_fn)(int64_t P, int64_t M, int *mr, int *nv);
+typedef void (*dwr_row_fn)(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
+                           int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
+                           float lo, float hi, const ait_act *post, float *y);
 struct nhwc_kernels {
   pw_fn pw;
   rows_fn dw3, stem; /* dw3: depthwise 3x3 only */
@@ -208,20 +237,23 @@ struct nhwc_kernels {
   /* 3-channel stems on the NCHW input (native_nhwc_stem3.h); NULL: none */
   bool (*stem3_fits)(const nat_nhwc *c);
   rows_fn stem3;
+  /* a depthwise K x K row of a block (K 3, 5, 7; stride 1, 2: the vector
+   * levels' sliding rows), its activation past the clamp included */
+  dwr_row_fn dwr_row;
 };
 /* The portable tile is the AVX-512 one's (it only sets the column blocks
  * of tasks and slices, as before there were levels). */
 static const nhwc_kernels nhwc_levels[] = {
     [NAT_ISA_PORTABLE] = {pw_rows, dw_rows, stem_rows, dw_row, portable_tile, 16, false, win_px,
-                          portable_tile, dwk_rows, NULL, NULL, NULL, NULL},
+                          portable_tile, dwk_rows, NULL, NULL, NULL, NULL, dwr_row},
     [NAT_ISA_AVX2] = {nat_nhwc256_pw, nat_nhwc256_dw, nat_nhwc256_stem, nat_nhwc256_dw_row,
                       nat_nhwc256_pw_tile, 8, true, nat_nhwc256_win, nat_nhwc256_win_tile,
                       nat_nhwc256_dwk, nat_nhwc256_post, nat_nhwc256_dw1, nat_nhwc256_stem3_fits,
-                      nat_nhwc256_stem3},
+                      nat_nhwc256_stem3, nat_nhwc256_dwr_row},
     [NAT_ISA_AVX512] = {nat_nhwc512_pw, nat_nhwc512_dw, nat_nhwc512_stem, nat_nhwc512_dw_row,
                         nat_nhwc_pw_tile, 16, true, nat_nhwc512_win, nat_nhwc512_win_tile,
                         nat_nhwc512_dwk, nat_nhwc512_post, nat_nhwc512_dw1, nat_nhwc512_stem3_fits,
-                        nat_nhwc512_stem3},
+                        nat_nhwc512_stem3, nat_nhwc512_dwr_row},
 };
 
 int nat_nhwc_level(void) {
@@ -556,6 +588,9 @@ static bool win_classes_pay(nat_nhwc *c) {
 /* Run a pointwise conv (c->x, c->y, c->z set; P = N*OH*OW pixels) on the
  * pool: blocks of pixels, or column blocks when there are few pixels. Its
  * weights are input `input` of the running node, packed in slot `slot`. */
+static void gemm_like_launch(nat_run *r, const nat_nhwc *c, int64_t P, const nhwc_kernels *k,
+                             nhwc_kind kind, int64_t K);
+
 static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, nhwc_kind kind,
                           int slot, int input) {
   int64_t K = c->C;
@@ -569,6 +604,12 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
     set_tile(c, k, P);
     pack_pw(r, c, slot, input, k);
   }
+  gemm_like_launch(r, c, P, k, kind, K);
+}
+
+/* c's P pixels (tile set, weights packed) over the pool; K: its reduction. */
+static void gemm_like_launch(nat_run *r, const nat_nhwc *c, int64_t P, const nhwc_kernels *k,
+                             nhwc_kind kind, int64_t K) {
   nhwc_job j = {c, kind, k, P, c->pw_mr, 1, c->M, 1};
   int64_t threads = nat_run_threads(r), tiles = (P + c->pw_mr - 1) / c->pw_mr;
   double macs = (double)P * c->M * K;
@@ -591,6 +632,56 @@ static void run_gemm_like(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels
 
 static void run_pw(nat_run *r, nat_nhwc *c, int64_t P, const nhwc_kernels *k, int slot, int input) {
   run_gemm_like(r, c, P, k, K_PW, slot, input);
+}
+
+/* y[i] = x[i] * s[i % C] over n = rows C floats. */
+NAT_CLONES static void scale_rows(const float *x, const float *s, int64_t rows, int64_t C,
+                                  float *y) {
+  for (int64_t p = 0; p < rows; p++, x += C, y += C)
+    for (int64_t i = 0; i < C; i++)
+      y[i] = x[i] * s[i];
+}
+
+/* A pointwise conv of X scaled per image and channel by s [N][C] (a
+ * squeeze-excite gate, the layout pass's fifth input): where an image has
+ * more pixels than the weights' padded columns, on its own weights, the
+ * packed ones with row k scaled by s[n][k] (C x M multiplies per image,
+ * not H x W x C, and X read once, as stored: MobileNetV3's and
+ * EfficientNet's projections on 28x28 and larger maps); else on a scaled
+ * copy of X in scratch (what the Mul wrote, into memory the run reuses). */
+static ait_status run_pw_scaled(nat_run *r, nat_nhwc *c, const float *s, const nhwc_kernels *k) {
+  int64_t P = c->H * c->W, N = c->N, C = c->C, M = c->M;
+  if (k->packed) {
+    set_tile(c, k, P);
+    int64_t bw = c->pw_bw, nb = (M + bw - 1) / bw;
+    if (nb * bw <= P) pack_pw(r, c, NAT_DATA_TILES, 1, k);
+    if (nb * bw <= P && c->wpk) {
+      float *ws = nat_scratch(r, (int64_t)sizeof(float) * nb * bw * C);
+      if (!ws) return AIT_E_NOMEM;
+      for (int64_t n = 0; n < N; n++) {
+        for (int64_t b = 0; b < nb; b++)
+          for (int64_t kk = 0; kk < C; kk++) {
+            const float *src = c->wpk + (b * C + kk) * bw;
+            float *dst = ws + (b * C + kk) * bw, sk = s[n * C + kk];
+            for (int64_t i = 0; i < bw; i++)
+              dst[i] = src[i] * sk;
+          }
+        nat_nhwc v = *c;
+        v.N = 1, v.wpk = ws;
+        v.x = c->x + n * P * C, v.y = c->y + n * P * M, v.z = c->z ? c->z + n * P * M : NULL;
+        gemm_like_launch(r, &v, P, k, K_PW, C);
+      }
+      return AIT_OK;
+    }
+  }
+  float *xs = nat_scratch(r, (int64_t)sizeof(float) * N * P * C);
+  if (!xs) return AIT_E_NOMEM;
+  for (int64_t n = 0; n < N; n++)
+    scale_rows(c->x + n * P * C, s + n * C, P, C, xs + n * P * C);
+  c->x = xs;
+  c->wpk = NULL;
+  run_gemm_like(r, c, N * P, k, K_PW, NAT_DATA_TILES, 1);
+  return AIT_OK;
 }
 
 /* Rows of the zero-padded copy of a depthwise conv's input (pad_job). */
@@ -874,6 +965,9 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   nhwc_kind kind;
   ait_act act;
   ait_status st = setup(n, in, n_in, &c, &kind, &act);
+  const ait_tensor *Sx = n_in > 4 ? in[4] : NULL; /* X's scale per image and channel */
+  if (!st && Sx && (kind != K_PW || Sx->dtype != AIT_FLOAT32 || ait_tensor_numel(Sx) != c.N * c.C))
+    st = AIT_E_UNSUPPORTED;
   if (st) {
     nhwc_declined++;
     return st;
@@ -885,6 +979,7 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
   c.y = Y->data;
   if (c.N * c.OH * c.OW * c.M == 0) return AIT_OK;
   const nhwc_kernels *k = run_kernels();
+  if (Sx) return run_pw_scaled(r, &c, Sx->data, k);
   if (kind == K_GRP) {
     if (c.xs_c != 1) AIT_TRY(pad_input(r, &c)); /* an NCHW input: reordered */
     return run_grouped(r, &c, force_portable ? NAT_ISA_PORTABLE : nat_nhwc_level());
@@ -946,26 +1041,55 @@ typedef struct ir_job {
   nat_nhwc e, d, p; /* the stages; x, y, z are set per row */
   bool has_e;
   const nhwc_kernels *k; /* the run's kernels */
-  bool stem;  /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
-  bool stem3; /* ... on the stem3 rows (native_nhwc_stem3.h) */
+  bool stem;       /* e is a stem conv (a window over the block's input, maybe NCHW), not a 1x1 */
+  bool stem3;      /* ... on the stem3 rows (native_nhwc_stem3.h) */
+  int K;           /* the depthwise window (K x K, pads K / 2: 3, 5 or 7) */
+  ait_act acts[3]; /* the stages' activations past the clamp (e, d, p .post) */
   int64_t n_chunks, per_thread; /* bands per image; floats of scratch per thread */
   const float *x, *z;
   float *y, *scratch;
-  float *shared;     /* per image and band boundary: 2 expanded rows (ir_edge) */
+  float *shared;     /* per image and band boundary: K - 1 expanded rows (ir_edge) */
   atomic_int *ready; /* per image and band boundary: 2 ready words (ir_edge) */
 } ir_job;
 
 static void ir_pw(const ir_job *j, nat_nhwc *c, int64_t P) { j->k->pw(c, 0, P, 0, c->M); }
+
+/* Activation a past the clamp on x[0, n) of a block's stage: in registers
+ * at the vector levels (native_nhwc_post.h), else nat_act_f32. */
+static void ir_post(const ir_job *j, const ait_act *a, float *x, int64_t n) {
+  nat_post pp;
+  if (j->k->post && nat_post_of(a, &pp))
+    j->k->post(&pp, x, n);
+  else
+    nat_act_f32(a, x, n);
+}
+
+/* One output row of the depthwise stage, channels [c0, c1), from its K
+ * input rows (NULL in the padding): the 3x3 row kernels, else the
+ * sliding rows of any window. */
+static void ir_dw_row(const ir_job *j, const float *const *rows, int64_t c0, int64_t c1, float *y) {
+  const nat_nhwc *d = &j->d;
+  if (j->K == 3 && (!d->post || d->sh > 2)) {
+    j->k->dw_row(rows, d->W, d->OW, d->C, c0, c1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    for (int64_t ow = 0; d->post && ow < d->OW; ow++)
+      ir_post(j, d->post, y + ow * d->C + c0, c1 - c0);
+  } else { /* the activation in registers, before the store */
+    j->k->dwr_row(rows, j->K, (int)d->sh, d->W, d->OW, d->C, c0, c1, j->K / 2, d->w, d->b, d->lo,
+                  d->hi, d->post, y);
+  }
+}
 
 /* Expanded row ih of image n into y: one output row of the stem stage. */
 static void ir_stem_row(const ir_job *j, int64_t n, int64_t ih, float *y) {
   nat_nhwc e = j->e;
   int64_t r = n * e.OH + ih;
   e.y = y, e.y_r0 = r;
-  if (j->stem3)
-    j->k->stem3(&e, r, r + 1);
-  else
-    j->k->stem(&e, r, r + 1);
+  if (j->stem3) {
+    j->k->stem3(&e, r, r + 1); /* the activation too */
+    return;
+  }
+  j->k->stem(&e, r, r + 1);
+  if (e.post) ir_post(j, e.post, y, e.OW * e.M);
 }
 
 /* Expanded row ih of image n into dst: the expand 1x1 or the stem. */
@@ -978,6 +1102,7 @@ static void ir_expand_row(const ir_job *j, int64_t n, int64_t ih, float *dst) {
   e.x = j->x + (n * j->d.H + ih) * j->d.W * j->e.C;
   e.y = dst;
   ir_pw(j, &e, j->d.W);
+  if (e.post) ir_post(j, e.post, dst, j->d.W * e.M);
 }
 
 /* The boundary between band k - 1 and band k (0 < k < n_chunks) of image
@@ -993,11 +1118,13 @@ static ir_edge ir_boundary(const ir_job *j, int64_t n, int64_t k) {
   const nat_nhwc *d = &j->d;
   ir_edge g = {0, -1, 0, NULL, NULL, NULL};
   if (!j->shared || k <= 0 || k >= j->n_chunks) return g;
-  int64_t o = k * d->OH / j->n_chunks, i = n * j->n_chunks + k;
-  g.r0 = o * d->sh - 1 > 0 ? o * d->sh - 1 : 0;
-  g.r1 = (o - 1) * d->sh + 1 < d->H - 1 ? (o - 1) * d->sh + 1 : d->H - 1;
+  int64_t o = k * d->OH / j->n_chunks, i = n * j->n_chunks + k, p = j->K / 2;
+  /* the upper band's first output row reads from o S - p, the lower
+   * band's last up to (o - 1) S + K - 1 - p */
+  g.r0 = o * d->sh - p > 0 ? o * d->sh - p : 0;
+  g.r1 = (o - 1) * d->sh + j->K - 1 - p < d->H - 1 ? (o - 1) * d->sh + j->K - 1 - p : d->H - 1;
   g.split = o * d->sh;
-  g.rows = j->shared + i * 2 * d->W * d->C;
+  g.rows = j->shared + i * (j->K - 1) * d->W * d->C;
   g.lo_ready = &j->ready[2 * i], g.hi_ready = &j->ready[2 * i + 1];
   return g;
 }
@@ -1010,26 +1137,26 @@ static void ir_task(void *arg, int64_t t, int tid) {
   int64_t n = t / j->n_chunks, b = t % j->n_chunks;
   if (bands_reversed) b = j->n_chunks - 1 - b;
   int64_t oh0 = b * d->OH / j->n_chunks, oh1 = (b + 1) * d->OH / j->n_chunks;
-  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E;
-  float *ring = j->scratch + tid * j->per_thread, *drow = ring + 3 * row;
-  int64_t have = oh0 * S - 2; /* last expanded row made */
+  int64_t H = d->H, W = d->W, E = d->C, S = d->sh, row = W * E, K = j->K, pad = K / 2;
+  float *ring = j->scratch + tid * j->per_thread, *drow = ring + K * row;
+  int64_t have = oh0 * S - pad - 1; /* last expanded row made */
   /* A: the boundary below (this band is its upper), B: above (its lower);
    * this band makes A's rows from A.split and B's rows below B.split */
   ir_edge A = ir_boundary(j, n, b), B = ir_boundary(j, n, b + 1);
   int64_t a_own = A.split > A.r0 ? A.split : A.r0, b_own = B.split - 1 < B.r1 ? B.split - 1 : B.r1;
   bool a_took = false, b_took = false, a_asked = false, b_asked = false;
-  const float *at[3] = {NULL, NULL, NULL};   /* where expanded row ih is, by ih % 3 */
+  const float *at[7] = {NULL};               /* where expanded row ih is, by ih % K */
   for (int64_t ih = B.r0; ih <= b_own; ih++) /* first: the upper band needs them first */
     ir_expand_row(j, n, ih, B.rows + (ih - B.r0) * row);
   if (B.rows) atomic_store_explicit(B.lo_ready, 1, memory_order_release);
   for (int64_t oh = oh0; oh < oh1; oh++) {
-    int64_t lo = oh * S - 1;
-    const float *rows[3];
-    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + 2 && ih < H; ih++) {
+    int64_t lo = oh * S - pad;
+    const float *rows[7];
+    for (int64_t ih = have + 1 > lo ? have + 1 : lo; j->has_e && ih <= lo + K - 1 && ih < H; ih++) {
       if (ih < 0) continue;
       have = ih;
-      float *dst = ring + (ih % 3) * row;
-      const float **where = &at[ih % 3];
+      float *dst = ring + (ih % K) * row;
+      const float **where = &at[ih % K];
       if (in_rows(ih, a_own, A.r1)) {
         dst = A.rows + (ih - A.r0) * row;
       } else if (in_rows(ih, A.r0, a_own - 1)) {
@@ -1055,35 +1182,49 @@ static void ir_task(void *arg, int64_t t, int tid) {
       if (ih == A.r1 && a_own <= A.r1) /* the last of this band's rows at A, made */
         atomic_store_explicit(A.hi_ready, 1, memory_order_release);
     }
-    for (int ki = 0; ki < 3; ki++) {
+    for (int ki = 0; ki < K; ki++) {
       int64_t ih = lo + ki;
-      rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % 3] : j->x + (n * H + ih) * row;
+      rows[ki] = ih < 0 || ih >= H ? NULL : j->has_e ? at[ih % K] : j->x + (n * H + ih) * row;
     }
-    j->k->dw_row(rows, W, d->OW, E, 0, E, S, 1, d->w, d->b, NULL, d->lo, d->hi, drow);
+    ir_dw_row(j, rows, 0, E, drow);
     nat_nhwc p = j->p;
     int64_t r = (n * d->OH + oh) * d->OW * p.M;
     p.x = drow;
     p.y = j->y + r;
     p.z = j->z ? j->z + r : NULL;
     ir_pw(j, &p, d->OW);
+    if (p.post) ir_post(j, p.post, p.y, d->OW * p.M);
   }
 }
 
-/* The clamp of the activation named by <prefix>activation(_params). */
-static ait_status ir_act(const ait_node *n, const char *prefix, float *lo, float *hi) {
-  char key[64], keyp[64];
-  snprintf(key, sizeof key, "%sactivation", prefix);
-  snprintf(keyp, sizeof keyp, "%sactivation_params", prefix);
-  ait_act_kind k = ait_act_from_name(ait_attr_str(n, key, ""));
-  int cnt = 0;
-  const float *pr = ait_attr_floats(n, keyp, &cnt);
-  *lo = -INFINITY, *hi = INFINITY;
-  if (k == AIT_ACT_RELU)
-    *lo = 0.0f;
-  else if (k == AIT_ACT_CLIP && pr && cnt == 2)
-    *lo = pr[0], *hi = pr[1];
-  else if (k != AIT_ACT_NONE)
+/* The activation of a stage, <prefix>activation(_params) and
+ * <prefix>epilogue, into c: a clamp (c->lo, c->hi), or any other past it
+ * (c->post = act, which the caller keeps for the stage's life). */
+static ait_status ir_act(const ait_node *n, const char *prefix, nat_nhwc *c, ait_act *act) {
+  static const char *const names[3] = {"activation", "activation_params", "epilogue"};
+  ait_attr attrs[3];
+  ait_node v;
+  memset(&v, 0, sizeof v);
+  v.name = n->name, v.op_type = n->op_type, v.domain = n->domain, v.attrs = attrs;
+  for (int i = 0; i < 3; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", prefix, names[i]);
+    const ait_attr *a = ait_node_attr(n, key);
+    if (!a) continue;
+    attrs[v.n_attrs] = *a;
+    attrs[v.n_attrs++].name = (char *)names[i];
+  }
+  c->lo = -INFINITY, c->hi = INFINITY, c->post = NULL;
+  if (ait_act_parse(&v, act) != AIT_OK) {
+    ait_err_clear();
     return AIT_E_UNSUPPORTED;
+  }
+  if (act->kind == AIT_ACT_RELU)
+    c->lo = 0.0f;
+  else if (act->kind == AIT_ACT_CLIP)
+    c->lo = act->p[0], c->hi = act->p[1];
+  else if (act->kind != AIT_ACT_NONE)
+    c->post = act;
   return AIT_OK;
 }
 
@@ -1111,16 +1252,17 @@ static void irc_task(void *arg, int64_t t, int tid) {
     e.x = j->x + n * HW * e.C;
     e.y = c->ebuf + n * HW * E;
     j->k->pw(&e, 0, HW, e0, e1);
+    for (int64_t px = 0; e.post && px < HW; px++)
+      ir_post(j, e.post, e.y + px * E + e0, e1 - e0);
     src = e.y;
   }
   for (int64_t oh = 0; oh < d->OH; oh++) {
-    const float *rows[3];
-    for (int ki = 0; ki < 3; ki++) {
-      int64_t ih = oh * d->sh - 1 + ki;
+    const float *rows[7];
+    for (int ki = 0; ki < j->K; ki++) {
+      int64_t ih = oh * d->sh - j->K / 2 + ki;
       rows[ki] = ih < 0 || ih >= d->H ? NULL : src + ih * d->W * E;
     }
-    float *y = c->dbuf + (n * d->OH + oh) * d->OW * E;
-    j->k->dw_row(rows, d->W, d->OW, E, e0, e1, d->sh, 1, d->w, d->b, NULL, d->lo, d->hi, y);
+    ir_dw_row(j, rows, e0, e1, c->dbuf + (n * d->OH + oh) * d->OW * E);
   }
 }
 
@@ -1164,10 +1306,52 @@ static ait_status ir_by_channels(nat_run *r, ir_job *j, int64_t N) {
   return AIT_OK;
 }
 
+/* Expanded and depthwise maps of a K x K block (K > 3) up to this many
+ * bytes run as three stages through scratch (ir_by_stages): they stay in
+ * L2, and the separate kernels block better than the block's rows (at
+ * batch 1, MnasNet's 5x5 blocks ran 5-9% slower fused; at batch 8, whose
+ * maps spill from L2, 7-16% faster). */
+#define IR_STAGED_BYTES (1200 * 1024)
+static int64_t staged_bytes = IR_STAGED_BYTES;
+void nat_nhwc_set_staged_bytes(int64_t bytes) {
+  staged_bytes = bytes < 0 ? IR_STAGED_BYTES : bytes;
+}
+
+static bool ir_staged(const ir_job *j, int64_t N) {
+  const nat_nhwc *d = &j->d;
+  double bytes = 4.0 * N * d->C * ((double)d->H * d->W + (double)d->OH * d->OW);
+  return j->K > 3 && j->has_e && !j->stem && j->k->packed && bytes <= (double)staged_bytes;
+}
+
+/* The block as its three stages, each over every image: expand into
+ * scratch, depthwise into scratch (the sliding rows, native_nhwc_dw*.c),
+ * project into Y. */
+static ait_status ir_by_stages(nat_run *r, ir_job *j, int64_t N) {
+  nat_nhwc *d = &j->d;
+  int64_t E = d->C, HW = d->H * d->W, OHW = d->OH * d->OW;
+  float *buf = nat_scratch(r, (int64_t)sizeof(float) * N * E * (HW + OHW));
+  if (!buf) return AIT_E_NOMEM;
+  nat_nhwc e = j->e;
+  e.x = j->x, e.y = buf;
+  run_pw(r, &e, N * HW, j->k, NAT_DATA_TILES, 1);
+  d->x = buf, d->y = buf + N * HW * E, d->N = N;
+  d->kh = d->kw = j->K, d->pt = d->pl = j->K / 2, d->dh = d->dw = 1;
+  d->xs_c = 1, d->xs_w = E, d->xs_h = d->W * E, d->xs_n = HW * E;
+  nhwc_job dj = {d, K_DWK, j->k, N * d->OH, 1, 1, E, 1};
+  double macs = (double)N * OHW * E * j->K * j->K;
+  int64_t chunk = macs < NAT_PAR_MIN_MACS / 4 ? dj.rows : nat_chunk(r, dj.rows, 1);
+  dj.row_tasks = (dj.rows + chunk - 1) / chunk;
+  nat_pool_run(nat_run_pool(r), dj.row_tasks, nhwc_task, &dj);
+  nat_nhwc p = j->p;
+  p.x = d->y, p.y = j->y, p.z = j->z;
+  run_pw(r, &p, N * OHW, j->k, NAT_DATA_TILES_B, 5);
+  return AIT_OK;
+}
+
 /* A 1x1 stage from weights [1, 1, K, M], bias (may be absent) and the
  * activation under `prefix`. */
 static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tensor *Wt,
-                           const ait_tensor *B, nat_nhwc *c) {
+                           const ait_tensor *B, nat_nhwc *c, ait_act *act) {
   if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4 || Wt->dims[0] != 1 || Wt->dims[1] != 1)
     return AIT_E_UNSUPPORTED;
   if (B && (B->dtype != AIT_FLOAT32 || ait_tensor_numel(B) != Wt->dims[3]))
@@ -1175,14 +1359,14 @@ static ait_status ir_stage(const ait_node *n, const char *prefix, const ait_tens
   c->C = Wt->dims[2], c->M = Wt->dims[3];
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
-  return ir_act(n, prefix, &c->lo, &c->hi);
+  return ir_act(n, prefix, c, act);
 }
 
 /* The stem stage (the layout pass's stem_* attributes): a group-1 window
  * conv from X (NCHW or NHWC) with weights [kh, kw, C, M], bias and the
  * expand_ activation; its output [N, OH, OW, M] is the block's input. */
 static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ait_tensor *Wt,
-                                const ait_tensor *B, nat_nhwc *c) {
+                                const ait_tensor *B, nat_nhwc *c, ait_act *act) {
   if (!Wt || Wt->dtype != AIT_FLOAT32 || Wt->rank != 4) return AIT_E_UNSUPPORTED;
   bool nchw = !strcmp(ait_attr_str(n, "stem_x_layout", "NHWC"), "NCHW");
   c->N = X->dims[0];
@@ -1205,7 +1389,7 @@ static ait_status ir_stem_stage(const ait_node *n, const ait_tensor *X, const ai
   c->x = X->data;
   c->w = Wt->data;
   c->b = B ? B->data : NULL;
-  return ir_act(n, "expand_", &c->lo, &c->hi);
+  return ir_act(n, "expand_", c, act);
 }
 
 ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const *in, int n_in) {
@@ -1218,23 +1402,27 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   j.stem = j.has_e && ait_attr_str(n, "stem_x_layout", NULL) != NULL;
   int64_t N = X->dims[0], H = X->dims[1], W = X->dims[2], C = X->dims[3];
   if (j.stem) {
-    if (ir_stem_stage(n, X, in[1], in[2], &j.e)) return AIT_E_UNSUPPORTED;
+    if (ir_stem_stage(n, X, in[1], in[2], &j.e, &j.acts[0])) return AIT_E_UNSUPPORTED;
     H = j.e.OH, W = j.e.OW, C = j.e.M;
-  } else if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e) || j.e.C != C)) {
+  } else if (j.has_e && (ir_stage(n, "expand_", in[1], in[2], &j.e, &j.acts[0]) || j.e.C != C)) {
     return AIT_E_UNSUPPORTED;
   }
   int64_t E = j.has_e ? j.e.M : C;
-  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p) || j.p.C != E) return AIT_E_UNSUPPORTED;
-  /* the depthwise stage: weights [3, 3, 1, E], its activation under dw_ */
+  if (ir_stage(n, "", in[5], n_in > 6 ? in[6] : NULL, &j.p, &j.acts[2]) || j.p.C != E)
+    return AIT_E_UNSUPPORTED;
+  /* the depthwise stage: weights [K, K, 1, E] (K 3, 5 or 7; pads K / 2;
+   * beyond 3x3, strides 1 or 2: the sliding rows), its activation under dw_ */
   const ait_tensor *Wd = in[3], *Bd = in[4];
   int cnt = 0;
   const int64_t *st = ait_attr_ints(n, "strides", &cnt);
-  int64_t S = st && cnt == 2 ? st[0] : 1;
-  if (Wd->dtype != AIT_FLOAT32 || Wd->dims[0] != 3 || Wd->dims[1] != 3 || Wd->dims[2] != 1 ||
-      Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S))
+  int64_t S = st && cnt == 2 ? st[0] : 1, K = Wd->dims[0];
+  if (Wd->dtype != AIT_FLOAT32 || (K != 3 && K != 5 && K != 7) || Wd->dims[1] != K ||
+      Wd->dims[2] != 1 || Wd->dims[3] != E || (st && cnt != 2) || S < 1 || (st && st[1] != S) ||
+      (K > 3 && S > 2))
     return AIT_E_UNSUPPORTED;
+  j.K = (int)K;
   if (Bd && (Bd->dtype != AIT_FLOAT32 || ait_tensor_numel(Bd) != E)) return AIT_E_UNSUPPORTED;
-  if (ir_act(n, "dw_", &j.d.lo, &j.d.hi)) return AIT_E_UNSUPPORTED;
+  if (ir_act(n, "dw_", &j.d, &j.acts[1])) return AIT_E_UNSUPPORTED;
   j.d.b = Bd ? Bd->data : NULL;
   j.d.w = Wd->data;
   j.d.C = j.d.M = E;
@@ -1254,6 +1442,7 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   if (N * j.d.OH * j.d.OW * M == 0) return AIT_OK;
   j.k = run_kernels();
   j.stem3 = j.stem && j.k->stem3 && j.k->stem3_fits(&j.e);
+  if (ir_staged(&j, N)) return ir_by_stages(r, &j, N);
   if (j.has_e && !j.stem) {
     set_tile(&j.e, j.k, j.d.OH < IR_BAND_MIN_ROWS ? H * W : W);
     pack_pw(r, &j.e, NAT_DATA_TILES, 1, j.k);
@@ -1269,12 +1458,12 @@ ait_status nat_k_inv_res(nat_run *r, const ait_node *n, const ait_tensor *const 
   int64_t most = j.d.OH / 8 < 2 * threads ? j.d.OH / 8 : 2 * threads;
   j.n_chunks = (most / threads > 1 ? most / threads : 1) * threads;
   if (j.n_chunks > j.d.OH) j.n_chunks = j.d.OH;
-  j.per_thread = (3 * W * E + j.d.OW * E + 15) / 16 * 16;
-  /* per band boundary: 2 shared rows and two ready words; bands of 3+
-   * rows, so that a band's two boundaries never share a row */
+  j.per_thread = (K * W * E + j.d.OW * E + 15) / 16 * 16;
+  /* per band boundary: K - 1 shared rows and two ready words; bands of
+   * K+ rows, so that a band's two boundaries never share a row */
   int64_t bands = N * j.n_chunks;
-  bool share = j.n_chunks > 1 && j.has_e && S < 3 && j.d.OH / j.n_chunks >= 3;
-  int64_t shared = share ? bands * 2 * W * E : 0;
+  bool share = j.n_chunks > 1 && j.has_e && S < 3 && j.d.OH / j.n_chunks >= K;
+  int64_t shared = share ? bands * (K - 1) * W * E : 0;
   int64_t floats = j.per_thread * threads + (shared + 15) / 16 * 16;
   j.scratch =
       nat_scratch(r, (int64_t)sizeof(float) * floats + (int64_t)sizeof(atomic_int) * 2 * bands);

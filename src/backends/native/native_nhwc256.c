@@ -65,71 +65,84 @@ INL T256 void pw_step(const int mr, const int nv, const bool tail, __m256 acc[12
   }
 }
 
-/* The 6 x 2 tile's k loop on packed weights (rows 16 floats apart), four k
- * steps an iteration in assembly: every load and broadcast at a fixed
- * displacement from one of three pointers (x rows 0-2 and 4 from x0, 3 and
- * 5 from x3), the increments and branch once per four steps (the compiled
- * loop issued 28 instructions per 12 multiply-adds; GCC's own unrolling
- * spilled accumulators). Steps [0, 4 nb); acc in ymm0-11 at GCC's choice,
- * ymm12-15 scratch. */
+/* The 6 x 2 (and 5 x 2, 4 x 2) tile's k loop on packed weights (rows 16
+ * floats apart), four k steps an iteration in assembly: every load and
+ * broadcast at a fixed displacement from one of two pointers (x rows 0-2
+ * and 4 from r8, 3 and 5 from r9), the increments and branch once per four
+ * steps (the compiled loop issued 28 instructions per 12 multiply-adds;
+ * GCC's own unrolling spilled accumulators). The accumulators are the
+ * statement's register operands (GCC's choice among ymm0-11; ymm12-15 are
+ * the weight vectors and broadcasts): a tile's bias, k loop and epilogue
+ * never pass them through memory (the loop's operand limit, 30, is why
+ * the pointers are copied into clobbered registers). Steps [0, 4 nb). */
 // clang-format off
 #define PW62_ROW(U, A, B, XB, S)                                                                   \
   "vbroadcastss " #U "*4(" XB "), %%ymm" S "\n\t"                                                  \
-  "vfmadd231ps %%ymm12, %%ymm" S ", %%ymm" A "\n\t"                                                \
-  "vfmadd231ps %%ymm13, %%ymm" S ", %%ymm" B "\n\t"
-#define PW62_STEP(U, PF)                                                                           \
-  "vmovups " #U "*64(%[w]), %%ymm12\n\t"                                                           \
-  "vmovups " #U "*64+32(%[w]), %%ymm13\n\t"                                                        \
-  "prefetcht0 " #U "*64+512(%[w])\n\t"                                                             \
-  PF                                                                                               \
-  PW62_ROW(U, "0", "1", "%[x0]", "14")                                                             \
-  PW62_ROW(U, "2", "3", "%[x0],%[l],1", "15")                                                      \
-  PW62_ROW(U, "4", "5", "%[x0],%[l],2", "14")                                                      \
-  PW62_ROW(U, "6", "7", "%[x3]", "15")                                                             \
-  PW62_ROW(U, "8", "9", "%[x0],%[l],4", "14")                                                      \
-  PW62_ROW(U, "10", "11", "%[x3],%[l],2", "15")
-/* the accumulators ymm0-11 from and back to buf (once a tile) */
-#define PW62_MOV(OP)                                                                               \
-  OP("0", "0") OP("1", "32") OP("2", "64") OP("3", "96") OP("4", "128") OP("5", "160")             \
-  OP("6", "192") OP("7", "224") OP("8", "256") OP("9", "288") OP("10", "320") OP("11", "352")
-#define PW62_LD(R, O) "vmovups " O "(%[a]), %%ymm" R "\n\t"
-#define PW62_ST(R, O) "vmovups %%ymm" R ", " O "(%[a])\n\t"
-#define PW62_LOOP(PF0, PF1, PF2, PF3, WNADD)                                                       \
+  "vfmadd231ps %%ymm12, %%ymm" S ", %[" A "]\n\t"                                                  \
+  "vfmadd231ps %%ymm13, %%ymm" S ", %[" B "]\n\t"
+#define PW62_HEAD(U, PF)                                                                           \
+  "vmovups " #U "*64(%%r10), %%ymm12\n\t"                                                          \
+  "vmovups " #U "*64+32(%%r10), %%ymm13\n\t"                                                       \
+  "prefetcht0 " #U "*64+512(%%r10)\n\t"                                                            \
+  PF
+#define PW62_R0(U) PW62_ROW(U, "a0", "a1", "%%r8", "14")
+#define PW62_R1(U) PW62_ROW(U, "a2", "a3", "%%r8,%[l],1", "15")
+#define PW62_R2(U) PW62_ROW(U, "a4", "a5", "%%r8,%[l],2", "14")
+#define PW62_R3(U) PW62_ROW(U, "a6", "a7", "%%r9", "15")
+#define PW62_R4(U) PW62_ROW(U, "a8", "a9", "%%r8,%[l],4", "14")
+#define PW62_R5(U) PW62_ROW(U, "a10", "a11", "%%r9,%[l],2", "15")
+#define PW62_STEP6(U, PF) PW62_HEAD(U, PF) PW62_R0(U) PW62_R1(U) PW62_R2(U) PW62_R3(U) PW62_R4(U) PW62_R5(U)
+#define PW62_STEP5(U, PF) PW62_HEAD(U, PF) PW62_R0(U) PW62_R1(U) PW62_R2(U) PW62_R3(U) PW62_R4(U)
+#define PW62_STEP4(U, PF) PW62_HEAD(U, PF) PW62_R0(U) PW62_R1(U) PW62_R2(U) PW62_R3(U)
+#define PW62_LOOP(STEP, PF0, PF1, PF2, PF3, WNADD)                                                 \
   __asm__ volatile(                                                                                \
-      PW62_MOV(PW62_LD)                                                                            \
+      "mov %[x], %%r8\n\t"                                                                         \
+      "lea (%[x],%[l],2), %%r9\n\t"                                                                \
+      "add %[l], %%r9\n\t"                                                                         \
+      "mov %[w], %%r10\n\t"                                                                        \
+      "mov %[n], %%r11\n\t"                                                                        \
+      "mov %[wn], %%rax\n\t"                                                                       \
       "1:\n\t"                                                                                     \
-      PW62_STEP(0, PF0) PW62_STEP(1, PF1) PW62_STEP(2, PF2) PW62_STEP(3, PF3)                      \
-      "add $16, %[x0]\n\t"                                                                         \
-      "add $16, %[x3]\n\t"                                                                         \
-      "add $256, %[w]\n\t"                                                                         \
+      STEP(0, PF0) STEP(1, PF1) STEP(2, PF2) STEP(3, PF3)                                          \
+      "add $16, %%r8\n\t"                                                                          \
+      "add $16, %%r9\n\t"                                                                          \
+      "add $256, %%r10\n\t"                                                                        \
       WNADD                                                                                        \
-      "dec %[n]\n\t"                                                                               \
+      "dec %%r11\n\t"                                                                              \
       "jnz 1b\n\t"                                                                                 \
-      PW62_MOV(PW62_ST)                                                                            \
-      : [x0] "+r"(x0), [x3] "+r"(x3), [w] "+r"(wp), [n] "+r"(nb), [wn] "+r"(wq)                    \
-      : [l] "r"(lb), [a] "r"(buf)                                                                  \
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory")
+      : [a0] "+x"(a[0]), [a1] "+x"(a[1]), [a2] "+x"(a[2]), [a3] "+x"(a[3]), [a4] "+x"(a[4]),      \
+        [a5] "+x"(a[5]), [a6] "+x"(a[6]), [a7] "+x"(a[7]), [a8] "+x"(a[8]), [a9] "+x"(a[9]),       \
+        [a10] "+x"(a[10]), [a11] "+x"(a[11])                                                       \
+      : [x] "r"(x), [w] "r"(w), [n] "r"(nb), [wn] "r"(wn), [l] "r"(lb)                             \
+      : "xmm12", "xmm13", "xmm14", "xmm15", "r8", "r9", "r10", "r11", "rax", "cc", "memory")
+#define PW62_PF(STEP)                                                                              \
+  if (wn)                                                                                          \
+    PW62_LOOP(STEP, "prefetcht1 0(%%rax)\n\t", "prefetcht1 64(%%rax)\n\t",                         \
+              "prefetcht1 128(%%rax)\n\t", "prefetcht1 192(%%rax)\n\t", "add $256, %%rax\n\t");    \
+  else                                                                                             \
+    PW62_LOOP(STEP, "", "", "", "", "")
 // clang-format on
 
-INL T256 int64_t pw62_asm(__m256 acc[12][3], int64_t K, const float *x, int64_t ldx, const float *w,
-                          const float *wn) {
+/* Steps [0, 4 (K / 4)) of an mr x 2 tile (mr 4 to 6) on acc; returns the
+ * steps done. */
+INL T256 int64_t pw62_asm(const int mr, __m256 acc[12][3], int64_t K, const float *x, int64_t ldx,
+                          const float *w, const float *wn) {
   int64_t nb = K / 4;
   if (nb <= 0) return 0;
-  const float *x0 = x, *x3 = x + 3 * ldx, *wp = w, *wq = wn;
   int64_t lb = ldx * 4;
-  float buf[12 * 8];
+  __m256 a[12];
 #pragma GCC unroll 12
   for (int i = 0; i < 12; i++)
-    _mm256_storeu_ps(buf + 8 * i, acc[i / 2][i % 2]);
-  if (wn)
-    PW62_LOOP("prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",
-              "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t");
+    a[i] = i / 2 < mr ? acc[i / 2][i % 2] : _mm256_setzero_ps();
+  if (mr == 6)
+    PW62_PF(PW62_STEP6);
+  else if (mr == 5)
+    PW62_PF(PW62_STEP5);
   else
-    PW62_LOOP("", "", "", "", "");
+    PW62_PF(PW62_STEP4);
 #pragma GCC unroll 12
   for (int i = 0; i < 12; i++)
-    acc[i / 2][i % 2] = _mm256_loadu_ps(buf + 8 * i);
+    if (i / 2 < mr) acc[i / 2][i % 2] = a[i];
   return 4 * (K / 4);
 }
 
@@ -160,7 +173,7 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, const int cw,
       if (i < mr) acc[i][j] = bj;
   }
   int64_t k0 = 0;
-  if (mr == 6 && nv == 2 && !tail && cw == 16) k0 = pw62_asm(acc, K, x, ldx, w, wn);
+  if (mr >= 4 && nv == 2 && !tail && cw == 16) k0 = pw62_asm(mr, acc, K, x, ldx, w, wn);
   if (wn) /* the test hoisted out of the loop */
     pw_kloop(mr, nv, tail, true, acc, k0, K, x, ldx, w, ldw, lm, wn);
   else
@@ -188,7 +201,7 @@ INL T256 void pw_tile(const int mr, const int nv, const bool tail, const int cw,
   case R:                                                                                          \
     if (tail)                                                                                      \
       pw_tile(R, NV, true, 0, PW_PASS);                                                            \
-    else if ((R) == 6 && (NV) == 2 && ldw == 16) /* pw62_asm */                                    \
+    else if ((R) >= 4 && (R) <= 6 && (NV) == 2 && ldw == 16) /* pw62_asm */                        \
       pw_tile(R, NV, false, 16, PW_PASS);                                                          \
     else                                                                                           \
       pw_tile(R, NV, false, 0, PW_PASS);                                                           \
@@ -266,11 +279,29 @@ static void gelu_tile(float *y, int64_t ldy, int64_t rows, int64_t n) {
  * block's weights stream past it once. */
 #define PW_PANEL_BYTES (384 * 1024)
 
+/* Pixel rows a panel for P pixels of K channels in tiles of `rows`: where
+ * PW_L1_TILES tiles of X fit in PW_L1_BYTES, a panel that stays in L1
+ * while each column block's weights (K x 16 floats, at most 16 KB) stream
+ * past it, the panels as even as whole tiles make them; else
+ * nat_pw_panel's. ResNeXt's 56x56 layers (K 64-256, outputs and residual
+ * of 3 MB, past L2) ran tile by tile over every column block at 94-106
+ * GFLOP/s (AVX2, one core), on 24 KB panels at 100-117. */
+#define PW_L1_BYTES (24 * 1024)
+#define PW_L1_TILES 4
+static int64_t pw_panel(int64_t P, int64_t K, int64_t cols, int rows) {
+  if (K * 4 * rows * PW_L1_TILES > PW_L1_BYTES || P <= rows)
+    return nat_pw_panel(P, K, cols, rows, PW_PANEL_BYTES);
+  int64_t panel = PW_L1_BYTES / (4 * K) / rows * rows;
+  if (P <= panel) return P;
+  int64_t n = (P + panel - 1) / panel, per = (P + n - 1) / n;
+  return (per + rows - 1) / rows * rows;
+}
+
 T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m256 lo = _mm256_set1_ps(c->lo), hi = _mm256_set1_ps(c->hi);
   int64_t K = c->C, M = c->M, bw = 8 * c->pw_nv;
   int rows = c->pw_mr;
-  int64_t panel = nat_pw_panel(p1 - p0, K, m1 - m0, rows, PW_PANEL_BYTES);
+  int64_t panel = pw_panel(p1 - p0, K, m1 - m0, rows);
   for (int64_t q0 = p0; q0 < p1; q0 += panel) {
     int64_t q1 = q0 + panel < p1 ? q0 + panel : p1;
     for (int64_t m = m0; m < m1; m += bw) {
@@ -282,16 +313,26 @@ T256 void nat_nhwc256_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, 
       const float *w = c->wpk ? c->wpk + m * K : c->w + m, *b = c->b ? c->b + m : NULL;
       int64_t ldw = c->wpk ? bw : M;
       const float *next = c->wpk && m + bw < m1 ? w + bw * K : NULL;
+      /* tiles of `rows` pixels; where that leaves a last one of fewer than
+       * rows - 2 (latency-bound: ResNeXt's 49-pixel layers ended in a tile
+       * of 1), all of them as even as they come (49: 5 and 6) */
+      int64_t len = q1 - q0, nt = (len + rows - 1) / rows, rem = len % rows;
+      bool even = rem && rem < rows - 2 && nt > 1;
       int64_t t = 0; /* tiles of this block so far */
-      for (int64_t p = q0; p < q1; p += rows) {
-        int mr = q1 - p < rows ? (int)(q1 - p) : rows;
-        if (p + rows < q1)
-          nat_pw_prefetch_out(c->y + (p + rows) * M + m, c->z ? c->z + (p + rows) * M + m : NULL, M,
-                              q1 - p - rows < rows ? q1 - p - rows : rows, mc);
-        for (int i = 0; i < mr; i += most, t++) { /* a tile never wider than its registers */
-          int r = mr - i < most ? mr - i : most;
-          const float *x = c->x + (p + i) * K, *z = c->z ? c->z + (p + i) * M + m : NULL;
-          float *y = c->y + (p + i) * M + m;
+      for (int64_t i = 0; i < nt; i++) {
+        int64_t p = q0 + (even ? i * len / nt : i * rows);
+        int64_t pe = i + 1 == nt ? q1 : q0 + (even ? (i + 1) * len / nt : (i + 1) * rows);
+        int mr = (int)(pe - p);
+        /* the next tile's output rows: in this panel, or (a panel of one
+         * tile) the next panel's, a column block at a time */
+        int64_t pn = pe < q1 ? pe : nt == 1 ? q1 : p1;
+        if (pn < p1)
+          nat_pw_prefetch_out(c->y + pn * M + m, c->z ? c->z + pn * M + m : NULL, M,
+                              p1 - pn < rows ? p1 - pn : rows, mc);
+        for (int j = 0; j < mr; j += most, t++) { /* a tile never wider than its registers */
+          int r = mr - j < most ? mr - j : most;
+          const float *x = c->x + (p + j) * K, *z = c->z ? c->z + (p + j) * M + m : NULL;
+          float *y = c->y + (p + j) * M + m;
           const float *wn = nat_pw_next(next, K, bw, t);
           switch (nv) {
           case 1: pw_nv1(r, tail, K, x, K, w, ldw, lm, b, z, y, M, lo, hi, wn); break;

@@ -114,6 +114,158 @@ INL T512 int64_t pw122_asm(__m512 acc[12][4], int64_t K, const float *x, int64_t
   return 4 * (K / 4);
 }
 
+/* The 6 x 4 tile's k loop on packed weights (rows 64 floats apart, no
+ * mask) in assembly, as pw122_asm: four k steps an iteration, x rows 0-2
+ * from x0 and 3-5 from x3 at fixed displacements, the weights of step k
+ * read into zmm24-27 and their lines 8 steps ahead prefetched; the
+ * accumulators in zmm0-23 (acc[i][j] in zmm 4i + j), the broadcasts in
+ * zmm28-31. The intrinsics loop it replaces reloaded the last vector's
+ * mask, the sixth row's pointer and the weights' stride from the stack
+ * every step (ResNet-50's and SqueezeNet's 1x1 convs, M a multiple of 64). */
+// clang-format off
+#define PW64_ROW(U, A, B, C, D, XB, S)                                                             \
+  "vbroadcastss " #U "*4(" XB "), %%zmm" S "\n\t"                                                  \
+  "vfmadd231ps %%zmm24, %%zmm" S ", %%zmm" A "\n\t"                                                \
+  "vfmadd231ps %%zmm25, %%zmm" S ", %%zmm" B "\n\t"                                                \
+  "vfmadd231ps %%zmm26, %%zmm" S ", %%zmm" C "\n\t"                                                \
+  "vfmadd231ps %%zmm27, %%zmm" S ", %%zmm" D "\n\t"
+#define PW64_STEP(U, PF)                                                                           \
+  "vmovups " #U "*256(%[w]), %%zmm24\n\t"                                                          \
+  "vmovups " #U "*256+64(%[w]), %%zmm25\n\t"                                                       \
+  "vmovups " #U "*256+128(%[w]), %%zmm26\n\t"                                                      \
+  "vmovups " #U "*256+192(%[w]), %%zmm27\n\t"                                                      \
+  "prefetcht0 " #U "*256+2048(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*256+2112(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*256+2176(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*256+2240(%[w])\n\t"                                                           \
+  PF                                                                                               \
+  PW64_ROW(U, "0", "1", "2", "3", "%[x0]", "28")                                                   \
+  PW64_ROW(U, "4", "5", "6", "7", "%[x0],%[l],1", "29")                                            \
+  PW64_ROW(U, "8", "9", "10", "11", "%[x0],%[l],2", "30")                                          \
+  PW64_ROW(U, "12", "13", "14", "15", "%[x3]", "31")                                               \
+  PW64_ROW(U, "16", "17", "18", "19", "%[x3],%[l],1", "28")                                        \
+  PW64_ROW(U, "20", "21", "22", "23", "%[x3],%[l],2", "29")
+#define PW64_LOOP(PF0, PF1, PF2, PF3, WNADD)                                                       \
+  __asm__ volatile(                                                                                \
+      PW122_MOV(PW122_LD)                                                                          \
+      "1:\n\t"                                                                                     \
+      PW64_STEP(0, PF0) PW64_STEP(1, PF1) PW64_STEP(2, PF2) PW64_STEP(3, PF3)                      \
+      "add $16, %[x0]\n\t"                                                                         \
+      "add $16, %[x3]\n\t"                                                                         \
+      "add $1024, %[w]\n\t"                                                                        \
+      WNADD                                                                                        \
+      "dec %[n]\n\t"                                                                               \
+      "jnz 1b\n\t"                                                                                 \
+      PW122_MOV(PW122_ST)                                                                          \
+      : [x0] "+r"(x0), [x3] "+r"(x3), [w] "+r"(wp), [n] "+r"(nb), [wn] "+r"(wq)                    \
+      : [l] "r"(lb), [a] "r"(buf)                                                                  \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",  \
+        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",  \
+        "xmm31", "cc", "memory")
+// clang-format on
+
+INL T512 int64_t pw64_asm(__m512 acc[12][4], int64_t K, const float *x, int64_t ldx, const float *w,
+                          const float *wn) {
+  int64_t nb = K / 4;
+  if (nb <= 0) return 0;
+  const float *x0 = x, *x3 = x + 3 * ldx, *wp = w, *wq = wn;
+  int64_t lb = ldx * 4;
+  float buf[24 * 16];
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; i++)
+    _mm512_storeu_ps(buf + 16 * i, acc[i / 4][i % 4]);
+  if (wn)
+    PW64_LOOP("prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",
+              "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t");
+  else
+    PW64_LOOP("", "", "", "", "");
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; i++)
+    acc[i / 4][i % 4] = _mm512_loadu_ps(buf + 16 * i);
+  return 4 * (K / 4);
+}
+
+/* The 8 x 3 and 7 x 3 tiles' k loops (rows 48 floats apart, no mask), as
+ * pw64_asm: x rows 0-2 from x0, 3-5 from x3, 6-7 from x6; acc[i][j] in
+ * zmm 3i + j, the weights in zmm24-26, the broadcasts in zmm27-31 (7 x 3:
+ * the 7 x 7 maps' 1x1s at batch 1, ResNet-50's last stage). */
+// clang-format off
+#define PW3_ROW(U, A, B, C, XB, S)                                                                 \
+  "vbroadcastss " #U "*4(" XB "), %%zmm" S "\n\t"                                                  \
+  "vfmadd231ps %%zmm24, %%zmm" S ", %%zmm" A "\n\t"                                                \
+  "vfmadd231ps %%zmm25, %%zmm" S ", %%zmm" B "\n\t"                                                \
+  "vfmadd231ps %%zmm26, %%zmm" S ", %%zmm" C "\n\t"
+#define PW3_STEP(U, PF, ROW7)                                                                      \
+  "vmovups " #U "*192(%[w]), %%zmm24\n\t"                                                          \
+  "vmovups " #U "*192+64(%[w]), %%zmm25\n\t"                                                       \
+  "vmovups " #U "*192+128(%[w]), %%zmm26\n\t"                                                      \
+  "prefetcht0 " #U "*192+1536(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*192+1600(%[w])\n\t"                                                           \
+  "prefetcht0 " #U "*192+1664(%[w])\n\t"                                                           \
+  PF                                                                                               \
+  PW3_ROW(U, "0", "1", "2", "%[x0]", "27")                                                         \
+  PW3_ROW(U, "3", "4", "5", "%[x0],%[l],1", "28")                                                  \
+  PW3_ROW(U, "6", "7", "8", "%[x0],%[l],2", "29")                                                  \
+  PW3_ROW(U, "9", "10", "11", "%[x3]", "30")                                                       \
+  PW3_ROW(U, "12", "13", "14", "%[x3],%[l],1", "31")                                               \
+  PW3_ROW(U, "15", "16", "17", "%[x3],%[l],2", "27")                                               \
+  PW3_ROW(U, "18", "19", "20", "%[x6]", "28")                                                      \
+  ROW7
+#define PW3_ROW7(U) PW3_ROW(U, "21", "22", "23", "%[x6],%[l],1", "29")
+#define PW3_MOV21(OP)                                                                              \
+  OP("0", "0") OP("1", "64") OP("2", "128") OP("3", "192") OP("4", "256") OP("5", "320")           \
+  OP("6", "384") OP("7", "448") OP("8", "512") OP("9", "576") OP("10", "640") OP("11", "704")      \
+  OP("12", "768") OP("13", "832") OP("14", "896") OP("15", "960") OP("16", "1024")                 \
+  OP("17", "1088") OP("18", "1152") OP("19", "1216") OP("20", "1280")
+#define PW3_LOOP(MOV, PF0, PF1, PF2, PF3, WNADD, R0, R1, R2, R3)                                   \
+  __asm__ volatile(                                                                                \
+      MOV(PW122_LD)                                                                                \
+      "1:\n\t"                                                                                     \
+      PW3_STEP(0, PF0, R0) PW3_STEP(1, PF1, R1) PW3_STEP(2, PF2, R2) PW3_STEP(3, PF3, R3)          \
+      "add $16, %[x0]\n\t"                                                                         \
+      "add $16, %[x3]\n\t"                                                                         \
+      "add $16, %[x6]\n\t"                                                                         \
+      "add $768, %[w]\n\t"                                                                         \
+      WNADD                                                                                        \
+      "dec %[n]\n\t"                                                                               \
+      "jnz 1b\n\t"                                                                                 \
+      MOV(PW122_ST)                                                                                \
+      : [x0] "+r"(x0), [x3] "+r"(x3), [x6] "+r"(x6), [w] "+r"(wp), [n] "+r"(nb), [wn] "+r"(wq)   \
+      : [l] "r"(lb), [a] "r"(buf)                                                                  \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",  \
+        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",  \
+        "xmm31", "cc", "memory")
+#define PW3_PF "prefetcht1 0(%[wn])\n\t", "prefetcht1 64(%[wn])\n\t", "prefetcht1 128(%[wn])\n\t",  \
+               "prefetcht1 192(%[wn])\n\t", "add $256, %[wn]\n\t"
+#define PW3_LOOPX(...) PW3_LOOP(__VA_ARGS__) /* PW3_PF's five arguments */
+// clang-format on
+
+INL T512 int64_t pw3_asm(const int mr, __m512 acc[12][4], int64_t K, const float *x, int64_t ldx,
+                         const float *w, const float *wn) {
+  int64_t nb = K / 4;
+  if (nb <= 0) return 0;
+  const float *x0 = x, *x3 = x + 3 * ldx, *x6 = x + 6 * ldx, *wp = w, *wq = wn;
+  int64_t lb = ldx * 4;
+  float buf[24 * 16];
+#pragma GCC unroll 24
+  for (int i = 0; i < 3 * mr; i++)
+    _mm512_storeu_ps(buf + 16 * i, acc[i / 3][i % 3]);
+  if (mr == 8 && wn)
+    PW3_LOOPX(PW122_MOV, PW3_PF, PW3_ROW7(0), PW3_ROW7(1), PW3_ROW7(2), PW3_ROW7(3));
+  else if (mr == 8)
+    PW3_LOOPX(PW122_MOV, "", "", "", "", "", PW3_ROW7(0), PW3_ROW7(1), PW3_ROW7(2), PW3_ROW7(3));
+  else if (wn)
+    PW3_LOOPX(PW3_MOV21, PW3_PF, "", "", "", "");
+  else
+    PW3_LOOPX(PW3_MOV21, "", "", "", "", "", "", "", "", "");
+#pragma GCC unroll 24
+  for (int i = 0; i < 3 * mr; i++)
+    acc[i / 3][i % 3] = _mm512_loadu_ps(buf + 16 * i);
+  return 4 * (K / 4);
+}
+
 /* y[i][0..16nv) = clamp(b + sum_k x[i][k] w[k][..] + z[i][..]) for mr pixels;
  * the last vector masked by lm. */
 INL T512 void pw_tile(const int mr, const int nv, const bool fast, int64_t K, const float *x,
@@ -135,6 +287,8 @@ INL T512 void pw_tile(const int mr, const int nv, const bool fast, int64_t K, co
   }
   int64_t k0 = 0;
   if (fast && mr == 12 && nv == 2) k0 = pw122_asm(acc, K, x, ldx, w, wn);
+  if (fast && mr == 6 && nv == 4) k0 = pw64_asm(acc, K, x, ldx, w, wn);
+  if (fast && (mr == 8 || mr == 7) && nv == 3) k0 = pw3_asm(mr, acc, K, x, ldx, w, wn);
   for (int64_t k = k0; k < K; k++) {
     const float *wk = w + k * ldw;
     __m512 wv[4];
@@ -176,7 +330,9 @@ INL T512 void pw_tile(const int mr, const int nv, const bool fast, int64_t K, co
 #define PW_PASS K, x, ldx, w, ldw, lm, b, z, y, ldy, lo, hi, wn
 #define PW_CASE(R, NV)                                                                             \
   case R:                                                                                          \
-    if ((R) == 12 && (NV) == 2 && ldw == 32 && lm == 0xFFFF) /* pw122_asm */                       \
+    if ((((R) == 12 && (NV) == 2 && ldw == 32) || ((R) == 6 && (NV) == 4 && ldw == 64) ||          \
+         (((R) == 8 || (R) == 7) && (NV) == 3 && ldw == 48)) &&                                    \
+        lm == 0xFFFF) /* pw122_asm, pw64_asm, pw3_asm */                                           \
       pw_tile(R, NV, true, PW_PASS);                                                               \
     else                                                                                           \
       pw_tile(R, NV, false, PW_PASS);                                                              \
@@ -280,8 +436,11 @@ void nat_nhwc_pw_tile(int64_t P, int64_t M, int *mr, int *nv) {
 
 /* Pixel rows per panel: a panel of X (rows x K) stays in L2 while every
  * channel block's weights stream past it once; within a panel, each block
- * of weights (K x 16 nv) stays in L1/L2 while the panel's tiles use it. */
-#define PW_PANEL_BYTES (384 * 1024)
+ * of weights (K x 16 nv) stays in L1/L2 while the panel's tiles use it.
+ * 512 KB (was 384): ResNet-50's 7x7 layers of 2048 input channels (8 KB a
+ * pixel) were 2 panels of 28 and 21 pixels, their 4 MB of weights streamed
+ * twice, now one of 49 (0.95-0.96x CPU time alone at batch 1 and 8). */
+#define PW_PANEL_BYTES (512 * 1024)
 
 T512 void nat_nhwc512_pw(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0, int64_t m1) {
   __m512 lo = _mm512_set1_ps(c->lo), hi = _mm512_set1_ps(c->hi);

@@ -223,8 +223,17 @@ T256 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {
   }
 }
 
+T256 void nat_nhwc256_dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW,
+                              int64_t C, int64_t c0, int64_t c1, int64_t pl, const float *w,
+                              const float *b, float lo, float hi, const ait_act *post, float *y) {
+  dw256_dwr_row(rows, K, S, W, OW, C, c0, c1, pl, w, b, lo, hi, post, y);
+}
+
 #else
 
 void nat_nhwc256_dwk(const nat_nhwc *c, int64_t r0, int64_t r1) {}
+void nat_nhwc256_dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
+                         int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
+                         float lo, float hi, const ait_act *post, float *y) {}
 
 #endif

@@ -185,3 +185,33 @@ static DT void DNAME(dwr_rows)(const nat_nhwc *c, int64_t r0, int64_t r1) {
     }
   }
 }
+
+/* One output row of a depthwise K x K conv (K 3, 5 or 7, stride S 1 or 2,
+ * pl columns of left padding) from the input rows of its kernel rows, the
+ * block form of native_nhwc_post.h's nat_nhwc*_dwr_row: rows[k] (k < K)
+ * is kernel row k's input row ([W][C], NULL in the padding), channels
+ * [c0, c1) (c0 a multiple of DL; c1 too, or C). */
+static DT void DNAME(dwr_row)(const float *const *rows, int K, int S, int64_t W, int64_t OW,
+                              int64_t C, int64_t c0, int64_t c1, int64_t pl, const float *w,
+                              const float *b, float lo, float hi, const ait_act *post, float *y) {
+  const int *widths = DNAME(dwr_widths);
+  const int ks = (K - 3) + S - 1;
+  dwr_row g;
+  g.W = W, g.C = C, g.pl = pl, g.b = b, g.z = NULL, g.y = y;
+  g.lo = DSET1(lo), g.hi = DSET1(hi);
+  nat_post_of(post, &g.post);
+  g.pa = DSET1(g.post.a), g.pb = DSET1(g.post.b);
+  g.nk = 0;
+  for (int k = 0; k < K; k++)
+    if (rows[k]) g.x[g.nk] = rows[k], g.w[g.nk++] = w + (int64_t)k * K * C;
+  const int64_t v0 = c0 / DL, v1 = (c1 + DL - 1) / DL;
+  const bool tl = c1 % DL != 0;
+  const DMASK m = DTAIL(c1 - (v1 - 1) * DL);
+  for (int64_t ow = 0; ow < OW;) {
+    int i = DNAME(dwr_width)(OW - ow), n = widths[i];
+    int64_t iw = ow * S - pl;
+    bool edge = iw < 0 || iw + S * (n - 1) + K > W;
+    DNAME(dwr_fns)[i][ks](&g, edge, ow, v0, v1, tl, m);
+    ow += n;
+  }
+}

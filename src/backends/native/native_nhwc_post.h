@@ -32,6 +32,28 @@ bool nat_post_of(const ait_act *a, nat_post *p);
 void nat_nhwc256_post(const nat_post *p, float *x, int64_t n);
 void nat_nhwc512_post(const nat_post *p, float *x, int64_t n);
 
+/* One output row of a depthwise K x K conv (K 3, 5 or 7; stride S 1 or 2;
+ * no dilation; pl columns of left padding) on the sliding rows of
+ * native_nhwc_dwr_tmpl.h, the middle stage of a FusedInvertedResidual of
+ * any window: rows[k] (k < K) is kernel row k's input row ([W][C] floats,
+ * NULL where it lies in the padding), weights w [K][K][C] (HWIO), bias b
+ * (may be NULL), the clamp [lo, hi] and then post (may be NULL; the
+ * activations of nat_post_of), for channels [c0, c1) of C (c0 a multiple
+ * of the level's vector; c1 too, or C), into y ([OW][C]). All borrowed. */
+void nat_nhwc256_dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
+                         int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
+                         float lo, float hi, const ait_act *post, float *y);
+void nat_nhwc512_dwr_row(const float *const *rows, int K, int S, int64_t W, int64_t OW, int64_t C,
+                         int64_t c0, int64_t c1, int64_t pl, const float *w, const float *b,
+                         float lo, float hi, const ait_act *post, float *y);
+/* Tests: K x K blocks (K > 3) whose expanded and depthwise maps take at
+ * most this many bytes run as three stages through scratch (native_nhwc.c
+ * ir_by_stages); 0: none, negative: the default. */
+void nat_nhwc_set_staged_bytes(int64_t bytes);
+/* Tests: whether the layout pass puts squeeze-excite gates into the
+ * projection they feed (FusedConvNhwc's fifth input; default on). */
+void nat_layout_set_se_scales(bool on);
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "backends/native/native.h"
+#include "backends/native/native_nhwc_pw.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -54,7 +55,8 @@ typedef struct win_px {
  * clamp and store; the last vector through mask lm when tail. */
 INL T256 void win_tile(const int mr, const int nv, const bool tail, const nat_nhwc *c,
                        const win_px *px, const float *w, int64_t ldw, __m256i lm, const float *b,
-                       const float *z, int64_t ldz, float *y, int64_t ldy, __m256 lo, __m256 hi) {
+                       const float *z, int64_t ldz, float *y, int64_t ldy, __m256 lo, __m256 hi,
+                       const float *wn) {
   __m256 acc[6][3];
 #pragma GCC unroll 3
   for (int j = 0; j < 3; j++) {
@@ -85,7 +87,9 @@ INL T256 void win_tile(const int mr, const int nv, const bool tail, const nat_nh
         }
         if (!any) continue; /* the tap is padding for the whole tile (dilated convs) */
         const float *wk = w + ((ki * c->kw + kj) * C + c0) * ldw;
+        const float *wq = wn ? wn + ((ki * c->kw + kj) * C + c0) * 16 : NULL;
         for (int64_t k = 0; k < cn; k++, wk += ldw) {
+          if (wq) _mm_prefetch((const char *)(wq + 16 * k), _MM_HINT_T1); /* nat_pw_next */
           __m256 wv[3];
 #pragma GCC unroll 3
           for (int j = 0; j < 3; j++)
@@ -117,8 +121,8 @@ INL T256 void win_tile(const int mr, const int nv, const bool tail, const nat_nh
 
 #define WIN_ARGS                                                                                   \
   const nat_nhwc *c, const win_px *px, const float *w, int64_t ldw, __m256i lm, const float *b,    \
-      const float *z, int64_t ldz, float *y, int64_t ldy, __m256 lo, __m256 hi
-#define WIN_PASS c, px, w, ldw, lm, b, z, ldz, y, ldy, lo, hi
+      const float *z, int64_t ldz, float *y, int64_t ldy, __m256 lo, __m256 hi, const float *wn
+#define WIN_PASS c, px, w, ldw, lm, b, z, ldz, y, ldy, lo, hi, wn
 #define WIN_CASE(R, NV)                                                                            \
   case R:                                                                                          \
     if (tail)                                                                                      \
@@ -201,16 +205,21 @@ T256 void nat_nhwc256_win(const nat_nhwc *c, int64_t p0, int64_t p1, int64_t m0,
       const float *w = c->wpk + m * K, *b = c->b ? c->b + m : NULL;
       float *y = c->y + m;
       const float *z = c->z ? c->z + m : NULL;
+      /* the next block's weights into L2 over this block's first tiles
+       * (as native_nhwc_win512.c) */
+      const float *next = m + bw < m1 ? w + bw * K : NULL;
+      int64_t t = 0;
       for (int s = 0; s < pn.nseg; s++)
         for (int p = pn.seg[s]; p < pn.seg[s + 1]; p += rows) {
           int mr = pn.seg[s + 1] - p < rows ? pn.seg[s + 1] - p : rows;
           for (int i0 = 0; i0 < mr; i0 += most) {
-            int r = mr - i0 < most ? mr - i0 : most, t = p + i0;
-            win_px px = {pn.xo + t, pn.ih + t, pn.iw + t, pn.q + t, c->y_r0 * c->OW};
+            int r = mr - i0 < most ? mr - i0 : most, u = p + i0;
+            win_px px = {pn.xo + u, pn.ih + u, pn.iw + u, pn.q + u, c->y_r0 * c->OW};
+            const float *wn = nat_pw_next(next, K, bw, t++);
             switch (nv) {
-            case 1: win_nv1(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-            case 2: win_nv2(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
-            default: win_nv3(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi); break;
+            case 1: win_nv1(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi, wn); break;
+            case 2: win_nv2(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi, wn); break;
+            default: win_nv3(r, tail, c, &px, w, bw, lm, b, z, ldz, y, ldy, lo, hi, wn); break;
             }
           }
         }

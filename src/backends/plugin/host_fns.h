@@ -77,6 +77,11 @@ AIT_HOST_FN(ait_status, ait_onnx_write_model, (const ait_graph *g, const char *p
 AIT_HOST_FN(ait_status, ait_act_parse, (const ait_node *n, ait_act *a), (n, a))
 AIT_HOST_FN(const char *, ait_act_name, (ait_act_kind k), (k))
 AIT_HOST_FN(bool, ait_match_gelu, (const ait_match_view *v, int x, ait_gelu_match *m), (v, x, m))
+AIT_HOST_FN(bool, ait_match_attention, (const ait_match_view *v, int softmax, ait_attn_match *m),
+            (v, softmax, m))
+AIT_HOST_FN(bool, ait_match_silu, (const ait_match_view *v, int x, ait_silu_match *m), (v, x, m))
+AIT_HOST_FN(bool, ait_match_hard_swish, (const ait_match_view *v, int add, ait_hard_swish_match *m),
+            (v, add, m))
 AIT_HOST_FN(const ait_op_def *, ait_op_lookup,
             (const char *domain, const char *name, int64_t opset, const char **why),
             (domain, name, opset, why))

@@ -204,6 +204,7 @@ typedef struct qnt_actbuf {
   uint64_t run; /* the run whose activations mem holds (0: none) */
   const float *x;
   int64_t M;
+  bool a7; /* the rows are 7-bit codes (qnt_avx2_quant_rows_a7) (QUAD7 products only) */
 } qnt_actbuf;
 
 /* Runs on native's pool (may be NULL: the calling thread). */
@@ -260,6 +261,11 @@ typedef struct qnt_vnni_post {
   const int32_t *ocnt, *oslot;
   const float *ores, *wdq;
   int64_t ldw;
+  /* 7-bit rows (qnt_avx2_quant_rows_a7, QUAD7 only): codes without the + 128 (no 128 * wsum to
+   * take off), and, with lo (the last group), lo[i] * wtot[c] added: the
+   * rows' offsets times the channels' dequantized weight sums */
+  bool a7;
+  const float *lo, *wtot;
 } qnt_vnni_post;
 void qnt_x86_tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                        float *c, int64_t ldc, int ncols, bool acc, const qnt_vnni_post *post);
@@ -294,6 +300,20 @@ void qnt_avx2_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, in
 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
                             int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
                             float outliers, int32_t *oidx, float *ores, int32_t *ocnt);
+/* Activation rows for the vpmaddubsw tiles (QUAD7), in 7 bits: x ~ lo +
+ * sa * u with codes u in [0, 127] over the row's clipped range [lo, hi]
+ * (lo = max(min, -t), hi = min(max, t), t the threshold of
+ * qnt_row_threshold; the elements outside go to the outliers as in
+ * qnt_avx2_quant_rows_u8, their residual against lo or hi). Four products
+ * of such codes and 7-bit weights fit in int16 (4 * 127 * 64 <= 32767), so
+ * the tile sums two vpmaddubsw results before each vpmaddwd: 5 instructions
+ * for 64 multiply-adds instead of 6. One-sided rows (GELU, ReLU outputs)
+ * keep the 8-bit codes' step; two-sided ones have twice it (see
+ * docs/quantization.md, AVX2). false (rows left unfinished) on a row with
+ * a value that is not finite: the 8-bit codes' rules then. */
+bool qnt_avx2_quant_rows_a7(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
+                            int64_t ldq, float *sa, float *lo, float outliers, int32_t *oidx,
+                            float *ores, int32_t *ocnt);
 /* fp8 activations without AVX512-BF16: each row rounded to e4m3 at its own
  * scale (max |x| / 448), stored back in float (value * scale), for the
  * float tiles. */
@@ -302,11 +322,14 @@ void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t ldx, f
 void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                           float *y, int ncols);
 /* vnni: AVX-VNNI on QUAD (mr <= QNT_MR); else vpmaddubsw on QUAD7 (mr <=
- * QNT_MR7, as tiles of 4). Same post as VNNI. */
+ * QNT_MR7, as tiles of 4). Same post as VNNI. With vnni and *pf (pf may be
+ * NULL), a line from *pf up to pf_end is prefetched into L2 each step,
+ * *pf advanced (the next panel's codes, for few rows: there a panel is
+ * read once or twice and its first read waited on memory). */
 #define QNT_MR7 8
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post);
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end);
 
 /* vpmaddubsw on QUAD7, `tiles` tiles of 6 rows (a: row 0, rows lda apart)
  * of panel P over all its groups: post as for group 0 with the last

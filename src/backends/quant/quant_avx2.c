@@ -15,7 +15,9 @@
  *          weights (QNT_L_QUAD7): vpmaddubsw adds two u8 x s8 products
  *          into int16 with saturation, and 2 * 255 * 64 <= 32767 holds
  *          only for |w| <= 64. The 7-bit codes are the 8-bit ones halved
- *          (scales doubled) at pack time; the activations keep 8 bits. */
+ *          (scales doubled) at pack time, or quantized so; the activations
+ *          are 7-bit rows too (qnt_avx2_quant_rows_a7: two steps summed in
+ *          int16), or 8-bit ones (AIT_QUANT_NO_A7, rows not finite). */
 #include "backends/quant/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -337,6 +339,106 @@ T_AVX2 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t
   }
 }
 
+/* min, max and the sum of squares of a row in one pass (16 a step, two
+ * sums each). */
+INLINE T_AVX2 void row_range(const float *x, int64_t K, float *mn, float *mx, double *sumsq) {
+  __m256 lo0 = _mm256_set1_ps(INFINITY), hi0 = _mm256_set1_ps(-INFINITY), lo1 = lo0, hi1 = hi0;
+  __m256 q0 = _mm256_setzero_ps(), q1 = q0;
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m256 v0 = _mm256_loadu_ps(x + k), v1 = _mm256_loadu_ps(x + k + 8);
+    lo0 = _mm256_min_ps(lo0, v0), hi0 = _mm256_max_ps(hi0, v0);
+    lo1 = _mm256_min_ps(lo1, v1), hi1 = _mm256_max_ps(hi1, v1);
+    q0 = _mm256_fmadd_ps(v0, v0, q0), q1 = _mm256_fmadd_ps(v1, v1, q1);
+  }
+  for (; k < K; k += 8) {
+    __m256i m = lanes((int)(K - k));
+    __m256 v = _mm256_maskload_ps(x + k, m), mf = _mm256_castsi256_ps(m);
+    lo0 = _mm256_min_ps(lo0, _mm256_blendv_ps(lo0, v, mf));
+    hi0 = _mm256_max_ps(hi0, _mm256_blendv_ps(hi0, v, mf));
+    q0 = _mm256_fmadd_ps(v, v, q0);
+  }
+  lo0 = _mm256_min_ps(lo0, lo1), hi0 = _mm256_max_ps(hi0, hi1);
+  *mn = -hmax8(_mm256_sub_ps(_mm256_setzero_ps(), lo0));
+  *mx = hmax8(hi0);
+  *sumsq = hsum8(_mm256_add_ps(q0, q1));
+}
+
+T_AVX2 bool qnt_avx2_quant_rows_a7(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
+                                   int64_t ldq, float *sa, float *lo, float outliers, int32_t *oidx,
+                                   float *ores, int32_t *ocnt) {
+  for (int64_t m = 0; m < M; m++) {
+    const float *xr = x + m * ldx;
+    uint8_t *qr = q + m * ldq;
+    double sumsq = 0;
+    float mn, mx;
+    row_range(xr, K, &mn, &mx, &sumsq);
+    float amax = fmaxf(-mn, mx), t = amax;
+    if (!(amax < 3.0e38f)) return false; /* inf or NaN: the 8-bit path's rules */
+    int n = 0;
+    int32_t idx[QNT_MAX_OUTLIERS + 1];
+    if (outliers > 0 && (t = qnt_row_threshold(amax, sumsq, K, outliers)) < amax) {
+      __m256 tv = _mm256_set1_ps(t), abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      for (int64_t k = 0; k < K && n <= QNT_MAX_OUTLIERS; k += 8) {
+        __m256 v =
+            K - k >= 8 ? _mm256_loadu_ps(xr + k) : _mm256_maskload_ps(xr + k, lanes((int)(K - k)));
+        unsigned bits =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs), tv, _CMP_GT_OQ));
+        for (; bits && n <= QNT_MAX_OUTLIERS; bits &= bits - 1)
+          idx[n++] = (int32_t)(k + __builtin_ctz(bits));
+      }
+      if (n > QNT_MAX_OUTLIERS) t = amax, n = 0;
+    }
+    float l = fmaxf(mn, -t), h = fminf(mx, t);
+    float s = (h - l) / 127.0f;
+    if (!(s > 0) || !(s < 3.0e38f)) s = 1.0f; /* a constant row: every code 0 is l */
+    sa[m] = s, lo[m] = l;
+    if (ocnt) {
+      for (int o = 0; o < n; o++) {
+        float v = xr[idx[o]];
+        oidx[m * QNT_MAX_OUTLIERS + o] = idx[o];
+        ores[m * QNT_MAX_OUTLIERS + o] = v - (v > h ? h : l);
+      }
+      ocnt[m] = n;
+    }
+    __m256 inv = _mm256_set1_ps(1.0f / s), lv = _mm256_set1_ps(l);
+    __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(127);
+    __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0,
+                                    4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    int64_t k = 0;
+    /* 32 at a time, packed with signed saturation (codes within 0..127
+     * before clamping, but for the outliers), negatives clamped to 0 */
+    for (; k + 32 <= K; k += 32) {
+      __m256i v0 =
+          _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + k), lv), inv));
+      __m256i v1 =
+          _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + k + 8), lv), inv));
+      __m256i v2 =
+          _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + k + 16), lv), inv));
+      __m256i v3 =
+          _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + k + 24), lv), inv));
+      __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+      b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256((__m256i *)(qr + k), _mm256_max_epi8(b, zero));
+    }
+    for (; k < K; k += 8) {
+      int nk = K - k >= 8 ? 8 : (int)(K - k);
+      __m256 xv = nk == 8 ? _mm256_loadu_ps(xr + k) : _mm256_maskload_ps(xr + k, lanes(nk));
+      __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(xv, lv), inv));
+      v = _mm256_min_epi32(_mm256_max_epi32(v, zero), top);
+      __m256i b = _mm256_shuffle_epi8(v, pick);
+      uint32_t b0 = (uint32_t)_mm256_extract_epi32(b, 0), b1 = (uint32_t)_mm256_extract_epi32(b, 4);
+      uint8_t bytes[8];
+      memcpy(bytes, &b0, 4);
+      memcpy(bytes + 4, &b1, 4);
+      memcpy(qr + k, bytes, (size_t)nk);
+    }
+    for (k = K; k < ldq; k++)
+      qr[k] = 0; /* the padded weights are 0 */
+  }
+  return true;
+}
+
 /* Round |v| <= 448 to the nearest e4m3 value, kept as a float (as
  * ait_e4m3_round: ties to even, subnormal steps of 2^-9). */
 INLINE T_AVX2 __m256 round_e4m3(__m256 v) {
@@ -407,14 +509,17 @@ INLINE T_AVX2 void u8_row(const __m256i *r, int i, int c0, float *c, int64_t ldc
   for (int j = 0; j < 2; j++) {
     int nj = n - 8 * j, co = c0 + 8 * j;
     if (nj <= 0) continue;
-    __m256i v = _mm256_sub_epi32(
-        r[j], _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(q->wsum + co)), 7));
+    __m256i v =
+        q->a7 ? r[j]
+              : _mm256_sub_epi32(r[j], _mm256_slli_epi32(
+                                           _mm256_loadu_si256((const __m256i *)(q->wsum + co)), 7));
     if (q->zw) {
       __m256i z = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q->zw + co)));
       v = _mm256_sub_epi32(v, _mm256_mullo_epi32(z, _mm256_set1_epi32(q->asum[i * q->asum_ld])));
     }
     __m256 s = _mm256_mul_ps(_mm256_loadu_ps(q->sw + co), _mm256_set1_ps(q->sa[i]));
     __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), s);
+    if (q->lo) f = _mm256_fmadd_ps(_mm256_set1_ps(q->lo[i]), _mm256_loadu_ps(q->wtot + co), f);
     /* the packed parameters hold 64 entries a panel: whole vectors load */
     for (int o = 0; o < cnt; o++)
       if (slot[o] >= 0) {
@@ -446,7 +551,9 @@ INLINE T_AVX2 void u8_row(const __m256i *r, int i, int c0, float *c, int64_t ldc
 
 INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, int64_t lda,
                                   const uint8_t *b, int c0, float *c, int64_t ldc, int n, bool acc,
-                                  const qnt_vnni_post *post) {
+                                  const qnt_vnni_post *post, const uint8_t **pf,
+                                  const uint8_t *pf_end) {
+  const uint8_t *pl = pf ? *pf : NULL;
   __m256i z = _mm256_setzero_si256();
   __m256i r0[2] = {z, z}, r1[2] = {z, z}, r2[2] = {z, z};
   __m256i r3[2] = {z, z}, r4[2] = {z, z}, r5[2] = {z, z};
@@ -455,8 +562,13 @@ INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, in
     const uint8_t *bk = bc + k * QNT_PANEL * 4;
     __m256i b0 = _mm256_loadu_si256((const __m256i *)bk);
     __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
+    if (pl < pf_end) { /* a line of the next panel a step, while any is left */
+      _mm_prefetch((const char *)pl, _MM_HINT_T1);
+      pl += 64;
+    }
     QNT_VROW(0) QNT_VROW(1) QNT_VROW(2) QNT_VROW(3) QNT_VROW(4) QNT_VROW(5)
   }
+  if (pf) *pf = pl;
   const __m256i *rows[6] = {r0, r1, r2, r3, r4, r5};
 #pragma GCC unroll 6
   for (int i = 0; i < mr; i++)
@@ -466,8 +578,9 @@ INLINE T_AVXVNNI void tile16_vnni(const int mr, int64_t k4, const uint8_t *a, in
 
 T_AVXVNNI static void tile_vnni(int mr, int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
                                 int c0, float *c, int64_t ldc, int n, bool acc,
-                                const qnt_vnni_post *post) {
-#define QNT_U(m) tile16_vnni(m, k4, a, lda, b, c0, c, ldc, n, acc, post)
+                                const qnt_vnni_post *post, const uint8_t **pf,
+                                const uint8_t *pf_end) {
+#define QNT_U(m) tile16_vnni(m, k4, a, lda, b, c0, c, ldc, n, acc, post, pf, pf_end)
   switch (mr) {
   case 1: QNT_U(1); break;
   case 2: QNT_U(2); break;
@@ -643,6 +756,87 @@ INLINE T_AVX2 void madd6_group(int64_t k4, const uint8_t *a, int64_t lda, const 
         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
   *pf = pl;
 }
+/* madd6_group on 7-bit rows (qnt_avx2_quant_rows_a7: codes 0..127, no offset: the sums start at
+ * 0): two steps' vpmaddubsw results summed in int16 (4 * 127 * 64 fits)
+ * before one vpmaddwd, 4 steps a loop. The second step's broadcast is
+ * loaded twice (a load, where a register for it is lacking). */
+#define QNT_P6(s0, s1, x0, x1)                                                                     \
+  "vpbroadcastd " s0 ", %%ymm13\n\t"                                                               \
+  "vpmaddubsw (%[b]), %%ymm13, %%ymm14\n\t"                                                        \
+  "vpmaddubsw 32(%[b]), %%ymm13, %%ymm15\n\t"                                                      \
+  "vpbroadcastd " s1 ", %%ymm13\n\t"                                                               \
+  "vpmaddubsw 256(%[b]), %%ymm13, %%ymm13\n\t"                                                     \
+  "vpaddw %%ymm13, %%ymm14, %%ymm14\n\t"                                                           \
+  "vpbroadcastd " s1 ", %%ymm13\n\t"                                                               \
+  "vpmaddubsw 288(%[b]), %%ymm13, %%ymm13\n\t"                                                     \
+  "vpaddw %%ymm13, %%ymm15, %%ymm15\n\t"                                                           \
+  "vpmaddwd %%ymm12, %%ymm14, %%ymm14\n\t"                                                         \
+  "vpmaddwd %%ymm12, %%ymm15, %%ymm15\n\t"                                                         \
+  "vpaddd %%ymm14, %%" x0 ", %%" x0 "\n\t"                                                         \
+  "vpaddd %%ymm15, %%" x1 ", %%" x1 "\n\t"
+#define QNT_PS6(o0, o1)                                                                            \
+  QNT_P6(o0 "(%[a])", o1 "(%[a])", "ymm0", "ymm1")                                                 \
+  QNT_P6(o0 "(%[a],%[l])", o1 "(%[a],%[l])", "ymm2", "ymm3")                                       \
+  QNT_P6(o0 "(%[a],%[l],2)", o1 "(%[a],%[l],2)", "ymm4", "ymm5")                                   \
+  QNT_P6(o0 "(%[a3])", o1 "(%[a3])", "ymm6", "ymm7")                                               \
+  QNT_P6(o0 "(%[a3],%[l])", o1 "(%[a3],%[l])", "ymm8", "ymm9")                                     \
+  QNT_P6(o0 "(%[a3],%[l],2)", o1 "(%[a3],%[l],2)", "ymm10", "ymm11")
+INLINE T_AVX2 void madd6_group_a7(int64_t k4, const uint8_t *a, int64_t lda, const uint8_t *b,
+                                  const float *sw, float *f, int64_t first, const uint8_t **pf,
+                                  int64_t ps) {
+  const uint8_t *a3 = a + 3 * lda, *pl = *pf;
+  int64_t quads = k4 >> 2;
+  __asm__ volatile(
+      "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+      "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
+      "vpxor %%xmm2, %%xmm2, %%xmm2\n\t"
+      "vpxor %%xmm3, %%xmm3, %%xmm3\n\t"
+      "vpxor %%xmm4, %%xmm4, %%xmm4\n\t"
+      "vpxor %%xmm5, %%xmm5, %%xmm5\n\t"
+      "vpxor %%xmm6, %%xmm6, %%xmm6\n\t"
+      "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
+      "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
+      "vpxor %%xmm9, %%xmm9, %%xmm9\n\t"
+      "vpxor %%xmm10, %%xmm10, %%xmm10\n\t"
+      "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
+      "vpcmpeqw %%ymm12, %%ymm12, %%ymm12\n\t"
+      "vpsrlw $15, %%ymm12, %%ymm12\n\t"
+      "test %[p], %[p]\n\t"
+      "jz 2f\n\t"
+      "1:\n\t" QNT_PS6("", "4") "prefetcht1 (%[pl])\n\t"
+                                "add %[ps], %[pl]\n\t"
+                                "add $512, %[b]\n\t" QNT_PS6(
+                                    "8", "12") "prefetcht1 (%[pl])\n\t"
+                                               "add %[ps], %[pl]\n\t"
+                                               "add $512, %[b]\n\t"
+                                               "add $16, %[a]\n\t"
+                                               "add $16, %[a3]\n\t"
+                                               "dec %[p]\n\t"
+                                               "jnz 1b\n\t"
+                                               "2:\n\t"
+                                               "test $2, %[n]\n\t"
+                                               "jz 3f\n\t" QNT_PS6(
+                                                   "", "4") "add $512, %[b]\n\t"
+                                                            "add $8, %[a]\n\t"
+                                                            "add $8, %[a3]\n\t"
+                                                            "3:\n\t"
+                                                            "test $1, %[n]\n\t"
+                                                            "jz 4f\n\t" QNT_S6(
+                                                                "") "4:\n\t"
+                                                                    "vmovups (%[sw]), %%ymm12\n\t"
+                                                                    "vmovups 32(%[sw]), %%ymm13\n\t"
+                                                                    "test %[first], %[first]\n\t"
+                                                                    "jnz 5f\n\t" QNT_F12A
+                                                                    "jmp 6f\n\t"
+                                                                    "5:\n\t" QNT_F12M "6:\n\t"
+      : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [p] "+r"(quads), [pl] "+r"(pl)
+      : [l] "r"(lda), [n] "r"(k4), [sw] "r"(sw), [f] "r"(f), [first] "r"(first), [ps] "r"(ps)
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  *pf = pl;
+}
+#undef QNT_P6
+#undef QNT_PS6
 #undef QNT_M6
 #undef QNT_S6
 #undef QNT_F6
@@ -662,8 +856,12 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
     int64_t a4 = g * w->gsize / 4, b4 = ((g + 1) * w->gsize < w->K ? (g + 1) * w->gsize : w->K);
     b4 = (b4 + 3) / 4;
     /* the packed parameters hold 64 entries a panel: whole vectors load */
-    madd6_group(b4 - a4, a + 4 * a4, lda, w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0,
-                q->wsum + g * QNT_PANEL + c0, q->sw + g * QNT_PANEL + c0, f, g == 0, pf, ps);
+    const uint8_t *b = w->codes + (P * K4 + a4) * QNT_PANEL * 4 + 4 * c0;
+    if (q->a7)
+      madd6_group_a7(b4 - a4, a + 4 * a4, lda, b, q->sw + g * QNT_PANEL + c0, f, g == 0, pf, ps);
+    else
+      madd6_group(b4 - a4, a + 4 * a4, lda, b, q->wsum + g * QNT_PANEL + c0,
+                  q->sw + g * QNT_PANEL + c0, f, g == 0, pf, ps);
   }
   /* the usual tile: 16 channels, no outliers in its rows: straight-line
    * stores (the general loop's per-row branches took a tenth of the tile) */
@@ -671,13 +869,18 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
   for (int i = 0; plain && q->ocnt && i < 6; i++)
     plain = q->ocnt[i] == 0;
   if (plain) {
-    __m256 b0 = _mm256_setzero_ps(), b1 = b0;
+    __m256 b0 = _mm256_setzero_ps(), b1 = b0, t0 = b0, t1 = b0;
     if (q->bias) b0 = _mm256_loadu_ps(q->bias + c0), b1 = _mm256_loadu_ps(q->bias + c0 + 8);
+    if (q->lo) t0 = _mm256_loadu_ps(q->wtot + c0), t1 = _mm256_loadu_ps(q->wtot + c0 + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < 6; i++) {
       __m256 sa = _mm256_set1_ps(q->sa[i]);
       __m256 v0 = _mm256_fmadd_ps(_mm256_load_ps(f + 16 * i), sa, b0);
       __m256 v1 = _mm256_fmadd_ps(_mm256_load_ps(f + 16 * i + 8), sa, b1);
+      if (q->lo) {
+        __m256 l = _mm256_set1_ps(q->lo[i]);
+        v0 = _mm256_fmadd_ps(l, t0, v0), v1 = _mm256_fmadd_ps(l, t1, v1);
+      }
       if (q->z) {
         v0 = _mm256_add_ps(v0, _mm256_loadu_ps(q->z + i * q->ldz + c0));
         v1 = _mm256_add_ps(v1, _mm256_loadu_ps(q->z + i * q->ldz + c0 + 8));
@@ -698,6 +901,7 @@ T_AVX2 static void tile6_madd(const qnt_weight *w, int64_t P, const uint8_t *a, 
       int nj = n - 8 * j, co = c0 + 8 * j;
       if (nj <= 0) continue;
       __m256 v = _mm256_mul_ps(_mm256_load_ps(f + 16 * i + 8 * j), sa);
+      if (q->lo) v = _mm256_fmadd_ps(_mm256_set1_ps(q->lo[i]), _mm256_loadu_ps(q->wtot + co), v);
       for (int o = 0; o < cnt; o++)
         if (slot[o] >= 0) {
           const float *wr = q->wdq + slot[o] * q->ldw + co;
@@ -722,15 +926,16 @@ static qnt_vnni_post post_rows(const qnt_vnni_post *p, int rows) {
   if (q.ocnt) q.ocnt += rows;
   if (q.oslot) q.oslot += rows * QNT_MAX_OUTLIERS;
   if (q.ores) q.ores += rows * QNT_MAX_OUTLIERS;
+  if (q.lo) q.lo += rows;
   return q;
 }
 
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post) {
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end) {
   for (int c0 = 0; c0 < ncols; c0 += 16) {
     if (vnni) {
-      tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post);
+      tile_vnni(mr, k4, a, lda, b, c0, c, ldc, ncols - c0, acc, post, pf, pf_end);
       continue;
     }
     for (int r = 0; r < mr; r += 4) { /* tiles of 4 rows */
@@ -767,13 +972,18 @@ void qnt_avx2_tile_wo(int mr, const qnt_weight *w, int64_t p, const float *a, in
 void qnt_avx2_quant_rows_u8(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
                             int64_t ldq, float *sa, const qnt_weight *w, int32_t *asum,
                             float outliers, int32_t *oidx, float *ores, int32_t *ocnt) {}
+bool qnt_avx2_quant_rows_a7(const float *x, int64_t M, int64_t K, int64_t ldx, uint8_t *q,
+                            int64_t ldq, float *sa, float *lo, float outliers, int32_t *oidx,
+                            float *ores, int32_t *ocnt) {
+  return false;
+}
 void qnt_avx2_quant_rows_f8(const float *x, int64_t M, int64_t K, int64_t ldx, float *q,
                             int64_t ldq) {}
 void qnt_avx2_outlier_fix(const uint8_t *b, int k4, float r, const float *sw, const int8_t *zw,
                           float *y, int ncols) {}
 void qnt_avx2_tile_u8(int mr, bool vnni, int64_t k4, const uint8_t *a, int64_t lda,
                       const uint8_t *b, float *c, int64_t ldc, int ncols, bool acc,
-                      const qnt_vnni_post *post) {}
+                      const qnt_vnni_post *post, const uint8_t **pf, const uint8_t *pf_end) {}
 void qnt_avx2_tile_madd6(const qnt_weight *w, int64_t P, int tiles, const uint8_t *a, int64_t lda,
                          float *c, int64_t ldc, int ncols, const qnt_vnni_post *post,
                          const uint8_t *pf, int64_t pf_lines) {}

@@ -14,6 +14,12 @@
  * (too few rows to pay for writing a buffer). */
 enum { KC_F32 = 256, KC_BF16 = 256, SMALL_M = 12 };
 
+/* Whether environment variable `name` is set to something other than "" or "0". */
+static bool env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
 /* AVX-VNNI: CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12's
  * __builtin_cpu_supports does not know it), with the OS saving ymm state
  * (which AVX2 being usable implies). */
@@ -32,8 +38,7 @@ static bool has_avxvnni(void) {
     }
     cpu = v;
   }
-  const char *off = getenv("AIT_QUANT_NO_AVXVNNI");
-  return v && !(off && *off && strcmp(off, "0") != 0);
+  return v && !env_on("AIT_QUANT_NO_AVXVNNI");
 #else
   return false;
 #endif
@@ -233,9 +238,11 @@ typedef struct job {
    * channel, its slot in wdq (-1: none left), what the codes miss */
   int32_t *oidx, *oslot, *ocnt;
   float *ores;
-  float *wdq;      /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
-  bool unslotted;  /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
-  bool z512;       /* the AVX-512 tiles (the run's level), else the AVX2 ones */
+  float *wdq;     /* [QNT_MAX_SLOTS][N]: the outlier channels' weights in float */
+  bool unslotted; /* some outlier found no slot (more than QNT_MAX_SLOTS channels) */
+  bool z512;      /* the AVX-512 tiles (the run's level), else the AVX2 ones */
+  bool a7;        /* QUAD7 on 7-bit rows: lo[M] their offsets, wtot[P * 64] */
+  float *lo, *wtot;
   const float *xa; /* float tiles: their activations (x, or x rounded to e4m3) */
   int64_t ldxa;
 } job;
@@ -309,6 +316,12 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
   nat_epilogue rest = p->e ? *p->e : (nat_epilogue){0};
   rest.z = NULL;
   bool more = p->e && (rest.row_bias || rest.col_bias || rest.zb || rest.act.kind != AIT_ACT_NONE);
+  /* AVX-VNNI on few rows: the next panel's codes prefetched meanwhile */
+  const uint8_t *vpf = NULL, *vpf_end = NULL;
+  if (!j->z512 && w->layout == QNT_L_QUAD && m1 - m0 <= 16 && 64 * (P + 1) < w->N) {
+    vpf = w->codes + (P + 1) * K4 * QNT_PANEL * 4;
+    vpf_end = vpf + K4 * QNT_PANEL * 4;
+  }
   for (int64_t r = m0, mr; r < m1; r += mr) {
     mr = min64(QNT_MR, m1 - r);
     /* QUAD7, 6 rows: one call walks all groups (their sums stay in
@@ -334,13 +347,17 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
                             j->oslot ? j->oslot + r * QNT_MAX_OUTLIERS : NULL,
                             j->ores ? j->ores + r * QNT_MAX_OUTLIERS : NULL,
                             j->wdq ? j->wdq + 64 * P : NULL,
-                            w->N};
+                            w->N,
+                            j->a7,
+                            last && j->a7 ? j->lo + r : NULL,
+                            j->a7 ? j->wtot + 64 * P : NULL};
       const uint8_t *a = j->qa + r * j->lda + a4 * 4, *b = w->codes + (P * K4 + a4) * QNT_PANEL * 4;
       float *y = p->y + r * p->ldy + 64 * P;
       if (whole) {
         post.bias = p->bias ? p->bias + 64 * P : NULL;
         post.z = z ? z + r * ldz + 64 * P : NULL;
         post.ocnt = j->ocnt ? j->ocnt + r : NULL;
+        post.lo = j->a7 ? j->lo + r : NULL;
         /* the task's last whole strip prefetches the next panel's codes */
         bool pre = m1 - r - mr < 6 && 64 * (P + 1) < w->N;
         const uint8_t *pf = pre ? w->codes + (P + 1) * K4 * QNT_PANEL * 4 : NULL;
@@ -350,7 +367,7 @@ static void task_vnni(void *ctx, size_t pi, size_t mc) {
         qnt_x86_tile_vnni((int)mr, b4 - a4, a, j->lda, b, y, p->ldy, ncols, g > 0, &post);
       else
         qnt_avx2_tile_u8((int)mr, w->layout == QNT_L_QUAD, b4 - a4, a, j->lda, b, y, p->ldy, ncols,
-                         g > 0, &post);
+                         g > 0, &post, vpf ? &vpf : NULL, vpf_end);
     }
     for (int64_t m = r; j->unslotted && m < r + mr; m++) { /* outliers without a float row */
       const int32_t *slot = j->oslot + m * QNT_MAX_OUTLIERS;
@@ -443,13 +460,24 @@ typedef struct rows_run {
   float *sa;
   int32_t *asum;
   int64_t chunk;
+  bool a7;        /* try 7-bit rows (qnt_avx2_quant_rows_a7) */
+  _Atomic int no; /* some row of an a7 try did not qualify */
 } rows_run;
 
 static void rows_task(void *arg, int64_t t, int tid) {
-  const rows_run *rr = arg;
+  rows_run *rr = arg;
   const job *j = rr->j;
   const qnt_mm *p = j->p;
   int64_t m0 = t * rr->chunk, m1 = min64(p->M, m0 + rr->chunk), G = p->w->G;
+  if (rr->a7) {
+    if (!rr->no &&
+        !qnt_avx2_quant_rows_a7(
+            p->x + m0 * p->ldx, m1 - m0, p->w->K, p->ldx, rr->q + m0 * j->lda, j->lda, rr->sa + m0,
+            j->lo + m0, p->outliers, j->oidx ? j->oidx + m0 * QNT_MAX_OUTLIERS : NULL,
+            j->ores ? j->ores + m0 * QNT_MAX_OUTLIERS : NULL, j->ocnt ? j->ocnt + m0 : NULL))
+      rr->no = 1;
+    return;
+  }
   (j->z512 ? qnt_x86_quant_rows_u8 : qnt_avx2_quant_rows_u8)(
       p->x + m0 * p->ldx, m1 - m0, p->w->K, p->ldx, rr->q + m0 * j->lda, j->lda, rr->sa + m0, p->w,
       rr->asum ? rr->asum + m0 * G : NULL, p->outliers,
@@ -457,16 +485,36 @@ static void rows_task(void *arg, int64_t t, int tid) {
       j->ores ? j->ores + m0 * QNT_MAX_OUTLIERS : NULL, j->ocnt ? j->ocnt + m0 : NULL);
 }
 
-/* The int8 activation rows, split over the pool when there are many. */
-static void quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum) {
+/* The int8 activation rows, split over the pool when there are many;
+ * with a7, 7-bit rows are tried first (true: taken). */
+static bool quant_rows(nat_pool *pool, job *j, float *sa, int32_t *asum, bool a7) {
   int64_t M = j->p->M, threads = pool ? nat_pool_threads(pool) : 1;
-  rows_run rr = {j, (uint8_t *)j->qa, sa, asum, M};
-  if (threads > 1 && M * j->p->w->K >= 65536) {
-    rr.chunk = (M + 2 * threads - 1) / (2 * threads);
-    nat_pool_run(pool, (M + rr.chunk - 1) / rr.chunk, rows_task, &rr);
-    return;
+  rows_run rr = {j, (uint8_t *)j->qa, sa, asum, M, a7, 0};
+  bool par = threads > 1 && M * j->p->w->K >= 65536;
+  if (par) rr.chunk = (M + 2 * threads - 1) / (2 * threads);
+  for (;;) {
+    if (par)
+      nat_pool_run(pool, (M + rr.chunk - 1) / rr.chunk, rows_task, &rr);
+    else if (M > 0)
+      rows_task(&rr, 0, 0);
+    if (!rr.a7 || !rr.no) return rr.a7;
+    rr.a7 = false; /* a row two-sided: the 8-bit codes, from the start */
   }
-  if (M > 0) rows_task(&rr, 0, 0);
+}
+
+/* Each channel's dequantized weight sum (QUAD7: scale times code sum, over
+ * the groups), 64 a panel, what the 7-bit rows' offsets multiply. */
+static void weight_sums(const qnt_weight *w, float *wtot) {
+  int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL;
+  for (int64_t p = 0; p < P; p++)
+    for (int c = 0; c < QNT_PANEL; c++) {
+      float t = 0;
+      for (int64_t g = 0; g < w->G; g++) {
+        size_t i = (size_t)((p * w->G + g) * QNT_PANEL + c);
+        t += w->pscale[i] * (float)w->pwsum[i];
+      }
+      wtot[p * QNT_PANEL + c] = t;
+    }
 }
 
 /* Outliers fall on a few channels (those a LayerNorm scales up), again and
@@ -507,8 +555,7 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   if (p->n0 != 0 || p->nn != w->N)
     return ait_err(AIT_E_INTERNAL, "quant: a packed weight runs whole");
   int64_t P = (w->N + QNT_PANEL - 1) / QNT_PANEL, M = p->M, K = w->K;
-  job j = {p,    0,    NULL, NULL, 0,     NULL,  NULL, NULL,
-           NULL, NULL, NULL, NULL, false, false, p->x, p->ldx};
+  job j = {.p = p, .xa = p->x, .ldxa = p->ldx};
   /* the tiles the weight was packed for (QUAD7 has only the AVX2 one) */
   j.z512 = !w->ymm && w->layout != QNT_L_QUAD7;
   if (w->layout == QNT_L_PANEL) {
@@ -539,7 +586,11 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   size_t s_cnt = outl ? line(M, sizeof(int32_t)) : 0;
   size_t s_map = outl ? line(K, sizeof(int32_t)) : 0;
   size_t s_wdq = outl ? line(QNT_MAX_SLOTS * w->N, sizeof(float)) : 0;
-  size_t a_total = s_sa + s_act + s_asum + 2 * s_out + s_cnt, w_total = s_out + s_map + s_wdq;
+  /* QUAD7 on the AVX2 tiles: 7-bit rows unless AIT_QUANT_NO_A7 (or a row is not finite) */
+  bool try7 = w->layout == QNT_L_QUAD7 && !j.z512 && !w->asym;
+  size_t s_lo = try7 ? line(M, sizeof(float)) : 0, s_wt = try7 ? line(P * QNT_PANEL, 4) : 0;
+  size_t a_total = s_sa + s_act + s_asum + 2 * s_out + s_cnt + s_lo;
+  size_t w_total = s_out + s_map + s_wdq + s_wt;
   qnt_actbuf *sh = quad ? p->share : NULL;
   bool reuse = sh && sh->run == p->run && sh->x == p->x && sh->M == M;
   if (sh && !reuse && sh->cap < a_total) {
@@ -568,10 +619,13 @@ ait_status qnt_matmul(const qnt_mm *p, nat_pool *pool) {
   }
   j.sa = sa;
   j.asum = asum;
+  if (try7) j.lo = (float *)(abase + s_sa + s_act + s_asum + 2 * s_out + s_cnt);
   if (quad) {
     j.qa = act;
-    if (!reuse) quant_rows(pool, &j, sa, asum);
-    if (sh && !reuse) sh->run = p->run, sh->x = p->x, sh->M = M;
+    if (!reuse) j.a7 = quant_rows(pool, &j, sa, asum, try7 && !env_on("AIT_QUANT_NO_A7"));
+    if (sh && reuse) j.a7 = sh->a7;
+    if (sh && !reuse) sh->run = p->run, sh->x = p->x, sh->M = M, sh->a7 = j.a7;
+    if (j.a7) weight_sums(w, j.wtot = (float *)(wbase + s_out + s_map + s_wdq));
     if (outl) outlier_slots(&j, (int32_t *)(wbase + s_out));
     run_tasks(pool, task_vnni, &j, P);
   } else {

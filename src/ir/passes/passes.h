@@ -189,4 +189,49 @@ typedef struct ait_hard_swish_match {
  * HardSigmoid(x; alpha 1/d, beta c/d). */
 bool ait_match_hard_swish(const ait_match_view *v, int add, ait_hard_swish_match *m);
 
+/* ---- attention (attn.c) -------------------------------------------------- */
+
+#define AIT_ATTN_MAX_NODES 12
+
+/* A matched attention, y = Softmax(scale * Q K^T [+ mask] [+ window mask])
+ * V on float32 operands of rank 3 or 4 (the last two axes rows and
+ * columns): nodes[0..n_nodes) are the nodes it replaces, from the product
+ * with V (pv) back to the scores product; the optional scalings of Q and
+ * K^T before the product (q_scale, k_scale) and K's Transpose (k_tr) are
+ * reported, not counted there: a backend absorbs them or not. */
+typedef struct ait_attn_match {
+  int scores, softmax, pv; /* nodes: Q K^T (MatMul or FusedMatMul), Softmax, P V */
+  int scores_out;          /* value written by the scores node */
+  int q, kt, v, y;         /* values: the scores' inputs Q and K^T, V, the output */
+  int k_tr; /* Transpose node making K^T from K [.., Sk, D] (last two axes swapped), -1 */
+  int q_scale, k_scale;        /* Mul/Div nodes scaling Q / K^T by a constant, -1 */
+  float q_factor, k_factor;    /* their factors (1: none) */
+  float alpha;                 /* FusedMatMul's alpha (1 for MatMul) */
+  float scale;                 /* alpha times the scalings of the scores (not q/k_factor) */
+  int scale_nodes[2], n_scale; /* Mul/Div nodes scaling the scores */
+  int mask;                    /* additive float32 mask broadcast onto the scores, -1: none */
+  int mask_add;                /* its Add node, -1 when it is the FusedMatMul's Z */
+  /* swin's shifted windows: the scores [G * W, H, Sq, Sk] viewed as [G, W,
+   * H, Sq, Sk] (Reshape wreshape[0]), the mask wmask added (wmask_add,
+   * broadcast over G: rank <= 5, a G dim of 1), viewed back (wreshape[1]):
+   * batch b takes window b % W of the mask, W = windows. -1/0: none. */
+  int wmask, wmask_add, wreshape[2];
+  int64_t windows;
+  int nodes[AIT_ATTN_MAX_NODES];
+  int n_nodes;
+} ait_attn_match;
+
+/* The attention whose Softmax is node `softmax`: P = Softmax(S, last
+ * axis) read by a MatMul(P, V) alone, S reached back from the Softmax
+ * through, in this order, an optional windowed mask (Reshape, Add,
+ * Reshape; static dims), an optional additive mask (Add, either input; any
+ * float32 value of rank at most the scores' broadcasting onto them
+ * without growing them: padding [B, 1, 1, S], causal [Sq, Sk], biases
+ * [1, H, S, S]), optional scalings by float32 scalar constants (Mul either
+ * side, Div), and the product Q K^T: MatMul, or a FusedMatMul with alpha
+ * and at most Z (then Z is the mask); every intermediate read once. K^T
+ * may be a value or a Transpose of K. Shapes are checked where known: the
+ * backend checks the rest when it has the sizes. */
+bool ait_match_attention(const ait_match_view *v, int softmax, ait_attn_match *m);
+
 #endif
