@@ -40,6 +40,7 @@ static NAT_INLINE float clampf(float v, float lo, float hi) {
 
 static bool force_portable, bands_reversed;
 void nat_nhwc_set_portable(bool on) { force_portable = on; }
+bool nat_nhwc_portable(void) { return force_portable; }
 void nat_nhwc_set_bands_reversed(bool on) { bands_reversed = on; }
 
 /* ---- portable kernels ------------------------------------------------- */
