@@ -256,6 +256,37 @@ static void test_pw_tiles3(int64_t H) {
               H, w, 1, 2);
 }
 
+/* 3-channel stems into outputs of 3 x 2^k vectors and others up to 128
+ * and past it (native_nhwc_stem3_tmpl.h's tiles of 3 vectors: SqueezeNet's
+ * 96-output 7x7/s2 stem), 7x7 and 3x3, strides 2 and 1, random pads, then
+ * Relu and a 1x1, against eager at every level. */
+static void test_stem3_wide(void) {
+  static const int64_t Ms[] = {96, 48, 112, 128, 144, 72, 24, 160};
+  for (int cs = 0; cs < 8; cs++) {
+    int64_t M = Ms[cs], k = cs % 3 == 2 ? 3 : 7, s = cs % 4 == 3 ? 1 : 2;
+    int64_t H = k + urand(20), W = k + urand(cs % 2 ? 30 : 90);
+    tb_model *m = model(3, H, W);
+    char w[32], b[32];
+    snprintf(w, sizeof w, "stem_w%d", cs);
+    snprintf(b, sizeof b, "stem_b%d", cs);
+    const int64_t wd[4] = {M, 3, k, k}, bd[1] = {M}, st[2] = {s, s};
+    const int64_t pads[4] = {urand((uint32_t)k), urand((uint32_t)k), urand((uint32_t)k),
+                             urand((uint32_t)k)};
+    init(m, w, 4, wd, 0.4f, 0);
+    init(m, b, 1, bd, 0.2f, 0);
+    int n = tb_node(m, "Conv", "stem", IN("x", w, b), IN("a"));
+    tb_attr_ints(m, n, "pads", 4, pads);
+    tb_attr_ints(m, n, "strides", 2, st);
+    tb_node(m, "Relu", "relu", IN("a"), IN("r"));
+    conv(m, "c2", "r", "y", M, 16, 1);
+    char what[96];
+    snprintf(what, sizeof what, "stem 3 -> %lld %lldx%lld/s%lld on %lldx%lld", (long long)M,
+             (long long)k, (long long)k, (long long)s, (long long)H, (long long)W);
+    const want wt[] = {{"FusedConvNhwc", 2}};
+    check_graph(what, tb_parse_graph(m), 3, H, W, wt, 1, 2);
+  }
+}
+
 /* DenseNet: Concat -> BatchNormalization -> Relu -> conv. */
 static void test_batchnorm(void) {
   tb_model *m = model(8, 9, 10);
@@ -453,6 +484,7 @@ int main(void) {
   test_pw_tiles();
   test_pw_tiles3(7);
   test_pw_tiles3(8);
+  test_stem3_wide();
   test_batchnorm();
   test_elementwise();
   test_hardswish_spelled();

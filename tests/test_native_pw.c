@@ -168,6 +168,13 @@ int main(void) {
       {3, 23, 48, 16, 3, 2, 1, 1},
       {3, 30, 96, 8, 7, 2, 3, 1},
       {3, 13, 32, 8, 3, 2, 1, 1},
+      /* stride-2 1x1s on the pointwise tiles (gathered pixels): ResNet's downsamples, the
+         first conv one too; odd maps (the last row and column of pixels dropped), channels
+         off the vector widths */
+      {64, 14, 128, 256, 1, 2, 0, 1},
+      {256, 15, 64, 512, 3, 2, 1, 1},
+      {40, 9, 37, 70, 1, 2, 0, 1},
+      {24, 7, 24, 33, 3, 2, 1, 4},
   };
   char what[96];
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {

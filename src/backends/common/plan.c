@@ -93,6 +93,59 @@ ait_status ait_plan_assign(int n_values, const int64_t *size, const int *first, 
   return AIT_OK;
 }
 
+/* The block a value belongs to: the end of its share chain (-1 when a
+ * chain is longer than n, i.e. a cycle). */
+static int block_of(int v, const int *share, const int64_t *size, int n) {
+  for (int steps = 0; steps <= n; steps++) {
+    int u = share[v];
+    if (u < 0 || u >= n || size[u] <= 0) return v;
+    v = u;
+  }
+  return -1;
+}
+
+ait_status ait_plan_assign_shared(int n_values, const int64_t *size, const int *first,
+                                  const int *last, const int *share, int64_t *offset,
+                                  int64_t *total) {
+  if (!share) return ait_plan_assign(n_values, size, first, last, offset, total);
+  size_t n = (size_t)n_values + 1;
+  int64_t *bsize = calloc(n, sizeof *bsize);
+  int *bfirst = calloc(n, sizeof *bfirst), *blast = calloc(n, sizeof *blast);
+  int *block = malloc(sizeof *block * n);
+  if (!bsize || !bfirst || !blast || !block) {
+    free(bsize);
+    free(bfirst);
+    free(blast);
+    free(block);
+    return ait_err(AIT_E_NOMEM, "out of memory planning the arena");
+  }
+  for (int v = 0; v < n_values; v++) {
+    bsize[v] = size[v];
+    bfirst[v] = first[v];
+    blast[v] = last[v];
+  }
+  for (int v = 0; v < n_values; v++) {
+    block[v] = size[v] > 0 ? block_of(v, share, size, n_values) : v;
+    if (block[v] < 0) block[v] = v; /* a cycle: on its own */
+  }
+  for (int v = 0; v < n_values; v++) {
+    int b = block[v];
+    if (b == v) continue;
+    if (size[v] > bsize[b]) bsize[b] = size[v];
+    if (first[v] < bfirst[b]) bfirst[b] = first[v];
+    if (last[v] > blast[b]) blast[b] = last[v];
+    bsize[v] = 0;
+  }
+  ait_status st = ait_plan_assign(n_values, bsize, bfirst, blast, offset, total);
+  for (int v = 0; !st && v < n_values; v++)
+    if (block[v] != v) offset[v] = offset[block[v]];
+  free(bsize);
+  free(bfirst);
+  free(blast);
+  free(block);
+  return st;
+}
+
 /* ---- the plan cache ------------------------------------------------------ */
 
 /* in's signature in a new array (*n_sig entries), its hash in *hash. */

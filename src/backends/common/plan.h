@@ -23,6 +23,16 @@ uint64_t ait_plan_signature(const ait_tensor *const *in, int n_in, int64_t *sig,
 ait_status ait_plan_assign(int n_values, const int64_t *size, const int *first, const int *last,
                            int64_t *offset, int64_t *total);
 
+/* ait_plan_assign where value v with share[v] = u >= 0 takes u's bytes (an
+ * output written over an input that dies at v's first step, in place): v,
+ * u and whatever u shares form one block, of the largest size, live from
+ * the first step of any to the last. share may be NULL; share[v] = -1 for
+ * a value of its own. A share whose u is not in the arena (size 0) or
+ * would form a cycle is ignored. */
+ait_status ait_plan_assign_shared(int n_values, const int64_t *size, const int *first,
+                                  const int *last, const int *share, int64_t *offset,
+                                  int64_t *total);
+
 /* ---- the plan cache ------------------------------------------------------ */
 
 #define AIT_PLAN_CACHE_MAX 8

@@ -102,6 +102,7 @@ typedef struct nat_plan {
   ait_tensor **cache; /* per value, NULL when not cached; owned */
   int64_t *seen;      /* per node: rank and dims of a Shape/Size input */
   bool cached;
+  int in_place; /* outputs planned over their dead residual input's slot */
 } nat_plan;
 
 /* C = alpha * op(A) * op(B), row-major, single-threaded (native_blas.c). */
@@ -575,5 +576,13 @@ bool nat_softmax_row(const float *x, float *y, int64_t n);
 /* Split n items into chunks for the pool: about `per_thread` chunks per
  * thread, each at least min_chunk items. Returns the chunk size. */
 int64_t nat_chunk(nat_run *r, int64_t n, int64_t min_chunk);
+
+/* In place (native_exec.c): a pointwise FusedConvNhwc on the vector tiles
+ * writes its output over its residual input when that dies there (the plan
+ * gives both one arena slot). Off / on for tests (on by default); the count
+ * of outputs planned so; whether a test forces the portable NHWC loops. */
+void nat_exec_set_in_place(bool on);
+long long nat_exec_in_place_planned(void);
+bool nat_nhwc_portable(void);
 
 #endif

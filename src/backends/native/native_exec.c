@@ -48,12 +48,13 @@ struct nat_run {
   int64_t *need;          /* per value: bytes a fast kernel asked for */
   bool *direct;           /* per value: a graph output a fast kernel writes on the heap, handed
                            * over as it is (an arena slot would be copied out at the end) */
-  int node;               /* running node */
-  bool requested;         /* the running kernel asked for an output */
-  bool recording;         /* keeping shape-only results in the plan */
-  bool drop_cache;        /* the plan's shape-only results went stale */
-  bool miss;              /* some value did not fit its planned slot */
-  nat_body *bodies;       /* every subgraph attribute of g's nodes */
+  int *share;       /* per value: the residual input whose slot it may take (in_place), or -1 */
+  int node;         /* running node */
+  bool requested;   /* the running kernel asked for an output */
+  bool recording;   /* keeping shape-only results in the plan */
+  bool drop_cache;  /* the plan's shape-only results went stale */
+  bool miss;        /* some value did not fit its planned slot */
+  nat_body *bodies; /* every subgraph attribute of g's nodes */
   int n_bodies;
   /* in a body's state: where each outer-scope value lives (the run of an
    * enclosing state, and the value there), NULL / -1 for other values */
@@ -134,6 +135,65 @@ static ait_status prepare_bodies(nat_state *s) {
   return AIT_OK;
 }
 
+/* Whether node n's kernel reads residual element j only for output element
+ * j, in registers, before storing it (so its output may lie over the
+ * residual): FusedConvNhwc pointwise (1x1, stride 1, no pads, NHWC input,
+ * one group, no scale input) on the vector tiles. The portable loops write
+ * the product first and add the residual after: never in place. */
+static bool in_place_kernel(const nat_state *s, const ait_node *n) {
+  const ait_graph *g = s->g;
+  if (strcmp(n->domain, AIT_FUSED_DOMAIN) || strcmp(n->op_type, "FusedConvNhwc") || n->n_in != 4 ||
+      n->n_out != 1 || n->in[1] < 0 || n->in[3] < 0 || n->out[0] < 0)
+    return false;
+  if (ait_attr_int(n, "group", 1) != 1 || strcmp(ait_attr_str(n, "x_layout", "NHWC"), "NHWC"))
+    return false;
+  const ait_tensor *w = g->values[n->in[1]].init;
+  if (!w || w->rank != 4 || w->dims[0] != 1 || w->dims[1] != 1) return false;
+  const ait_attr *a = ait_node_attr(n, "strides");
+  for (int k = 0; a && k < a->n; k++)
+    if (a->ints[k] != 1) return false;
+  if ((a = ait_node_attr(n, "pads")))
+    for (int k = 0; k < a->n; k++)
+      if (a->ints[k] != 0) return false;
+  const char *pad = ait_attr_str(n, "auto_pad", "NOTSET");
+  return !strcmp(pad, "NOTSET") || !strcmp(pad, "VALID");
+}
+
+/* Outputs that may take their residual input's slot (r->share): the
+ * residual is the fast kernel's output of its own storage (no view, no
+ * graph input or output, no initializer), dies at this node (its views
+ * too: last[] covers them), and no other input of the node reads it. The
+ * plan shares the slot only when both sizes match (plan_update). */
+static void mark_in_place(nat_state *s) {
+  const ait_graph *g = s->g;
+  nat_run *r = s->run;
+  for (int v = 0; v < g->n_values; v++)
+    r->share[v] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const ait_node *n = &g->nodes[i];
+    if (s->nodes[i].kind != NAT_FAST || !in_place_kernel(s, n)) continue;
+    int z = n->in[3], o = n->out[0], pz = g->values[z].producer;
+    if (pz < 0 || s->nodes[pz].kind != NAT_FAST || g->values[z].init || s->root[z] != z ||
+        s->last[z] != i || r->direct[o] || s->last[o] >= g->n_nodes || r->direct[z] ||
+        g->values[z].dtype != AIT_FLOAT32 || g->values[o].dtype != AIT_FLOAT32)
+      continue;
+    bool alone = true;
+    for (int k = 0; alone && k < n->n_in; k++)
+      alone = k == 3 || n->in[k] < 0 || s->root[n->in[k]] != z;
+    if (alone) r->share[o] = z;
+  }
+}
+
+static bool in_place_off;
+static _Atomic long long in_place_planned;
+void nat_exec_set_in_place(bool on) { in_place_off = !on; }
+long long nat_exec_in_place_planned(void) { return atomic_load(&in_place_planned); }
+
+/* In place at this run's level: the vector tiles (in_place_kernel). */
+static bool in_place_now(void) {
+  return !in_place_off && !nat_nhwc_portable() && nat_nhwc_level() >= NAT_ISA_AVX2;
+}
+
 static void plan_free(void *plan);
 
 ait_status nat_exec_prepare(nat_state *s) {
@@ -154,7 +214,8 @@ ait_status nat_exec_prepare(nat_state *s) {
   r->heap = calloc((size_t)nv + 1, sizeof *r->heap);
   r->need = calloc((size_t)nv + 1, sizeof *r->need);
   r->direct = calloc((size_t)nv + 1, sizeof *r->direct);
-  if (!r->hdr || !r->val || !r->heap || !r->need || !r->direct)
+  r->share = malloc(sizeof(int) * ((size_t)nv + 1));
+  if (!r->hdr || !r->val || !r->heap || !r->need || !r->direct || !r->share)
     return ait_err(AIT_E_NOMEM, "out of memory preparing the native executor");
   for (int i = 0; i < nn; i++) {
     nat_kernel k = s->ext.kernel ? s->ext.kernel(s->ext.user, g, &g->nodes[i]) : NULL;
@@ -210,6 +271,7 @@ ait_status nat_exec_prepare(nat_state *s) {
       s->free_list[s->free_at[i] + fill[i]++] = v;
     }
   free(fill);
+  mark_in_place(s);
   return AIT_OK;
 }
 
@@ -274,6 +336,7 @@ void nat_exec_free(nat_state *s) {
     free(s->run->heap);
     free(s->run->need);
     free(s->run->direct);
+    free(s->run->share);
     free(s->run->bodies);
     free(s->run->outer_run);
     free(s->run->outer_src);
@@ -301,8 +364,8 @@ ait_status nat_output(nat_run *r, int k, ait_dtype dt, int rank, const int64_t *
   if (v < 0) return ait_err(AIT_E_INTERNAL, "fast kernel output %d is not used", k);
   int64_t bytes = ait_shape_numel(rank, dims) * (int64_t)ait_elem_size(dt);
   nat_plan *p = r->plan;
-  if (r->direct[v])
-    p = NULL; /* on the heap by design: no slot, no miss */
+  if (r->direct[v] || (p && p->in_place && r->share[v] >= 0 && !in_place_now()))
+    p = NULL; /* on the heap by design (or its slot is its residual's): no miss */
   else
     r->need[v] = bytes;
   if (p && p->offset[v] >= 0 && bytes <= p->size[v]) {
@@ -694,14 +757,31 @@ static ait_status plan_update(nat_state *s, nat_plan *p, const int64_t *need) {
   const ait_graph *g = s->g;
   int nv = g->n_values;
   int *first = malloc(sizeof(int) * ((size_t)nv + 1));
-  if (!first) return ait_err(AIT_E_NOMEM, "out of memory planning the arena");
+  int *share = malloc(sizeof(int) * ((size_t)nv + 1));
+  if (!first || !share) {
+    free(first);
+    free(share);
+    return ait_err(AIT_E_NOMEM, "out of memory planning the arena");
+  }
   for (int v = 0; v < nv; v++) {
     first[v] = g->values[v].producer;
     if (need[v] > p->size[v]) p->size[v] = need[v];
     if (first[v] < 0) p->size[v] = 0;
   }
-  ait_status st = nat_plan_assign(nv, p->size, first, s->last, p->offset, &p->arena_bytes);
+  /* in place: an output over its dead residual of the same size */
+  int shared = 0;
+  bool now = in_place_now();
+  for (int v = 0; v < nv; v++) {
+    int z = s->run->share[v];
+    share[v] = now && z >= 0 && p->size[v] > 0 && p->size[z] == p->size[v] ? z : -1;
+    shared += share[v] >= 0;
+  }
+  p->in_place = shared;
+  atomic_fetch_add(&in_place_planned, shared);
+  ait_status st = ait_plan_assign_shared(nv, p->size, first, s->last, shared ? share : NULL,
+                                         p->offset, &p->arena_bytes);
   free(first);
+  free(share);
   return st;
 }
 

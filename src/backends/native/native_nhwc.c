@@ -40,6 +40,7 @@ static NAT_INLINE float clampf(float v, float lo, float hi) {
 
 static bool force_portable, bands_reversed;
 void nat_nhwc_set_portable(bool on) { force_portable = on; }
+bool nat_nhwc_portable(void) { return force_portable; }
 void nat_nhwc_set_bands_reversed(bool on) { bands_reversed = on; }
 
 /* ---- portable kernels ------------------------------------------------- */
@@ -746,6 +747,51 @@ static ait_status pad_input_ex(nat_run *r, nat_nhwc *c, int64_t extra, float **e
 
 static ait_status pad_input(nat_run *r, nat_nhwc *c) { return pad_input_ex(r, c, 0, NULL); }
 
+/* A stride-s 1x1 conv without padding (ResNet's and ResNeXt's stride-2
+ * downsamples) as a pointwise one: its input pixels at the stride gathered
+ * into an N OH OW x C copy (a quarter of the input: row copies of C floats),
+ * on which the pointwise tiles run where the window kernel's panels
+ * gathered the same pixels tile by tile. */
+typedef struct gather_job {
+  const nat_nhwc *c;
+  float *xg;
+  int64_t rows, per_task;
+} gather_job;
+
+static void gather_task(void *arg, int64_t t, int tid) {
+  const gather_job *j = arg;
+  const nat_nhwc *c = j->c;
+  (void)tid;
+  for (int64_t r = t * j->per_task; r < (t + 1) * j->per_task && r < j->rows; r++) {
+    int64_t n = r / c->OH, oh = r % c->OH;
+    const float *x = c->x + n * c->xs_n + oh * c->sh * c->xs_h;
+    float *d = j->xg + r * c->OW * c->C;
+    for (int64_t ow = 0; ow < c->OW; ow++)
+      memcpy(d + ow * c->C, x + ow * c->sw * c->xs_w, sizeof(float) * (size_t)c->C);
+  }
+}
+
+/* Whether c is a stride-s 1x1 conv, unpadded and undilated, on an NHWC
+ * input of whole pixels: gather_strided makes it a pointwise one. */
+static bool strided_pw(const nat_nhwc *c) {
+  int64_t dh = c->dh > 0 ? c->dh : 1, dw = c->dw > 0 ? c->dw : 1;
+  return c->kh == 1 && c->kw == 1 && (c->sh > 1 || c->sw > 1) && !c->pt && !c->pl && dh == 1 &&
+         dw == 1 && c->xs_c == 1 && c->xs_w == c->C && c->C >= WIN_MIN_C &&
+         c->OH == (c->H - 1) / c->sh + 1 && c->OW == (c->W - 1) / c->sw + 1;
+}
+
+static ait_status gather_strided(nat_run *r, nat_nhwc *c) {
+  gather_job j = {c, NULL, c->N * c->OH, 0};
+  j.xg = nat_scratch(r, (int64_t)sizeof(float) * ((j.rows * c->OW * c->C + 15) / 16 * 16));
+  if (!j.xg) return AIT_E_NOMEM;
+  j.per_task = nat_chunk(r, j.rows, 16384 / (c->OW * c->C) + 1);
+  nat_pool_run(nat_run_pool(r), (j.rows + j.per_task - 1) / j.per_task, gather_task, &j);
+  c->x = j.xg;
+  c->H = c->OH, c->W = c->OW, c->sh = c->sw = 1;
+  c->xs_n = c->OH * c->OW * c->C, c->xs_h = c->OW * c->C, c->xs_w = c->C, c->xs_c = 1;
+  return AIT_OK;
+}
+
 /* ---- grouped convs ---------------------------------------------------------
 
  * Each group is a window conv of its Cg input channels into its Mg output
@@ -990,6 +1036,10 @@ ait_status nat_k_conv_nhwc(nat_run *r, const ait_node *n, const ait_tensor *cons
     if (c.xs_c != 1) AIT_TRY(pad_input_ex(r, &c, nat_wino_scratch(r, &c), &ws_at));
     ait_status ws = nat_wino_run(r, &c, level, ws_at);
     if (ws != AIT_E_UNSUPPORTED) return ws; /* else direct, on the copy if one was made */
+  }
+  if (kind == K_WIN && level > NAT_ISA_PORTABLE && strided_pw(&c)) {
+    AIT_TRY(gather_strided(r, &c));
+    kind = K_PW; /* stride-s 1x1: the pointwise tiles on the gathered pixels */
   }
   if (kind == K_WIN && k->stem3 && level > NAT_ISA_PORTABLE && k->stem3_fits(&c))
     kind = K_STEM3; /* a 3-channel stem on the NCHW input, its rows copied per output row */

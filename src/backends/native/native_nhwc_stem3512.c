@@ -1,5 +1,6 @@
 /* native_nhwc_stem3.h's stem rows on AVX-512: tiles of 24 pixels x 1
- * vector (MobileNetV3's 16 outputs), 12 x 2 or 6 x 4, every broadcast a
+ * vector (MobileNetV3's 16 outputs), 12 x 2, 8 x 3 (SqueezeNet's 96: two
+ * passes over the row, not three) or 6 x 4, every broadcast a
  * multiply-add's memory operand. */
 #include "backends/native/native_nhwc_stem3.h"
 
