@@ -42,6 +42,7 @@
 #include "backends/native/native_engine.h"
 #include "backends/native/native_isa.h"
 #include "core/error.h"
+#include "ir/passes/passes.h"
 #include "ops/fused_impl.h"
 #include "ops/op.h"
 
@@ -52,6 +53,9 @@ ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
+/* The shared matchers' view (src/ir/passes/) of u's graph: live readers as u
+ * counts them, float32 scalar constants (native_fuse.c). u stays borrowed. */
+ait_match_view nat_uses_view(const nat_uses *u);
 /* Epilogue programs and FusedUnary (native_fuse.c); native only. */
 ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s);
 /* Chains of convs holding a depthwise conv into FusedConvNhwc nodes, with

@@ -43,35 +43,6 @@ static int absorbable_transpose(const nat_uses *u, int v, int at, int rank) {
   return ait_attr_ints(&g->nodes[p], "perm", &cnt) && cnt == rank ? p : -1;
 }
 
-/* The shared matcher (ait_match_attention) sees the graph through these:
- * the live readers of a value, counted as nat_uses counts them. */
-static int view_readers(const void *ctx, int v, int *nodes, int max) {
-  const nat_uses *u = ctx;
-  const ait_graph *g = u->g;
-  int filled = 0;
-  for (int k = 0; k < max; k++)
-    nodes[k] = -1;
-  if (u->uses[v] == 1 && max > 0) {
-    nodes[filled++] = u->consumer[v];
-  } else {
-    for (int i = 0; i < g->n_nodes && filled < max; i++) {
-      if (u->dead[i]) continue;
-      for (int k = 0; k < g->nodes[i].n_in && filled < max; k++)
-        if (g->nodes[i].in[k] == v) nodes[filled++] = i;
-    }
-  }
-  return u->uses[v] + (u->is_out[v] ? 1 : 0);
-}
-
-static bool view_scalar(const void *ctx, int v, float *out) {
-  const ait_graph *g = ((const nat_uses *)ctx)->g;
-  if (!ait_value_is_const(g, v)) return false;
-  const ait_tensor *t = g->values[v].init;
-  if (t->dtype != AIT_FLOAT32 || ait_tensor_numel(t) != 1) return false;
-  *out = *(const float *)t->data;
-  return true;
-}
-
 static ait_status set_perm(ait_node *n, const char *name, const ait_node *t) {
   int cnt = 0;
   const int64_t *perm = ait_attr_ints(t, "perm", &cnt);
@@ -83,7 +54,7 @@ static ait_status set_perm(ait_node *n, const char *name, const ait_node *t) {
  * reads one mask through broadcast strides. */
 static ait_status try_attention(nat_uses *u, int si, int *count) {
   ait_graph *g = u->g;
-  ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  ait_match_view view = nat_uses_view(u);
   ait_attn_match mt;
   if (!ait_match_attention(&view, si, &mt) || mt.wmask >= 0) return AIT_OK;
   int rank = g->values[mt.scores_out].rank, m2 = mt.pv, m1 = mt.scores;

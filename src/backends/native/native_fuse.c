@@ -284,10 +284,14 @@ static bool view_scalar(const void *ctx, int v, float *out) {
   return const_scalar(((const nat_uses *)ctx)->g, v, out);
 }
 
+ait_match_view nat_uses_view(const nat_uses *u) {
+  return (ait_match_view){.g = u->g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+}
+
 /* The spelled-out Gelu on y (ait_match_gelu). The tanh form only with
  * `programs`: the other users of these passes lower activations by name. */
 static bool match_gelu(const nat_uses *u, int y, bool programs, ait_gelu_match *m) {
-  ait_match_view view = {.g = u->g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  ait_match_view view = nat_uses_view(u);
   return ait_match_gelu(&view, y, m) && (programs || !m->tanh);
 }
 
@@ -556,7 +560,7 @@ static int sole_op(const nat_uses *u, int v, const char *op) {
 static ait_status spelled_hard_sigmoid(nat_uses *u, int ai, int *count) {
   ait_graph *g = u->g;
   ait_node *A = &g->nodes[ai];
-  ait_match_view view = {.g = g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
+  ait_match_view view = nat_uses_view(u);
   ait_hard_swish_match hs;
   if (!ait_match_hard_swish(&view, ai, &hs)) return AIT_OK;
   int y = hs.x, m = hs.mul, div = hs.div, ci = hs.clip;
