@@ -23,6 +23,7 @@ typedef struct behaviour {
   bool refuse_all;              /* supports() refuses every node */
   bool no_relu;                 /* supports() refuses Relu nodes */
   bool fast;                    /* computes relu chains directly (t_fast) */
+  bool spoil_save;              /* save() writes a state that loads wrong (+0.5) */
   float perturb;                /* added to every float output */
   int sleep_us;                 /* per infer */
   int sleep_us_per_batch;       /* per infer, times the leading dim of input 0 */
@@ -42,6 +43,10 @@ static behaviour rows[] = {
     {.name = "t_slow", .sleep_us = 20000},
     {.name = "t_batchy", .sleep_us = 10000, .sleep_us_per_batch = 125},
     {.name = "t_fast", .fast = true},
+    /* t_fast whose save() is an export that does not reproduce: t_export
+     * has a rebuild form (save_rebuild), t_badsave none */
+    {.name = "t_export", .fast = true, .spoil_save = true},
+    {.name = "t_badsave", .fast = true, .spoil_save = true},
     {.name = "t_unavail"},
     {.name = "t_nosupport", .refuse_all = true},
     {.name = "t_norelu", .no_relu = true},
@@ -85,8 +90,9 @@ tbk_counts *tbk_counts_of(const char *name) {
 typedef struct tbk_state {
   const ait_graph *g;
   behaviour *b;
-  int runs;    /* infers of this state */
-  int threads; /* pool backends */
+  int runs;     /* infers of this state */
+  int threads;  /* pool backends */
+  bool spoiled; /* loaded from a spoiled save: outputs + 0.5 */
 } tbk_state;
 
 static bool virtual_time, loaded;
@@ -240,9 +246,10 @@ static ait_status tbk_infer(void *state, const ait_tensor *const *in, int n_in, 
   else if (b->sleep_us || b->sleep_us_per_batch || virtual_time)
     sleep_us(b->sleep_us + (long long)b->sleep_us_per_batch * batch);
   if (b->fast)
-    return n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input");
-  AIT_TRY(ait_eager_run(s->g, in, n_in, out));
-  float perturb = wrong ? 0.5f : b->perturb;
+    AIT_TRY(n_in == 1 ? fast_relu(in[0], out) : ait_err(AIT_E_INVALID_ARG, "t_fast: one input"));
+  else
+    AIT_TRY(ait_eager_run(s->g, in, n_in, out));
+  float perturb = wrong || s->spoiled ? 0.5f : b->perturb;
   for (int o = 0; perturb != 0.0f && o < s->g->n_outputs; o++) {
     if (!out[o] || out[o]->kind != AIT_KIND_TENSOR || out[o]->dtype != AIT_FLOAT32) continue;
     float *d = out[o]->data;
@@ -258,15 +265,22 @@ static void state_path(const char *dir, const char *name, char *buf, size_t n) {
   snprintf(buf, n, "%s/%s.state", dir, name);
 }
 
-static ait_status tbk_save(void *state, const char *dir) {
-  tbk_state *s = state;
+static ait_status save_as(tbk_state *s, const char *dir, bool spoil) {
   s->b->counts.save++;
   char path[4096];
   state_path(dir, s->b->name, path, sizeof path);
   FILE *f = fopen(path, "w");
   if (!f) return ait_err(AIT_E_IO, "%s: cannot write %s", s->b->name, path);
-  fprintf(f, "%s\n", s->b->name);
+  fprintf(f, "%s%s\n", s->b->name, spoil ? " spoiled" : "");
   return fclose(f) == 0 ? AIT_OK : ait_err(AIT_E_IO, "%s: cannot write %s", s->b->name, path);
+}
+
+static ait_status tbk_save(void *state, const char *dir) {
+  tbk_state *s = state;
+  return save_as(s, dir, s->b->spoil_save);
+}
+static ait_status tbk_save_rebuild(void *state, const char *dir) {
+  return save_as(state, dir, false);
 }
 
 static ait_status tbk_load(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
@@ -283,6 +297,7 @@ static ait_status tbk_load(const ait_backend_config *cfg, const ait_graph *g, co
   int builds = b->counts.build;
   ait_status st = tbk_build(cfg, g, NULL, state);
   b->counts.build = builds; /* a load is not a build */
+  if (!st) ((tbk_state *)*state)->spoiled = strstr(line, " spoiled") != NULL;
   return st;
 }
 
@@ -312,6 +327,21 @@ TBK_IFACE(if_wrong, "t_wrong", "test: outputs off by 0.5", avail_yes);
 TBK_IFACE(if_slow, "t_slow", "test: reference plus 20 ms per run", avail_yes);
 TBK_IFACE(if_batchy, "t_batchy", "test: reference plus (10 + batch / 8) ms per run", avail_yes);
 TBK_IFACE(if_fast, "t_fast", "test: relu chains in one pass", avail_yes);
+TBK_IFACE(if_badsave, "t_badsave", "test: t_fast, whose saved state loads wrong", avail_yes);
+static const ait_backend_iface if_export = {
+    .name = "t_export",
+    .summary = "test: t_fast, whose saved state loads wrong unless saved for a rebuild",
+    .available = avail_yes,
+    .supports = tbk_supports,
+    .build = tbk_build,
+    .infer = tbk_infer,
+    .activate = tbk_nop,
+    .deactivate = tbk_nop,
+    .save = tbk_save,
+    .save_rebuild = tbk_save_rebuild,
+    .load = tbk_load,
+    .destroy = tbk_destroy,
+};
 TBK_IFACE(if_unavail, "t_unavail", "test: never available", avail_no);
 TBK_IFACE(if_nosupport, "t_nosupport", "test: refuses every node", avail_yes);
 TBK_IFACE(if_norelu, "t_norelu", "test: refuses Relu nodes", avail_yes);
@@ -361,8 +391,8 @@ static const ait_backend_iface if_lowp = {
 
 ait_status tbk_register_all(void) {
   static const ait_backend_iface *all[] = {
-      &if_broken, &if_wrong,  &if_slow, &if_batchy, &if_fast, &if_unavail, &if_nosupport,
-      &if_norelu, &if_steady, &if_late, &if_lowp,   &if_pool, &if_tiny};
+      &if_broken, &if_wrong, &if_slow, &if_batchy, &if_fast, &if_unavail, &if_nosupport, &if_norelu,
+      &if_steady, &if_late,  &if_lowp, &if_pool,   &if_tiny, &if_export,  &if_badsave};
   static bool done;
   if (done) return AIT_OK;
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -9,6 +9,10 @@
  *   t_fast       computes relu chains (Relu / Identity / Add of zeros, see
  *                tests/test_tune.c) directly as max(x, 0): the same function
  *                as the reference in one pass instead of one kernel per node
+ *   t_export     t_fast, whose save() writes a state that loads 0.5 off (an
+ *                engine export that does not reproduce); save_rebuild() writes
+ *                a good one
+ *   t_badsave    the same without save_rebuild(): its saves must fail
  *   t_unavail    available() is false: "t_unavail: no such accelerator here"
  *   t_nosupport  supports() is false for every node
  *   t_norelu     supports() is false for Relu nodes only (a partial backend:

@@ -1259,6 +1259,66 @@ static void test_save_load(void) {
   rm_tree(tmp);
 }
 
+/* A saved state is reloaded and checked before it is kept (saved_check.c):
+ * t_export's save() writes a state that loads 0.5 off (as OpenVINO 2026.4's
+ * export of a GRU did), so its folder holds the rebuild form instead, with
+ * a warning, and loads right; t_badsave has no rebuild form, so its save
+ * and its clone fail, naming the output, and write nothing. */
+static void test_saved_state_checked(void) {
+  const char *b[] = {"t_export"};
+  ait_tune_options o;
+  log_capture cap;
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b, 1, &cap);
+  ait_module *m = new_module();
+  if (!m) return;
+  CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+  CHECK_STR(ait_module_backend(m), "t_export");
+  char tmp[64], dir[128], state[192], line[64] = "";
+  if (!new_temp_dir(tmp, sizeof tmp)) {
+    CHECK(!"mkdtemp");
+    ait_module_free(m);
+    return;
+  }
+  log_capture scap = {0};
+  ait_module_set_log(m, on_log, &scap);
+  snprintf(dir, sizeof dir, "%s/tuned", tmp);
+  CHECK_ERR(ait_module_save(m, dir), AIT_OK, NULL);
+  CHECK(scap.warnings == 1 && strstr(scap.last_warning, "does not reproduce its outputs") &&
+        strstr(scap.last_warning, "rebuilt on load"));
+  snprintf(state, sizeof state, "%s/backend/t_export.state", dir);
+  FILE *f = fopen(state, "r");
+  CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "t_export\n"));
+  if (f) fclose(f);
+  ait_module *l = NULL;
+  CHECK_ERR(ait_module_load(dir, NULL, NULL, &l), AIT_OK, NULL);
+  if (l) check_infer(l, 3, 4, NULL); /* y == max(x, 0): not 0.5 off */
+  ait_module_free(l);
+  ait_module *c = NULL;
+  CHECK_ERR(ait_module_clone(m, &c), AIT_OK, NULL);
+  if (c) check_infer(c, 2, 5, NULL);
+  ait_module_free(c);
+  ait_module_free(m);
+
+  const char *b2[] = {"t_badsave"};
+  fast_opts(&o, AIT_STRATEGY_ONE_BACKEND, b2, 1, &cap);
+  m = new_module();
+  if (m) {
+    CHECK_ERR(ait_module_tune(m, &o), AIT_OK, NULL);
+    CHECK_STR(ait_module_backend(m), "t_badsave");
+    snprintf(dir, sizeof dir, "%s/bad", tmp);
+    CHECK_ERR(ait_module_save(m, dir), AIT_E_INTERNAL, "does not reproduce its outputs");
+    CHECK(strstr(ait_last_error(), "output 0 ('y')") != NULL);
+    struct stat sb;
+    CHECK(stat(dir, &sb) != 0); /* nothing written */
+    c = NULL;
+    CHECK_ERR(ait_module_clone(m, &c), AIT_E_INTERNAL, "does not reproduce its outputs");
+    CHECK(c == NULL);
+    check_infer(m, 2, 6, NULL); /* the module itself still runs right */
+    ait_module_free(m);
+  }
+  rm_tree(tmp);
+}
+
 /* Rewrite byte `at` of dir/rel (at < 0: from the end) with `c`, or cut the
  * file to `cut` bytes (cut >= 0). */
 static void poke(const char *dir, const char *rel, long at, int c, long cut) {
@@ -2518,6 +2578,7 @@ static const test_case tests[] = {
     {"bad_requests", test_bad_requests},
     {"min_speedup_ratio", test_min_speedup_ratio},
     {"save_load", test_save_load},
+    {"saved_state_checked", test_saved_state_checked},
     {"artifact_manifest", test_artifact_manifest},
     {"cache", test_cache},
     {"samples_from_infer", test_samples_from_infer},

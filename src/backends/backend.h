@@ -106,6 +106,13 @@ typedef struct ait_backend_iface {
   void (*idle)(void *state);
   /* Persist / restore the built state in folder dir (created by the caller). */
   ait_status (*save)(void *state, const char *dir);
+  /* Optional: persist only what load() rebuilds the state from (the graph
+   * and aitune's own data), none of an engine's compiled artifact. A saved
+   * state is reloaded and run once before it is kept (ait_mod_save_state);
+   * when the reload does not reproduce the outputs (OpenVINO 2026.4's
+   * export of a GRU does not) this form is saved instead. NULL: save()
+   * writes no such artifact. */
+  ait_status (*save_rebuild)(void *state, const char *dir);
   ait_status (*load)(const ait_backend_config *cfg, const ait_graph *g, const char *dir,
                      void **state);
   void (*destroy)(void *state);

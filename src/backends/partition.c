@@ -145,8 +145,8 @@ static ait_status part_deactivate(void *p) {
   return AIT_OK;
 }
 
-static ait_status part_save(void *p, const char *dir) {
-  part_state *s = p;
+/* rebuild: each segment's save_rebuild where it has one */
+static ait_status part_save_as(part_state *s, const char *dir, bool rebuild) {
   cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "segments");
   ait_status st = AIT_OK;
   for (int k = 0; k < s->n_seg && !st; k++) {
@@ -161,6 +161,8 @@ static ait_status part_save(void *p, const char *dir) {
     char *sdir = ait_path_join(dir, name);
     if (!sdir || mkdir(sdir, 0777) != 0)
       st = ait_err(AIT_E_IO, "cannot create %s/%s", dir, name);
+    else if (rebuild && sg->cfg.iface->save_rebuild)
+      st = sg->cfg.iface->save_rebuild(sg->state, sdir);
     else
       st = sg->cfg.iface->save(sg->state, sdir);
     free(sdir);
@@ -175,6 +177,9 @@ static ait_status part_save(void *p, const char *dir) {
   free(text);
   return st;
 }
+
+static ait_status part_save(void *p, const char *dir) { return part_save_as(p, dir, false); }
+static ait_status part_save_rebuild(void *p, const char *dir) { return part_save_as(p, dir, true); }
 
 /* Every segment's backend must share (its clone hook); one that cannot makes
  * the whole clone AIT_E_UNSUPPORTED, and ait_module_clone reloads instead. */
@@ -214,6 +219,7 @@ static const ait_backend_iface partition_iface = {
     .activate = part_activate,
     .deactivate = part_deactivate,
     .save = part_save,
+    .save_rebuild = part_save_rebuild,
     .destroy = part_destroy,
     .clone = part_clone,
 };

@@ -380,7 +380,7 @@ ait_status ait_artifact_save(const ait_module *m, const char *dir_in, unsigned f
     st = ait_err(AIT_E_IO, "cannot create '%s': %s", backend_dir, strerror(errno));
     goto out;
   }
-  if ((st = m->run.iface->save(m->run.state, backend_dir))) {
+  if ((st = ait_mod_save_state(m, backend_dir, NULL))) {
     ait_err_prefix(st, "saving the %s backend's state", m->desc);
     goto out;
   }

@@ -98,6 +98,7 @@ static void clear_outputs(ait_module *m) {
 
 void ait_mod_drop_state(ait_module *m) {
   clear_outputs(m); /* they may borrow the state's memory */
+  ait_mod_free_check(m);
   ait_runner_destroy(&m->run);
   if (m->ref_state) ait_backend_find("eager")->destroy(m->ref_state);
   m->ref_state = NULL;
@@ -343,8 +344,7 @@ static ait_status clone_state(const ait_module *m, ait_runner *out, bool *shared
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s/aitune-clone-XXXXXX", base && base[0] ? base : "/tmp");
   if (!mkdtemp(tmp)) return ait_err(AIT_E_IO, "cannot create a temporary folder in %s", tmp);
-  ait_status st = m->run.iface->save(m->run.state, tmp);
-  if (!st) st = ait_runner_load(&m->cfg, m->model->graph, tmp, out);
+  ait_status st = ait_mod_save_state(m, tmp, out);
   ait_rmtree(tmp);
   if (st) out->state = NULL;
   return st ? ait_err_prefix(st, "cloning %s by reloading its saved state", m->desc) : AIT_OK;

@@ -40,6 +40,11 @@ struct ait_module {
   int batch;         /* the selected batch size */
   char *report_json; /* owned */
   char tuned_fingerprint[2048];
+  /* the selected state's own outputs on check_in (sample 0 at the tuned
+   * batch), kept by the tuner: every save is reloaded and compared with
+   * them (saved_check.c). Empty (check_out NULL) for a loaded module. */
+  ait_sample check_in;
+  ait_tensor **check_out; /* owned, n_outputs */
 
   /* running */
   ait_log_fn log;
@@ -71,6 +76,17 @@ ait_module *ait_module_alloc(const char *path, const char *name, const ait_limit
 ait_status ait_mod_create_buffer(const void *data, size_t size, const char *base_dir,
                                  const char *name, const ait_load_options *opts, ait_module **out);
 void ait_mod_free(ait_module *m);
+/* ---- saved states, checked (saved_check.c) ------------------------------ */
+/* After tuning: run the selected state once on sample 0 at the tuned batch
+ * and keep its outputs (a failure only logs: saves go unchecked). */
+void ait_mod_keep_check(ait_module *m);
+void ait_mod_free_check(ait_module *m);
+/* Save m's backend state into the existing folder dir, reload it and check
+ * that it reproduces the kept outputs; else save the backend's rebuild form
+ * (backend.h) and check again; else AIT_E_INTERNAL naming the output. The
+ * reloaded runner goes to *loaded when not NULL (the caller owns it). */
+ait_status ait_mod_save_state(const ait_module *m, const char *dir, ait_runner *loaded);
+
 /* Drop the built state (and the outputs, which may borrow from it). */
 void ait_mod_drop_state(ait_module *m);
 ait_status ait_mod_add_sample(ait_module *m, const ait_tensor_view *inputs, size_t n);

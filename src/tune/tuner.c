@@ -250,6 +250,7 @@ ait_status ait_tuner_run(ait_module *m, const ait_tune_options *o) {
     st = ait_err(AIT_E_NOMEM, "out of memory building the report");
   else
     m->tuned = true;
+  if (m->tuned) ait_mod_keep_check(m);
   ait_module_logf(m, 0, "selected %s (batch %d) in %.1f s", m->desc, m->batch, t.res.tuning_s);
 out:
   for (int i = 0; i < n; i++)

@@ -573,8 +573,7 @@ static ait_status ov_deactivate(void *state) {
  * measured; other shapes compile on first use): one blob, never one per
  * plan. Export reads the compiled model only, on the caller's thread, while
  * no request of this state runs (one thread per state: backend.h). */
-static ait_status ov_save(void *state, const char *dir) {
-  ov_state *s = state;
+static ait_status ov_save_as(ov_state *s, const char *dir, bool blob) {
   const ov_lib *L = s->L;
   char ver[128];
   ov_info_version(ver, sizeof ver);
@@ -585,7 +584,7 @@ static ait_status ov_save(void *state, const char *dir) {
   ait_status st = AIT_OK;
   ov_plan *p = NULL;
   /* after deactivate the plan is gone: compiled again for the export */
-  if (s->n_last > 0 || s->dynamic) st = plan_for_sig(s, s->last, s->n_last, &p);
+  if (blob && (s->n_last > 0 || s->dynamic)) st = plan_for_sig(s, s->last, s->n_last, &p);
   char *path = NULL;
   if (!st && p) {
     if (!(path = ait_path_join(dir, BLOB_NAME))) st = ait_err(AIT_E_NOMEM, "out of memory");
@@ -603,6 +602,12 @@ static ait_status ov_save(void *state, const char *dir) {
   free(path);
   free(idx);
   return st;
+}
+
+static ait_status ov_save(void *state, const char *dir) { return ov_save_as(state, dir, true); }
+/* the index alone: load compiles the graph on first use */
+static ait_status ov_save_rebuild(void *state, const char *dir) {
+  return ov_save_as(state, dir, false);
 }
 
 /* The blob line "openvino_0.blob N s1 ... sN" (untrusted), imported. */
@@ -718,6 +723,7 @@ const ait_backend_iface ait_backend_openvino = {
     .activate = ov_activate,
     .deactivate = ov_deactivate,
     .save = ov_save,
+    .save_rebuild = ov_save_rebuild,
     .load = ov_load,
     .destroy = ov_destroy,
     .precision = ov_precision,
