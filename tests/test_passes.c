@@ -588,6 +588,43 @@ static void test_gelu(void) {
   }
 }
 
+/* What a target accepts is data (nat_accepts): the fusion pass hands a
+ * producer only the activations in its set. The tanh GELU joins the MatMul
+ * only where GELU_TANH is accepted (cuda's set; not the named set), the erf
+ * one only where GELU is; either way the graph computes the same. */
+static void test_accepts(void) {
+  const nat_accepts none = {.acts = 0, .programs = false};
+  const nat_accepts with_tanh = {.acts = nat_accepts_named.acts | NAT_ACT_BIT(AIT_ACT_GELU_TANH),
+                                 .programs = false};
+  const struct {
+    gelu_form form;
+    float k;
+    const nat_accepts *acc;
+    bool fused;
+  } cases[] = {
+      {G_HALF_LAST, 1.41421356f, &nat_accepts_named, true},
+      {G_HALF_LAST, 1.41421356f, &none, false},
+      {G_TANH_POW, 0.044715f, &nat_accepts_named, false},
+      {G_TANH_POW, 0.044715f, &with_tanh, true},
+      {G_TANH_INNER, 0.044715f, &with_tanh, true},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ait_graph *g = gelu_model(cases[c].form, cases[c].k, 1.0f, false);
+    CHECK(g != NULL);
+    if (!g) continue;
+    nat_pass_stats st;
+    ait_graph *rw = ait_graph_clone(g, NULL, true);
+    CHECK(nat_run_passes_for(rw, &st, false, cases[c].acc) == AIT_OK);
+    bool one = live_nodes(rw, NULL) == 1;
+    if (one != cases[c].fused)
+      fprintf(stderr, "accepts case %zu: %d nodes\n", c, live_nodes(rw, NULL));
+    CHECK(one == cases[c].fused);
+    check_same_on_eager(g, rw, 1e-5, "fusion limited to what the target accepts");
+    ait_graph_free(rw);
+    ait_graph_free(g);
+  }
+}
+
 /* ---- SiLU and spelled-out HardSwish --------------------------------------- */
 
 /* MatMul -> x * Sigmoid(x) (sig_first: Mul(s, x)); extra: the Sigmoid's
@@ -906,6 +943,7 @@ int main(void) {
   test_bn_fold_math();
   test_fold_batchnorm();
   test_gelu();
+  test_accepts();
   test_silu();
   test_hard_swish();
   test_attention();

@@ -192,7 +192,7 @@ static ait_status rewrite_state(const ait_backend_config *cfg, const ait_graph *
   ait_graph *copy = nat_graph_clone(g, NULL, true);
   if (!copy) return AIT_E_NOMEM;
   nat_pass_stats stats;
-  ait_status st = nat_run_passes(copy, &stats);
+  ait_status st = nat_run_passes_for(copy, &stats, false, &cu_accepts);
   cu_opts o;
   int merged = 0;
   if (!st) st = cu_opts_parse(cfg, &o);

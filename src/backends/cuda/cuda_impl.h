@@ -528,6 +528,8 @@ ait_status cu_weight_tensor(cu_planner *pl, ait_dtype dt, int rank, const int64_
 
 /* cuk activation code of a fused activation; false when there is none. */
 bool cu_act_code(const ait_act *a, int *code, float *p);
+/* The activations cu_act_code lowers, as native's fusion pass reads them. */
+extern const nat_accepts cu_accepts;
 
 /* ---- execution (cuda_exec.c) -------------------------------------------- */
 

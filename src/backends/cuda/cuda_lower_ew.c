@@ -155,9 +155,19 @@ bool cu_act_code(const ait_act *a, int *code, float *p) {
   case AIT_ACT_HARD_SIGMOID: *code = CUK_HARD_SIGMOID; return true;
   case AIT_ACT_HARD_SWISH: *code = CUK_HARD_SWISH; return true;
   case AIT_ACT_GELU: *code = CUK_GELU; return true;
+  case AIT_ACT_GELU_TANH: *code = CUK_GELU_TANH; return true;
   default: *code = CUK_COPY; return false;
   }
 }
+
+/* What cu_act_code lowers, as native's passes read it (nat_run_passes_for):
+ * a producer takes these activations, and no epilogue programs. */
+const nat_accepts cu_accepts = {
+    .acts = NAT_ACT_BIT(AIT_ACT_RELU) | NAT_ACT_BIT(AIT_ACT_CLIP) | NAT_ACT_BIT(AIT_ACT_SIGMOID) |
+            NAT_ACT_BIT(AIT_ACT_TANH) | NAT_ACT_BIT(AIT_ACT_LEAKY_RELU) |
+            NAT_ACT_BIT(AIT_ACT_HARD_SIGMOID) | NAT_ACT_BIT(AIT_ACT_HARD_SWISH) |
+            NAT_ACT_BIT(AIT_ACT_GELU) | NAT_ACT_BIT(AIT_ACT_GELU_TANH),
+    .programs = false};
 
 ait_status cu_emit_epilogue(cu_planner *pl, int node, const char *what, int x, int y, int axis,
                             int scale, int shift, int z, const ait_act *act) {

@@ -247,10 +247,6 @@ bool cu_instnorm_act(const ait_node *n, int *code, float *ap) {
   ait_act a;
   if (ait_act_parse(n, &a) != AIT_OK) return false;
   if (a.kind == AIT_ACT_NONE) return true;
-  if (a.kind == AIT_ACT_GELU_TANH) { /* not a conv / GEMM epilogue, so not in cu_act_code */
-    *code = CUK_GELU_TANH;
-    return true;
-  }
   return cu_act_code(&a, code, ap);
 }
 

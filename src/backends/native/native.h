@@ -51,7 +51,7 @@
 ait_status nat_pass_fold_constants(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_remove_noops(nat_uses *u, nat_pass_stats *s);
 ait_status nat_pass_fold_batchnorm(nat_uses *u, nat_pass_stats *s);
-ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s);
+ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s, const nat_accepts *acc);
 ait_status nat_pass_attention(nat_uses *u, nat_pass_stats *s);
 /* The shared matchers' view (src/ir/passes/) of u's graph: live readers as u
  * counts them, float32 scalar constants (native_fuse.c). u stays borrowed. */

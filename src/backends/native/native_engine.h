@@ -100,6 +100,23 @@ typedef struct nat_pass_stats {
  * (cuda) lower attention themselves, so nat_run_passes leaves it out. */
 ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats);
 ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention);
+
+/* What a user of these passes lowers, as data: the fusion pass hands a
+ * producer (Conv, Gemm, MatMul) only the activations in `acts` (bit k =
+ * ait_act_kind k), and chains that need an epilogue program (gates, channel
+ * scales, several activations) only with `programs`. Native's own epilogue
+ * pass takes everything; nat_accepts_named is what every backend that
+ * lowers activations by name runs (Relu .. Gelu). */
+typedef struct nat_accepts {
+  unsigned acts;
+  bool programs;
+} nat_accepts;
+#define NAT_ACT_BIT(k) (1u << (unsigned)(k))
+extern const nat_accepts nat_accepts_named;
+/* nat_run_passes_ex with the fusion pass limited to what acc accepts
+ * (NULL: nat_accepts_named). */
+ait_status nat_run_passes_for(ait_graph *g, nat_pass_stats *stats, bool attention,
+                              const nat_accepts *acc);
 /* torch's GroupNorm(C, C) on x [N, C, T] as exported (Reshape,
  * InstanceNormalization, Reshape, Mul, Add) and a spelled-out GELU after
  * it into one FusedInstanceNorm, over the whole graph: the one definition,

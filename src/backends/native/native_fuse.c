@@ -239,14 +239,24 @@ static ait_status set_act(ait_node *p, const ait_act *a) {
   return np ? nat_attr_set_floats(p, "activation_params", a->p, np) : AIT_OK;
 }
 
-/* The activations past HardSwish/Gelu (Softplus, GeluTanh) only with
- * `programs`: the other users of these passes lower activations by name. */
-static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, bool programs, bool *done) {
+const nat_accepts nat_accepts_named = {
+    .acts = NAT_ACT_BIT(AIT_ACT_RELU) | NAT_ACT_BIT(AIT_ACT_CLIP) | NAT_ACT_BIT(AIT_ACT_SIGMOID) |
+            NAT_ACT_BIT(AIT_ACT_TANH) | NAT_ACT_BIT(AIT_ACT_LEAKY_RELU) |
+            NAT_ACT_BIT(AIT_ACT_HARD_SIGMOID) | NAT_ACT_BIT(AIT_ACT_HARD_SWISH) |
+            NAT_ACT_BIT(AIT_ACT_GELU),
+    .programs = false};
+
+/* native's epilogue pass: every activation, and programs */
+static const nat_accepts accepts_all = {.acts = ~0u, .programs = true};
+
+/* A producer's activation, where the target accepts its kind. */
+static ait_status try_act(nat_uses *u, int pi, int ci, base_kind k, const nat_accepts *acc,
+                          bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi], *c = &g->nodes[ci];
   ait_act a;
   if (has_act(p) || c->in[0] != p->out[0] || !act_of(g, c, &a)) return AIT_OK;
-  if (!programs && a.kind >= AIT_ACT_SOFTPLUS) return AIT_OK;
+  if (!(acc->acts & NAT_ACT_BIT(a.kind))) return AIT_OK;
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &a));
   absorb(u, pi, ci);
@@ -288,19 +298,19 @@ ait_match_view nat_uses_view(const nat_uses *u) {
   return (ait_match_view){.g = u->g, .readers = view_readers, .scalar = view_scalar, .ctx = u};
 }
 
-/* The spelled-out Gelu on y (ait_match_gelu). The tanh form only with
- * `programs`: the other users of these passes lower activations by name. */
-static bool match_gelu(const nat_uses *u, int y, bool programs, ait_gelu_match *m) {
+/* The spelled-out Gelu on y (ait_match_gelu), in a form acc accepts. */
+static bool match_gelu(const nat_uses *u, int y, const nat_accepts *acc, ait_gelu_match *m) {
   ait_match_view view = nat_uses_view(u);
-  return ait_match_gelu(&view, y, m) && (programs || !m->tanh);
+  return ait_match_gelu(&view, y, m) &&
+         (acc->acts & NAT_ACT_BIT(m->tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU));
 }
 
 /* The spelled-out Gelu after producer pi into its activation. */
-static ait_status try_gelu(nat_uses *u, int pi, base_kind k, bool programs, bool *done) {
+static ait_status try_gelu(nat_uses *u, int pi, base_kind k, const nat_accepts *acc, bool *done) {
   ait_graph *g = u->g;
   ait_node *p = &g->nodes[pi];
   ait_gelu_match m;
-  if (has_act(p) || !match_gelu(u, p->out[0], programs, &m)) return AIT_OK;
+  if (has_act(p) || !match_gelu(u, p->out[0], acc, &m)) return AIT_OK;
   ait_act act = {.kind = m.tanh ? AIT_ACT_GELU_TANH : AIT_ACT_GELU};
   AIT_TRY(become_fused(p, k, p->n_in));
   AIT_TRY(set_act(p, &act));
@@ -451,9 +461,9 @@ static ait_status try_channel_scale(nat_uses *u, int pi, int ci, base_kind k, bo
   return AIT_OK;
 }
 
-/* Absorb as much of what follows node pi as the rules allow; with
- * `programs`, also the chains that need an epilogue program. */
-static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
+/* Absorb as much of what follows node pi as the rules and acc allow. */
+static ait_status fuse_from(nat_uses *u, int pi, int *count, const nat_accepts *acc) {
+  bool programs = acc->programs;
   ait_graph *g = u->g;
   for (;;) {
     ait_node *p = &g->nodes[pi];
@@ -461,14 +471,14 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
     int y = p->out[0];
     if (y < 0 || g->values[y].dtype != AIT_FLOAT32) return AIT_OK;
     bool done = false;
-    AIT_TRY(try_gelu(u, pi, k, programs, &done));
+    AIT_TRY(try_gelu(u, pi, k, acc, &done));
     if (!done && programs) AIT_TRY(try_gated(u, pi, k, &done));
     int ci = sole_reader(u, y);
     if (!done && ci >= 0 && !u->dead[ci] && g->nodes[ci].n_out >= 1) {
       if (!done) AIT_TRY(try_bias(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_scale(u, pi, ci, k, &done));
       if (!done) AIT_TRY(try_residual(u, pi, ci, k, &done));
-      if (!done) AIT_TRY(try_act(u, pi, ci, k, programs, &done));
+      if (!done) AIT_TRY(try_act(u, pi, ci, k, acc, &done));
       if (!done && programs) AIT_TRY(try_channel_scale(u, pi, ci, k, &done));
       if (!done && programs) AIT_TRY(try_more_act(u, pi, ci, k, &done));
     }
@@ -478,12 +488,12 @@ static ait_status fuse_from(nat_uses *u, int pi, int *count, bool programs) {
   }
 }
 
-ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s) {
+ait_status nat_pass_fuse(nat_uses *u, nat_pass_stats *s, const nat_accepts *acc) {
   ait_graph *g = u->g;
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
-    AIT_TRY(fuse_from(u, i, &s->fused, false));
+    AIT_TRY(fuse_from(u, i, &s->fused, acc));
   }
   return AIT_OK;
 }
@@ -503,7 +513,7 @@ static ait_status fuse_unary_from(nat_uses *u, int i, int *count) {
           : ait_is_op(n, "Mul") && n->n_in == 2                               ? n->in[1]
                                                                               : n->in[0];
   if ((ait_is_op(n, "Div") || ait_is_op(n, "Mul") || ait_is_op(n, "Pow")) &&
-      match_gelu(u, y, true, &ge) && ge.nodes[0] == i) {
+      match_gelu(u, y, &accepts_all, &ge) && ge.nodes[0] == i) {
     /* a spelled-out Gelu after anything but a product (wav2vec2's GroupNorm):
      * one pass on the vector GELU instead of five (or eight), Erf on libm */
     memset(&prog, 0, sizeof prog);
@@ -654,7 +664,7 @@ static ait_status fuse_groupnorm(nat_uses *u, int i, int *count) {
   ait_tensor *gm = feature_bias(g, other_input(&g->nodes[mi], y1), C, 1, 3);
   ait_tensor *bt = gm ? feature_bias(g, other_input(&g->nodes[ai], y2), C, 1, 3) : NULL;
   ait_gelu_match ge;
-  bool gelu = bt && match_gelu(u, y3, true, &ge);
+  bool gelu = bt && match_gelu(u, y3, &accepts_all, &ge);
   if (!bt) {
     ait_tensor_free(gm);
     return AIT_OK;
@@ -715,7 +725,7 @@ ait_status nat_pass_epilogue(nat_uses *u, nat_pass_stats *s) {
   for (int i = 0; i < g->n_nodes; i++) {
     if (u->dead[i] || kind_of(&g->nodes[i]) == B_NONE || g->nodes[i].n_out < 1) continue;
     if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) continue;
-    AIT_TRY(fuse_from(u, i, &s->fused, true));
+    AIT_TRY(fuse_from(u, i, &s->fused, &accepts_all));
   }
   for (int i = 0; i < g->n_nodes; i++)
     if (!u->dead[i]) AIT_TRY(fuse_groupnorm(u, i, &s->fused));

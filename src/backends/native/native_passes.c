@@ -180,13 +180,18 @@ ait_status nat_run_passes(ait_graph *g, nat_pass_stats *stats) {
 }
 
 ait_status nat_run_passes_ex(ait_graph *g, nat_pass_stats *stats, bool attention) {
+  return nat_run_passes_for(g, stats, attention, NULL);
+}
+
+ait_status nat_run_passes_for(ait_graph *g, nat_pass_stats *stats, bool attention,
+                              const nat_accepts *acc) {
   nat_uses u = {.g = g};
   memset(stats, 0, sizeof *stats);
   ait_status st = nat_uses_refresh(&u);
   if (!st) st = nat_pass_fold_constants(&u, stats);
   if (!st) st = nat_pass_remove_noops(&u, stats);
   if (!st) st = nat_pass_fold_batchnorm(&u, stats);
-  if (!st) st = nat_pass_fuse(&u, stats);
+  if (!st) st = nat_pass_fuse(&u, stats, acc ? acc : &nat_accepts_named);
   if (!st && attention) st = nat_pass_bn_to_conv(&u, stats);
   if (!st && attention) st = nat_pass_epilogue(&u, stats);
   if (!st && attention) st = nat_pass_attention(&u, stats);

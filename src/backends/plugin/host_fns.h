@@ -120,7 +120,9 @@ AIT_HOST_FN(ait_status, ait_plan_assign,
              int64_t *total),
             (n_values, size, first, last, offset, total))
 AIT_HOST_FN(ait_status, nat_resolve_fused, (ait_graph * g), (g))
-AIT_HOST_FN(ait_status, nat_run_passes, (ait_graph * g, nat_pass_stats *stats), (g, stats))
+AIT_HOST_FN(ait_status, nat_run_passes_for,
+            (ait_graph * g, nat_pass_stats *stats, bool attention, const nat_accepts *acc),
+            (g, stats, attention, acc))
 AIT_HOST_FN(ait_status, nat_pass_groupnorm, (ait_graph * g, int *fused), (g, fused))
 AIT_HOST_FN(uint64_t, ait_plan_signature,
             (const ait_tensor *const *in, int n_in, int64_t *sig, int *n_sig),
